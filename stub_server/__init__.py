@@ -1,0 +1,1 @@
+"""The reference stub: an aiohttp implementation of the Payments Transactions Service."""

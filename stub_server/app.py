@@ -1,0 +1,537 @@
+"""The aiohttp application: the six operations of the document, the sandbox and ``/healthz``.
+
+``StubApp`` holds what a request needs (settings, store, token service, small caches) so that
+handlers read plain attributes; ``build_app`` wires it into an ``aiohttp.web.Application``.
+Order of checks on protected routes: 401 (token), 403 (privilege), 415, 413, 400, 409.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import math
+import random
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from aiohttp import web
+
+from stub_server import timefmt
+from stub_server.errors import (
+    ApiError,
+    InFlight,
+    json_response,
+    make_error_middleware,
+    validation_error,
+)
+from stub_server.secrets_hash import verify_secret
+from stub_server.settings import StubSettings
+from stub_server.store import AppRecord, EventQuery, EventRecord, KeyReused, Store, TxRecord
+from stub_server.tokens import TokenService
+
+log = logging.getLogger("stub_server")
+
+STUB_KEY: web.AppKey[StubApp] = web.AppKey("stub")  # type: ignore[name-defined]
+
+MAX_KEY_LENGTH = 32
+MAX_WEBHOOK_MODE_LENGTH = 64
+MAX_NUMBER_LENGTH = 64
+MAX_SECRET_LENGTH = 1024
+MAX_OFFSET = 2**62
+STATUS_FILTERS = {
+    "pending": "pending",
+    "success": "success",
+    "successful": "success",
+    "failed": "failed",
+}
+KINDS = ("CASHIN", "CASHOUT")
+EVENT_KINDS = ("transaction:created", "transaction:processed")
+CAN_CASHIN = frozenset({"cashin", "read-write"})
+CAN_CASHOUT = frozenset({"cashout", "read-write"})
+
+
+class StubApp:
+    """Request handlers and the state they share."""
+
+    def __init__(self, settings: StubSettings, store: Store | None = None) -> None:
+        self.settings = settings
+        self.store = store or Store(settings.db)
+        faults = settings.faults
+        self.tokens = TokenService(
+            settings.jwt_key or self.store.jwt_key(),
+            settings.access_ttl_s,
+            settings.refresh_ttl_s,
+            check_exp="tokens-never-expire" not in faults,
+            check_signature="signature-not-verified" not in faults,
+        )
+        self.access_subs: tuple[str, ...] = (
+            ("access", "refresh") if "refresh-as-access" in faults else ("access",)
+        )
+        self.number_regex = settings.number_regex
+        self.tz = settings.tz
+        self.broken_time = "timestamp-format" in faults
+        self.success_text = "successful" if settings.variant("successful-status") else "success"
+        self.creation_status = 201 if settings.variant("created-201") else 200
+        self._apps: dict[str, AppRecord] = {}
+        self._verified: dict[str, bytes] = {}
+        self._creations = 0
+        self._last_ref: str | None = None
+        self._random = random.Random()
+        self.in_flight = InFlight()
+
+    # -- helpers --------------------------------------------------------------------------
+    def app_record(self, client_id: str) -> AppRecord | None:
+        record = self._apps.get(client_id)
+        if record is None:
+            record = self.store.app(client_id)
+            if record is not None:
+                self._apps[client_id] = record
+        return record
+
+    def authenticate(self, request: web.Request) -> AppRecord:
+        header = request.headers.get("Authorization")
+        if not header:
+            raise ApiError(401, "missing_token", "the Authorization header is missing")
+        scheme, _, token = header.partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            raise ApiError(
+                401, "missing_token", "the Authorization header must be 'Bearer <token>'"
+            )
+        claims = self.tokens.verify(token, self.access_subs)
+        record = self.app_record(claims["id"])
+        if record is None:
+            raise ApiError(401, "invalid_token", "the token names an unknown application")
+        return record
+
+    def status_text(self, status: str) -> str:
+        return self.success_text if status == "success" else status
+
+    async def read_json(self, request: web.Request) -> dict[str, Any]:
+        if request.content_type != "application/json":
+            raise ApiError(
+                415, "unsupported_media_type", "the request body must be application/json"
+            )
+        length = request.content_length
+        if length is not None and length > self.settings.max_body_bytes:
+            raise ApiError(
+                413,
+                "payload_too_large",
+                f"the request body exceeds {self.settings.max_body_bytes} bytes",
+            )
+        raw = await request.read()
+        try:
+            body = json.loads(raw)
+        except (ValueError, RecursionError):
+            if "server-error-on-malformed" in self.settings.faults:
+                raise RuntimeError("fault server-error-on-malformed: unparsed body") from None
+            raise ApiError(400, "malformed_json", "the request body is not valid JSON") from None
+        if not isinstance(body, dict):
+            raise ApiError(400, "malformed_json", "the request body must be a JSON object")
+        return body
+
+    def render_lookup(self, tx: TxRecord) -> dict[str, Any]:
+        return {
+            "amount": tx.amount,
+            "client": tx.client,
+            "fee": tx.fee,
+            "kind": tx.kind,
+            "merchant": tx.merchant,
+            "ref": tx.ref,
+            "status": self.status_text(tx.status),
+            "timestamp": timefmt.offset_text(tx.created_us, self.tz, broken=self.broken_time),
+        }
+
+    def render_event(self, ev: EventRecord) -> dict[str, Any]:
+        broken = self.broken_time
+        return {
+            "event_id": ev.event_id,
+            "event_kind": ev.event_kind,
+            "created_at": timefmt.utc_text(ev.created_us, broken=broken),
+            "data": {
+                "ref": ev.ref,
+                "kind": ev.kind,
+                "fee": ev.fee,
+                "merchant": ev.merchant,
+                "client": ev.client,
+                "amount": ev.amount,
+                "status": self.status_text(ev.status),
+                "created_at": timefmt.utc_text(ev.tx_created_us, broken=broken),
+                "processed_at": timefmt.utc_text(ev.processed_us, broken=broken),
+            },
+        }
+
+    def token_pair_body(self, record: AppRecord) -> dict[str, Any]:
+        pair = self.tokens.issue(record.client_id, record.merchant, record.privilege)
+        expires: int | str = pair.access_exp
+        if self.settings.variant("expires-string"):
+            expires = timefmt.utc_text(pair.access_exp * 1_000_000) or ""
+        return {"access": pair.access, "refresh": pair.refresh, "expires": expires}
+
+    # -- authentication -------------------------------------------------------------------
+    async def authorize(self, request: web.Request) -> web.Response:
+        body = await self.read_json(request)
+        values = {}
+        for name in ("client_id", "client_secret"):
+            value = body.get(name)
+            if value is None:
+                raise validation_error(name, "is required")
+            if not isinstance(value, str):
+                raise validation_error(name, "must be a string")
+            values[name] = value
+        client_id, secret = values["client_id"], values["client_secret"]
+        record = self.app_record(client_id) if len(client_id) <= 128 else None
+        if record is None or len(secret) > MAX_SECRET_LENGTH:
+            raise ApiError(401, "invalid_credentials", "unknown client_id or wrong client_secret")
+        fingerprint = hashlib.sha256(secret.encode("utf-8", "surrogatepass")).digest()
+        if self._verified.get(client_id) != fingerprint:
+            loop = asyncio.get_running_loop()
+            ok = await loop.run_in_executor(None, verify_secret, secret, record.secret_hash)
+            if not ok:
+                raise ApiError(
+                    401, "invalid_credentials", "unknown client_id or wrong client_secret"
+                )
+            self._verified[client_id] = fingerprint
+        return json_response(self.token_pair_body(record))
+
+    async def refresh(self, request: web.Request) -> web.Response:
+        claims = self.tokens.verify(request.match_info["token"], "refresh")
+        record = self.app_record(claims["id"])
+        if record is None:
+            raise ApiError(401, "invalid_token", "the token names an unknown application")
+        if not self.settings.variant("no-rotation"):
+            jti = claims.get("jti")
+            exp = claims.get("exp")
+            if not isinstance(jti, str) or not isinstance(exp, int):
+                raise ApiError(401, "invalid_token", "the token is invalid")
+            if not self.store.use_refresh(jti, exp):
+                raise ApiError(401, "invalid_token", "the refresh token was already used")
+        return json_response(self.token_pair_body(record))
+
+    # -- transactions ---------------------------------------------------------------------
+    def idempotency_key(self, request: web.Request) -> str:
+        """The key that scopes this create: the header's, else the query parameter's (RC-6).
+
+        Every key the client sent is validated, the losing one too: a 40-character query key
+        beside a valid header is still a request the document says to reject.
+        """
+        faults = self.settings.faults
+        sent = [request.headers.get("Idempotency-Key")]
+        if "query-key-ignored" not in faults:
+            sent.append(request.query.get("Idempotency-Key"))
+        keys = [key for key in sent if key is not None]
+        for key in keys:
+            if key == "":
+                raise ApiError(400, "invalid_idempotency_key", "Idempotency-Key: must not be empty")
+            if len(key) > MAX_KEY_LENGTH and "long-keys-accepted" not in faults:
+                raise ApiError(
+                    400,
+                    "invalid_idempotency_key",
+                    f"Idempotency-Key: must be at most {MAX_KEY_LENGTH} characters, got {len(key)}",
+                )
+        return keys[0] if keys else uuid.uuid4().hex
+
+    def validate_amount(self, body: dict[str, Any]) -> int | float:
+        if "amount" not in body or body["amount"] is None:
+            raise validation_error("amount", "is required")
+        amount = body["amount"]
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)):
+            raise validation_error("amount", "must be a number")
+        if isinstance(amount, float) and not math.isfinite(amount):
+            raise validation_error("amount", "must be a finite number")
+        s = self.settings
+        if amount < s.amount_min:
+            raise validation_error("amount", f"must be at least {_plain(s.amount_min)}")
+        if amount > s.amount_max:
+            raise validation_error("amount", f"must be at most {_plain(s.amount_max)}")
+        return amount
+
+    def validate_number(self, body: dict[str, Any]) -> str:
+        if "number" not in body or body["number"] is None:
+            raise validation_error("number", "is required")
+        number = body["number"]
+        if not isinstance(number, str):
+            raise validation_error("number", "must be a string")
+        if len(number) > MAX_NUMBER_LENGTH or not self.number_regex.fullmatch(number):
+            raise validation_error(
+                "number", f"must be a phone number matching {self.settings.number_pattern}"
+            )
+        return number
+
+    async def create(self, request: web.Request, kind: str) -> web.Response:
+        record = self.authenticate(request)
+        allowed = CAN_CASHIN if kind == "CASHIN" else CAN_CASHOUT
+        faults = self.settings.faults
+        if record.privilege not in allowed and "privileges-ignored" not in faults:
+            raise ApiError(
+                403,
+                "insufficient_privilege",
+                f"privilege {record.privilege!r} does not allow {kind.lower()}",
+            )
+        body = await self.read_json(request)
+        key = self.idempotency_key(request)
+        amount = self.validate_amount(body)
+        number = self.validate_number(body)
+        mode = request.headers.get("X-Webhook-Mode")
+        if mode is not None and len(mode) > MAX_WEBHOOK_MODE_LENGTH:
+            raise validation_error(
+                "X-Webhook-Mode", f"must be at most {MAX_WEBHOOK_MODE_LENGTH} characters"
+            )
+        if kind == "CASHOUT" and "wrong-kind" in faults:
+            kind = "CASHIN"
+        ref = str(uuid.uuid4())
+        if "refs-reused" in faults:
+            self._creations += 1
+            if self._creations % 2 == 0 and self._last_ref is not None:
+                ref = self._last_ref
+            self._last_ref = ref
+        created = timefmt.now_us()
+        due_us, due_status = self.due_for(number, created)
+        key_mode = "strict"
+        if "idempotency-ignored" in faults:
+            key_mode = "overwrite"
+        elif "idempotency-racy" in faults:
+            if self.store.key_used(record.merchant, key):
+                raise _key_reused(key)
+            await asyncio.sleep(0.02)  # the deliberate window between check and insert
+            key_mode = "overwrite"
+        dropped = "drop-acknowledged" in faults and self._random.random() < self.settings.drop_rate
+        if not dropped:
+            try:
+                committed = self.store.create_transaction(
+                    ref=ref,
+                    merchant=record.merchant,
+                    app_id=record.client_id,
+                    kind=kind,
+                    amount=amount,
+                    client=number,
+                    fee=round(amount * self.settings.fee_rate, 2),
+                    created_us=created,
+                    webhook_mode=mode,
+                    key=key,
+                    due_us=due_us,
+                    due_status=due_status,
+                    key_mode=key_mode,
+                )
+            except KeyReused:
+                raise _key_reused(key) from None
+            await committed
+        return json_response(
+            {
+                "amount": amount,
+                "created_at": timefmt.utc_text(created, broken=self.broken_time),
+                "kind": kind,
+                "ref": ref,
+                "status": "pending",
+            },
+            self.creation_status,
+        )
+
+    def due_for(self, number: str, created_us: int) -> tuple[int, str]:
+        """When and how the simulated customer resolves a new transaction."""
+        s = self.settings
+        outcome, delay_s = s.auto_resolve.for_number(number)
+        if outcome == "none" or delay_s >= s.pending_timeout_s:
+            return created_us + int(s.pending_timeout_s * 1_000_000), "failed"
+        return created_us + int(delay_s * 1_000_000), outcome
+
+    async def cashin(self, request: web.Request) -> web.Response:
+        return await self.create(request, "CASHIN")
+
+    async def cashout(self, request: web.Request) -> web.Response:
+        return await self.create(request, "CASHOUT")
+
+    async def find(self, request: web.Request) -> web.Response:
+        record = self.authenticate(request)
+        ref = request.match_info["ref"]
+        merchant = None if "cross-merchant-visible" in self.settings.faults else record.merchant
+        tx = self.store.find(ref, merchant)
+        if tx is None:
+            raise ApiError(404, "transaction_not_found", f"no transaction with ref {ref!r}")
+        return json_response(self.render_lookup(tx))
+
+    # -- events ---------------------------------------------------------------------------
+    async def list_events(self, request: web.Request) -> web.Response:
+        record = self.authenticate(request)
+        query = request.query
+        given: dict[str, str] = {}
+        for name in ("status", "client", "ref", "kind", "event-kind", "from", "to"):
+            value = query.get(name)
+            if value:
+                given[name] = value
+        status = given.get("status")
+        if status is not None and status not in STATUS_FILTERS:
+            raise validation_error("status", f"must be one of {', '.join(STATUS_FILTERS)}")
+        kind = given.get("kind")
+        if kind is not None and kind not in KINDS:
+            raise validation_error("kind", f"must be one of {', '.join(KINDS)}")
+        event_kind = given.get("event-kind")
+        if event_kind is not None and event_kind not in EVENT_KINDS:
+            raise validation_error("event-kind", f"must be one of {', '.join(EVENT_KINDS)}")
+        bounds: dict[str, int] = {}
+        for name in ("from", "to"):
+            if name in given:
+                try:
+                    bounds[name] = timefmt.parse_bound(given[name], upper=name == "to")
+                except (ValueError, OverflowError):
+                    raise validation_error(name, "must be an ISO 8601 date or date-time") from None
+        limit = _int_param(query.get("limit"), "limit", 20, 1, 100)
+        offset = _int_param(query.get("offset"), "offset", 0, 0, None)
+        faults = self.settings.faults
+        q = EventQuery(
+            merchant=None if "cross-merchant-visible" in faults else record.merchant,
+            status=None if status is None or "filter-ignored" in faults else STATUS_FILTERS[status],
+            client=given.get("client"),
+            ref=given.get("ref"),
+            kind=kind,
+            event_kind=event_kind,
+            from_us=bounds.get("from"),
+            to_us=bounds.get("to"),
+            limit=limit,
+            offset=min(offset, MAX_OFFSET),
+            oldest_first=self.settings.variant("events-oldest-first"),
+        )
+        total, amount, events = self.store.list_events(q)
+        return json_response(
+            {
+                "amount": amount,
+                "client": given.get("client", ""),
+                "event-kind": given.get("event-kind", ""),
+                "kind": given.get("kind", ""),
+                "limit": limit,
+                "offset": offset,
+                "ref": given.get("ref", ""),
+                "status": given.get("status", ""),
+                "total": total,
+                "transactions": [self.render_event(ev) for ev in events],
+            }
+        )
+
+    # -- sandbox and health ---------------------------------------------------------------
+    async def sandbox(self, request: web.Request) -> web.Response:
+        ref = request.match_info["ref"]
+        action = request.match_info["action"]
+        tx = self.store.find(ref, None)
+        if tx is None:
+            raise ApiError(404, "transaction_not_found", f"no transaction with ref {ref!r}")
+        if tx.status != "pending":
+            raise ApiError(
+                409,
+                "transaction_not_pending",
+                f"transaction {ref} is already {self.status_text(tx.status)}",
+            )
+        faults = self.settings.faults
+        if "status-stuck-pending" not in faults:
+            status = "success" if action == "confirm" else "failed"
+            if action == "cancel" and "cancel-reads-success" in faults:
+                status = "success"
+            if not self.process(tx.id, status):
+                raise ApiError(409, "transaction_not_pending", f"transaction {ref} is not pending")
+            tx = self.store.find(ref, None) or tx
+        return json_response(self.render_lookup(tx))
+
+    def process(self, tx_id: int, status: str) -> bool:
+        return self.store.process(
+            tx_id,
+            status,
+            timefmt.now_us(),
+            record_event="processed-event-missing" not in self.settings.faults,
+        )
+
+    async def healthz(self, request: web.Request) -> web.Response:
+        return json_response({"status": "ok"})
+
+    # -- background resolution ------------------------------------------------------------
+    async def resolve_due_forever(self, max_sleep_s: float = 0.1) -> None:
+        """Auto-resolution and pending time-out, from the indexed due-time column.
+
+        The due time is stored with the transaction, so resolution survives a restart.
+        """
+        prune_at = 0.0
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                self.resolve_due()
+                if loop.time() >= prune_at:
+                    self.store.prune_refresh(timefmt.now_us() // 1_000_000)
+                    prune_at = loop.time() + 60
+                next_due = self.store.next_due()
+            except Exception:  # keep resolving after a transient database error
+                log.exception("auto-resolution pass failed")
+                next_due = None
+            delay = max_sleep_s
+            if next_due is not None:
+                delay = min(max_sleep_s, max(0.005, (next_due - timefmt.now_us()) / 1e6))
+            await asyncio.sleep(delay)
+
+    def resolve_due(self) -> int:
+        now = timefmt.now_us()
+        due = [(tx_id, status or "failed") for tx_id, status in self.store.due(now)]
+        if not due:
+            return 0
+        return self.store.process_many(
+            due, now, record_event="processed-event-missing" not in self.settings.faults
+        )
+
+
+def _plain(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _key_reused(key: str) -> ApiError:
+    return ApiError(
+        409, "idempotency_key_reused", f"Idempotency-Key {key!r} was already used by this merchant"
+    )
+
+
+def _int_param(raw: str | None, name: str, default: int, low: int, high: int | None) -> int:
+    if raw is None or raw == "":
+        return default
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 1000:
+        bound = f"between {low} and {high}" if high is not None else f">= {low}"
+        raise validation_error(name, f"must be an integer {bound}")
+    value = int(raw)
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f">= {low}"
+        raise validation_error(name, f"must be an integer {bound}")
+    return value
+
+
+def build_app(stub: StubApp, *, background: bool = True) -> web.Application:
+    """Wire ``stub`` into an aiohttp application; ``background`` runs auto-resolution."""
+    settings = stub.settings
+    app = web.Application(
+        middlewares=[make_error_middleware(settings.variant("go-error-body"), stub.in_flight)],
+        client_max_size=settings.max_body_bytes,
+    )
+    app[STUB_KEY] = stub
+    r = app.router
+    r.add_post("/api/auth/agents/authorize", stub.authorize)
+    if not settings.variant("short-refresh-only"):
+        r.add_get("/api/auth/agents/refresh/{token}", stub.refresh)
+    r.add_get("/api/auth/refresh/{token}", stub.refresh)
+    r.add_post("/api/transactions/cashin", stub.cashin)
+    r.add_post("/api/transactions/cashout", stub.cashout)
+    r.add_get("/api/transactions/find/{ref}", stub.find)
+    r.add_get("/api/events/transactions", stub.list_events)
+    r.add_get("/healthz", stub.healthz)
+    if settings.sandbox:
+        r.add_post("/_sandbox/transactions/{ref}/{action:confirm|cancel}", stub.sandbox)
+
+    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
+        task = None
+        if background and "status-stuck-pending" not in settings.faults:
+            task = asyncio.create_task(stub.resolve_due_forever())
+        yield
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        stub.store.close()
+
+    app.cleanup_ctx.append(lifecycle)
+    return app

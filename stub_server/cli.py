@@ -1,0 +1,158 @@
+"""``paysuite stub`` (serve) and ``paysuite stub apps create`` (the only way to make applications).
+
+Registration imports nothing heavy: aiohttp, PyJWT and the store load only when a command runs.
+Precedence: defaults < ``--config`` file < command-line flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+PRIVILEGE_CHOICES = ("read", "read-write", "cashin", "cashout")
+
+
+def register(subparsers: Any) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "stub",
+        help="serve the bundled reference stub of the Payments Transactions Service",
+        description="Serve the reference stub. Prints 'paysuite stub listening on URL' "
+        "and the path of the credentials file (a target configuration).",
+    )
+    add_serve_arguments(parser)
+    parser.set_defaults(func=run_stub)
+    commands = parser.add_subparsers(dest="stub_command", metavar="{apps}")
+    apps = commands.add_parser("apps", help="manage applications")
+    apps_commands = apps.add_subparsers(dest="apps_command", metavar="{create}", required=True)
+    create = apps_commands.add_parser(
+        "create", help="create an application and print its client_id and client_secret once"
+    )
+    create.add_argument("--merchant", required=True, help="merchant code, e.g. DEMO01")
+    create.add_argument("--privilege", required=True, choices=PRIVILEGE_CHOICES)
+    create.add_argument("--db", dest="apps_db", metavar="PATH", help="database file")
+    create.set_defaults(func=run_apps_create)
+    return parser
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", help="interface to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port (default 8080; 0 picks a free one)")
+    parser.add_argument("--db", metavar="PATH", help="SQLite file (default paysuite-stub.db)")
+    parser.add_argument("--credentials", metavar="PATH", help="where to write the credentials")
+    parser.add_argument("--config", metavar="FILE", help="stub YAML config (docs/stub.md)")
+    parser.add_argument("--access-ttl", type=float, metavar="S", help="access token lifetime")
+    parser.add_argument("--refresh-ttl", type=float, metavar="S", help="refresh token lifetime")
+    parser.add_argument(
+        "--no-sandbox", action="store_true", help="remove the /_sandbox customer endpoints"
+    )
+    parser.add_argument(
+        "--fault", action="append", default=[], metavar="NAME", help="enable a fault switch"
+    )
+    parser.add_argument(
+        "--variant", action="append", default=[], metavar="NAME", help="enable a variant"
+    )
+    parser.add_argument(
+        "--pending-timeout", type=float, metavar="S", help="seconds before pending fails"
+    )
+
+
+def settings_from_args(args: argparse.Namespace) -> Any:
+    """Resolve defaults, the config file and the flags into ``StubSettings``."""
+    from stub_server.faults import FAULTS, VARIANTS, UnknownSwitchError, check_names
+    from stub_server.settings import StubSettings, load_settings_file, settings_from_mapping
+
+    settings = StubSettings()
+    if getattr(args, "config", None):
+        settings = load_settings_file(args.config, settings)
+    overrides: dict[str, Any] = {}
+    for attr, key in (
+        ("host", "host"),
+        ("port", "port"),
+        ("db", "db"),
+        ("credentials", "credentials"),
+        ("access_ttl", "access_ttl_s"),
+        ("refresh_ttl", "refresh_ttl_s"),
+        ("pending_timeout", "pending_timeout_s"),
+    ):
+        value = getattr(args, attr, None)
+        if value is not None:
+            overrides[key] = value
+    if getattr(args, "no_sandbox", False):
+        overrides["sandbox"] = False
+    settings = settings_from_mapping(overrides, settings)
+    from dataclasses import replace
+
+    try:
+        faults = check_names(getattr(args, "fault", []) or [], FAULTS, "fault")
+        variants = check_names(getattr(args, "variant", []) or [], VARIANTS, "variant")
+    except UnknownSwitchError as exc:
+        from stub_server.settings import SettingsError
+
+        raise SettingsError(str(exc)) from None
+    return replace(settings, faults=settings.faults | faults, variants=settings.variants | variants)
+
+
+def run_stub(args: argparse.Namespace) -> int:
+    from stub_server.settings import SettingsError
+
+    try:
+        settings = settings_from_args(args)
+    except SettingsError as exc:
+        print(f"paysuite stub: {exc}", file=sys.stderr)
+        return 2
+    import sqlite3
+
+    from stub_server.server import run
+
+    try:
+        return run(settings)
+    except sqlite3.Error as exc:
+        print(f"paysuite stub: cannot open the database {settings.db}: {exc}", file=sys.stderr)
+        return 1
+
+
+def run_apps_create(args: argparse.Namespace) -> int:
+    import sqlite3
+
+    from stub_server import timefmt
+    from stub_server.settings import SettingsError
+    from stub_server.store import Store
+
+    try:
+        settings = settings_from_args(args)
+    except SettingsError as exc:
+        print(f"paysuite stub: {exc}", file=sys.stderr)
+        return 2
+    db = args.apps_db or settings.db
+    if db == ":memory:":
+        print("paysuite stub apps create: --db ':memory:' would forget the app", file=sys.stderr)
+        return 2
+    merchant = args.merchant.strip()
+    if not merchant or len(merchant) > 64:
+        print("paysuite stub apps create: --merchant must be 1..64 characters", file=sys.stderr)
+        return 2
+    try:
+        store = Store(db)
+        try:
+            client_id, secret = store.create_app(merchant, args.privilege, timefmt.now_us())
+        finally:
+            store.close()
+    except sqlite3.Error as exc:
+        print(f"paysuite stub: cannot open the database {db}: {exc}", file=sys.stderr)
+        return 1
+    print(f"client_id: {client_id}")
+    print(f"client_secret: {secret}")
+    print(f"privilege: {args.privilege}")
+    print(f"merchant: {merchant}")
+    print("(the secret is shown only now; the stub keeps a salted hash)", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m stub_server`` is ``paysuite stub``."""
+    parser = argparse.ArgumentParser(prog="python -m stub_server")
+    sub = parser.add_subparsers(dest="command")
+    stub_parser = register(sub)
+    args = stub_parser.parse_args(argv)
+    return int(args.func(args) or 0)

@@ -1,0 +1,95 @@
+"""The credentials file: the stub's applications in the target-configuration format.
+
+On a database without applications the stub creates one application per privilege for the
+default merchant and a read-write one for a second merchant, and writes their secrets (the only
+time they exist in clear) with ``write_target_config`` (mode 0600). On later starts the secrets
+cannot be recovered from their hashes, so an existing file is kept and only its addresses and
+declared limits are rewritten. If the file is missing, or names none of the database's
+applications, a fresh set of applications is created so the file always works.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from paysuite.target_config import (
+    AmountRange,
+    Application,
+    CustomerDriver,
+    HttpAction,
+    TargetConfig,
+    TargetConfigError,
+    load_target_config,
+    write_target_config,
+)
+from stub_server import timefmt
+from stub_server.settings import CREDENTIALS_NAME, StubSettings
+from stub_server.store import Store
+
+DEFAULT_MERCHANT = "DEMO01"
+SECOND_MERCHANT = "DEMO02"
+BOOTSTRAP_APPS: tuple[tuple[str, str], ...] = (
+    (DEFAULT_MERCHANT, "read"),
+    (DEFAULT_MERCHANT, "read-write"),
+    (DEFAULT_MERCHANT, "cashin"),
+    (DEFAULT_MERCHANT, "cashout"),
+    (SECOND_MERCHANT, "read-write"),
+)
+HEADER = (
+    "paysuite stub credentials: a target configuration for `paysuite conform --config` and\n"
+    "`paysuite load --config`. The client secrets exist nowhere else (the stub keeps hashes)."
+)
+
+
+def credentials_path(settings: StubSettings) -> Path:
+    """Where the file goes: --credentials, else beside the database, else a temp dir."""
+    if settings.credentials:
+        return Path(settings.credentials).resolve()
+    if settings.db == ":memory:" or settings.db.startswith("file:"):
+        return Path(tempfile.mkdtemp(prefix="paysuite-stub-")) / CREDENTIALS_NAME
+    return Path(settings.db).resolve().parent / CREDENTIALS_NAME
+
+
+def url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def write_credentials(store: Store, settings: StubSettings, root_url: str, path: Path) -> Path:
+    """Create or update the credentials file for a stub serving at ``root_url``."""
+    applications: tuple[Application, ...] = ()
+    if path.exists():
+        try:
+            existing = load_target_config(path, env={})
+        except TargetConfigError:
+            existing = None
+        if existing is not None:
+            applications = tuple(
+                app for app in existing.applications if store.app(app.client_id) is not None
+            )
+    if not applications:
+        created = []
+        for merchant, privilege in BOOTSTRAP_APPS:
+            client_id, secret = store.create_app(merchant, privilege, timefmt.now_us())
+            created.append(Application(client_id, secret, privilege, merchant))  # type: ignore[arg-type]
+        applications = tuple(created)
+    if settings.sandbox:
+        customer = CustomerDriver(
+            driver="sandbox",
+            confirm=HttpAction("POST", f"{root_url}/_sandbox/transactions/{{ref}}/confirm"),
+            cancel=HttpAction("POST", f"{root_url}/_sandbox/transactions/{{ref}}/cancel"),
+            timeout_s=30,
+        )
+    else:
+        customer = CustomerDriver(driver="none", timeout_s=30)
+    config = TargetConfig(
+        base_url=f"{root_url}/api",
+        applications=applications,
+        customer=customer,
+        access_token_ttl_s=settings.access_ttl_s,
+        max_wait_s=30,
+        number_pattern=settings.number_pattern,
+        amount=AmountRange(min=settings.amount_min, max=settings.amount_max),
+    )
+    return write_target_config(replace(config), path, header=HEADER)

@@ -1,0 +1,171 @@
+"""Start and stop the stub as a subprocess: for the other parts of paysuite and for tests.
+
+The stub announces itself on stdout (``paysuite stub listening on URL``); the launcher waits for
+that line and a ``GET /healthz``, and on failure raises ``StubStartError`` carrying the stub's
+stderr, so a broken start explains itself. The stub's stderr goes to ``workdir/stub.stderr.log``
+(never a pipe that could fill up and stall it).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from paysuite.target_config import TargetConfig, load_target_config
+
+LISTENING_PREFIX = "paysuite stub listening on "
+CREDENTIALS_PREFIX = "credentials: "
+
+
+class StubStartError(RuntimeError):
+    """The stub did not come up; the message includes its stderr."""
+
+
+@dataclass
+class RunningStub:
+    root_url: str  # http://127.0.0.1:PORT
+    base_url: str  # root_url + "/api"
+    credentials_path: Path
+    db_path: Path
+    process: subprocess.Popen[str]
+    stderr_path: Path | None = None
+    _reader: threading.Thread | None = field(default=None, repr=False)
+
+    def config(self) -> TargetConfig:
+        """The credentials file, parsed: what a client needs to use this stub."""
+        return load_target_config(self.credentials_path)
+
+    def stderr_text(self) -> str:
+        if self.stderr_path is None or not self.stderr_path.exists():
+            return ""
+        return self.stderr_path.read_text(encoding="utf-8", errors="replace")
+
+
+def _healthy(root_url: str, timeout_s: float) -> bool:
+    try:
+        with urllib.request.urlopen(f"{root_url}/healthz", timeout=timeout_s) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def start_stub(
+    workdir: Path,
+    *,
+    faults: Sequence[str] = (),
+    variants: Sequence[str] = (),
+    extra_args: Sequence[str] = (),
+    stub_config: Mapping[str, Any] | None = None,
+    startup_timeout_s: float = 20,
+) -> RunningStub:
+    """Run ``python -m stub_server`` on a free port with its database in ``workdir``."""
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    db_path = workdir / "stub.db"
+    credentials_path = workdir / "credentials.yaml"
+    command = [
+        sys.executable, "-m", "stub_server", "--port", "0",
+        "--db", str(db_path), "--credentials", str(credentials_path),
+    ]  # fmt: skip
+    if stub_config is not None:
+        config_path = workdir / "stub.yaml"
+        config_path.write_text(yaml.safe_dump(dict(stub_config), sort_keys=False), "utf-8")
+        command += ["--config", str(config_path)]
+    for name in faults:
+        command += ["--fault", name]
+    for name in variants:
+        command += ["--variant", name]
+    command += list(extra_args)
+    stderr_path = workdir / "stub.stderr.log"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    with open(stderr_path, "w", encoding="utf-8") as stderr:
+        process = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
+    lines: list[str] = []
+    announced = threading.Event()
+
+    def read_stdout() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line.rstrip("\n"))
+            if line.startswith(CREDENTIALS_PREFIX):
+                announced.set()
+        announced.set()  # EOF: the process ended
+
+    reader = threading.Thread(target=read_stdout, name="stub-stdout", daemon=True)
+    reader.start()
+    stub: RunningStub | None = None
+    deadline = time.monotonic() + startup_timeout_s
+    announced.wait(startup_timeout_s)
+    root_url = next(
+        (line[len(LISTENING_PREFIX) :] for line in lines if line.startswith(LISTENING_PREFIX)),
+        None,
+    )
+    if root_url is not None:
+        stub = RunningStub(
+            root_url=root_url,
+            base_url=f"{root_url}/api",
+            credentials_path=credentials_path,
+            db_path=db_path,
+            process=process,
+            stderr_path=stderr_path,
+            _reader=reader,
+        )
+        while time.monotonic() < deadline and process.poll() is None:
+            if _healthy(root_url, 2.0):
+                return stub
+            time.sleep(0.05)
+    if process.poll() is None:
+        process.kill()
+    process.wait(5)
+    stderr_text = stderr_path.read_text(encoding="utf-8", errors="replace").strip()
+    raise StubStartError(
+        f"the stub did not come up within {startup_timeout_s:g} s"
+        f" (exit status {process.returncode}); command: {' '.join(command)}\n"
+        f"stdout: {' | '.join(lines) or '(nothing)'}\nstderr:\n{stderr_text or '(nothing)'}"
+    )
+
+
+def stop_stub(stub: RunningStub, *, kill: bool = False, timeout_s: float = 10) -> int:
+    """SIGTERM (graceful) or SIGKILL the stub; return its exit status."""
+    process = stub.process
+    if process.poll() is None:
+        process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+        try:
+            process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+    if stub._reader is not None:
+        stub._reader.join(2)
+    if process.stdout is not None:
+        process.stdout.close()
+    return int(process.returncode)
+
+
+@contextmanager
+def running_stub(workdir: Path, **kwargs: Any) -> Iterator[RunningStub]:
+    """``start_stub`` ... ``stop_stub``, whatever happens in between."""
+    stub = start_stub(workdir, **kwargs)
+    try:
+        yield stub
+    finally:
+        stop_stub(stub)

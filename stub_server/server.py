@@ -1,0 +1,66 @@
+"""Run the stub: bind, write the credentials file, announce, serve until SIGTERM/SIGINT.
+
+The announcement is a contract with the launcher and with people: exactly one line
+``paysuite stub listening on http://HOST:PORT`` (the real port when 0 was asked), then
+``credentials: /abs/path`` when that file was written. On SIGTERM or SIGINT the listening socket
+closes, in-flight requests finish, the database closes, and the process exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+
+from aiohttp import web
+
+from stub_server.app import StubApp, build_app
+from stub_server.credentials import credentials_path, url_host, write_credentials
+from stub_server.settings import StubSettings
+
+log = logging.getLogger("stub_server")
+
+SHUTDOWN_TIMEOUT_S = 10.0
+
+
+async def serve(settings: StubSettings) -> int:
+    stub = StubApp(settings)
+    app = build_app(stub)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT_S)
+    await runner.setup()
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopping.set)
+    try:
+        site = web.TCPSite(runner, settings.host, settings.port, backlog=1024)
+        await site.start()
+        port = settings.port
+        server = getattr(site, "_server", None)
+        if server is not None and server.sockets:
+            port = server.sockets[0].getsockname()[1]
+        root_url = f"http://{url_host(settings.host)}:{port}"
+        path = write_credentials(stub.store, settings, root_url, credentials_path(settings))
+        sys.stdout.write(f"paysuite stub listening on {root_url}\ncredentials: {path}\n")
+        sys.stdout.flush()
+        await stopping.wait()
+        # Stop accepting, then let requests already inside a handler (even ones whose body is
+        # still arriving) finish before aiohttp closes the connections.
+        await site.stop()
+        deadline = loop.time() + SHUTDOWN_TIMEOUT_S
+        while stub.in_flight.active and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+    finally:
+        await runner.cleanup()
+    return 0
+
+
+def run(settings: StubSettings) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    try:
+        return asyncio.run(serve(settings))
+    except OSError as exc:
+        print(f"paysuite stub: cannot listen on {settings.host}:{settings.port}: {exc}",
+              file=sys.stderr)  # fmt: skip
+        return 1

@@ -1,0 +1,289 @@
+"""The stub's settings: defaults, the YAML config file, and command-line overrides.
+
+Everything is resolved once at start-up into a frozen ``StubSettings``; request handlers read
+plain attributes and never re-read a file. A bad value fails start-up with a ``SettingsError``
+naming the key, which the command line reports as a usage error (exit 2).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import timedelta, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from paysuite.target_config import RWANDA_MOBILE_PATTERN
+from stub_server.faults import FAULTS, VARIANTS, UnknownSwitchError, check_names
+
+Outcome = Literal["none", "success", "failed"]
+OUTCOMES: tuple[Outcome, ...] = ("none", "success", "failed")
+
+DEFAULT_DB = "paysuite-stub.db"
+CREDENTIALS_NAME = "paysuite-credentials.yaml"
+
+
+class SettingsError(ValueError):
+    """A setting cannot be used; the message names the key."""
+
+
+@dataclass(frozen=True)
+class ResolveRule:
+    """Auto-resolution for customer numbers matching a suffix or a regex."""
+
+    outcome: Outcome
+    delay_s: float
+    number_suffix: str | None = None
+    number_regex: re.Pattern[str] | None = None
+
+    def matches(self, number: str) -> bool:
+        if self.number_suffix is not None and not number.endswith(self.number_suffix):
+            return False
+        if self.number_regex is not None and not self.number_regex.search(number):
+            return False
+        return True
+
+
+@dataclass(frozen=True)
+class AutoResolve:
+    """The simulated customer: a default outcome and delay, with per-number overrides."""
+
+    default_outcome: Outcome = "none"
+    default_delay_s: float = 0.0
+    rules: tuple[ResolveRule, ...] = ()
+
+    def for_number(self, number: str) -> tuple[Outcome, float]:
+        for rule in self.rules:
+            if rule.matches(number):
+                return rule.outcome, rule.delay_s
+        return self.default_outcome, self.default_delay_s
+
+
+@dataclass(frozen=True)
+class StubSettings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    db: str = DEFAULT_DB
+    credentials: str | None = None
+    jwt_key: str | None = None
+    access_ttl_s: float = 900
+    refresh_ttl_s: float = 432_000
+    amount_min: float = 100
+    amount_max: float = 10_000_000
+    number_pattern: str = RWANDA_MOBILE_PATTERN
+    fee_rate: float = 0.023
+    utc_offset: str = "+02:00"
+    pending_timeout_s: float = 600
+    sandbox: bool = True
+    max_body_bytes: int = 65_536
+    auto_resolve: AutoResolve = field(default_factory=AutoResolve)
+    faults: frozenset[str] = frozenset()
+    drop_rate: float = 0.05
+    variants: frozenset[str] = frozenset()
+
+    @property
+    def number_regex(self) -> re.Pattern[str]:
+        return re.compile(self.number_pattern, re.ASCII)
+
+    @property
+    def tz(self) -> timezone:
+        return parse_offset(self.utc_offset, "utc_offset")
+
+    def fault(self, name: str) -> bool:
+        return name in self.faults
+
+    def variant(self, name: str) -> bool:
+        return name in self.variants
+
+
+def parse_offset(text: str, where: str) -> timezone:
+    match = re.fullmatch(r"([+-])(\d{2}):(\d{2})", str(text))
+    if not match:
+        raise SettingsError(f"{where}: expected a numeric offset like +02:00, got {text!r}")
+    sign = -1 if match.group(1) == "-" else 1
+    hours, minutes = int(match.group(2)), int(match.group(3))
+    if hours > 23 or minutes > 59:
+        raise SettingsError(f"{where}: offset out of range: {text!r}")
+    return timezone(sign * timedelta(hours=hours, minutes=minutes))
+
+
+def _num(value: Any, where: str, *, minimum: float | None = 0, strict: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SettingsError(f"{where}: expected a number, got {value!r}")
+    if not math.isfinite(value):
+        raise SettingsError(f"{where}: expected a finite number, got {value!r}")
+    if minimum is not None and (value <= minimum if strict else value < minimum):
+        raise SettingsError(f"{where}: must be {'>' if strict else '>='} {minimum}, got {value!r}")
+    return value
+
+
+def _str(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise SettingsError(f"{where}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _outcome(value: Any, where: str) -> Outcome:
+    if value not in OUTCOMES:
+        raise SettingsError(f"{where}: expected one of {', '.join(OUTCOMES)}, got {value!r}")
+    return value  # type: ignore[no-any-return]
+
+
+def _regex(value: Any, where: str) -> re.Pattern[str]:
+    text = _str(value, where)
+    try:
+        return re.compile(text)
+    except re.error as exc:
+        raise SettingsError(f"{where}: not a valid regex ({exc})") from None
+
+
+def _auto_resolve(raw: Any) -> AutoResolve:
+    if raw is None:
+        return AutoResolve()
+    if not isinstance(raw, Mapping):
+        raise SettingsError("auto_resolve: expected a mapping with default and rules")
+    default = raw.get("default") or {}
+    if not isinstance(default, Mapping):
+        raise SettingsError("auto_resolve.default: expected a mapping with outcome and delay_s")
+    rules = []
+    raw_rules = raw.get("rules") or []
+    if not isinstance(raw_rules, list):
+        raise SettingsError("auto_resolve.rules: expected a list")
+    for i, rule in enumerate(raw_rules):
+        where = f"auto_resolve.rules[{i}]"
+        if not isinstance(rule, Mapping):
+            raise SettingsError(f"{where}: expected a mapping")
+        suffix = rule.get("number_suffix")
+        regex = rule.get("number_regex")
+        if suffix is None and regex is None:
+            raise SettingsError(f"{where}: needs number_suffix or number_regex")
+        rules.append(
+            ResolveRule(
+                outcome=_outcome(rule.get("outcome"), f"{where}.outcome"),
+                delay_s=_num(rule.get("delay_s", 0), f"{where}.delay_s"),
+                number_suffix=None
+                if suffix is None
+                else _str(str(suffix), f"{where}.number_suffix"),
+                number_regex=None if regex is None else _regex(regex, f"{where}.number_regex"),
+            )
+        )
+    return AutoResolve(
+        default_outcome=_outcome(default.get("outcome", "none"), "auto_resolve.default.outcome"),
+        default_delay_s=_num(default.get("delay_s", 0), "auto_resolve.default.delay_s"),
+        rules=tuple(rules),
+    )
+
+
+def _names(value: Any, where: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SettingsError(f"{where}: expected a list of names")
+    return list(value)
+
+
+KNOWN_KEYS = frozenset(
+    {
+        "host", "port", "db", "credentials", "jwt_key", "access_ttl_s", "refresh_ttl_s",
+        "amount", "number_pattern", "fee_rate", "utc_offset", "pending_timeout_s", "sandbox",
+        "max_body_bytes", "auto_resolve", "faults", "drop_rate", "variants",
+    }
+)  # fmt: skip
+
+
+def settings_from_mapping(
+    data: Mapping[str, Any], base: StubSettings | None = None
+) -> StubSettings:
+    """Apply a config mapping (the YAML file's content) over ``base``; validate every key."""
+    s = base or StubSettings()
+    unknown = sorted(set(data) - KNOWN_KEYS)
+    if unknown:
+        raise SettingsError(
+            f"unknown setting(s) {', '.join(map(str, unknown))}; "
+            f"known: {', '.join(sorted(KNOWN_KEYS))}"
+        )
+    changes: dict[str, Any] = {}
+    if "host" in data:
+        changes["host"] = _str(data["host"], "host")
+    if "port" in data:
+        port = data["port"]
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise SettingsError(f"port: expected an integer 0..65535, got {port!r}")
+        changes["port"] = port
+    for key in ("db", "credentials", "jwt_key"):
+        if key in data and data[key] is not None:
+            changes[key] = _str(str(data[key]), key)
+    for key in ("access_ttl_s", "refresh_ttl_s", "pending_timeout_s"):
+        if key in data:
+            changes[key] = _num(data[key], key, strict=True)
+    if "fee_rate" in data:
+        changes["fee_rate"] = _num(data["fee_rate"], "fee_rate")
+    if "drop_rate" in data:
+        rate = _num(data["drop_rate"], "drop_rate")
+        if rate > 1:
+            raise SettingsError(f"drop_rate: must be between 0 and 1, got {rate!r}")
+        changes["drop_rate"] = rate
+    if "max_body_bytes" in data:
+        size = data["max_body_bytes"]
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise SettingsError(f"max_body_bytes: expected a positive integer, got {size!r}")
+        changes["max_body_bytes"] = size
+    if "amount" in data:
+        amount = data["amount"]
+        if not isinstance(amount, Mapping):
+            raise SettingsError("amount: expected a mapping with min and max")
+        changes["amount_min"] = _num(amount.get("min", s.amount_min), "amount.min", minimum=None)
+        changes["amount_max"] = _num(amount.get("max", s.amount_max), "amount.max", minimum=None)
+    if "number_pattern" in data:
+        changes["number_pattern"] = _regex(data["number_pattern"], "number_pattern").pattern
+    if "utc_offset" in data:
+        parse_offset(data["utc_offset"], "utc_offset")
+        changes["utc_offset"] = data["utc_offset"]
+    if "sandbox" in data:
+        if not isinstance(data["sandbox"], bool):
+            raise SettingsError(f"sandbox: expected true or false, got {data['sandbox']!r}")
+        changes["sandbox"] = data["sandbox"]
+    if "auto_resolve" in data:
+        changes["auto_resolve"] = _auto_resolve(data["auto_resolve"])
+    try:
+        if "faults" in data:
+            changes["faults"] = check_names(_names(data["faults"], "faults"), FAULTS, "fault")
+        if "variants" in data:
+            changes["variants"] = check_names(
+                _names(data["variants"], "variants"), VARIANTS, "variant"
+            )
+    except UnknownSwitchError as exc:
+        raise SettingsError(str(exc)) from None
+    result = replace(s, **changes)
+    if result.amount_min > result.amount_max:
+        raise SettingsError(
+            f"amount: min {result.amount_min} is greater than max {result.amount_max}"
+        )
+    return result
+
+
+def load_settings_file(path: str | Path, base: StubSettings | None = None) -> StubSettings:
+    """Read a stub YAML config file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read the config ({exc.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"{path}: not valid YAML ({exc})") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise SettingsError(f"{path}: the config must be a YAML mapping")
+    try:
+        return settings_from_mapping(data, base)
+    except SettingsError as exc:
+        raise SettingsError(f"{path}: {exc}") from None
