@@ -18,7 +18,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from aiohttp import web
+from aiohttp import HttpVersion11, web
 
 from stub_server import timefmt
 from stub_server.errors import (
@@ -52,6 +52,33 @@ KINDS = ("CASHIN", "CASHOUT")
 EVENT_KINDS = ("transaction:created", "transaction:processed")
 CAN_CASHIN = frozenset({"cashin", "read-write"})
 CAN_CASHOUT = frozenset({"cashout", "read-write"})
+#: Integers with more digits than this stand for "out of bounds" instead of failing the parse
+#: (Python refuses int() of more than 4300 digits; a JSON number that long is still JSON).
+MAX_INT_DIGITS = 400
+_HUGE = 10**MAX_INT_DIGITS
+SQLITE_INT = 2**63
+
+
+def _parse_int(text: str) -> int:
+    if len(text) <= MAX_INT_DIGITS:
+        return int(text)
+    return -_HUGE if text.startswith("-") else _HUGE
+
+
+_json_decode = json.JSONDecoder(parse_int=_parse_int).decode
+
+
+def _is_text(value: str) -> bool:
+    """True when ``value`` is real Unicode text: aiohttp decodes header bytes that are not UTF-8
+    to lone surrogates (``surrogateescape``), and JSON's ``\\ud800`` escapes make them too;
+    SQLite cannot store them."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class StubApp:
@@ -123,9 +150,17 @@ class StubApp:
                 "payload_too_large",
                 f"the request body exceeds {self.settings.max_body_bytes} bytes",
             )
-        raw = await request.read()
         try:
-            body = json.loads(raw)
+            raw = await request.read()
+        except web.RequestPayloadError as exc:  # e.g. Content-Encoding: gzip on plain bytes
+            reason = " ".join(str(exc).split()).removeprefix("400, message: ")
+            raise ApiError(
+                400, "malformed_json", f"the request body cannot be decoded: {reason}"
+            ) from None
+        except ConnectionError:  # the client went away mid-body; nobody reads this answer
+            raise ApiError(400, "malformed_json", "the request body ended early") from None
+        try:
+            body = _json_decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
         except (ValueError, RecursionError):
             if "server-error-on-malformed" in self.settings.faults:
                 raise RuntimeError("fault server-error-on-malformed: unparsed body") from None
@@ -184,7 +219,8 @@ class StubApp:
                 raise validation_error(name, "must be a string")
             values[name] = value
         client_id, secret = values["client_id"], values["client_secret"]
-        record = self.app_record(client_id) if len(client_id) <= 128 else None
+        known = len(client_id) <= 128 and _is_text(client_id)
+        record = self.app_record(client_id) if known else None
         if record is None or len(secret) > MAX_SECRET_LENGTH:
             raise ApiError(401, "invalid_credentials", "unknown client_id or wrong client_secret")
         fingerprint = hashlib.sha256(secret.encode("utf-8", "surrogatepass")).digest()
@@ -227,6 +263,10 @@ class StubApp:
         for key in keys:
             if key == "":
                 raise ApiError(400, "invalid_idempotency_key", "Idempotency-Key: must not be empty")
+            if not _is_text(key):
+                raise ApiError(
+                    400, "invalid_idempotency_key", "Idempotency-Key: must be UTF-8 text"
+                )
             if len(key) > MAX_KEY_LENGTH and "long-keys-accepted" not in faults:
                 raise ApiError(
                     400,
@@ -246,7 +286,7 @@ class StubApp:
         s = self.settings
         if amount < s.amount_min:
             raise validation_error("amount", f"must be at least {_plain(s.amount_min)}")
-        if amount > s.amount_max:
+        if amount > s.amount_max or (isinstance(amount, int) and amount >= SQLITE_INT):
             raise validation_error("amount", f"must be at most {_plain(s.amount_max)}")
         return amount
 
@@ -256,7 +296,11 @@ class StubApp:
         number = body["number"]
         if not isinstance(number, str):
             raise validation_error("number", "must be a string")
-        if len(number) > MAX_NUMBER_LENGTH or not self.number_regex.fullmatch(number):
+        if (
+            len(number) > MAX_NUMBER_LENGTH
+            or not _is_text(number)
+            or not self.number_regex.fullmatch(number)
+        ):
             raise validation_error(
                 "number", f"must be a phone number matching {self.settings.number_pattern}"
             )
@@ -281,6 +325,8 @@ class StubApp:
             raise validation_error(
                 "X-Webhook-Mode", f"must be at most {MAX_WEBHOOK_MODE_LENGTH} characters"
             )
+        if mode is not None and not _is_text(mode):
+            raise validation_error("X-Webhook-Mode", "must be UTF-8 text")
         if kind == "CASHOUT" and "wrong-kind" in faults:
             kind = "CASHIN"
         ref = str(uuid.uuid4())
@@ -501,6 +547,15 @@ def _int_param(raw: str | None, name: str, default: int, low: int, high: int | N
     return value
 
 
+async def expect_continue(request: web.Request) -> None:
+    """``Expect: 100-continue`` gets its interim answer; any other expectation is ignored, which
+    RFC 9110 section 10.1.1 allows, instead of aiohttp's plain-text 417."""
+    expect = request.headers.get("Expect", "")
+    if request.version == HttpVersion11 and expect.lower() == "100-continue":
+        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        request.writer.output_size = 0  # the interim answer is not part of the response
+
+
 def build_app(stub: StubApp, *, background: bool = True) -> web.Application:
     """Wire ``stub`` into an aiohttp application; ``background`` runs auto-resolution."""
     settings = stub.settings
@@ -510,17 +565,25 @@ def build_app(stub: StubApp, *, background: bool = True) -> web.Application:
     )
     app[STUB_KEY] = stub
     r = app.router
-    r.add_post("/api/auth/agents/authorize", stub.authorize)
+    routes = [
+        ("POST", "/api/auth/agents/authorize", stub.authorize),
+        ("GET", "/api/auth/refresh/{token}", stub.refresh),
+        ("POST", "/api/transactions/cashin", stub.cashin),
+        ("POST", "/api/transactions/cashout", stub.cashout),
+        ("GET", "/api/transactions/find/{ref}", stub.find),
+        ("GET", "/api/events/transactions", stub.list_events),
+        ("GET", "/healthz", stub.healthz),
+    ]
     if not settings.variant("short-refresh-only"):
-        r.add_get("/api/auth/agents/refresh/{token}", stub.refresh)
-    r.add_get("/api/auth/refresh/{token}", stub.refresh)
-    r.add_post("/api/transactions/cashin", stub.cashin)
-    r.add_post("/api/transactions/cashout", stub.cashout)
-    r.add_get("/api/transactions/find/{ref}", stub.find)
-    r.add_get("/api/events/transactions", stub.list_events)
-    r.add_get("/healthz", stub.healthz)
+        routes.append(("GET", "/api/auth/agents/refresh/{token}", stub.refresh))
     if settings.sandbox:
-        r.add_post("/_sandbox/transactions/{ref}/{action:confirm|cancel}", stub.sandbox)
+        sandbox_path = "/_sandbox/transactions/{ref}/{action:confirm|cancel}"
+        routes.append(("POST", sandbox_path, stub.sandbox))
+    for method, path, handler in routes:
+        if method == "GET":
+            r.add_get(path, handler, expect_handler=expect_continue)
+        else:
+            r.add_post(path, handler, expect_handler=expect_continue)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         task = None

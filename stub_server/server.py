@@ -15,6 +15,7 @@ import sys
 
 from aiohttp import web
 
+from stub_server import protocol
 from stub_server.app import StubApp, build_app
 from stub_server.credentials import credentials_path, url_host, write_credentials
 from stub_server.settings import StubSettings
@@ -29,6 +30,7 @@ async def serve(settings: StubSettings) -> int:
     app = build_app(stub)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT_S)
     await runner.setup()
+    protocol.install(runner, go_body=settings.variant("go-error-body"))
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -420,9 +420,14 @@ class Store:
             where.append("created_us <= ?")
             params.append(q.to_us)
         clause = (" WHERE " + " AND ".join(where)) if where else ""
-        total, amount = self.conn.execute(
-            f"SELECT COUNT(*), COALESCE(SUM(amount), 0) FROM events{clause}", params
-        ).fetchone()
+        try:
+            total, amount = self.conn.execute(
+                f"SELECT COUNT(*), COALESCE(SUM(amount), 0) FROM events{clause}", params
+            ).fetchone()
+        except sqlite3.OperationalError:  # integer overflow: only with huge configured amounts
+            total, amount = self.conn.execute(
+                f"SELECT COUNT(*), TOTAL(amount) FROM events{clause}", params
+            ).fetchone()
         order = "ASC" if q.oldest_first else "DESC"
         rows: Sequence[tuple[Any, ...]] = []
         if total > q.offset:

@@ -16,7 +16,7 @@ import httpx
 from aiohttp import web
 
 from paysuite.target_config import Application
-from stub_server import timefmt
+from stub_server import protocol, timefmt
 from stub_server.app import StubApp, build_app
 from stub_server.settings import StubSettings, settings_from_mapping
 
@@ -133,6 +133,7 @@ class InProcessStub:
 
     async def _start(self) -> int:
         await self.runner.setup()
+        protocol.install(self.runner, go_body=self.settings.variant("go-error-body"))
         site = web.TCPSite(self.runner, "127.0.0.1", 0)
         await site.start()
         return int(self.runner.addresses[0][1])

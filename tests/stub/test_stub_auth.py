@@ -157,10 +157,28 @@ def test_refresh_rotates_on_both_paths(api: Api, path: str) -> None:
     assert api.http.get(f"{other}/{new['refresh']}").status_code == 200
 
 
-def test_access_token_is_not_a_refresh_token(api: Api) -> None:
-    response = api.http.get(f"/auth/refresh/{api.token()}")
+@pytest.mark.parametrize("path", ["/auth/agents/refresh", "/auth/refresh"])
+def test_access_token_is_not_a_refresh_token(api: Api, path: str) -> None:
+    response = api.http.get(f"{path}/{api.token()}")
     assert response.status_code == 401
     assert response.json()["code"] == "invalid_token"
+
+
+@pytest.mark.parametrize("path", ["/auth/agents/refresh", "/auth/refresh"])
+def test_forged_refresh_tokens_are_rejected(api: Api, path: str) -> None:
+    refresh = api.pair(fresh=True)["refresh"]
+    header, payload, signature = refresh.split(".")
+    claims = _claims(refresh)
+    forged = {
+        "tampered payload": f"{header}.{_b64({**claims, 'merchant': 'DEMO02'})}.{signature}",
+        "wrong key": jwt.encode(claims, "not-the-stub-key-" * 4, algorithm="HS256"),
+        "alg none": f"{_b64({'alg': 'none', 'typ': 'JWT'})}.{payload}.",
+    }
+    for kind, token in forged.items():
+        response = api.http.get(f"{path}/{token}")
+        assert response.status_code == 401, kind
+        assert response.json()["code"] == "invalid_token", kind
+    assert api.http.get(f"{path}/{refresh}").status_code == 200  # the genuine one still works
 
 
 @pytest.mark.parametrize("token", ["garbage", "a.b.c", "eyJhbGciOiJub25lIn0.e30."])

@@ -205,3 +205,27 @@ def test_bad_query_parameters(api: Api, param: str, value: str) -> None:
 def test_limit_bounds_accepted(api: Api) -> None:
     assert api.events(limit=1).json()["limit"] == 1
     assert len(api.events(limit=100).json()["transactions"]) <= 100
+
+
+def test_default_and_maximum_page_sizes(inproc) -> None:
+    """With 105 events: no limit gives the newest 20, limit=100 gives 100, the rest by offset."""
+    server = inproc()
+    api = server.api
+    refs = [api.create(number=new_number()).json()["ref"] for _ in range(105)]
+    default = api.events().json()
+    assert default["limit"] == 20 and default["offset"] == 0 and default["total"] == 105
+    assert [e["data"]["ref"] for e in default["transactions"]] == refs[::-1][:20]
+    full = api.events(limit=100).json()
+    assert len(full["transactions"]) == 100
+    assert [e["data"]["ref"] for e in full["transactions"]] == refs[::-1][:100]
+    tail = api.events(limit=100, offset=100).json()
+    assert [e["data"]["ref"] for e in tail["transactions"]] == refs[::-1][100:]
+    assert api.events(limit=101).status_code == 400
+
+
+def test_find_timestamp_follows_the_configured_offset(inproc) -> None:
+    server = inproc(utc_offset="-05:30")
+    created = server.api.create().json()
+    stamp = server.api.find(created["ref"]).json()["timestamp"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}-05:30", stamp), stamp
+    assert datetime.fromisoformat(stamp) == datetime.fromisoformat(created["created_at"])

@@ -132,3 +132,13 @@ def test_error_bodies_never_500_on_odd_input(api: Api) -> None:
         )
         assert response.status_code < 500, (path, response.text)
         response.json()
+
+
+def test_body_limit_is_exactly_64_kib(api: Api) -> None:
+    headers = api.headers(**{"Content-Type": "application/json"})
+    head = b'{"amount": 100, "number": "0781234567", "pad": "'
+    exact = head + b"x" * (65_536 - len(head) - 2) + b'"}'
+    assert len(exact) == 65_536
+    assert api.http.post("/transactions/cashin", content=exact, headers=headers).status_code == 200
+    over = api.http.post("/transactions/cashin", content=exact + b" ", headers=headers)
+    _assert_error(over, 413, "payload_too_large")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 import subprocess
@@ -52,6 +53,23 @@ def test_credentials_file(stub) -> None:
         assert app.client_secret.encode() not in raw
 
 
+async def _concurrent_creations(api: Api, n: int) -> list[str]:
+    """``n`` simultaneous cashins; the refs of those answered 200."""
+    headers = api.headers()
+    limits = httpx.Limits(max_connections=n)
+    async with httpx.AsyncClient(base_url=api.base_url, timeout=30, limits=limits) as client:
+        responses = await asyncio.gather(
+            *(
+                client.post("/transactions/cashin", json={"amount": 100, "number": new_number()},
+                            headers=headers)
+                for _ in range(n)
+            )
+        )  # fmt: skip
+    refs = [r.json()["ref"] for r in responses if r.status_code == 200]
+    assert len(refs) == n
+    return refs
+
+
 def test_sigkill_durability_and_restart(tmp_path: Path) -> None:
     """Every acknowledged create survives kill -9; the restart keeps the secrets usable."""
     first = start_stub(tmp_path, extra_args=["--access-ttl", "60"])
@@ -66,6 +84,8 @@ def test_sigkill_durability_and_restart(tmp_path: Path) -> None:
         confirmed = created[0]
         assert api.sandbox(confirmed, "confirm").status_code == 200
         token = api.token()
+        # concurrent creations share group commits: each one acknowledged must survive too
+        created += asyncio.run(_concurrent_creations(api, 40))
     finally:
         status = stop_stub(first, kill=True)
         api.close()

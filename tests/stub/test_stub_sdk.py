@@ -6,11 +6,16 @@ shared requests.Session with sticky headers), which the fixture resets around ea
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+import jwt
 import pytest
-from stubkit import new_number
+from stubkit import Api, new_number
 
 pytest.importorskip("paypack", reason="paypack-py is installed by the test set-up")
 
@@ -41,36 +46,83 @@ def sdk(stub, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     _reset_sdk_state()
 
 
-def test_sdk_full_flow(sdk: Any, stub) -> None:
+def _stored_webhook_mode(db_path: Path, ref: str) -> str | None:
+    """Read the stub's database directly (WAL allows a reader beside the running stub)."""
+    with contextlib.closing(sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)) as db:
+        row = db.execute("SELECT webhook_mode FROM transactions WHERE ref = ?", (ref,)).fetchone()
+    assert row is not None, f"{ref} is not in the database"
+    return row[0]
+
+
+def test_sdk_full_flow(sdk: Any, stub, api: Api) -> None:
+    """Every SDK call succeeds, and what it returns is what the stub stored, read back through
+    an independent client (and the database for what the API does not show)."""
     tokens = Oauth().auth()
-    assert set(tokens) >= {"access", "refresh", "expires"}
+    assert set(tokens) == {"access", "refresh", "expires"}
+    claims = jwt.decode(tokens["access"], options={"verify_signature": False})
+    assert claims["id"] == sdk.client_id and claims["merchant"] == sdk.merchant
+    assert claims["exp"] == tokens["expires"]
+    first_refresh = paypack.client.token_keys["refresh"]
+    assert first_refresh == tokens["refresh"]
 
     number = new_number()
     cashin = Transaction().cashin(amount=100, phone_number=number, mode="development")
-    assert cashin["kind"] == "CASHIN" and cashin["status"] == "pending"
     cashout = Transaction().cashout(amount=250, phone_number=number)
-    assert cashout["kind"] == "CASHOUT" and cashout["status"] == "pending"
+    for created, kind, amount in ((cashin, "CASHIN", 100), (cashout, "CASHOUT", 250)):
+        assert set(created) == {"amount", "created_at", "kind", "ref", "status"}
+        assert (created["kind"], created["amount"], created["status"]) == (kind, amount, "pending")
+        stored = api.find(created["ref"], api.app("read", "DEMO01")).json()
+        assert stored == {
+            "amount": amount,
+            "client": number,
+            "fee": round(amount * 0.023, 2),
+            "kind": kind,
+            "merchant": sdk.merchant,
+            "ref": created["ref"],
+            "status": "pending",
+            "timestamp": stored["timestamp"],
+        }
+        assert datetime.fromisoformat(stored["timestamp"]) == datetime.fromisoformat(
+            created["created_at"]
+        )
+    # the SDK sent X-Webhook-Mode on cashin; its session keeps the header for later calls
+    assert _stored_webhook_mode(stub.db_path, cashin["ref"]) == "development"
 
     found = Transaction().find(cashin["ref"])
-    assert found["ref"] == cashin["ref"] and found["client"] == number
-    assert found["merchant"] == sdk.merchant and found["amount"] == 100
+    assert found == api.find(cashin["ref"]).json()
 
     events = Event().list(client=number, limit=10)
-    assert events["total"] == 2
-    assert {e["data"]["ref"] for e in events["transactions"]} == {cashin["ref"], cashout["ref"]}
+    direct = api.events(client=number, limit=10).json()
+    assert events == direct
+    assert events["total"] == 2 and events["limit"] == 10 and events["client"] == number
+    assert [e["data"]["ref"] for e in events["transactions"]] == [cashout["ref"], cashin["ref"]]
     filtered = Event().list(client=number, kind="CASHOUT")
+    assert filtered["kind"] == "CASHOUT"
     assert [e["data"]["ref"] for e in filtered["transactions"]] == [cashout["ref"]]
+    # no call above needed the SDK's silent refresh-and-retry on a 401
+    assert paypack.client.token_keys["refresh"] == first_refresh
 
-    old_refresh = paypack.client.token_keys["refresh"]
     refreshed = Oauth().refresh_access_token()
-    assert refreshed["access"] != tokens["access"] and refreshed["refresh"] != old_refresh
-    # the refreshed token is the one the SDK now sends
-    assert Transaction().find(cashout["ref"])["kind"] == "CASHOUT"
+    assert set(refreshed) == {"access", "refresh", "expires"}
+    assert refreshed["access"] != tokens["access"] and refreshed["refresh"] != first_refresh
+    assert paypack.client.token_keys["refresh"] == refreshed["refresh"]
+    # rotation: the SDK's previous refresh token is spent, the new pair works for anyone
+    spent = api.http.get(f"/auth/refresh/{first_refresh}")
+    assert spent.status_code == 401 and spent.json()["code"] == "invalid_token"
+    with_new = api.http.get(
+        f"/transactions/find/{cashout['ref']}",
+        headers={"Authorization": f"Bearer {refreshed['access']}"},
+    )
+    assert with_new.status_code == 200 and with_new.json()["kind"] == "CASHOUT"
+    # and the SDK itself now sends the refreshed token
+    assert paypack.http_client.client.headers["Authorization"] == f"Bearer {refreshed['access']}"
+    assert Transaction().find(cashout["ref"]) == with_new.json()
 
 
 def test_sdk_recovers_from_a_rejected_token(sdk: Any) -> None:
     """On a 401 the SDK refreshes with its stored refresh token and retries."""
-    Oauth().auth()
+    first = Oauth().auth()
     paypack.http_client.client.headers["Authorization"] = "Bearer expired-or-garbage"
     body = Event().list(limit=1)
     assert "transactions" in body and body["limit"] == 1
+    assert paypack.client.token_keys["refresh"] != first["refresh"]  # it did refresh

@@ -185,21 +185,26 @@ def test_invalid_request_does_not_burn_the_key(api: Api) -> None:
 
 
 async def _race(api: Api, path: str, n: int, key: str, number: str) -> list[int]:
+    """``n`` simultaneous creations with one key; ``path`` "mixed" alternates cashin/cashout."""
     headers = api.headers(**{"Idempotency-Key": key})
     limits = httpx.Limits(max_connections=n)
+    paths = [path] * n
+    if path == "mixed":
+        paths = ["/transactions/cashin", "/transactions/cashout"] * (n // 2)
     async with httpx.AsyncClient(base_url=api.base_url, timeout=30, limits=limits) as client:
         responses = await asyncio.gather(
             *(
-                client.post(path, json={"amount": 100, "number": number}, headers=headers)
-                for _ in range(n)
+                client.post(p, json={"amount": 100, "number": number}, headers=headers)
+                for p in paths
             )
         )
     return [r.status_code for r in responses]
 
 
-def test_hundred_way_race_creates_one_transaction(api: Api) -> None:
+@pytest.mark.parametrize("path", ["/transactions/cashin", "mixed"])
+def test_hundred_way_race_creates_one_transaction(api: Api, path: str) -> None:
     number = new_number()
-    statuses = asyncio.run(_race(api, "/transactions/cashin", 100, uuid.uuid4().hex, number))
+    statuses = asyncio.run(_race(api, path, 100, uuid.uuid4().hex, number))
     assert statuses.count(200) == 1, statuses
     assert statuses.count(409) == 99
     assert _count(api, number) == (1, 1)

@@ -1,0 +1,134 @@
+"""The YAML config covers every setting, and each one takes effect."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+import jwt
+import pytest
+import yaml
+from stubkit import InProcessStub, make_settings
+
+from stub_server.secrets_hash import hash_secret, verify_secret
+from stub_server.settings import KNOWN_KEYS, SettingsError, StubSettings, load_settings_file
+
+EVERY_SETTING = {
+    "host": "::1",
+    "port": 0,
+    "db": "x.db",
+    "credentials": "creds.yaml",
+    "jwt_key": "k" * 40,
+    "access_ttl_s": 30,
+    "refresh_ttl_s": 60,
+    "amount": {"min": 10, "max": 500},
+    "number_pattern": r"^\d{4}$",
+    "fee_rate": 0.5,
+    "utc_offset": "+03:00",
+    "pending_timeout_s": 7,
+    "sandbox": False,
+    "max_body_bytes": 1024,
+    "auto_resolve": {
+        "default": {"outcome": "success", "delay_s": 2},
+        "rules": [{"number_suffix": "0000", "outcome": "failed", "delay_s": 1}],
+    },
+    "faults": ["wrong-kind"],
+    "drop_rate": 0.5,
+    "variants": ["created-201"],
+}
+
+
+def test_the_config_file_sets_every_setting(tmp_path: Path) -> None:
+    assert set(EVERY_SETTING) == KNOWN_KEYS  # a new setting must be added here too
+    path = tmp_path / "stub.yaml"
+    path.write_text(yaml.safe_dump(EVERY_SETTING))
+    s = load_settings_file(path)
+    default = StubSettings()
+    assert (s.host, s.port, s.db, s.credentials, s.jwt_key) == (
+        "::1", 0, "x.db", "creds.yaml", "k" * 40,
+    )  # fmt: skip
+    assert (s.access_ttl_s, s.refresh_ttl_s, s.pending_timeout_s) == (30, 60, 7)
+    assert (s.amount_min, s.amount_max, s.fee_rate, s.utc_offset) == (10, 500, 0.5, "+03:00")
+    assert s.number_pattern == r"^\d{4}$" and s.sandbox is False and s.max_body_bytes == 1024
+    assert s.auto_resolve.for_number("1230000") == ("failed", 1)
+    assert s.auto_resolve.for_number("1231111") == ("success", 2)
+    assert s.faults == {"wrong-kind"} and s.variants == {"created-201"} and s.drop_rate == 0.5
+    for name in ("host", "port", "db", "access_ttl_s", "fee_rate", "sandbox", "max_body_bytes"):
+        assert getattr(s, name) != getattr(default, name), name
+
+
+@pytest.mark.parametrize(
+    ("config", "names"),
+    [
+        ({"fee_rate": "high"}, "fee_rate"),
+        ({"utc_offset": "Z"}, "utc_offset"),
+        ({"max_body_bytes": 0}, "max_body_bytes"),
+        ({"auto_resolve": {"rules": [{"outcome": "success"}]}}, "auto_resolve.rules[0]"),
+        ({"number_pattern": "("}, "number_pattern"),
+        ({"faults": ["nope"]}, "nope"),
+    ],
+)
+def test_bad_values_name_the_key(config: dict, names: str) -> None:
+    with pytest.raises(SettingsError, match=re.escape(names)):
+        make_settings(**config)
+
+
+def test_fee_rate_body_limit_and_jwt_key_take_effect(inproc) -> None:
+    server = inproc(fee_rate=0.1, max_body_bytes=200, jwt_key="configured-key-" * 3)
+    api = server.api
+    ref = api.create(amount=1234).json()["ref"]
+    assert api.find(ref).json()["fee"] == 123.4
+    token = api.token()
+    assert jwt.decode(token, "configured-key-" * 3, algorithms=["HS256"])["sub"] == "access"
+    headers = {**api.headers(), "Content-Type": "application/json"}
+    body = b'{"amount": 100, "number": "0781234567", "pad": "'
+    exact = body + b"x" * (200 - len(body) - 2) + b'"}'
+    assert len(exact) == 200
+    assert api.http.post("/transactions/cashin", content=exact, headers=headers).status_code == 200
+    over = api.http.post("/transactions/cashin", content=exact + b" ", headers=headers)
+    assert over.status_code == 413 and over.json()["code"] == "payload_too_large"
+
+
+def test_secrets_are_salted_scrypt_hashes(tmp_path: Path) -> None:
+    first, second = hash_secret("s3cret", n=2**10), hash_secret("s3cret", n=2**10)
+    assert first != second  # a fresh salt each time
+    assert first.startswith("scrypt$") and "s3cret" not in first
+    assert verify_secret("s3cret", first) and verify_secret("s3cret", second)
+    assert not verify_secret("s3cret ", first) and not verify_secret("\ud800", first)
+    server = InProcessStub(make_settings(db=str(tmp_path / "h.db")))
+    try:
+        app = server.applications[0]
+        stored = server.call(lambda: server.stub.store.app(app.client_id).secret_hash)
+        scheme, n, r, p, salt, digest = stored.split("$")
+        assert scheme == "scrypt" and len(bytes.fromhex(salt)) == 16 and int(n) >= 2**14
+        assert verify_secret(app.client_secret, stored)
+    finally:
+        server.close()
+    with sqlite3.connect(tmp_path / "h.db") as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        dump = "\n".join(db.iterdump())
+    assert app.client_secret not in dump
+
+
+def test_flags_override_the_config_file(tmp_path: Path) -> None:
+    import argparse
+
+    from stub_server.cli import register, settings_from_args
+
+    path = tmp_path / "stub.yaml"
+    path.write_text(yaml.safe_dump({"port": 9999, "access_ttl_s": 5, "faults": ["wrong-kind"]}))
+    parser = register(argparse.ArgumentParser().add_subparsers())
+    args = parser.parse_args(
+        ["--config", str(path), "--host", "::1", "--port", "0", "--db", ":memory:",
+         "--credentials", "c.yaml", "--access-ttl", "1", "--refresh-ttl", "2",
+         "--pending-timeout", "3", "--no-sandbox", "--fault", "refs-reused",
+         "--variant", "no-rotation"]
+    )  # fmt: skip
+    s = settings_from_args(args)
+    assert (s.host, s.port, s.db, s.credentials) == ("::1", 0, ":memory:", "c.yaml")
+    assert (s.access_ttl_s, s.refresh_ttl_s, s.pending_timeout_s) == (1, 2, 3)
+    assert s.sandbox is False
+    assert s.faults == {"wrong-kind", "refs-reused"} and s.variants == {"no-rotation"}
+    defaults = settings_from_args(parser.parse_args([]))
+    assert defaults.sandbox is True and defaults.port == 8080
