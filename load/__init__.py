@@ -1,0 +1,1 @@
+"""Locust load profiles with SLO gates and a no-loss reconciliation."""

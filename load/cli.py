@@ -1,0 +1,85 @@
+"""``paysuite load`` and ``paysuite bench``: argument definitions only (nothing heavy imported)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from load.profiles import PROFILES  # pure data: cheap to import at registration
+
+PROFILE_NAMES = tuple(PROFILES)
+
+
+def _load(args: argparse.Namespace) -> int:
+    from load.runner import run
+
+    return run(args)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from load.bench import run_bench
+
+    return run_bench(args)
+
+
+def register(subparsers: Any) -> None:
+    load = subparsers.add_parser(
+        "load",
+        help="run a Locust load profile with SLO gates and a no-loss reconciliation",
+        description=(
+            "Run a named load profile against a target (or, without --config, against the "
+            "bundled stub). Exit 0: SLOs met and nothing lost; 1: an SLO breached or a create "
+            "lost; 2: usage or configuration error, or unreachable target. Loopback targets only "
+            "unless PAYSUITE_ALLOW_REMOTE_TARGET=1."
+        ),
+    )
+    load.add_argument("--target", help="base URL of the target (overrides the config's base_url)")
+    load.add_argument("--config", help="target configuration YAML (applications, numbers, ...)")
+    load.add_argument("--profile", default="smoke", choices=PROFILE_NAMES, help="load profile")
+    load.add_argument("--users", type=int, help="override the profile's user count")
+    load.add_argument("--spawn-rate", type=float, help="override the profile's spawn rate")
+    load.add_argument("--duration", type=float, help="override the profile's duration (s)")
+    load.add_argument("--max-requests", type=int, help="override the request budget (hard stop)")
+    load.add_argument(
+        "--workers", type=int, default=0, help="local Locust workers (0: one process)"
+    )
+    load.add_argument("--report-dir", default="reports", help="where reports go (default reports/)")
+    load.add_argument("--slo", help="SLO override YAML (docs/load.md)")
+    load.add_argument("--mix", help="operation weights, e.g. cashin=3,cashout=2,find=3,events=1")
+    load.add_argument(
+        "--pacing", help="override the wait: between:LO:HI, constant:S or throughput:TOTAL_RPS"
+    )
+    load.add_argument(
+        "--lifecycle-resolve",
+        choices=("auto", "driver"),
+        help="lifecycle: let the target resolve (auto) or drive the customer (driver)",
+    )
+    load.add_argument(
+        "--reconcile-timeout", type=float, default=120.0, help="reconciliation time budget (s)"
+    )
+    load.add_argument("--quiet", action="store_true", help="no periodic Locust statistics lines")
+    load.set_defaults(func=_load)
+
+    bench = subparsers.add_parser(
+        "bench",
+        help="benchmark the stub against a bare aiohttp handler, and Locust against wrk",
+        description=(
+            "Measure on this machine, side by side: the stub's throughput and latency on cashin, "
+            "find and list events against a bare aiohttp handler (same client, same event loop "
+            "set-up), and the rate a paysuite Locust run reaches on find against wrk's."
+        ),
+    )
+    bench.add_argument("--seconds", type=float, default=5.0, help="length of each measurement")
+    bench.add_argument(
+        "--rounds", type=int, default=3, help="interleaved rounds; the median is reported"
+    )
+    bench.add_argument("--connections", type=int, default=16, help="concurrent connections")
+    bench.add_argument("--report-dir", default="reports/bench", help="where bench.json goes")
+    bench.add_argument(
+        "--generator",
+        choices=("auto", "wrk", "python"),
+        default="auto",
+        help="load generator for the server comparison (auto: wrk when installed)",
+    )
+    bench.add_argument("--profile-stub", action="store_true", help="also profile the stub (py-spy)")
+    bench.set_defaults(func=_bench)

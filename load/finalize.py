@@ -1,0 +1,304 @@
+"""The end of a run: statistics, SLO verdicts, reconciliation, load.json, the exit status.
+
+Runs in the Locust master (or local) process when Locust quits, so that ``paysuite load`` and a
+plain ``locust -f load/locustfile.py`` give the same verdict from the same numbers: Locust's own
+in-memory statistics (exact percentiles, workers' reports merged) and the ledger the workers sent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from load import context as run_context
+from load.ledger import LEDGER
+from load.profiles import Profile
+from load.reconcile import reconcile
+from load.slo import OperationStats, Verdict, evaluate, load_slo_file, resolve_slo
+
+SCHEMA = "paysuite-load/1"
+
+
+def percentile(values: list[float], fraction: float) -> float | None:
+    """Nearest-rank percentile of a list (None when empty)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    index = max(0, min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1))
+    return ordered[index]
+
+
+def _entry_stats(entry: Any, duration: float) -> OperationStats:
+    def pct(fraction: float) -> float | None:
+        return float(entry.get_response_time_percentile(fraction)) if entry.num_requests else None
+
+    return OperationStats(
+        requests=entry.num_requests,
+        failures=entry.num_failures,
+        rps=round(entry.num_requests / duration, 3) if duration > 0 else 0.0,
+        p50=pct(0.5),
+        p95=pct(0.95),
+        p99=pct(0.99),
+    )
+
+
+def collect_operations(stats: Any) -> tuple[dict[str, OperationStats], OperationStats, float]:
+    """Per request name (methods merged) and total, with the run's duration in seconds."""
+    total = stats.total
+    start = total.start_time or time.time()
+    end = total.last_request_timestamp or start
+    duration = max(end - start, 1e-6)
+    by_name: dict[str, Any] = {}
+    for (name, _method), entry in stats.entries.items():
+        if name in by_name:
+            by_name[name].extend(entry)
+        else:
+            from locust.stats import StatsEntry
+
+            merged = StatsEntry(stats, name, "", use_response_times_cache=False)
+            merged.extend(entry)
+            by_name[name] = merged
+    ops = {name: _entry_stats(entry, duration) for name, entry in by_name.items()}
+    return ops, _entry_stats(total, duration), duration
+
+
+def time_to_processed_stats(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    seconds = [s["seconds"] for s in samples]
+    by_status: dict[str, int] = {}
+    for s in samples:
+        by_status[s["status"]] = by_status.get(s["status"], 0) + 1
+    return {
+        "count": len(seconds),
+        "p50_s": percentile(seconds, 0.5),
+        "p95_s": percentile(seconds, 0.95),
+        "p99_s": percentile(seconds, 0.99),
+        "max_s": max(seconds) if seconds else None,
+        "by_status": by_status,
+    }
+
+
+def judge(
+    profile: Profile,
+    slo: dict[str, dict[str, float]],
+    ops: dict[str, OperationStats],
+    total: OperationStats,
+    ttp: dict[str, Any],
+    shape_summary: dict[str, Any],
+) -> list[Verdict]:
+    """The verdicts of the run (the ramp judges its first step: breaking later is its finding)."""
+    ops = dict(ops)
+    if ttp["count"]:
+        to_ms = lambda v: None if v is None else round(v * 1000, 1)  # noqa: E731
+        ops["time-to-processed"] = OperationStats(
+            ttp["count"], 0, 0.0, to_ms(ttp["p50_s"]), to_ms(ttp["p95_s"]), to_ms(ttp["p99_s"])
+        )
+    if profile.name == "ramp":
+        steps = shape_summary.get("steps") or []
+        verdicts = []
+        first = steps[0] if steps else None
+        if first is None:
+            return [Verdict("ramp", "steps_completed", 1, 0, False, "no step completed")]
+        star = slo.get("*", {})
+        if "p95_ms" in star:
+            verdicts.append(
+                Verdict(
+                    "step 0",
+                    "p95_ms",
+                    star["p95_ms"],
+                    first["p95_ms"],
+                    "p95_ms" not in first["breached"],
+                )
+            )
+        if "error_ratio" in star:
+            verdicts.append(
+                Verdict(
+                    "step 0",
+                    "error_ratio",
+                    star["error_ratio"],
+                    first["error_ratio"],
+                    "error_ratio" not in first["breached"],
+                )
+            )
+        return verdicts
+    verdicts = evaluate(slo, ops, total)
+    if total.requests == 0:
+        verdicts.append(Verdict("total", "requests", 1, 0, False, "no request was made"))
+    return verdicts
+
+
+def verdict_table(
+    verdicts: list[Verdict], reconciliation: dict[str, Any], profile: str, exit_code: int
+) -> str:
+    """The text printed at the end of a run."""
+    lines = [f"paysuite: SLO verdicts (profile {profile})"]
+    header = f"  {'operation':<20} {'metric':<12} {'threshold':>12} {'observed':>12}  verdict"
+    lines.append(header)
+    for v in verdicts:
+        relation = ">=" if v.metric in ("min_rps", "requests", "steps_completed") else "<="
+        observed = "n/a" if v.observed is None else f"{v.observed:g}"
+        verdict = "PASS" if v.passed else "FAIL"
+        note = f" ({v.note})" if v.note else ""
+        lines.append(
+            f"  {v.operation:<20} {v.metric:<12} {relation + ' ' + format(v.threshold, 'g'):>12} "
+            f"{observed:>12}  {verdict}{note}"
+        )
+    breached = [v for v in verdicts if not v.passed]
+    for v in breached:
+        lines.append(f"  breached: {v.describe()}")
+    r = reconciliation
+    lines.append(
+        "paysuite: reconciliation: {ack} acknowledged creates, {checked} checked, "
+        "{found} found, {lost} lost, {mis} mismatched, {dup} duplicate keys, "
+        "{unchecked} unchecked -> {verdict}".format(
+            ack=r.get("acknowledged", 0),
+            checked=r.get("checked", 0),
+            found=r.get("found", 0),
+            lost=r.get("lost", 0),
+            mis=r.get("mismatched", 0),
+            dup=r.get("duplicate_keys", 0),
+            unchecked=r.get("unchecked", 0),
+            verdict="PASS" if r.get("passed") else "FAIL",
+        )
+    )
+    lines.append(f"paysuite: result: {'PASS' if exit_code == 0 else 'FAIL'} (exit {exit_code})")
+    return "\n".join(lines)
+
+
+def report_dir_for(options: Any) -> Path:
+    explicit = run_context.option(options, "paysuite_report_dir")
+    if explicit:
+        return Path(explicit)
+    csv_prefix = run_context.option(options, "csv_prefix")
+    if csv_prefix:
+        return Path(csv_prefix).parent
+    return Path(run_context.DEFAULT_REPORT_DIR)
+
+
+def finalize(environment: Any, shape: Any = None) -> dict[str, Any]:
+    """Compute everything, write load.json, print the verdict table, set the exit status."""
+    options = environment.parsed_options
+    ctx = run_context.current()
+    profile = ctx.profile
+    overrides = None
+    slo_path = run_context.option(options, "paysuite_slo")
+    if slo_path:
+        overrides = load_slo_file(slo_path)
+    slo = resolve_slo(profile, overrides)
+    ops, total, duration = collect_operations(environment.runner.stats)
+    ttp = time_to_processed_stats(LEDGER.time_to_processed)
+    shape_summary = shape.summary() if shape is not None and hasattr(shape, "summary") else {}
+    verdicts = judge(profile, slo, ops, total, ttp, shape_summary)
+
+    budget = float(run_context.option(options, "paysuite_reconcile_timeout", 120))
+    concurrency = int(run_context.option(options, "paysuite_reconcile_concurrency", 16))
+    recon = reconcile(LEDGER.creates, ctx.config, concurrency=concurrency, time_budget_s=budget)
+    without_ref = LEDGER.counters.get("acknowledged_without_ref", 0)
+    recon["acknowledged_without_ref"] = without_ref
+    if without_ref:
+        recon["passed"] = False
+    exit_code = 0 if all(v.passed for v in verdicts) and recon["passed"] else 1
+
+    report_dir = report_dir_for(options)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    csv_prefix = run_context.option(options, "csv_prefix")
+    html_file = run_context.option(options, "html_file")
+
+    def rel(path: str | None) -> str | None:
+        if not path:
+            return None
+        return os.path.relpath(Path(path).resolve(), report_dir.resolve())
+
+    counters = dict(LEDGER.counters)
+    summary = {
+        "schema": SCHEMA,
+        "profile": profile.name,
+        "target": ctx.config.base_url,
+        "run_id": ctx.run_id,
+        "started_at": environment.runner.stats.total.start_time,
+        "duration_s": round(duration, 3),
+        "users": profile.users,
+        "stop_reason": shape_summary.get("stop_reason", ""),
+        "operations": {
+            name: {
+                "requests": s.requests,
+                "failures": s.failures,
+                "error_ratio": round(s.error_ratio, 6),
+                "rps": s.rps,
+                "p50_ms": s.p50,
+                "p95_ms": s.p95,
+                "p99_ms": s.p99,
+            }
+            for name, s in sorted(ops.items())
+        },
+        "total": {
+            "requests": total.requests,
+            "failures": total.failures,
+            "error_ratio": round(total.error_ratio, 6),
+            "rps": total.rps,
+            "p50_ms": total.p50,
+            "p95_ms": total.p95,
+            "p99_ms": total.p99,
+        },
+        "auth": {
+            "authorize": ops.get("authorize", OperationStats(0, 0, 0, None, None, None)).requests,
+            "refresh": ops.get("refresh", OperationStats(0, 0, 0, None, None, None)).requests,
+            "auth_errors": counters.get("auth_errors", 0),
+        },
+        "slo": {"thresholds": slo, "verdicts": [v.to_dict() for v in verdicts]},
+        "slo_passed": all(v.passed for v in verdicts),
+        "reconciliation": recon,
+        "counters": counters,
+        "ledger": {"batches": LEDGER.batches_received, "sources": sorted(LEDGER.sources)},
+        "mix": profile.mix,
+        "exit_code": exit_code,
+        "files": {
+            "locust_html": rel(html_file),
+            "stats_csv": rel(f"{csv_prefix}_stats.csv") if csv_prefix else None,
+            "history_csv": rel(f"{csv_prefix}_stats_history.csv") if csv_prefix else None,
+            "failures_csv": rel(f"{csv_prefix}_failures.csv") if csv_prefix else None,
+            "load_html": "load.html",
+        },
+    }
+    if profile.name == "ramp":
+        summary["ramp"] = shape_summary
+        summary["knee"] = shape_summary.get("knee")
+    if profile.name == "lifecycle" or ttp["count"]:
+        summary["time_to_processed"] = ttp
+        summary["time_to_processed"]["timeouts"] = counters.get("lifecycle_timeouts", 0)
+    if profile.name == "idempotency-storm":
+        summary["idempotency"] = {
+            "conflicts_409": counters.get("idempotency_conflicts", 0),
+            "keys": recon.get("keys", 0),
+            "duplicate_keys": recon.get("duplicate_keys", 0),
+        }
+    (report_dir / "load.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    print(verdict_table(verdicts, recon, profile.name, exit_code), flush=True)
+    if profile.name == "ramp":
+        knee = shape_summary.get("knee")
+        best = shape_summary.get("max_sustainable")
+        if knee:
+            print(
+                f"paysuite: knee at step {knee['step']} ({knee['users']} users, "
+                f"{knee['rps']} req/s): "
+                f"{', '.join(knee['breached'])} breached"
+                + (
+                    f"; last good step {best['users']} users at {best['rps']} req/s" if best else ""
+                ),
+                flush=True,
+            )
+        else:
+            print("paysuite: no knee found within the ramp's duration", flush=True)
+        plateau = shape_summary.get("plateau")
+        if plateau:
+            print(
+                f"paysuite: throughput stopped growing at step {plateau['step']} "
+                f"({plateau['users']} users, {plateau['rps']} req/s): the target or the load "
+                "generator is saturated (add --workers to tell which)",
+                flush=True,
+            )
+    environment.process_exit_code = exit_code
+    return summary

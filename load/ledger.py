@@ -1,0 +1,112 @@
+"""The ledger of acknowledged creates, gathered on the master over Locust's own messages.
+
+Every create a virtual user saw acknowledged with a 2xx is a promise the target made; the
+reconciliation checks each one after the run. Users append to a per-process outbox; a greenlet
+flushes it once a second with ``runner.send_message`` (and once more when the test stops, before
+the worker reports itself stopped), and the master (or the local runner: Locust's LocalRunner
+delivers ``send_message`` to its own listener) merges the batches. One code path, so the ledger
+is complete whether the workers run here or on other machines.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+MESSAGE_TYPE = "paysuite_ledger"
+FLUSH_INTERVAL_S = 1.0
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Ledger:
+    """Per process: an outbox (every runner but the master) and the merged totals (master/local)."""
+
+    creates: list[dict[str, Any]] = field(default_factory=list)
+    counters: Counter[str] = field(default_factory=Counter)
+    time_to_processed: list[dict[str, Any]] = field(default_factory=list)
+    batches_received: int = 0
+    sources: set[str] = field(default_factory=set)
+    _out_creates: list[dict[str, Any]] = field(default_factory=list)
+    _out_counters: Counter[str] = field(default_factory=Counter)
+    _out_ttp: list[dict[str, Any]] = field(default_factory=list)
+
+    # -- user side -----------------------------------------------------------------------------
+    def record_create(self, record: dict[str, Any]) -> None:
+        self._out_creates.append(record)
+
+    def count(self, name: str, amount: int = 1) -> None:
+        self._out_counters[name] += amount
+
+    def record_time_to_processed(self, seconds: float, status: str) -> None:
+        self._out_ttp.append({"seconds": round(seconds, 4), "status": status})
+
+    def flush(self, environment: Any) -> None:
+        """Send the outbox to the master (or to ourselves when running locally)."""
+        if not (self._out_creates or self._out_counters or self._out_ttp):
+            return
+        batch = {
+            "creates": self._out_creates,
+            "counters": dict(self._out_counters),
+            "ttp": self._out_ttp,
+        }
+        self._out_creates, self._out_counters, self._out_ttp = [], Counter(), []
+        runner = environment.runner
+        if runner is None:
+            self.merge(batch, "local")
+            return
+        runner.send_message(MESSAGE_TYPE, batch)
+
+    # -- master side ---------------------------------------------------------------------------
+    def merge(self, batch: dict[str, Any], source: str) -> None:
+        self.creates.extend(batch.get("creates") or [])
+        self.counters.update(batch.get("counters") or {})
+        self.time_to_processed.extend(batch.get("ttp") or [])
+        self.batches_received += 1
+        self.sources.add(source)
+
+    def on_message(self, environment: Any, msg: Any, **_: Any) -> None:
+        self.merge(msg.data or {}, str(getattr(msg, "node_id", "?")))
+
+    def reset(self) -> None:
+        """A new test run in the same process (the web UI's restart): start from nothing."""
+        self.creates.clear()
+        self.counters.clear()
+        self.time_to_processed.clear()
+        self.batches_received = 0
+        self.sources.clear()
+        self._out_creates, self._out_counters, self._out_ttp = [], Counter(), []
+
+
+LEDGER = Ledger()
+
+
+def install(environment: Any) -> None:
+    """Wire the ledger into a runner: the listener where batches land, the flusher where made."""
+    import gevent
+    from locust.runners import MasterRunner, WorkerRunner
+
+    runner = environment.runner
+    if runner is None:
+        return
+    if not isinstance(runner, WorkerRunner):
+        runner.register_message(MESSAGE_TYPE, LEDGER.on_message)
+    if isinstance(runner, MasterRunner):
+        return
+
+    def flusher() -> None:
+        while True:
+            gevent.sleep(FLUSH_INTERVAL_S)
+            try:
+                LEDGER.flush(environment)
+            except Exception:  # noqa: BLE001 - a lost flush must not kill the flusher
+                log.exception("paysuite: could not flush the ledger")
+
+    gevent.spawn(flusher)
+
+    @environment.events.test_stop.add_listener
+    def _final_flush(environment: Any, **_: Any) -> None:
+        LEDGER.flush(environment)

@@ -1,0 +1,244 @@
+"""The catalogue of named load profiles: pure data, no Locust import.
+
+A profile says how many users, for how long, with which operation mix and pacing, where the hard
+stops are, and which SLO thresholds apply by default. The Locust load shapes (``load.shapes``), the
+virtual users (``load.users``) and the SLO model (``load.slo``) all read this one table, so that
+``paysuite load --profile ramp`` and ``locust -f load/locustfile.py --paysuite-profile ramp`` run
+the same thing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+#: Operations a virtual user can pick; the names are also the Locust statistics names.
+OPERATIONS = ("cashin", "cashout", "find", "events", "events?filter")
+#: Request names of the token traffic (never part of the mix).
+AUTH_OPERATIONS = ("authorize", "refresh")
+
+DEFAULT_MIX: dict[str, float] = {
+    "cashin": 3,
+    "cashout": 2,
+    "find": 3,
+    "events": 1,
+    "events?filter": 1,
+}
+
+#: Thresholds that apply when a profile says nothing more specific (``*`` = every operation).
+_BASE_SLO: dict[str, dict[str, float]] = {
+    "*": {"p95_ms": 500, "p99_ms": 1000, "error_ratio": 0.01},
+}
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One named load profile.
+
+    ``duration_s`` and ``max_requests`` are hard stops: the shape ends the run at whichever comes
+    first. ``pacing`` is ``("between", lo, hi)``, ``("constant", s)`` or
+    ``("throughput", total_rps)`` (a constant arrival rate shared by all users).
+    """
+
+    name: str
+    description: str
+    users: int
+    spawn_rate: float
+    duration_s: float
+    max_requests: int
+    pacing: tuple[Any, ...] = ("between", 0.05, 0.3)
+    mix: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_MIX))
+    slo: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: ramp: users added per step, and the step length (scaled with --duration)
+    step_users: int = 0
+    step_s: float = 0
+    #: spike: the peak user count and the (start, end) fractions of the duration it lasts
+    peak_users: int = 0
+    spike_window: tuple[float, float] = (0.35, 0.65)
+    #: idempotency-storm: keys shared per time slot, slot length
+    storm_keys: int = 0
+    storm_slot_s: float = 1.0
+
+    def with_overrides(
+        self,
+        *,
+        users: int | None = None,
+        spawn_rate: float | None = None,
+        duration_s: float | None = None,
+        max_requests: int | None = None,
+        mix: dict[str, float] | None = None,
+        pacing: tuple[Any, ...] | None = None,
+    ) -> Profile:
+        """The profile with command-line overrides applied; the ramp step scales with duration."""
+        changes: dict[str, Any] = {}
+        if users is not None:
+            changes["users"] = users
+            if self.peak_users:
+                changes["peak_users"] = max(users, self.peak_users * users // max(self.users, 1))
+        if spawn_rate is not None:
+            changes["spawn_rate"] = spawn_rate
+        if duration_s is not None:
+            changes["duration_s"] = duration_s
+            if self.step_s:
+                changes["step_s"] = max(1.0, self.step_s * duration_s / self.duration_s)
+        if max_requests is not None:
+            changes["max_requests"] = max_requests
+        if mix is not None:
+            changes["mix"] = mix
+        if pacing is not None:
+            changes["pacing"] = pacing
+        return replace(self, **changes)
+
+
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile(
+            name="smoke",
+            description="a few users for about 30 s: does everything work under light load",
+            users=5,
+            spawn_rate=5,
+            duration_s=30,
+            max_requests=20_000,
+            pacing=("between", 0.1, 0.4),
+            slo={
+                "*": {"p95_ms": 500, "p99_ms": 1000, "error_ratio": 0.0},
+                "total": {"min_rps": 2},
+            },
+        ),
+        Profile(
+            name="steady",
+            description="a constant arrival rate (20 requests/s by default) for 60 s",
+            users=10,
+            spawn_rate=10,
+            duration_s=60,
+            max_requests=50_000,
+            pacing=("throughput", 20.0),
+            slo={
+                "*": {"p95_ms": 300, "p99_ms": 800, "error_ratio": 0.001},
+                "total": {"min_rps": 18},
+            },
+        ),
+        Profile(
+            name="ramp",
+            description="adds users step by step until an SLO breaks; reports the knee",
+            users=4,
+            spawn_rate=10,
+            duration_s=120,
+            max_requests=200_000,
+            pacing=("between", 0.02, 0.1),
+            step_users=4,
+            step_s=10,
+            slo={"*": {"p95_ms": 250, "error_ratio": 0.01}},
+        ),
+        Profile(
+            name="spike",
+            description="a base load, a sudden tenfold spike, and the recovery",
+            users=5,
+            spawn_rate=5,
+            duration_s=45,
+            max_requests=100_000,
+            pacing=("between", 0.1, 0.4),
+            peak_users=50,
+            slo={"*": {"p95_ms": 1500, "p99_ms": 3000, "error_ratio": 0.01}},
+        ),
+        Profile(
+            name="soak",
+            description="a moderate constant rate for 10 minutes (bounded): leaks and drift",
+            users=10,
+            spawn_rate=5,
+            duration_s=600,
+            max_requests=500_000,
+            pacing=("throughput", 10.0),
+            slo={
+                "*": {"p95_ms": 300, "p99_ms": 800, "error_ratio": 0.001},
+                "total": {"min_rps": 9},
+            },
+        ),
+        Profile(
+            name="idempotency-storm",
+            description="many users retrying the same idempotency keys at once: 409s expected",
+            users=20,
+            spawn_rate=20,
+            duration_s=20,
+            max_requests=50_000,
+            pacing=("between", 0.0, 0.05),
+            mix={"cashin": 1},
+            storm_keys=4,
+            storm_slot_s=1.0,
+            slo={"*": {"p95_ms": 1000, "p99_ms": 2000, "error_ratio": 0.0}},
+        ),
+        Profile(
+            name="lifecycle",
+            description="create, then poll find until processed; reports time to processed",
+            users=5,
+            spawn_rate=5,
+            duration_s=40,
+            max_requests=20_000,
+            pacing=("between", 0.1, 0.3),
+            mix={"cashin": 1, "cashout": 1},
+            slo={
+                "*": {"p95_ms": 500, "p99_ms": 1000, "error_ratio": 0.0},
+                "time-to-processed": {"p95_ms": 30_000},
+            },
+        ),
+    )
+}
+
+
+def get_profile(name: str) -> Profile:
+    """The named profile; a ``KeyError`` with the known names otherwise."""
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise KeyError(f"unknown profile {name!r}; known: {', '.join(PROFILES)}") from None
+
+
+def default_slo(profile: Profile) -> dict[str, dict[str, float]]:
+    """The built-in thresholds of ``profile``: the base set overlaid with the profile's own."""
+    merged = {op: dict(values) for op, values in _BASE_SLO.items()}
+    for op, values in profile.slo.items():
+        merged.setdefault(op, {}).update(values)
+    return merged
+
+
+def parse_mix(text: str) -> dict[str, float]:
+    """Parse ``cashin=3,cashout=1,find=2`` into weights; unknown operations are an error."""
+    mix: dict[str, float] = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, weight = part.partition("=")
+        name = name.strip()
+        if name not in OPERATIONS:
+            raise ValueError(f"mix: unknown operation {name!r}; known: {', '.join(OPERATIONS)}")
+        try:
+            value = float(weight) if sep else 1.0
+        except ValueError:
+            raise ValueError(f"mix: weight of {name!r} is not a number: {weight!r}") from None
+        if value < 0:
+            raise ValueError(f"mix: weight of {name!r} is negative")
+        mix[name] = value
+    if not any(mix.values()):
+        raise ValueError("mix: at least one operation needs a positive weight")
+    return mix
+
+
+def parse_pacing(text: str) -> tuple[Any, ...]:
+    """Parse ``between:LO:HI``, ``constant:S`` or ``throughput:TOTAL_RPS``."""
+    kind, *values = text.strip().split(":")
+    arity = {"between": 2, "constant": 1, "throughput": 1}
+    if kind not in arity or len(values) != arity[kind]:
+        raise ValueError(
+            f"pacing: expected between:LO:HI, constant:S or throughput:RPS, got {text!r}"
+        )
+    try:
+        numbers = [float(v) for v in values]
+    except ValueError:
+        raise ValueError(f"pacing: not a number in {text!r}") from None
+    if any(n < 0 for n in numbers) or (kind == "throughput" and numbers[0] <= 0):
+        raise ValueError(f"pacing: values must be positive in {text!r}")
+    if kind == "between" and numbers[0] > numbers[1]:
+        raise ValueError(f"pacing: LO is greater than HI in {text!r}")
+    return (kind, *numbers)

@@ -1,0 +1,265 @@
+"""Reconciliation, "nothing lost": every acknowledged create is checked on the target after the run.
+
+For each create the load saw acknowledged with a 2xx: the transaction is findable by its ref with
+the fields the client sent (kind, amount, customer number), and its ``transaction:created`` event
+is listed by ``GET /events/transactions?ref=``. Across the ledger, no idempotency key produced two
+refs and no ref was handed out for two keys. Anything else is a loss and fails the run.
+
+It runs in the Locust master process after the load stops (gevent is already there): a bounded
+pool of greenlets, each with its own keep-alive connection (geventhttpclient), a time budget
+after which the rest is reported as unchecked (which also fails: "nothing lost" cannot be
+claimed for what was not checked), and a progress line every few seconds for large ledgers.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from paysuite.target_config import TargetConfig
+
+CREATED = "transaction:created"
+SAMPLE_LIMIT = 20
+PROGRESS_EVERY_S = 3.0
+
+
+class _Response:
+    def __init__(self, status_code: int, body: bytes) -> None:
+        self.status_code = status_code
+        self.body = body
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    def raise_for_status(self) -> None:
+        if not 200 <= self.status_code < 300:
+            raise RuntimeError(f"HTTP {self.status_code}")
+
+
+class _Session:
+    """A keep-alive connection to the target (geventhttpclient, as Locust's FastHttpUser)."""
+
+    def __init__(self, base_url: str, timeout: float = 15.0) -> None:
+        from geventhttpclient import HTTPClient
+
+        self._client = HTTPClient.from_url(
+            base_url, concurrency=1, connection_timeout=timeout, network_timeout=timeout
+        )
+
+    def _call(
+        self, method: str, url: str, body: bytes | None, headers: dict[str, str]
+    ) -> _Response:
+        parts = urlsplit(url)
+        uri = parts.path + (f"?{parts.query}" if parts.query else "")
+        response = self._client.request(method, uri, body=body, headers=headers)
+        try:
+            return _Response(response.status_code, response.read())
+        finally:
+            response.release()
+
+    def get(
+        self, url: str, *, headers: dict[str, str], params: dict[str, Any] | None = None, **_: Any
+    ) -> _Response:
+        if params:
+            url = f"{url}?{urlencode(params)}"
+        return self._call("GET", url, None, headers)
+
+    def post(self, url: str, *, json: Any, **_: Any) -> _Response:
+        body = _json_dumps(json).encode()
+        return self._call("POST", url, body, {"Content-Type": "application/json"})
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _json_dumps(value: Any) -> str:
+    return json.dumps(value)
+
+
+class _Tokens:
+    """One access token per merchant, shared by the checking greenlets (reads are open to every
+    privilege, RC-12); authorize is slow on purpose on most targets, so it happens once."""
+
+    def __init__(self, config: TargetConfig) -> None:
+        from gevent.lock import Semaphore
+
+        self.config = config
+        self.tokens: dict[str, str] = {}
+        self.authorizes = 0
+        self._lock = Semaphore()
+
+    def header(self, session: Any, merchant: str, stale: str | None = None) -> dict[str, str]:
+        """The merchant's bearer header; ``stale``: the token just refused, to be replaced."""
+        with self._lock:
+            if merchant not in self.tokens or self.tokens[merchant] == stale:
+                apps = [a for a in self.config.applications if a.merchant == merchant]
+                apps = apps or list(self.config.applications)
+                app = sorted(apps, key=lambda a: a.privilege != "read")[0]
+                resp = session.post(
+                    f"{self.config.base_url}/auth/agents/authorize",
+                    json={"client_id": app.client_id, "client_secret": app.client_secret},
+                )
+                self.authorizes += 1
+                resp.raise_for_status()
+                self.tokens[merchant] = resp.json()["access"]
+            token = self.tokens[merchant]
+        return {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+
+
+def _same_amount(a: Any, b: Any) -> bool:
+    try:
+        return abs(float(a) - float(b)) < 1e-6
+    except (TypeError, ValueError):
+        return False
+
+
+def check_one(session: Any, tokens: _Tokens, base_url: str, record: dict[str, Any]) -> str:
+    """``ok``, ``missing``, ``mismatch:<fields>``, ``no_created_event``, ``error:<why>``."""
+    merchant = record.get("merchant", "")
+    ref = record["ref"]
+    headers = tokens.header(session, merchant)
+    found = session.get(f"{base_url}/transactions/find/{ref}", headers=headers)
+    if found.status_code == 401:  # the token expired during a long reconciliation
+        headers = tokens.header(session, merchant, stale=headers["Authorization"][7:])
+        found = session.get(f"{base_url}/transactions/find/{ref}", headers=headers)
+    if found.status_code == 404:
+        return "missing"
+    if not 200 <= found.status_code < 300:
+        return f"error:find status {found.status_code}"
+    data = found.json()
+    wrong = []
+    if data.get("ref") not in (None, ref):
+        wrong.append("ref")
+    if data.get("kind") != record["kind"]:
+        wrong.append("kind")
+    if not _same_amount(data.get("amount"), record["amount"]):
+        wrong.append("amount")
+    if "client" in data and data.get("client") != record["number"]:
+        wrong.append("client")
+    if wrong:
+        return "mismatch:" + ",".join(wrong)
+    events = session.get(
+        f"{base_url}/events/transactions",
+        params={"ref": ref, "limit": 100},
+        headers=headers,
+    )
+    if not 200 <= events.status_code < 300:
+        return f"error:events status {events.status_code}"
+    listed = events.json().get("transactions") or []
+    for event in listed:
+        if event.get("event_kind") == CREATED and (event.get("data") or {}).get("ref") == ref:
+            return "ok"
+    return "no_created_event"
+
+
+def ledger_anomalies(
+    records: Iterable[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Unique records by ref, and the idempotency anomalies visible in the ledger itself."""
+    refs_by_key: dict[tuple[str, str], set[str]] = defaultdict(set)
+    keys_by_ref: dict[str, set[str]] = defaultdict(set)
+    unique: dict[str, dict[str, Any]] = {}
+    for record in records:
+        refs_by_key[(record.get("merchant", ""), record["key"])].add(record["ref"])
+        keys_by_ref[record["ref"]].add(record["key"])
+        unique.setdefault(record["ref"], record)
+    duplicate_keys = {k: sorted(v) for k, v in refs_by_key.items() if len(v) > 1}
+    reused_refs = {r: sorted(v) for r, v in keys_by_ref.items() if len(v) > 1}
+    return list(unique.values()), {
+        "keys": len(refs_by_key),
+        "duplicate_keys": len(duplicate_keys),
+        "duplicate_key_samples": [
+            {"merchant": m, "key": k, "refs": refs}
+            for (m, k), refs in list(duplicate_keys.items())[:SAMPLE_LIMIT]
+        ],
+        "reused_refs": len(reused_refs),
+        "reused_ref_samples": [
+            {"ref": r, "keys": keys} for r, keys in list(reused_refs.items())[:SAMPLE_LIMIT]
+        ],
+    }
+
+
+def reconcile(
+    records: list[dict[str, Any]],
+    config: TargetConfig,
+    *,
+    concurrency: int = 16,
+    time_budget_s: float = 120.0,
+    progress: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Check every acknowledged create on the target; returns the counts for load.json."""
+    import gevent
+    import gevent.queue
+
+    started = time.monotonic()
+    unique, anomalies = ledger_anomalies(records)
+    queue: gevent.queue.Queue = gevent.queue.Queue()
+    for record in unique:
+        queue.put(record)
+    outcomes: dict[str, int] = defaultdict(int)
+    samples: list[dict[str, Any]] = []
+    deadline = started + time_budget_s
+    done = 0
+    tokens = _Tokens(config)
+
+    def worker() -> None:
+        nonlocal done
+        session = _Session(config.base_url)
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    record = queue.get_nowait()
+                except gevent.queue.Empty:
+                    return
+                try:
+                    outcome = check_one(session, tokens, config.base_url, record)
+                except Exception as exc:  # noqa: BLE001 - any failure to check is reported
+                    outcome = f"error:{type(exc).__name__}"
+                kind = outcome.split(":", 1)[0]
+                outcomes[kind] += 1
+                done += 1
+                if kind != "ok" and len(samples) < SAMPLE_LIMIT:
+                    samples.append({"ref": record["ref"], "key": record["key"], "outcome": outcome})
+        finally:
+            session.close()
+
+    if unique:
+        progress(f"paysuite: reconciling {len(unique)} acknowledged creates on {config.base_url}")
+    greenlets = [gevent.spawn(worker) for _ in range(max(1, min(concurrency, len(unique))))]
+    last = time.monotonic()
+    while not all(g.dead for g in greenlets):
+        gevent.sleep(0.2)
+        if time.monotonic() - last >= PROGRESS_EVERY_S:
+            last = time.monotonic()
+            progress(f"paysuite: reconciled {done}/{len(unique)}")
+    gevent.joinall(greenlets)
+    unchecked = len(unique) - done
+    result = {
+        "acknowledged": len(records),
+        "unique_refs": len(unique),
+        "checked": done,
+        "found": outcomes.get("ok", 0),
+        "missing": outcomes.get("missing", 0),
+        "missing_created_event": outcomes.get("no_created_event", 0),
+        "mismatched": outcomes.get("mismatch", 0),
+        "errors": outcomes.get("error", 0),
+        "unchecked": unchecked,
+        **anomalies,
+        "samples": samples,
+        "elapsed_s": round(time.monotonic() - started, 2),
+        "authorizes": tokens.authorizes,
+    }
+    result["lost"] = result["missing"] + result["missing_created_event"]
+    result["passed"] = not (
+        result["lost"]
+        or result["mismatched"]
+        or result["errors"]
+        or result["unchecked"]
+        or result["duplicate_keys"]
+        or result["reused_refs"]
+    )
+    return result

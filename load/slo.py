@@ -1,0 +1,209 @@
+"""Service-level objectives: thresholds per profile and per operation, and their verdicts.
+
+A threshold set maps an operation name (a Locust statistics name such as ``cashin``, ``*`` for
+every mix operation that ran, ``total`` for all requests together, ``time-to-processed`` for the
+lifecycle profile) to metrics: ``p50_ms``, ``p95_ms``, ``p99_ms`` (latency ceilings),
+``error_ratio`` (failures / requests ceiling) and ``min_rps`` (throughput floor).
+
+The built-in thresholds of each profile (``load.profiles``) can be overridden by a YAML file::
+
+    defaults:            # every profile
+      "*": {p95_ms: 400}
+    profiles:
+      smoke:
+        cashin: {p95_ms: 250, p99_ms: 600}
+        total: {min_rps: 5}
+
+A file without ``defaults``/``profiles`` keys is read as one ``defaults`` block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from load.profiles import AUTH_OPERATIONS, Profile, default_slo
+
+METRICS = ("p50_ms", "p95_ms", "p99_ms", "error_ratio", "min_rps")
+_PERCENTILE_METRICS = {"p50_ms": "p50", "p95_ms": "p95", "p99_ms": "p99"}
+
+
+class SLOError(ValueError):
+    """The SLO file cannot be used; the message says where."""
+
+
+@dataclass(frozen=True)
+class OperationStats:
+    """What the run observed for one operation (latencies in milliseconds)."""
+
+    requests: int
+    failures: int
+    rps: float
+    p50: float | None
+    p95: float | None
+    p99: float | None
+
+    @property
+    def error_ratio(self) -> float:
+        return self.failures / self.requests if self.requests else 0.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    operation: str
+    metric: str
+    threshold: float
+    observed: float | None
+    passed: bool
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def describe(self) -> str:
+        """One line naming the breach, as printed under the verdict table."""
+        relation = ">=" if self.metric == "min_rps" else "<="
+        shown = "n/a" if self.observed is None else f"{self.observed:g}"
+        return f"{self.operation} {self.metric} {shown} (SLO {relation} {self.threshold:g})"
+
+
+def _check_block(block: Any, where: str) -> dict[str, dict[str, float]]:
+    if block is None:
+        return {}
+    if not isinstance(block, Mapping):
+        raise SLOError(f"{where}: expected a mapping of operation -> metrics")
+    result: dict[str, dict[str, float]] = {}
+    for op, metrics in block.items():
+        if not isinstance(metrics, Mapping):
+            raise SLOError(f"{where}.{op}: expected a mapping of metric -> number")
+        checked: dict[str, float] = {}
+        for metric, value in metrics.items():
+            if metric not in METRICS:
+                raise SLOError(
+                    f"{where}.{op}.{metric}: unknown metric; known: {', '.join(METRICS)}"
+                )
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise SLOError(f"{where}.{op}.{metric}: expected a number >= 0, got {value!r}")
+            checked[metric] = float(value)
+        result[str(op)] = checked
+    return result
+
+
+def load_slo_file(path: str | Path) -> dict[str, Any]:
+    """Read and validate an SLO override file (see the module docstring)."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SLOError(f"{path}: cannot read the SLO file ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise SLOError(f"{path}: not valid YAML ({exc})") from None
+    if data is None:
+        return {"defaults": {}, "profiles": {}}
+    if not isinstance(data, Mapping):
+        raise SLOError(f"{path}: expected a mapping")
+    if "defaults" not in data and "profiles" not in data:
+        return {"defaults": _check_block(data, str(path)), "profiles": {}}
+    profiles = data.get("profiles") or {}
+    if not isinstance(profiles, Mapping):
+        raise SLOError(f"{path}: profiles: expected a mapping of profile -> operations")
+    return {
+        "defaults": _check_block(data.get("defaults"), f"{path}: defaults"),
+        "profiles": {
+            str(name): _check_block(block, f"{path}: profiles.{name}")
+            for name, block in profiles.items()
+        },
+    }
+
+
+def resolve_slo(
+    profile: Profile, overrides: Mapping[str, Any] | None
+) -> dict[str, dict[str, float]]:
+    """Built-in thresholds of ``profile``, overlaid by the file's defaults, then its own block."""
+    merged = default_slo(profile)
+    if overrides:
+        for block in (
+            overrides.get("defaults") or {},
+            (overrides.get("profiles") or {}).get(profile.name) or {},
+        ):
+            for op, metrics in block.items():
+                merged.setdefault(op, {}).update(metrics)
+    return merged
+
+
+def _judge(operation: str, metric: str, threshold: float, stats: OperationStats) -> Verdict:
+    if metric == "min_rps":
+        return Verdict(operation, metric, threshold, round(stats.rps, 3), stats.rps >= threshold)
+    if stats.requests == 0:
+        return Verdict(operation, metric, threshold, None, True, "no requests")
+    if metric == "error_ratio":
+        ratio = stats.error_ratio
+        return Verdict(operation, metric, threshold, round(ratio, 6), ratio <= threshold)
+    observed = getattr(stats, _PERCENTILE_METRICS[metric])
+    if observed is None:
+        return Verdict(operation, metric, threshold, None, True, "no samples")
+    return Verdict(operation, metric, threshold, observed, observed <= threshold)
+
+
+def evaluate(
+    slo: Mapping[str, Mapping[str, float]],
+    operations: Mapping[str, OperationStats],
+    total: OperationStats,
+) -> list[Verdict]:
+    """Judge every threshold against what was observed.
+
+    ``*`` applies to each operation of the mix that made requests (not to authorize/refresh,
+    which happen once per user: name them explicitly to judge them); a named operation is judged
+    even when it made no requests (a ``min_rps`` floor then fails).
+    """
+    verdicts: list[Verdict] = []
+    wildcard = slo.get("*", {})
+    for op in sorted(operations):
+        stats = operations[op]
+        if op in AUTH_OPERATIONS or stats.requests == 0:
+            continue
+        for metric, threshold in wildcard.items():
+            if op in slo and metric in slo[op]:
+                continue  # the specific threshold wins
+            verdicts.append(_judge(op, metric, threshold, stats))
+    for op, metrics in slo.items():
+        if op == "*":
+            continue
+        stats = (
+            total
+            if op == "total"
+            else operations.get(op, OperationStats(0, 0, 0.0, None, None, None))
+        )
+        for metric, threshold in metrics.items():
+            verdicts.append(_judge(op, metric, threshold, stats))
+    return verdicts
+
+
+def percentile_of(times: dict[int, int], fraction: float) -> float | None:
+    """The ``fraction`` percentile of a {milliseconds: count} histogram (Locust's own layout)."""
+    total = sum(times.values())
+    if total <= 0:
+        return None
+    wanted = total * fraction
+    seen = 0
+    for ms in sorted(times):
+        seen += times[ms]
+        if seen >= wanted:
+            return float(ms)
+    return float(max(times))
+
+
+def throughput_plateau(steps: list[dict[str, Any]], gain: float = 0.05) -> dict[str, Any] | None:
+    """The first step whose throughput grew by less than ``gain`` over the best before it, although
+    users were added: saturation (of the target or of the load generator), before any SLO breaks.
+    Informational: the knee (an SLO breach) decides the verdict."""
+    best = 0.0
+    for step in steps:
+        if best and step["rps"] < best * (1 + gain):
+            return step
+        best = max(best, step["rps"])
+    return None

@@ -1,0 +1,313 @@
+"""The virtual user: a FastHttpUser that behaves like a merchant integration.
+
+Each user holds one application of the target configuration (round-robin), authorizes once, and
+runs the profile's weighted mix of operations its privilege allows: cashin, cashout, find (of refs
+it created; read-only users look up refs their merchant's users created), list events (plain and
+filtered). Every create carries a fresh idempotency key, a number and an amount valid for the
+target, and every acknowledged create goes to the ledger for the reconciliation. Request names are
+stable (``cashin``, ``cashout``, ``find``, ``events``, ``events?filter``, ``authorize``,
+``refresh``), so statistics and SLOs line up across runs and profiles.
+
+Two profiles change what a task is: ``idempotency-storm`` (users share a few keys per time slot,
+and a 409 on a reused key is the expected answer, counted as a success) and ``lifecycle`` (create,
+then poll find until the transaction leaves ``pending``, recording the time to processed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+import uuid
+from collections import deque
+from typing import Any
+
+from locust import task
+from locust.contrib.fasthttp import FastHttpUser
+from locust.user.wait_time import constant_throughput
+
+from load import context as run_context
+from load.auth import AuthError, TokenManager
+from load.ledger import LEDGER
+
+KINDS = {"cashin": "CASHIN", "cashout": "CASHOUT"}
+LIFECYCLE_POLL_S = 0.25
+
+
+class PaysuiteUser(FastHttpUser):
+    """One merchant integration under load (see the module docstring)."""
+
+    # the target's base URL comes from --host or the configuration's base_url
+    host = ""
+    # keep latencies honest: one connection per user, no hidden retries
+    concurrency = 1
+    max_retries = 0
+    network_timeout = 30.0
+    connection_timeout = 10.0
+
+    def wait_time(self) -> float:
+        pacing = self.ctx.profile.pacing
+        if pacing[0] == "throughput":
+            return self._pacer(self)
+        if pacing[0] == "constant":
+            return float(pacing[1])
+        return self.rng.uniform(float(pacing[1]), float(pacing[2]))
+
+    def on_start(self) -> None:
+        self.ctx = run_context.current()
+        profile = self.ctx.profile
+        self.rng = random.Random()
+        storm = profile.name == "idempotency-storm"
+        lifecycle = profile.name == "lifecycle"
+        self.app = self.ctx.next_application(creators_only=storm or lifecycle)
+        self.tokens = TokenManager(self.client, self.app, self.ctx.config.access_token_ttl_s)
+        self.refs: deque[str] = deque(maxlen=200)
+        self.numbers: deque[str] = deque(maxlen=50)
+        if profile.pacing[0] == "throughput":
+            per_user = float(profile.pacing[1]) / max(profile.users, 1)
+            self._pacer = constant_throughput(per_user)
+        self.ops, self.weights = self._allowed_mix(profile.mix)
+        try:
+            self.tokens.authorize()
+        except AuthError:
+            pass  # counted as a failed "authorize"; the first task tries again, rate-limited
+
+    # -- the mix -------------------------------------------------------------------------------
+    def _allowed_mix(self, mix: dict[str, float]) -> tuple[list[str], list[float]]:
+        ops, weights = [], []
+        for op, weight in mix.items():
+            if weight <= 0:
+                continue
+            if op == "cashin" and not self.app.can_cashin():
+                continue
+            if op == "cashout" and not self.app.can_cashout():
+                continue
+            ops.append(op)
+            weights.append(weight)
+        if not ops:  # a read-only application with a create-only mix: it can still read
+            ops, weights = ["find", "events"], [1.0, 1.0]
+        return ops, weights
+
+    @task
+    def step(self) -> None:
+        try:
+            if self.ctx.profile.name == "idempotency-storm":
+                self.storm_create()
+            elif self.ctx.profile.name == "lifecycle":
+                self.lifecycle_round()
+            else:
+                op = self.rng.choices(self.ops, self.weights)[0]
+                if op in KINDS:
+                    self.create(op)
+                elif op == "find":
+                    self.find()
+                else:
+                    self.events(filtered=op == "events?filter")
+        except AuthError:
+            LEDGER.count("auth_errors")
+
+    # -- operations ----------------------------------------------------------------------------
+    def create(
+        self,
+        op: str,
+        *,
+        key: str | None = None,
+        number: str | None = None,
+        amount: float | None = None,
+        storm: bool = False,
+    ) -> str | None:
+        """POST a cashin/cashout; returns the ref when acknowledged with a 2xx."""
+        key = key or uuid.uuid4().hex  # 32 characters: the document's maximum
+        number = number or self.ctx.numbers.number()
+        amount = amount if amount is not None else self.ctx.amounts.amount()
+        body = {"amount": amount, "number": number}
+        for attempt in (1, 2):
+            headers = {**self.tokens.headers(), "Idempotency-Key": key}
+            with self.client.post(
+                f"/transactions/{op}", json=body, headers=headers, name=op, catch_response=True
+            ) as resp:
+                status = resp.status_code or 0
+                if status == 401 and attempt == 1:
+                    resp.failure("401: token refused; refreshing")
+                    retry = True
+                else:
+                    retry = False
+                    ref = self._judge_create(resp, op, storm)
+            if retry:
+                self.tokens.renew()
+                continue
+            if ref is not None:
+                self._remember(ref, number)
+                LEDGER.record_create(
+                    {
+                        "ref": ref,
+                        "key": key,
+                        "kind": KINDS[op],
+                        "number": number,
+                        "amount": amount,
+                        "merchant": self.app.merchant,
+                        "t": round(time.time(), 3),
+                    }
+                )
+            return ref
+        return None
+
+    def _judge_create(self, resp: Any, op: str, storm: bool) -> str | None:
+        status = resp.status_code or 0
+        if storm and status == 409:
+            resp.success()  # the expected answer to a reused key
+            LEDGER.count("idempotency_conflicts")
+            return None
+        if not 200 <= status < 300:
+            resp.failure(f"status {status}")
+            return None
+        try:
+            data = resp.json()
+        except Exception:  # noqa: BLE001 - any undecodable body is the same failure
+            data = None
+        ref = data.get("ref") if isinstance(data, dict) else None
+        if not isinstance(ref, str) or not ref:
+            resp.failure("2xx without a ref")
+            LEDGER.count("acknowledged_without_ref")
+            return None
+        if data.get("kind") not in (None, KINDS[op]):
+            resp.failure(f"kind {data.get('kind')!r}, expected {KINDS[op]}")
+        else:
+            resp.success()
+        return ref
+
+    def _remember(self, ref: str, number: str) -> None:
+        self.refs.append(ref)
+        self.numbers.append(number)
+        self.ctx.merchant_refs(self.app.merchant).append(ref)
+
+    def _some_ref(self) -> str | None:
+        pool = self.refs or self.ctx.merchant_refs(self.app.merchant)
+        return self.rng.choice(pool) if pool else None
+
+    def find(self, ref: str | None = None) -> dict[str, Any] | None:
+        ref = ref or self._some_ref()
+        if ref is None:
+            self.events(filtered=False)
+            return None
+        for attempt in (1, 2):
+            with self.client.get(
+                f"/transactions/find/{ref}",
+                headers=self.tokens.headers(),
+                name="find",
+                catch_response=True,
+            ) as resp:
+                status = resp.status_code or 0
+                if status == 401 and attempt == 1:
+                    resp.failure("401: token refused; refreshing")
+                    retry, found = True, None
+                else:
+                    retry, found = False, self._judge_json(resp, require="ref")
+            if retry:
+                self.tokens.renew()
+                continue
+            return found
+        return None
+
+    def events(self, *, filtered: bool) -> None:
+        params = ""
+        name = "events"
+        if filtered:
+            name = "events?filter"
+            choices = [f"kind={self.rng.choice(('CASHIN', 'CASHOUT'))}", "status=pending"]
+            if self.refs:
+                choices.append(f"ref={self.rng.choice(self.refs)}")
+            if self.numbers:
+                choices.append(f"client={self.rng.choice(self.numbers)}")
+            params = "?" + self.rng.choice(choices)
+        for attempt in (1, 2):
+            with self.client.get(
+                f"/events/transactions{params}",
+                headers=self.tokens.headers(),
+                name=name,
+                catch_response=True,
+            ) as resp:
+                status = resp.status_code or 0
+                if status == 401 and attempt == 1:
+                    resp.failure("401: token refused; refreshing")
+                    retry = True
+                else:
+                    retry = False
+                    self._judge_json(resp, require="transactions")
+            if retry:
+                self.tokens.renew()
+                continue
+            return
+
+    @staticmethod
+    def _judge_json(resp: Any, require: str) -> dict[str, Any] | None:
+        status = resp.status_code or 0
+        if not 200 <= status < 300:
+            resp.failure(f"status {status}")
+            return None
+        try:
+            data = resp.json()
+        except Exception:  # noqa: BLE001
+            data = None
+        if not isinstance(data, dict) or require not in data:
+            resp.failure(f"2xx without {require!r}")
+            return None
+        resp.success()
+        return data
+
+    # -- idempotency storm ---------------------------------------------------------------------
+    def storm_create(self) -> None:
+        """Reuse one of the few keys of the current time slot: all users race on the same keys."""
+        profile = self.ctx.profile
+        slot = int(time.time() // profile.storm_slot_s)
+        index = self.rng.randrange(max(profile.storm_keys, 1))
+        op = "cashin" if self.app.can_cashin() else "cashout"
+        # same merchant, operation, key and body: a true retry, whatever the key's scope
+        seed = f"{self.ctx.run_id}|{self.app.merchant}|{op}|{slot}|{index}"
+        key = hashlib.sha256(seed.encode()).hexdigest()[:32]
+        rng = random.Random(key)
+        self.create(
+            op,
+            key=key,
+            number=self.ctx.numbers.number(rng),
+            amount=self.ctx.amounts.amount(rng),
+            storm=True,
+        )
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def lifecycle_round(self) -> None:
+        """Create, make (or let) the customer answer, poll find until processed."""
+        op = self.rng.choices(self.ops, self.weights)[0]
+        if op not in KINDS:
+            op = "cashin" if self.app.can_cashin() else "cashout"
+        customer = self.ctx.config.customer
+        number = None
+        if self.ctx.lifecycle_resolve == "driver" and customer.driver == "magic-numbers":
+            number = customer.confirm_number
+        started = time.monotonic()
+        ref = self.create(op, number=number)
+        if ref is None:
+            return
+        if self.ctx.lifecycle_resolve == "driver" and customer.driver == "sandbox":
+            assert customer.confirm is not None
+            with self.client.request(
+                customer.confirm.method,
+                customer.confirm.url(ref),
+                headers={"Accept": "application/json"},
+                name="customer",
+                catch_response=True,
+            ) as resp:
+                # 409: the target resolved it by itself first; the customer's answer still came
+                if 200 <= (resp.status_code or 0) < 300 or resp.status_code == 409:
+                    resp.success()
+                else:
+                    resp.failure(f"status {resp.status_code}")
+        deadline = started + customer.timeout_s
+        while time.monotonic() < deadline:
+            data = self.find(ref)
+            status = data.get("status") if data else None
+            if status and status != "pending":
+                LEDGER.record_time_to_processed(time.monotonic() - started, str(status))
+                return
+            time.sleep(LIFECYCLE_POLL_S)
+        LEDGER.count("lifecycle_timeouts")

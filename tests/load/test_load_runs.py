@@ -1,0 +1,256 @@
+"""End-to-end load runs against the stub: verdicts, reports, reconciliation, distribution."""
+
+from __future__ import annotations
+
+import csv
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from loadkit import AUTO_RESOLVE, run_load
+
+from stub_server.launcher import RunningStub, running_stub
+
+pytestmark = pytest.mark.slow
+
+
+def _parse_html(path: Path) -> list[str]:
+    """Parse the page; returns the tags seen (the parser raises nothing on bad HTML, so check)."""
+    tags: list[str] = []
+
+    class Collector(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            tags.append(tag)
+
+    Collector().feed(path.read_text(encoding="utf-8"))
+    return tags
+
+
+def test_smoke_run_passes_with_reports_and_reconciliation(
+    load_stub: RunningStub, tmp_path: Path
+) -> None:
+    run = run_load(
+        tmp_path, "--config", str(load_stub.credentials_path), "--duration", "8", "--users", "4"
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    summary = run.summary()
+    ops = summary["operations"]
+    for name in ("cashin", "cashout", "find", "events", "events?filter", "authorize"):
+        assert ops[name]["requests"] > 0, name
+    assert summary["total"]["failures"] == 0
+    assert {"p50_ms", "p95_ms", "p99_ms", "rps"} <= set(ops["cashin"])
+    assert summary["slo_passed"] is True
+    # one authorize per user, never a storm
+    assert summary["auth"]["authorize"] == 4
+    recon = summary["reconciliation"]
+    assert recon["checked"] > 0 and recon["checked"] == recon["unique_refs"] == recon["found"]
+    assert recon["lost"] == 0 and recon["passed"] is True
+    assert recon["acknowledged"] == ops["cashin"]["requests"] + ops["cashout"]["requests"]
+    # the files: Locust's own report and CSVs, load.json, load.html with its inline chart
+    for name in ("locust.html", "locust_stats.csv", "locust_stats_history.csv", "load.html"):
+        assert (tmp_path / name).is_file(), name
+    with (tmp_path / "locust_stats.csv").open() as handle:
+        names = {row["Name"] for row in csv.DictReader(handle)}
+    assert {"cashin", "find", "Aggregated"} <= names
+    with (tmp_path / "locust_stats_history.csv").open() as handle:
+        history = [row for row in csv.DictReader(handle) if row["Name"] == "Aggregated"]
+    assert len(history) >= 3
+    tags = _parse_html(tmp_path / "load.html")
+    assert tags.count("svg") == 2 and "polyline" in tags
+    page = (tmp_path / "load.html").read_text()
+    assert "PASS" in page and "http://" not in page.split("<body>")[0]
+    assert "<script" not in page and "src=" not in page
+    assert "paysuite: result: PASS (exit 0)" in run.stdout
+
+
+def test_impossible_slo_fails_the_run_and_names_the_metric(
+    load_stub: RunningStub, tmp_path: Path
+) -> None:
+    slo = tmp_path / "slo.yaml"
+    slo.write_text("profiles:\n  smoke:\n    cashin: {p95_ms: 0.001}\n")
+    run = run_load(
+        tmp_path / "r",
+        "--config", str(load_stub.credentials_path),
+        "--duration", "3",
+        "--slo", str(slo),
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "breached: cashin p95_ms" in run.stdout
+    summary = run.summary()
+    failed = [v for v in summary["slo"]["verdicts"] if not v["passed"]]
+    assert [(v["operation"], v["metric"]) for v in failed] == [("cashin", "p95_ms")]
+    assert summary["reconciliation"]["passed"] is True  # only the SLO failed
+
+
+def test_dropped_acknowledged_creates_are_reported_lost(tmp_path: Path) -> None:
+    config = {**AUTO_RESOLVE, "drop_rate": 0.1}
+    with running_stub(tmp_path / "stub", faults=["drop-acknowledged"], stub_config=config) as stub:
+        run = run_load(
+            tmp_path / "r",
+            "--config", str(stub.credentials_path),
+            "--duration", "5",
+            "--mix", "cashin=3,cashout=2,find=1",
+        )  # fmt: skip
+    assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+    recon = run.summary()["reconciliation"]
+    assert recon["lost"] > 0 and recon["missing"] > 0
+    assert recon["passed"] is False
+    assert recon["found"] + recon["lost"] == recon["checked"]
+    assert all(sample["outcome"] == "missing" for sample in recon["samples"])
+    assert "reconciliation:" in run.stdout and "-> FAIL" in run.stdout
+
+
+def test_distributed_two_workers_aggregate(load_stub: RunningStub, tmp_path: Path) -> None:
+    run = run_load(
+        tmp_path,
+        "--config", str(load_stub.credentials_path),
+        "--duration", "6",
+        "--users", "4",
+        "--workers", "2",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    summary = run.summary()
+    # the ledger came from both workers over Locust's messages
+    assert len(summary["ledger"]["sources"]) == 2
+    assert summary["reconciliation"]["checked"] > 0
+    assert summary["reconciliation"]["passed"] is True
+    # the master's totals are the sum of both workers' requests (users are split 2 + 2)
+    assert summary["auth"]["authorize"] == 4
+    assert summary["total"]["requests"] > 20
+    for index in (0, 1):
+        assert (tmp_path / "workers" / f"worker-{index}.log").is_file()
+
+
+def test_idempotency_storm_counts_409_as_success(load_stub: RunningStub, tmp_path: Path) -> None:
+    run = run_load(
+        tmp_path,
+        "--config", str(load_stub.credentials_path),
+        "--profile", "idempotency-storm",
+        "--duration", "4",
+        "--users", "8",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    summary = run.summary()
+    storm = summary["idempotency"]
+    assert storm["conflicts_409"] > 0
+    assert storm["duplicate_keys"] == 0
+    assert summary["operations"]["cashin"]["failures"] == 0
+    # a few keys per second: far fewer transactions than requests
+    assert summary["reconciliation"]["unique_refs"] < summary["operations"]["cashin"]["requests"]
+
+
+def test_lifecycle_reports_time_to_processed(load_stub: RunningStub, tmp_path: Path) -> None:
+    run = run_load(
+        tmp_path,
+        "--config", str(load_stub.credentials_path),
+        "--profile", "lifecycle",
+        "--lifecycle-resolve", "auto",
+        "--duration", "5",
+        "--users", "3",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    ttp = run.summary()["time_to_processed"]
+    assert ttp["count"] > 0
+    # the stub resolves after 0.3 s; polling every 0.25 s: processed within about a second
+    assert 0.3 <= ttp["p50_s"] < 3
+    assert set(ttp["by_status"]) <= {"success", "successful", "failed"}
+
+
+def test_ramp_finds_the_knee_of_a_tight_slo(load_stub: RunningStub, tmp_path: Path) -> None:
+    slo = tmp_path / "slo.yaml"
+    slo.write_text(json.dumps({"profiles": {"ramp": {"*": {"p95_ms": 0.001}}}}))
+    run = run_load(
+        tmp_path / "r",
+        "--config", str(load_stub.credentials_path),
+        "--profile", "ramp",
+        "--duration", "6",
+        "--slo", str(slo),
+    )  # fmt: skip
+    summary = run.summary()
+    knee = summary["knee"]
+    assert knee is not None and "p95_ms" in knee["breached"]
+    assert knee["step"] == 0  # even the first step breaches an impossible SLO
+    assert run.returncode == 1
+    assert "knee at step 0" in run.stdout
+
+
+def test_tokens_are_refreshed_not_reauthorized(tmp_path: Path) -> None:
+    """Access tokens of 3 s: every user refreshes before expiry, authorizes once, sees no 401."""
+    with running_stub(
+        tmp_path / "stub", extra_args=["--access-ttl", "3"], stub_config=AUTO_RESOLVE
+    ) as stub:
+        run = run_load(
+            tmp_path / "r",
+            "--config", str(stub.credentials_path),
+            "--duration", "6",
+            "--users", "3",
+        )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    summary = run.summary()
+    assert summary["auth"]["authorize"] == 3
+    assert summary["auth"]["refresh"] >= 3  # at least one per user in 6 s of 3 s tokens
+    assert summary["operations"]["refresh"]["failures"] == 0
+    assert summary["total"]["failures"] == 0  # no request was sent with an expired token
+
+
+def test_plain_locust_command_line_gives_the_same_verdict(
+    load_stub: RunningStub, tmp_path: Path
+) -> None:
+    """`locust -f load/locustfile.py` without paysuite's runner: same shapes, same load.json."""
+    import subprocess
+    import sys
+
+    from load.runner import LOCUSTFILE
+
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "locust",
+            "-f",
+            str(LOCUSTFILE),
+            "--headless",
+            "--only-summary",
+            "--paysuite-config",
+            str(load_stub.credentials_path),
+            "--paysuite-profile",
+            "steady",
+            "--paysuite-duration",
+            "4",
+            "--paysuite-report-dir",
+            str(tmp_path),
+            "--csv",
+            str(tmp_path / "plain"),
+        ],  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    summary = json.loads((tmp_path / "load.json").read_text())
+    assert summary["profile"] == "steady"
+    assert summary["reconciliation"]["passed"] is True
+    # steady: a constant arrival rate of 20 requests/s (10 users at 2/s each)
+    assert 10 <= summary["total"]["rps"] <= 26
+    assert (tmp_path / "load.html").is_file()  # drawn at exit from the complete CSV history
+
+
+def test_idempotency_storm_catches_a_racy_target(tmp_path: Path) -> None:
+    """A target whose key check races (fault idempotency-racy) hands out two refs for one key."""
+    with running_stub(
+        tmp_path / "stub", faults=["idempotency-racy"], stub_config=AUTO_RESOLVE
+    ) as stub:
+        run = run_load(
+            tmp_path / "r",
+            "--config", str(stub.credentials_path),
+            "--profile", "idempotency-storm",
+            "--duration", "4",
+            "--users", "8",
+        )  # fmt: skip
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    summary = run.summary()
+    assert summary["idempotency"]["duplicate_keys"] > 0
+    sample = summary["reconciliation"]["duplicate_key_samples"][0]
+    assert len(sample["refs"]) >= 2
+    assert summary["reconciliation"]["passed"] is False

@@ -1,0 +1,331 @@
+"""Unit tests of the pieces: SLO model, mix, numbers, token expiry, percentiles, report, ledger.
+
+Nothing here may import locust: it monkey-patches the whole test process with gevent.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from load.auth import parse_expires
+from load.finalize import percentile
+from load.numbers import AmountSource, NumberSource, sample_from_regex
+from load.profiles import PROFILES, get_profile, parse_mix
+from load.reconcile import ledger_anomalies
+from load.report import read_history, render_html, svg_chart
+from load.slo import (
+    OperationStats,
+    SLOError,
+    evaluate,
+    load_slo_file,
+    percentile_of,
+    resolve_slo,
+)
+from paysuite.target_config import RWANDA_MOBILE_PATTERN, parse_target_config
+
+APPS = [{"client_id": "a", "client_secret": "b", "privilege": "read-write"}]
+
+
+def config(**extra: object):
+    return parse_target_config(
+        {"base_url": "http://127.0.0.1:1/api", "applications": APPS, **extra}
+    )
+
+
+def stats(requests: int, failures: int = 0, p95: float = 10, rps: float = 5) -> OperationStats:
+    return OperationStats(requests, failures, rps, p95 / 2, p95, p95 * 2)
+
+
+# -- SLO model ---------------------------------------------------------------------------------
+def test_wildcard_applies_to_each_operation_and_specific_wins() -> None:
+    slo = {"*": {"p95_ms": 100, "error_ratio": 0.01}, "cashin": {"p95_ms": 5}}
+    verdicts = evaluate(
+        slo, {"cashin": stats(10), "find": stats(10), "authorize": stats(1, p95=900)}, stats(21)
+    )
+    by_key = {(v.operation, v.metric): v for v in verdicts}
+    assert by_key[("cashin", "p95_ms")].threshold == 5 and not by_key[("cashin", "p95_ms")].passed
+    assert by_key[("find", "p95_ms")].passed
+    assert ("authorize", "p95_ms") not in by_key  # token traffic only when named
+    assert by_key[("cashin", "error_ratio")].passed
+
+
+def test_error_ratio_and_min_rps_breaches() -> None:
+    verdicts = evaluate(
+        {"*": {"error_ratio": 0.0}, "total": {"min_rps": 50}},
+        {"find": stats(10, failures=1)},
+        stats(10),
+    )
+    failed = {(v.operation, v.metric) for v in verdicts if not v.passed}
+    assert failed == {("find", "error_ratio"), ("total", "min_rps")}
+
+
+def test_named_operation_without_requests_is_not_a_latency_breach() -> None:
+    verdicts = evaluate({"cashout": {"p95_ms": 1, "min_rps": 1}}, {}, stats(0))
+    by_metric = {v.metric: v for v in verdicts}
+    assert by_metric["p95_ms"].passed and by_metric["p95_ms"].note == "no requests"
+    assert not by_metric["min_rps"].passed
+
+
+def test_slo_file_overrides_defaults_then_profile(tmp_path: Path) -> None:
+    path = tmp_path / "slo.yaml"
+    path.write_text(
+        "defaults:\n  '*': {p95_ms: 400}\nprofiles:\n  smoke:\n    cashin: {p99_ms: 900}\n"
+    )
+    merged = resolve_slo(get_profile("smoke"), load_slo_file(path))
+    assert merged["*"]["p95_ms"] == 400 and merged["*"]["error_ratio"] == 0.0
+    assert merged["cashin"] == {"p99_ms": 900}
+    steady = resolve_slo(get_profile("steady"), load_slo_file(path))
+    assert "cashin" not in steady and steady["*"]["p95_ms"] == 400
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("cashin: {p95: 1}", "unknown metric"),
+        ("cashin: {p95_ms: -1}", "expected a number >= 0"),
+        ("cashin: 5", "expected a mapping of metric"),
+        ("- a", "expected a mapping"),
+        ("a: [", "not valid YAML"),
+    ],
+)
+def test_bad_slo_files(tmp_path: Path, text: str, needle: str) -> None:
+    path = tmp_path / "slo.yaml"
+    path.write_text(text)
+    with pytest.raises(SLOError, match=re.escape(needle)):
+        load_slo_file(path)
+
+
+def test_every_profile_is_bounded() -> None:
+    for profile in PROFILES.values():
+        assert 0 < profile.duration_s <= 900 and 0 < profile.max_requests <= 1_000_000
+        assert profile.mix and all(w >= 0 for w in profile.mix.values())
+
+
+def test_duration_override_scales_the_ramp_step() -> None:
+    ramp = get_profile("ramp").with_overrides(duration_s=12)
+    assert ramp.duration_s == 12 and ramp.step_s == 1.0
+
+
+def test_parse_mix() -> None:
+    assert parse_mix("cashin=3, find=1,events?filter") == {
+        "cashin": 3,
+        "find": 1,
+        "events?filter": 1,
+    }
+    with pytest.raises(ValueError, match="unknown operation"):
+        parse_mix("pay=1")
+    with pytest.raises(ValueError, match="positive weight"):
+        parse_mix("cashin=0")
+
+
+# -- numbers and amounts -------------------------------------------------------------------------
+def test_default_numbers_match_the_rwandan_pattern() -> None:
+    source = NumberSource(config(), seed=1)
+    numbers = {source.number() for _ in range(200)}
+    assert len(numbers) > 150
+    assert all(re.fullmatch(RWANDA_MOBILE_PATTERN, n) for n in numbers)
+
+
+def test_numbers_list_is_used_verbatim() -> None:
+    source = NumberSource(config(numbers=["0780000001", "0780000002"]), seed=1)
+    assert {source.number() for _ in range(50)} == {"0780000001", "0780000002"}
+
+
+def test_arbitrary_pattern_goes_through_from_regex() -> None:
+    pattern = r"^\+2507[2389]\d{7}$"
+    source = NumberSource(config(number_pattern=pattern), seed=1)
+    numbers = {source.number() for _ in range(100)}
+    assert len(numbers) > 10
+    assert all(re.fullmatch(pattern, n) and n.isascii() for n in numbers)
+    assert all(re.fullmatch(r"[A-Z]{2}-\d{3}", s) for s in sample_from_regex(r"[A-Z]{2}-\d{3}", 20))
+
+
+def test_amounts_stay_within_bounds() -> None:
+    source = AmountSource(config(amount={"min": 150.5, "max": 180}), seed=3)
+    values = [source.amount() for _ in range(200)]
+    assert all(151 <= v <= 180 and float(v).is_integer() for v in values)
+    narrow = AmountSource(config(amount={"min": 100.2, "max": 100.7}))
+    assert narrow.amount() == 100.2
+
+
+# -- token expiry --------------------------------------------------------------------------------
+def test_parse_expires_shapes() -> None:
+    now = 1_800_000_000.0
+    assert parse_expires(now + 900, "x", now, 60) == now + 900  # integer unix seconds (RC-8)
+    assert parse_expires(str(int(now) + 900), "x", now, 60) == now + 900
+    assert parse_expires(300, "x", now, 60) == now + 300  # a lifetime
+    iso = parse_expires("2027-01-15T08:00:00Z", "x", now, 60)
+    assert iso == 1_800_000_000.0 + (iso - 1_800_000_000.0)  # parsed, a float
+    assert parse_expires(None, "opaque", now, 60) == now + 60  # the configured TTL
+
+
+def test_parse_expires_falls_back_to_the_jwt_exp() -> None:
+    import jwt
+
+    token = jwt.encode({"exp": 1_900_000_000}, "k" * 32, algorithm="HS256")
+    assert parse_expires(None, token, 1_800_000_000.0, 60) == 1_900_000_000
+
+
+# -- percentiles ---------------------------------------------------------------------------------
+def test_percentiles() -> None:
+    assert percentile_of({}, 0.95) is None
+    assert percentile_of({1: 94, 100: 6}, 0.95) == 100
+    assert percentile_of({1: 96, 100: 4}, 0.95) == 1
+    assert percentile([], 0.5) is None
+    assert percentile([float(i) for i in range(1, 101)], 0.95) == 95
+
+
+# -- ledger anomalies ----------------------------------------------------------------------------
+def test_ledger_anomalies_catch_duplicate_keys_and_reused_refs() -> None:
+    records = [
+        {"ref": "r1", "key": "k1", "merchant": "A"},
+        {"ref": "r1", "key": "k1", "merchant": "A"},  # a replayed 200: the same ref, fine
+        {"ref": "r2", "key": "k2", "merchant": "A"},
+        {"ref": "r3", "key": "k2", "merchant": "A"},  # one key, two transactions
+        {"ref": "r4", "key": "k2", "merchant": "B"},  # another merchant's key space
+        {"ref": "r5", "key": "k5", "merchant": "A"},
+        {"ref": "r5", "key": "k6", "merchant": "A"},  # one ref for two keys
+    ]
+    unique, anomalies = ledger_anomalies(records)
+    assert sorted(r["ref"] for r in unique) == ["r1", "r2", "r3", "r4", "r5"]
+    assert anomalies["duplicate_keys"] == 1
+    assert anomalies["duplicate_key_samples"][0]["refs"] == ["r2", "r3"]
+    assert anomalies["reused_refs"] == 1
+
+
+# -- report --------------------------------------------------------------------------------------
+HEADER = (
+    "Timestamp,User Count,Type,Name,Requests/s,Failures/s,50%,66%,75%,80%,90%,95%,98%,99%,"
+    "99.9%,99.99%,100%,Total Request Count,Total Failure Count\n"
+)
+HISTORY = (
+    HEADER
+    + """100,1,GET,find,1,0,2,2,2,2,2,2,2,2,2,2,2,1,0
+100,1,,Aggregated,0.000000,0.000000,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,0,0
+101,2,,Aggregated,10.5,0.5,2,2,3,3,4,5,6,7,8,8,8,10,1
+102,2,,Aggregated,12.0,0,2,2,3,3,4,6,6,9,9,9,9,22,1
+"""
+)
+
+
+def test_history_and_chart(tmp_path: Path) -> None:
+    path = tmp_path / "h.csv"
+    path.write_text(HISTORY)
+    rows = read_history(path)
+    assert [r["t"] for r in rows] == [100, 101, 102]
+    assert rows[0]["p95"] is None and rows[2]["p99"] == 9
+    # throughput from the cumulative counts, not Locust's lagging Requests/s column
+    assert [r["req/s"] for r in rows] == [0.0, 10.0, 12.0]
+    assert [r["fail/s"] for r in rows] == [0.0, 1.0, 0.0]
+    svg = svg_chart(rows, ["p50", "p95", "p99"], "Latency", "ms")
+    assert svg.startswith("<svg") and svg.count("<polyline") == 3
+    assert "no data" in svg_chart([], ["req/s"], "Throughput", "req/s")
+
+
+def test_render_html_shows_verdicts_and_loss(tmp_path: Path) -> None:
+    import json
+
+    (tmp_path / "locust_stats_history.csv").write_text(HISTORY)
+    summary = {
+        "profile": "smoke",
+        "exit_code": 1,
+        "slo_passed": True,
+        "target": "http://127.0.0.1:1/api",
+        "operations": {
+            "find": {
+                "requests": 3,
+                "failures": 0,
+                "rps": 1.0,
+                "p50_ms": 1.0,
+                "p95_ms": 2.0,
+                "p99_ms": 2.0,
+            }
+        },
+        "slo": {
+            "verdicts": [
+                {
+                    "operation": "find",
+                    "metric": "p95_ms",
+                    "threshold": 5.0,
+                    "observed": 2.0,
+                    "passed": True,
+                    "note": "",
+                }
+            ]
+        },
+        "reconciliation": {
+            "acknowledged": 5,
+            "lost": 2,
+            "passed": False,
+            "samples": [{"ref": "r<1>", "key": "k", "outcome": "missing"}],
+        },
+        "files": {"history_csv": "locust_stats_history.csv", "locust_html": "locust.html"},
+    }
+    (tmp_path / "load.json").write_text(json.dumps(summary))
+    page = render_html(tmp_path).read_text()
+    assert "FAIL" in page and "reconciliation FAILED" in page
+    assert "r&lt;1&gt;" in page and "r<1>" not in page  # escaped
+    assert 'href="locust.html"' in page and page.count("<svg") == 2
+    assert render_html(tmp_path / "missing") is None
+
+
+def test_these_modules_do_not_import_locust() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, load.cli, load.runner, load.finalize, load.report, load.slo, load.numbers, "
+        "load.auth, load.reconcile, load.ledger, load.context, paysuite.demo; "
+        "print('locust' in sys.modules, 'gevent' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["False", "False"], out.stderr
+
+
+WRK_OUTPUT = """Running 5s test @ http://127.0.0.1:1/api/transactions/find/x
+  2 threads and 16 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     3.10ms    1.21ms  20.11ms   85.00%
+  Latency Distribution
+     50%    2.71ms
+     75%    3.40ms
+     90%    4.60ms
+     99%  850.00us
+  26566 requests in 5.00s, 9.12MB read
+  Non-2xx or 3xx responses: 12
+Requests/sec:   5308.91
+Transfer/sec:      1.82MB
+"""
+
+
+def test_parse_wrk_output() -> None:
+    from load.bench import parse_wrk
+
+    parsed = parse_wrk(WRK_OUTPUT)
+    assert parsed["rps"] == 5308.91 and parsed["requests"] == 26566
+    assert parsed["non_2xx"] == 12
+    assert parsed["p50_ms"] == 2.71 and parsed["p99_ms"] == 0.85
+    with pytest.raises(RuntimeError, match="unexpected wrk output"):
+        parse_wrk("wrk: connection refused")
+
+
+def test_pacing_parser() -> None:
+    from load.profiles import parse_pacing
+
+    assert parse_pacing("between:0.1:0.5") == ("between", 0.1, 0.5)
+    assert parse_pacing("constant:0") == ("constant", 0.0)
+    assert parse_pacing("throughput:50") == ("throughput", 50.0)
+    for bad in ("between:1", "throughput:0", "fast", "between:2:1", "constant:x"):
+        with pytest.raises(ValueError, match="pacing"):
+            parse_pacing(bad)
+
+
+def test_throughput_plateau() -> None:
+    from load.slo import throughput_plateau
+
+    steps = [{"step": i, "rps": r} for i, r in enumerate([50, 100, 180, 185, 120])]
+    assert throughput_plateau(steps)["step"] == 3
+    assert throughput_plateau([{"step": 0, "rps": 10}, {"step": 1, "rps": 20}]) is None

@@ -1,0 +1,102 @@
+"""`paysuite load` refuses bad input with exit 2 and a one-line reason, before any load."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+from loadkit import run_load
+
+from stub_server.launcher import RunningStub
+
+
+def _one_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+def _write_config(path: Path, base_url: str) -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "base_url": base_url,
+                "applications": [
+                    {"client_id": "a", "client_secret": "b", "privilege": "read-write"}
+                ],
+            }
+        )
+    )
+    return path
+
+
+def test_non_loopback_target_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PAYSUITE_ALLOW_REMOTE_TARGET", raising=False)
+    config = _write_config(tmp_path / "c.yaml", "http://127.0.0.1:9/api")
+    run = run_load(tmp_path, "--config", str(config), "--target", "http://10.1.2.3:8080/api")
+    assert run.returncode == 2
+    assert "refusing to send load to 10.1.2.3" in _one_line(run.stderr)
+    assert not (tmp_path / "load.json").exists()
+
+
+def test_non_loopback_hostname_is_refused(tmp_path: Path) -> None:
+    config = _write_config(tmp_path / "c.yaml", "https://api.example.com/api")
+    run = run_load(tmp_path, "--config", str(config))
+    assert run.returncode == 2
+    assert "api.example.com" in _one_line(run.stderr)
+
+
+def test_bad_config_is_a_usage_error(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("base_url: http://127.0.0.1:1/api\napplications: []\n")
+    run = run_load(tmp_path, "--config", str(config))
+    assert run.returncode == 2
+    assert "applications" in _one_line(run.stderr)
+
+
+def test_missing_config_file_is_a_usage_error(tmp_path: Path) -> None:
+    run = run_load(tmp_path, "--config", str(tmp_path / "nope.yaml"))
+    assert run.returncode == 2
+    assert "nope.yaml" in _one_line(run.stderr)
+
+
+def test_unreachable_loopback_port(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = _write_config(tmp_path / "c.yaml", f"http://127.0.0.1:{port}/api")
+    run = run_load(tmp_path, "--config", str(config))
+    assert run.returncode == 2
+    assert "unreachable" in _one_line(run.stderr)
+
+
+def test_wrong_credentials(load_stub: RunningStub, tmp_path: Path) -> None:
+    config = _write_config(tmp_path / "c.yaml", load_stub.base_url)
+    run = run_load(tmp_path, "--config", str(config))
+    assert run.returncode == 2
+    assert "refused the credentials" in _one_line(run.stderr)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--target", "http://127.0.0.1:1/api"], "--target needs --config"),
+        (["--users", "0"], "--users must be greater than 0"),
+        (["--mix", "cashin=1,teleport=2"], "unknown operation 'teleport'"),
+    ],
+)
+def test_usage_errors(tmp_path: Path, args: list[str], needle: str) -> None:
+    run = run_load(tmp_path, *args)
+    assert run.returncode == 2
+    assert needle in _one_line(run.stderr)
+
+
+def test_bad_slo_file(tmp_path: Path) -> None:
+    slo = tmp_path / "slo.yaml"
+    slo.write_text("cashin: {p95: 10}\n")
+    run = run_load(tmp_path, "--slo", str(slo))
+    assert run.returncode == 2
+    assert "unknown metric" in _one_line(run.stderr)

@@ -1,0 +1,120 @@
+"""`paysuite demo`: its orchestration (short), its index page, and the conformance step's outcomes.
+
+The full demo (the whole conformance suite and a 30 s smoke run) is the README's main command and
+is run by the fresh-clone check; here the conformance step is replaced where it would be slow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from paysuite import demo
+from paysuite.demo import ConformanceResult, junit_totals, run_demo, write_index
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="a" tests="10" failures="1" errors="0" skipped="2"/>
+<testsuite name="b" tests="5" failures="0" errors="1" skipped="0"/></testsuites>"""
+
+
+def test_junit_totals(tmp_path: Path) -> None:
+    path = tmp_path / "junit.xml"
+    path.write_text(JUNIT)
+    assert junit_totals(path) == {
+        "tests": 15,
+        "failures": 1,
+        "errors": 1,
+        "skipped": 2,
+        "passed": 11,
+    }
+
+
+def _fake_conformance(status: str) -> Any:
+    def runner(credentials: Path, out_dir: Path, root: Path) -> ConformanceResult:
+        assert credentials.is_file()  # the stub's credentials file: a target configuration
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "report.html").write_text("<html>conformance</html>")
+        totals = {"tests": 40, "passed": 38, "failures": 0, "errors": 0, "skipped": 2}
+        return ConformanceResult(status, 0, totals, "conformance/report.html")
+
+    return runner
+
+
+@pytest.mark.slow
+def test_demo_orchestration_with_a_short_load_run(tmp_path: Path) -> None:
+    args = argparse.Namespace(report_dir=str(tmp_path), load_duration=4.0, users=2)
+    code = run_demo(args, conformance_runner=_fake_conformance("passed"))
+    assert code == 0
+    page = (tmp_path / "index.html").read_text()
+    assert 'href="conformance/report.html"' in page and 'href="load/load.html"' in page
+    assert "<script" not in page and "PASS" in page
+    assert (tmp_path / "load" / "load.json").is_file()
+    assert (tmp_path / "load" / "load.html").is_file()
+
+
+def test_index_marks_a_failed_or_missing_step(tmp_path: Path) -> None:
+    unavailable = ConformanceResult(
+        "unavailable", 2, message="the conformance suite is not installed"
+    )
+    load_summary = {
+        "total": {"requests": 100, "failures": 0, "rps": 20.0, "p95_ms": 3.0},
+        "slo": {"verdicts": [{"operation": "cashin", "metric": "p95_ms", "passed": False}]},
+        "reconciliation": {"acknowledged": 30, "found": 28, "lost": 2},
+    }
+    page = write_index(tmp_path, unavailable, 1, load_summary, 1).read_text()
+    assert "UNAVAILABLE" in page and "not installed" in page
+    assert "breached: cashin p95_ms" in page
+    assert "<b>2</b>" in page  # lost
+    assert "FAIL" in page
+    page = write_index(tmp_path, unavailable, None, None, 1).read_text()
+    assert "produced no verdict" in page
+
+
+def _completed(code: int, stderr: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.CompletedProcess([], code, "", stderr)
+
+
+def test_conformance_step_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    message = "paysuite: error: argument COMMAND: invalid choice: 'conform' (choose from ...)"
+    monkeypatch.setattr(demo.subprocess, "run", lambda *a, **k: _completed(2, message))
+    result = demo.run_conformance(tmp_path / "c.yaml", tmp_path / "conformance", tmp_path)
+    assert result.status == "unavailable"
+
+
+def test_conformance_step_reads_junit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "conformance"
+
+    def fake_run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        assert command[1:4] == ["-m", "paysuite", "conform"]
+        assert command[command.index("--report-dir") + 1] == str(out)
+        out.mkdir()
+        (out / "junit.xml").write_text(JUNIT)
+        (out / "report.html").write_text("<html/>")
+        return _completed(1)
+
+    monkeypatch.setattr(demo.subprocess, "run", fake_run)
+    result = demo.run_conformance(tmp_path / "c.yaml", out, tmp_path)
+    assert result.status == "failed" and result.totals["failures"] == 1
+    assert result.report == "conformance/report.html"
+
+
+def test_conformance_totals_from_json_when_junit_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "conformance"
+
+    def fake_run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        out.mkdir()
+        summary = {"summary": {"passed": 50, "failed": 2, "skipped": 3, "errors": 0}}
+        (out / "conformance.json").write_text(json.dumps(summary))
+        return _completed(1)
+
+    monkeypatch.setattr(demo.subprocess, "run", fake_run)
+    result = demo.run_conformance(tmp_path / "c.yaml", out, tmp_path)
+    assert result.totals == {"tests": 55, "passed": 50, "failures": 2, "errors": 0, "skipped": 3}
+    assert result.status == "failed" and result.report is None
