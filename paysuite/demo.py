@@ -1,10 +1,10 @@
 """``paysuite demo``: the whole product in one command, finishing by itself in about two minutes.
 
-1. starts the bundled stub (twice: a pristine one for the conformance suite, whose checks drive
-   customers themselves, and one whose customers answer by themselves for the load run, so its
-   transactions complete);
-2. runs ``paysuite conform`` against the first, as a subprocess, into ``reports/conformance``;
-3. runs the ``smoke`` load profile against the second, into ``reports/load``;
+1. starts the bundled stub once, without auto-resolution: the conformance suite drives the
+   customer itself through the sandbox, and the smoke profile needs no transaction to complete;
+2. runs ``paysuite conform`` against it, as a subprocess, into ``reports/conformance``;
+3. then runs the ``smoke`` load profile against the same stub, into ``reports/load``, so the
+   load's reconciliation also runs over a store the conformance suite has already written to;
 4. writes ``reports/index.html``: one screen with both verdicts and links to both reports.
 
 Exit 0 only if the conformance suite passed and the load run met its SLOs and lost nothing.
@@ -30,7 +30,7 @@ CONFORM_TIMEOUT_S = 240.0
 
 @dataclass
 class ConformanceResult:
-    """What the conformance step produced (``status``: passed, failed, error, unavailable)."""
+    """What the conformance step produced (``status``: passed, failed or error)."""
 
     status: str
     exit_code: int | None = None
@@ -61,7 +61,7 @@ def junit_totals(path: Path) -> dict[str, int]:
 
 
 def _json_totals(path: Path) -> dict[str, int]:
-    """The same totals from conformance.json's ``summary`` (when junit.xml is missing)."""
+    """Totals from conformance.json's ``summary``, the suite's machine-readable verdict."""
     try:
         summary = json.loads(path.read_text(encoding="utf-8")).get("summary") or {}
         passed, failed = int(summary["passed"]), int(summary["failed"])
@@ -91,20 +91,16 @@ def run_conformance(credentials: Path, out_dir: Path, report_root: Path) -> Conf
     except subprocess.TimeoutExpired:
         return ConformanceResult("error", None, message=f"timed out after {CONFORM_TIMEOUT_S:g} s")
     sys.stderr.write(result.stderr)
-    if result.returncode == 2 and "invalid choice: 'conform'" in result.stderr:
-        return ConformanceResult(
-            "unavailable", 2, message="the conformance suite (paysuite conform) is not installed"
-        )
     totals: dict[str, int] = {}
+    summary_json = out_dir / "conformance.json"
+    if summary_json.is_file():
+        totals = _json_totals(summary_json)
     junit = out_dir / "junit.xml"
-    if junit.is_file():
+    if not totals and junit.is_file():
         try:
             totals = junit_totals(junit)
         except ET.ParseError:
             totals = {}
-    summary_json = out_dir / "conformance.json"
-    if not totals and summary_json.is_file():
-        totals = _json_totals(summary_json)
     report = out_dir / "report.html"
     rel = str(report.relative_to(report_root)) if report.is_file() else None
     status = {0: "passed", 1: "failed"}.get(result.returncode, "error")
@@ -149,7 +145,7 @@ _PAGE = """<!doctype html>
 body{{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:58em;color:#222}}
 .cards{{display:flex;gap:1.2em;flex-wrap:wrap}}
 .card{{flex:1 1 24em;border:1px solid #ccc;border-radius:8px;padding:.8em 1.2em}}
-.pass{{color:#176b2c}} .fail{{color:#b00020}} .na{{color:#8a6d00}}
+.pass{{color:#176b2c}} .fail{{color:#b00020}}
 h1 .pass,h1 .fail{{font-size:.8em}} td{{padding:.1em .8em .1em 0}}
 </style></head><body>
 <h1>paysuite demo: <span class="{overall_cls}">{overall}</span></h1>
@@ -202,9 +198,7 @@ def write_index(
     conf_body += _link(conformance.report, "conformance report")
     if conformance.report:
         conf_body += _link(str(Path(conformance.report).with_name("junit.xml")), "junit.xml")
-    conf_cls = {"passed": "pass", "failed": "fail", "unavailable": "na"}.get(
-        conformance.status, "fail"
-    )
+    conf_cls = "pass" if conformance.status == "passed" else "fail"
 
     if load_summary is not None:
         verdicts = load_summary.get("slo", {}).get("verdicts", [])
@@ -253,7 +247,6 @@ def run_demo(
     args: argparse.Namespace,
     conformance_runner: Callable[[Path, Path, Path], ConformanceResult] = run_conformance,
 ) -> int:
-    from load.runner import BUNDLED_STUB_CONFIG
     from stub_server.launcher import StubStartError, running_stub
 
     started = time.monotonic()
@@ -261,16 +254,13 @@ def run_demo(
     report_dir.mkdir(parents=True, exist_ok=True)
     try:
         with tempfile.TemporaryDirectory(prefix="paysuite-demo-") as workdir:
-            say("starting the bundled stub for the conformance suite")
-            with running_stub(Path(workdir) / "conform-stub") as stub:
+            say("starting the bundled stub")
+            with running_stub(Path(workdir) / "stub") as stub:
                 say(f"stub listening on {stub.root_url}")
                 conformance = conformance_runner(
                     stub.credentials_path, report_dir / "conformance", report_dir
                 )
-            say(f"conformance: {conformance.status} {conformance.message}".rstrip())
-            say("starting the bundled stub for the load run (customers answer by themselves)")
-            with running_stub(Path(workdir) / "load-stub", stub_config=BUNDLED_STUB_CONFIG) as stub:
-                say(f"stub listening on {stub.root_url}")
+                say(f"conformance: {conformance.status} {conformance.message}".rstrip())
                 load_code, load_summary = run_load_step(
                     stub.credentials_path, report_dir / "load", args.load_duration, args.users
                 )
