@@ -18,7 +18,7 @@ from locust import events
 from locust.runners import WorkerRunner
 
 from load import context as run_context
-from load import ledger
+from load import ledger, loopback
 from load.profiles import PROFILES
 
 log = logging.getLogger("paysuite")
@@ -134,6 +134,7 @@ def on_init(environment: Any, **_: Any) -> None:
         return
     try:
         config = run_context.load_config_from_options(options, environment.host)
+        loopback.check_loopback(config, warn=lambda line: print(f"paysuite: {line}", flush=True))
     except (ValueError, OSError) as exc:
         print(f"paysuite: {exc}", file=sys.stderr, flush=True)
         sys.exit(2)

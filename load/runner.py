@@ -13,7 +13,6 @@ that for real-world use against a system you are authorized to load.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import shutil
@@ -29,13 +28,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
+from load import loopback
 from load.profiles import Profile, get_profile, parse_mix, parse_pacing
 from paysuite.target_config import TargetConfig, TargetConfigError, load_target_config
 
 LOCUSTFILE = Path(__file__).resolve().parent / "locustfile.py"
-ALLOW_REMOTE_ENV = "PAYSUITE_ALLOW_REMOTE_TARGET"
 #: The bundled stub's customers answer by themselves, so transactions complete during the run.
 BUNDLED_STUB_CONFIG: dict[str, Any] = {
     "auto_resolve": {
@@ -53,31 +51,12 @@ def say(message: str) -> None:
     print(f"paysuite: {message}", flush=True)
 
 
-def is_loopback(url: str) -> bool:
-    host = (urlsplit(url).hostname or "").strip("[]").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def check_loopback(config: TargetConfig) -> None:
-    """Refuse non-loopback targets (and customer-driver URLs) unless explicitly allowed."""
-    urls = [config.base_url]
-    for action in (config.customer.confirm, config.customer.cancel):
-        if action is not None:
-            urls.append(action.url_template)
-    for url in urls:
-        if not is_loopback(url):
-            if os.environ.get(ALLOW_REMOTE_ENV) == "1":
-                say(f"warning: {url} is not loopback; allowed by {ALLOW_REMOTE_ENV}=1")
-                continue
-            raise UsageError(
-                f"refusing to send load to {urlsplit(url).hostname}: only loopback targets "
-                f"(127.0.0.0/8, ::1, localhost) unless {ALLOW_REMOTE_ENV}=1"
-            )
+    """``loopback.check_loopback`` with its refusal as a usage error (exit status 2)."""
+    try:
+        loopback.check_loopback(config, warn=say)
+    except loopback.NotLoopbackError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def preflight(config: TargetConfig, timeout_s: float = 5.0) -> None:

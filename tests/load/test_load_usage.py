@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -100,3 +102,22 @@ def test_bad_slo_file(tmp_path: Path) -> None:
     run = run_load(tmp_path, "--slo", str(slo))
     assert run.returncode == 2
     assert "unknown metric" in _one_line(run.stderr)
+
+
+def test_plain_locust_refuses_a_non_loopback_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The locustfile itself guards loopback: a hand-started Locust cannot bypass the rule.
+
+    The host is in the reserved ``.invalid`` domain, so even a broken guard sends nothing out.
+    """
+    monkeypatch.delenv("PAYSUITE_ALLOW_REMOTE_TARGET", raising=False)
+    config = _write_config(tmp_path / "c.yaml", "http://payments.invalid/api")
+    locustfile = Path(__file__).resolve().parents[2] / "load" / "locustfile.py"
+    run = subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(locustfile), "--headless", "-u", "1",
+         "-t", "3s", "--paysuite-config", str(config)],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert "refusing to send load to payments.invalid" in run.stderr + run.stdout
