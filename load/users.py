@@ -20,7 +20,8 @@ import random
 import time
 import uuid
 from collections import deque
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from locust import task
 from locust.contrib.fasthttp import FastHttpUser
@@ -29,6 +30,8 @@ from locust.user.wait_time import constant_throughput
 from load import context as run_context
 from load.auth import AuthError, TokenManager
 from load.ledger import LEDGER
+
+T = TypeVar("T")
 
 KINDS = {"cashin": "CASHIN", "cashout": "CASHOUT"}
 LIFECYCLE_POLL_S = 0.25
@@ -121,35 +124,57 @@ class PaysuiteUser(FastHttpUser):
         number = number or self.ctx.numbers.number()
         amount = amount if amount is not None else self.ctx.amounts.amount()
         body = {"amount": amount, "number": number}
+        ref = self._send(
+            "POST",
+            f"/transactions/{op}",
+            op,
+            lambda resp: self._judge_create(resp, op, storm),
+            headers={"Idempotency-Key": key},
+            json=body,
+        )
+        if ref is not None:
+            self._remember(ref, number)
+            LEDGER.record_create(
+                {
+                    "ref": ref,
+                    "key": key,
+                    "kind": KINDS[op],
+                    "number": number,
+                    "amount": amount,
+                    "merchant": self.app.merchant,
+                    "t": round(time.time(), 3),
+                }
+            )
+        return ref
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        name: str,
+        judge: Callable[[Any], T | None],
+        *,
+        headers: dict[str, str] | None = None,
+        **kwargs: Any,
+    ) -> T | None:
+        """One request with this user's token; a 401 renews the token and retries once.
+
+        The refused attempt stays in the statistics as a failure: a target that drops tokens
+        early should show up there, not be hidden by the retry.
+        """
         for attempt in (1, 2):
-            headers = {**self.tokens.headers(), "Idempotency-Key": key}
-            with self.client.post(
-                f"/transactions/{op}", json=body, headers=headers, name=op, catch_response=True
+            with self.client.request(
+                method,
+                path,
+                headers={**self.tokens.headers(), **(headers or {})},
+                name=name,
+                catch_response=True,
+                **kwargs,
             ) as resp:
-                status = resp.status_code or 0
-                if status == 401 and attempt == 1:
-                    resp.failure("401: token refused; refreshing")
-                    retry = True
-                else:
-                    retry = False
-                    ref = self._judge_create(resp, op, storm)
-            if retry:
-                self.tokens.renew()
-                continue
-            if ref is not None:
-                self._remember(ref, number)
-                LEDGER.record_create(
-                    {
-                        "ref": ref,
-                        "key": key,
-                        "kind": KINDS[op],
-                        "number": number,
-                        "amount": amount,
-                        "merchant": self.app.merchant,
-                        "t": round(time.time(), 3),
-                    }
-                )
-            return ref
+                if (resp.status_code or 0) != 401 or attempt == 2:
+                    return judge(resp)
+                resp.failure("401: token refused; refreshing")
+            self.tokens.renew()
         return None
 
     def _judge_create(self, resp: Any, op: str, storm: bool) -> str | None:
@@ -190,24 +215,9 @@ class PaysuiteUser(FastHttpUser):
         if ref is None:
             self.events(filtered=False)
             return None
-        for attempt in (1, 2):
-            with self.client.get(
-                f"/transactions/find/{ref}",
-                headers=self.tokens.headers(),
-                name="find",
-                catch_response=True,
-            ) as resp:
-                status = resp.status_code or 0
-                if status == 401 and attempt == 1:
-                    resp.failure("401: token refused; refreshing")
-                    retry, found = True, None
-                else:
-                    retry, found = False, self._judge_json(resp, require="ref")
-            if retry:
-                self.tokens.renew()
-                continue
-            return found
-        return None
+        return self._send(
+            "GET", f"/transactions/find/{ref}", "find", lambda r: self._judge_json(r, "ref")
+        )
 
     def events(self, *, filtered: bool) -> None:
         params = ""
@@ -220,24 +230,12 @@ class PaysuiteUser(FastHttpUser):
             if self.numbers:
                 choices.append(f"client={self.rng.choice(self.numbers)}")
             params = "?" + self.rng.choice(choices)
-        for attempt in (1, 2):
-            with self.client.get(
-                f"/events/transactions{params}",
-                headers=self.tokens.headers(),
-                name=name,
-                catch_response=True,
-            ) as resp:
-                status = resp.status_code or 0
-                if status == 401 and attempt == 1:
-                    resp.failure("401: token refused; refreshing")
-                    retry = True
-                else:
-                    retry = False
-                    self._judge_json(resp, require="transactions")
-            if retry:
-                self.tokens.renew()
-                continue
-            return
+        self._send(
+            "GET",
+            f"/events/transactions{params}",
+            name,
+            lambda r: self._judge_json(r, "transactions"),
+        )
 
     @staticmethod
     def _judge_json(resp: Any, require: str) -> dict[str, Any] | None:
