@@ -159,7 +159,7 @@ def verdict_table(
             found=r.get("found", 0),
             lost=r.get("lost", 0),
             mis=r.get("mismatched", 0),
-            dup=r.get("duplicate_keys", 0),
+            dup=r.get("duplicate_keys", 0) + r.get("server_duplicate_keys", 0),
             unchecked=r.get("unchecked", 0),
             verdict="PASS" if r.get("passed") else "FAIL",
         )
@@ -274,6 +274,8 @@ def finalize(environment: Any, shape: Any = None) -> dict[str, Any]:
             "conflicts_409": counters.get("idempotency_conflicts", 0),
             "keys": recon.get("keys", 0),
             "duplicate_keys": recon.get("duplicate_keys", 0),
+            "storm_keys_checked_on_target": recon.get("storm_keys_checked", 0),
+            "server_duplicate_keys": recon.get("server_duplicate_keys", 0),
         }
     (report_dir / "load.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     print(verdict_table(verdicts, recon, profile.name, exit_code), flush=True)

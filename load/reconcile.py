@@ -3,7 +3,11 @@
 For each create the load saw acknowledged with a 2xx: the transaction is findable by its ref with
 the fields the client sent (kind, amount, customer number), and its ``transaction:created`` event
 is listed by ``GET /events/transactions?ref=``. Across the ledger, no idempotency key produced two
-refs and no ref was handed out for two keys. Anything else is a loss and fails the run.
+refs and no ref was handed out for two keys. And on the target itself: the ledger only knows what
+clients were told, so a target that answers 409 to a retry but executes it anyway would pass the
+ledger checks. Storm creates therefore use a customer number derived from their key, and the
+created events listed for that number (``?client=``) must name exactly one transaction per key.
+Anything else is a loss and fails the run.
 
 It runs in the Locust master process after the load stops (gevent is already there): a bounded
 pool of greenlets, each with its own keep-alive connection (geventhttpclient), a time budget
@@ -156,6 +160,56 @@ def check_one(session: Any, tokens: _Tokens, base_url: str, record: dict[str, An
     return "no_created_event"
 
 
+def storm_targets(records: Iterable[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
+    """(merchant, customer number) -> the storm keys retried with that number.
+
+    Usually one key a number; two keys can draw the same number (a short ``numbers`` list), and
+    then the target rightly holds one transaction for each.
+    """
+    targets: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for record in records:
+        if record.get("storm"):
+            targets[(record.get("merchant", ""), record["number"])].add(record["key"])
+    return dict(targets)
+
+
+def transactions_for_number(
+    session: Any, tokens: _Tokens, base_url: str, merchant: str, number: str
+) -> set[str]:
+    """Refs of the transactions the target created for a customer number (created events).
+
+    Filters by ``client`` only, the document's own filter, and reads the event kind from each
+    record, so no reference-only filter is needed.
+    """
+    headers = tokens.header(session, merchant)
+    listed = session.get(
+        f"{base_url}/events/transactions", params={"client": number, "limit": 100}, headers=headers
+    )
+    listed.raise_for_status()
+    return {
+        str((event.get("data") or {}).get("ref"))
+        for event in listed.json().get("transactions") or []
+        if event.get("event_kind") == CREATED
+    }
+
+
+def server_duplicates(
+    session: Any, tokens: _Tokens, base_url: str, targets: dict[tuple[str, str], set[str]]
+) -> dict[str, Any]:
+    """Storm numbers for which the target holds more transactions than keys were retried."""
+    duplicates: list[dict[str, Any]] = []
+    for (merchant, number), keys in targets.items():
+        refs = transactions_for_number(session, tokens, base_url, merchant, number)
+        if len(refs) > len(keys):
+            duplicates.append({"merchant": merchant, "number": number, "keys": sorted(keys),
+                               "refs": sorted(refs)})  # fmt: skip
+    return {
+        "storm_keys_checked": sum(len(keys) for keys in targets.values()),
+        "server_duplicate_keys": len(duplicates),
+        "server_duplicate_samples": duplicates[:SAMPLE_LIMIT],
+    }
+
+
 def ledger_anomalies(
     records: Iterable[dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -238,6 +292,18 @@ def reconcile(
             progress(f"paysuite: reconciled {done}/{len(unique)}")
     gevent.joinall(greenlets)
     unchecked = len(unique) - done
+    storm = storm_targets(records)
+    server_side: dict[str, Any] = {}
+    if storm:
+        progress(f"paysuite: counting the target's transactions for {len(storm)} storm keys")
+        session = _Session(config.base_url)
+        try:
+            server_side = server_duplicates(session, tokens, config.base_url, storm)
+        except Exception as exc:  # noqa: BLE001 - an uncheckable storm fails like an unchecked create
+            server_side = {"storm_keys_checked": 0, "server_duplicate_keys": 0,
+                           "storm_check_error": f"{type(exc).__name__}: {exc}"}  # fmt: skip
+        finally:
+            session.close()
     result = {
         "acknowledged": len(records),
         "unique_refs": len(unique),
@@ -249,6 +315,7 @@ def reconcile(
         "errors": outcomes.get("error", 0),
         "unchecked": unchecked,
         **anomalies,
+        **server_side,
         "samples": samples,
         "elapsed_s": round(time.monotonic() - started, 2),
         "authorizes": tokens.authorizes,
@@ -261,5 +328,7 @@ def reconcile(
         or result["unchecked"]
         or result["duplicate_keys"]
         or result["reused_refs"]
+        or result.get("server_duplicate_keys")
+        or result.get("storm_check_error")
     )
     return result

@@ -143,6 +143,7 @@ class PaysuiteUser(FastHttpUser):
                     "amount": amount,
                     "merchant": self.app.merchant,
                     "t": round(time.time(), 3),
+                    **({"storm": True} if storm else {}),
                 }
             )
         return ref

@@ -135,6 +135,9 @@ def test_idempotency_storm_counts_409_as_success(load_stub: RunningStub, tmp_pat
     storm = summary["idempotency"]
     assert storm["conflicts_409"] > 0
     assert storm["duplicate_keys"] == 0
+    # counted on the target too: each storm key's number holds exactly one transaction
+    assert storm["storm_keys_checked_on_target"] >= storm["keys"] > 0
+    assert storm["server_duplicate_keys"] == 0
     assert summary["operations"]["cashin"]["failures"] == 0
     # a few keys per second: far fewer transactions than requests
     assert summary["reconciliation"]["unique_refs"] < summary["operations"]["cashin"]["requests"]

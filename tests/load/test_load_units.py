@@ -14,7 +14,7 @@ from load.auth import parse_expires
 from load.finalize import percentile
 from load.numbers import AmountSource, NumberSource, sample_from_regex
 from load.profiles import PROFILES, get_profile, parse_mix
-from load.reconcile import ledger_anomalies
+from load.reconcile import ledger_anomalies, server_duplicates, storm_targets
 from load.report import read_history, render_html, svg_chart
 from load.slo import (
     OperationStats,
@@ -329,3 +329,53 @@ def test_throughput_plateau() -> None:
     steps = [{"step": i, "rps": r} for i, r in enumerate([50, 100, 180, 185, 120])]
     assert throughput_plateau(steps)["step"] == 3
     assert throughput_plateau([{"step": 0, "rps": 10}, {"step": 1, "rps": 20}]) is None
+
+
+class _FakeTarget:
+    """Answers the events list for ``client=``: created events, one per ref it holds."""
+
+    def __init__(self, refs_by_number: dict[str, list[str]]) -> None:
+        self.refs_by_number = refs_by_number
+
+    def header(self, session: object, merchant: str) -> dict[str, str]:
+        return {"Authorization": "Bearer t"}
+
+    def get(self, url: str, *, params: dict, headers: dict) -> object:
+        events = [
+            {"event_kind": kind, "data": {"ref": ref}}
+            for ref in self.refs_by_number.get(params["client"], [])
+            for kind in ("transaction:created", "transaction:processed")
+        ]
+
+        class Response:
+            def raise_for_status(self) -> None:
+                pass
+
+            def json(self) -> dict:
+                return {"transactions": events}
+
+        return Response()
+
+
+def test_storm_keys_are_counted_on_the_target_itself() -> None:
+    """A target answering 409 but executing the retry anyway holds two transactions for a key."""
+    records = [
+        {"ref": "r1", "key": "k1", "number": "0781111111", "merchant": "A", "storm": True},
+        {"ref": "r2", "key": "k2", "number": "0782222222", "merchant": "A", "storm": True},
+        {"ref": "r3", "key": "k3", "number": "0782222222", "merchant": "A", "storm": True},
+        {"ref": "r4", "key": "k4", "number": "0783333333", "merchant": "A"},  # not a storm key
+    ]
+    targets = storm_targets(records)
+    assert targets == {("A", "0781111111"): {"k1"}, ("A", "0782222222"): {"k2", "k3"}}
+    honest = _FakeTarget({"0781111111": ["r1"], "0782222222": ["r2", "r3"]})
+    result = server_duplicates(honest, honest, "http://t/api", targets)  # type: ignore[arg-type]
+    assert result["storm_keys_checked"] == 3 and result["server_duplicate_keys"] == 0
+    silent_duplicate = _FakeTarget({"0781111111": ["r1", "r1-again"], "0782222222": ["r2", "r3"]})
+    result = server_duplicates(
+        silent_duplicate,
+        silent_duplicate,
+        "http://t/api",
+        targets,  # type: ignore[arg-type]
+    )
+    assert result["server_duplicate_keys"] == 1
+    assert result["server_duplicate_samples"][0]["refs"] == ["r1", "r1-again"]
