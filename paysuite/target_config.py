@@ -40,6 +40,37 @@ class TargetConfigError(ValueError):
     """The configuration cannot be used; the message says which key and why."""
 
 
+#: Every key the format defines, per section: anything else is a typo to report, not to ignore
+#: (a misspelt ``amout:`` would otherwise silently test with the default bounds).
+KNOWN_KEYS: dict[str, frozenset[str]] = {
+    "": frozenset(
+        {"base_url", "applications", "customer", "access_token_ttl_s", "max_wait_s", "numbers",
+         "number_pattern", "amount"}
+    ),
+    "applications[]": frozenset({"client_id", "client_secret", "privilege", "merchant"}),
+    "customer": frozenset(
+        {"driver", "confirm", "cancel", "confirm_number", "cancel_number", "command", "timeout_s"}
+    ),
+    "amount": frozenset({"min", "max"}),
+}  # fmt: skip
+
+
+def _reject_unknown_keys(data: dict[str, Any]) -> None:
+    def check(mapping: Any, section: str, where: str) -> None:
+        if not isinstance(mapping, dict):
+            return
+        for key in mapping:
+            if key not in KNOWN_KEYS[section]:
+                known = ", ".join(sorted(KNOWN_KEYS[section]))
+                raise TargetConfigError(f"{where}{key}: unknown key (known: {known})")
+
+    check(data, "", "")
+    for index, app in enumerate(data.get("applications") or []):
+        check(app, "applications[]", f"applications[{index}].")
+    check(data.get("customer"), "customer", "customer.")
+    check(data.get("amount"), "amount", "amount.")
+
+
 @dataclass(frozen=True)
 class Application:
     """One merchant application: the credentials the suite authorizes with."""
@@ -280,6 +311,7 @@ def parse_target_config(
     """Validate a parsed YAML document; ``base_url`` (from ``--target``) overrides the file's."""
     if not isinstance(data, dict):
         raise TargetConfigError("the configuration must be a YAML mapping")
+    _reject_unknown_keys(data)
     data = _expand_tree(data, os.environ if env is None else env, "")
     raw_apps = data.get("applications")
     if not isinstance(raw_apps, list) or not raw_apps:

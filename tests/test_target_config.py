@@ -71,6 +71,13 @@ def test_unset_environment_reference_names_the_variable_and_key() -> None:
         ({"amount": {"min": 500, "max": 100}}, r"amount: min 500 is greater than max 100"),
         ({"number_pattern": "(unclosed"}, r"number_pattern: not a valid regex"),
         ({"max_wait_s": "soon"}, r"max_wait_s: expected a number"),
+        ({"amout": {"min": 1}}, r"^amout: unknown key \(known: .*amount"),
+        ({"amount": {"minimum": 1}}, r"amount\.minimum: unknown key"),
+        ({"customer": {"driver": "none", "timeout": 5}}, r"customer\.timeout: unknown key"),
+        (
+            {"applications": [{"client_id": "a", "client_secret": "s", "role": "x"}]},
+            r"applications\[0\]\.role: unknown key",
+        ),
     ],
 )
 def test_invalid_values_are_reported_by_key(patch: dict, message: str) -> None:

@@ -1,0 +1,1 @@
+"""The conformance suite: checks any implementation of the service against the document."""

@@ -1,0 +1,133 @@
+"""``paysuite conform``: a thin wrapper that runs the conformance checks through pytest.
+
+``paysuite conform --target URL --config FILE`` is ``pytest --pyargs conformance.suite --target
+URL --config FILE`` with pytest's own terminal output replaced by the suite's progress lines and
+scorecard. Registration imports nothing heavy; pytest, httpx and schemathesis load when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+PROG = "paysuite conform"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "conform",
+        help="run the conformance suite against an implementation (default: the bundled stub)",
+        description=(
+            "Check an implementation of the Payments Transactions Service against the interface "
+            "document. Without --target and --config, start the bundled stub and check it. "
+            "Exit status: 0 no MUST check failed (--strict: no SHOULD either), 1 one did, "
+            "2 usage/configuration error or unreachable target."
+        ),
+    )
+    parser.add_argument("--target", metavar="URL", help="base URL of the implementation (…/api)")
+    parser.add_argument("--config", metavar="FILE", help="target configuration (YAML)")
+    parser.add_argument(
+        "--profile",
+        choices=("seed", "reference"),
+        default="seed",
+        help="seed: what the document says (default); reference: also paysuite's choices",
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help="a failed SHOULD check also fails the run"
+    )
+    parser.add_argument(
+        "--report-dir", default="reports", metavar="DIR", help="report directory (reports/)"
+    )
+    parser.add_argument(
+        "--only", metavar="ID,...", help="check IDs or groups to run, e.g. IDEM,AUTH-003"
+    )
+    parser.add_argument("--list", action="store_true", help="print the check catalog and exit")
+    parser.add_argument("--seed", type=int, metavar="N", help="seed of the property tests")
+    parser.set_defaults(func=run)
+
+
+def pytest_args(args: argparse.Namespace) -> list[str]:
+    """The pytest command line equivalent to ``args``."""
+    argv = [
+        "--pyargs",
+        "conformance.suite",
+        "-p",
+        "no:terminal",
+        "-p",
+        "no:cacheprovider",
+        "--profile",
+        args.profile,
+        "--report-dir",
+        args.report_dir,
+    ]
+    if args.target:
+        argv += ["--target", args.target]
+    if args.config:
+        argv += ["--config", args.config]
+    if args.strict:
+        argv.append("--conformance-strict")
+    if args.only:
+        argv += ["--only", args.only]
+    if args.seed is not None:
+        argv += ["--seed", str(args.seed)]
+    return argv
+
+
+def usage_error(args: argparse.Namespace) -> str | None:
+    """Problems detectable before pytest starts, as one line (``None`` when all is well)."""
+    from conformance.catalog import UnknownCheckError, parse_only
+    from conformance.setup import Options, SetupError, check_reachable, load_config
+
+    try:
+        parse_only(args.only)
+    except UnknownCheckError as exc:
+        return str(exc)
+    try:
+        config = load_config(Options(target=args.target, config=args.config))
+        if config is not None:
+            check_reachable(config.base_url)
+        elif args.target:
+            from conformance.setup import prepare
+
+            prepare(Options(target=args.target))
+    except SetupError as exc:
+        return str(exc)
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        from conformance.catalog import render_list
+
+        try:
+            print(render_list(), flush=True)
+        except BrokenPipeError:  # `paysuite conform --list | head`: the reader left
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    problem = usage_error(args)
+    if problem is not None:
+        print(f"{PROG}: {problem}", file=sys.stderr)
+        return 2
+    import tempfile
+    from pathlib import Path
+
+    import pytest
+
+    import conformance
+
+    # An empty ini of our own: the caller's pytest configuration (addopts, filterwarnings, ...)
+    # must not change the verdict, and its terminal options would not parse without the
+    # terminal plugin.
+    with tempfile.TemporaryDirectory(prefix="paysuite-conform-ini-") as tmp:
+        ini = Path(tmp) / "pytest.ini"
+        ini.write_text("[pytest]\n", encoding="utf-8")
+        rootdir = Path(conformance.__file__).resolve().parent
+        argv = ["-c", str(ini), "--rootdir", str(rootdir), *pytest_args(args)]
+        status = int(pytest.main(argv))
+    if status in (0, 1, 2):
+        return status
+    print(f"{PROG}: pytest ended with status {status}", file=sys.stderr)
+    return 2

@@ -1,0 +1,375 @@
+"""pytest plugin of the conformance suite (registered through the ``pytest11`` entry point).
+
+The entry point loads this module in every pytest run of the environment, the project's own
+self-tests included, so it stays inert unless the run collects conformance checks (tests marked
+``conformance_check``): only then does it set up the target, print progress and the scorecard,
+write the reports and replace pytest's exit status with the suite's verdict.
+
+Options (the same as ``paysuite conform``): ``--target``, ``--config``, ``--profile``,
+``--conformance-strict`` (pytest owns ``--strict``), ``--report-dir``, ``--only``, ``--seed``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from conformance import catalog
+from conformance.evidence import Evidence
+
+MARKER = "conformance_check"
+
+
+@dataclass
+class CheckResult:
+    check: catalog.Check
+    outcome: str  # passed | failed | skipped | error
+    message: str = ""
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    duration_s: float = 0.0
+
+
+@dataclass
+class RunState:
+    """Everything the plugin keeps for one session (on ``config.stash``, never module-global)."""
+
+    options: Any
+    active: bool = False
+    prepared: Any = None
+    target: Any = None
+    results: dict[str, CheckResult] = field(default_factory=dict)
+    evidence: dict[str, Evidence] = field(default_factory=dict)
+    selected: list[str] = field(default_factory=list)
+    started_at: str = ""
+    t0: float = 0.0
+    setup_error: str | None = None
+    cache: dict[str, Any] = field(default_factory=dict)
+    done: int = 0
+    nodeids: dict[str, str] = field(default_factory=dict)
+
+
+STATE = pytest.StashKey[RunState]()
+#: Configs of the sessions running in this process (a stack: the self-tests nest sessions);
+#: needed by the few hooks that receive no config object.
+_CURRENT_CONFIG: list[pytest.Config] = []
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("paysuite-conformance", "paysuite conformance suite")
+    group.addoption(
+        "--target",
+        dest="conformance_target",
+        metavar="URL",
+        default=None,
+        help="base URL of the implementation under test (…/api)",
+    )
+    group.addoption(
+        "--config",
+        dest="conformance_config",
+        metavar="FILE",
+        default=None,
+        help="target configuration (YAML: applications, customer driver, ...)",
+    )
+    group.addoption(
+        "--profile",
+        dest="conformance_profile",
+        choices=catalog.PROFILES,
+        default="seed",
+        help="seed (the document only) or reference (+ RC choices)",
+    )
+    group.addoption(
+        "--conformance-strict",
+        dest="conformance_strict",
+        action="store_true",
+        default=False,
+        help="a failed SHOULD check also fails the run",
+    )
+    group.addoption(
+        "--report-dir",
+        dest="conformance_report_dir",
+        metavar="DIR",
+        default="reports",
+        help="where junit.xml, conformance.json, report.html go",
+    )
+    group.addoption(
+        "--only",
+        dest="conformance_only",
+        metavar="IDS",
+        default=None,
+        help="comma-separated check IDs or groups (AUTH, IDEM-003, ...)",
+    )
+    group.addoption(
+        "--seed",
+        dest="conformance_seed",
+        metavar="N",
+        type=int,
+        default=None,
+        help="seed of the property tests",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{MARKER}(id): the catalog entry a test implements")
+    from conformance.setup import DEFAULT_SEED, Options, SetupError
+
+    if config.getoption("conformance_seed", None) is None:
+        config.option.conformance_seed = DEFAULT_SEED
+    try:
+        options = Options.from_pytest(config)
+    except SetupError as exc:
+        if _wants_conformance(config):
+            pytest.exit(str(exc), returncode=2)
+        options = Options()
+    config.stash[STATE] = RunState(options=options)
+    _CURRENT_CONFIG.append(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config in _CURRENT_CONFIG:
+        _CURRENT_CONFIG.remove(config)
+
+
+def _wants_conformance(config: pytest.Config) -> bool:
+    return any(
+        config.getoption(name, None)
+        for name in ("conformance_target", "conformance_config", "conformance_only")
+    )
+
+
+def _check_id(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker(MARKER)
+    return str(marker.args[0]) if marker else None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    state = config.stash.get(STATE, None)
+    if state is None or not any(_check_id(item) for item in items):
+        return
+    state.active = True
+    options = state.options
+    order = {check.id: index for index, check in enumerate(catalog.CATALOG)}
+    keep, drop = [], []
+    for item in items:
+        check_id = _check_id(item)
+        if check_id is None:
+            keep.append(item)
+        elif options.only is not None and check_id not in options.only:
+            drop.append(item)
+        else:
+            keep.append(item)
+            check = catalog.get(check_id)
+            if check.profile == "reference" and options.profile != "reference":
+                item.add_marker(
+                    pytest.mark.skip(reason="reference choice: checked in the reference profile")
+                )
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+    keep.sort(key=lambda item: order.get(_check_id(item) or "", len(order)))
+    items[:] = keep
+    state.selected = [cid for cid in (_check_id(item) for item in keep) if cid]
+    state.nodeids = {item.nodeid: cid for item in keep if (cid := _check_id(item))}
+    state.started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    state.t0 = time.monotonic()
+    if not state.selected or config.option.collectonly:
+        state.active = bool(state.selected) and not config.option.collectonly
+        return
+    from conformance.setup import SetupError, prepare
+    from conformance.target import Target
+
+    try:
+        state.prepared = prepare(options)
+    except SetupError as exc:
+        state.setup_error = str(exc)
+        pytest.exit(str(exc), returncode=2)
+    state.target = Target(
+        state.prepared.config,
+        state.prepared.base_url,
+        profile=options.profile,
+        seed=options.seed,
+        started_stub=state.prepared.stub is not None,
+    )
+    _write(
+        config,
+        f"paysuite conform: {len(state.selected)} checks, profile {options.profile}, "
+        f"target {state.target.base_url}"
+        + (" (bundled stub)" if state.prepared.stub is not None else ""),
+    )
+    if state.prepared.config is None:
+        _write(config, "no --config: only the checks that need no credentials can run")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    outcome = yield
+    check_id = _check_id(item)
+    state = item.config.stash.get(STATE, None)
+    if check_id is None or state is None or not state.active:
+        return
+    report = outcome.get_result()
+    check = catalog.get(check_id)
+    previous = state.results.get(check_id)
+    result: CheckResult | None = None
+    if report.when == "setup" and report.skipped:
+        result = CheckResult(check, "skipped", _skip_reason(report))
+    elif report.when in ("setup", "teardown") and report.failed:
+        if previous is None or previous.outcome == "passed":
+            result = CheckResult(check, "error", _error_message(call))
+    elif report.when == "call":
+        if report.passed:
+            result = CheckResult(check, "passed")
+        elif report.skipped:
+            result = CheckResult(check, "skipped", _skip_reason(report))
+        elif call.excinfo is not None and isinstance(call.excinfo.value, AssertionError):
+            result = CheckResult(check, "failed", _failure_message(call))
+            result.evidence = _proof(state, check_id, call.excinfo.value)
+        else:
+            result = CheckResult(check, "error", _error_message(call))
+            result.evidence = _proof(state, check_id, None)
+    if result is not None:
+        result.duration_s = round(getattr(report, "duration", 0.0), 3)
+        state.results[check_id] = result
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        reason = str(longrepr[2])
+        return reason.removeprefix("Skipped: ")
+    return str(longrepr or "")
+
+
+def _failure_message(call: pytest.CallInfo[None]) -> str:
+    assert call.excinfo is not None
+    text = str(call.excinfo.value).strip()
+    # pytest's assertion rewriting appends the introspection after a newline; keep it short.
+    lines = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(lines[:12]) if lines else "assertion failed"
+
+
+def _error_message(call: pytest.CallInfo[None]) -> str:
+    if call.excinfo is None:
+        return "error"
+    return f"{call.excinfo.typename}: {str(call.excinfo.value).strip()[:500]}"
+
+
+def _proof(state: RunState, check_id: str, exc: BaseException | None) -> list[dict[str, Any]]:
+    evidence = state.evidence.get(check_id)
+    items: list[dict[str, Any]] = []
+    proof = getattr(exc, "proof", None)
+    extra = getattr(exc, "extra_evidence", None)
+    if extra:
+        items.extend(extra)
+    if proof:
+        items.extend(exchange.to_dict() for exchange in proof)
+    elif evidence is not None and not extra:
+        items.extend(evidence.to_list(only_last=8))
+    return items
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    """Once a check has run (setup, call, teardown), print its progress line."""
+    config = _CURRENT_CONFIG[-1] if _CURRENT_CONFIG else None
+    if config is None:
+        return
+    state = config.stash.get(STATE, None)
+    if state is None or not state.active:
+        return
+    check_id = state.nodeids.get(nodeid)
+    # Under plain pytest its own reporter shows progress; ours is for ``paysuite conform``.
+    if check_id is not None and config.pluginmanager.get_plugin("terminalreporter") is None:
+        _progress(config, state, check_id)
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    check_id = _check_id(item)
+    state = item.config.stash.get(STATE, None)
+    if check_id is None or state is None or not state.active:
+        return
+    if state.target is not None:
+        state.target.current = None
+
+
+def _progress(config: pytest.Config, state: RunState, check_id: str) -> None:
+    result = state.results.get(check_id)
+    if result is None:
+        return
+    state.done += 1
+    total = len(state.selected)
+    width = len(str(total))
+    line = (
+        f"[{state.done:>{width}}/{total}] {check_id:<9} {result.check.level:<6} "
+        f"{result.outcome:<7} {result.check.title}"
+    )
+    if result.outcome in ("failed", "error", "skipped") and result.message:
+        line += f"\n{'':>{2 * width + 4}}  -> {result.message.splitlines()[0][:160]}"
+    _write(config, line)
+
+
+def _write(config: pytest.Config, text: str) -> None:
+    """Print outside pytest's capture, through the terminal reporter when there is one."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(text)
+        return
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if capture is not None:
+        with capture.global_and_fixture_disabled():
+            print(text, flush=True)
+    else:
+        print(text, flush=True)
+
+
+def verdict(state: RunState) -> int:
+    """0: no MUST failed (with strict: no SHOULD either); 1 otherwise. Errors count as failed."""
+    for result in state.results.values():
+        if result.outcome in ("failed", "error"):
+            if result.check.level == "MUST" or state.options.strict:
+                return 1
+    return 0
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    state = config.stash.get(STATE, None)
+    if state is None or not state.active:
+        return
+    try:
+        if state.setup_error is not None or state.target is None:
+            if state.setup_error is not None:
+                session.exitstatus = 2
+            return
+        if int(exitstatus) in (
+            int(pytest.ExitCode.INTERRUPTED),
+            int(pytest.ExitCode.INTERNAL_ERROR),
+            int(pytest.ExitCode.USAGE_ERROR),
+        ):
+            return
+        from conformance import report
+
+        duration = round(time.monotonic() - state.t0, 2)
+        ordered = [state.results[cid] for cid in state.selected if cid in state.results]
+        _write(config, report.scorecard(ordered))
+        paths = report.write_all(
+            ordered,
+            report_dir=state.options.report_dir,
+            target=state.target.base_url,
+            profile=state.options.profile,
+            started_at=state.started_at,
+            duration_s=duration,
+        )
+        _write(config, f"reports: {', '.join(str(p) for p in paths)} ({duration:.1f} s)")
+        session.exitstatus = verdict(state)
+    finally:
+        if state.target is not None:
+            state.target.client.close()
+        if state.prepared is not None:
+            state.prepared.close()

@@ -1,0 +1,129 @@
+"""The OpenAPI document as the property tests use it: fitted to the target and the profile.
+
+``spec/openapi.yaml`` describes the reference stub: its bounds, patterns, status codes and error
+bodies. Before schemathesis sees it, this module
+
+- points ``servers`` at the target, puts the target's amount bounds and number pattern into
+  ``TransactionRequest`` and a configured application's credentials into ``AuthorizeRequest``
+  (positive cases must be valid *for this target*);
+- in the ``seed`` profile, relaxes what the spec marks ``x-reference-choice``: a documented
+  ``200`` becomes ``2XX``, every error response becomes one ``4XX`` with any JSON body, and the
+  query parameters the document does not name (``limit``, ``offset``, ``event-kind``, ``from``,
+  ``to``) are dropped, so an implementation that chose differently raises no alarm;
+- in the ``reference`` profile, tightens it: ``x-reference-pattern`` becomes ``pattern`` and
+  ``x-reference-required`` becomes ``required``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from paysuite.target_config import TargetConfig
+
+#: The list endpoint's query parameters the interface document names.
+DOCUMENTED_FILTERS = {"status", "client", "ref", "kind"}
+HTTP_METHODS = ("get", "post", "put", "patch", "delete", "head", "options")
+
+
+def ascii_pattern(pattern: str) -> str:
+    r"""``\d`` matches any Unicode digit in Python; generate and validate ASCII digits only."""
+    return re.sub(r"(?<!\\)\\d", "[0-9]", pattern)
+
+
+def number_pattern(config: TargetConfig) -> str:
+    if config.numbers and not config.number_pattern:
+        return "^(?:" + "|".join(re.escape(n) for n in config.numbers) + ")$"
+    return ascii_pattern(config.effective_number_pattern)
+
+
+def _resolve(spec: dict[str, Any], node: Any) -> Any:
+    if isinstance(node, dict) and isinstance(node.get("$ref"), str):
+        ref = node["$ref"]
+        if ref.startswith("#/"):
+            current: Any = spec
+            for part in ref[2:].split("/"):
+                current = current[part.replace("~1", "/").replace("~0", "~")]
+            return current
+    return node
+
+
+def _walk(node: Any):
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk(value)
+
+
+def operations(spec: dict[str, Any]):
+    for path, item in (spec.get("paths") or {}).items():
+        for method in HTTP_METHODS:
+            if isinstance(item, dict) and isinstance(item.get(method), dict):
+                yield path, method, item[method]
+
+
+def patch_spec(
+    spec: dict[str, Any], *, base_url: str, config: TargetConfig, profile: str
+) -> dict[str, Any]:
+    """Patch ``spec`` (a private copy from ``load_spec()``) in place and return it."""
+    spec["servers"] = [{"url": base_url}]
+    # Positive authorize cases carry real credentials, so authorize answers a pair and the
+    # stateful phase can follow its links into refresh; negative ones are anything else.
+    app = next((a for a in config.applications if a.privilege == "read-write"), None)
+    app = app or config.applications[0]
+    credentials = spec["components"]["schemas"]["AuthorizeRequest"]["properties"]
+    credentials["client_id"]["enum"] = [app.client_id]
+    credentials["client_secret"]["enum"] = [app.client_secret]
+    request = spec["components"]["schemas"]["TransactionRequest"]["properties"]
+    request["amount"]["minimum"] = config.amount.min
+    request["amount"]["maximum"] = config.amount.max
+    request["number"]["pattern"] = number_pattern(config)
+    if profile == "reference":
+        _tighten(spec)
+    else:
+        _relax(spec)
+    return spec
+
+
+def _tighten(spec: dict[str, Any]) -> None:
+    for node in _walk(spec.get("components", {})):
+        pattern = node.get("x-reference-pattern")
+        if isinstance(pattern, str) and node.get("type") in ("string", ["string", "null"]):
+            node["pattern"] = pattern
+        required = node.get("x-reference-required")
+        if isinstance(required, list):
+            node["required"] = list(required)
+
+
+def _relax(spec: dict[str, Any]) -> None:
+    any_json = {"application/json": {"schema": {}}}
+    for path, _method, operation in operations(spec):
+        responses = operation.get("responses") or {}
+        relaxed: dict[str, Any] = {}
+        errors = False
+        for code, response in responses.items():
+            resolved = _resolve(spec, response)
+            code_text = str(code)
+            if code_text.startswith("2") and resolved.get("x-reference-choice"):
+                relaxed["2XX"] = resolved
+            elif code_text.startswith("4"):
+                errors = True
+            else:
+                relaxed[code_text] = response
+        if errors:
+            relaxed["4XX"] = {
+                "description": "Any rejection (seed profile: error statuses are not shown)",
+                "content": any_json,
+            }
+        operation["responses"] = relaxed
+        if path == "/events/transactions":
+            operation["parameters"] = [
+                parameter
+                for parameter in operation.get("parameters", [])
+                if _resolve(spec, parameter).get("in") != "query"
+                or _resolve(spec, parameter).get("name") in DOCUMENTED_FILTERS
+            ]
+    spec["components"]["schemas"]["Error"] = {"description": "Any JSON (seed profile)"}

@@ -1,0 +1,1 @@
+"""The conformance checks, one test per catalog entry (run by ``paysuite conform``)."""

@@ -1,0 +1,40 @@
+"""Fixtures of the conformance checks: the shared ``Target``, with per-check evidence."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from conformance.evidence import Evidence
+from conformance.plugin import MARKER, STATE
+from conformance.target import Target
+
+
+@pytest.fixture
+def target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    """The implementation under test; every exchange of this check is recorded as evidence."""
+    state = request.config.stash[STATE]
+    if state.target is None:
+        pytest.skip("no target (the run was not set up)")
+    marker = request.node.get_closest_marker(MARKER)
+    check_id = str(marker.args[0]) if marker else request.node.name
+    evidence = Evidence()
+    state.evidence[check_id] = evidence
+    state.target.current = evidence
+    yield state.target
+    state.target.current = None
+
+
+@pytest.fixture
+def configured(target: Target) -> Target:
+    """The target, when applications are configured (else the check skips)."""
+    if target.config is None:
+        pytest.skip("no applications configured: pass --config with the target's applications")
+    return target
+
+
+@pytest.fixture
+def run_cache(request: pytest.FixtureRequest) -> dict:
+    """Per-run storage shared by checks (the property-test results, computed once)."""
+    return request.config.stash[STATE].cache

@@ -1,0 +1,301 @@
+"""Authentication checks: the token pair, bad credentials, bad tokens, refresh, expiry."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from conformance.decorators import check
+from conformance.http import Reply
+from conformance.target import (
+    AUTHORIZE,
+    CASHIN,
+    CASHOUT,
+    EVENTS,
+    REFRESH_PATHS,
+    Target,
+    expect,
+    fail,
+    find_path,
+)
+from conformance.tokens import forgeries, is_jwt
+
+
+def _reads_ok(target: Target, token: str) -> Reply:
+    return target.client.get(EVENTS, token=None, headers={"Authorization": f"Bearer {token}"})
+
+
+class Probe:
+    """Problems found by sending protected operations with a bad Authorization, and the proof."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.proof: list[Reply] = []
+
+    def verdict(self) -> None:
+        expect(not self.problems, "; ".join(self.problems), *self.proof[:6])
+
+
+def _protected_probe(
+    target: Target, authorization: str | None, label: str, probe: Probe | None = None
+) -> Probe:
+    """Send every protected operation with ``authorization``; record each one not rejected.
+
+    Creations use fresh numbers, and afterwards the suite counts (with a valid token) that no
+    transaction was created for them: a 4xx that still executes is not a rejection.
+    """
+    probe = probe or Probe()
+    app = target.writer()
+    assert app is not None
+    _, created = target.created("CASHIN", app)
+    numbers: list[tuple[str, Reply]] = []
+    numbers_seen: dict[str, set[str]] = {}
+    headers = {"Authorization": authorization}
+    for path in (CASHIN, CASHOUT):
+        number = target.number()
+        numbers_seen[number] = target.known_refs(app, number)
+        reply = target.client.post(
+            path,
+            json={"amount": target.amount(), "number": number},
+            headers=dict(headers, **{"Idempotency-Key": target.fresh_key()}),
+        )
+        numbers.append((number, reply))
+        if not reply.rejected:
+            probe.problems.append(
+                f"POST {path} with {label} answered {reply.status}, expected a 4xx"
+            )
+            probe.proof.append(reply)
+    for path in (find_path(created["ref"]), EVENTS):
+        reply = target.client.get(path, headers=headers)
+        if not reply.rejected:
+            probe.problems.append(f"GET {path} with {label} answered {reply.status}, not 4xx")
+            probe.proof.append(reply)
+    for number, reply in numbers:
+        if target.created_events_for_number(app, number, numbers_seen[number]):
+            probe.problems.append(
+                f"{reply.exchange.method} {reply.exchange.url} with {label} created a transaction"
+            )
+            probe.proof.append(reply)
+    return probe
+
+
+def _require_writer(target: Target) -> None:
+    if target.writer() is None:
+        pytest.skip("no read-write or cashin application configured")
+
+
+@check("AUTH-001")
+def test_authorize_returns_pair(configured: Target) -> None:
+    target = configured
+    app = target.reader()
+    assert app is not None
+    reply = target.authorize(app)
+    expect(reply.ok, f"authorize answered {reply.status}, expected a 2xx", reply)
+    expect(isinstance(reply.body, dict), "the token pair is not a JSON object", reply)
+    for name in ("access", "refresh", "expires"):
+        expect(name in reply.body, f"the token pair has no {name!r}", reply)
+    expect(is_jwt(reply.get("access")), "access is not a JWT (header.claims.signature)", reply)
+    expect(
+        isinstance(reply.get("refresh"), str) and reply.get("refresh"),
+        "refresh is not a non-empty string",
+        reply,
+    )
+    expires = reply.get("expires")
+    expect(
+        isinstance(expires, (str, int)) and not isinstance(expires, bool),
+        f"expires is {type(expires).__name__}; the document says string (integer tolerated)",
+        reply,
+    )
+    listing = _reads_ok(target, reply.get("access"))
+    expect(
+        listing.ok,
+        f"the new access token was refused by the events list: {listing.status}",
+        reply,
+        listing,
+    )
+
+
+@check("AUTH-002")
+def test_wrong_secret_rejected(configured: Target) -> None:
+    target = configured
+    app = target.reader()
+    assert app is not None
+    reply = target.authorize(app, secret=app.client_secret + "x")
+    expect(reply.rejected, f"a wrong client_secret answered {reply.status}, expected 4xx", reply)
+    expect(not reply.get("access"), "a wrong client_secret still got an access token", reply)
+
+
+@check("AUTH-003")
+def test_unknown_client_rejected(target: Target) -> None:
+    reply = target.client.post(
+        AUTHORIZE, json={"client_id": f"unknown-{uuid.uuid4().hex}", "client_secret": "nope"}
+    )
+    expect(reply.rejected, f"an unknown client_id answered {reply.status}, expected 4xx", reply)
+    expect(not reply.get("access"), "an unknown client_id got an access token", reply)
+
+
+@check("AUTH-004")
+def test_missing_authorization(configured: Target) -> None:
+    _require_writer(configured)
+    _protected_probe(configured, None, "no Authorization header").verdict()
+
+
+@check("AUTH-005")
+def test_malformed_token(configured: Target) -> None:
+    _require_writer(configured)
+    probe = Probe()
+    for value in ("Bearer not-a-jwt", "Bearer", "Bearer a.b.c"):
+        _protected_probe(configured, value, repr(value), probe)
+    probe.verdict()
+
+
+@check("AUTH-006")
+def test_non_bearer_scheme(configured: Target) -> None:
+    _require_writer(configured)
+    app = configured.writer()
+    assert app is not None
+    token = configured.token(app)
+    probe = Probe()
+    for value in (f"Token {token}", token, f"Basic {token}"):
+        label = value.split(" ")[0] + " <valid access token>" if " " in value else "bare token"
+        _protected_probe(configured, value, label, probe)
+    probe.verdict()
+
+
+@check("AUTH-007")
+def test_tampered_tokens(configured: Target) -> None:
+    _require_writer(configured)
+    app = configured.writer()
+    assert app is not None
+    token = configured.pair(app, fresh=True).access
+    probe = Probe()
+    for name, forged in forgeries(token).items():
+        _protected_probe(configured, f"Bearer {forged}", f"a token with {name}", probe)
+    probe.verdict()
+
+
+@check("AUTH-008")
+def test_expired_token(configured: Target) -> None:
+    target = configured
+    assert target.config is not None
+    ttl = float(target.config.access_token_ttl_s)
+    if ttl > target.max_wait_s:
+        pytest.skip(f"access_token_ttl_s {ttl:g} exceeds max_wait_s {target.max_wait_s:g}")
+    _require_writer(target)
+    app = target.writer()
+    assert app is not None
+    pair = target.pair(app, fresh=True)
+    before = _reads_ok(target, pair.access)
+    expect(before.ok, f"a fresh access token was refused: {before.status}", before)
+    time.sleep(ttl + 2.0)  # exp has a one-second granularity
+    probe = _protected_probe(target, f"Bearer {pair.access}", "an expired access token")
+    problems = probe.problems
+    refreshed = None
+    for template in REFRESH_PATHS:
+        reply = target.refresh(pair.refresh, template)
+        if reply.ok and isinstance(reply.get("access"), str):
+            refreshed = reply
+            break
+    if refreshed is None:
+        fail(
+            "after the access token expired, no refresh path returned a new pair; "
+            + "; ".join(problems)
+        )
+    assert refreshed is not None
+    after = _reads_ok(target, refreshed.get("access"))
+    if not after.ok:
+        problems.append(f"the refreshed access token was refused: {after.status}")
+    expect(not problems, "; ".join(problems), *probe.proof[:4], refreshed, after)
+
+
+@check("AUTH-009")
+def test_refresh_without_authorization(configured: Target) -> None:
+    target = configured
+    app = target.reader()
+    assert app is not None
+    working, notes, proof = [], [], []
+    for template in REFRESH_PATHS:
+        pair = target.pair(app, fresh=True)  # a fresh pair per path: rotation may apply
+        reply = target.refresh(pair.refresh, template)
+        proof.append(reply)
+        if not reply.ok:
+            notes.append(f"{template}: {reply.status}")
+            continue
+        body = reply.body if isinstance(reply.body, dict) else {}
+        missing = [k for k in ("access", "refresh", "expires") if k not in body]
+        if missing:
+            notes.append(f"{template}: the pair lacks {', '.join(missing)}")
+            continue
+        listing = _reads_ok(target, body["access"])
+        proof.append(listing)
+        if not listing.ok:
+            notes.append(f"{template}: the refreshed access token was refused ({listing.status})")
+            continue
+        working.append(template)
+    expect(working, "no refresh path returned a working token pair: " + "; ".join(notes), *proof)
+
+
+@check("AUTH-010")
+def test_refresh_token_not_access(configured: Target) -> None:
+    _require_writer(configured)
+    app = configured.writer()
+    assert app is not None
+    pair = configured.pair(app, fresh=True)
+    _protected_probe(configured, f"Bearer {pair.refresh}", "a refresh token").verdict()
+
+
+@check("AUTH-011")
+def test_both_refresh_paths(configured: Target) -> None:
+    target = configured
+    app = target.reader()
+    assert app is not None
+    for template in REFRESH_PATHS:
+        pair = target.pair(app, fresh=True)
+        reply = target.refresh(pair.refresh, template)
+        expect(
+            reply.ok and isinstance(reply.get("access"), str),
+            f"GET {template} answered {reply.status} without a token pair",
+            reply,
+        )
+
+
+@check("AUTH-012")
+def test_refresh_rotation(configured: Target) -> None:
+    target = configured
+    app = target.reader()
+    assert app is not None
+    pair = target.pair(app, fresh=True)
+    first = target.refresh(pair.refresh, REFRESH_PATHS[1])
+    if not first.ok:
+        first = target.refresh(pair.refresh, REFRESH_PATHS[0])
+    expect(first.ok, f"refresh answered {first.status}", first)
+    again = target.refresh(pair.refresh, REFRESH_PATHS[1])
+    expect(
+        again.rejected,
+        f"the refresh token was accepted a second time ({again.status}); RC-10 rotates it",
+        first,
+        again,
+    )
+
+
+@check("AUTH-013")
+def test_expires_integer(configured: Target) -> None:
+    target = configured
+    assert target.config is not None
+    app = target.reader()
+    assert app is not None
+    reply = target.authorize(app)
+    expires = reply.get("expires")
+    expect(
+        isinstance(expires, int) and not isinstance(expires, bool),
+        f"expires is {expires!r}, RC-8 chooses an integer (Unix seconds)",
+        reply,
+    )
+    expected = time.time() + float(target.config.access_token_ttl_s)
+    expect(
+        abs(expires - expected) < 120,
+        f"expires {expires} is not now + access_token_ttl_s ({expected:.0f})",
+        reply,
+    )

@@ -1,0 +1,327 @@
+"""Event list checks: envelope, records, every filter, totals and paging."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance import timestamps
+from conformance.decorators import check
+from conformance.target import SUCCESS_STATUSES, Target, data_of, expect
+
+EVENT_KINDS = ("transaction:created", "transaction:processed")
+ENVELOPE_INTS = ("limit", "offset", "total")
+ENVELOPE_OPTIONAL = {
+    "amount": (int, float),
+    "client": (str,),
+    "event-kind": (str,),
+    "kind": (str,),
+    "ref": (str,),
+    "status": (str,),
+}
+DATA_TYPES = {
+    "ref": (str,),
+    "kind": (str,),
+    "fee": (int, float),
+    "merchant": (str,),
+    "client": (str,),
+    "amount": (int, float),
+    "status": (str,),
+    "created_at": (str,),
+}
+
+
+def _app(target: Target):
+    app = target.app("read-write") or target.writer("CASHIN")
+    if app is None:
+        pytest.skip("no application may create transactions")
+    return app
+
+
+def _typed(value: object, types: tuple[type, ...]) -> bool:
+    return not isinstance(value, bool) and isinstance(value, types)
+
+
+def record_problems(event: object) -> list[str]:
+    if not isinstance(event, dict):
+        return [f"an event record is {type(event).__name__}, not an object"]
+    problems = []
+    if not isinstance(event.get("event_id"), str):
+        problems.append(f"event_id {event.get('event_id')!r} is not a string")
+    if event.get("event_kind") not in EVENT_KINDS:
+        problems.append(f"event_kind {event.get('event_kind')!r} is not one of {EVENT_KINDS}")
+    if not isinstance(event.get("created_at"), str):
+        problems.append("created_at is not a string")
+    data = event.get("data")
+    if not isinstance(data, dict):
+        return problems + ["data is not an object"]
+    for name, types in DATA_TYPES.items():
+        if not _typed(data.get(name), types):
+            problems.append(f"data.{name} is {data.get(name)!r}")
+    if data.get("kind") not in ("CASHIN", "CASHOUT"):
+        problems.append(f"data.kind {data.get('kind')!r}")
+    processed_at = data.get("processed_at")
+    if event.get("event_kind") == "transaction:processed" and not isinstance(processed_at, str):
+        problems.append(f"data.processed_at of a processed event is {processed_at!r}")
+    elif processed_at is not None and not isinstance(processed_at, str):
+        problems.append(f"data.processed_at is {processed_at!r}")
+    return problems
+
+
+@check("EVT-001")
+def test_envelope(configured: Target) -> None:
+    target = configured
+    app = _app(target)
+    target.created("CASHIN", app)
+    reply = target.list_events(app)
+    expect(reply.ok, f"the events list answered {reply.status}", reply)
+    body = reply.body
+    expect(isinstance(body, dict), "the events list is not a JSON object", reply)
+    problems = [
+        f"{name} is {body.get(name)!r}, not an integer"
+        for name in ENVELOPE_INTS
+        if not _typed(body.get(name), (int,))
+    ]
+    if not isinstance(body.get("transactions"), list):
+        problems.append("transactions is not an array")
+    for name, types in ENVELOPE_OPTIONAL.items():
+        if name in body and body[name] is not None and not _typed(body[name], types):
+            problems.append(f"{name} is {body[name]!r}, expected {types[0].__name__}")
+    expect(not problems, "envelope: " + "; ".join(problems), reply)
+    expect(body["transactions"], "the list is empty right after a creation", reply)
+
+
+@check("EVT-002")
+def test_records(configured: Target) -> None:
+    target = configured
+    app = _app(target)
+    _, created = target.created("CASHIN", app)
+    reply = target.list_events(app, ref=created["ref"])
+    expect(
+        reply.ok and isinstance(reply.get("transactions"), list),
+        f"the events list answered {reply.status}",
+        reply,
+    )
+    reply_all = target.list_events(app)
+    records = list(reply.get("transactions")) + list(reply_all.get("transactions") or [])
+    problems = []
+    for event in records:
+        problems += record_problems(event)
+    expect(
+        not problems, "event records: " + "; ".join(sorted(set(problems))[:10]), reply, reply_all
+    )
+
+
+def _setup_filters(target: Target, app) -> dict:
+    """Two customers: A with a cashin and a cashout, B with a cashin (+ a processed one)."""
+    a, b = target.number(), target.number()
+    made = {
+        "a_in": target.created("CASHIN", app, number=a)[1],
+        "b_in": target.created("CASHIN", app, number=b)[1],
+    }
+    if target.writer("CASHOUT") is not None and (app.can_cashout()):
+        made["a_out"] = target.created("CASHOUT", app, number=a)[1]
+    return {"a": a, "b": b, **made}
+
+
+@check("EVT-003")
+def test_filter_ref(configured: Target) -> None:
+    target = configured
+    app = _app(target)
+    made = _setup_filters(target, app)
+    ref = made["a_in"]["ref"]
+    reply = target.list_events(app, ref=ref)
+    items = reply.get("transactions") or []
+    expect(reply.ok and items, f"ref={ref} returned no event", reply)
+    others = [data_of(e).get("ref") for e in items if data_of(e).get("ref") != ref]
+    expect(
+        not others, f"ref={ref} also returned events of {sorted(set(map(str, others)))[:3]}", reply
+    )
+    expect(
+        any(e.get("event_kind") == "transaction:created" for e in items),
+        "ref filter missed the transaction:created event",
+        reply,
+    )
+
+
+@check("EVT-004")
+def test_filter_client(configured: Target) -> None:
+    target = configured
+    app = _app(target)
+    made = _setup_filters(target, app)
+    reply = target.list_events(app, client=made["a"], limit=100)
+    if reply.rejected:
+        reply = target.list_events(app, client=made["a"])
+    items = reply.get("transactions") or []
+    expect(reply.ok, f"client filter answered {reply.status}", reply)
+    others = {data_of(e).get("client") for e in items} - {made["a"]}
+    expect(
+        not others, f"client={made['a']} also returned events of {sorted(map(str, others))}", reply
+    )
+    refs = {data_of(e).get("ref") for e in items}
+    wanted = {made[k]["ref"] for k in ("a_in", "a_out") if k in made}
+    expect(wanted <= refs, f"client={made['a']} missed {sorted(wanted - refs)}", reply)
+
+
+@check("EVT-005")
+def test_filter_kind(configured: Target) -> None:
+    target = configured
+    app = _app(target)
+    made = _setup_filters(target, app)
+    for kind, key in (("CASHIN", "a_in"), ("CASHOUT", "a_out")):
+        reply = target.list_events(app, kind=kind, client=made["a"])
+        items = reply.get("transactions") or []
+        expect(reply.ok, f"kind={kind} answered {reply.status}", reply)
+        wrong = [data_of(e).get("kind") for e in items if data_of(e).get("kind") != kind]
+        expect(
+            not wrong, f"kind={kind} returned events of kind {sorted(set(map(str, wrong)))}", reply
+        )
+        if key in made:
+            refs = {data_of(e).get("ref") for e in items}
+            expect(made[key]["ref"] in refs, f"kind={kind} missed {made[key]['ref']}", reply)
+
+
+@check("EVT-006")
+def test_filter_status(configured: Target) -> None:
+    """Accept either reading of the filter: the event's snapshot status or the current one."""
+    target = configured
+    app = _app(target)
+    number = target.number()
+    _, pending = target.created("CASHIN", app, number=number)
+    confirmed = None
+    assert target.customer is not None
+    if target.customer.unavailable_reason() is None and target.customer.driver != "magic-numbers":
+        _, confirmed = target.created("CASHIN", app, number=number)
+        target.resolve(confirmed["ref"], "confirm")
+        target.wait_processed(confirmed["ref"], app)
+    current = {pending["ref"]: "pending"}
+    if confirmed is not None:
+        current[confirmed["ref"]] = target.find(confirmed["ref"], app).get("status")
+
+    def allowed(event: dict, wanted: tuple[str, ...]) -> bool:
+        data = data_of(event)
+        return data.get("status") in wanted or current.get(data.get("ref")) in wanted
+
+    reply = target.list_events(app, status="pending", client=number)
+    items = reply.get("transactions") or []
+    expect(reply.ok, f"status=pending answered {reply.status}", reply)
+    wrong = [e for e in items if not allowed(e, ("pending",))]
+    expect(
+        not wrong,
+        f"status=pending returned {len(wrong)} event(s) of another status "
+        f"({data_of(wrong[0]).get('status') if wrong else ''})",
+        reply,
+    )
+    refs = {data_of(e).get("ref") for e in items}
+    expect(pending["ref"] in refs, f"status=pending missed the pending {pending['ref']}", reply)
+    failed = target.list_events(app, status="failed", client=number)
+    wrong = [e for e in failed.get("transactions") or [] if not allowed(e, ("failed",))]
+    expect(not wrong, f"status=failed returned {len(wrong)} event(s) of another status", failed)
+    if confirmed is not None:
+        found = False
+        proof = []
+        for value in SUCCESS_STATUSES:
+            ok = target.list_events(app, status=value, client=number)
+            proof.append(ok)
+            items = ok.get("transactions") or []
+            wrong = [e for e in items if not allowed(e, SUCCESS_STATUSES)]
+            expect(not wrong, f"status={value} returned events of another status", ok)
+            found |= confirmed["ref"] in {data_of(e).get("ref") for e in items}
+        expect(
+            found, f"neither status=success nor status=successful found {confirmed['ref']}", *proof
+        )
+
+
+@check("EVT-007")
+def test_total_and_paging(configured: Target) -> None:
+    target = configured
+    app = _app(target)
+    number = target.number()
+    before = 0
+    if not target.numbers.unique:  # a configured number may carry earlier events
+        before = target.list_events(app, client=number).get("total") or 0
+    for _ in range(3):
+        target.created("CASHIN", app, number=number)
+    reply = target.list_events(app, client=number)
+    expect(reply.ok, f"the events list answered {reply.status}", reply)
+    items = reply.get("transactions") or []
+    total = reply.get("total")
+    expect(
+        isinstance(total, int) and total >= len(items),
+        f"total {total!r} is below the {len(items)} events on the page",
+        reply,
+    )
+    if len(items) >= total:  # one page holds them all: it must hold exactly total
+        expect(total == len(items), f"total {total} but {len(items)} events listed", reply)
+    expect(
+        total == before + 3,
+        f"total is {total} for a customer with {before} events before 3 new transactions",
+        reply,
+    )
+    page = target.list_events(app, client=number, limit=1, offset=0)
+    if not page.ok or page.get("limit") != 1 or len(page.get("transactions") or []) != 1:
+        return  # the target does not honour limit: nothing more to check
+    seen = []
+    proof = [page]
+    pages = min(total, 10)
+    for offset in range(pages):
+        step = target.list_events(app, client=number, limit=1, offset=offset)
+        proof.append(step)
+        step_items = step.get("transactions") or []
+        expect(len(step_items) == 1, f"limit=1&offset={offset} returned {len(step_items)}", step)
+        expect(step.get("total") == total, f"total changed to {step.get('total')} on a page", step)
+        expect(step.get("offset") == offset, f"offset echoed as {step.get('offset')!r}", step)
+        seen.append(step_items[0].get("event_id"))
+    expect(
+        len(set(seen)) == pages,
+        f"{pages} pages of one returned {len(set(seen))} distinct events",
+        *proof[-3:],
+    )
+    beyond = target.list_events(app, client=number, limit=1, offset=total)
+    expect(
+        beyond.ok and not (beyond.get("transactions") or []),
+        f"offset={total} (past the end) did not return an empty page",
+        beyond,
+    )
+
+
+@check("EVT-008")
+def test_newest_first(configured: Target) -> None:
+    target = configured
+    app = _app(target)
+    number = target.number()
+    refs = [target.created("CASHIN", app, number=number)[1]["ref"] for _ in range(3)]
+    reply = target.list_events(app, client=number)
+    listed = [data_of(e).get("ref") for e in reply.get("transactions") or []][:3]
+    expect(
+        listed == list(reversed(refs)),
+        f"order {listed}, RC-22 lists newest first ({list(reversed(refs))})",
+        reply,
+    )
+    stamps = [timestamps.parse(e.get("created_at")) for e in reply.get("transactions") or []]
+    moments = [s.moment for s in stamps if s]
+    expect(moments == sorted(moments, reverse=True), "created_at is not descending", reply)
+
+
+@check("EVT-009")
+def test_envelope_echo(configured: Target) -> None:
+    target = configured
+    app = _app(target)
+    number = target.number()
+    before = 0
+    if not target.numbers.unique:  # a configured number may carry earlier events
+        before = target.list_events(app, client=number, kind="CASHIN").get("amount") or 0
+    amounts = [target.amount() for _ in range(2)]
+    for amount in amounts:
+        target.created("CASHIN", app, number=number, amount=amount)
+    reply = target.list_events(app, client=number, kind="CASHIN", limit=1)
+    body = reply.body if isinstance(reply.body, dict) else {}
+    expected = {"client": number, "kind": "CASHIN", "ref": "", "status": "", "event-kind": ""}
+    wrong = [
+        f"{k} is {body.get(k)!r}, expected {v!r}" for k, v in expected.items() if body.get(k) != v
+    ]
+    if body.get("amount") != before + sum(amounts):
+        wrong.append(
+            f"amount is {body.get('amount')!r}, expected the sum {before + sum(amounts)} "
+            "over all matching events (RC-27)"
+        )
+    expect(not wrong, "envelope (RC-26/27): " + "; ".join(wrong), reply)

@@ -1,0 +1,86 @@
+"""Find checks: the lookup response, its types and values; unknown refs."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from conformance.decorators import check
+from conformance.target import Target, expect
+
+LOOKUP_TYPES: dict[str, tuple[type, ...]] = {
+    "amount": (int, float),
+    "client": (str,),
+    "fee": (int, float),
+    "kind": (str,),
+    "merchant": (str,),
+    "ref": (str,),
+    "status": (str,),
+    "timestamp": (str,),
+}
+
+
+def lookup_problems(body: object) -> list[str]:
+    """Field and type problems of a lookup response."""
+    if not isinstance(body, dict):
+        return ["the lookup response is not a JSON object"]
+    problems = []
+    for name, types in LOOKUP_TYPES.items():
+        if name not in body:
+            problems.append(f"no {name!r}")
+        elif isinstance(body[name], bool) or not isinstance(body[name], types):
+            problems.append(f"{name} is {body[name]!r}, expected {types[0].__name__}")
+    return problems
+
+
+@check("FIND-001")
+def test_find_fields(configured: Target) -> None:
+    target = configured
+    for kind in ("CASHIN", "CASHOUT"):
+        app = target.writer(kind)
+        if app is None:
+            continue
+        number = target.number()
+        amount = target.amount()
+        created_reply, created = target.created(kind, app, number=number, amount=amount)
+        reply = target.find(created["ref"], app)
+        expect(
+            reply.ok, f"find of a ref just created answered {reply.status}", created_reply, reply
+        )
+        problems = lookup_problems(reply.body)
+        expect(not problems, "lookup response: " + "; ".join(problems), reply)
+        body = reply.body
+        expected = {
+            "ref": created["ref"],
+            "kind": kind,
+            "amount": amount,
+            "client": number,
+            "status": "pending",
+        }
+        wrong = [
+            f"{name} is {body.get(name)!r}, expected {value!r}"
+            for name, value in expected.items()
+            if body.get(name) != value
+        ]
+        if body.get("fee", 0) < 0:
+            wrong.append(f"fee {body.get('fee')} is negative")
+        if not body.get("merchant"):
+            wrong.append("merchant is empty")
+        expect(not wrong, "lookup values: " + "; ".join(wrong), created_reply, reply)
+        return
+    pytest.skip("no application may create transactions")
+
+
+@check("FIND-002")
+def test_find_unknown(configured: Target) -> None:
+    target = configured
+    app = target.reader()
+    assert app is not None
+    for ref in (str(uuid.uuid4()), "not-a-ref"):
+        reply = target.find(ref, app)
+        expect(
+            reply.rejected,
+            f"find of unknown ref {ref!r} answered {reply.status}, expected a 4xx",
+            reply,
+        )

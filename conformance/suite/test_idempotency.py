@@ -1,0 +1,159 @@
+"""Idempotency checks (Errors, rule 1): a key executes once, whatever the path and the timing.
+
+Every proof counts ``transaction:created`` events for a customer number used by this check
+alone, so "not executed twice" is observed, not inferred from a status code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from conformance.decorators import check
+from conformance.http import async_requests
+from conformance.target import Target, expect, kind_path
+
+
+def _writer(target: Target, *kinds: str):
+    app = target.app("read-write")
+    if app is None and len(kinds) == 1:
+        app = target.writer(kinds[0])
+    if app is None:
+        pytest.skip(f"no application may {' and '.join(k.lower() for k in kinds)}")
+    return app
+
+
+def _reuse(target: Target, first_kind: str, second_kind: str, key_in: str) -> list[str]:
+    """Two requests with one key; describe what went wrong (empty when conformant)."""
+    app = (
+        _writer(target, first_kind, second_kind)
+        if first_kind != second_kind
+        else _writer(target, first_kind)
+    )
+    number = target.number()
+    seen = target.known_refs(app, number)
+    amount = target.amount()
+    key = target.fresh_key()
+    first = target.create(first_kind, app, number=number, amount=amount, key=key, key_in=key_in)
+    expect(first.ok, f"the first {first_kind.lower()} answered {first.status}", first)
+    # The same request again (a client's retry): the document says it is rejected.
+    second = target.create(second_kind, app, number=number, amount=amount, key=key, key_in=key_in)
+    problems = []
+    if not second.rejected:
+        problems.append(
+            f"a second {second_kind.lower()} reusing the {key_in} key answered {second.status}, "
+            "expected a rejection (4xx)"
+        )
+    created = target.created_events_for_number(app, number, seen)
+    if len(created) != 1:
+        problems.append(
+            f"{len(created)} transactions were created for number {number} with one key "
+            f"(refs {', '.join(str(e.get('data', {}).get('ref')) for e in created)})"
+        )
+    if problems:
+        expect(False, "; ".join(problems), first, second)
+    return problems
+
+
+@check("IDEM-001")
+def test_reused_key_rejected(configured: Target) -> None:
+    _reuse(configured, "CASHIN", "CASHIN", "header")
+    if configured.writer("CASHOUT") is not None:
+        _reuse(configured, "CASHOUT", "CASHOUT", "header")
+
+
+@check("IDEM-002")
+def test_reuse_across_kinds(configured: Target) -> None:
+    target = configured
+    if target.app("read-write") is None:
+        pytest.skip("no read-write application (cashin and cashout with one key)")
+    _reuse(target, "CASHIN", "CASHOUT", "header")
+    _reuse(target, "CASHOUT", "CASHIN", "header")
+
+
+@check("IDEM-003")
+def test_key_length_limit(configured: Target) -> None:
+    target = configured
+    app = _writer(target, "CASHIN")
+    number = target.number()
+    seen = target.known_refs(app, number)
+    long_key = (target.fresh_key() + "x")[:33]
+    assert len(long_key) == 33
+    too_long = target.create("CASHIN", app, number=number, key=long_key)
+    expect(
+        too_long.rejected, f"a 33-character key answered {too_long.status}, expected 4xx", too_long
+    )
+    created = target.created_events_for_number(app, number, seen)
+    expect(
+        not created,
+        f"a request with a 33-character key created {len(created)} transaction(s)",
+        too_long,
+    )
+    exact = target.create("CASHIN", app, key=target.fresh_key()[:32].ljust(32, "k"))
+    expect(exact.ok, f"a 32-character key answered {exact.status}, expected a 2xx", exact)
+
+
+@check("IDEM-004")
+def test_query_key_honoured(configured: Target) -> None:
+    _reuse(configured, "CASHIN", "CASHIN", "query")
+
+
+@check("IDEM-005")
+def test_concurrent_race(configured: Target) -> None:
+    target = configured
+    app = _writer(target, "CASHIN")
+    number = target.number()
+    seen = target.known_refs(app, number)
+    key = target.fresh_key()
+    token = target.pair(app, fresh=True).access
+    amount = target.amount()
+    calls = [
+        {
+            "method": "POST",
+            "path": kind_path("CASHIN"),
+            "json": {"amount": amount, "number": number},
+            "headers": {"Idempotency-Key": key},
+            "token": token,
+        }
+        for _ in range(50)
+    ]
+    replies = asyncio.run(async_requests(target.base_url, calls, target.current))
+    accepted = [r for r in replies if r.ok]
+    odd = [r for r in replies if not r.ok and not r.rejected]
+    created = target.created_events_for_number(app, number, seen)
+    problems = []
+    if len(accepted) != 1:
+        problems.append(f"{len(accepted)} of 50 concurrent requests with one key were accepted")
+    if len(created) != 1:
+        problems.append(f"{len(created)} transactions were created for number {number}")
+    if odd:
+        problems.append(f"{len(odd)} answers were neither 2xx nor 4xx ({odd[0].status})")
+    expect(not problems, "; ".join(problems), *(accepted[:3] + odd[:2]))
+
+
+@check("IDEM-006")
+def test_no_key_executes_each_time(configured: Target) -> None:
+    target = configured
+    app = _writer(target, "CASHIN")
+    number = target.number()
+    seen = target.known_refs(app, number)
+    amount = target.amount()
+    first = target.create("CASHIN", app, number=number, amount=amount)
+    second = target.create("CASHIN", app, number=number, amount=amount)
+    expect(
+        first.ok and second.ok,
+        f"two requests without a key answered {first.status} and {second.status}",
+        first,
+        second,
+    )
+    expect(
+        first.get("ref") != second.get("ref"), "both requests returned the same ref", first, second
+    )
+    created = target.created_events_for_number(app, number, seen)
+    expect(
+        len(created) == 2,
+        f"{len(created)} transactions recorded for two keyless requests",
+        first,
+        second,
+    )

@@ -1,0 +1,198 @@
+"""Lifecycle checks: pending until the customer acts, then processed exactly once.
+
+The customer is played by the configured driver (sandbox, magic numbers, a command, or the
+operator); without one the checks after creation skip.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from conformance import timestamps
+from conformance.customer import DriverUnavailable
+from conformance.decorators import check
+from conformance.http import Reply
+from conformance.target import SUCCESS_STATUSES, Target, data_of, expect, fail
+
+PROCESSED = "transaction:processed"
+CREATED = "transaction:created"
+
+
+def _app(target: Target):
+    app = target.writer("CASHIN")
+    if app is None:
+        pytest.skip("no application may cashin")
+    return app
+
+
+def _need_driver(target: Target) -> None:
+    assert target.customer is not None
+    reason = target.customer.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+def _processed(target: Target, outcome: str) -> tuple[Reply, dict, Reply, list[dict]]:
+    """Create, have the customer act, wait for the outcome; returns creation, find, events."""
+    _need_driver(target)
+    assert target.customer is not None
+    app = _app(target)
+    number = target.customer.number_for(outcome, target.number())  # type: ignore[arg-type]
+    created_reply, created = target.created("CASHIN", app, number=number)
+    ref = created["ref"]
+    try:
+        target.resolve(ref, outcome)  # type: ignore[arg-type]
+    except DriverUnavailable as exc:
+        pytest.skip(str(exc))
+    found = target.wait_processed(ref, app)
+    expect(found.ok, f"find answered {found.status} after the customer acted", found)
+    if found.get("status") == "pending":
+        fail(
+            f"the transaction is still pending {target.driver_timeout():g} s after the "
+            f"customer's {outcome}",
+            created_reply,
+            found,
+        )
+    events = target.wait_until(
+        lambda: target.events_for_ref(app, ref),
+        lambda items: any(e.get("event_kind") == PROCESSED for e in items),
+        timeout_s=min(10.0, target.driver_timeout()),
+    )
+    return created_reply, created, found, events
+
+
+def _check_processed_event(found: Reply, events: list[dict], created: dict) -> None:
+    processed = [e for e in events if e.get("event_kind") == PROCESSED]
+    expect(
+        len(processed) == 1,
+        f"{len(processed)} transaction:processed events for {created['ref']}, expected exactly one",
+        found,
+    )
+    data = data_of(processed[0])
+    expect(
+        data.get("status") == found.get("status"),
+        f"the processed event's status {data.get('status')!r} differs from find's "
+        f"{found.get('status')!r}",
+        found,
+    )
+    for name in ("amount", "kind", "client", "ref"):
+        expect(
+            data.get(name) == found.get(name),
+            f"processed event data.{name} {data.get(name)!r} differs from find's "
+            f"{found.get(name)!r}",
+            found,
+        )
+    created_at = timestamps.parse(data.get("created_at"))
+    processed_at = timestamps.parse(data.get("processed_at"))
+    expect(
+        created_at and processed_at,
+        f"processed event timestamps unreadable: created_at {data.get('created_at')!r}, "
+        f"processed_at {data.get('processed_at')!r}",
+        found,
+    )
+    assert created_at and processed_at
+    expect(
+        processed_at.moment >= created_at.moment,
+        f"processed_at {processed_at.text} is before created_at {created_at.text}",
+        found,
+    )
+
+
+@check("LIFE-001")
+def test_created_event(configured: Target) -> None:
+    target = configured
+    app = _app(target)
+    number = target.number()
+    amount = target.amount()
+    reply, created = target.created("CASHIN", app, number=number, amount=amount)
+    expect(
+        created.get("status") == "pending", f"status {created.get('status')!r} at creation", reply
+    )
+    events = target.wait_until(
+        lambda: target.events_for_ref(app, created["ref"]),
+        lambda items: bool(items),
+        timeout_s=10,
+    )
+    made = [e for e in events if e.get("event_kind") == CREATED]
+    expect(
+        len(made) == 1,
+        f"{len(made)} transaction:created events for {created['ref']}, expected exactly one",
+        reply,
+    )
+    data = data_of(made[0])
+    expected = {
+        "ref": created["ref"],
+        "kind": "CASHIN",
+        "amount": amount,
+        "client": number,
+        "status": "pending",
+    }
+    wrong = [
+        f"data.{k} is {data.get(k)!r}, expected {v!r}"
+        for k, v in expected.items()
+        if data.get(k) != v
+    ]
+    expect(not wrong, "the created event: " + "; ".join(wrong), reply)
+
+
+@check("LIFE-002")
+def test_confirmation(configured: Target) -> None:
+    _, created, found, events = _processed(configured, "confirm")
+    expect(
+        found.get("status") in SUCCESS_STATUSES,
+        f"after confirmation the status is {found.get('status')!r}, expected success "
+        "(or successful)",
+        found,
+    )
+    _check_processed_event(found, events, created)
+
+
+@check("LIFE-003")
+def test_cancellation(configured: Target) -> None:
+    _, created, found, events = _processed(configured, "cancel")
+    expect(
+        found.get("status") == "failed",
+        f"after cancellation the status is {found.get('status')!r}, expected failed",
+        found,
+    )
+    _check_processed_event(found, events, created)
+
+
+@check("LIFE-004")
+def test_processed_is_final(configured: Target) -> None:
+    target = configured
+    _, created, found, _ = _processed(target, "confirm")
+    app = _app(target)
+    ref = created["ref"]
+    if target.customer is not None and target.customer.driver in ("sandbox", "command"):
+        try:
+            target.resolve(ref, "cancel")
+        except DriverUnavailable:
+            pass  # refusing to act again is a fine answer
+    time.sleep(1.0)
+    again = target.find(ref, app)
+    expect(
+        again.get("status") == found.get("status"),
+        f"the processed transaction changed from {found.get('status')!r} to "
+        f"{again.get('status')!r} after a second customer action",
+        found,
+        again,
+    )
+    processed = [e for e in target.events_for_ref(app, ref) if e.get("event_kind") == PROCESSED]
+    expect(len(processed) == 1, f"{len(processed)} processed events after a second action", again)
+
+
+@check("LIFE-005")
+def test_success_exact(configured: Target) -> None:
+    _, _, found, events = _processed(configured, "confirm")
+    statuses = {found.get("status")} | {
+        data_of(e).get("status") for e in events if e.get("event_kind") == PROCESSED
+    }
+    expect(
+        statuses == {"success"},
+        f"confirmed transaction reads {sorted(map(str, statuses))}, "
+        "RC-17 chooses exactly 'success'",
+        found,
+    )

@@ -1,0 +1,138 @@
+"""Privilege and isolation checks: what each application may do, and what it may see."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.decorators import check
+from conformance.http import Reply
+from conformance.target import Target, expect
+
+
+def _denied(target: Target, app, kind: str, problems: list[str], proof: list[Reply]) -> None:
+    """Try ``kind`` with ``app``; record the problem if it was allowed or executed."""
+    number = target.number()
+    witness = target.app("read-write", merchant=app.merchant) or app
+    seen = target.known_refs(witness, number)
+    reply = target.create(kind, app, number=number, key=target.fresh_key())
+    if not reply.rejected:
+        problems.append(f"a {app.privilege} application's {kind.lower()} answered {reply.status}")
+        proof.append(reply)
+    if target.created_events_for_number(witness, number, seen):
+        problems.append(f"a {app.privilege} application's {kind.lower()} created a transaction")
+        if reply not in proof:
+            proof.append(reply)
+
+
+@check("PRIV-001")
+def test_read_only_cannot_create(configured: Target) -> None:
+    target = configured
+    app = target.app("read")
+    if app is None:
+        pytest.skip("no read-only application configured")
+    problems: list[str] = []
+    proof: list[Reply] = []
+    _denied(target, app, "CASHIN", problems, proof)
+    _denied(target, app, "CASHOUT", problems, proof)
+    expect(not problems, "; ".join(problems), *proof)
+
+
+@check("PRIV-002")
+def test_privileges_allow(configured: Target) -> None:
+    target = configured
+    problems, proof = [], []
+    ref = None
+    writer = target.writer("CASHIN")
+    if writer is not None:
+        ref = target.created("CASHIN", writer)[1]["ref"]
+    for app in target.apps():
+        for kind, allowed in (("CASHIN", app.can_cashin()), ("CASHOUT", app.can_cashout())):
+            if allowed:
+                reply = target.create(kind, app, key=target.fresh_key())
+                if not reply.ok:
+                    problems.append(f"{app.privilege} {kind.lower()} answered {reply.status}")
+                    proof.append(reply)
+        if app.privilege in ("cashin", "cashout") and not target.reference:
+            continue  # whether a cashin/cashout application may read is RC-12, not the document
+        listing = target.list_events(app)
+        if not listing.ok:
+            problems.append(f"{app.privilege} events list answered {listing.status}")
+            proof.append(listing)
+        same_merchant = writer is not None and writer.merchant == app.merchant
+        if ref is not None and same_merchant:
+            found = target.find(ref, app)
+            if not found.ok:
+                problems.append(f"{app.privilege} find answered {found.status}")
+                proof.append(found)
+    expect(not problems, "; ".join(problems), *proof)
+
+
+@check("PRIV-003")
+def test_cashin_cannot_cashout(configured: Target) -> None:
+    app = configured.app("cashin")
+    if app is None:
+        pytest.skip("no cashin application configured")
+    problems: list[str] = []
+    proof: list[Reply] = []
+    _denied(configured, app, "CASHOUT", problems, proof)
+    expect(not problems, "; ".join(problems), *proof)
+
+
+@check("PRIV-004")
+def test_cashout_cannot_cashin(configured: Target) -> None:
+    app = configured.app("cashout")
+    if app is None:
+        pytest.skip("no cashout application configured")
+    problems: list[str] = []
+    proof: list[Reply] = []
+    _denied(configured, app, "CASHIN", problems, proof)
+    expect(not problems, "; ".join(problems), *proof)
+
+
+def _two_merchants(target: Target):
+    assert target.config is not None
+    merchants = target.config.merchants()
+    if len(merchants) < 2:
+        pytest.skip("applications of only one merchant configured")
+    owner = next(
+        (target.writer("CASHIN") for _ in [0] if target.writer("CASHIN") is not None), None
+    )
+    if owner is None:
+        pytest.skip("no application may cashin")
+    other = next((a for a in target.apps() if a.merchant != owner.merchant), None)
+    assert other is not None
+    return owner, other
+
+
+@check("ISO-001")
+def test_other_merchant_cannot_find(configured: Target) -> None:
+    target = configured
+    owner, other = _two_merchants(target)
+    _, created = target.created("CASHIN", owner)
+    reply = target.find(created["ref"], other)
+    expect(
+        reply.rejected,
+        f"merchant {other.merchant}'s application found merchant "
+        f"{owner.merchant}'s transaction ({reply.status})",
+        reply,
+    )
+
+
+@check("ISO-002")
+def test_other_merchant_cannot_list(configured: Target) -> None:
+    target = configured
+    owner, other = _two_merchants(target)
+    number = target.number()
+    _, created = target.created("CASHIN", owner, number=number)
+    problems, proof = [], []
+    for filters in ({"ref": created["ref"]}, {"client": number}, {}):
+        reply = target.list_events(other, **filters)
+        proof.append(reply)
+        refs = {
+            (e.get("data") or {}).get("ref")
+            for e in reply.get("transactions") or []
+            if isinstance(e, dict)
+        }
+        if created["ref"] in refs:
+            problems.append(f"merchant {other.merchant} sees the event with filters {filters}")
+    expect(not problems, "; ".join(problems), *proof)

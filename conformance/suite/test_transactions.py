@@ -1,0 +1,102 @@
+"""Creation checks: cashin and cashout answer the creation response; bad bodies create nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.decorators import check
+from conformance.target import AUTHORIZE, EVENTS, Target, expect, find_path
+
+CREATION_FIELDS = ("amount", "created_at", "kind", "ref", "status")
+
+
+def _creation(target: Target, kind: str) -> None:
+    app = target.writer(kind)
+    if app is None:
+        pytest.skip(f"no application may {kind.lower()} (read-write or {kind.lower()})")
+    amount = target.amount()
+    # The optional X-Webhook-Mode header, with a value the live service's clients send.
+    mode = "development" if kind == "CASHIN" else "production"
+    reply = target.create(kind, app, amount=amount, key=target.fresh_key(), webhook_mode=mode)
+    expect(
+        reply.ok,
+        f"{kind.lower()} (with X-Webhook-Mode: {mode}) answered {reply.status}, expected a 2xx",
+        reply,
+    )
+    body = reply.body
+    expect(isinstance(body, dict), "the creation response is not a JSON object", reply)
+    missing = [name for name in CREATION_FIELDS if name not in body]
+    expect(not missing, f"the creation response lacks {', '.join(missing)}", reply)
+    expect(body["kind"] == kind, f"kind is {body['kind']!r}, expected {kind!r}", reply)
+    expect(body["status"] == "pending", f"status is {body['status']!r}, expected 'pending'", reply)
+    expect(
+        isinstance(body["amount"], (int, float)) and not isinstance(body["amount"], bool),
+        f"amount is {body['amount']!r}, not a number",
+        reply,
+    )
+    expect(body["amount"] == amount, f"amount is {body['amount']!r}, {amount} was sent", reply)
+    expect(isinstance(body["ref"], str) and body["ref"], "ref is not a non-empty string", reply)
+    expect(isinstance(body["created_at"], str), "created_at is not a string", reply)
+
+
+@check("TXN-001")
+def test_cashin_creation(configured: Target) -> None:
+    _creation(configured, "CASHIN")
+
+
+@check("TXN-002")
+def test_cashout_creation(configured: Target) -> None:
+    _creation(configured, "CASHOUT")
+
+
+@check("TXN-003")
+def test_missing_fields_rejected(configured: Target) -> None:
+    target = configured
+    app = target.writer()
+    if app is None:
+        pytest.skip("no application may cashin")
+    number = target.number()
+    seen = target.known_refs(app, number)
+    bodies = {
+        "no amount": {"number": number},
+        "no number": {"amount": target.amount()},
+        "empty object": {},
+        "amount as text": {"amount": "lots", "number": number},
+    }
+    problems, proof = [], []
+    for label, body in bodies.items():
+        reply = target.create("CASHIN", app, body=body, key=target.fresh_key())
+        if not reply.rejected:
+            problems.append(f"{label}: answered {reply.status}, expected a 4xx")
+            proof.append(reply)
+    created = target.created_events_for_number(app, number, seen)
+    if created:
+        problems.append(f"{len(created)} transaction(s) were created for {number}")
+    expect(not problems, "; ".join(problems), *proof)
+
+
+@check("TXN-004")
+def test_success_status_200(configured: Target) -> None:
+    target = configured
+    app = target.app("read-write")
+    if app is None:
+        pytest.skip("no read-write application configured")
+    pair = target.pair(app, fresh=True)
+    replies = [
+        target.client.post(
+            AUTHORIZE, json={"client_id": app.client_id, "client_secret": app.client_secret}
+        ),
+        target.create("CASHIN", app, key=target.fresh_key()),
+        target.create("CASHOUT", app, key=target.fresh_key()),
+        target.client.get(EVENTS, token=pair.access),
+    ]
+    ref = replies[1].get("ref")
+    if ref:
+        replies.append(target.client.get(find_path(ref), token=pair.access))
+    wrong = [r for r in replies if r.status != 200]
+    expect(
+        not wrong,
+        "RC-2 answers 200 to every success: "
+        + "; ".join(f"{r.exchange.method} {r.exchange.url} -> {r.status}" for r in wrong),
+        *wrong,
+    )

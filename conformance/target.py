@@ -1,0 +1,338 @@
+"""The target under test, as the checks see it: configuration, clients, tokens and helpers.
+
+One ``Target`` lives for the whole run. Checks reach the implementation only through it, so they
+use nothing but the configured base URL, applications and customer driver: the suite works the
+same against the bundled stub and against any other implementation.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import secrets
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from conformance.customer import Customer, Outcome
+from conformance.evidence import Evidence, Exchange
+from conformance.http import RecordingClient, Reply
+from conformance.numbers import NumberSource
+from paysuite.target_config import Application, TargetConfig
+
+CASHIN = "/transactions/cashin"
+CASHOUT = "/transactions/cashout"
+AUTHORIZE = "/auth/agents/authorize"
+REFRESH_PATHS = ("/auth/agents/refresh/{token}", "/auth/refresh/{token}")
+EVENTS = "/events/transactions"
+SUCCESS_STATUSES = ("success", "successful")
+UUID_RE = re.compile(
+    r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+)
+
+T = TypeVar("T")
+
+
+def find_path(ref: str) -> str:
+    return f"/transactions/find/{ref}"
+
+
+def kind_path(kind: str) -> str:
+    return CASHIN if kind.upper() == "CASHIN" else CASHOUT
+
+
+class CheckFailed(AssertionError):
+    """A conformance failure carrying the exchanges that prove it."""
+
+    def __init__(self, message: str, proof: list[Exchange] | None = None) -> None:
+        super().__init__(message)
+        self.proof = proof or []
+
+
+def expect(condition: Any, message: str, *proof: Reply | Exchange | None) -> None:
+    """Fail the check with ``message`` and the given exchanges unless ``condition`` holds."""
+    if not condition:
+        raise CheckFailed(message, _exchanges(proof))
+
+
+def fail(message: str, *proof: Reply | Exchange | None) -> None:
+    raise CheckFailed(message, _exchanges(proof))
+
+
+def _exchanges(items: tuple[Reply | Exchange | None, ...]) -> list[Exchange]:
+    out = []
+    for item in items:
+        if isinstance(item, Reply):
+            out.append(item.exchange)
+        elif isinstance(item, Exchange):
+            out.append(item)
+    return out
+
+
+@dataclass
+class TokenPair:
+    access: str
+    refresh: str
+    expires: Any
+    obtained_at: float = field(default_factory=time.monotonic)
+
+
+class Target:
+    """Everything a check needs to talk to the implementation under test."""
+
+    def __init__(
+        self,
+        config: TargetConfig | None,
+        base_url: str,
+        *,
+        profile: str = "seed",
+        seed: int = 0,
+        started_stub: bool = False,
+    ) -> None:
+        self.config = config
+        self.base_url = base_url.rstrip("/")
+        self.profile = profile
+        self.seed = seed
+        self.started_stub = started_stub
+        self.current: Evidence | None = None
+        self.client = RecordingClient(self.base_url, lambda: self.current)
+        # Fresh numbers on every run: a persistent target must not see a number twice.
+        pattern = config.effective_number_pattern if config else r"^07[89]\d{7}$"
+        self.numbers = NumberSource(
+            pattern, config.numbers if config else (), seed=secrets.randbits(64)
+        )
+        self.rng = random.Random(seed)
+        self._tokens: dict[str, TokenPair] = {}
+        self.customer = Customer(config.customer, self.client) if config else None
+
+    # --- configuration ----------------------------------------------------------------
+    @property
+    def reference(self) -> bool:
+        return self.profile == "reference"
+
+    @property
+    def max_wait_s(self) -> float:
+        return float(self.config.max_wait_s) if self.config else 30.0
+
+    def apps(self, *privileges: str) -> list[Application]:
+        if self.config is None:
+            return []
+        if not privileges:
+            return list(self.config.applications)
+        return [app for app in self.config.applications if app.privilege in privileges]
+
+    def app(self, *privileges: str, merchant: str | None = None) -> Application | None:
+        for app in self.apps(*privileges):
+            if merchant is None or app.merchant == merchant:
+                return app
+        return None
+
+    def writer(self, kind: str = "CASHIN") -> Application | None:
+        """An application allowed to create ``kind``: read-write first, then the specific one."""
+        specific = "cashin" if kind.upper() == "CASHIN" else "cashout"
+        return self.app("read-write") or self.app(specific)
+
+    def reader(self) -> Application | None:
+        return self.app("read", "read-write", "cashin", "cashout")
+
+    def amount(self) -> int | float:
+        """An amount the target accepts: an integer in [min, max], near the minimum."""
+        low = self.config.amount.min if self.config else 100
+        high = self.config.amount.max if self.config else 100_000
+        lo_int = int(-(-low // 1))  # ceil
+        hi_int = int(min(high, lo_int * 10 if lo_int > 0 else 1000))
+        if hi_int < lo_int:
+            return low
+        return self.rng.randint(lo_int, hi_int)
+
+    def number(self) -> str:
+        return self.numbers.next()
+
+    # --- tokens -------------------------------------------------------------------------
+    def authorize(self, app: Application, *, secret: str | None = None) -> Reply:
+        return self.client.post(
+            AUTHORIZE,
+            json={
+                "client_id": app.client_id,
+                "client_secret": app.client_secret if secret is None else secret,
+            },
+        )
+
+    def pair(self, app: Application, *, fresh: bool = False) -> TokenPair:
+        """A token pair for ``app`` (cached; renewed well before the declared lifetime)."""
+        cached = self._tokens.get(app.client_id)
+        ttl = float(self.config.access_token_ttl_s) if self.config else 900.0
+        if not fresh and cached and time.monotonic() - cached.obtained_at < ttl / 3:
+            return cached
+        reply = self.authorize(app)
+        expect(
+            reply.ok and isinstance(reply.get("access"), str),
+            f"authorize failed for application {app.client_id} ({app.privilege}): {reply.status}",
+            reply,
+        )
+        pair = TokenPair(reply.get("access"), reply.get("refresh"), reply.get("expires"))
+        self._tokens[app.client_id] = pair
+        return pair
+
+    def token(self, app: Application) -> str:
+        return self.pair(app).access
+
+    def refresh(self, refresh_token: str, path_template: str) -> Reply:
+        """GET a refresh path with the document's headers for it: Accept only."""
+        return self.client.get(
+            path_template.replace("{token}", refresh_token), headers={"Content-Type": None}
+        )
+
+    # --- operations ---------------------------------------------------------------------
+    def create(
+        self,
+        kind: str,
+        app: Application,
+        *,
+        amount: Any = None,
+        number: str | None = None,
+        key: str | None = None,
+        key_in: str = "header",
+        token: str | None = None,
+        body: Any = None,
+        webhook_mode: str | None = None,
+    ) -> Reply:
+        """Send a cashin or cashout; ``key`` goes into the header or the query (``key_in``)."""
+        payload = body
+        if payload is None:
+            payload = {
+                "amount": self.amount() if amount is None else amount,
+                "number": number or self.number(),
+            }
+        headers: dict[str, str] = {}
+        if webhook_mode is not None:
+            headers["X-Webhook-Mode"] = webhook_mode
+        params: dict[str, str] = {}
+        if key is not None:
+            if key_in in ("header", "both"):
+                headers["Idempotency-Key"] = key
+            if key_in in ("query", "both"):
+                params["Idempotency-Key"] = key
+        return self.client.post(
+            kind_path(kind),
+            json=payload,
+            headers=headers,
+            params=params or None,
+            token=token if token is not None else self.token(app),
+        )
+
+    def created(self, kind: str, app: Application, **kwargs: Any) -> tuple[Reply, dict]:
+        """Create and insist it worked: the helper for checks about something else."""
+        reply = self.create(kind, app, **kwargs)
+        expect(
+            reply.ok and isinstance(reply.body, dict) and isinstance(reply.get("ref"), str),
+            f"{kind.lower()} did not create a transaction: {reply.status}",
+            reply,
+        )
+        return reply, reply.body
+
+    def find(self, ref: str, app: Application, *, token: str | None = None) -> Reply:
+        return self.client.get(find_path(ref), token=token or self.token(app))
+
+    def list_events(self, app: Application, **params: Any) -> Reply:
+        clean = {k: v for k, v in params.items() if v is not None}
+        return self.client.get(EVENTS, token=self.token(app), params=clean or None)
+
+    def events_of(self, app: Application, *, max_pages: int = 20, **filters: Any) -> list[dict]:
+        """Every event record the list returns for ``filters``, following pages when paged."""
+        collected: list[dict] = []
+        offset = 0
+        use_paging = True
+        for _ in range(max_pages):
+            params = dict(filters)
+            if use_paging:
+                params.update(limit=100, offset=offset)
+            reply = self.list_events(app, **params)
+            if use_paging and reply.rejected:
+                use_paging = False  # the target does not take limit/offset: one page only
+                reply = self.list_events(app, **filters)
+            expect(
+                reply.ok and isinstance(reply.get("transactions"), list),
+                f"the events list answered {reply.status} without a transactions array",
+                reply,
+            )
+            page = [item for item in reply.get("transactions") if isinstance(item, dict)]
+            collected.extend(page)
+            total = reply.get("total")
+            if not use_paging or not page or not isinstance(total, int):
+                break
+            offset += len(page)
+            if offset >= total:
+                break
+        return collected
+
+    def events_for_ref(self, app: Application, ref: str) -> list[dict]:
+        """Events of one transaction (filtered on our side too, in case the filter is ignored)."""
+        return [e for e in self.events_of(app, ref=ref) if _data(e).get("ref") == ref]
+
+    def known_refs(self, app: Application, number: str) -> set[str]:
+        """Refs that already exist for ``number``, so counts can exclude them.
+
+        Numbers drawn from the pattern are fresh (nothing to exclude, no request); numbers from
+        a configured list may carry transactions of earlier checks and runs.
+        """
+        if self.numbers.unique:
+            return set()
+        return {str(_data(e).get("ref")) for e in self.created_events_for_number(app, number)}
+
+    def created_events_for_number(
+        self, app: Application, number: str, exclude: set[str] | None = None
+    ) -> list[dict]:
+        """``transaction:created`` events of ``number`` (minus the refs in ``exclude``)."""
+        skip = exclude or set()
+        return [
+            e
+            for e in self.events_of(app, client=number)
+            if _data(e).get("client") == number
+            and e.get("event_kind") == "transaction:created"
+            and str(_data(e).get("ref")) not in skip
+        ]
+
+    # --- lifecycle ------------------------------------------------------------------------
+    def resolve(self, ref: str, outcome: Outcome) -> str:
+        assert self.customer is not None
+        return self.customer.act(ref, outcome)
+
+    def wait_until(
+        self, probe: Callable[[], T], done: Callable[[T], bool], timeout_s: float | None = None
+    ) -> T:
+        """Poll ``probe`` until ``done`` (or the timeout); returns the last value seen."""
+        limit = timeout_s if timeout_s is not None else self.driver_timeout()
+        deadline = time.monotonic() + limit
+        delay = 0.05
+        value = probe()
+        while not done(value) and time.monotonic() < deadline:
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+            value = probe()
+        return value
+
+    def driver_timeout(self) -> float:
+        if self.config is None:
+            return 30.0
+        return float(min(self.config.customer.timeout_s, max(self.config.max_wait_s, 5)))
+
+    def wait_processed(self, ref: str, app: Application) -> Reply:
+        return self.wait_until(
+            lambda: self.find(ref, app),
+            lambda reply: reply.ok and reply.get("status") not in (None, "pending"),
+        )
+
+    def fresh_key(self) -> str:
+        return uuid.uuid4().hex
+
+
+def _data(event: dict) -> dict:
+    data = event.get("data")
+    return data if isinstance(data, dict) else {}
+
+
+def data_of(event: dict) -> dict:
+    return _data(event)

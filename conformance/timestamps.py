@@ -1,0 +1,96 @@
+"""ISO 8601 timestamps as the document specifies each one.
+
+Python's ``datetime.fromisoformat`` stops at microseconds, and the document allows "up to
+nanosecond fraction" in event data, so parsing is done here with one regex that also reports
+which parts (fraction, zone) were present: the checks need to know, not just get a datetime.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+
+_ISO = re.compile(
+    r"^(?P<date>\d{4}-\d{2}-\d{2})[T](?P<h>\d{2}):(?P<m>\d{2}):(?P<s>\d{2})"
+    r"(?:\.(?P<frac>\d{1,9}))?"
+    r"(?P<zone>Z|[+-]\d{2}:?\d{2})?$"
+)
+
+
+@dataclass(frozen=True)
+class Stamp:
+    text: str
+    moment: datetime
+    fraction_digits: int
+    zone: str | None  # "Z", "+02:00", or None (no zone)
+
+    @property
+    def has_fraction(self) -> bool:
+        return self.fraction_digits > 0
+
+    @property
+    def numeric_offset(self) -> bool:
+        return self.zone is not None and self.zone != "Z"
+
+    @property
+    def is_utc(self) -> bool:
+        """``Z`` or a zero offset: the same instant written in UTC."""
+        return self.zone is not None and (
+            self.zone == "Z" or self.moment.utcoffset() == timedelta(0)
+        )
+
+
+def parse(text: object) -> Stamp | None:
+    """A ``Stamp`` for an ISO 8601 date-time string, ``None`` for anything else."""
+    if not isinstance(text, str):
+        return None
+    match = _ISO.match(text)
+    if not match:
+        return None
+    frac = match.group("frac") or ""
+    zone = match.group("zone")
+    tz = UTC
+    if zone and zone != "Z":
+        sign = 1 if zone[0] == "+" else -1
+        digits = zone[1:].replace(":", "")
+        tz = timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
+    try:
+        moment = datetime.fromisoformat(
+            f"{match.group('date')}T{match.group('h')}:{match.group('m')}:{match.group('s')}"
+        ).replace(microsecond=int((frac + "000000")[:6]), tzinfo=tz)
+    except ValueError:
+        return None
+    return Stamp(text=text, moment=moment, fraction_digits=len(frac), zone=zone)
+
+
+def utc_with_fraction(text: object) -> str | None:
+    """Problem with a "UTC with fractional seconds" timestamp, or ``None`` when it is one."""
+    stamp = parse(text)
+    if stamp is None:
+        return f"{text!r} is not an ISO 8601 date-time"
+    if not stamp.is_utc:
+        return f"{text!r} is not in UTC (zone {stamp.zone or 'missing'})"
+    if not stamp.has_fraction:
+        return f"{text!r} has no fractional seconds"
+    return None
+
+
+def utc(text: object) -> str | None:
+    stamp = parse(text)
+    if stamp is None:
+        return f"{text!r} is not an ISO 8601 date-time"
+    if not stamp.is_utc:
+        return f"{text!r} is not in UTC (zone {stamp.zone or 'missing'})"
+    return None
+
+
+def numeric_offset_with_fraction(text: object) -> str | None:
+    stamp = parse(text)
+    if stamp is None:
+        return f"{text!r} is not an ISO 8601 date-time"
+    if not stamp.numeric_offset:
+        return f"{text!r} has no numeric UTC offset (zone {stamp.zone or 'missing'})"
+    if not stamp.has_fraction:
+        return f"{text!r} has no fractional seconds"
+    return None

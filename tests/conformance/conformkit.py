@@ -1,0 +1,73 @@
+"""Helpers of the conformance self-tests: the suite run in-process, configs with short waits."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conformance.cli import run as conform_run
+from stub_server.launcher import RunningStub
+
+#: A short access lifetime so that AUTH-008 (expiry) runs against the stub.
+STUB_ACCESS_TTL = ("--access-ttl", "2")
+
+
+@dataclass
+class Outcome:
+    """What one ``paysuite conform`` run produced."""
+
+    status: int
+    report_dir: Path
+    stdout: str
+    stderr: str
+
+    @property
+    def report(self) -> dict[str, Any]:
+        return json.loads((self.report_dir / "conformance.json").read_text(encoding="utf-8"))
+
+    def ids(self, outcome: str) -> set[str]:
+        return {c["id"] for c in self.report["checks"] if c["outcome"] == outcome}
+
+
+def conform(
+    capsys: pytest.CaptureFixture[str],
+    report_dir: Path,
+    *,
+    config: Path | None = None,
+    target: str | None = None,
+    profile: str = "seed",
+    strict: bool = False,
+    only: str | None = None,
+    seed: int | None = None,
+) -> Outcome:
+    """Run ``paysuite conform`` in this process (a nested pytest session) and collect it."""
+    args = argparse.Namespace(
+        target=target,
+        config=str(config) if config else None,
+        profile=profile,
+        strict=strict,
+        report_dir=str(report_dir),
+        only=only,
+        list=False,
+        seed=seed,
+    )
+    capsys.readouterr()
+    status = conform_run(args)
+    captured = capsys.readouterr()
+    return Outcome(status, report_dir, captured.out, captured.err)
+
+
+def fast_config(stub: RunningStub, directory: Path, **overrides: Any) -> Path:
+    """The stub's credentials file with short customer waits (faults can leave things pending)."""
+    data = yaml.safe_load(stub.credentials_path.read_text(encoding="utf-8"))
+    data["customer"]["timeout_s"] = 4
+    data.update(overrides)
+    path = directory / "target.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path

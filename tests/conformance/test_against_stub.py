@@ -1,0 +1,53 @@
+"""The suite passes against the conformant stub, in both profiles, with --strict.
+
+Each profile is one full run (every check, property tests included) against a module-scoped
+stub; the reports of the seed run are checked for shape here too.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from conformkit import conform, fast_config
+
+from conformance.catalog import CATALOG
+from stub_server.launcher import RunningStub
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("profile", ["seed", "reference"])
+def test_full_suite_passes_strict(
+    profile: str,
+    module_stub: RunningStub,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = fast_config(module_stub, tmp_path)
+    outcome = conform(capsys, tmp_path / "reports", config=config, profile=profile, strict=True)
+    report = outcome.report
+    bad = [
+        f"{c['id']}: {c['outcome']} {c['message'][:300]}"
+        for c in report["checks"]
+        if c["outcome"] in ("failed", "error")
+    ]
+    assert outcome.status == 0, "\n".join(bad) or outcome.stderr
+    assert report["profile"] == profile
+    assert report["summary"]["failed"] == 0 and report["summary"]["errors"] == 0
+    # Every check ran: the stub has every application kind, a customer driver and a short TTL.
+    skipped = {c["id"]: c["message"] for c in report["checks"] if c["outcome"] == "skipped"}
+    if profile == "reference":
+        assert skipped == {}
+    else:
+        assert set(skipped) == {c.id for c in CATALOG if c.profile == "reference"}
+    assert report["summary"]["passed"] == len(CATALOG) - len(skipped)
+    assert "passed, 0 failed, " in outcome.stdout  # the closing totals line
+    # junit.xml: one test case per check, none failed.
+    suite = ET.parse(tmp_path / "reports" / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    cases = suite.findall("testcase")
+    assert len(cases) == len(CATALOG)
+    assert not any(case.find("failure") is not None for case in cases)
+    print(f"full {profile} run against the stub: {report['duration_s']} s")

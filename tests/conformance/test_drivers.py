@@ -1,0 +1,78 @@
+"""The customer drivers, generically: a shell command, magic numbers, and none at all."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conformkit import conform, fast_config
+
+pytestmark = pytest.mark.slow
+
+LIFECYCLE = "LIFE,EVT-006,FMT-005"
+#: A customer that answers through the sandbox, but driven as an opaque shell command.
+POST = (
+    "import sys, urllib.request; "
+    "urllib.request.urlopen(urllib.request.Request(sys.argv[1], method='POST'))"
+)
+
+
+def _rewrite(config: Path, customer: dict) -> None:
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["customer"] = customer
+    config.write_text(yaml.safe_dump(data), encoding="utf-8")
+
+
+def test_command_driver(make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stub = make_stub()
+    config = fast_config(stub, tmp_path)
+    url = f"{stub.root_url}/_sandbox/transactions/{{ref}}/{{outcome}}"
+    command = f"{shlex.quote(sys.executable)} -c {shlex.quote(POST)} {url}"
+    _rewrite(config, {"driver": "command", "command": command, "timeout_s": 10})
+    outcome = conform(capsys, tmp_path / "r", config=config, only=LIFECYCLE, strict=True)
+    assert outcome.status == 0, outcome.report["checks"]
+    assert outcome.ids("passed") >= {"LIFE-002", "LIFE-003", "LIFE-004", "EVT-006"}
+
+
+def test_magic_numbers_driver(
+    make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from stub_server.launcher import start_stub, stop_stub
+
+    rules = {
+        "default": {"outcome": "none"},
+        "rules": [
+            {"number_suffix": "1111", "outcome": "success", "delay_s": 0.3},
+            {"number_suffix": "0000", "outcome": "failed", "delay_s": 0.3},
+        ],
+    }
+    stub = start_stub(tmp_path / "magic", stub_config={"auto_resolve": rules}, startup_timeout_s=60)
+    try:
+        config = fast_config(stub, tmp_path)
+        _rewrite(
+            config,
+            {"driver": "magic-numbers", "confirm_number": "0781111111",
+             "cancel_number": "0780000000", "timeout_s": 10},
+        )  # fmt: skip
+        outcome = conform(capsys, tmp_path / "r", config=config, only=LIFECYCLE, strict=True)
+    finally:
+        stop_stub(stub)
+    assert outcome.status == 0, outcome.report["checks"]
+    assert outcome.ids("passed") >= {"LIFE-002", "LIFE-003", "LIFE-004"}
+
+
+def test_no_driver_skips_with_the_reason(
+    make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stub = make_stub()
+    config = fast_config(stub, tmp_path)
+    _rewrite(config, {"driver": "none"})
+    outcome = conform(capsys, tmp_path / "r", config=config, only="LIFE")
+    assert outcome.status == 0
+    assert outcome.ids("passed") == {"LIFE-001"}
+    skipped = [c for c in outcome.report["checks"] if c["outcome"] == "skipped"]
+    assert {c["id"] for c in skipped} == {"LIFE-002", "LIFE-003", "LIFE-004", "LIFE-005"}
+    assert all("customer.driver is none" in c["message"] for c in skipped if c["id"] != "LIFE-005")

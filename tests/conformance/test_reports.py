@@ -1,0 +1,93 @@
+"""Reports: conformance.json has the issue's structure, junit.xml one case per check, and
+report.html shows a person the scorecard and a failure's proof (checked in headless Chromium)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from conformkit import Outcome, conform, fast_config
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ONLY = "TXN,FMT-006"
+
+
+@pytest.fixture(scope="module")
+def failing_run(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    """The suite against a stub whose cashout answers kind CASHIN (TXN-002 fails)."""
+    from stub_server.launcher import start_stub, stop_stub
+
+    workdir = tmp_path_factory.mktemp("wrongkind")
+    stub = start_stub(workdir / "stub", faults=("wrong-kind",), startup_timeout_s=60)
+    try:
+        config = fast_config(stub, workdir)
+        capture = _Capture()
+        return conform(capture, workdir / "reports", config=config, only=ONLY)  # type: ignore[arg-type]
+    finally:
+        stop_stub(stub)
+
+
+class _Capture:
+    """A stand-in for capsys in a module-scoped fixture (output is not asserted there)."""
+
+    def readouterr(self):  # noqa: ANN201 - mimics capsys
+        class _Out:
+            out = ""
+            err = ""
+
+        return _Out()
+
+
+def test_json_structure(failing_run: Outcome) -> None:
+    report = failing_run.report
+    assert set(report) == {"target", "profile", "started_at", "duration_s", "summary", "checks"}
+    assert set(report["summary"]) == {"passed", "failed", "skipped", "errors"}
+    assert report["profile"] == "seed" and report["target"].endswith("/api")
+    for check in report["checks"]:
+        assert set(check) == {"id", "title", "level", "section", "outcome", "message", "evidence"}
+        for item in check["evidence"]:
+            assert set(item) == {"request", "response", "curl"}
+    failed = {c["id"]: c for c in report["checks"] if c["outcome"] == "failed"}
+    assert set(failed) == {"TXN-002"}
+    evidence = failed["TXN-002"]["evidence"]
+    assert evidence and "transactions/cashout" in evidence[0]["curl"]
+    assert evidence[0]["response"]["status"] == 200
+    assert "CASHIN" in evidence[0]["response"]["body"]
+    assert "Bearer" in evidence[0]["curl"] and "…" in evidence[0]["curl"]  # token shortened
+    assert failing_run.status == 1
+
+
+def test_junit_one_case_per_check(failing_run: Outcome) -> None:
+    root = ET.parse(failing_run.report_dir / "junit.xml").getroot()
+    cases = root.findall("./testsuite/testcase")
+    assert len(cases) == len(failing_run.report["checks"])
+    failures = [case for case in cases if case.find("failure") is not None]
+    assert [case.get("name", "").split()[0] for case in failures] == ["TXN-002"]
+    assert "CASHOUT" in failures[0].find("failure").get("message", "")  # type: ignore[union-attr]
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_html_in_headless_chromium(failing_run: Outcome, tmp_path: Path) -> None:
+    page = failing_run.report_dir / "report.html"
+    html = page.read_text(encoding="utf-8")
+    assert "<script" not in html and "http://" not in html.split("<body>")[0]  # self-contained
+    result = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+         page.resolve().as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    dom = result.stdout
+    assert "Scorecard" in dom, result.stderr[-2000:]
+    assert "TXN-002" in dom
+    assert "curl -sS -i -X POST" in dom and "transactions/cashout" in dom
+    assert "Response: the transaction creation response with kind = CASHOUT" in dom  # the quote
+    summary = failing_run.report["summary"]
+    assert f"{summary['passed']} passed, {summary['failed']} failed" in dom

@@ -1,0 +1,124 @@
+"""Unit tests of the suite's building blocks: numbers, timestamps, evidence, spec patch, verdict."""
+
+from __future__ import annotations
+
+import random
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from conformance import catalog, report, timestamps, tokens
+from conformance.evidence import Exchange, redact_body, shorten_token
+from conformance.numbers import NumberSource, draw_from_pattern
+from conformance.plugin import CheckResult, verdict
+from conformance.spec_patch import ascii_pattern, patch_spec
+from paysuite.specfile import load_spec
+from paysuite.target_config import RWANDA_MOBILE_PATTERN, parse_target_config
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [RWANDA_MOBILE_PATTERN, r"^\+2507[0-9]{8}$", r"^(a|bc)+[x-z]{2,3}\d?$", r"^[^0-8]{4}$"],
+)
+def test_drawn_numbers_match_their_pattern(pattern: str) -> None:
+    rng = random.Random(1)
+    for _ in range(50):
+        assert re.fullmatch(pattern, draw_from_pattern(pattern, rng))
+
+
+def test_number_source_is_fresh_or_cycles_a_list() -> None:
+    fresh = NumberSource(RWANDA_MOBILE_PATTERN, (), seed=3)
+    drawn = [fresh.next() for _ in range(200)]
+    assert len(set(drawn)) == 200 and fresh.unique
+    listed = NumberSource(RWANDA_MOBILE_PATTERN, ("0781111111", "0782222222"), seed=3)
+    assert [listed.next() for _ in range(3)] == ["0781111111", "0782222222", "0781111111"]
+
+
+def test_timestamps_follow_the_document() -> None:
+    assert timestamps.utc_with_fraction("2026-11-21T06:44:32.421455Z") is None
+    assert timestamps.utc_with_fraction("2026-11-21T06:44:32.421455842+00:00") is None
+    assert "no fractional" in timestamps.utc_with_fraction("2026-11-21T06:44:32Z")
+    assert "not in UTC" in timestamps.utc_with_fraction("2026-11-21T08:44:32.1+02:00")
+    assert "not an ISO" in timestamps.utc_with_fraction("2026-11-21 06:44:32")
+    assert timestamps.numeric_offset_with_fraction("2026-11-21T08:44:32.421455+02:00") is None
+    assert "numeric" in timestamps.numeric_offset_with_fraction("2026-11-21T06:44:32.4Z")
+    early = timestamps.parse("2026-11-21T08:44:32.5+02:00")
+    late = timestamps.parse("2026-11-21T06:44:32.6Z")
+    assert early and late and early.moment < late.moment
+
+
+def test_evidence_hides_credentials_and_replays() -> None:
+    token = "eyJhbGciOiJIUzI1NiJ9." + "a" * 40 + ".sig"
+    assert shorten_token(f"Bearer {token}").startswith("Bearer eyJhbGciOiJI…")
+    assert "s3cret-value" not in redact_body('{"client_id": "x", "client_secret": "s3cret-value"}')
+    exchange = Exchange.build(
+        "post", "http://h/api/x", {"Authorization": f"Bearer {token}"}, '{"a": "it\'s"}'
+    )
+    curl = exchange.curl()
+    assert curl.startswith("curl -sS -i -X POST") and "http://h/api/x" in curl
+    assert token not in curl and "--data-raw" in curl
+
+
+def test_forgeries_differ_from_the_token() -> None:
+    header = tokens.b64url_encode(b'{"alg":"HS256","typ":"JWT"}')
+    claims = tokens.b64url_encode(b'{"sub":"access","exp":1}')
+    token = f"{header}.{claims}.{'s' * 43}"
+    forged = tokens.forgeries(token)
+    assert {"signature altered", "alg none", "signed with another key"} <= set(forged)
+    assert token not in forged.values()
+    assert tokens.parts(forged["alg none"])[0]["alg"] == "none"  # type: ignore[index]
+
+
+def _config():
+    return parse_target_config(
+        {
+            "base_url": "http://127.0.0.1:1/api",
+            "applications": [{"client_id": "id", "client_secret": "s", "privilege": "read"}],
+            "amount": {"min": 500, "max": 900},
+        },
+        env={},
+    )
+
+
+def test_seed_patch_relaxes_reference_choices() -> None:
+    spec = patch_spec(load_spec(), base_url="http://t/api", config=_config(), profile="seed")
+    assert spec["servers"] == [{"url": "http://t/api"}]
+    amount = spec["components"]["schemas"]["TransactionRequest"]["properties"]["amount"]
+    assert (amount["minimum"], amount["maximum"]) == (500, 900)
+    number = spec["components"]["schemas"]["TransactionRequest"]["properties"]["number"]
+    assert "\\d" not in number["pattern"]
+    cashin = spec["paths"]["/transactions/cashin"]["post"]["responses"]
+    assert "2XX" in cashin and "200" not in cashin and "4XX" in cashin
+    assert not any(code.startswith("4") and code != "4XX" for code in cashin)
+    listing = spec["paths"]["/events/transactions"]["get"]["parameters"]
+    names = {p.get("name") for p in listing if "name" in p}
+    assert {"limit", "offset", "event-kind"}.isdisjoint(names) and "status" in names
+
+
+def test_reference_patch_tightens() -> None:
+    spec = patch_spec(load_spec(), base_url="http://t/api", config=_config(), profile="reference")
+    created = spec["components"]["schemas"]["CreationResponse"]["properties"]["created_at"]
+    assert created["pattern"] == created["x-reference-pattern"]
+    assert "200" in spec["paths"]["/transactions/cashin"]["post"]["responses"]
+    envelope = spec["components"]["schemas"]["EventList"]
+    assert set(envelope["required"]) == set(envelope["x-reference-required"])
+    assert ascii_pattern(r"^\d{3}\\d$") == r"^[0-9]{3}\\d$"
+
+
+def _result(check_id: str, outcome: str) -> CheckResult:
+    return CheckResult(catalog.get(check_id), outcome)
+
+
+def test_verdict_and_totals() -> None:
+    lenient = SimpleNamespace(results={}, options=SimpleNamespace(strict=False))
+    strict = SimpleNamespace(results={}, options=SimpleNamespace(strict=True))
+    for state in (lenient, strict):
+        state.results = {"IDEM-004": _result("IDEM-004", "failed")}  # SHOULD
+    assert verdict(lenient) == 0 and verdict(strict) == 1
+    lenient.results["AUTH-001"] = _result("AUTH-001", "error")  # MUST that could not run
+    assert verdict(lenient) == 1
+    results = [_result("AUTH-001", "passed"), _result("IDEM-004", "failed"),
+               _result("EVT-008", "skipped"), _result("PROP-001", "error")]  # fmt: skip
+    assert report.totals_line(results) == "1 passed, 1 failed, 1 skipped, 1 errors"
+    assert report.totals_line(results[:3]) == "1 passed, 1 failed, 1 skipped"

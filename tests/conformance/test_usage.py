@@ -1,0 +1,150 @@
+"""Usage: the catalog, --list, the documentation table, and exit status 2 for bad input."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import conformance.suite
+from conformance import catalog
+from paysuite.cli import main
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "conformance.md"
+
+
+def run_paysuite(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "paysuite", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def implemented_ids() -> list[str]:
+    ids = []
+    for module_info in pkgutil.iter_modules(conformance.suite.__path__):
+        if not module_info.name.startswith("test_"):
+            continue
+        module = importlib.import_module(f"conformance.suite.{module_info.name}")
+        for value in vars(module).values():
+            for mark in getattr(value, "pytestmark", []):
+                if mark.name == "conformance_check":
+                    ids.append(mark.args[0])
+    return ids
+
+
+def test_every_catalog_entry_has_exactly_one_check() -> None:
+    ids = implemented_ids()
+    assert sorted(ids) == sorted(c.id for c in catalog.CATALOG)
+
+
+def test_catalog_ids_are_stable_and_unique() -> None:
+    ids = [c.id for c in catalog.CATALOG]
+    assert len(ids) == len(set(ids))
+    for check in catalog.CATALOG:
+        assert check.level in ("MUST", "SHOULD")
+        assert check.quote and check.title and check.section
+        # A reference-only check is never MUST: the document does not mandate it.
+        assert not (check.profile == "reference" and check.level == "MUST"), check.id
+
+
+def test_list_prints_the_catalog(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conform", "--list"]) == 0
+    out = capsys.readouterr().out
+    for check in catalog.CATALOG:
+        assert check.id in out
+    assert out.strip().endswith(f"{len(catalog.CATALOG)} checks")
+
+
+def test_docs_table_is_the_catalog() -> None:
+    assert catalog.render_markdown() in DOCS.read_text(encoding="utf-8")
+
+
+def test_only_accepts_ids_and_groups() -> None:
+    assert catalog.parse_only("idem, AUTH-003") == {
+        c.id for c in catalog.CATALOG if c.group == "IDEM"
+    } | {"AUTH-003"}
+    with pytest.raises(catalog.UnknownCheckError, match="NOPE-1"):
+        catalog.parse_only("AUTH,NOPE-1")
+
+
+def _one_line_failure(result: subprocess.CompletedProcess[str], fragment: str) -> None:
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert fragment in lines[0]
+
+
+def test_bad_only_exits_2() -> None:
+    _one_line_failure(run_paysuite("conform", "--only", "AUTH-999"), "AUTH-999")
+
+
+def test_bad_config_value_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "target.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "base_url": "http://127.0.0.1:9/api",
+                "applications": [{"client_id": "a", "client_secret": "b", "privilege": "admin"}],
+            }
+        )
+    )
+    _one_line_failure(run_paysuite("conform", "--config", str(path)), "privilege")
+
+
+def test_unknown_config_key_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "target.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "base_url": "http://127.0.0.1:9/api",
+                "applications": [{"client_id": "a", "client_secret": "b"}],
+                "amout": {"min": 1},
+            }
+        )
+    )
+    _one_line_failure(run_paysuite("conform", "--config", str(path)), "amout")
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_unreachable_target_exits_2() -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/api"
+    _one_line_failure(run_paysuite("conform", "--target", url), "cannot reach")
+
+
+def test_unreachable_target_exits_2_under_plain_pytest(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/api"
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--pyargs", "conformance.suite", "--target", url,
+         "-q", "-p", "no:cacheprovider", "--report-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "cannot reach" in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_cli_end_to_end_with_the_bundled_stub(tmp_path: Path) -> None:
+    """The README's main job, from the repository root (whose pytest addopts must not leak)."""
+    repo = Path(__file__).resolve().parents[2]
+    result = subprocess.run(
+        [sys.executable, "-m", "paysuite", "conform", "--only", "AUTH-001,AUTH-003",
+         "--report-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=180, cwd=repo,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "(bundled stub)" in result.stdout
+    assert "[2/2] AUTH-003" in result.stdout  # progress, a line per check
+    assert result.stdout.rstrip().splitlines()[-2] == "2 passed, 0 failed, 0 skipped"
+    assert (tmp_path / "report.html").exists()
