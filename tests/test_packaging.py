@@ -1,0 +1,66 @@
+"""An install carries every package and the spec, not only a checkout.
+
+``pyproject.toml`` lists packages explicitly (``spec/`` is mapped to ``paysuite.spec``), so a new
+subpackage that is not listed would work from the checkout and be missing from an install.
+"""
+
+from __future__ import annotations
+
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_ROOTS = ("paysuite", "stub_server", "conformance", "load")
+
+
+def listed_packages() -> set[str]:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return set(pyproject["tool"]["setuptools"]["packages"])
+
+
+def source_packages() -> set[str]:
+    found = {"paysuite.spec"}
+    for root in PACKAGE_ROOTS:
+        for init in (ROOT / root).rglob("__init__.py"):
+            found.add(".".join(init.parent.relative_to(ROOT).parts))
+    return found
+
+
+def test_every_source_package_is_listed() -> None:
+    assert source_packages() == listed_packages()
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_the_suite_the_locustfile_and_the_spec(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    # a clean copy: setuptools reuses a checkout's build/ folder, whose stale files would hide
+    # a package missing from the list
+    source = tmp_path / "source"
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "build", "*.egg-info", "reports", ".tox", "__pycache__", ".*_cache"
+        ),
+    )
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(source)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert build.returncode == 0, build.stderr
+    (wheel,) = tmp_path.glob("paysuite-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for required in (
+        "paysuite/spec/openapi.yaml",
+        "conformance/suite/test_idempotency.py",
+        "conformance/suite/conftest.py",
+        "load/locustfile.py",
+        "stub_server/launcher.py",
+    ):
+        assert required in names, f"{required} is missing from the wheel"
