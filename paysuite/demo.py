@@ -1,6 +1,7 @@
 """``paysuite demo``: the whole product in one command, finishing by itself in about two minutes.
 
-1. starts the bundled stub once, without auto-resolution: the conformance suite drives the
+1. starts the bundled stub once, with the short token lifetime ``paysuite conform`` gives its
+   own bundled stub, and without auto-resolution: the conformance suite drives the
    customer itself through the sandbox, and the smoke profile needs no transaction to complete;
 2. runs ``paysuite conform`` against it, as a subprocess, into ``reports/conformance``;
 3. then runs the ``smoke`` load profile against the same stub, into ``reports/load``, so the
@@ -247,6 +248,7 @@ def run_demo(
     args: argparse.Namespace,
     conformance_runner: Callable[[Path, Path, Path], ConformanceResult] = run_conformance,
 ) -> int:
+    from conformance.setup import BUNDLED_STUB_ACCESS_TTL_S
     from stub_server.launcher import StubStartError, running_stub
 
     started = time.monotonic()
@@ -255,7 +257,10 @@ def run_demo(
     try:
         with tempfile.TemporaryDirectory(prefix="paysuite-demo-") as workdir:
             say("starting the bundled stub")
-            with running_stub(Path(workdir) / "stub") as stub:
+            # the short token lifetime the suite gives its own bundled stub, so that the
+            # expiry check runs rather than skips (the smoke users refresh as they go)
+            ttl = str(BUNDLED_STUB_ACCESS_TTL_S)
+            with running_stub(Path(workdir) / "stub", extra_args=("--access-ttl", ttl)) as stub:
                 say(f"stub listening on {stub.root_url}")
                 conformance = conformance_runner(
                     stub.credentials_path, report_dir / "conformance", report_dir

@@ -30,7 +30,15 @@ from stub_server.errors import (
 )
 from stub_server.secrets_hash import verify_secret
 from stub_server.settings import StubSettings
-from stub_server.store import AppRecord, EventQuery, EventRecord, KeyReused, Store, TxRecord
+from stub_server.store import (
+    AppRecord,
+    EventQuery,
+    EventRecord,
+    KeyReused,
+    Store,
+    TxRecord,
+    uuid4_text,
+)
 from stub_server.tokens import TokenService
 
 log = logging.getLogger("stub_server")
@@ -329,7 +337,7 @@ class StubApp:
             raise validation_error("X-Webhook-Mode", "must be UTF-8 text")
         if kind == "CASHOUT" and "wrong-kind" in faults:
             kind = "CASHIN"
-        ref = str(uuid.uuid4())
+        ref = uuid4_text()
         if "refs-reused" in faults:
             self._creations += 1
             if self._creations % 2 == 0 and self._last_ref is not None:

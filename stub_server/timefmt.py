@@ -2,6 +2,10 @@
 
 RC-19/RC-21: UTC with microseconds and ``Z``. RC-20: find's ``timestamp`` with the configured
 numeric offset. The ``timestamp-format`` fault renders ``2026-11-21 06:44:32`` instead.
+
+Rendering is on every response's path, so the text up to the whole second is cached per second
+(``strftime``/``isoformat`` cost more than the rest of a find's Python code) and only the
+microseconds are formatted per call; the result is the same string, character for character.
 """
 
 from __future__ import annotations
@@ -20,22 +24,44 @@ def to_datetime(us: int, tz: timezone = UTC) -> datetime:
     return (_EPOCH + timedelta(microseconds=us)).astimezone(tz)
 
 
+_CACHE_SIZE = 4096
+_utc_seconds: dict[int, str] = {}
+_offset_seconds: dict[tuple[int, timezone], tuple[str, str]] = {}
+
+
 def utc_text(us: int | None, *, broken: bool = False) -> str | None:
     """``2026-11-21T06:44:32.421455Z``; ``None`` stays ``None`` (unprocessed)."""
     if us is None:
         return None
-    moment = _EPOCH + timedelta(microseconds=us)
     if broken:
-        return moment.strftime("%Y-%m-%d %H:%M:%S")
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return (_EPOCH + timedelta(microseconds=us)).strftime("%Y-%m-%d %H:%M:%S")
+    seconds, micros = divmod(us, 1_000_000)
+    head = _utc_seconds.get(seconds)
+    if head is None:
+        if len(_utc_seconds) >= _CACHE_SIZE:
+            _utc_seconds.clear()
+        head = (_EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.")
+        _utc_seconds[seconds] = head
+    return f"{head}{micros:06d}Z"
 
 
 def offset_text(us: int, tz: timezone, *, broken: bool = False) -> str:
     """``2026-11-21T08:44:32.421455+02:00`` in the configured zone."""
-    moment = to_datetime(us, tz)
     if broken:
-        return moment.strftime("%Y-%m-%d %H:%M:%S")
-    return moment.isoformat(timespec="microseconds")
+        return to_datetime(us, tz).strftime("%Y-%m-%d %H:%M:%S")
+    seconds, micros = divmod(us, 1_000_000)
+    parts = _offset_seconds.get((seconds, tz))
+    if parts is None:
+        moment = to_datetime(seconds * 1_000_000, tz)
+        if moment.microsecond:  # an offset with a fraction of a second: no shortcut
+            return to_datetime(us, tz).isoformat(timespec="microseconds")
+        text = moment.isoformat(timespec="microseconds")  # ...T08:44:32.000000+02:00
+        dot = text.index(".", 19)
+        parts = (text[: dot + 1], text[dot + 7 :])
+        if len(_offset_seconds) >= _CACHE_SIZE:
+            _offset_seconds.clear()
+        _offset_seconds[(seconds, tz)] = parts
+    return f"{parts[0]}{micros:06d}{parts[1]}"
 
 
 def parse_bound(text: str, *, upper: bool) -> int:

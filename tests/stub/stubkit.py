@@ -150,6 +150,9 @@ class InProcessStub:
         return self.run(wrapper())
 
     def close(self) -> None:
+        """Stop serving and close the store; a second call does nothing."""
+        if self.loop.is_closed():
+            return
         self.api.close()
         try:
             self.run(self.runner.cleanup())
