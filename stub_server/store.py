@@ -37,6 +37,7 @@ import threading
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from stub_server.secrets_hash import hash_secret
@@ -241,6 +242,9 @@ class Store:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        if path != ":memory:" and not path.startswith("file:"):
+            # ``--db reports/run1/stub.db`` should just work, as ``--credentials`` does
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(
             path, isolation_level=None, check_same_thread=False, cached_statements=256
         )

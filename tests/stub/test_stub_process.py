@@ -158,7 +158,7 @@ def test_sigterm_finishes_in_flight_requests(tmp_path: Path) -> None:
 
 
 def test_apps_create(tmp_path: Path) -> None:
-    db = tmp_path / "apps.db"
+    db = tmp_path / "not" / "yet" / "apps.db"  # missing folders are created
     result = subprocess.run(
         [sys.executable, "-m", "paysuite", "stub", "apps", "create", "--merchant", "SHOP9",
          "--privilege", "cashout", "--db", str(db)],
