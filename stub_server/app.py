@@ -35,6 +35,7 @@ from stub_server.store import (
     EventQuery,
     EventRecord,
     KeyReused,
+    NewTransaction,
     Store,
     TxRecord,
     uuid4_text,
@@ -357,18 +358,20 @@ class StubApp:
         if not dropped:
             try:
                 committed = self.store.create_transaction(
-                    ref=ref,
-                    merchant=record.merchant,
-                    app_id=record.client_id,
-                    kind=kind,
-                    amount=amount,
-                    client=number,
-                    fee=round(amount * self.settings.fee_rate, 2),
-                    created_us=created,
-                    webhook_mode=mode,
-                    key=key,
-                    due_us=due_us,
-                    due_status=due_status,
+                    NewTransaction(
+                        ref=ref,
+                        merchant=record.merchant,
+                        app_id=record.client_id,
+                        kind=kind,
+                        amount=amount,
+                        client=number,
+                        fee=round(amount * self.settings.fee_rate, 2),
+                        created_us=created,
+                        webhook_mode=mode,
+                        key=key,
+                        due_us=due_us,
+                        due_status=due_status,
+                    ),
                     key_mode=key_mode,
                 )
             except KeyReused:

@@ -233,6 +233,24 @@ class EventQuery:
     oldest_first: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class NewTransaction:
+    """What a creation stores: the transaction, its idempotency key and its resolution plan."""
+
+    ref: str
+    merchant: str
+    app_id: str
+    kind: str
+    amount: Any
+    client: str
+    fee: Any
+    created_us: int
+    webhook_mode: str | None
+    key: str
+    due_us: int | None
+    due_status: str | None
+
+
 class KeyReused(Exception):
     """The idempotency key is already recorded for this merchant."""
 
@@ -388,21 +406,7 @@ class Store:
         return row is not None
 
     def create_transaction(
-        self,
-        *,
-        ref: str,
-        merchant: str,
-        app_id: str,
-        kind: str,
-        amount: Any,
-        client: str,
-        fee: Any,
-        created_us: int,
-        webhook_mode: str | None,
-        key: str,
-        due_us: int | None,
-        due_status: str | None,
-        key_mode: str = "strict",
+        self, new: NewTransaction, *, key_mode: str = "strict"
     ) -> asyncio.Future[None]:
         """Insert the key, the transaction and its created event, all or nothing.
 
@@ -421,40 +425,19 @@ class Store:
             # it back if a later insert fails. Fault switches only, so not the fast path.
             db.execute("SAVEPOINT creation")
             try:
-                self._insert_creation(
-                    "INSERT OR REPLACE", ref, merchant, app_id, kind, amount, client, fee,
-                    created_us, webhook_mode, key, due_us, due_status,
-                )  # fmt: skip
+                self._insert_creation("INSERT OR REPLACE", new)
             except BaseException:
                 db.execute("ROLLBACK TO creation")
                 db.execute("RELEASE creation")
                 raise
             db.execute("RELEASE creation")
         else:
-            self._insert_creation(
-                "INSERT", ref, merchant, app_id, kind, amount, client, fee, created_us,
-                webhook_mode, key, due_us, due_status,
-            )  # fmt: skip
+            self._insert_creation("INSERT", new)
         done: asyncio.Future[None] = loop.create_future()
         self._batch.append(done)
         return done
 
-    def _insert_creation(
-        self,
-        insert: str,
-        ref: str,
-        merchant: str,
-        app_id: str,
-        kind: str,
-        amount: Any,
-        client: str,
-        fee: Any,
-        created_us: int,
-        webhook_mode: str | None,
-        key: str,
-        due_us: int | None,
-        due_status: str | None,
-    ) -> None:
+    def _insert_creation(self, insert: str, new: NewTransaction) -> None:
         """The key, the transaction and its created event; on failure, none of them.
 
         The key goes first: a duplicate fails that statement alone, which writes nothing (SQLite
@@ -464,10 +447,10 @@ class Store:
         try:
             db.execute(
                 f"{insert} INTO idempotency (merchant, key, ref, created_us) VALUES (?, ?, ?, ?)",
-                (merchant, key, ref, created_us),
+                (new.merchant, new.key, new.ref, new.created_us),
             )
         except sqlite3.IntegrityError:
-            raise KeyReused(key) from None
+            raise KeyReused(new.key) from None
         tx_id: int | None = None
         try:
             tx_id = db.execute(
@@ -475,20 +458,20 @@ class Store:
                 " status, created_us, processed_us, webhook_mode, idem_key, due_us, due_status)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, NULL, ?, ?, ?, ?)",
                 (
-                    ref, merchant, app_id, kind, amount, client, fee, created_us,
-                    webhook_mode, key, due_us, due_status,
+                    new.ref, new.merchant, new.app_id, new.kind, new.amount, new.client, new.fee,
+                    new.created_us, new.webhook_mode, new.key, new.due_us, new.due_status,
                 ),
             ).lastrowid  # fmt: skip
             db.execute(
                 "INSERT INTO events (event_id, event_kind, created_us, merchant, ref, kind,"
                 " client, amount, fee, status, tx_created_us, processed_us)"
                 " VALUES (?, 'transaction:created', ?, ?, ?, ?, ?, ?, ?, 'pending', ?, NULL)",
-                (uuid4_text(), created_us, merchant, ref, kind, client, amount, fee,
-                 created_us),
+                (uuid4_text(), new.created_us, new.merchant, new.ref, new.kind, new.client,
+                 new.amount, new.fee, new.created_us),
             )  # fmt: skip
         except BaseException:
             if insert == "INSERT":  # the SAVEPOINT of the other mode undoes it instead
-                self._undo_creation(merchant, key, tx_id)
+                self._undo_creation(new.merchant, new.key, tx_id)
             raise
 
     def _undo_creation(self, merchant: str, key: str, tx_id: int | None) -> None:

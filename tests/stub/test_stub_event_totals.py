@@ -24,7 +24,7 @@ import pytest
 from stubkit import new_number
 
 from stub_server import timefmt
-from stub_server.store import EventQuery, KeyReused, Store, uuid4_text
+from stub_server.store import EventQuery, KeyReused, NewTransaction, Store, uuid4_text
 
 T0 = 1_790_000_000_000_000  # 2026-09-21, epoch microseconds
 
@@ -58,7 +58,8 @@ def create(store: Store, merchant: str, **fields: Any) -> asyncio.Future[None]:
         "due_status": None,
     }
     values.update(fields)
-    return store.create_transaction(**values)
+    key_mode = values.pop("key_mode", "strict")
+    return store.create_transaction(NewTransaction(**values), key_mode=key_mode)
 
 
 # -- paging and totals at a few thousand events -----------------------------------------------
