@@ -14,6 +14,7 @@ import json
 import logging
 import math
 import random
+import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -28,6 +29,7 @@ from stub_server.errors import (
     make_error_middleware,
     validation_error,
 )
+from stub_server.faults import EARLY_EXPIRY_S
 from stub_server.secrets_hash import verify_secret
 from stub_server.settings import StubSettings
 from stub_server.store import (
@@ -107,6 +109,7 @@ class StubApp:
         self.access_subs: tuple[str, ...] = (
             ("access", "refresh") if "refresh-as-access" in faults else ("access",)
         )
+        self.early_expiry_s = EARLY_EXPIRY_S if "early-expiry" in faults else None
         self.number_regex = settings.number_regex
         self.tz = settings.tz
         self.broken_time = "timestamp-format" in faults
@@ -139,6 +142,8 @@ class StubApp:
                 401, "missing_token", "the Authorization header must be 'Bearer <token>'"
             )
         claims = self.tokens.verify(token, self.access_subs)
+        if self.early_expiry_s is not None and time.time() - claims["iat"] > self.early_expiry_s:
+            raise ApiError(401, "token_expired", "the token has expired")
         record = self.app_record(claims["id"])
         if record is None:
             raise ApiError(401, "invalid_token", "the token names an unknown application")

@@ -39,7 +39,13 @@ FAULTS: dict[str, str] = {
     "drop-acknowledged": (
         "a fraction drop_rate of cashin/cashout answered 200 are not persisted (no row, no event)"
     ),
+    "early-expiry": (
+        "access tokens are refused 2 s after issue, while expires still promises the full lifetime"
+    ),
 }
+
+#: How long an access token works under the ``early-expiry`` fault.
+EARLY_EXPIRY_S = 2.0
 
 VARIANTS: dict[str, str] = {
     "created-201": "creations answer 201 instead of 200",

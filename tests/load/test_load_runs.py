@@ -197,6 +197,34 @@ def test_tokens_are_refreshed_not_reauthorized(tmp_path: Path) -> None:
     assert summary["total"]["failures"] == 0  # no request was sent with an expired token
 
 
+def test_a_refused_token_is_renewed_and_the_request_retried(tmp_path: Path) -> None:
+    """Fault early-expiry: tokens die after 2 s though ``expires`` says 900. Only the 401 tells.
+
+    Each user must renew on the 401 (a refresh, not an authorize storm) and retry, so the only
+    failures are the refused first attempts, and every acknowledged create is still found.
+    """
+    with running_stub(tmp_path / "stub", faults=["early-expiry"], stub_config=AUTO_RESOLVE) as stub:
+        run = run_load(
+            tmp_path / "r",
+            "--config", str(stub.credentials_path),
+            "--duration", "7",
+            "--users", "3",
+        )  # fmt: skip
+    summary = run.summary()
+    assert summary["auth"]["authorize"] == 3, summary["auth"]  # once per user, no storm
+    assert summary["auth"]["refresh"] >= 3, summary["auth"]  # renewed after the 401s
+    assert summary["operations"]["refresh"]["failures"] == 0
+    with (tmp_path / "r" / "locust_failures.csv").open() as handle:
+        failures = list(csv.DictReader(handle))
+    assert failures, "the refused attempts are counted, not hidden by the retry"
+    assert all("401: token refused; refreshing" in row["Error"] for row in failures), failures
+    refused = sum(int(row["Occurrences"]) for row in failures)
+    # a user is refused at most once per token it holds: renewals bound the refusals
+    assert refused <= summary["auth"]["refresh"] + summary["auth"]["authorize"]
+    assert summary["reconciliation"]["lost"] == 0 and summary["reconciliation"]["checked"] > 0
+    assert run.returncode == 1  # the smoke SLO allows no error, and the refusals were errors
+
+
 def test_plain_locust_command_line_gives_the_same_verdict(
     load_stub: RunningStub, tmp_path: Path
 ) -> None:

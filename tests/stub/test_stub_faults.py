@@ -107,6 +107,17 @@ def tokens_never_expire(s: InProcessStub) -> None:
     assert _get_events(s, token).status_code == 200
 
 
+def early_expiry(s: InProcessStub) -> None:
+    claims = jwt.decode(s.api.token(), options={"verify_signature": False})
+    now = int(time.time())
+    aged = jwt.encode({**claims, "iat": now - 10, "exp": now + 900}, s.stub.tokens.key, "HS256")
+    refused = _get_events(s, aged)
+    assert refused.status_code == 401, refused.text
+    assert refused.json()["code"] == "token_expired"
+    fresh = jwt.encode({**claims, "iat": now, "exp": now + 900}, s.stub.tokens.key, "HS256")
+    assert _get_events(s, fresh).status_code == 200
+
+
 def refresh_as_access(s: InProcessStub) -> None:
     assert _get_events(s, s.api.pair()["refresh"]).status_code == 200
 
@@ -219,6 +230,7 @@ FAULT_CHECKS: dict[str, tuple[Callable[[InProcessStub], None], dict]] = {
     "server-error-on-malformed": (server_error_on_malformed, {}),
     "timestamp-format": (timestamp_format, {}),
     "drop-acknowledged": (drop_acknowledged, {"drop_rate": 1.0}),
+    "early-expiry": (early_expiry, {}),
 }
 
 
@@ -232,7 +244,9 @@ def test_fault_breaks_its_rule(inproc, fault: str) -> None:
     check(inproc(apps=APPS, faults=[fault], **extra))
 
 
-@pytest.mark.parametrize("fault", ["idempotency-ignored", "wrong-kind", "drop-acknowledged"])
+@pytest.mark.parametrize(
+    "fault", ["idempotency-ignored", "wrong-kind", "drop-acknowledged", "early-expiry"]
+)
 def test_faults_are_off_by_default(inproc, fault: str) -> None:
     """The same check fails against a stub without the switch."""
     check, extra = FAULT_CHECKS[fault]
