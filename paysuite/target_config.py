@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from paysuite.yamlfile import read_yaml
+
 Privilege = Literal["read", "read-write", "cashin", "cashout"]
 PRIVILEGES: tuple[Privilege, ...] = ("read", "read-write", "cashin", "cashout")
 
@@ -354,14 +356,7 @@ def load_target_config(
 ) -> TargetConfig:
     """Read and validate a target configuration file."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TargetConfigError(f"{path}: cannot read the configuration ({exc.strerror})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise TargetConfigError(f"{path}: not valid YAML ({exc})") from None
+    data = read_yaml(path, TargetConfigError)
     try:
         return parse_target_config(data, env=env, base_url=base_url)
     except TargetConfigError as exc:

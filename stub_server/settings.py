@@ -15,9 +15,8 @@ from datetime import timedelta, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from paysuite.target_config import RWANDA_MOBILE_PATTERN
+from paysuite.yamlfile import read_yaml
 from stub_server.faults import FAULTS, VARIANTS, UnknownSwitchError, check_names
 
 Outcome = Literal["none", "success", "failed"]
@@ -271,14 +270,7 @@ def settings_from_mapping(
 def load_settings_file(path: str | Path, base: StubSettings | None = None) -> StubSettings:
     """Read a stub YAML config file."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SettingsError(f"{path}: cannot read the config ({exc.strerror})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise SettingsError(f"{path}: not valid YAML ({exc})") from None
+    data = read_yaml(path, SettingsError, "the config")
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
