@@ -673,10 +673,10 @@ class Checkpointer:
     SQLite's automatic checkpoint runs inside the COMMIT that crosses the threshold, on the event
     loop, and fsyncs the database file: every request in flight would wait for it. This thread
     runs a PASSIVE checkpoint (it never blocks the writer) with its own connection once
-    ``CHECKPOINT_COMMITS`` commits were counted (``commits``, bumped by the store), or a few
-    seconds after the last one; the request path keeps SQLite's own checkpoint only as a backstop
-    at ``AUTOCHECKPOINT_BACKSTOP_PAGES``. Durability is unchanged: a COMMIT is in the WAL before
-    a handler answers, whoever checkpoints it later.
+    ``CHECKPOINT_COMMITS`` commits were counted (``commits``, bumped by the store), or at most
+    ``idle_s`` after the first commit not yet checkpointed; the request path keeps SQLite's own
+    checkpoint only as a backstop at ``AUTOCHECKPOINT_BACKSTOP_PAGES``. Durability is unchanged:
+    a COMMIT is in the WAL before a handler answers, whoever checkpoints it later.
     """
 
     def __init__(self, path: str, interval_s: float = 0.1, idle_s: float = 2.0) -> None:
@@ -696,18 +696,18 @@ class Checkpointer:
         try:
             conn.execute("PRAGMA busy_timeout=100")
             done = 0
-            quiet_rounds = 0
+            waited_rounds = 0  # rounds since the first commit not yet checkpointed
             while not self._stopping.wait(self._interval_s):
                 pending = self.commits - done
-                quiet_rounds = quiet_rounds + 1 if pending else 0
-                if pending >= CHECKPOINT_COMMITS or (pending and quiet_rounds >= self._idle_rounds):
+                waited_rounds = waited_rounds + 1 if pending else 0
+                if pending >= CHECKPOINT_COMMITS or waited_rounds >= self._idle_rounds:
                     seen = self.commits
                     try:
                         conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                     except sqlite3.Error:
                         continue  # busy: the next round tries again
                     done = seen
-                    quiet_rounds = 0
+                    waited_rounds = 0
         finally:
             conn.close()
 
