@@ -16,7 +16,8 @@ import math
 import random
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from functools import partial
 from typing import Any
 
 from aiohttp import HttpVersion11, web
@@ -63,6 +64,15 @@ KINDS = ("CASHIN", "CASHOUT")
 EVENT_KINDS = ("transaction:created", "transaction:processed")
 CAN_CASHIN = frozenset({"cashin", "read-write"})
 CAN_CASHOUT = frozenset({"cashout", "read-write"})
+DEFAULT_LIMIT = 20
+#: The ``page-size-10`` behaviour's default page size (variant ``lenient``).
+LENIENT_DEFAULT_LIMIT = 10
+#: The merchant column of every idempotency row under ``global-keys`` (variant ``lenient``): one
+#: scope for the whole service. Rows written per merchant stay apart from it.
+GLOBAL_KEY_SCOPE = "*"
+#: Envelope keys the ``envelope-omitempty`` behaviour keeps even when empty (the document's
+#: "The list response holds limit, offset, total and the transactions array").
+ENVELOPE_ALWAYS = frozenset({"limit", "offset", "total", "transactions"})
 #: Integers with more digits than this stand for "out of bounds" instead of failing the parse
 #: (Python refuses int() of more than 4300 digits; a JSON number that long is still JSON).
 MAX_INT_DIGITS = 400
@@ -113,8 +123,29 @@ class StubApp:
         self.number_regex = settings.number_regex
         self.tz = settings.tz
         self.broken_time = "timestamp-format" in faults
-        self.success_text = "successful" if settings.variant("successful-status") else "success"
-        self.creation_status = 201 if settings.variant("created-201") else 200
+        # Variants and their behaviours, resolved once so that handlers read plain attributes.
+        variant = settings.variant
+        self.success_text = "successful" if variant("successful-status") else "success"
+        self.creation_status = 201 if variant("created-201") else 200
+        self.rotate_refresh = not variant("no-rotation")
+        self.expires_string = variant("expires-string")
+        self.oldest_first = variant("events-oldest-first")
+        #: ``Authorization: <token>`` without ``Bearer `` (paypack-js sends it so).
+        self.accept_bare_token = variant("bare-token")
+        self.omit_empty_envelope = variant("envelope-omitempty")
+        self.lenient_filters = variant("lenient-filters")
+        self.empty_key_absent = variant("empty-key-absent")
+        self.any_media_type = variant("any-media-type")
+        self.default_limit = LENIENT_DEFAULT_LIMIT if variant("page-size-10") else DEFAULT_LIMIT
+        self.global_key_scope = GLOBAL_KEY_SCOPE if variant("global-keys") else None
+        self.utc_text: Callable[[int | None], str | None] = timefmt.utc_text
+        self.offset_text: Callable[[int, Any], str] = timefmt.offset_text
+        if self.broken_time:  # the fault wins over any variant's rendering
+            self.utc_text = partial(timefmt.utc_text, broken=True)
+            self.offset_text = partial(timefmt.offset_text, broken=True)
+        elif variant("nanosecond-timestamps"):
+            self.utc_text = timefmt.utc_text_ns
+            self.offset_text = timefmt.offset_text_ns
         self._apps: dict[str, AppRecord] = {}
         self._verified: dict[str, bytes] = {}
         self._creations = 0
@@ -138,9 +169,7 @@ class StubApp:
         scheme, _, token = header.partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
-            raise ApiError(
-                401, "missing_token", "the Authorization header must be 'Bearer <token>'"
-            )
+            token = self.bare_token(header)
         claims = self.tokens.verify(token, self.access_subs)
         if self.early_expiry_s is not None and time.time() - claims["iat"] > self.early_expiry_s:
             raise ApiError(401, "token_expired", "the token has expired")
@@ -149,11 +178,20 @@ class StubApp:
             raise ApiError(401, "invalid_token", "the token names an unknown application")
         return record
 
+    def bare_token(self, header: str) -> str:
+        """The token of an ``Authorization`` header that is not ``Bearer <token>``: the whole
+        value when bare tokens are accepted and it is one word, else the 401 of the reference
+        choice (the document tells clients to send ``Bearer``; paypack-js sends it bare)."""
+        token = header.strip()
+        if self.accept_bare_token and token and not any(c.isspace() for c in token):
+            return token
+        raise ApiError(401, "missing_token", "the Authorization header must be 'Bearer <token>'")
+
     def status_text(self, status: str) -> str:
         return self.success_text if status == "success" else status
 
     async def read_json(self, request: web.Request) -> dict[str, Any]:
-        if request.content_type != "application/json":
+        if request.content_type != "application/json" and not self.any_media_type:
             raise ApiError(
                 415, "unsupported_media_type", "the request body must be application/json"
             )
@@ -192,15 +230,15 @@ class StubApp:
             "merchant": tx.merchant,
             "ref": tx.ref,
             "status": self.status_text(tx.status),
-            "timestamp": timefmt.offset_text(tx.created_us, self.tz, broken=self.broken_time),
+            "timestamp": self.offset_text(tx.created_us, self.tz),
         }
 
     def render_event(self, ev: EventRecord) -> dict[str, Any]:
-        broken = self.broken_time
+        utc_text = self.utc_text
         return {
             "event_id": ev.event_id,
             "event_kind": ev.event_kind,
-            "created_at": timefmt.utc_text(ev.created_us, broken=broken),
+            "created_at": utc_text(ev.created_us),
             "data": {
                 "ref": ev.ref,
                 "kind": ev.kind,
@@ -209,15 +247,15 @@ class StubApp:
                 "client": ev.client,
                 "amount": ev.amount,
                 "status": self.status_text(ev.status),
-                "created_at": timefmt.utc_text(ev.tx_created_us, broken=broken),
-                "processed_at": timefmt.utc_text(ev.processed_us, broken=broken),
+                "created_at": utc_text(ev.tx_created_us),
+                "processed_at": utc_text(ev.processed_us),
             },
         }
 
     def token_pair_body(self, record: AppRecord) -> dict[str, Any]:
         pair = self.tokens.issue(record.client_id, record.merchant, record.privilege)
         expires: int | str = pair.access_exp
-        if self.settings.variant("expires-string"):
+        if self.expires_string:
             expires = timefmt.utc_text(pair.access_exp * 1_000_000) or ""
         return {"access": pair.access, "refresh": pair.refresh, "expires": expires}
 
@@ -253,7 +291,7 @@ class StubApp:
         record = self.app_record(claims["id"])
         if record is None:
             raise ApiError(401, "invalid_token", "the token names an unknown application")
-        if not self.settings.variant("no-rotation"):
+        if self.rotate_refresh:
             jti = claims.get("jti")
             exp = claims.get("exp")
             if not isinstance(jti, str) or not isinstance(exp, int):
@@ -267,13 +305,16 @@ class StubApp:
         """The key that scopes this create: the header's, else the query parameter's (RC-6).
 
         Every key the client sent is validated, the losing one too: a 40-character query key
-        beside a valid header is still a request the document says to reject.
+        beside a valid header is still a request the document says to reject. Under
+        ``empty-key-absent`` an empty key counts as not sent, so a key is generated.
         """
         faults = self.settings.faults
         sent = [request.headers.get("Idempotency-Key")]
         if "query-key-ignored" not in faults:
             sent.append(request.query.get("Idempotency-Key"))
         keys = [key for key in sent if key is not None]
+        if self.empty_key_absent:
+            keys = [key for key in keys if key]
         for key in keys:
             if key == "":
                 raise ApiError(400, "invalid_idempotency_key", "Idempotency-Key: must not be empty")
@@ -351,11 +392,12 @@ class StubApp:
             self._last_ref = ref
         created = timefmt.now_us()
         due_us, due_status = self.due_for(number, created)
+        key_scope = self.global_key_scope or record.merchant
         key_mode = "strict"
         if "idempotency-ignored" in faults:
             key_mode = "overwrite"
         elif "idempotency-racy" in faults:
-            if self.store.key_used(record.merchant, key):
+            if self.store.key_used(key_scope, key):
                 raise _key_reused(key)
             await asyncio.sleep(0.02)  # the deliberate window between check and insert
             key_mode = "overwrite"
@@ -374,6 +416,7 @@ class StubApp:
                         created_us=created,
                         webhook_mode=mode,
                         key=key,
+                        key_scope=key_scope,
                         due_us=due_us,
                         due_status=due_status,
                     ),
@@ -385,7 +428,7 @@ class StubApp:
         return json_response(
             {
                 "amount": amount,
-                "created_at": timefmt.utc_text(created, broken=self.broken_time),
+                "created_at": self.utc_text(created),
                 "kind": kind,
                 "ref": ref,
                 "status": "pending",
@@ -426,13 +469,15 @@ class StubApp:
             if value:
                 given[name] = value
         status = given.get("status")
-        if status is not None and status not in STATUS_FILTERS:
-            raise validation_error("status", f"must be one of {', '.join(STATUS_FILTERS)}")
         kind = given.get("kind")
-        if kind is not None and kind not in KINDS:
-            raise validation_error("kind", f"must be one of {', '.join(KINDS)}")
         event_kind = given.get("event-kind")
-        if event_kind is not None and event_kind not in EVENT_KINDS:
+        # An unknown value matches no event: a 400 (RC-25), or under ``lenient-filters`` the
+        # empty list it selects (the store is asked anyway: no stored row has such a value).
+        if status is not None and status not in STATUS_FILTERS and not self.lenient_filters:
+            raise validation_error("status", f"must be one of {', '.join(STATUS_FILTERS)}")
+        if kind is not None and kind not in KINDS and not self.lenient_filters:
+            raise validation_error("kind", f"must be one of {', '.join(KINDS)}")
+        if event_kind is not None and event_kind not in EVENT_KINDS and not self.lenient_filters:
             raise validation_error("event-kind", f"must be one of {', '.join(EVENT_KINDS)}")
         bounds: dict[str, int] = {}
         for name in ("from", "to"):
@@ -441,12 +486,14 @@ class StubApp:
                     bounds[name] = timefmt.parse_bound(given[name], upper=name == "to")
                 except (ValueError, OverflowError):
                     raise validation_error(name, "must be an ISO 8601 date or date-time") from None
-        limit = _int_param(query.get("limit"), "limit", 20, 1, 100)
+        limit = _int_param(query.get("limit"), "limit", self.default_limit, 1, 100)
         offset = _int_param(query.get("offset"), "offset", 0, 0, None)
         faults = self.settings.faults
         q = EventQuery(
             merchant=None if "cross-merchant-visible" in faults else record.merchant,
-            status=None if status is None or "filter-ignored" in faults else STATUS_FILTERS[status],
+            status=None
+            if status is None or "filter-ignored" in faults
+            else STATUS_FILTERS.get(status, status),
             client=given.get("client"),
             ref=given.get("ref"),
             kind=kind,
@@ -455,23 +502,24 @@ class StubApp:
             to_us=bounds.get("to"),
             limit=limit,
             offset=min(offset, MAX_OFFSET),
-            oldest_first=self.settings.variant("events-oldest-first"),
+            oldest_first=self.oldest_first,
         )
         total, amount, events = self.store.list_events(q)
-        return json_response(
-            {
-                "amount": amount,
-                "client": given.get("client", ""),
-                "event-kind": given.get("event-kind", ""),
-                "kind": given.get("kind", ""),
-                "limit": limit,
-                "offset": offset,
-                "ref": given.get("ref", ""),
-                "status": given.get("status", ""),
-                "total": total,
-                "transactions": [self.render_event(ev) for ev in events],
-            }
-        )
+        envelope = {
+            "amount": amount,
+            "client": given.get("client", ""),
+            "event-kind": given.get("event-kind", ""),
+            "kind": given.get("kind", ""),
+            "limit": limit,
+            "offset": offset,
+            "ref": given.get("ref", ""),
+            "status": given.get("status", ""),
+            "total": total,
+            "transactions": [self.render_event(ev) for ev in events],
+        }
+        if self.omit_empty_envelope:  # Go's omitempty: "" and 0 are left out
+            envelope = {k: v for k, v in envelope.items() if v or k in ENVELOPE_ALWAYS}
+        return json_response(envelope)
 
     # -- sandbox and health ---------------------------------------------------------------
     async def sandbox(self, request: web.Request) -> web.Response:
@@ -545,9 +593,7 @@ def _plain(value: float) -> str:
 
 
 def _key_reused(key: str) -> ApiError:
-    return ApiError(
-        409, "idempotency_key_reused", f"Idempotency-Key {key!r} was already used by this merchant"
-    )
+    return ApiError(409, "idempotency_key_reused", f"Idempotency-Key {key!r} was already used")
 
 
 def _int_param(raw: str | None, name: str, default: int, low: int, high: int | None) -> int:

@@ -5,56 +5,217 @@ run the conformance suite or the load reconciliation against a faulty stub and a
 notices. A *variant* is a different but conformant choice where the document is silent, so a
 self-test can show the suite raises no false alarm against "an implementation that is not the
 stub". Every switch is off by default; the names are a stable contract.
+
+The registries carry what the self-tests need beside each switch, so the map lives here and not
+inside a test: ``Fault.trips`` is the exact set of conformance checks the fault must fail, and
+``Variant.differs_on`` the set of reference-profile checks expected to notice the variant.
+
+Two variants are *composites*: ``live`` (the live service, per the field notes) and ``lenient``
+(lenient wherever the document is silent). Each is a list of parts, either other variants or
+*behaviours*: switches the stub implements but does not offer on their own (``BEHAVIOURS``).
+``expand_variants`` turns the selected names into every switch they imply; the stub only ever
+asks "is switch X on?", so a composite needs no code of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
-FAULTS: dict[str, str] = {
-    "idempotency-ignored": "a reused Idempotency-Key creates a second transaction",
-    "idempotency-racy": (
+
+@dataclass(frozen=True)
+class Fault:
+    """A deliberate bug.
+
+    ``trips``: the conformance checks that must fail against a stub with this fault and no other
+    check (issue 7: "a check fails only for the rule it names"). ``load_only``: the fault is the
+    load suite's (its reconciliation or token renewal catches it) and breaks no conformance check.
+    """
+
+    description: str
+    trips: frozenset[str] = frozenset()
+    load_only: bool = False
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A conformant alternative choice (or, in ``BEHAVIOURS``, one part of a composite).
+
+    ``differs_on``: the reference-profile checks expected to notice it (the seed profile must
+    notice none). ``parts``: for a composite, the variants and behaviours it switches on; its
+    ``differs_on`` is the union of theirs (``_composite``).
+    """
+
+    description: str
+    differs_on: frozenset[str] = frozenset()
+    parts: tuple[str, ...] = ()
+
+
+def _ids(*check_ids: str) -> frozenset[str]:
+    return frozenset(check_ids)
+
+
+FAULTS: dict[str, Fault] = {
+    "idempotency-ignored": Fault(
+        "a reused Idempotency-Key creates a second transaction",
+        _ids("IDEM-001", "IDEM-002", "IDEM-004", "IDEM-005"),
+    ),
+    "idempotency-racy": Fault(
         "check-then-insert with an await between: concurrent requests with one key create "
-        "duplicates (sequential reuse is still rejected with 409)"
+        "duplicates (sequential reuse is still rejected with 409)",
+        _ids("IDEM-005"),
     ),
-    "long-keys-accepted": "Idempotency-Key longer than 32 characters is accepted",
-    "query-key-ignored": "the Idempotency-Key query parameter is ignored (a new key is generated)",
-    "tokens-never-expire": "the exp claim of access and refresh tokens is not checked",
-    "refresh-as-access": "a refresh token is accepted as an access token",
-    "signature-not-verified": "JWT signatures are not checked (alg none is accepted)",
-    "wrong-kind": "cashout answers and stores kind CASHIN",
-    "refs-reused": "every second creation reuses the previous transaction's ref",
-    "status-stuck-pending": (
-        "confirm/cancel answer 200 but the status stays pending and no processed event is recorded"
+    "long-keys-accepted": Fault(
+        "Idempotency-Key longer than 32 characters is accepted", _ids("IDEM-003")
     ),
-    "cancel-reads-success": "a cancelled transaction reads status success",
-    "processed-event-missing": "no transaction:processed event is recorded",
-    "filter-ignored": "the events list ignores its status filter",
-    "cross-merchant-visible": "find and the events list show other merchants' transactions",
-    "privileges-ignored": "any privilege may cashin and cashout",
-    "server-error-on-malformed": "a malformed JSON body gives a 500",
-    "timestamp-format": (
-        "created_at/timestamp rendered without timezone and fraction (2026-11-21 06:44:32)"
+    "query-key-ignored": Fault(
+        "the Idempotency-Key query parameter is ignored (a new key is generated)",
+        _ids("IDEM-004"),
     ),
-    "drop-acknowledged": (
-        "a fraction drop_rate of cashin/cashout answered 200 are not persisted (no row, no event)"
+    "tokens-never-expire": Fault(
+        "the exp claim of access and refresh tokens is not checked", _ids("AUTH-008")
     ),
-    "early-expiry": (
-        "access tokens are refused 2 s after issue, while expires still promises the full lifetime"
+    "refresh-as-access": Fault("a refresh token is accepted as an access token", _ids("AUTH-010")),
+    "signature-not-verified": Fault(
+        "JWT signatures are not checked (alg none is accepted)", _ids("AUTH-007")
+    ),
+    "wrong-kind": Fault(
+        "cashout answers and stores kind CASHIN",
+        _ids("TXN-002", "PROP-009"),  # the stateful chain: find answers another kind than sent
+    ),
+    "refs-reused": Fault(
+        "every second creation reuses the previous transaction's ref", _ids("FMT-001")
+    ),
+    "status-stuck-pending": Fault(
+        "confirm/cancel answer 200 but the status stays pending and no processed event is recorded",
+        _ids("LIFE-002", "LIFE-003"),
+    ),
+    "cancel-reads-success": Fault("a cancelled transaction reads status success", _ids("LIFE-003")),
+    "processed-event-missing": Fault(
+        "no transaction:processed event is recorded", _ids("LIFE-002", "LIFE-003")
+    ),
+    "filter-ignored": Fault("the events list ignores its status filter", _ids("EVT-006")),
+    "cross-merchant-visible": Fault(
+        "find and the events list show other merchants' transactions", _ids("ISO-001", "ISO-002")
+    ),
+    "privileges-ignored": Fault(
+        "any privilege may cashin and cashout", _ids("PRIV-001", "PRIV-003", "PRIV-004")
+    ),
+    "server-error-on-malformed": Fault("a malformed JSON body gives a 500", _ids("ERR-001")),
+    "timestamp-format": Fault(
+        "created_at/timestamp rendered without timezone and fraction (2026-11-21 06:44:32)",
+        _ids("FMT-003", "FMT-004", "FMT-005", "PROP-004"),
+    ),
+    "drop-acknowledged": Fault(
+        "a fraction drop_rate of cashin/cashout answered 200 are not persisted (no row, no event)",
+        load_only=True,
+    ),
+    "early-expiry": Fault(
+        "access tokens are refused 2 s after issue, while expires still promises the full lifetime",
+        load_only=True,
     ),
 }
 
 #: How long an access token works under the ``early-expiry`` fault.
 EARLY_EXPIRY_S = 2.0
 
-VARIANTS: dict[str, str] = {
-    "created-201": "creations answer 201 instead of 200",
-    "successful-status": "a confirmed transaction reads status successful instead of success",
-    "short-refresh-only": "only /auth/refresh/{token} is served; /auth/agents/refresh is a 404",
-    "expires-string": "expires in the token pair is an ISO 8601 date-time string",
-    "go-error-body": 'error bodies carry only {"status", "message"}',
-    "no-rotation": "refresh tokens are reusable until they expire",
-    "events-oldest-first": "the events list is ordered oldest first",
+#: Switches that only composites turn on. Their ``differs_on`` is the best current guess of the
+#: reference check that notices each; an empty set means no reference check notices it yet.
+BEHAVIOURS: dict[str, Variant] = {
+    "bare-token": Variant(
+        "a token sent bare in Authorization (no 'Bearer ' prefix) is accepted, as paypack-js "
+        "sends it",
+        _ids(),  # the reference choice since the live service accepts it: AUTH-006 notes it
+    ),
+    "nanosecond-timestamps": Variant(
+        "timestamps carry 9 fraction digits instead of 6 (the document allows up to nanoseconds)",
+        _ids("PROP-004"),  # the reference schema's x-reference-pattern wants exactly 6 digits
+    ),
+    "envelope-omitempty": Variant(
+        "the events list envelope omits amount, client, event-kind, kind, ref and status when "
+        "empty or not filtered (Go omitempty); limit, offset, total, transactions stay",
+        _ids("EVT-009", "PROP-004"),  # the reference schema's x-reference-required
+    ),
+    "lenient-filters": Variant(
+        "an unknown status, kind or event-kind filter value gives an empty list, not a 400",
+        _ids("PROP-005"),
+    ),
+    "empty-key-absent": Variant(
+        "an empty Idempotency-Key counts as absent (a key is generated), not a 400",
+        _ids("PROP-005"),
+    ),
+    "any-media-type": Variant(
+        "any request Content-Type (or none) is accepted and the body parsed as JSON, no 415",
+        _ids("PROP-005"),
+    ),
+    "page-size-10": Variant(
+        "the events list's default page size is 10 instead of 20",
+        _ids("EVT-010"),
+    ),
+    "global-keys": Variant(
+        "idempotency keys are scoped to the whole service, not per merchant: a key used by one "
+        "merchant is rejected for another",
+        _ids("IDEM-007"),
+    ),
+}
+
+_SIMPLE_VARIANTS: dict[str, Variant] = {
+    "created-201": Variant("creations answer 201 instead of 200", _ids("TXN-004")),
+    "successful-status": Variant(
+        "a confirmed transaction reads status successful instead of success", _ids("LIFE-005")
+    ),
+    "short-refresh-only": Variant(
+        "only /auth/refresh/{token} is served; /auth/agents/refresh is a 404", _ids("AUTH-011")
+    ),
+    "expires-string": Variant(
+        "expires in the token pair is an ISO 8601 date-time string", _ids("AUTH-013")
+    ),
+    "go-error-body": Variant(
+        'error bodies carry only {"status", "message"}', _ids("ERR-002", "ERR-003")
+    ),
+    "no-rotation": Variant("refresh tokens are reusable until they expire", _ids("AUTH-012")),
+    "events-oldest-first": Variant("the events list is ordered oldest first", _ids("EVT-008")),
+}
+
+
+def _composite(description: str, *parts: str) -> Variant:
+    """A variant made of other switches; it differs wherever one of its parts does."""
+    known = {**_SIMPLE_VARIANTS, **BEHAVIOURS}
+    differs: frozenset[str] = frozenset()
+    for part in parts:
+        differs |= known[part].differs_on  # a KeyError here is a typo in this module
+    return Variant(description, differs, parts)
+
+
+VARIANTS: dict[str, Variant] = {
+    **_SIMPLE_VARIANTS,
+    # The one place that says what "the live service" is (shared/FIELD-NOTES.md); expires is
+    # already an integer by default (RC-8), so no switch is needed for it.
+    "live": _composite(
+        "behaves as the live service does per the field notes: bare tokens, only "
+        "/auth/refresh, successful, nanosecond timestamps, envelope keys omitted when empty, "
+        'creations 201, {"status", "message"} error bodies',
+        "bare-token",
+        "short-refresh-only",
+        "successful-status",
+        "nanosecond-timestamps",
+        "envelope-omitempty",
+        "created-201",
+        "go-error-body",
+    ),
+    # Unknown body fields are ignored by default already (RC-30): no switch for that.
+    "lenient": _composite(
+        "lenient wherever the document is silent: unknown filter values give an empty list, an "
+        "empty Idempotency-Key counts as absent, any media type, default page size 10, oldest "
+        "first, idempotency keys global, bare tokens",
+        "lenient-filters",
+        "empty-key-absent",
+        "any-media-type",
+        "page-size-10",
+        "events-oldest-first",
+        "global-keys",
+        "bare-token",
+    ),
 }
 
 
@@ -62,7 +223,7 @@ class UnknownSwitchError(ValueError):
     """A fault or variant name that the stub does not know; the message lists the valid ones."""
 
 
-def check_names(names: Iterable[str], registry: dict[str, str], kind: str) -> frozenset[str]:
+def check_names(names: Iterable[str], registry: Mapping[str, object], kind: str) -> frozenset[str]:
     """Validate switch names against a registry, failing with the list of valid names."""
     chosen = frozenset(names)
     unknown = sorted(chosen - registry.keys())
@@ -71,3 +232,23 @@ def check_names(names: Iterable[str], registry: dict[str, str], kind: str) -> fr
             f"unknown {kind} {', '.join(unknown)}; valid {kind}s: {', '.join(registry)}"
         )
     return chosen
+
+
+def expand_variants(names: Iterable[str]) -> frozenset[str]:
+    """Every switch the selected variants turn on: the names themselves and, for a composite,
+    its parts (recursively). The stub asks only about switches, so ``live`` turns on
+    ``created-201`` exactly as ``--variant created-201`` does."""
+    switches: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name in switches:
+            continue
+        entry = VARIANTS.get(name) or BEHAVIOURS.get(name)
+        if entry is None:
+            raise UnknownSwitchError(
+                f"unknown variant {name}; valid variants: {', '.join(VARIANTS)}"
+            )
+        switches.add(name)
+        todo.extend(entry.parts)
+    return frozenset(switches)

@@ -12,12 +12,19 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta, timezone
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
 from paysuite.target_config import RWANDA_MOBILE_PATTERN
 from paysuite.yamlfile import read_yaml
-from stub_server.faults import FAULTS, VARIANTS, UnknownSwitchError, check_names
+from stub_server.faults import (
+    FAULTS,
+    VARIANTS,
+    UnknownSwitchError,
+    check_names,
+    expand_variants,
+)
 
 Outcome = Literal["none", "success", "failed"]
 OUTCOMES: tuple[Outcome, ...] = ("none", "success", "failed")
@@ -95,8 +102,16 @@ class StubSettings:
     def fault(self, name: str) -> bool:
         return name in self.faults
 
+    @cached_property
+    def switches(self) -> frozenset[str]:
+        """The variants as given plus every part of a composite (``live``, ``lenient``).
+
+        Computed once per settings object (the dataclass is frozen, so it cannot go stale)."""
+        return expand_variants(self.variants)
+
     def variant(self, name: str) -> bool:
-        return name in self.variants
+        """Whether the variant or behaviour ``name`` is on, directly or through a composite."""
+        return name in self.switches
 
 
 def parse_offset(text: str, where: str) -> timezone:

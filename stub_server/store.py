@@ -249,10 +249,13 @@ class NewTransaction:
     key: str
     due_us: int | None
     due_status: str | None
+    #: The idempotency row's scope: the merchant (RC-6), or one service-wide value under the
+    #: ``global-keys`` behaviour. ``None`` means ``merchant``.
+    key_scope: str | None = None
 
 
 class KeyReused(Exception):
-    """The idempotency key is already recorded for this merchant."""
+    """The idempotency key is already recorded in its scope (the merchant, or global)."""
 
 
 class Store:
@@ -399,9 +402,10 @@ class Store:
         self.conn.execute("DELETE FROM used_refresh WHERE exp < ?", (now_s,))
 
     # -- transactions ---------------------------------------------------------------------
-    def key_used(self, merchant: str, key: str) -> bool:
+    def key_used(self, scope: str, key: str) -> bool:
+        """Whether ``key`` has a row in ``scope`` (a merchant, or the global scope)."""
         row = self.conn.execute(
-            "SELECT 1 FROM idempotency WHERE merchant = ? AND key = ?", (merchant, key)
+            "SELECT 1 FROM idempotency WHERE merchant = ? AND key = ?", (scope, key)
         ).fetchone()
         return row is not None
 
@@ -444,10 +448,11 @@ class Store:
         undoes a failed statement), so ``KeyReused`` leaves the batch untouched.
         """
         db = self._db
+        scope = new.key_scope or new.merchant
         try:
             db.execute(
                 f"{insert} INTO idempotency (merchant, key, ref, created_us) VALUES (?, ?, ?, ?)",
-                (new.merchant, new.key, new.ref, new.created_us),
+                (scope, new.key, new.ref, new.created_us),
             )
         except sqlite3.IntegrityError:
             raise KeyReused(new.key) from None
@@ -471,10 +476,10 @@ class Store:
             )  # fmt: skip
         except BaseException:
             if insert == "INSERT":  # the SAVEPOINT of the other mode undoes it instead
-                self._undo_creation(new.merchant, new.key, tx_id)
+                self._undo_creation(scope, new.key, tx_id)
             raise
 
-    def _undo_creation(self, merchant: str, key: str, tx_id: int | None) -> None:
+    def _undo_creation(self, scope: str, key: str, tx_id: int | None) -> None:
         """Delete what a failed creation inserted, unless SQLite rolled the whole batch back
         (it does on some I/O errors), in which case there is nothing left to delete."""
         db = self._db
@@ -482,7 +487,7 @@ class Store:
             return
         if tx_id is not None:
             db.execute("DELETE FROM transactions WHERE id = ?", (tx_id,))
-        db.execute("DELETE FROM idempotency WHERE merchant = ? AND key = ?", (merchant, key))
+        db.execute("DELETE FROM idempotency WHERE merchant = ? AND key = ?", (scope, key))
 
     def find(self, ref: str, merchant: str | None) -> TxRecord | None:
         """The latest transaction with ``ref``, within ``merchant`` unless that is None."""

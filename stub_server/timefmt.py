@@ -1,7 +1,8 @@
 """Timestamps: stored as integer microseconds since the epoch, rendered per reference choice.
 
 RC-19/RC-21: UTC with microseconds and ``Z``. RC-20: find's ``timestamp`` with the configured
-numeric offset. The ``timestamp-format`` fault renders ``2026-11-21 06:44:32`` instead.
+numeric offset. The ``timestamp-format`` fault renders ``2026-11-21 06:44:32`` instead; the
+``nanosecond-timestamps`` behaviour (variant ``live``) nine fraction digits (``*_ns``).
 
 Rendering is on every response's path, so the text up to the whole second is cached per second
 (``strftime``/``isoformat`` cost more than the rest of a find's Python code) and only the
@@ -62,6 +63,32 @@ def offset_text(us: int, tz: timezone, *, broken: bool = False) -> str:
             _offset_seconds.clear()
         _offset_seconds[(seconds, tz)] = parts
     return f"{parts[0]}{micros:06d}{parts[1]}"
+
+
+def sub_micro_digits(us: int) -> str:
+    """Three digits below the microsecond for the nanosecond renderings.
+
+    The store keeps microseconds, so these digits are not measured: they are derived from the
+    microsecond value alone, so one instant always renders as the same text everywhere (creation,
+    find, events) and texts still sort like their instants. They are not padding zeros: a client
+    that rounds a 9-digit fraction to 6 digits instead of truncating it reads another instant
+    about half the time, which a check comparing instants can notice.
+    """
+    return f"{us * 7919 % 1000:03d}"
+
+
+def utc_text_ns(us: int | None) -> str | None:
+    """``2026-11-21T06:44:32.421455842Z``: ``utc_text`` with nine fraction digits."""
+    if us is None:
+        return None
+    text = utc_text(us) or ""  # never empty: us is not None
+    return f"{text[:-1]}{sub_micro_digits(us)}Z"
+
+
+def offset_text_ns(us: int, tz: timezone) -> str:
+    """``2026-11-21T08:44:32.421455842+02:00``: ``offset_text`` with nine fraction digits."""
+    text = offset_text(us, tz)
+    return f"{text[:-6]}{sub_micro_digits(us)}{text[-6:]}"  # the offset is always +HH:MM
 
 
 def parse_bound(text: str, *, upper: bool) -> int:

@@ -38,7 +38,8 @@ APPS = (("DEMO01", "read-write"), ("DEMO02", "read-write"), ("DEMO01", "read"))
 def test_registries() -> None:
     assert REQUIRED_FAULTS <= FAULTS.keys()
     assert REQUIRED_VARIANTS <= VARIANTS.keys()
-    assert all(FAULTS.values()) and all(VARIANTS.values())
+    assert all(fault.description for fault in FAULTS.values())
+    assert all(variant.description for variant in VARIANTS.values())
 
 
 def _created_count(s: InProcessStub, number: str) -> int:
