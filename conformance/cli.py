@@ -21,8 +21,10 @@ def register(subparsers: Any) -> None:
         description=(
             "Check an implementation of the Payments Transactions Service against the interface "
             "document. Without --target and --config, start the bundled stub and check it. "
-            "Exit status: 0 no MUST check failed (--strict: no SHOULD either), 1 one did, "
-            "2 usage/configuration error or unreachable target."
+            "Exit status: 0 pass (no MUST check failed, --strict: no SHOULD either, and enough "
+            "checks ran); 1 fail; 2 no verdict: a usage or configuration error, a target that "
+            "is unreachable, not this API or refuses the credentials, or checks that could not "
+            "be judged."
         ),
     )
     parser.add_argument("--target", metavar="URL", help="base URL of the implementation (…/api)")
@@ -41,6 +43,16 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--only", metavar="ID,...", help="check IDs or groups to run, e.g. IDEM,AUTH-003"
+    )
+    parser.add_argument(
+        "--min-coverage",
+        metavar="SHARE",
+        help="the gate fails when fewer of the profile's checks ran (default 50%%; 0 disables)",
+    )
+    parser.add_argument(
+        "--reveal-secrets",
+        action="store_true",
+        help="print real tokens in the reports' curl commands (default: $PAYSUITE_TOKEN)",
     )
     parser.add_argument("--list", action="store_true", help="print the check catalog and exit")
     parser.add_argument("--seed", type=int, metavar="N", help="seed of the property tests")
@@ -71,26 +83,25 @@ def pytest_args(args: argparse.Namespace) -> list[str]:
         argv += ["--only", args.only]
     if args.seed is not None:
         argv += ["--seed", str(args.seed)]
+    if getattr(args, "min_coverage", None) is not None:
+        argv += ["--min-coverage", str(args.min_coverage)]
+    if getattr(args, "reveal_secrets", False):
+        argv.append("--reveal-secrets")
     return argv
 
 
 def usage_error(args: argparse.Namespace) -> str | None:
     """Problems detectable before pytest starts, as one line (``None`` when all is well)."""
     from conformance.catalog import UnknownCheckError, parse_only
-    from conformance.setup import Options, SetupError, check_reachable, load_config
+    from conformance.setup import Options, SetupError, check_target, parse_share
 
     try:
         parse_only(args.only)
     except UnknownCheckError as exc:
         return str(exc)
     try:
-        config = load_config(Options(target=args.target, config=args.config))
-        if config is not None:
-            check_reachable(config.base_url)
-        elif args.target:
-            from conformance.setup import prepare
-
-            prepare(Options(target=args.target))
+        parse_share(getattr(args, "min_coverage", None))
+        check_target(Options(target=args.target, config=args.config))
     except SetupError as exc:
         return str(exc)
     return None

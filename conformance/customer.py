@@ -20,6 +20,7 @@ import subprocess
 from typing import Literal
 
 from conformance.http import RecordingClient
+from conformance.outcome import CouldNotCheck
 from paysuite.target_config import CustomerDriver
 
 Outcome = Literal["confirm", "cancel"]
@@ -35,6 +36,10 @@ def _has_tty() -> bool:
 
 class DriverUnavailable(RuntimeError):
     """The configured driver cannot act here; the message is the skip reason."""
+
+
+class DriverFailed(CouldNotCheck):
+    """The driver was asked to act and its action failed: the check cannot judge its rule."""
 
 
 class Customer:
@@ -75,6 +80,14 @@ class Customer:
             action = self.config.confirm if outcome == "confirm" else self.config.cancel
             assert action is not None  # guaranteed by the config parser
             reply = self.client.request(action.method, action.url(ref), note=f"customer {outcome}")
+            if not reply.ok:
+                # The driver itself failed: whatever the transaction does next says nothing
+                # about the lifecycle rule the check is about.
+                raise DriverFailed(
+                    f"the customer driver's {outcome} ({action.method} {action.url(ref)}) "
+                    f"answered {reply.status}",
+                    [reply.exchange],
+                )
             return f"sandbox {outcome}: {reply.status}"
         if driver == "magic-numbers":
             return "magic number: the target resolves it"
@@ -87,7 +100,7 @@ class Customer:
                 command, shell=True, capture_output=True, text=True, timeout=self.config.timeout_s
             )
             if done.returncode != 0:
-                raise DriverUnavailable(
+                raise DriverFailed(
                     f"customer command exited {done.returncode}: {done.stderr.strip()[:200]}"
                 )
             return f"command: exit {done.returncode}"

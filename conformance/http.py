@@ -32,6 +32,8 @@ class Reply:
         self.headers = response.headers
         self.text = response.text
         self.exchange = exchange
+        #: Set by ``Target.create``: the creation answered a ref an earlier one had answered.
+        self.ref_reused = False
         try:
             self.body: Any = response.json()
             self.is_json = True

@@ -31,6 +31,10 @@ class CheckResult:
     message: str = ""
     evidence: list[dict[str, Any]] = field(default_factory=list)
     duration_s: float = 0.0
+    expected: str = ""  # h2spec's Expected: what the rule demands
+    actual: str = ""  # what the target did instead
+    note: str = ""  # an observation that is no failure ("bare token: accepted")
+    gating: bool = True  # False: a failure that does not fail the run (a warning)
 
 
 @dataclass
@@ -50,6 +54,10 @@ class RunState:
     cache: dict[str, Any] = field(default_factory=dict)
     done: int = 0
     nodeids: dict[str, str] = field(default_factory=dict)
+    #: Problems of the run rather than of one check (the target stopped answering, ...).
+    run_errors: list[str] = field(default_factory=list)
+    #: Set once the target has stopped answering: the remaining checks are not attempted.
+    unreachable: str | None = None
 
 
 STATE = pytest.StashKey[RunState]()
@@ -101,6 +109,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="IDS",
         default=None,
         help="comma-separated check IDs or groups (AUTH, IDEM-003, ...)",
+    )
+    group.addoption(
+        "--min-coverage",
+        dest="conformance_min_coverage",
+        metavar="SHARE",
+        default=None,
+        help="fail the gate when fewer of the profile's checks ran (0.5 or 50%%; default 50%%)",
+    )
+    group.addoption(
+        "--reveal-secrets",
+        dest="conformance_reveal_secrets",
+        action="store_true",
+        default=False,
+        help="write real tokens and secrets into the reports' curl commands",
     )
     group.addoption(
         "--seed",
@@ -201,8 +223,6 @@ def pytest_collection_modifyitems(
         f"target {state.target.base_url}"
         + (" (bundled stub)" if state.prepared.stub is not None else ""),
     )
-    if state.prepared.config is None:
-        _write(config, "no --config: only the checks that need no credentials can run")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -220,21 +240,63 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         result = CheckResult(check, "skipped", _skip_reason(report))
     elif report.when in ("setup", "teardown") and report.failed:
         if previous is None or previous.outcome == "passed":
-            result = CheckResult(check, "error", _error_message(call))
+            result = _error_result(state, check, check_id, call)
     elif report.when == "call":
         if report.passed:
             result = CheckResult(check, "passed")
         elif report.skipped:
             result = CheckResult(check, "skipped", _skip_reason(report))
         elif call.excinfo is not None and isinstance(call.excinfo.value, AssertionError):
+            exc = call.excinfo.value
             result = CheckResult(check, "failed", _failure_message(call))
-            result.evidence = _proof(state, check_id, call.excinfo.value)
+            result.evidence = _proof(state, check_id, exc)
+            result.expected = str(getattr(exc, "expected", "") or check.title)
+            result.actual = str(getattr(exc, "actual", "") or result.message.splitlines()[0])
         else:
-            result = CheckResult(check, "error", _error_message(call))
-            result.evidence = _proof(state, check_id, None)
+            result = _error_result(state, check, check_id, call)
     if result is not None:
+        if report.when == "call" and state.target is not None and state.target.notes:
+            result.note = "; ".join(state.target.notes)
+        result.gating = _gates(check, state.options)
         result.duration_s = round(getattr(report, "duration", 0.0), 3)
         state.results[check_id] = result
+
+
+def _gates(check: catalog.Check, options: Any) -> bool:
+    """Whether a failure of ``check`` fails the run.
+
+    Every MUST does, and with --strict every SHOULD too. In the reference profile the property
+    checks judge against the full spec, the stub's choices included, so there they gate only
+    with --strict: the seed profile's property run is the one that judges the document.
+    """
+    if options.strict:
+        return True
+    if options.profile == "reference" and check.group == "PROP":
+        return False
+    return check.level == "MUST"
+
+
+def _error_result(
+    state: RunState, check: catalog.Check, check_id: str, call: pytest.CallInfo[None]
+) -> CheckResult:
+    """An ``error``: the check could not judge its rule (a precondition, or no answer at all)."""
+    from conformance.http import TargetUnreachable
+    from conformance.outcome import CouldNotCheck
+
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if isinstance(exc, CouldNotCheck):
+        message = f"could not check: {str(exc).strip()}"
+        result = CheckResult(check, "error", message)
+        result.evidence = [exchange.to_dict() for exchange in exc.proof]
+    else:
+        result = CheckResult(check, "error", _error_message(call))
+        result.evidence = _proof(state, check_id, None)
+    if isinstance(exc, TargetUnreachable) and state.unreachable is None:
+        state.unreachable = str(exc)
+        state.run_errors.append(f"the target stopped answering during {check_id}: {exc}")
+    result.expected = check.title
+    result.actual = result.message.splitlines()[0] if result.message else "error"
+    return result
 
 
 def _skip_reason(report: pytest.TestReport) -> str:
@@ -304,9 +366,10 @@ def _progress(config: pytest.Config, state: RunState, check_id: str) -> None:
     state.done += 1
     total = len(state.selected)
     width = len(str(total))
+    shown = "warning" if result.outcome == "failed" and not result.gating else result.outcome
     line = (
         f"[{state.done:>{width}}/{total}] {check_id:<9} {result.check.level:<6} "
-        f"{result.outcome:<7} {result.check.title}"
+        f"{shown:<7} {result.check.title}"
     )
     if result.outcome in ("failed", "error", "skipped") and result.message:
         line += f"\n{'':>{2 * width + 4}}  -> {result.message.splitlines()[0][:160]}"
@@ -327,13 +390,68 @@ def _write(config: pytest.Config, text: str) -> None:
         print(text, flush=True)
 
 
-def verdict(state: RunState) -> int:
-    """0: no MUST failed (with strict: no SHOULD either); 1 otherwise. Errors count as failed."""
-    for result in state.results.values():
-        if result.outcome in ("failed", "error"):
-            if result.check.level == "MUST" or state.options.strict:
-                return 1
-    return 0
+REFERENCE_SKIP = "reference choice: checked in the reference profile"
+
+
+def decide(state: RunState) -> Any:
+    """The run's verdict (a ``report.Verdict``): one meaning for the exit status and every report.
+
+    fail (exit 1): a gating check failed (every MUST; every SHOULD too with --strict), or fewer
+    of the profile's checks ran than --min-coverage asks. error (exit 2): nothing failed, but a
+    gating check could not be judged or the run itself broke (the target stopped answering).
+    pass (exit 0): neither.
+    """
+    from conformance.report import Coverage, Verdict
+
+    ordered = [state.results[cid] for cid in state.selected if cid in state.results]
+    in_profile = [
+        r for r in ordered if not (r.outcome == "skipped" and r.message == REFERENCE_SKIP)
+    ]
+    ran = [r for r in in_profile if r.outcome in ("passed", "failed")]
+    coverage = Coverage(
+        run=len(ran),
+        total=len(in_profile),
+        skipped=tuple((r.check.id, r.message) for r in in_profile if r.outcome == "skipped"),
+        minimum=state.options.min_coverage,
+    )
+    failed = [r.check.id for r in ordered if r.outcome == "failed" and r.gating]
+    errors = [r.check.id for r in ordered if r.outcome == "error" and r.gating]
+    options = state.options
+
+    def make(verdict: str, exit_code: int, reason: str) -> Any:
+        return Verdict(
+            verdict=verdict,
+            exit_code=exit_code,
+            profile=options.profile,
+            strict=options.strict,
+            coverage=coverage,
+            run_errors=tuple(state.run_errors),
+            reason=reason,
+        )
+
+    if failed:
+        levels = "MUST or SHOULD" if options.strict else "MUST"
+        return make("fail", 1, f"{len(failed)} {levels} check(s) failed: {', '.join(failed)}")
+    if coverage.total == 0:
+        return make("error", 2, "no check of the profile was selected: nothing was judged")
+    if state.run_errors:  # the run broke: what did not run says nothing about the target
+        why = "; ".join(state.run_errors[:1])
+        if errors:
+            why += f"; {len(errors)} check(s) could not be judged"
+        return make("error", 2, why)
+    if coverage.ratio < options.min_coverage:
+        return make(
+            "fail",
+            1,
+            f"only {coverage.run} of {coverage.total} checks ran ({coverage.ratio:.0%}), below "
+            f"--min-coverage {options.min_coverage:.0%}: see why each was skipped",
+        )
+    if errors or state.run_errors:
+        why = f"{len(errors)} check(s) could not be judged: {', '.join(errors)}" if errors else ""
+        if state.run_errors:
+            why = "; ".join([*state.run_errors[:1], *([why] if why else [])])
+        return make("error", 2, why)
+    return make("pass", 0, f"{coverage.run} of {coverage.total} checks ran, no gating failure")
 
 
 @pytest.hookimpl(trylast=True)
@@ -348,26 +466,30 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 session.exitstatus = 2
             return
         if int(exitstatus) in (
-            int(pytest.ExitCode.INTERRUPTED),
             int(pytest.ExitCode.INTERNAL_ERROR),
             int(pytest.ExitCode.USAGE_ERROR),
         ):
             return
+        if int(exitstatus) == int(pytest.ExitCode.INTERRUPTED):
+            state.run_errors.append("the run was interrupted: the checks not shown did not run")
         from conformance import report
 
         duration = round(time.monotonic() - state.t0, 2)
         ordered = [state.results[cid] for cid in state.selected if cid in state.results]
-        _write(config, report.scorecard(ordered))
+        outcome = decide(state)
+        _write(config, report.scorecard(ordered, outcome, with_verdict=False))
         paths = report.write_all(
             ordered,
+            verdict=outcome,
             report_dir=state.options.report_dir,
             target=state.target.base_url,
-            profile=state.options.profile,
             started_at=state.started_at,
             duration_s=duration,
+            reveal_secrets=state.options.reveal_secrets,
         )
         _write(config, f"reports: {', '.join(str(p) for p in paths)} ({duration:.1f} s)")
-        session.exitstatus = verdict(state)
+        _write(config, report.verdict_line(outcome, ordered))
+        session.exitstatus = outcome.exit_code
     finally:
         if state.target is not None:
             state.target.client.close()

@@ -20,6 +20,7 @@ from conformance.customer import Customer, Outcome
 from conformance.evidence import Evidence, Exchange
 from conformance.http import RecordingClient, Reply
 from conformance.numbers import NumberSource
+from conformance.outcome import CheckFailed, CouldNotCheck, exchanges_of, precondition
 from paysuite.target_config import Application, TargetConfig
 
 CASHIN = "/transactions/cashin"
@@ -34,6 +35,8 @@ UUID_RE = re.compile(
 
 T = TypeVar("T")
 
+__all__ = ["CheckFailed", "CouldNotCheck", "Target", "expect", "fail", "precondition"]
+
 
 def find_path(ref: str) -> str:
     return f"/transactions/find/{ref}"
@@ -43,32 +46,22 @@ def kind_path(kind: str) -> str:
     return CASHIN if kind.upper() == "CASHIN" else CASHOUT
 
 
-class CheckFailed(AssertionError):
-    """A conformance failure carrying the exchanges that prove it."""
-
-    def __init__(self, message: str, proof: list[Exchange] | None = None) -> None:
-        super().__init__(message)
-        self.proof = proof or []
-
-
-def expect(condition: Any, message: str, *proof: Reply | Exchange | None) -> None:
+def expect(
+    condition: Any,
+    message: str,
+    *proof: Reply | Exchange | None,
+    expected: str = "",
+    actual: str = "",
+) -> None:
     """Fail the check with ``message`` and the given exchanges unless ``condition`` holds."""
     if not condition:
-        raise CheckFailed(message, _exchanges(proof))
+        raise CheckFailed(message, exchanges_of(proof), expected=expected, actual=actual)
 
 
-def fail(message: str, *proof: Reply | Exchange | None) -> None:
-    raise CheckFailed(message, _exchanges(proof))
-
-
-def _exchanges(items: tuple[Reply | Exchange | None, ...]) -> list[Exchange]:
-    out = []
-    for item in items:
-        if isinstance(item, Reply):
-            out.append(item.exchange)
-        elif isinstance(item, Exchange):
-            out.append(item)
-    return out
+def fail(
+    message: str, *proof: Reply | Exchange | None, expected: str = "", actual: str = ""
+) -> None:
+    raise CheckFailed(message, exchanges_of(proof), expected=expected, actual=actual)
 
 
 @dataclass
@@ -97,6 +90,8 @@ class Target:
         self.seed = seed
         self.started_stub = started_stub
         self.current: Evidence | None = None
+        #: Observations of the running check that are no failure (what the target chose).
+        self.notes: list[str] = []
         self.client = RecordingClient(self.base_url, lambda: self.current)
         # Fresh numbers on every run: a persistent target must not see a number twice.
         pattern = config.effective_number_pattern if config else r"^07[89]\d{7}$"
@@ -105,7 +100,13 @@ class Target:
         )
         self.rng = random.Random(seed)
         self._tokens: dict[str, TokenPair] = {}
+        #: Every ref a creation returned in this run, to tell a reused ref from a new one.
+        self.refs_seen: set[str] = set()
         self.customer = Customer(config.customer, self.client) if config else None
+
+    def note(self, text: str) -> None:
+        """Record what the target chose where the document leaves it open (shown, not judged)."""
+        self.notes.append(text)
 
     # --- configuration ----------------------------------------------------------------
     @property
@@ -167,7 +168,7 @@ class Target:
         if not fresh and cached and time.monotonic() - cached.obtained_at < ttl / 3:
             return cached
         reply = self.authorize(app)
-        expect(
+        precondition(
             reply.ok and isinstance(reply.get("access"), str),
             f"authorize failed for application {app.client_id} ({app.privilege}): {reply.status}",
             reply,
@@ -215,20 +216,33 @@ class Target:
                 headers["Idempotency-Key"] = key
             if key_in in ("query", "both"):
                 params["Idempotency-Key"] = key
-        return self.client.post(
+        reply = self.client.post(
             kind_path(kind),
             json=payload,
             headers=headers,
             params=params or None,
             token=token if token is not None else self.token(app),
         )
+        ref = reply.get("ref") if reply.ok else None
+        if isinstance(ref, str):
+            reply.ref_reused = ref in self.refs_seen
+            self.refs_seen.add(ref)
+        return reply
 
     def created(self, kind: str, app: Application, **kwargs: Any) -> tuple[Reply, dict]:
         """Create and insist it worked: the helper for checks about something else."""
         reply = self.create(kind, app, **kwargs)
-        expect(
+        precondition(
             reply.ok and isinstance(reply.body, dict) and isinstance(reply.get("ref"), str),
-            f"{kind.lower()} did not create a transaction: {reply.status}",
+            f"{kind.lower()} did not create a transaction to check with: {reply.status}",
+            reply,
+        )
+        # A ref the target handed out before names two transactions: whatever a check then
+        # sees of "its" transaction says nothing about its own rule (FMT-001 names this one).
+        precondition(
+            not reply.ref_reused,
+            f"{kind.lower()} returned ref {reply.get('ref')}, already returned by an earlier "
+            "creation (FMT-001)",
             reply,
         )
         return reply, reply.body
@@ -253,9 +267,10 @@ class Target:
             if use_paging and reply.rejected:
                 use_paging = False  # the target does not take limit/offset: one page only
                 reply = self.list_events(app, **filters)
-            expect(
+            precondition(
                 reply.ok and isinstance(reply.get("transactions"), list),
-                f"the events list answered {reply.status} without a transactions array",
+                f"the events list, needed to count what was recorded, answered {reply.status} "
+                "without a transactions array",
                 reply,
             )
             page = [item for item in reply.get("transactions") if isinstance(item, dict)]

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from conformance.evidence import Evidence
+from conformance.outcome import CouldNotCheck
 from conformance.plugin import MARKER, STATE
 from conformance.target import Target
 
@@ -17,11 +18,16 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
     state = request.config.stash[STATE]
     if state.target is None:
         pytest.skip("no target (the run was not set up)")
+    if state.unreachable is not None:
+        # One unanswered request already made this run an error; waiting out every remaining
+        # check's timeouts would only hide that line under many more.
+        raise CouldNotCheck(f"not attempted: the target stopped answering ({state.unreachable})")
     marker = request.node.get_closest_marker(MARKER)
     check_id = str(marker.args[0]) if marker else request.node.name
     evidence = Evidence()
     state.evidence[check_id] = evidence
     state.target.current = evidence
+    state.target.notes = []
     yield state.target
     state.target.current = None
 

@@ -6,7 +6,7 @@ import pytest
 
 from conformance import timestamps
 from conformance.decorators import check
-from conformance.target import SUCCESS_STATUSES, Target, data_of, expect
+from conformance.target import SUCCESS_STATUSES, Target, data_of, expect, fail, precondition
 
 EVENT_KINDS = ("transaction:created", "transaction:processed")
 ENVELOPE_INTS = ("limit", "offset", "total")
@@ -86,8 +86,13 @@ def test_envelope(configured: Target) -> None:
     for name, types in ENVELOPE_OPTIONAL.items():
         if name in body and body[name] is not None and not _typed(body[name], types):
             problems.append(f"{name} is {body[name]!r}, expected {types[0].__name__}")
-    expect(not problems, "envelope: " + "; ".join(problems), reply)
-    expect(body["transactions"], "the list is empty right after a creation", reply)
+    expect(
+        not problems,
+        "envelope: " + "; ".join(problems),
+        reply,
+        expected="limit, offset, total integers and a transactions array",
+        actual="; ".join(problems),
+    )
 
 
 @check("EVT-002")
@@ -125,22 +130,35 @@ def _setup_filters(target: Target, app) -> dict:
 
 @check("EVT-003")
 def test_filter_ref(configured: Target) -> None:
+    """Two transactions: each ref filter returns that transaction's events and nothing else."""
     target = configured
     app = _app(target)
     made = _setup_filters(target, app)
-    ref = made["a_in"]["ref"]
-    reply = target.list_events(app, ref=ref)
-    items = reply.get("transactions") or []
-    expect(reply.ok and items, f"ref={ref} returned no event", reply)
-    others = [data_of(e).get("ref") for e in items if data_of(e).get("ref") != ref]
-    expect(
-        not others, f"ref={ref} also returned events of {sorted(set(map(str, others)))[:3]}", reply
-    )
-    expect(
-        any(e.get("event_kind") == "transaction:created" for e in items),
-        "ref filter missed the transaction:created event",
-        reply,
-    )
+    refs = [made["a_in"]["ref"], made["b_in"]["ref"]]
+    precondition(refs[0] != refs[1], f"two creations returned one ref {refs[0]} (FMT-001)")
+    for ref, number in ((refs[0], made["a"]), (refs[1], made["b"])):
+        reply = target.list_events(app, ref=ref)
+        precondition(reply.ok, f"the events list with ref={ref} answered {reply.status}", reply)
+        items = reply.get("transactions") or []
+        others = [data_of(e).get("ref") for e in items if data_of(e).get("ref") != ref]
+        expect(
+            not others,
+            f"ref={ref} also returned events of {sorted(set(map(str, others)))[:3]}",
+            reply,
+            expected=f"only events whose data.ref is {ref}",
+            actual=f"{len(others)} event(s) of other refs",
+        )
+        if not any(e.get("event_kind") == "transaction:created" for e in items):
+            recorded = [
+                e for e in target.events_of(app, client=number) if data_of(e).get("ref") == ref
+            ]
+            precondition(recorded, f"no event was recorded for {ref} at all (LIFE-001)", reply)
+            fail(
+                f"ref={ref} missed the transaction's created event, which the client filter lists",
+                reply,
+                expected=f"the transaction:created event of {ref}",
+                actual=f"{len(items)} event(s), none of them its created event",
+            )
 
 
 @check("EVT-004")
@@ -176,8 +194,18 @@ def test_filter_kind(configured: Target) -> None:
             not wrong, f"kind={kind} returned events of kind {sorted(set(map(str, wrong)))}", reply
         )
         if key in made:
-            refs = {data_of(e).get("ref") for e in items}
-            expect(made[key]["ref"] in refs, f"kind={kind} missed {made[key]['ref']}", reply)
+            ref = made[key]["ref"]
+            if ref in {data_of(e).get("ref") for e in items}:
+                continue
+            recorded = {data_of(e).get("kind") for e in target.events_for_ref(app, ref)}
+            # A transaction recorded under the other kind is TXN's defect, not the filter's.
+            precondition(kind in recorded, f"{ref} is recorded with kind {sorted(recorded)}")
+            fail(
+                f"kind={kind} missed {ref}, whose events record kind {kind}",
+                reply,
+                expected=f"the events of {ref} listed under kind={kind}",
+                actual="not listed",
+            )
 
 
 @check("EVT-006")
@@ -196,6 +224,17 @@ def test_filter_status(configured: Target) -> None:
     current = {pending["ref"]: "pending"}
     if confirmed is not None:
         current[confirmed["ref"]] = target.find(confirmed["ref"], app).get("status")
+        precondition(
+            current[confirmed["ref"]] not in (None, "pending"),
+            f"the confirmed {confirmed['ref']} never left pending (LIFE-002)",
+        )
+        precondition(
+            any(
+                e.get("event_kind") == "transaction:processed"
+                for e in target.events_for_ref(app, confirmed["ref"])
+            ),
+            f"no transaction:processed event was recorded for {confirmed['ref']} (LIFE-002)",
+        )
 
     def allowed(event: dict, wanted: tuple[str, ...]) -> bool:
         data = data_of(event)
@@ -242,8 +281,13 @@ def test_total_and_paging(configured: Target) -> None:
     for _ in range(3):
         target.created("CASHIN", app, number=number)
     reply = target.list_events(app, client=number)
-    expect(reply.ok, f"the events list answered {reply.status}", reply)
+    precondition(reply.ok, f"the events list answered {reply.status}", reply)
     items = reply.get("transactions") or []
+    precondition(
+        all(data_of(e).get("client") == number for e in items),
+        "the client filter, which scopes this count, listed other customers' events (EVT-004)",
+        reply,
+    )
     total = reply.get("total")
     expect(
         isinstance(total, int) and total >= len(items),
@@ -325,3 +369,24 @@ def test_envelope_echo(configured: Target) -> None:
             "over all matching events (RC-27)"
         )
     expect(not wrong, "envelope (RC-26/27): " + "; ".join(wrong), reply)
+
+
+@check("EVT-010")
+def test_default_page_size(configured: Target) -> None:
+    target = configured
+    app = _app(target)
+    number = target.number()
+    for _ in range(11):  # 22 events would be needed for 20; 11 creations give 11 + a margin
+        target.created("CASHIN", app, number=number)
+    reply = target.list_events(app)
+    precondition(reply.ok, f"the events list answered {reply.status}", reply)
+    items = reply.get("transactions") or []
+    total = reply.get("total")
+    expect(
+        reply.get("limit") == 20 and len(items) == min(20, total if isinstance(total, int) else 0),
+        f"without limit the page holds {len(items)} of {total} events "
+        f"(limit {reply.get('limit')!r}); RC-23 pages 20 by default",
+        reply,
+        expected="limit 20 and min(20, total) events",
+        actual=f"limit {reply.get('limit')!r}, {len(items)} events of {total}",
+    )

@@ -19,6 +19,7 @@ from conformance.target import (
     data_of,
     expect,
     find_path,
+    precondition,
 )
 
 
@@ -33,13 +34,15 @@ def _app(target: Target):
 def test_refs_uuid_unique(configured: Target) -> None:
     target = configured
     app = _app(target)
-    replies = [target.created("CASHIN", app)[0] for _ in range(6)]
+    replies = [target.create("CASHIN", app) for _ in range(6)]
     if target.writer("CASHOUT") is not None:
-        replies += [target.created("CASHOUT", target.writer("CASHOUT"))[0] for _ in range(2)]
+        replies += [target.create("CASHOUT", target.writer("CASHOUT")) for _ in range(2)]
+    refused = [r for r in replies if not (r.ok and isinstance(r.get("ref"), str))]
+    precondition(not refused, "a creation failed, so its ref cannot be judged", *refused[:1])
     refs = [r.get("ref") for r in replies]
     bad = [r for r in replies if not UUID_RE.match(str(r.get("ref")))]
     expect(not bad, f"ref {bad[0].get('ref')!r} is not UUID-shaped" if bad else "", *bad[:1])
-    dupes = [r for i, r in enumerate(replies) if r.get("ref") in refs[:i]]
+    dupes = [r for i, r in enumerate(replies) if r.get("ref") in refs[:i] or r.ref_reused]
     expect(
         not dupes,
         f"ref {dupes[0].get('ref') if dupes else ''} was returned twice by "
@@ -50,26 +53,76 @@ def test_refs_uuid_unique(configured: Target) -> None:
 
 @check("FMT-002")
 def test_event_ids_uuid_unique(configured: Target) -> None:
+    """An event id names one event: the created and processed events of one transaction, the
+    events of different transactions and the events of different pages never share one."""
     target = configured
     app = _app(target)
     number = target.number()
-    for _ in range(3):
-        target.created("CASHIN", app, number=number)
-    reply = target.list_events(app, client=number)
-    events = reply.get("transactions") or []
-    expect(reply.ok and events, f"no events listed ({reply.status})", reply)
-    ids = [e.get("event_id") for e in events]
-    bad = [i for i in ids if not UUID_RE.match(str(i))]
-    expect(not bad, f"event_id {bad[0] if bad else ''!r} is not UUID-shaped", reply)
-    expect(len(set(ids)) == len(ids), f"event ids repeat: {ids}", reply)
+    refs = [target.created("CASHIN", app, number=number)[1]["ref"] for _ in range(3)]
+    precondition(len(set(refs)) == 3, f"three creations returned refs {refs} (FMT-001)")
+    assert target.customer is not None
+    if target.customer.unavailable_reason() is None and target.customer.driver == "sandbox":
+        target.resolve(refs[0], "confirm")
+        target.wait_processed(refs[0], app)
+        target.wait_until(
+            lambda: target.events_for_ref(app, refs[0]),
+            lambda items: len(items) >= 2,
+            timeout_s=min(10.0, target.driver_timeout()),
+        )
+    events: list[dict] = []
+    proof = []
+    for ref in refs:
+        found = target.events_for_ref(app, ref)
+        precondition(found, f"no event is listed for the transaction {ref} just created (LIFE-001)")
+        events += found
+    page_ids: list[list[object]] = []
+    for offset in (0, 2):  # two pages, when the target pages with limit/offset
+        page = target.list_events(app, client=number, limit=2, offset=offset)
+        proof.append(page)
+        if page.ok and page.get("limit") == 2:
+            page_ids.append([e.get("event_id") for e in page.get("transactions") or []])
+    bad = [e.get("event_id") for e in events if not UUID_RE.match(str(e.get("event_id")))]
+    expect(
+        not bad,
+        f"event_id {bad[0] if bad else ''!r} is not UUID-shaped",
+        *proof,
+        expected="UUID-shaped event ids",
+        actual=f"event_id {bad[0] if bad else ''!r}",
+    )
+    named: dict[object, tuple[object, object]] = {}
+    clashes = []
+    for event in events:
+        identity = (data_of(event).get("ref"), event.get("event_kind"))
+        seen = named.setdefault(event.get("event_id"), identity)
+        if seen != identity:
+            clashes.append(f"{event.get('event_id')} names both {seen} and {identity}")
+    if len(page_ids) == 2:
+        shared = set(page_ids[0]) & set(page_ids[1])
+        if shared:
+            clashes.append(
+                f"pages offset=0 and offset=2 (limit=2) share ids {sorted(map(str, shared))}"
+            )
+    expect(
+        not clashes,
+        "event ids are not unique: " + "; ".join(clashes[:3]),
+        *proof,
+        expected="one event_id per event",
+        actual=clashes[0] if clashes else "",
+    )
 
 
 @check("FMT-003")
 def test_creation_created_at(configured: Target) -> None:
     target = configured
     reply, created = target.created("CASHIN", _app(target))
-    problem = timestamps.utc_with_fraction(created.get("created_at"))
-    expect(problem is None, f"creation created_at: {problem}", reply)
+    problem = timestamps.instant_with_fraction(created.get("created_at"))
+    expect(
+        problem is None,
+        f"creation created_at: {problem}",
+        reply,
+        expected="ISO 8601 date-time with fractional seconds and a zone (Z or +hh:mm)",
+        actual=repr(created.get("created_at")),
+    )
 
 
 @check("FMT-004")
@@ -80,39 +133,76 @@ def test_find_timestamp(configured: Target) -> None:
     reply = target.find(created["ref"], app)
     expect(reply.ok, f"find answered {reply.status}", reply)
     problem = timestamps.numeric_offset_with_fraction(reply.get("timestamp"))
-    expect(problem is None, f"find timestamp: {problem}", reply)
+    expect(
+        problem is None,
+        f"find timestamp: {problem}",
+        reply,
+        expected="ISO 8601 date-time with fractional seconds and a numeric offset (+hh:mm)",
+        actual=repr(reply.get("timestamp")),
+    )
 
 
-@check("FMT-005")
-def test_event_timestamps(configured: Target) -> None:
-    target = configured
+def _event_stamps(target: Target) -> tuple[list[tuple[str, object]], Reply, Reply]:
+    """(label, value) of every timestamp of a new transaction's events (processed when the
+    driver can), with the creation and the listing that show them."""
     app = _app(target)
     number = target.number()
-    _, created = target.created("CASHIN", app, number=number)
+    created_reply, created = target.created("CASHIN", app, number=number)
     assert target.customer is not None
     if target.customer.unavailable_reason() is None and target.customer.driver == "sandbox":
         target.resolve(created["ref"], "confirm")
         target.wait_processed(created["ref"], app)
     events = target.events_for_ref(app, created["ref"])
-    expect(
-        events, "no event listed for a new transaction", target.list_events(app, ref=created["ref"])
-    )
-    problems = []
+    listing = target.list_events(app, ref=created["ref"])
+    precondition(events, "no event is listed for a new transaction (LIFE-001)", listing)
+    stamps: list[tuple[str, object]] = []
     for event in events:
         kind = event.get("event_kind")
-        problem = timestamps.utc(event.get("created_at"))
-        if problem:
-            problems.append(f"{kind} created_at: {problem}")
+        stamps.append((f"{kind} created_at", event.get("created_at")))
         data = data_of(event)
         for name in ("created_at", "processed_at"):
             value = data.get(name)
             if name == "processed_at" and kind != "transaction:processed" and not value:
                 continue  # nothing processed yet: null, absent or empty are all honest
-            problem = timestamps.utc(value)
-            if problem:
-                problems.append(f"{kind} data.{name}: {problem}")
-    reply = target.list_events(app, ref=created["ref"])
-    expect(not problems, "; ".join(problems), reply)
+            stamps.append((f"{kind} data.{name}", value))
+    return stamps, created_reply, listing
+
+
+@check("FMT-005")
+def test_event_timestamps(configured: Target) -> None:
+    stamps, _, listing = _event_stamps(configured)
+    problems = [
+        f"{label}: {problem}"
+        for label, value in stamps
+        if (problem := timestamps.instant(value)) is not None
+    ]
+    expect(
+        not problems,
+        "; ".join(problems),
+        listing,
+        expected="ISO 8601 date-times with a zone (Z or +hh:mm)",
+        actual=problems[0] if problems else "",
+    )
+
+
+@check("FMT-007")
+def test_utc_where_the_document_says_utc(configured: Target) -> None:
+    stamps, created_reply, listing = _event_stamps(configured)
+    created = created_reply.body if isinstance(created_reply.body, dict) else {}
+    stamps = [("creation created_at", created.get("created_at")), *stamps]
+    problems = []
+    for label, value in stamps:
+        stamp = timestamps.parse(value)
+        if stamp is not None and stamp.zone is not None and not stamp.is_utc:
+            problems.append(f"{label} {value!r} has offset {stamp.zone}")
+    expect(
+        not problems,
+        "not in UTC: " + "; ".join(problems[:4]),
+        created_reply,
+        listing,
+        expected="Z or +00:00 where the document says UTC",
+        actual=problems[0] if problems else "",
+    )
 
 
 def _is_json(reply: Reply) -> bool:

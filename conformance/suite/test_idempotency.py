@@ -12,7 +12,7 @@ import pytest
 
 from conformance.decorators import check
 from conformance.http import async_requests
-from conformance.target import Target, expect, kind_path
+from conformance.target import Target, expect, kind_path, precondition
 
 
 def _writer(target: Target, *kinds: str):
@@ -147,8 +147,11 @@ def test_no_key_executes_each_time(configured: Target) -> None:
         first,
         second,
     )
-    expect(
-        first.get("ref") != second.get("ref"), "both requests returned the same ref", first, second
+    precondition(
+        first.get("ref") != second.get("ref"),
+        f"both requests returned ref {first.get('ref')} (FMT-001: refs are unique)",
+        first,
+        second,
     )
     created = target.created_events_for_number(app, number, seen)
     expect(
@@ -156,4 +159,29 @@ def test_no_key_executes_each_time(configured: Target) -> None:
         f"{len(created)} transactions recorded for two keyless requests",
         first,
         second,
+    )
+
+
+@check("IDEM-007")
+def test_key_scoped_to_merchant(configured: Target) -> None:
+    target = configured
+    assert target.config is not None
+    writers = {}
+    for app in target.apps("read-write", "cashin"):
+        writers.setdefault(app.merchant, app)
+    if len(writers) < 2:
+        pytest.skip("no cashin-capable applications of two merchants configured")
+    first, second = list(writers.values())[:2]
+    key = target.fresh_key()
+    one = target.create("CASHIN", first, key=key)
+    precondition(one.ok, f"the first merchant's cashin answered {one.status}", one)
+    other = target.create("CASHIN", second, key=key)
+    expect(
+        other.ok,
+        f"merchant {second.merchant}'s cashin with a key merchant {first.merchant} used answered "
+        f"{other.status}; RC-6 scopes keys to the merchant",
+        one,
+        other,
+        expected="2xx: keys of different merchants never collide",
+        actual=str(other.status),
     )

@@ -1,0 +1,63 @@
+"""How a check ends other than by passing: the rule was broken, or the rule could not be judged.
+
+The difference is the point of the suite. ``CheckFailed`` says the target broke the rule the
+check names; ``CouldNotCheck`` says something the check needed first (an authorize, a creation
+to look at, the customer's confirm) did not work, so the check has no verdict on its own rule.
+Reporting the second as a failure would send a reader to the wrong rule: a sandbox confirm that
+answered 404 is not a lifecycle that stays pending.
+
+Both carry the exchanges that prove them and, where the check knows them, h2spec's Expected and
+Actual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from conformance.evidence import Exchange
+
+
+def exchanges_of(items: Iterable[Any]) -> list[Exchange]:
+    """The ``Exchange`` of each reply or exchange among ``items`` (anything else is dropped)."""
+    out: list[Exchange] = []
+    for item in items:
+        if isinstance(item, Exchange):
+            out.append(item)
+        else:
+            exchange = getattr(item, "exchange", None)
+            if isinstance(exchange, Exchange):
+                out.append(exchange)
+    return out
+
+
+class CheckFailed(AssertionError):
+    """The target broke the rule the check names; ``proof`` holds the exchanges that show it."""
+
+    def __init__(
+        self,
+        message: str,
+        proof: list[Exchange] | None = None,
+        *,
+        expected: str = "",
+        actual: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.proof = proof or []
+        self.expected = expected
+        self.actual = actual
+        self.extra_evidence: list[dict[str, Any]] = []
+
+
+class CouldNotCheck(Exception):
+    """A precondition of the check failed: the check is an ``error``, not a failed rule."""
+
+    def __init__(self, message: str, proof: list[Exchange] | None = None) -> None:
+        super().__init__(message)
+        self.proof = proof or []
+
+
+def precondition(condition: Any, message: str, *proof: Any) -> None:
+    """Stop the check as an ``error`` ("could not check: ...") unless ``condition`` holds."""
+    if not condition:
+        raise CouldNotCheck(message, exchanges_of(proof))
