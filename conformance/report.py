@@ -1,8 +1,14 @@
 """The verdict, rendered: terminal scorecard, junit.xml, conformance.json, report.html.
 
-All four come from the same list of ``CheckResult`` so they cannot disagree. The HTML report is
-self-contained (inline CSS, no scripts, no external resources) so it can be attached to a CI run
-and opened anywhere.
+All four come from the same list of ``CheckResult`` and the same :class:`Verdict` so they cannot
+disagree: a SHOULD failure that does not gate the run (``gating=False``, no ``--strict``) is a
+*warning* in every one of them, and each states the verdict, its exit status and the coverage it
+rests on. The HTML report is self-contained (inline CSS, no scripts, no external resources) so it
+can be attached to a CI run and opened anywhere.
+
+Results are read by attribute only (``check``, ``outcome``, ``message``, ``evidence``,
+``duration_s``, ``expected``, ``actual``, ``note``, ``gating``), the last four with defaults, so
+any object shaped like the plugin's ``CheckResult`` renders.
 """
 
 from __future__ import annotations
@@ -11,26 +17,102 @@ import html
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from conformance import catalog
+from conformance.evidence import item_form, replay_exports
 
 OUTCOMES = ("passed", "failed", "skipped", "error")
-_MARK = {"passed": "✔", "failed": "×", "skipped": "-", "error": "!"}
+SEVERITIES = ("pass", "fail", "warning", "skip", "error")
+_MARK = {"pass": "✔", "fail": "×", "warning": "⚠", "skip": "-", "error": "!"}
+_WORD = {
+    "pass": "passed",
+    "fail": "failed",
+    "warning": "warning",
+    "skip": "skipped",
+    "error": "error",
+}
+_EVIDENCE_KEYS = ("request", "response", "curl")
+_DIM, _RESET = "\x1b[2m", "\x1b[0m"
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How much of the profile the verdict rests on: a pass on 1 check of 54 is no pass."""
+
+    run: int  # checks that ran to a verdict (passed or failed)
+    total: int  # checks of the profile selected for this run
+    skipped: tuple[tuple[str, str], ...] = ()  # (check id, why it did not run)
+    minimum: float | None = None  # --min-coverage, a share in [0, 1]
+
+    @property
+    def ratio(self) -> float:
+        """Share of the profile's checks that ran; 0 when there were none (nothing was judged)."""
+        return self.run / self.total if self.total else 0.0
+
+    def text(self) -> str:
+        """``52/54 (96%)``, floored so that a single unrun check never reads as 100%."""
+        percent = int(self.ratio * 100 + 1e-9)
+        line = f"{self.run}/{self.total} ({percent}%"
+        if self.minimum is not None:
+            line += f", minimum {int(self.minimum * 100 + 1e-9)}%"
+        return line + ")"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The run's verdict, decided once by the plugin and shown the same way everywhere."""
+
+    verdict: str  # "pass" | "fail" | "error"
+    exit_code: int  # 0 pass, 1 fail, 2 error (could not judge)
+    profile: str  # seed | reference
+    strict: bool
+    coverage: Coverage
+    run_errors: tuple[str, ...] = ()  # problems of the run, not of one check
+    reason: str = ""  # one line: why this verdict
+
+
+# --- per result -----------------------------------------------------------------------------
+def _gating(result: Any) -> bool:
+    return bool(getattr(result, "gating", True))
+
+
+def _text(result: Any, name: str) -> str:
+    return str(getattr(result, name, "") or "")
+
+
+def severity(result: Any) -> str:
+    """pass, fail, warning (a failure that does not gate the run), skip or error."""
+    if result.outcome == "passed":
+        return "pass"
+    if result.outcome == "failed":
+        return "fail" if _gating(result) else "warning"
+    if result.outcome == "skipped":
+        return "skip"
+    return "error"
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    return text.splitlines()[0][:limit] if text else ""
 
 
 def summary(results: Sequence[Any]) -> dict[str, int]:
-    counts = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0}
+    """Counts by severity; a warning is not counted among the failures."""
+    counts = {"passed": 0, "failed": 0, "warnings": 0, "skipped": 0, "errors": 0}
+    key = {"pass": "passed", "fail": "failed", "warning": "warnings", "skip": "skipped"}
     for result in results:
-        key = "errors" if result.outcome == "error" else result.outcome
-        counts[key] += 1
+        counts[key.get(severity(result), "errors")] += 1
     return counts
 
 
 def totals_line(results: Sequence[Any]) -> str:
     counts = summary(results)
-    line = f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
+    line = f"{counts['passed']} passed, {counts['failed']} failed"
+    if counts["warnings"]:
+        line += f", {counts['warnings']} warnings"
+    line += f", {counts['skipped']} skipped"
     if counts["errors"]:
         line += f", {counts['errors']} errors"
     return line
@@ -38,130 +120,332 @@ def totals_line(results: Sequence[Any]) -> str:
 
 def _by_section(results: Sequence[Any]) -> list[tuple[str, list[Any]]]:
     groups: list[tuple[str, list[Any]]] = []
-    for section in catalog.section_order():
+    order = list(catalog.section_order())
+    for section in order:
         members = [r for r in results if r.check.section == section]
         if members:
             groups.append((section, members))
+    others = [r for r in results if r.check.section not in order]
+    if others:  # never drop a result because its section is not in the catalog's order
+        groups.append(("Other", others))
     return groups
 
 
-def scorecard(results: Sequence[Any]) -> str:
-    """h2spec style: sections of the document, a line per check, then the totals."""
+def _default_reason(verdict: Verdict, results: Sequence[Any]) -> str:
+    """A reason when the plugin gave none, from the same facts."""
+    failed = [r.check.id for r in results if severity(r) == "fail"]
+    if verdict.verdict == "fail" and failed:
+        return f"{len(failed)} checks failed ({', '.join(failed)})"
+    if verdict.verdict == "error" and verdict.run_errors:
+        return verdict.run_errors[0]
+    errors = [r.check.id for r in results if severity(r) == "error"]
+    if verdict.verdict == "error" and errors:
+        return f"{len(errors)} checks could not be judged ({', '.join(errors)})"
+    return "no gating check failed" if verdict.verdict == "pass" else verdict.verdict
+
+
+def verdict_line(verdict: Verdict, results: Sequence[Any]) -> str:
+    """The terminal's last line: the verdict, why, warnings, coverage and the exit status."""
+    parts = [verdict.reason or _default_reason(verdict, results)]
+    warnings = summary(results)["warnings"]
+    if warnings:
+        parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
+    if verdict.run_errors:
+        count = len(verdict.run_errors)
+        parts.append(f"{count} run error{'s' if count != 1 else ''}")
+    parts.append(f"coverage {verdict.coverage.text()}")
+    return f"VERDICT: {verdict.verdict.upper()} — {'; '.join(parts)} — exit {verdict.exit_code}"
+
+
+# --- evidence -------------------------------------------------------------------------------
+def _evidence(result: Any, reveal: bool) -> list[dict[str, Any]]:
+    """The result's evidence in the form asked for (a tool's dicts pass through unchanged)."""
+    return [item_form(item, reveal=reveal) for item in result.evidence]
+
+
+def _evidence_json(item: dict[str, Any]) -> dict[str, Any]:
+    out = {key: item.get(key) for key in _EVIDENCE_KEYS}
+    for key in ("env", "note"):
+        if item.get(key):
+            out[key] = item[key]
+    return out
+
+
+def _replay_needs(results: Sequence[Any]) -> dict[str, set[str]]:
+    """Variable -> client_ids, over every safe curl the reports print."""
+    needs: dict[str, set[str]] = {}
+    for result in results:
+        for item in result.evidence:
+            for var, owner in (item.get("env") or {}).items():
+                needs.setdefault(var, set()).add(owner)
+    return needs
+
+
+def replay(results: Sequence[Any], *, target: str, reveal_secrets: bool) -> dict[str, Any]:
+    """How the printed curl commands replay: as printed (revealed) or after these exports."""
+    if reveal_secrets:
+        return {
+            "reveal_secrets": True,
+            "how": "the curl commands carry the real credentials of this run: replay as printed "
+            "(tokens expire; keep this report private)",
+            "exports": [],
+        }
+    exports = replay_exports(target, _replay_needs(results))
+    how = (
+        "credentials are shown as environment variables: run these exports, then the curl "
+        "commands as printed (or rerun with --reveal-secrets)"
+        if exports
+        else "no curl command needs a credential"
+    )
+    return {"reveal_secrets": False, "how": how, "exports": exports}
+
+
+# --- terminal -------------------------------------------------------------------------------
+def scorecard(
+    results: Sequence[Any], verdict: Verdict, *, color: bool = False, with_verdict: bool = True
+) -> str:
+    """h2spec style: sections of the document, a line per check, totals, run errors, verdict.
+
+    Under a failure, warning or error: its message and the Expected / Actual pair; under a pass
+    with an observation: a dim ``·`` line (ANSI dim only with ``color``, CI logs stay clean).
+    ``with_verdict=False`` leaves the verdict line to the caller (to print it last of all).
+    """
     lines = ["", "Conformance scorecard", "====================="]
     for section, members in _by_section(results):
         lines.append(section)
         for result in members:
-            check = result.check
-            lines.append(
-                f"  {_MARK[result.outcome]} {check.id:<9} {check.level:<6} {result.outcome:<7} "
-                f"{check.title}"
-            )
-            if result.outcome != "passed" and result.message:
-                lines.append(f"      -> {result.message.splitlines()[0][:200]}")
+            lines.extend(_scorecard_lines(result, color))
     lines.append("")
     lines.append(totals_line(results))
+    if verdict.run_errors:
+        lines.append("Run errors")
+        lines.extend(f"  ! {error}" for error in verdict.run_errors)
+    if with_verdict:
+        lines.append(verdict_line(verdict, results))
     return "\n".join(lines)
 
 
+def _scorecard_lines(result: Any, color: bool) -> list[str]:
+    check = result.check
+    level = severity(result)
+    lines = [f"  {_MARK[level]} {check.id:<9} {check.level:<6} {_WORD[level]:<7} {check.title}"]
+    if level in ("fail", "warning", "error", "skip") and result.message:
+        lines.append(f"      -> {_first_line(result.message)}")
+    if level in ("fail", "warning", "error"):
+        for label, name in (("Expected:", "expected"), ("Actual:  ", "actual")):
+            value = _text(result, name)
+            if value:
+                lines.append(f"         {label} {_first_line(value, 300)}")
+    note = _text(result, "note")
+    if note and level in ("pass", "warning"):
+        line = f"      · {_first_line(note, 300)}"
+        lines.append(f"{_DIM}{line}{_RESET}" if color else line)
+    return lines
+
+
+# --- conformance.json -----------------------------------------------------------------------
 def to_json(
-    results: Sequence[Any], *, target: str, profile: str, started_at: str, duration_s: float
+    results: Sequence[Any],
+    *,
+    verdict: Verdict,
+    target: str,
+    started_at: str,
+    duration_s: float,
+    reveal_secrets: bool = False,
 ) -> dict[str, Any]:
+    """The machine-readable report: the verdict first, then every check with its proof."""
+    coverage = verdict.coverage
     return {
+        "verdict": verdict.verdict,
+        "exit_code": verdict.exit_code,
+        "profile": verdict.profile,
+        "strict": verdict.strict,
+        "reason": verdict.reason or _default_reason(verdict, results),
+        "coverage": {
+            "run": coverage.run,
+            "total": coverage.total,
+            "ratio": round(coverage.ratio, 4),
+            "minimum": coverage.minimum,
+            "skipped": [{"id": cid, "reason": why} for cid, why in coverage.skipped],
+        },
+        "run_errors": list(verdict.run_errors),
         "target": target,
-        "profile": profile,
         "started_at": started_at,
         "duration_s": duration_s,
         "summary": summary(results),
-        "checks": [
-            {
-                "id": r.check.id,
-                "title": r.check.title,
-                "level": r.check.level,
-                "section": r.check.section,
-                "outcome": r.outcome,
-                "message": r.message,
-                "evidence": [
-                    {
-                        "request": item.get("request"),
-                        "response": item.get("response"),
-                        "curl": item.get("curl"),
-                    }
-                    for item in r.evidence
-                ],
-            }
-            for r in results
-        ],
+        "replay": replay(results, target=target, reveal_secrets=reveal_secrets),
+        "checks": [_check_json(r, reveal_secrets) for r in results],
     }
 
 
-def to_junit(results: Sequence[Any], *, profile: str, duration_s: float) -> str:
+def _check_json(result: Any, reveal: bool) -> dict[str, Any]:
+    check = result.check
+    return {
+        "id": check.id,
+        "title": check.title,
+        "level": check.level,
+        "section": check.section,
+        "profile": check.profile,
+        "quote": check.quote,
+        "outcome": result.outcome,
+        "gating": _gating(result),
+        "severity": severity(result),
+        "message": result.message,
+        "expected": _text(result, "expected"),
+        "actual": _text(result, "actual"),
+        "note": _text(result, "note"),
+        "evidence": [_evidence_json(item) for item in _evidence(result, reveal)],
+    }
+
+
+# --- junit.xml ------------------------------------------------------------------------------
+def to_junit(
+    results: Sequence[Any], *, verdict: Verdict, duration_s: float, reveal_secrets: bool = False
+) -> str:
+    """One testcase per check; a warning passes (with its WARNING shown); run errors are a case.
+
+    ``failures`` counts gating failures only, so a CI dashboard agrees with the exit status.
+    """
     counts = summary(results)
+    run_case = 1 if verdict.run_errors else 0
     suite = ET.Element(
         "testsuite",
-        name=f"paysuite-conformance-{profile}",
-        tests=str(len(results)),
+        name=f"paysuite-conformance-{verdict.profile}",
+        tests=str(len(results) + run_case),
         failures=str(counts["failed"]),
-        errors=str(counts["errors"]),
+        errors=str(counts["errors"] + run_case),
         skipped=str(counts["skipped"]),
         time=f"{duration_s:.3f}",
     )
-    for r in results:
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            classname=f"conformance.{r.check.group}",
-            name=f"{r.check.id} [{r.check.level}] {r.check.title}",
-            time=f"{r.duration_s:.3f}",
-        )
-        if r.outcome == "failed":
-            node = ET.SubElement(
-                case, "failure", message=r.message.splitlines()[0] if r.message else ""
-            )
-            node.text = _junit_text(r)
-        elif r.outcome == "error":
-            node = ET.SubElement(
-                case, "error", message=r.message.splitlines()[0] if r.message else ""
-            )
-            node.text = _junit_text(r)
-        elif r.outcome == "skipped":
-            ET.SubElement(case, "skipped", message=r.message)
+    _properties(
+        suite,
+        {
+            "paysuite.verdict": verdict.verdict,
+            "paysuite.exit_code": str(verdict.exit_code),
+            "paysuite.profile": verdict.profile,
+            "paysuite.strict": str(verdict.strict).lower(),
+            "paysuite.coverage": verdict.coverage.text(),
+            "paysuite.coverage_ratio": f"{verdict.coverage.ratio:.4f}",
+            "paysuite.reason": verdict.reason or _default_reason(verdict, results),
+        },
+    )
+    for result in results:
+        _junit_case(suite, result, reveal_secrets)
+    if verdict.run_errors:
+        case = ET.SubElement(suite, "testcase", classname="conformance.run", name="run")
+        node = ET.SubElement(case, "error", message=_first_line(verdict.run_errors[0], 500))
+        node.text = "\n".join(verdict.run_errors)
     root = ET.Element("testsuites")
     root.append(suite)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
 
 
-def _junit_text(result: Any) -> str:
-    parts = [result.message, "", f"Document ({result.check.section}): {result.check.quote}"]
-    for item in result.evidence[:5]:
+def _properties(parent: ET.Element, values: dict[str, str]) -> None:
+    node = ET.SubElement(parent, "properties")
+    for name, value in values.items():
+        ET.SubElement(node, "property", name=name, value=value)
+
+
+def _junit_case(suite: ET.Element, result: Any, reveal: bool) -> None:
+    check = result.check
+    case = ET.SubElement(
+        suite,
+        "testcase",
+        classname=f"conformance.{check.group}",
+        name=f"{check.id} [{check.level}] {check.title}",
+        time=f"{result.duration_s:.3f}",
+    )
+    level = severity(result)
+    if level in ("warning", "fail", "error"):
+        _properties(case, {"paysuite.outcome": _WORD[level]})
+    if level == "warning":
+        out = ET.SubElement(case, "system-out")
+        out.text = "WARNING: " + _junit_text(result, reveal)
+    elif level in ("fail", "error"):
+        tag = "failure" if level == "fail" else "error"
+        node = ET.SubElement(case, tag, message=_first_line(result.message, 500))
+        node.text = _junit_text(result, reveal)
+    elif level == "skip":
+        ET.SubElement(case, "skipped", message=result.message)
+    elif _text(result, "note"):
+        ET.SubElement(case, "system-out").text = f"NOTE: {_text(result, 'note')}"
+
+
+def _junit_text(result: Any, reveal: bool) -> str:
+    parts = [result.message]
+    for label, name in (("Expected", "expected"), ("Actual", "actual")):
+        if _text(result, name):
+            parts.append(f"{label}: {_text(result, name)}")
+    parts += ["", f"Document ({result.check.section}): {result.check.quote}"]
+    for item in _evidence(result, reveal)[:5]:
         if item.get("curl"):
             parts.append(item["curl"])
     return "\n".join(parts)
 
 
+# --- report.html ----------------------------------------------------------------------------
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;
 max-width:1100px;padding:0 1em;color:#1c1c1c}
 h1{font-size:1.6em;margin-bottom:.2em}.meta{color:#555;margin-bottom:1.5em}
+.banner{border-radius:6px;padding:.8em 1.2em;margin:1em 0 1.5em;color:#fff}
+.banner .big{font-size:1.5em;font-weight:700;letter-spacing:.04em}
+.banner ul{margin:.4em 0 0;padding-left:1.2em}.banner code{color:inherit}
+.verdict-pass{background:#0a7a2f}.verdict-fail{background:#b42318}
+.verdict-error{background:#6b21a8}
 table{border-collapse:collapse;width:100%;margin-bottom:1.5em}
 th,td{text-align:left;padding:.3em .5em;border-bottom:1px solid #e3e3e3;vertical-align:top}
 th.section{background:#f3f4f6;font-weight:600;padding-top:.6em}
-.passed{color:#0a7a2f}.failed{color:#b42318;font-weight:600}.skipped{color:#8a6d00}
-.error{color:#7a2ab4;font-weight:600}.reason{color:#555;font-size:.92em}
+.pass{color:#0a7a2f}.fail{color:#b42318;font-weight:600}.skip{color:#6b7280}
+.warning{color:#b45309;font-weight:600}.error{color:#7a2ab4;font-weight:600}
+tr.row-warning{background:#fffbeb}.reason{color:#555;font-size:.92em}
+.note{color:#6b7280;font-size:.9em}
 .totals{font-size:1.15em;font-weight:600;margin:1em 0 2em}
 .check{border:1px solid #f1c0bb;border-left:5px solid #b42318;border-radius:4px;
 padding:.6em 1em;margin:1.2em 0}
 .check-error{border-left-color:#7a2ab4;border-color:#dcc6ef}
-td.id,td.lvl,td.out{white-space:nowrap}.msg{font-weight:600}
+.check-warning{border-left-color:#d97706;border-color:#fcd9a8;background:#fffdf5}
+dl.ea{display:grid;grid-template-columns:max-content 1fr;gap:.2em .8em;margin:.5em 0}
+dl.ea dt{font-weight:600}dl.ea dd{margin:0}
+td.id,td.lvl,td.out{white-space:nowrap}
 blockquote{margin:.5em 0;padding:.4em .8em;background:#f7f7f9;border-left:3px solid #999}
 pre{background:#0f172a;color:#e2e8f0;padding:.6em .8em;border-radius:4px;overflow-x:auto;
 white-space:pre-wrap;word-break:break-all;font-size:12.5px}
+.replay{border:1px solid #d1d5db;border-radius:4px;padding:.6em 1em;margin:1em 0}
 h3{margin:.2em 0}.level{font-size:.8em;padding:.1em .4em;border-radius:3px;background:#eee}
 """
 
 
 def _e(text: Any) -> str:
     return html.escape("" if text is None else str(text))
+
+
+def _banner(verdict: Verdict, results: Sequence[Any]) -> str:
+    """The verdict above everything: colour, reason, coverage, profile, strictness, run errors."""
+    reason = verdict.reason or _default_reason(verdict, results)
+    warnings = summary(results)["warnings"]
+    facts = [
+        f"coverage {_e(verdict.coverage.text())}",
+        f"profile <b>{_e(verdict.profile)}</b>",
+        "strict" if verdict.strict else "not strict (a SHOULD failure is a warning)",
+        f"exit {verdict.exit_code}",
+    ]
+    if warnings:
+        facts.insert(1, f"{warnings} warning{'s' if warnings != 1 else ''}")
+    errors = ""
+    if verdict.run_errors:
+        errors = (
+            "<div>Run errors:</div><ul>"
+            + "".join(f"<li>{_e(error)}</li>" for error in verdict.run_errors)
+            + "</ul>"
+        )
+    return (
+        f"<div class='banner verdict-{_e(verdict.verdict)}' id='verdict'>"
+        f"<div class='big'>{_e(verdict.verdict.upper())}</div>"
+        f"<div class='why'>{_e(reason)}</div>"
+        f"<div>{' · '.join(facts)}</div>{errors}</div>"
+    )
 
 
 def _exchange_html(item: dict[str, Any]) -> str:
@@ -184,84 +468,140 @@ def _exchange_html(item: dict[str, Any]) -> str:
                 res += "\n" + str(response["body"])
         out.append(f"<div>Response</div><pre>{_e(res)}</pre>")
     if item.get("curl"):
-        out.append(f"<div>Reproduce</div><pre class='curl'>{_e(item['curl'])}</pre>")
+        needs = ", ".join(f"${var}" for var in item.get("env") or {})
+        label = f"Reproduce (after exporting {_e(needs)}: see Replay)" if needs else "Reproduce"
+        out.append(f"<div>{label}</div><pre class='curl'>{_e(item['curl'])}</pre>")
+    if item.get("note"):
+        out.append(f"<div class='note'>{_e(item['note'])}</div>")
     return "\n".join(out)
 
 
+def _row_html(result: Any) -> str:
+    level = severity(result)
+    detail = ""
+    if level != "pass" and result.message:
+        detail = f"<div class='reason'>{_e(_first_line(result.message, 300))}</div>"
+    if _text(result, "note") and level in ("pass", "warning"):
+        detail += f"<div class='note'>· {_e(_first_line(_text(result, 'note'), 300))}</div>"
+    check_id = _e(result.check.id)
+    anchor = (
+        f"<a href='#{check_id}'>{check_id}</a>"
+        if level in ("fail", "warning", "error")
+        else check_id
+    )
+    return (
+        f"<tr class='row-{level}'><td class='id'>{anchor}</td>"
+        f"<td class='lvl'>{_e(result.check.level)}</td>"
+        f"<td class='out {level}'>{_e(_WORD[level])}</td>"
+        f"<td>{_e(result.check.title)}{detail}</td></tr>"
+    )
+
+
+def _section_html(result: Any, reveal: bool) -> str:
+    """A failure, warning or error in full: the rule, what it expects, what happened, the proof."""
+    level = severity(result)
+    pairs = [
+        f"<dt>{label}</dt><dd>{_e(_text(result, name))}</dd>"
+        for label, name in (("Expected", "expected"), ("Actual", "actual"))
+        if _text(result, name)
+    ]
+    expected_actual = f"<dl class='ea'>{''.join(pairs)}</dl>" if pairs else ""
+    items = _evidence(result, reveal)
+    exchanges = "\n".join(_exchange_html(item) for item in items) or "<p>(no exchange)</p>"
+    return (
+        f"<section class='check check-{level}' id='{_e(result.check.id)}'>"
+        f"<h3>{_e(result.check.id)} <span class='level'>{_e(result.check.level)}</span> "
+        f"<span class='{level}'>{_e(_WORD[level])}</span> {_e(result.check.title)}</h3>"
+        f"<div>Section: {_e(result.check.section)}</div>"
+        f"<blockquote>{_e(result.check.quote)}</blockquote>"
+        f"{expected_actual}<pre>{_e(result.message)}</pre>{exchanges}</section>"
+    )
+
+
+def _replay_html(info: dict[str, Any]) -> str:
+    if info["reveal_secrets"]:
+        return f"<div class='replay'><b>Replay.</b> {_e(info['how'])}</div>"
+    if not info["exports"]:
+        return ""
+    return (
+        f"<div class='replay' id='replay'><b>Replay.</b> {_e(info['how'])}:"
+        f"<pre>{_e(chr(10).join(info['exports']))}</pre></div>"
+    )
+
+
 def to_html(
-    results: Sequence[Any], *, target: str, profile: str, started_at: str, duration_s: float
+    results: Sequence[Any],
+    *,
+    verdict: Verdict,
+    target: str,
+    started_at: str,
+    duration_s: float,
+    reveal_secrets: bool = False,
 ) -> str:
+    """The report a person reads: verdict banner, scorecard table, then each problem's proof."""
     rows = []
     for section, members in _by_section(results):
         rows.append(f"<tr><th class='section' colspan='4'>{_e(section)}</th></tr>")
-        for r in members:
-            reason = ""
-            if r.outcome != "passed" and r.message:
-                reason = f"<div class='reason'>{_e(r.message.splitlines()[0][:300])}</div>"
-            anchor = (
-                f"<a href='#{_e(r.check.id)}'>{_e(r.check.id)}</a>"
-                if r.outcome in ("failed", "error")
-                else _e(r.check.id)
-            )
-            rows.append(
-                f"<tr><td class='id'>{anchor}</td><td class='lvl'>{_e(r.check.level)}</td>"
-                f"<td class='out {r.outcome}'>{_e(r.outcome)}</td>"
-                f"<td>{_e(r.check.title)}{reason}</td></tr>"
-            )
-    failures = []
-    for r in results:
-        if r.outcome not in ("failed", "error"):
-            continue
-        exchanges = "\n".join(_exchange_html(item) for item in r.evidence) or "<p>(no exchange)</p>"
-        failures.append(
-            f"<section class='check check-{r.outcome}' id='{_e(r.check.id)}'>"
-            f"<h3>{_e(r.check.id)} <span class='level'>{_e(r.check.level)}</span> "
-            f"<span class='{r.outcome}'>{_e(r.outcome)}</span> {_e(r.check.title)}</h3>"
-            f"<div>Section: {_e(r.check.section)}</div>"
-            f"<blockquote>{_e(r.check.quote)}</blockquote>"
-            f"<pre>{_e(r.message)}</pre>{exchanges}</section>"
+        rows.extend(_row_html(r) for r in members)
+    failing = [r for r in results if severity(r) in ("fail", "error")]
+    warned = [r for r in results if severity(r) == "warning"]
+    blocks = [
+        "<h2>Failed checks</h2>" + "\n".join(_section_html(r, reveal_secrets) for r in failing)
+        if failing
+        else "<h2>No failed check</h2>"
+    ]
+    if warned:
+        blocks.append(
+            "<h2>Warnings</h2><p>SHOULD checks that failed without failing the run "
+            "(--strict makes them failures).</p>"
+            + "\n".join(_section_html(r, reveal_secrets) for r in warned)
         )
-    failed_block = (
-        "<h2>Failed checks</h2>" + "\n".join(failures) if failures else "<h2>No failed check</h2>"
-    )
+    replay_info = replay(results, target=target, reveal_secrets=reveal_secrets)
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<title>paysuite conformance report</title>"
         f"<style>{_CSS}</style></head><body>"
         "<h1>paysuite conformance report</h1>"
-        f"<div class='meta'>Target <code>{_e(target)}</code> · profile <b>{_e(profile)}</b> · "
-        f"started {_e(started_at)} · {duration_s:.1f} s</div>"
+        f"<div class='meta'>Target <code>{_e(target)}</code> · profile "
+        f"<b>{_e(verdict.profile)}</b> · started {_e(started_at)} · {duration_s:.1f} s</div>"
+        f"{_banner(verdict, results)}"
         "<h2>Scorecard</h2>"
         "<table><thead><tr><th>ID</th><th>Level</th><th>Outcome</th><th>Check</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
         f"<div class='totals' id='totals'>{_e(totals_line(results))}</div>"
-        f"{failed_block}</body></html>"
+        f"{_replay_html(replay_info) if failing or warned else ''}"
+        f"{''.join(blocks)}</body></html>"
     )
 
 
 def write_all(
     results: Sequence[Any],
     *,
+    verdict: Verdict,
     report_dir: str | Path,
     target: str,
-    profile: str,
     started_at: str,
     duration_s: float,
+    reveal_secrets: bool = False,
 ) -> list[Path]:
+    """Write junit.xml, conformance.json and report.html; return their paths."""
     directory = Path(report_dir)
     directory.mkdir(parents=True, exist_ok=True)
     junit = directory / "junit.xml"
-    junit.write_text(to_junit(results, profile=profile, duration_s=duration_s), encoding="utf-8")
-    data = to_json(
-        results, target=target, profile=profile, started_at=started_at, duration_s=duration_s
-    )
-    as_json = directory / "conformance.json"
-    as_json.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    page = directory / "report.html"
-    page.write_text(
-        to_html(
-            results, target=target, profile=profile, started_at=started_at, duration_s=duration_s
-        ),
+    junit.write_text(
+        to_junit(results, verdict=verdict, duration_s=duration_s, reveal_secrets=reveal_secrets),
         encoding="utf-8",
     )
+    common: dict[str, Any] = {
+        "verdict": verdict,
+        "target": target,
+        "started_at": started_at,
+        "duration_s": duration_s,
+        "reveal_secrets": reveal_secrets,
+    }
+    as_json = directory / "conformance.json"
+    text = json.dumps(to_json(results, **common), indent=2, ensure_ascii=False)
+    as_json.write_text(text + "\n", encoding="utf-8")
+    page = directory / "report.html"
+    page.write_text(to_html(results, **common), encoding="utf-8")
     return [junit, as_json, page]

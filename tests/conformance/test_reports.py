@@ -45,20 +45,31 @@ class _Capture:
 
 def test_json_structure(failing_run: Outcome) -> None:
     report = failing_run.report
-    assert set(report) == {"target", "profile", "started_at", "duration_s", "summary", "checks"}
-    assert set(report["summary"]) == {"passed", "failed", "skipped", "errors"}
+    assert set(report) == {
+        "verdict", "exit_code", "profile", "strict", "reason", "coverage", "run_errors",
+        "target", "started_at", "duration_s", "summary", "replay", "checks",
+    }  # fmt: skip
+    assert set(report["summary"]) == {"passed", "failed", "warnings", "skipped", "errors"}
     assert report["profile"] == "seed" and report["target"].endswith("/api")
+    assert (report["verdict"], report["exit_code"], report["strict"]) == ("fail", 1, False)
+    assert set(report["coverage"]) == {"run", "total", "ratio", "minimum", "skipped"}
     for check in report["checks"]:
-        assert set(check) == {"id", "title", "level", "section", "outcome", "message", "evidence"}
+        assert set(check) == {
+            "id", "title", "level", "section", "profile", "quote", "outcome", "gating",
+            "severity", "message", "expected", "actual", "note", "evidence",
+        }  # fmt: skip
         for item in check["evidence"]:
-            assert set(item) == {"request", "response", "curl"}
+            assert {"request", "response", "curl"} <= set(item)
+            assert set(item) <= {"request", "response", "curl", "env", "note"}
     failed = {c["id"]: c for c in report["checks"] if c["outcome"] == "failed"}
     assert set(failed) == {"TXN-002"}
     evidence = failed["TXN-002"]["evidence"]
     assert evidence and "transactions/cashout" in evidence[0]["curl"]
     assert evidence[0]["response"]["status"] == 200
     assert "CASHIN" in evidence[0]["response"]["body"]
-    assert "Bearer" in evidence[0]["curl"] and "…" in evidence[0]["curl"]  # token shortened
+    assert "Bearer $PAYSUITE_TOKEN" in evidence[0]["curl"]  # replays once exported
+    assert "…" in evidence[0]["request"]["headers"]["Authorization"]  # shown shortened
+    assert any(line.startswith("export PAYSUITE_TOKEN=") for line in report["replay"]["exports"])
     assert failing_run.status == 1
 
 
@@ -86,6 +97,7 @@ def test_html_in_headless_chromium(failing_run: Outcome, tmp_path: Path) -> None
     )  # fmt: skip
     dom = result.stdout
     assert "Scorecard" in dom, result.stderr[-2000:]
+    assert dom.index("banner verdict-fail") < dom.index("<table")  # the verdict comes first
     assert "TXN-002" in dom
     assert "curl -sS -i -X POST" in dom and "transactions/cashout" in dom
     assert "Response: the transaction creation response with kind = CASHOUT" in dom  # the quote
