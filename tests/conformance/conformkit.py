@@ -45,6 +45,7 @@ def conform(
     strict: bool = False,
     only: str | None = None,
     seed: int | None = None,
+    min_coverage: str | None = None,
 ) -> Outcome:
     """Run ``paysuite conform`` in this process (a nested pytest session) and collect it."""
     args = argparse.Namespace(
@@ -56,6 +57,8 @@ def conform(
         only=only,
         list=False,
         seed=seed,
+        min_coverage=min_coverage,
+        reveal_secrets=False,
     )
     capsys.readouterr()
     status = conform_run(args)

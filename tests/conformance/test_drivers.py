@@ -70,9 +70,13 @@ def test_no_driver_skips_with_the_reason(
     stub = make_stub()
     config = fast_config(stub, tmp_path)
     _rewrite(config, {"driver": "none"})
-    outcome = conform(capsys, tmp_path / "r", config=config, only="LIFE")
+    outcome = conform(capsys, tmp_path / "r", config=config, only="LIFE", min_coverage="0")
     assert outcome.status == 0
     assert outcome.ids("passed") == {"LIFE-001"}
+    # The default gate: one of four lifecycle checks is not enough to call it a pass.
+    gated = conform(capsys, tmp_path / "gated", config=config, only="LIFE")
+    assert gated.status == 1 and "--min-coverage" in gated.report["reason"]
+    assert gated.report["coverage"]["run"] == 1 and gated.report["coverage"]["total"] == 4
     skipped = [c for c in outcome.report["checks"] if c["outcome"] == "skipped"]
     assert {c["id"] for c in skipped} == {"LIFE-002", "LIFE-003", "LIFE-004", "LIFE-005"}
     assert all("customer.driver is none" in c["message"] for c in skipped if c["id"] != "LIFE-005")

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import random
 import re
-from types import SimpleNamespace
 
 import pytest
 
 from conformance import catalog, report, timestamps, tokens
 from conformance.evidence import Exchange, redact_body, shorten_token
 from conformance.numbers import NumberSource, draw_from_pattern
-from conformance.plugin import CheckResult, verdict
+from conformance.plugin import REFERENCE_SKIP, CheckResult, RunState, decide
+from conformance.setup import Options
 from conformance.spec_patch import ascii_pattern, patch_spec
 from paysuite.specfile import load_spec
 from paysuite.target_config import RWANDA_MOBILE_PATTERN, parse_target_config
@@ -106,19 +106,40 @@ def test_reference_patch_tightens() -> None:
     assert ascii_pattern(r"^\d{3}\\d$") == r"^[0-9]{3}\\d$"
 
 
-def _result(check_id: str, outcome: str) -> CheckResult:
-    return CheckResult(catalog.get(check_id), outcome)
+def _result(check_id: str, outcome: str, *, strict: bool = False) -> CheckResult:
+    check = catalog.get(check_id)
+    return CheckResult(check, outcome, gating=check.level == "MUST" or strict)
+
+
+def _state(results: list[CheckResult], *, strict: bool = False, run_errors=()) -> RunState:
+    state = RunState(options=Options(strict=strict, min_coverage=0.5))
+    state.results = {r.check.id: r for r in results}
+    state.selected = list(state.results)
+    state.run_errors = list(run_errors)
+    return state
 
 
 def test_verdict_and_totals() -> None:
-    lenient = SimpleNamespace(results={}, options=SimpleNamespace(strict=False))
-    strict = SimpleNamespace(results={}, options=SimpleNamespace(strict=True))
-    for state in (lenient, strict):
-        state.results = {"IDEM-004": _result("IDEM-004", "failed")}  # SHOULD
-    assert verdict(lenient) == 0 and verdict(strict) == 1
-    lenient.results["AUTH-001"] = _result("AUTH-001", "error")  # MUST that could not run
-    assert verdict(lenient) == 1
+    """One meaning everywhere: fail beats error, error beats pass, coverage gates too."""
+    passed = [_result(cid, "passed") for cid in ("AUTH-001", "AUTH-002", "AUTH-003")]
+    lenient = decide(_state([*passed, _result("IDEM-004", "failed")]))
+    strict = decide(_state([*passed, _result("IDEM-004", "failed", strict=True)], strict=True))
+    assert (lenient.verdict, lenient.exit_code) == ("pass", 0)
+    assert (strict.verdict, strict.exit_code) == ("fail", 1) and "IDEM-004" in strict.reason
+    errored = decide(_state([*passed, _result("AUTH-004", "error")]))
+    assert (errored.verdict, errored.exit_code) == ("error", 2) and "AUTH-004" in errored.reason
+    failed = decide(_state([*passed, _result("AUTH-004", "error"), _result("TXN-001", "failed")]))
+    assert (failed.verdict, failed.exit_code) == ("fail", 1)
+    crashed = decide(_state(passed, run_errors=["the target stopped answering"]))
+    assert crashed.verdict == "error" and "stopped answering" in crashed.reason
+    thin = decide(_state([passed[0], *(_result(c, "skipped") for c in ("TXN-001", "TXN-002"))]))
+    assert (thin.verdict, thin.exit_code) == ("fail", 1) and "--min-coverage" in thin.reason
+    assert thin.coverage.run == 1 and thin.coverage.total == 3
+    reference_only = _result("EVT-008", "skipped")
+    reference_only.message = REFERENCE_SKIP
+    nothing = decide(_state([reference_only]))
+    assert nothing.verdict == "error" and nothing.coverage.total == 0
     results = [_result("AUTH-001", "passed"), _result("IDEM-004", "failed"),
                _result("EVT-008", "skipped"), _result("PROP-001", "error")]  # fmt: skip
-    assert report.totals_line(results) == "1 passed, 1 failed, 1 skipped, 1 errors"
-    assert report.totals_line(results[:3]) == "1 passed, 1 failed, 1 skipped"
+    assert report.totals_line(results) == "1 passed, 0 failed, 1 warnings, 1 skipped, 1 errors"
+    assert report.totals_line(results[:1]) == "1 passed, 0 failed, 0 skipped"

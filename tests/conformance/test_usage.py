@@ -123,6 +123,10 @@ def test_unreachable_target_exits_2() -> None:
     _one_line_failure(run_paysuite("conform", "--target", url), "cannot reach")
 
 
+def test_bad_min_coverage_exits_2() -> None:
+    _one_line_failure(run_paysuite("conform", "--min-coverage", "lots"), "--min-coverage")
+
+
 def test_unreachable_target_exits_2_under_plain_pytest(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{_closed_port()}/api"
     result = subprocess.run(
@@ -146,5 +150,7 @@ def test_cli_end_to_end_with_the_bundled_stub(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "(bundled stub)" in result.stdout
     assert "[2/2] AUTH-003" in result.stdout  # progress, a line per check
-    assert result.stdout.rstrip().splitlines()[-2] == "2 passed, 0 failed, 0 skipped"
+    lines = result.stdout.rstrip().splitlines()
+    assert "2 passed, 0 failed, 0 skipped" in lines
+    assert lines[-1].startswith("VERDICT: PASS") and lines[-1].endswith("exit 0")
     assert (tmp_path / "report.html").exists()

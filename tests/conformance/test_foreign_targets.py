@@ -1,0 +1,132 @@
+"""Verdicts on implementations nobody on the team wrote (tests/foreign): trust in both directions.
+
+- an independent implementation, written from the document with other choices where it is
+  silent (the live service's, mostly), passes the seed profile with --strict;
+- the same implementation with one defect fails on the check that names the defect;
+- a stateless mock of the spec fails (exit 1), its stateful chain first of all;
+- no credentials, refused credentials and a server that is not this API give exit 2 and one
+  line; a target that dies during the run is an error of the run, never a pass.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from conformkit import conform
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "foreign"))
+from defect_checks import DEFECT_CHECKS  # noqa: E402
+from foreignkit import Foreign, start_foreign  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+def run_paysuite(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "paysuite", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def _one_line_exit_2(result: subprocess.CompletedProcess[str], fragment: str) -> None:
+    assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert fragment in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def independent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Foreign]:
+    server = start_foreign(
+        "independent", tmp_path_factory.mktemp("independent"), "--access-ttl", "2"
+    )
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Foreign]:
+    server = start_foreign("static_mock", tmp_path_factory.mktemp("mock"))
+    yield server
+    server.stop()
+
+
+def test_conformant_independent_implementation_passes_seed_strict(
+    independent: Foreign, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outcome = conform(capsys, tmp_path, config=independent.config_path, strict=True)
+    bad = [
+        f"{c['id']}: {c['outcome']} {c['message'][:300]}"
+        for c in outcome.report["checks"]
+        if c["outcome"] in ("failed", "error")
+    ]
+    assert outcome.status == 0, "\n".join(bad)
+    assert outcome.report["verdict"] == "pass" and outcome.report["coverage"]["ratio"] == 1.0
+    assert outcome.stdout.rstrip().splitlines()[-1].startswith("VERDICT: PASS")
+
+
+@pytest.mark.parametrize("defect", sorted(DEFECT_CHECKS))
+def test_each_defect_fails_the_check_that_names_it(
+    defect: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    named = DEFECT_CHECKS[defect]
+    server = start_foreign("independent", tmp_path, "--defect", defect, "--access-ttl", "2")
+    try:
+        outcome = conform(
+            capsys, tmp_path / "r", config=server.config_path, strict=True, only=",".join(named)
+        )
+    finally:
+        server.stop()
+    assert named <= outcome.ids("failed"), outcome.report["checks"]
+    assert outcome.status == 1 and outcome.report["verdict"] == "fail"
+
+
+def test_static_mock_fails_on_its_chain(
+    mock: Foreign, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Prism-style fixed answers: the stateful chain, tokens and ids give it away."""
+    outcome = conform(
+        capsys,
+        tmp_path,
+        config=mock.config_path,
+        only="PROP-009,AUTH-001,AUTH-009,FMT-002,EVT-003,IDEM-001",
+    )
+    assert outcome.status == 1 and outcome.report["verdict"] == "fail"
+    assert {"PROP-009", "AUTH-001", "AUTH-009", "IDEM-001"} <= outcome.ids("failed")
+    assert not outcome.ids("passed"), "no check may pass on fixed answers"
+
+
+def test_no_applications_exits_2(mock: Foreign) -> None:
+    _one_line_exit_2(run_paysuite("conform", "--target", mock.base_url), "no applications")
+
+
+def test_refused_credentials_exit_2(independent: Foreign, tmp_path: Path) -> None:
+    data = yaml.safe_load(independent.config_path.read_text(encoding="utf-8"))
+    data["applications"][0]["client_secret"] = "not-the-secret"
+    path = tmp_path / "wrong.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    _one_line_exit_2(run_paysuite("conform", "--config", str(path)), "the target refused")
+
+
+def test_not_this_api_exits_2(tmp_path: Path) -> None:
+    with start_foreign("not_api", tmp_path) as server:
+        result = run_paysuite("conform", "--config", str(server.config_path))
+    _one_line_exit_2(result, "does not answer like this API")
+
+
+def test_a_target_that_dies_is_an_error_of_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with start_foreign("dies", tmp_path, "--die-after", "60") as server:
+        outcome = conform(capsys, tmp_path / "r", config=server.config_path)
+    report = outcome.report
+    assert outcome.status == 2 and report["verdict"] == "error", report["reason"]
+    assert report["run_errors"] and "stopped answering" in report["run_errors"][0]
+    assert outcome.ids("error")
+    assert "stopped answering" in outcome.stdout
+    html = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    assert "stopped answering" in html

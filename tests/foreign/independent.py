@@ -1,0 +1,629 @@
+#!/usr/bin/env python3
+"""An independent implementation of the Payments Transactions Service, a fixture for self-tests.
+
+Why it exists: the conformance suite had only ever been run against the project's own stub and
+variants sharing its code, so a check that merely encodes one of the stub's choices would never
+have been noticed. This server was written from the interface document and FIELD-NOTES.md alone
+(nothing under ``stub_server/`` was read or imported), and wherever the document is silent it
+takes the live service's choice or another defensible one rather than the stub's:
+
+* base path ``/api``; refresh served only on ``GET /api/auth/refresh/{refresh_token}`` (the path
+  every published SDK calls); refresh tokens are reusable until they expire (no rotation);
+* creations answer 201; ``expires`` is an integer (Unix seconds); timestamps carry nanosecond
+  fractions (``...T10:00:00.123456789Z``), the find ``timestamp`` a numeric ``+00:00`` offset;
+* a confirmed transaction reads ``successful`` (the spelling of the document's event sample);
+* the events list is oldest first, 10 per page by default, ``limit``/``offset`` honoured; the
+  envelope echoes only the filters that were given;
+* idempotency keys are global (not per merchant), reuse answers 409 and executes nothing, an
+  empty key counts as absent, a key over 32 characters is a 400;
+* ``Authorization: <token>`` without ``Bearer`` is accepted, like the live service does for
+  paypack-js;
+* error bodies are ``{"status": <int>, "message": <str>}``, what the live Go SDK decodes;
+* the customer is simulated by ``POST /sim/customer/{ref}?action=confirm|cancel`` (outside
+  ``/api``), an endpoint shape no other implementation in the project uses.
+
+``--defect NAME`` switches on exactly one deliberate bug (see ``DEFECTS``) so that the self-tests
+can prove the suite fails the right check, and only that one.
+
+Run: ``python tests/foreign/independent.py --port 0 --config-out FILE [--access-ttl S]
+[--defect NAME]``. It prints ``listening on http://127.0.0.1:PORT`` once the target
+configuration has been written, and stops promptly on SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hmac
+import json
+import math
+import os
+import secrets
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jwt
+import yaml
+from aiohttp import web
+
+#: Every deliberate defect, one line each. Each changes one behaviour and nothing else.
+DEFECTS: dict[str, str] = {
+    "key-reuse-executes": "a reused idempotency key answers 409 but still creates a transaction",
+    "expired-token-accepted": "the access token's exp claim is not checked",
+    "wrong-kind-on-cashout": "a cashout is stored and answered with kind CASHIN",
+    "client-filter-ignored": "the events list ignores its client filter",
+    "processed-twice": "a second customer action changes the status and records another event",
+    "find-other-merchant": "find ignores merchant isolation",
+    "no-created-event": "creation records no transaction:created event",
+    "refresh-dead": "refresh answers 401 to every refresh token",
+    "read-only-can-create": "a read-only application may cash in and cash out",
+    "total-wrong": "the envelope's total is the number of events on the page",
+    "duplicate-event-ids": "every event of a transaction carries the same event_id",
+    "bearer-ignored": "any Authorization value, even garbage, authenticates as the first app",
+    "long-key-accepted": "idempotency keys longer than 32 characters are accepted",
+    "cashin-can-cashout": "a cashin application may also cash out",
+    "missing-number-accepted": "a creation without number is accepted (client stored empty)",
+    "find-timestamp-z": "find answers timestamp with a Z suffix instead of a numeric offset",
+    "events-leak-merchants": "the events list shows every merchant's events",
+    "text-errors": "error responses are text/plain instead of JSON",
+    "bad-json-500": "a body that is not JSON makes cashin and cashout answer 500",
+}
+
+DEFAULT_ACCESS_TTL_S = 900
+REFRESH_TTL_S = 5 * 24 * 3600  # FIELD-NOTES: refresh exp = iat + 5 days
+MAX_KEY_LENGTH = 32
+DEFAULT_PAGE_SIZE = 10
+MAX_PAGE_SIZE = 100
+MAX_AMOUNT = 10**15  # beyond this a float fee would lose meaning; the document gives no bound
+FEE_RATE = 0.023  # FIELD-NOTES: fee 2.3 for amount 100
+STATUS_CONFIRMED = "successful"
+STATUS_CANCELLED = "failed"
+NUMBER_PATTERN = "^07[2389][0-9]{7}$"
+
+#: Which transaction kinds each privilege may create; every privilege may read.
+CREATE_RIGHTS: dict[str, frozenset[str]] = {
+    "read": frozenset(),
+    "read-write": frozenset({"CASHIN", "CASHOUT"}),
+    "cashin": frozenset({"CASHIN"}),
+    "cashout": frozenset({"CASHOUT"}),
+}
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class ApiError(Exception):
+    """A client error, answered as ``{"status", "message"}`` with that HTTP status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def utc_text(ns: int, suffix: str = "Z") -> str:
+    """ISO 8601 in UTC with a nanosecond fraction, as the live service's Go encoder writes it."""
+    seconds, fraction = divmod(ns, 1_000_000_000)
+    stamp = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{stamp}.{fraction:09d}{suffix}"
+
+
+def as_number(value: float) -> int | float:
+    """Integral floats are answered as JSON integers, like an amount of 100 in the samples."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
+
+
+@dataclass
+class App:
+    """A merchant application as the dashboard would create it."""
+
+    client_id: str
+    client_secret: str
+    privilege: str
+    merchant: str
+
+
+@dataclass
+class Transaction:
+    """One cashin or cashout; status moves pending -> successful | failed exactly once."""
+
+    ref: str
+    kind: str
+    amount: int | float
+    client: str
+    merchant: str
+    fee: int | float
+    status: str
+    created_ns: int
+    processed_ns: int | None = None
+    shared_event_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+    def snapshot(self) -> dict[str, Any]:
+        """The event ``data`` object: the transaction as it is at the moment of the event."""
+        data: dict[str, Any] = {
+            "ref": self.ref,
+            "kind": self.kind,
+            "fee": self.fee,
+            "merchant": self.merchant,
+            "client": self.client,
+            "amount": self.amount,
+            "status": self.status,
+            "created_at": utc_text(self.created_ns),
+        }
+        if self.processed_ns is not None:
+            data["processed_at"] = utc_text(self.processed_ns)
+        return data
+
+
+@dataclass
+class Event:
+    """One recorded stage of a transaction, kept in recording order (the list is oldest first)."""
+
+    event_id: str
+    event_kind: str
+    created_ns: int
+    merchant: str
+    data: dict[str, Any]
+
+    def render(self) -> dict[str, Any]:
+        return {
+            "event_id": self.event_id,
+            "event_kind": self.event_kind,
+            "created_at": utc_text(self.created_ns),
+            "data": dict(self.data),
+        }
+
+
+class State:
+    """All in memory: a restart forgets everything, which the self-tests never rely on."""
+
+    def __init__(self, access_ttl_s: int, defect: str | None) -> None:
+        self.access_ttl_s = access_ttl_s
+        self.defect = defect
+        self.secret = secrets.token_bytes(32)
+        self.apps: dict[str, App] = {}
+        self.app_order: list[str] = []
+        self.transactions: dict[str, Transaction] = {}
+        self.events: list[Event] = []
+        self.used_keys: set[str] = set()
+        self.lock = asyncio.Lock()
+
+    def has(self, defect: str) -> bool:
+        return self.defect == defect
+
+    def add_app(self, privilege: str, merchant: str) -> App:
+        app = App(
+            client_id=f"app-{secrets.token_hex(8)}",
+            client_secret=secrets.token_urlsafe(24),
+            privilege=privilege,
+            merchant=merchant,
+        )
+        self.apps[app.client_id] = app
+        self.app_order.append(app.client_id)
+        return app
+
+    def token_pair(self, app: App) -> dict[str, Any]:
+        """A fresh pair; claims as the live service's (id, merchant, perm, sub, iat, exp)."""
+        iat = int(time.time())
+        base = {"id": app.client_id, "merchant": app.merchant, "perm": app.privilege, "iat": iat}
+        access_exp = iat + self.access_ttl_s
+        access = jwt.encode({**base, "sub": "access", "exp": access_exp}, self.secret, "HS256")
+        refresh_exp = iat + REFRESH_TTL_S
+        refresh = jwt.encode({**base, "sub": "refresh", "exp": refresh_exp}, self.secret, "HS256")
+        return {"access": access, "refresh": refresh, "expires": access_exp}
+
+    def decode(self, token: str, subject: str, *, verify_exp: bool = True) -> App:
+        """The application a token of that subject names, or a 401."""
+        try:
+            claims = jwt.decode(
+                token,
+                self.secret,
+                algorithms=["HS256"],
+                options={"verify_exp": verify_exp, "require": ["exp", "iat", "sub", "id"]},
+            )
+        except jwt.ExpiredSignatureError:
+            raise ApiError(401, f"{subject} token expired") from None
+        except jwt.InvalidTokenError:
+            raise ApiError(401, f"invalid {subject} token") from None
+        if claims.get("sub") != subject:
+            raise ApiError(401, f"a {subject} token is required")
+        app = self.apps.get(str(claims.get("id")))
+        if app is None:
+            raise ApiError(401, "the token's application no longer exists")
+        return app
+
+    def record(self, txn: Transaction, event_kind: str, at_ns: int) -> None:
+        event_id = txn.shared_event_id if self.has("duplicate-event-ids") else str(uuid.uuid4())
+        self.events.append(Event(event_id, event_kind, at_ns, txn.merchant, txn.snapshot()))
+
+    def create(self, app: App, kind: str, amount: int | float, number: str) -> Transaction:
+        """Must be called under ``lock`` once every check has passed: it always executes."""
+        if kind == "CASHOUT" and self.has("wrong-kind-on-cashout"):
+            kind = "CASHIN"
+        now = time.time_ns()
+        txn = Transaction(
+            ref=str(uuid.uuid4()),
+            kind=kind,
+            amount=amount,
+            client=number,
+            merchant=app.merchant,
+            fee=as_number(round(float(amount) * FEE_RATE, 2)),
+            status="pending",
+            created_ns=now,
+        )
+        self.transactions[txn.ref] = txn
+        if not self.has("no-created-event"):
+            self.record(txn, "transaction:created", now)
+        return txn
+
+
+# --- request helpers ------------------------------------------------------------------------
+
+
+def state_of(request: web.Request) -> State:
+    return request.app[STATE_KEY]
+
+
+def authenticate(request: web.Request) -> App:
+    """The application behind the Authorization header: ``Bearer <t>`` or the bare ``<t>``."""
+    state = state_of(request)
+    header = request.headers.get("Authorization", "").strip()
+    if not header:
+        raise ApiError(401, "missing Authorization header")
+    if state.has("bearer-ignored"):
+        return state.apps[state.app_order[0]]
+    scheme, _, rest = header.partition(" ")
+    if rest:
+        if scheme.lower() != "bearer":
+            raise ApiError(401, "unsupported authorization scheme")
+        token = rest.strip()
+    else:
+        token = header  # paypack-js sends the token without "Bearer "
+    return state.decode(token, "access", verify_exp=not state.has("expired-token-accepted"))
+
+
+async def json_object(request: web.Request) -> dict[str, Any]:
+    """The body as a JSON object, whatever media type was declared (the live service is lax)."""
+    raw = await request.read()
+    try:
+        payload = json.loads(raw) if raw.strip() else None
+    except ValueError:
+        if state_of(request).has("bad-json-500") and request.path.startswith("/api/transactions"):
+            raise RuntimeError("deliberate defect: unparsed body") from None
+        raise ApiError(400, "the body is not valid JSON") from None
+    if not isinstance(payload, dict):
+        raise ApiError(400, "the body must be a JSON object")
+    return payload
+
+
+def idempotency_key(request: web.Request) -> str | None:
+    """The key from the header, else the query parameter the examples use; empty is absent."""
+    key = request.headers.get("Idempotency-Key") or request.query.get("Idempotency-Key") or None
+    if (
+        key is not None
+        and len(key) > MAX_KEY_LENGTH
+        and not state_of(request).has("long-key-accepted")
+    ):
+        raise ApiError(400, f"Idempotency-Key is longer than {MAX_KEY_LENGTH} characters")
+    return key
+
+
+def valid_amount(value: Any) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ApiError(400, "amount must be a number")
+    if not math.isfinite(value) or value <= 0:
+        raise ApiError(400, "amount must be greater than 0")
+    if value > MAX_AMOUNT:
+        raise ApiError(400, f"amount must not exceed {MAX_AMOUNT}")
+    return as_number(value)
+
+
+def valid_number(value: Any, state: State) -> str:
+    if value is None and state.has("missing-number-accepted"):
+        return ""
+    if not isinstance(value, str) or not value.strip():
+        raise ApiError(400, "number must be a non-empty string")
+    return value
+
+
+# --- handlers -------------------------------------------------------------------------------
+
+
+async def create(request: web.Request, kind: str) -> web.Response:
+    """Cashin or cashout: every check first, then key and creation atomically under the lock."""
+    state = state_of(request)
+    app = authenticate(request)
+    rights = CREATE_RIGHTS[app.privilege]
+    if state.has("read-only-can-create") and app.privilege == "read":
+        rights = frozenset({"CASHIN", "CASHOUT"})
+    if state.has("cashin-can-cashout") and app.privilege == "cashin":
+        rights = rights | {"CASHOUT"}
+    if kind not in rights:
+        raise ApiError(403, f"the {app.privilege} privilege cannot create a {kind}")
+    key = idempotency_key(request)
+    payload = await json_object(request)
+    amount = valid_amount(payload.get("amount"))
+    number = valid_number(payload.get("number"), state)
+    async with state.lock:
+        if key is not None and key in state.used_keys:
+            if state.has("key-reuse-executes"):
+                state.create(app, kind, amount, number)
+            raise ApiError(409, "this Idempotency-Key has already been used")
+        if key is not None:
+            state.used_keys.add(key)
+        txn = state.create(app, kind, amount, number)
+    body = {
+        "amount": txn.amount,
+        "created_at": utc_text(txn.created_ns),
+        "kind": txn.kind,
+        "ref": txn.ref,
+        "status": txn.status,
+    }
+    return web.json_response(body, status=201)
+
+
+async def cashin(request: web.Request) -> web.Response:
+    return await create(request, "CASHIN")
+
+
+async def cashout(request: web.Request) -> web.Response:
+    return await create(request, "CASHOUT")
+
+
+async def find(request: web.Request) -> web.Response:
+    state = state_of(request)
+    app = authenticate(request)
+    txn = state.transactions.get(request.match_info["ref"])
+    if txn is None or (txn.merchant != app.merchant and not state.has("find-other-merchant")):
+        raise ApiError(404, "no transaction with this ref")  # the same answer: no existence leak
+    suffix = "Z" if state.has("find-timestamp-z") else "+00:00"
+    return web.json_response(
+        {
+            "amount": txn.amount,
+            "client": txn.client,
+            "fee": txn.fee,
+            "kind": txn.kind,
+            "merchant": txn.merchant,
+            "ref": txn.ref,
+            "status": txn.status,
+            "timestamp": utc_text(txn.created_ns, suffix),
+        }
+    )
+
+
+def page_param(request: web.Request, name: str, default: int, minimum: int) -> int:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw, 10)
+    except ValueError:
+        raise ApiError(400, f"{name} must be an integer") from None
+    if value < minimum:
+        raise ApiError(400, f"{name} must be at least {minimum}")
+    return value
+
+
+async def list_events(request: web.Request) -> web.Response:
+    """Filters on the event snapshot; the envelope echoes exactly the filters given."""
+    state = state_of(request)
+    app = authenticate(request)
+    limit = min(page_param(request, "limit", DEFAULT_PAGE_SIZE, 1), MAX_PAGE_SIZE)
+    offset = page_param(request, "offset", 0, 0)
+    echoed: dict[str, Any] = {}
+    tests: list[Callable[[Event], bool]] = []
+    for name, attribute in (("client", "client"), ("kind", "kind"), ("ref", "ref")):
+        value = request.query.get(name)
+        if value is not None:
+            echoed[name] = value
+            if not (name == "client" and state.has("client-filter-ignored")):
+                tests.append(lambda e, a=attribute, v=value: e.data.get(a) == v)
+    if (status := request.query.get("status")) is not None:
+        echoed["status"] = status
+        tests.append(lambda e: e.data.get("status") == status)
+    if (event_kind := request.query.get("event-kind")) is not None:
+        echoed["event-kind"] = event_kind
+        tests.append(lambda e: e.event_kind == event_kind)
+    if (raw_amount := request.query.get("amount")) is not None:
+        try:
+            amount = float(raw_amount)
+        except ValueError:
+            raise ApiError(400, "amount must be a number") from None
+        if not math.isfinite(amount):
+            raise ApiError(400, "amount must be a number")
+        echoed["amount"] = as_number(amount)
+        tests.append(lambda e: e.data.get("amount") == amount)
+    leak = state.has("events-leak-merchants")
+    matching = [
+        e
+        for e in state.events
+        if (leak or e.merchant == app.merchant) and all(test(e) for test in tests)
+    ]
+    page = matching[offset : offset + limit]
+    envelope: dict[str, Any] = {
+        **echoed,
+        "limit": limit,
+        "offset": offset,
+        "total": len(page) if state.has("total-wrong") else len(matching),
+        "transactions": [e.render() for e in page],
+    }
+    return web.json_response(dict(sorted(envelope.items())))
+
+
+async def authorize(request: web.Request) -> web.Response:
+    state = state_of(request)
+    payload = await json_object(request)
+    client_id, client_secret = payload.get("client_id"), payload.get("client_secret")
+    for name, value in (("client_id", client_id), ("client_secret", client_secret)):
+        if not isinstance(value, str) or not value:
+            raise ApiError(400, f"{name} must be a non-empty string")
+    app = state.apps.get(client_id)
+    expected = app.client_secret if app else secrets.token_urlsafe(24)
+    given = client_secret.encode("utf-8", "surrogatepass")
+    if not hmac.compare_digest(expected.encode(), given) or app is None:
+        raise ApiError(401, "invalid client credentials")
+    return web.json_response(state.token_pair(app))
+
+
+async def refresh(request: web.Request) -> web.Response:
+    """No rotation: a refresh token keeps working until its own expiry, like the live service."""
+    state = state_of(request)
+    if state.has("refresh-dead"):
+        raise ApiError(401, "invalid refresh token")
+    app = state.decode(request.match_info["refresh_token"], "refresh")
+    return web.json_response(state.token_pair(app))
+
+
+async def customer_action(request: web.Request) -> web.Response:
+    """The sandbox customer: confirm or cancel a pending transaction, exactly once."""
+    state = state_of(request)
+    action = request.query.get("action")
+    if action not in ("confirm", "cancel"):
+        raise ApiError(400, "action must be confirm or cancel")
+    async with state.lock:
+        txn = state.transactions.get(request.match_info["ref"])
+        if txn is None:
+            raise ApiError(404, "no transaction with this ref")
+        if txn.status != "pending" and not state.has("processed-twice"):
+            raise ApiError(409, f"the transaction is already {txn.status}")
+        txn.status = STATUS_CONFIRMED if action == "confirm" else STATUS_CANCELLED
+        txn.processed_ns = time.time_ns()
+        state.record(txn, "transaction:processed", txn.processed_ns)
+    return web.json_response({"ref": txn.ref, "status": txn.status})
+
+
+# --- application ------------------------------------------------------------------------------
+
+
+@web.middleware
+async def errors_to_json(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every error, aiohttp's own 404/405/413 included, as ``{"status", "message"}``."""
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        status, message = exc.status, exc.message
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        status, message = exc.status, exc.reason
+    except Exception as exc:  # a bug (or the bad-json-500 defect): still answer, and say so
+        print(f"internal error: {exc!r}", file=sys.stderr, flush=True)
+        status, message = 500, "internal error"
+    if state_of(request).has("text-errors"):
+        return web.Response(status=status, text=f"{status} {message}")
+    return web.json_response({"status": status, "message": message}, status=status)
+
+
+STATE_KEY = web.AppKey("state", State)
+
+
+def build_app(state: State, outer_middlewares: Sequence[Any] = ()) -> web.Application:
+    """The aiohttp application; ``outer_middlewares`` wrap it (dies.py counts requests there)."""
+    app = web.Application(middlewares=[*outer_middlewares, errors_to_json])
+    app[STATE_KEY] = state
+    app.router.add_post("/api/transactions/cashin", cashin)
+    app.router.add_post("/api/transactions/cashout", cashout)
+    app.router.add_get("/api/transactions/find/{ref}", find)
+    app.router.add_get("/api/events/transactions", list_events)
+    app.router.add_post("/api/auth/agents/authorize", authorize)
+    app.router.add_get("/api/auth/refresh/{refresh_token}", refresh)
+    app.router.add_post("/sim/customer/{ref}", customer_action)
+    return app
+
+
+def seed_apps(state: State) -> None:
+    """M1 with one app per privilege (read-write first), M2 with one read-write app."""
+    for privilege in ("read-write", "read", "cashin", "cashout"):
+        state.add_app(privilege, "M1")
+    state.add_app("read-write", "M2")
+
+
+def target_config(state: State, root: str) -> dict[str, Any]:
+    """The target configuration in the project's format (README, "The target configuration")."""
+    return {
+        "base_url": f"{root}/api",
+        "applications": [
+            {
+                "client_id": app.client_id,
+                "client_secret": app.client_secret,
+                "privilege": app.privilege,
+                "merchant": app.merchant,
+            }
+            for app in (state.apps[cid] for cid in state.app_order)
+        ],
+        "customer": {
+            "driver": "sandbox",
+            "confirm": f"POST {root}/sim/customer/{{ref}}?action=confirm",
+            "cancel": f"POST {root}/sim/customer/{{ref}}?action=cancel",
+            "timeout_s": 10,
+        },
+        "access_token_ttl_s": state.access_ttl_s,
+        "max_wait_s": 30,
+        "number_pattern": NUMBER_PATTERN,
+        "amount": {"min": 1, "max": 1_000_000},
+    }
+
+
+def write_config(path: Path, data: dict[str, Any], header: str) -> None:
+    """Atomically (a reader never sees half a file) and owner-only: it holds client secrets."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(f"# {header}\n")
+        yaml.safe_dump(data, handle, sort_keys=False)
+    os.replace(temporary, path)
+
+
+def build_parser(
+    description: str = "An independent Payments Transactions Service.",
+) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--config-out", type=Path, required=True, help="target config to write")
+    parser.add_argument("--access-ttl", type=int, default=DEFAULT_ACCESS_TTL_S, metavar="S")
+    parser.add_argument("--defect", choices=sorted(DEFECTS), default=None)
+    return parser
+
+
+async def serve(args: argparse.Namespace, outer_middlewares: Sequence[Any] = ()) -> None:
+    """Listen on loopback, write the config, announce, then run until SIGTERM/SIGINT."""
+    if args.access_ttl < 1:
+        raise SystemExit("--access-ttl must be at least 1")
+    state = State(args.access_ttl, args.defect)
+    seed_apps(state)
+    runner = web.AppRunner(
+        build_app(state, outer_middlewares), access_log=None, shutdown_timeout=0.2
+    )
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", args.port)
+    await site.start()
+    port = runner.addresses[0][1]
+    root = f"http://127.0.0.1:{port}"
+    header = f"written by tests/foreign/{Path(sys.argv[0]).name}, defect: {args.defect or 'none'}"
+    write_config(args.config_out, target_config(state, root), header)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"listening on {root}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    asyncio.run(serve(build_parser().parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,703 @@
+"""Self-tests of the foreign fixtures: they must be what the suite's self-tests take them for.
+
+Why: a self-test that proves "the suite fails check X on defect Y" is only as good as the defect
+really being there, and "no false alarm on a conformant implementation" only as good as that
+implementation really conforming. So each defect is shown here by a direct request (and the same
+probe shows nothing on the conformant server), the conformant server walks the whole documented
+flow, the mock answers its fixed examples and the not-API server answers HTML.
+
+All servers start in parallel once per module (they are subprocesses, the cost is the Python start
+up), which keeps the module well under 20 s on two cores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import independent
+import jwt
+import pytest
+from aiohttp import web
+from foreignkit import Foreign, spawn_foreign, start_foreign
+
+from paysuite.target_config import Application, TargetConfig, load_target_config
+
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+NANO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$")
+NANO_OFFSET = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}\+00:00$")
+SHORT_TTL = ("--access-ttl", "1")
+
+
+def new_number() -> str:
+    """A fresh customer number, so that client filters isolate each test's transactions."""
+    return f"078{secrets.randbelow(10**7):07d}"
+
+
+@dataclass
+class Session:
+    """An HTTP client bound to one server through its target configuration."""
+
+    config: TargetConfig
+    client: httpx.Client
+    _tokens: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def base(self) -> str:
+        return self.config.base_url
+
+    def app(self, privilege: str = "read-write", merchant: str = "M1") -> Application:
+        wanted = (privilege, merchant)
+        return next(a for a in self.config.applications if (a.privilege, a.merchant) == wanted)
+
+    def authorize(self, privilege: str = "read-write", merchant: str = "M1") -> httpx.Response:
+        app = self.app(privilege, merchant)
+        body = {"client_id": app.client_id, "client_secret": app.client_secret}
+        return self.client.post(f"{self.base}/auth/agents/authorize", json=body)
+
+    def pair(self, privilege: str = "read-write", merchant: str = "M1") -> dict[str, Any]:
+        key = (privilege, merchant)
+        if key not in self._tokens:
+            response = self.authorize(privilege, merchant)
+            assert response.status_code == 200, response.text
+            self._tokens[key] = response.json()
+        return self._tokens[key]
+
+    def headers(self, privilege: str = "read-write", merchant: str = "M1") -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.pair(privilege, merchant)['access']}"}
+
+    def create(
+        self,
+        kind: str = "cashin",
+        *,
+        amount: Any = 100,
+        number: str | None = None,
+        key: str | None = None,
+        privilege: str = "read-write",
+        merchant: str = "M1",
+        body: dict[str, Any] | None = None,
+    ) -> httpx.Response:
+        headers = self.headers(privilege, merchant)
+        if key is not None:
+            headers["Idempotency-Key"] = key
+        payload = body if body is not None else {"amount": amount, "number": number or new_number()}
+        return self.client.post(f"{self.base}/transactions/{kind}", json=payload, headers=headers)
+
+    def created_ref(self, kind: str = "cashin", **kwargs: Any) -> str:
+        response = self.create(kind, **kwargs)
+        assert response.status_code == 201, response.text
+        return response.json()["ref"]
+
+    def find(self, ref: str, merchant: str = "M1") -> httpx.Response:
+        headers = self.headers("read-write", merchant)
+        return self.client.get(f"{self.base}/transactions/find/{ref}", headers=headers)
+
+    def events(self, merchant: str = "M1", **params: Any) -> dict[str, Any]:
+        response = self.client.get(
+            f"{self.base}/events/transactions",
+            params=params,
+            headers=self.headers("read-write", merchant),
+        )
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def customer(self, ref: str, action: str) -> httpx.Response:
+        customer = self.config.customer
+        template = {"confirm": customer.confirm, "cancel": customer.cancel}[action]
+        assert template is not None
+        return self.client.request(template.method, template.url(ref))
+
+
+def session_for(config_path: Path) -> Session:
+    return Session(load_target_config(config_path), httpx.Client(timeout=5))
+
+
+class InProcessServers:
+    """Defect variants served from this process, on one event-loop thread.
+
+    Why not subprocesses: each costs a Python start-up, and nineteen of them on two shared cores
+    took longer than this whole module may. The code served is the same ``independent.py``
+    (``build_app`` and ``State``); the script's own launch path, ``--defect`` parsing included, is
+    exercised by the subprocesses of the ``fleet`` fixture.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.runners: list[web.AppRunner] = []
+
+    def serve(self, name: str, access_ttl_s: int = 900, defect: str | None = None) -> Path:
+        """Start one server; returns the path of its target configuration."""
+        state = independent.State(access_ttl_s, defect)
+        independent.seed_apps(state)
+        root = asyncio.run_coroutine_threadsafe(self._start(state), self.loop).result(10)
+        path = self.directory / f"{name}.yaml"
+        independent.write_config(path, independent.target_config(state, root), name)
+        return path
+
+    async def _start(self, state: independent.State) -> str:
+        runner = web.AppRunner(independent.build_app(state), access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        self.runners.append(runner)
+        return f"http://127.0.0.1:{runner.addresses[0][1]}"
+
+    def close(self) -> None:
+        for runner in self.runners:
+            asyncio.run_coroutine_threadsafe(runner.cleanup(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+        self.loop.close()
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Foreign]]:
+    """The subprocess servers this module needs, started in parallel, stopped at the end."""
+    root = tmp_path_factory.mktemp("foreign")
+    plan: dict[str, tuple[str, tuple[str, ...]]] = {
+        "conformant": ("independent", ()),
+        "expired-token-accepted": (
+            "independent",
+            ("--defect", "expired-token-accepted", *SHORT_TTL),
+        ),
+        "mock": ("static_mock", ()),
+        "not_api": ("not_api", ()),
+        "sigterm-independent": ("independent", ()),
+        "sigterm-mock": ("static_mock", ()),
+        "sigterm-not_api": ("not_api", ()),
+    }
+    pending = {name: spawn_foreign(script, root, *args) for name, (script, args) in plan.items()}
+    servers: dict[str, Foreign] = {}
+    try:
+        for name, started in pending.items():
+            servers[name] = started.ready()
+        yield servers
+    finally:
+        for started in pending.values():
+            if started.process.poll() is None:
+                started.process.terminate()
+        for started in pending.values():
+            try:
+                started.process.wait(5)
+            except subprocess.TimeoutExpired:
+                started.process.kill()
+
+
+@pytest.fixture(scope="module")
+def in_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Session]]:
+    """Every defect but expired-token-accepted (a subprocess), and a short-TTL conformant."""
+    servers = InProcessServers(tmp_path_factory.mktemp("in-process"))
+    try:
+        sessions = {
+            defect: session_for(servers.serve(defect, defect=defect))
+            for defect in independent.DEFECTS
+            if defect != "expired-token-accepted"
+        }
+        sessions["conformant-short-ttl"] = session_for(servers.serve("short-ttl", access_ttl_s=1))
+        yield sessions
+    finally:
+        servers.close()
+
+
+@pytest.fixture(scope="module")
+def conformant(fleet: dict[str, Foreign]) -> Session:
+    return session_for(fleet["conformant"].config_path)
+
+
+# --- the conformant independent implementation ----------------------------------------------
+
+
+def test_configs_parse_with_the_project_parser(fleet: dict[str, Foreign]) -> None:
+    for name in ("conformant", "mock", "not_api"):
+        server = fleet[name]
+        config = load_target_config(server.config_path)
+        assert config.base_url == f"{server.root_url}/api"
+        assert config.customer.driver == "sandbox"
+        assert config.customer.confirm is not None and config.customer.cancel is not None
+        assert config.customer.confirm.url("R").startswith(server.root_url)
+        assert set(config.merchants()) == {"M1", "M2"}
+    config = load_target_config(fleet["conformant"].config_path)
+    assert sorted(a.privilege for a in config.applications if a.merchant == "M1") == [
+        "cashin",
+        "cashout",
+        "read",
+        "read-write",
+    ]
+    assert [a.privilege for a in config.applications if a.merchant == "M2"] == ["read-write"]
+    assert config.customer.confirm.render().endswith("/sim/customer/{ref}?action=confirm")
+    assert config.access_token_ttl_s == 900
+    assert re.fullmatch(config.effective_number_pattern, "0781234567")
+    assert (config.amount.min, config.amount.max) == (1, 1_000_000)
+    short = load_target_config(fleet["expired-token-accepted"].config_path)
+    assert short.access_token_ttl_s == 1
+
+
+def test_full_flow(conformant: Session) -> None:
+    s = conformant
+    response = s.authorize()
+    assert response.status_code == 200
+    pair = response.json()
+    assert set(pair) == {"access", "refresh", "expires"} and isinstance(pair["expires"], int)
+    claims = jwt.decode(pair["access"], options={"verify_signature": False})
+    assert claims["sub"] == "access" and claims["exp"] - claims["iat"] == 900
+    assert claims["exp"] == pair["expires"] and claims["merchant"] == "M1"
+    assert {"id", "perm"} <= set(claims)
+    bearer = {"Authorization": f"Bearer {pair['access']}"}
+
+    number = new_number()
+    created = s.client.post(
+        f"{s.base}/transactions/cashin", json={"amount": 250, "number": number}, headers=bearer
+    )
+    assert created.status_code == 201
+    body = created.json()
+    assert set(body) == {"amount", "created_at", "kind", "ref", "status"}
+    assert (body["amount"], body["kind"], body["status"]) == (250, "CASHIN", "pending")
+    assert UUID.match(body["ref"]) and NANO_Z.match(body["created_at"])
+    ref = body["ref"]
+
+    found = s.client.get(f"{s.base}/transactions/find/{ref}", headers=bearer).json()
+    assert found["ref"] == ref and found["client"] == number and found["merchant"] == "M1"
+    assert found["status"] == "pending" and found["kind"] == "CASHIN"
+    assert isinstance(found["fee"], (int, float)) and NANO_OFFSET.match(found["timestamp"])
+
+    listed = s.client.get(f"{s.base}/events/transactions", params={"ref": ref}, headers=bearer)
+    envelope = listed.json()
+    assert set(envelope) == {"limit", "offset", "ref", "total", "transactions"}
+    assert (envelope["limit"], envelope["offset"], envelope["total"]) == (10, 0, 1)
+    (event,) = envelope["transactions"]
+    assert event["event_kind"] == "transaction:created" and UUID.match(event["event_id"])
+    assert event["data"]["status"] == "pending" and NANO_Z.match(event["created_at"])
+
+    short_path = s.client.get(f"{s.base}/auth/refresh/{pair['refresh']}")
+    assert short_path.status_code == 200 and isinstance(short_path.json()["expires"], int)
+    again = s.client.get(f"{s.base}/auth/refresh/{pair['refresh']}")
+    assert again.status_code == 200, "refresh tokens are reusable (no rotation)"
+    long_path = s.client.get(f"{s.base}/auth/agents/refresh/{pair['refresh']}")
+    assert long_path.status_code == 404 and long_path.json()["status"] == 404
+    not_access = s.client.get(
+        f"{s.base}/transactions/find/{ref}", headers={"Authorization": f"Bearer {pair['refresh']}"}
+    )
+    assert not_access.status_code == 401
+    refreshed = {"Authorization": f"Bearer {again.json()['access']}"}
+
+    confirmed = s.customer(ref, "confirm")
+    assert confirmed.status_code == 200
+    after = s.client.get(f"{s.base}/transactions/find/{ref}", headers=refreshed).json()
+    assert after["status"] == "successful"
+    assert s.customer(ref, "cancel").status_code == 409
+    events = s.events(ref=ref)["transactions"]
+    assert [e["event_kind"] for e in events] == ["transaction:created", "transaction:processed"]
+    assert events[1]["data"]["status"] == "successful"
+    assert NANO_Z.match(events[1]["data"]["processed_at"])
+
+    cancelled = s.created_ref("cashout")
+    assert s.customer(cancelled, "cancel").status_code == 200
+    assert s.find(cancelled).json()["status"] == "failed"
+    assert s.customer(cancelled, "confirm").status_code == 409
+    assert s.find(cancelled).json()["status"] == "failed"
+    explode = s.client.post(
+        f"{s.config.base_url.removesuffix('/api')}/sim/customer/{ref}", params={"action": "explode"}
+    )
+    assert explode.status_code == 400
+    assert s.customer("no-such-ref", "confirm").status_code == 404
+
+
+def test_idempotency(conformant: Session) -> None:
+    s = conformant
+    number, key = new_number(), secrets.token_hex(8)
+    assert s.create(number=number, key=key).status_code == 201
+    reused = s.create(number=number, key=key)
+    assert reused.status_code == 409 and set(reused.json()) == {"status", "message"}
+    assert s.create("cashout", number=number, key=key).status_code == 409
+    assert s.create(number=number, key=key, merchant="M2").status_code == 409, "global scope"
+    query = secrets.token_hex(8)
+    url = f"{s.base}/transactions/cashin"
+    as_query = s.client.post(
+        url, params={"Idempotency-Key": query}, json={"amount": 1, "number": number},
+        headers=s.headers(),
+    )  # fmt: skip
+    assert as_query.status_code == 201
+    assert s.create(number=number, key=query).status_code == 409, "query and header share keys"
+    assert s.create(number=number, key="").status_code == 201, "empty key is absent"
+    assert s.create(number=number, key="").status_code == 201
+    assert s.create(number=number, key="k" * 33).status_code == 400
+    assert s.create(number=number, key="k" * 31 + secrets.token_hex(1)[:1]).status_code == 201
+    assert s.events(client=number)["total"] == 5
+
+
+def test_concurrent_requests_with_one_key_create_one_transaction(conformant: Session) -> None:
+    s = conformant
+    number, key = new_number(), secrets.token_hex(8)
+    headers = {**s.headers(), "Idempotency-Key": key}
+
+    async def burst() -> list[int]:
+        async with httpx.AsyncClient(timeout=5) as client:
+            requests = [
+                client.post(
+                    f"{s.base}/transactions/cashin",
+                    json={"amount": 5, "number": number},
+                    headers=headers,
+                )
+                for _ in range(20)
+            ]
+            return [r.status_code for r in await asyncio.gather(*requests)]
+
+    codes = asyncio.run(burst())
+    assert sorted(codes) == [201] + [409] * 19
+    assert s.events(client=number)["total"] == 1
+
+
+def test_validation_and_errors(conformant: Session) -> None:
+    s = conformant
+    for body in (
+        {"number": new_number()},
+        {"amount": 100},
+        {"amount": "100", "number": new_number()},
+        {"amount": 0, "number": new_number()},
+        {"amount": -5, "number": new_number()},
+        {"amount": True, "number": new_number()},
+        {"amount": 100, "number": ""},
+        {"amount": 100, "number": 781234567},
+    ):
+        response = s.create(body=body)
+        assert response.status_code == 400, body
+        assert set(response.json()) == {"status", "message"} and response.json()["status"] == 400
+    extra = s.create(body={"amount": 1.5, "number": "anything", "currency": "RWF"})
+    assert extra.status_code == 201 and extra.json()["amount"] == 1.5
+    as_text = s.client.post(
+        f"{s.base}/transactions/cashin",
+        content=b'{"amount": 7, "number": "0781111111"}',
+        headers={**s.headers(), "Content-Type": "text/plain"},
+    )
+    assert as_text.status_code == 201, "any request media type is accepted"
+    broken = s.client.post(f"{s.base}/transactions/cashin", content=b"{", headers=s.headers())
+    assert broken.status_code == 400
+    unknown = s.client.get(f"{s.base}/nowhere")
+    assert unknown.status_code == 404 and unknown.json() == {"status": 404, "message": "Not Found"}
+    assert s.find("not-a-ref").status_code == 404
+    bad_login = s.client.post(
+        f"{s.base}/auth/agents/authorize",
+        json={"client_id": s.app().client_id, "client_secret": "wrong"},
+    )
+    assert bad_login.status_code == 401 and bad_login.json()["status"] == 401
+    assert s.client.post(f"{s.base}/auth/agents/authorize", json={}).status_code == 400
+
+
+def test_authorization_forms(conformant: Session) -> None:
+    s = conformant
+    url = f"{s.base}/events/transactions"
+    access = s.pair()["access"]
+    assert s.client.get(url, headers={"Authorization": access}).status_code == 200, "bare token"
+    assert s.client.get(url, headers={"Authorization": f"bearer {access}"}).status_code == 200
+    for value in ("Bearer garbage", f"Basic {access}", f"Bearer {access[:-2]}xx", "Bearer"):
+        assert s.client.get(url, headers={"Authorization": value}).status_code == 401, value
+    assert s.client.get(url).status_code == 401
+    none_alg = jwt.encode(jwt.decode(access, options={"verify_signature": False}), None, "none")
+    assert s.client.get(url, headers={"Authorization": f"Bearer {none_alg}"}).status_code == 401
+
+
+def test_privileges_and_isolation(conformant: Session) -> None:
+    s = conformant
+    assert s.create("cashin", privilege="read").status_code == 403
+    assert s.create("cashout", privilege="read").status_code == 403
+    assert s.create("cashout", privilege="cashin").status_code == 403
+    assert s.create("cashin", privilege="cashout").status_code == 403
+    number = new_number()
+    ref = s.created_ref("cashin", privilege="cashin", number=number)
+    s.created_ref("cashout", privilege="cashout", number=number)
+    for privilege in independent.CREATE_RIGHTS:
+        headers = s.headers(privilege)
+        found = s.client.get(f"{s.base}/transactions/find/{ref}", headers=headers)
+        assert found.status_code == 200, privilege
+    assert s.find(ref, merchant="M2").status_code == 404
+    assert s.events(merchant="M2", ref=ref)["total"] == 0
+    assert s.events(merchant="M2", client=number)["transactions"] == []
+
+
+def test_event_list_filters_paging_and_order(conformant: Session) -> None:
+    s = conformant
+    number = new_number()
+    refs = [s.created_ref("cashin", number=number, amount=10 + i) for i in range(12)]
+    cashout = s.created_ref("cashout", number=number, amount=999)
+    s.customer(refs[0], "confirm")
+    everything = s.events(client=number, limit=100)
+    assert everything["total"] == 14 and everything["limit"] == 100
+    assert set(everything) == {"client", "limit", "offset", "total", "transactions"}
+    assert [e["data"]["ref"] for e in everything["transactions"][:13]] == [*refs, cashout]
+    stamps = [e["created_at"] for e in everything["transactions"]]
+    assert stamps == sorted(stamps), "oldest first"
+    first = s.events(client=number)
+    assert first["limit"] == 10 and len(first["transactions"]) == 10 and first["total"] == 14
+    second = s.events(client=number, limit=10, offset=10)
+    assert len(second["transactions"]) == 4 and second["offset"] == 10
+    ids = [e["event_id"] for e in first["transactions"] + second["transactions"]]
+    assert len(set(ids)) == 14
+    kinds = s.events(client=number, kind="CASHOUT")
+    assert kinds["kind"] == "CASHOUT" and [e["data"]["ref"] for e in kinds["transactions"]] == [
+        cashout
+    ]
+    done = s.events(client=number, status="successful")
+    assert done["total"] == 1 and done["status"] == "successful"
+    assert s.events(client=number, **{"event-kind": "transaction:processed"})["total"] == 1
+    by_amount = s.events(client=number, amount=999)
+    assert by_amount["amount"] == 999 and by_amount["total"] == 1
+    assert s.events(client=number, kind="SIDEWAYS")["transactions"] == []
+    assert s.events(client=number, status="success")["total"] == 0
+    bad = s.client.get(f"{s.base}/events/transactions", params={"limit": "x"}, headers=s.headers())
+    assert bad.status_code == 400 and bad.json()["status"] == 400
+
+
+def test_access_token_expiry_and_the_expired_token_defect(
+    fleet: dict[str, Foreign], in_process: dict[str, Session]
+) -> None:
+    """One wait serves both: the conformant server rejects the old token, the defect keeps it."""
+    short = in_process["conformant-short-ttl"]
+    broken = session_for(fleet["expired-token-accepted"].config_path)
+    pairs = [short.pair(), broken.pair()]
+    for session, pair in zip((short, broken), pairs, strict=True):
+        assert session.events(ref="x")["total"] == 0
+        assert (
+            pair["expires"] - jwt.decode(pair["access"], options={"verify_signature": False})["iat"]
+            == 1
+        )
+    time.sleep(max(0.0, max(p["expires"] for p in pairs) - time.time()) + 0.05)
+    url = "/events/transactions"
+    stale = {"Authorization": f"Bearer {pairs[0]['access']}"}
+    assert short.client.get(short.base + url, headers=stale).status_code == 401
+    fresh = short.client.get(f"{short.base}/auth/refresh/{pairs[0]['refresh']}").json()
+    ok = short.client.get(short.base + url, headers={"Authorization": f"Bearer {fresh['access']}"})
+    assert ok.status_code == 200
+    stale_broken = {"Authorization": f"Bearer {pairs[1]['access']}"}
+    assert broken.client.get(broken.base + url, headers=stale_broken).status_code == 200
+
+
+# --- the defects: each probe answers "is the defect visible?" -----------------------------------
+
+
+def _key_reuse_executes(s: Session) -> bool:
+    number, key = new_number(), secrets.token_hex(8)
+    assert s.create(number=number, key=key).status_code == 201
+    assert s.create(number=number, key=key).status_code == 409
+    return s.events(client=number)["total"] != 1
+
+
+def _wrong_kind_on_cashout(s: Session) -> bool:
+    answered = s.create("cashout").json()
+    stored = s.find(answered["ref"]).json()
+    return answered["kind"] != "CASHOUT" or stored["kind"] != "CASHOUT"
+
+
+def _client_filter_ignored(s: Session) -> bool:
+    mine, other = new_number(), new_number()
+    s.created_ref(number=mine)
+    s.created_ref(number=other)
+    return any(e["data"]["client"] != mine for e in s.events(client=mine)["transactions"])
+
+
+def _processed_twice(s: Session) -> bool:
+    ref = s.created_ref()
+    assert s.customer(ref, "confirm").status_code == 200
+    second = s.customer(ref, "cancel")
+    processed = s.events(ref=ref, **{"event-kind": "transaction:processed"})["total"]
+    return second.status_code == 200 or processed != 1 or s.find(ref).json()["status"] == "failed"
+
+
+def _find_other_merchant(s: Session) -> bool:
+    return s.find(s.created_ref(), merchant="M2").status_code == 200
+
+
+def _no_created_event(s: Session) -> bool:
+    ref = s.created_ref()
+    return "transaction:created" not in {e["event_kind"] for e in s.events(ref=ref)["transactions"]}
+
+
+def _refresh_dead(s: Session) -> bool:
+    return s.client.get(f"{s.base}/auth/refresh/{s.pair()['refresh']}").status_code != 200
+
+
+def _read_only_can_create(s: Session) -> bool:
+    return s.create(privilege="read").status_code < 300
+
+
+def _total_wrong(s: Session) -> bool:
+    number = new_number()
+    for _ in range(3):
+        s.created_ref(number=number)
+    return s.events(client=number, limit=1)["total"] != 3
+
+
+def _duplicate_event_ids(s: Session) -> bool:
+    ref = s.created_ref()
+    s.customer(ref, "confirm")
+    ids = [e["event_id"] for e in s.events(ref=ref)["transactions"]]
+    assert len(ids) == 2
+    return len(set(ids)) != len(ids)
+
+
+def _bearer_ignored(s: Session) -> bool:
+    garbage = {"Authorization": "Bearer not-a-token"}
+    return s.client.get(f"{s.base}/events/transactions", headers=garbage).status_code == 200
+
+
+def _long_key_accepted(s: Session) -> bool:
+    return s.create(key="x" * 33).status_code < 300
+
+
+def _cashin_can_cashout(s: Session) -> bool:
+    return s.create("cashout", privilege="cashin").status_code < 300
+
+
+def _missing_number_accepted(s: Session) -> bool:
+    return s.create(body={"amount": 100}).status_code < 300
+
+
+def _find_timestamp_z(s: Session) -> bool:
+    return s.find(s.created_ref()).json()["timestamp"].endswith("Z")
+
+
+def _events_leak_merchants(s: Session) -> bool:
+    number = new_number()
+    s.created_ref(number=number)
+    return s.events(merchant="M2", client=number)["total"] != 0
+
+
+def _text_errors(s: Session) -> bool:
+    response = s.find("no-such-ref")
+    assert response.status_code == 404
+    return not response.headers.get("content-type", "").startswith("application/json")
+
+
+def _bad_json_500(s: Session) -> bool:
+    url = f"{s.base}/transactions/cashin"
+    return s.client.post(url, content=b"{nope", headers=s.headers()).status_code >= 500
+
+
+PROBES: dict[str, Callable[[Session], bool]] = {
+    "key-reuse-executes": _key_reuse_executes,
+    "wrong-kind-on-cashout": _wrong_kind_on_cashout,
+    "client-filter-ignored": _client_filter_ignored,
+    "processed-twice": _processed_twice,
+    "find-other-merchant": _find_other_merchant,
+    "no-created-event": _no_created_event,
+    "refresh-dead": _refresh_dead,
+    "read-only-can-create": _read_only_can_create,
+    "total-wrong": _total_wrong,
+    "duplicate-event-ids": _duplicate_event_ids,
+    "bearer-ignored": _bearer_ignored,
+    "long-key-accepted": _long_key_accepted,
+    "cashin-can-cashout": _cashin_can_cashout,
+    "missing-number-accepted": _missing_number_accepted,
+    "find-timestamp-z": _find_timestamp_z,
+    "events-leak-merchants": _events_leak_merchants,
+    "text-errors": _text_errors,
+    "bad-json-500": _bad_json_500,
+}
+
+
+def test_every_defect_has_a_probe() -> None:
+    assert set(PROBES) | {"expired-token-accepted"} == set(independent.DEFECTS)
+
+
+@pytest.mark.parametrize("defect", sorted(PROBES))
+def test_defect_is_visible_and_absent_from_the_conformant(
+    defect: str, in_process: dict[str, Session], conformant: Session
+) -> None:
+    assert PROBES[defect](in_process[defect]), f"{defect} not visible"
+    assert not PROBES[defect](conformant), f"the {defect} probe fires on the conformant server"
+
+
+def test_defect_changes_nothing_else(in_process: dict[str, Session]) -> None:
+    """A defect server still walks the ordinary flow (one example; the rest share the code)."""
+    s = in_process["client-filter-ignored"]
+    ref = s.created_ref()
+    assert s.customer(ref, "confirm").status_code == 200
+    assert s.find(ref).json()["status"] == "successful"
+    assert s.events(ref=ref)["total"] == 2
+
+
+# --- the static mock, the not-API server, the crashing server ---------------------------------
+
+
+def test_static_mock_answers_fixed_examples(fleet: dict[str, Foreign]) -> None:
+    s = session_for(fleet["mock"].config_path)
+    pair = s.client.post(
+        f"{s.base}/auth/agents/authorize", json={"client_id": "any", "client_secret": "thing"}
+    )
+    assert pair.status_code == 200
+    assert pair.json() == {"access": "string", "refresh": "string", "expires": 900}
+    assert s.client.post(f"{s.base}/auth/agents/authorize", json={}).status_code == 422
+    for path in ("/auth/refresh/x", "/auth/agents/refresh/x"):
+        assert s.client.get(s.base + path).json()["access"] == "string"
+    bearer = {"Authorization": "Bearer string"}
+    url = f"{s.base}/transactions/cashin"
+    anonymous = s.client.post(url, json={"amount": 1, "number": "1"})
+    assert anonymous.status_code == 401
+    assert anonymous.headers["content-type"].startswith("application/problem+json")
+    assert s.client.post(url, json={"number": "1"}, headers=bearer).status_code == 422
+    first = s.client.post(url, json={"amount": 5, "number": "1"}, headers=bearer)
+    second = s.client.post(url, json={"amount": 7, "number": "2"}, headers=bearer)
+    assert first.status_code == 200 and first.json() == second.json()
+    ref = first.json()["ref"]
+    assert ref == "3fa85f64-5717-4562-b3fc-2c963f66afa6" and first.json()["amount"] == 100
+    cashout = s.client.post(
+        f"{s.base}/transactions/cashout", json={"amount": 5, "number": "1"}, headers=bearer
+    )
+    assert cashout.json()["kind"] == "CASHOUT" and cashout.json()["ref"] == ref
+    found = s.client.get(f"{s.base}/transactions/find/anything", headers=bearer).json()
+    assert found["ref"] == ref
+    events = s.client.get(f"{s.base}/events/transactions", headers=bearer).json()
+    (event,) = events["transactions"]
+    assert event["data"]["ref"] == ref and event["event_kind"] == "transaction:created"
+    assert s.customer(ref, "confirm").status_code == 200
+    after = s.client.get(f"{s.base}/transactions/find/{ref}", headers=bearer).json()
+    assert after["status"] == "pending", "confirming changed nothing"
+    assert s.client.get(f"{s.base}/events/transactions").status_code == 401
+
+
+def test_not_api_answers_html(fleet: dict[str, Foreign]) -> None:
+    server = fleet["not_api"]
+    with httpx.Client(timeout=5) as client:
+        listing = client.get(server.root_url + "/")
+        assert listing.status_code == 200
+        assert listing.headers["content-type"].startswith("text/html")
+        assert "Directory listing" in listing.text and "notes.txt" in listing.text
+        post = client.post(f"{server.base_url}/transactions/cashin", json={"amount": 1})
+        assert post.status_code == 501
+        missing = client.get(f"{server.base_url}/transactions/find/x")
+        assert missing.status_code == 404 and missing.headers["content-type"].startswith(
+            "text/html"
+        )
+
+
+def test_servers_stop_promptly_on_sigterm(fleet: dict[str, Foreign]) -> None:
+    for name in ("sigterm-independent", "sigterm-mock", "sigterm-not_api"):
+        started = time.monotonic()
+        status = fleet[name].stop()
+        assert time.monotonic() - started < 2.0, name
+        assert status in (0, -15), (name, status, fleet[name].stderr())
+
+
+def test_dies_after_n_answered_requests(tmp_path: Path) -> None:
+    server = start_foreign("dies", tmp_path, "--die-after", "3")
+    try:
+        s = session_for(server.config_path)
+        assert s.authorize().status_code == 200  # 1
+        assert s.client.get(f"{s.base}/nowhere").status_code == 404  # 2
+        assert s.authorize().status_code == 200  # 3: answered in full, then the crash
+        server.process.wait(5)
+        assert server.process.returncode == 70
+        with pytest.raises(httpx.TransportError):
+            s.authorize()
+    finally:
+        server.stop()
