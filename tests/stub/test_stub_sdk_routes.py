@@ -121,3 +121,22 @@ def test_provider_matches_the_go_sdk_and_the_sql(server, number: str, provider: 
     sql = f"SELECT {merchant_queries._PROVIDER_SQL} FROM (SELECT ? AS client)"
     got = server.call(lambda: server.stub.store.conn.execute(sql, (number,)).fetchone()[0])
     assert got == provider
+
+
+def test_answers_match_the_extension_schemas(server) -> None:
+    """What the stub serves is what ``spec/openapi.yaml`` declares for the extensions."""
+    from jsonschema import Draft202012Validator
+
+    from paysuite.specfile import load_spec
+
+    components = load_spec(extensions=True)["components"]
+    api = server.api
+    _settle(api, "cashin", 100, new_number(), "confirm")
+    for path, schema in (("/merchants/me", "MerchantProfile"),
+                         ("/transactions/list", "TransactionList")):  # fmt: skip
+        body = api.http.get(path, params={"kind": "CASHIN"} if "list" in path else None,
+                            headers=api.headers()).json()  # fmt: skip
+        validator = Draft202012Validator(
+            {"$ref": f"#/components/schemas/{schema}", "components": components}
+        )
+        assert not list(validator.iter_errors(body)), (path, body)
