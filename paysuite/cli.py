@@ -1,9 +1,10 @@
 """The ``paysuite`` command: one front door, one subcommand per part of the architecture.
 
-Each part owns its own arguments: ``stub_server.cli``, ``conformance.cli``, ``load.cli`` and
-``paysuite.demo`` each expose ``register(subparsers)``, which adds a subparser whose ``func``
-takes the parsed arguments and returns the exit status. Registration imports nothing heavy, so
-``paysuite --help`` stays instant; a subcommand imports its machinery when it runs.
+Each part owns its own arguments: ``stub_server.cli``, ``conformance.cli``, ``load.cli``,
+``paysuite.demo`` and ``paysuite.clients.cli`` each expose ``register(subparsers)``, which adds
+a subparser whose ``func`` takes the parsed arguments and returns the exit status. Registration
+imports nothing heavy, so ``paysuite --help`` stays instant; a subcommand imports its machinery
+when it runs.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ SUBCOMMAND_MODULES = (
     "conformance.cli",
     "load.cli",  # registers `load` and `bench`
     "paysuite.demo",
+    "paysuite.clients.cli",
 )
 
 

@@ -32,8 +32,26 @@ def _load_spec_cached() -> dict[str, Any]:
         return yaml.safe_load(handle)
 
 
-def load_spec() -> dict[str, Any]:
-    """A fresh deep copy of the parsed document, so callers may patch it freely."""
+def load_spec(*, extensions: bool = False) -> dict[str, Any]:
+    """A fresh deep copy of the parsed document, so callers may patch it freely.
+
+    Paths marked ``x-extension: true`` (routes the published SDKs call that the interface
+    document does not have) are left out unless ``extensions`` is true: whatever consumes the
+    spec by default (the conformance suite's property phase) then never demands them.
+    """
     import copy
 
-    return copy.deepcopy(_load_spec_cached())
+    spec = copy.deepcopy(_load_spec_cached())
+    if not extensions:
+        paths = spec.get("paths") or {}
+        for path in [p for p, item in paths.items() if _is_extension(item)]:
+            del paths[path]
+    return spec
+
+
+def _is_extension(item: Any) -> bool:
+    """A path item whose every operation is an extension."""
+    if not isinstance(item, dict):
+        return False
+    operations = [op for op in item.values() if isinstance(op, dict) and "responses" in op]
+    return bool(operations) and all(op.get("x-extension") is True for op in operations)

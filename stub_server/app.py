@@ -31,6 +31,7 @@ from stub_server.errors import (
     validation_error,
 )
 from stub_server.faults import EARLY_EXPIRY_S
+from stub_server.filters import DEFAULT_LIMIT, EVENT_FILTERS, parse_list_query
 from stub_server.secrets_hash import verify_secret
 from stub_server.settings import StubSettings
 from stub_server.store import (
@@ -54,17 +55,8 @@ MAX_WEBHOOK_MODE_LENGTH = 64
 MAX_NUMBER_LENGTH = 64
 MAX_SECRET_LENGTH = 1024
 MAX_OFFSET = 2**62
-STATUS_FILTERS = {
-    "pending": "pending",
-    "success": "success",
-    "successful": "success",
-    "failed": "failed",
-}
-KINDS = ("CASHIN", "CASHOUT")
-EVENT_KINDS = ("transaction:created", "transaction:processed")
 CAN_CASHIN = frozenset({"cashin", "read-write"})
 CAN_CASHOUT = frozenset({"cashout", "read-write"})
-DEFAULT_LIMIT = 20
 #: The ``page-size-10`` behaviour's default page size (variant ``lenient``).
 LENIENT_DEFAULT_LIMIT = 10
 #: The merchant column of every idempotency row under ``global-keys`` (variant ``lenient``): one
@@ -131,7 +123,7 @@ class StubApp:
         self.expires_string = variant("expires-string")
         self.oldest_first = variant("events-oldest-first")
         #: ``Authorization: <token>`` without ``Bearer `` (paypack-js sends it so).
-        self.accept_bare_token = variant("bare-token")
+        self.accept_bare_token = not settings.strict_auth or variant("bare-token")
         self.omit_empty_envelope = variant("envelope-omitempty")
         self.lenient_filters = variant("lenient-filters")
         self.empty_key_absent = variant("empty-key-absent")
@@ -166,10 +158,7 @@ class StubApp:
         header = request.headers.get("Authorization")
         if not header:
             raise ApiError(401, "missing_token", "the Authorization header is missing")
-        scheme, _, token = header.partition(" ")
-        token = token.strip()
-        if scheme.lower() != "bearer" or not token:
-            token = self.bare_token(header)
+        token = self.token_from_header(header)
         claims = self.tokens.verify(token, self.access_subs)
         if self.early_expiry_s is not None and time.time() - claims["iat"] > self.early_expiry_s:
             raise ApiError(401, "token_expired", "the token has expired")
@@ -178,14 +167,21 @@ class StubApp:
             raise ApiError(401, "invalid_token", "the token names an unknown application")
         return record
 
-    def bare_token(self, header: str) -> str:
-        """The token of an ``Authorization`` header that is not ``Bearer <token>``: the whole
-        value when bare tokens are accepted and it is one word, else the 401 of the reference
-        choice (the document tells clients to send ``Bearer``; paypack-js sends it bare)."""
-        token = header.strip()
-        if self.accept_bare_token and token and not any(c.isspace() for c in token):
-            return token
-        raise ApiError(401, "missing_token", "the Authorization header must be 'Bearer <token>'")
+    def token_from_header(self, header: str) -> str:
+        """The token of ``Bearer <token>``, or (RC-33, unless ``strict_auth``) of a bare
+        ``<token>``: paypack-js sends ``Authorization: <token>`` and the live service accepts it.
+        A JWT holds no space, so a value without one is a bare token; the scheme word alone
+        (``Bearer``) is still a missing token."""
+        scheme, space, token = header.partition(" ")
+        if not space and self.accept_bare_token and scheme.lower() != "bearer":
+            return scheme
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            expected = "'Bearer <token>'"
+            if self.accept_bare_token:
+                expected += " or a bare '<token>'"
+            raise ApiError(401, "missing_token", f"the Authorization header must be {expected}")
+        return token
 
     def status_text(self, status: str) -> str:
         return self.success_text if status == "success" else status
@@ -375,7 +371,7 @@ class StubApp:
         key = self.idempotency_key(request)
         amount = self.validate_amount(body)
         number = self.validate_number(body)
-        mode = request.headers.get("X-Webhook-Mode")
+        mode = request.headers.get("X-Webhook-Mode") or None  # "" is none (RC-35)
         if mode is not None and len(mode) > MAX_WEBHOOK_MODE_LENGTH:
             raise validation_error(
                 "X-Webhook-Mode", f"must be at most {MAX_WEBHOOK_MODE_LENGTH} characters"
@@ -462,46 +458,25 @@ class StubApp:
     # -- events ---------------------------------------------------------------------------
     async def list_events(self, request: web.Request) -> web.Response:
         record = self.authenticate(request)
-        query = request.query
-        given: dict[str, str] = {}
-        for name in ("status", "client", "ref", "kind", "event-kind", "from", "to"):
-            value = query.get(name)
-            if value:
-                given[name] = value
-        status = given.get("status")
-        kind = given.get("kind")
-        event_kind = given.get("event-kind")
-        # An unknown value matches no event: a 400 (RC-25), or under ``lenient-filters`` the
-        # empty list it selects (the store is asked anyway: no stored row has such a value).
-        if status is not None and status not in STATUS_FILTERS and not self.lenient_filters:
-            raise validation_error("status", f"must be one of {', '.join(STATUS_FILTERS)}")
-        if kind is not None and kind not in KINDS and not self.lenient_filters:
-            raise validation_error("kind", f"must be one of {', '.join(KINDS)}")
-        if event_kind is not None and event_kind not in EVENT_KINDS and not self.lenient_filters:
-            raise validation_error("event-kind", f"must be one of {', '.join(EVENT_KINDS)}")
-        bounds: dict[str, int] = {}
-        for name in ("from", "to"):
-            if name in given:
-                try:
-                    bounds[name] = timefmt.parse_bound(given[name], upper=name == "to")
-                except (ValueError, OverflowError):
-                    raise validation_error(name, "must be an ISO 8601 date or date-time") from None
-        limit = _int_param(query.get("limit"), "limit", self.default_limit, 1, 100)
-        offset = _int_param(query.get("offset"), "offset", 0, 0, None)
+        f = parse_list_query(
+            request.query,
+            EVENT_FILTERS,
+            lenient=self.lenient_filters,
+            default_limit=self.default_limit,
+        )
+        given = f.given
         faults = self.settings.faults
         q = EventQuery(
             merchant=None if "cross-merchant-visible" in faults else record.merchant,
-            status=None
-            if status is None or "filter-ignored" in faults
-            else STATUS_FILTERS.get(status, status),
-            client=given.get("client"),
-            ref=given.get("ref"),
-            kind=kind,
-            event_kind=event_kind,
-            from_us=bounds.get("from"),
-            to_us=bounds.get("to"),
-            limit=limit,
-            offset=min(offset, MAX_OFFSET),
+            status=None if "filter-ignored" in faults else f.status,
+            client=f.client,
+            ref=f.ref,
+            kind=f.kind,
+            event_kind=f.event_kind,
+            from_us=f.from_us,
+            to_us=f.to_us,
+            limit=f.limit,
+            offset=min(f.offset, MAX_OFFSET),
             oldest_first=self.oldest_first,
         )
         total, amount, events = self.store.list_events(q)
@@ -510,8 +485,8 @@ class StubApp:
             "client": given.get("client", ""),
             "event-kind": given.get("event-kind", ""),
             "kind": given.get("kind", ""),
-            "limit": limit,
-            "offset": offset,
+            "limit": f.limit,
+            "offset": f.offset,
             "ref": given.get("ref", ""),
             "status": given.get("status", ""),
             "total": total,
@@ -596,19 +571,6 @@ def _key_reused(key: str) -> ApiError:
     return ApiError(409, "idempotency_key_reused", f"Idempotency-Key {key!r} was already used")
 
 
-def _int_param(raw: str | None, name: str, default: int, low: int, high: int | None) -> int:
-    if raw is None or raw == "":
-        return default
-    if not raw.isascii() or not raw.isdigit() or len(raw) > 1000:
-        bound = f"between {low} and {high}" if high is not None else f">= {low}"
-        raise validation_error(name, f"must be an integer {bound}")
-    value = int(raw)
-    if value < low or (high is not None and value > high):
-        bound = f"between {low} and {high}" if high is not None else f">= {low}"
-        raise validation_error(name, f"must be an integer {bound}")
-    return value
-
-
 async def expect_continue(request: web.Request) -> None:
     """``Expect: 100-continue`` gets its interim answer; any other expectation is ignored, which
     RFC 9110 section 10.1.1 allows, instead of aiohttp's plain-text 417."""
@@ -636,6 +598,9 @@ def build_app(stub: StubApp, *, background: bool = True) -> web.Application:
         ("GET", "/api/events/transactions", stub.list_events),
         ("GET", "/healthz", stub.healthz),
     ]
+    from stub_server.sdk_routes import sdk_routes  # imports this module: not at the top
+
+    routes.extend(sdk_routes(stub))  # the published SDKs' routes beyond the document
     if not settings.variant("short-refresh-only"):
         routes.append(("GET", "/api/auth/agents/refresh/{token}", stub.refresh))
     if settings.sandbox:

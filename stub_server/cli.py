@@ -47,6 +47,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-sandbox", action="store_true", help="remove the /_sandbox customer endpoints"
     )
     parser.add_argument(
+        "--strict-auth",
+        action="store_true",
+        help="demand 'Authorization: Bearer <token>'; by default a bare token is accepted "
+        "too, as the live service does for paypack-js (RC-33)",
+    )
+    parser.add_argument(
         "--fault", action="append", default=[], metavar="NAME", help="enable a fault switch"
     )
     parser.add_argument(
@@ -80,6 +86,8 @@ def settings_from_args(args: argparse.Namespace) -> Any:
             overrides[key] = value
     if getattr(args, "no_sandbox", False):
         overrides["sandbox"] = False
+    if getattr(args, "strict_auth", False):
+        overrides["strict_auth"] = True
     settings = settings_from_mapping(overrides, settings)
     from dataclasses import replace
 

@@ -90,6 +90,10 @@ class StubSettings:
     faults: frozenset[str] = frozenset()
     drop_rate: float = 0.05
     variants: frozenset[str] = frozenset()
+    #: RC-33: accept a bare token in ``Authorization`` (paypack-js sends no ``Bearer``), as the
+    #: live service does; ``True`` demands ``Bearer <token>`` (``--strict-auth``). A plain
+    #: setting so that a variant or a config file can choose either.
+    strict_auth: bool = False
 
     @property
     def number_regex(self) -> re.Pattern[str]:
@@ -206,7 +210,7 @@ KNOWN_KEYS = frozenset(
     {
         "host", "port", "db", "credentials", "jwt_key", "access_ttl_s", "refresh_ttl_s",
         "amount", "number_pattern", "fee_rate", "utc_offset", "pending_timeout_s", "sandbox",
-        "max_body_bytes", "auto_resolve", "faults", "drop_rate", "variants",
+        "max_body_bytes", "auto_resolve", "faults", "drop_rate", "variants", "strict_auth",
     }
 )  # fmt: skip
 
@@ -259,10 +263,11 @@ def settings_from_mapping(
     if "utc_offset" in data:
         parse_offset(data["utc_offset"], "utc_offset")
         changes["utc_offset"] = data["utc_offset"]
-    if "sandbox" in data:
-        if not isinstance(data["sandbox"], bool):
-            raise SettingsError(f"sandbox: expected true or false, got {data['sandbox']!r}")
-        changes["sandbox"] = data["sandbox"]
+    for key in ("sandbox", "strict_auth"):
+        if key in data:
+            if not isinstance(data[key], bool):
+                raise SettingsError(f"{key}: expected true or false, got {data[key]!r}")
+            changes[key] = data[key]
     if "auto_resolve" in data:
         changes["auto_resolve"] = _auto_resolve(data["auto_resolve"])
     try:

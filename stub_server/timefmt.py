@@ -11,6 +11,8 @@ microseconds are formatted per call; the result is the same string, character fo
 
 from __future__ import annotations
 
+import email.utils
+import re
 import time
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -92,10 +94,15 @@ def offset_text_ns(us: int, tz: timezone) -> str:
 
 
 def parse_bound(text: str, *, upper: bool) -> int:
-    """An events ``from``/``to`` value (ISO 8601 date or date-time) as epoch microseconds.
+    """An events ``from``/``to`` value as epoch microseconds (RC-24, RC-34).
 
-    A bare date covers the whole day: as ``to`` it means the day's last microsecond, so both
-    bounds are inclusive. A date-time without an offset is taken as UTC.
+    Accepted, in this order: an ISO 8601 date or date-time (the reference choice), then the two
+    texts a JavaScript ``Date`` turns into, which the published paypack-js SDK puts on the wire
+    unencoded: ``Date.prototype.toString()`` (``Sun Nov 22 2026 10:34:45 GMT+0200 (Central Africa
+    Time)``) and ``toUTCString()`` (``Sun, 22 Nov 2026 10:34:45 GMT``, an RFC 5322 date, parsed
+    by ``email.utils``). A bare date covers the whole day: as ``to`` it means the day's last
+    microsecond, so both bounds are inclusive. A date-time without an offset is taken as UTC.
+    Anything else raises ``ValueError``.
     """
     if len(text) == 10:
         day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
@@ -103,8 +110,51 @@ def parse_bound(text: str, *, upper: bool) -> int:
             day += timedelta(days=1, microseconds=-1)
         moment = day
     else:
-        moment = datetime.fromisoformat(text)
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            moment = _parse_js_date(text)
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
     delta = moment - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+_MONTHS = {
+    name: number
+    for number, name in enumerate(
+        ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1
+    )
+}
+#: ``Date.prototype.toString()`` (ECMA-262 21.4.4.41): weekday, month, day, year, time, then
+#: ``GMT`` and a signed four-digit offset, then an implementation-defined zone name in
+#: parentheses. The offset's ``+`` arrives as a space: paypack-js does not encode the query, and
+#: a ``+`` in a query string means a space (WHATWG URL, ``application/x-www-form-urlencoded``).
+_JS_DATE = re.compile(
+    r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ([A-Z][a-z]{2}) (\d{2}) (\d{4}) (\d{2}):(\d{2}):(\d{2})"
+    r" GMT([+\- ])(\d{2})(\d{2})(?: \([^()]*\))?",
+    re.ASCII,
+)
+
+
+def _parse_js_date(text: str) -> datetime:
+    """A JavaScript ``Date``'s ``toString()`` or ``toUTCString()`` text as an aware datetime."""
+    match = _JS_DATE.fullmatch(text.strip())
+    if match is None:
+        try:
+            return email.utils.parsedate_to_datetime(text)  # toUTCString(), RFC 5322
+        except (TypeError, ValueError, IndexError):
+            raise ValueError(f"not a date: {text!r}") from None
+    month, day, year, hour, minute, second, sign, off_h, off_m = match.groups()
+    if month not in _MONTHS:
+        raise ValueError(f"unknown month {month!r}")
+    offset = timedelta(hours=int(off_h), minutes=int(off_m))
+    return datetime(
+        int(year),
+        _MONTHS[month],
+        int(day),
+        int(hour),
+        int(minute),
+        int(second),
+        tzinfo=timezone(-offset if sign == "-" else offset),
+    )

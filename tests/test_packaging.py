@@ -62,5 +62,7 @@ def test_the_wheel_carries_the_suite_the_locustfile_and_the_spec(tmp_path: Path)
         "conformance/suite/conftest.py",
         "load/locustfile.py",
         "stub_server/launcher.py",
+        "paysuite/clients/paypack_js_driver.js",  # package data: `paysuite clients` runs it
+        "paysuite/clients/paypack_py_driver.py",
     ):
         assert required in names, f"{required} is missing from the wheel"

@@ -489,6 +489,7 @@ def test_info_explains_the_extensions(spec: dict[str, Any]) -> None:
         "x-ambiguity",
         "x-reference-pattern",
         "x-reference-required",
+        "x-extension",
     ):
         assert word in description
     assert {tag["name"] for tag in spec["tags"]} == {"Transactions", "Events", "Authentication"}
@@ -505,7 +506,7 @@ def test_links_chain_creations_and_tokens(spec: dict[str, Any]) -> None:
 def test_schemathesis_builds_the_state_machine_with_the_links() -> None:
     import schemathesis
 
-    schema = schemathesis.openapi.from_path(str(spec_path()))
+    schema = schemathesis.openapi.from_dict(load_spec())
     operations = {result.ok().label for result in schema.get_all_operations()}
     assert operations == {f"{m.upper()} {p}" for m, p in OPERATIONS.values()}
     machine = schema.as_state_machine()
@@ -532,7 +533,29 @@ def test_authorize_roots_the_auth_chain_when_selected_alone() -> None:
     auth operations alone makes authorize a root, so authorize -> refresh chains can run."""
     import schemathesis
 
-    schema = schemathesis.openapi.from_path(str(spec_path()))
+    schema = schemathesis.openapi.from_dict(load_spec())
     auth = schema.include(operation_id=["authorize", "refresh", "refreshAgents"])
     roots = {name for name in dir(auth.as_state_machine()) if name.startswith("RANDOM_")}
     assert any(name.endswith("POST_auth_agents_authorize") for name in roots), roots
+
+
+#: The routes the published SDKs call beyond the document (RC-36, RC-37).
+EXTENSIONS = {
+    "merchantProfile": ("get", "/merchants/me"),
+    "listTransactions": ("get", "/transactions/list"),
+}
+
+
+def test_sdk_extensions_are_marked_and_left_out_by_default() -> None:
+    full = load_spec(extensions=True)
+    validate(full)
+    for operation_id, (method, path) in EXTENSIONS.items():
+        operation = full["paths"][path][method]
+        assert operation["operationId"] == operation_id
+        assert operation["x-extension"] is True
+        assert operation["x-reference-choice-id"] in ("RC-36", "RC-37")
+        assert path not in load_spec()["paths"]  # what the conformance suite reads
+    document_paths = {p for p in full["paths"] if p not in {p for _, p in EXTENSIONS.values()}}
+    assert document_paths == set(load_spec()["paths"])
+    for item in load_spec()["paths"].values():
+        assert not any(isinstance(op, dict) and op.get("x-extension") for op in item.values())

@@ -15,6 +15,8 @@ ACCESS_ROUTES = [
     ("POST", "/transactions/cashout"),
     ("GET", "/transactions/find/00000000-0000-4000-8000-000000000000"),
     ("GET", "/events/transactions"),
+    ("GET", "/merchants/me"),  # the SDK-only routes need the same token
+    ("GET", "/transactions/list"),
 ]
 
 

@@ -36,6 +36,7 @@ EVERY_SETTING = {
     "faults": ["wrong-kind"],
     "drop_rate": 0.5,
     "variants": ["created-201"],
+    "strict_auth": True,
 }
 
 
@@ -54,7 +55,9 @@ def test_the_config_file_sets_every_setting(tmp_path: Path) -> None:
     assert s.auto_resolve.for_number("1230000") == ("failed", 1)
     assert s.auto_resolve.for_number("1231111") == ("success", 2)
     assert s.faults == {"wrong-kind"} and s.variants == {"created-201"} and s.drop_rate == 0.5
-    for name in ("host", "port", "db", "access_ttl_s", "fee_rate", "sandbox", "max_body_bytes"):
+    assert s.strict_auth is True
+    for name in ("host", "port", "db", "access_ttl_s", "fee_rate", "sandbox", "max_body_bytes",
+                 "strict_auth"):  # fmt: skip
         assert getattr(s, name) != getattr(default, name), name
 
 
@@ -67,6 +70,7 @@ def test_the_config_file_sets_every_setting(tmp_path: Path) -> None:
         ({"auto_resolve": {"rules": [{"outcome": "success"}]}}, "auto_resolve.rules[0]"),
         ({"number_pattern": "("}, "number_pattern"),
         ({"faults": ["nope"]}, "nope"),
+        ({"strict_auth": "yes"}, "strict_auth"),
     ],
 )
 def test_bad_values_name_the_key(config: dict, names: str) -> None:
@@ -123,12 +127,13 @@ def test_flags_override_the_config_file(tmp_path: Path) -> None:
         ["--config", str(path), "--host", "::1", "--port", "0", "--db", ":memory:",
          "--credentials", "c.yaml", "--access-ttl", "1", "--refresh-ttl", "2",
          "--pending-timeout", "3", "--no-sandbox", "--fault", "refs-reused",
-         "--variant", "no-rotation"]
+         "--variant", "no-rotation", "--strict-auth"]
     )  # fmt: skip
     s = settings_from_args(args)
     assert (s.host, s.port, s.db, s.credentials) == ("::1", 0, ":memory:", "c.yaml")
     assert (s.access_ttl_s, s.refresh_ttl_s, s.pending_timeout_s) == (1, 2, 3)
-    assert s.sandbox is False
+    assert s.sandbox is False and s.strict_auth is True
     assert s.faults == {"wrong-kind", "refs-reused"} and s.variants == {"no-rotation"}
     defaults = settings_from_args(parser.parse_args([]))
     assert defaults.sandbox is True and defaults.port == 8080
+    assert defaults.strict_auth is False

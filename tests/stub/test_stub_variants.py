@@ -43,7 +43,7 @@ def _post_raw(s: InProcessStub, path: str, content: bytes, headers: dict[str, st
 
 
 def test_fault_registry_carries_the_checks() -> None:
-    assert FAULTS["idempotency-ignored"].trips == {"IDEM-001", "IDEM-002"}
+    assert FAULTS["idempotency-ignored"].trips == {"IDEM-001", "IDEM-002", "IDEM-004", "IDEM-005"}
     for name, fault in FAULTS.items():
         assert fault.description, name
         assert fault.load_only == (not fault.trips), name  # each fault trips a check or is load's
@@ -94,8 +94,10 @@ def test_bare_token_accepted(inproc: Make, variant: str) -> None:
     for header in ("Bearer", "Basic abc", f"Token {token}", "", "not-a-jwt"):
         response = s.api.http.get("/events/transactions", headers={"Authorization": header})
         assert response.status_code == 401, header
-    default = inproc()
-    refused = _bare(default)
+    # The variants keep it even where the stub's own default is turned off (--strict-auth).
+    strict = inproc(variants=[variant], strict_auth=True)
+    assert _bare(strict).status_code == 200
+    refused = _bare(inproc(strict_auth=True))
     assert refused.status_code == 401 and refused.json()["code"] == "missing_token"
 
 

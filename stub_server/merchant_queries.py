@@ -1,0 +1,145 @@
+"""Read-only SQL behind the SDK-only routes (RC-36, RC-37): a merchant's balances and its
+transactions list.
+
+Kept out of ``store.py`` because nothing in the interface document needs it: these queries only
+read the ``transactions`` table the document's operations write, on the store's connection (so
+they see exactly what was acknowledged). The transactions table has no merchant index (creation
+pays for every index), so both scan it; fine for a stub, and only the SDK routes pay.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from stub_server.store import Store, TxRecord
+
+#: Provider names of the Go SDK's ``detectProvider`` (``paypack/driver/api/providers.go``),
+#: which maps a number's operator prefix, with or without the country code, to a channel.
+MTN = "momo-mtn-rw"
+AIRTEL = "momo-airtel-rw"
+UNKNOWN = "unknown"
+_PREFIXES = {"078": MTN, "079": MTN, "072": AIRTEL, "073": AIRTEL}
+_PROVIDER_SQL = (
+    "CASE"
+    " WHEN client GLOB '07[89]*' OR client GLOB '+2507[89]*' OR client GLOB '2507[89]*'"
+    f" THEN '{MTN}'"
+    " WHEN client GLOB '07[23]*' OR client GLOB '+2507[23]*' OR client GLOB '2507[23]*'"
+    f" THEN '{AIRTEL}'"
+    f" ELSE '{UNKNOWN}' END"
+)
+_TX_COLUMNS = (
+    "id, ref, merchant, app_id, kind, amount, client, fee, status, created_us, processed_us"
+)
+
+
+def provider_of(number: str) -> str:
+    """The mobile-money channel of a customer number, as the Go SDK names it."""
+    local = number
+    for country in ("+25", "25"):
+        if number.startswith(country):
+            local = number[len(country) :]
+            break
+    return _PREFIXES.get(local[:3], UNKNOWN)
+
+
+@dataclass(frozen=True, slots=True)
+class Balances:
+    """Net settled funds of a merchant: in total and per channel."""
+
+    total: Any
+    mtn: Any
+    airtel: Any
+
+
+@dataclass(frozen=True, slots=True)
+class TxQuery:
+    merchant: str
+    status: str | None = None
+    client: str | None = None
+    ref: str | None = None
+    kind: str | None = None
+    from_us: int | None = None
+    to_us: int | None = None
+    limit: int = 20
+    offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TxPage:
+    total: int
+    cashin: Any
+    cashout: Any
+    fee: Any
+    transactions: list[TxRecord]
+
+
+def _sum_or_total(conn: sqlite3.Connection, sql: str, params: list[Any]) -> list[Any]:
+    """Run ``sql`` with exact ``SUM``; on integer overflow, with floating ``TOTAL`` instead."""
+    try:
+        return conn.execute(sql, params).fetchall()
+    except sqlite3.OperationalError:
+        return conn.execute(sql.replace("SUM(", "TOTAL("), params).fetchall()
+
+
+def _money(value: Any) -> Any:
+    """Integers stay exact; a float sum loses the binary noise of adding two-decimal fees."""
+    return round(value, 2) if isinstance(value, float) else value
+
+
+def balances(store: Store, merchant: str) -> Balances:
+    """Settled balance (RC-36): each ``success`` cashin adds amount minus fee, each ``success``
+    cashout removes amount plus fee; pending and failed transactions move nothing."""
+    rows = _sum_or_total(
+        store.conn,
+        f"SELECT {_PROVIDER_SQL} AS provider, kind, SUM(amount), SUM(fee) FROM transactions"
+        " WHERE merchant = ? AND status = 'success' GROUP BY provider, kind",
+        [merchant],
+    )
+    net: dict[str, Any] = {MTN: 0, AIRTEL: 0, UNKNOWN: 0}
+    for provider, kind, amount, fee in rows:
+        net[provider] += amount - fee if kind == "CASHIN" else -amount - fee
+    return Balances(
+        total=_money(sum(net.values())), mtn=_money(net[MTN]), airtel=_money(net[AIRTEL])
+    )
+
+
+def list_transactions(store: Store, q: TxQuery) -> TxPage:
+    """One page of a merchant's transactions, newest first, with totals over every match."""
+    where = ["merchant = ?"]
+    params: list[Any] = [q.merchant]
+    for column, value in (("status", q.status), ("client", q.client), ("ref", q.ref),
+                          ("kind", q.kind)):  # fmt: skip
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if q.from_us is not None:
+        where.append("created_us >= ?")
+        params.append(q.from_us)
+    if q.to_us is not None:
+        where.append("created_us <= ?")
+        params.append(q.to_us)
+    clause = " WHERE " + " AND ".join(where)
+    conn = store.conn
+    ((total, cashin, cashout, fee),) = _sum_or_total(
+        conn,
+        "SELECT COUNT(*), COALESCE(SUM(CASE WHEN kind = 'CASHIN' THEN amount END), 0),"
+        " COALESCE(SUM(CASE WHEN kind = 'CASHOUT' THEN amount END), 0), COALESCE(SUM(fee), 0)"
+        f" FROM transactions{clause}",
+        params,
+    )
+    rows: list[Any] = []
+    if total > q.offset:
+        rows = conn.execute(
+            f"SELECT {_TX_COLUMNS} FROM transactions{clause}"
+            " ORDER BY created_us DESC, id DESC LIMIT ? OFFSET ?",
+            [*params, q.limit, q.offset],
+        ).fetchall()
+    return TxPage(
+        total=int(total),
+        cashin=_money(cashin),
+        cashout=_money(cashout),
+        fee=_money(fee),
+        transactions=[TxRecord(*row) for row in rows],
+    )

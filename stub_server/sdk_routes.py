@@ -1,0 +1,95 @@
+"""The routes the published SDKs call beyond the interface document (``x-extension`` in the spec).
+
+paypack-py, paypack-js and paypack-go all call ``GET /merchants/me`` and ``GET /transactions/list``;
+a stand-in for the live service that answered them 404 would break those SDK methods, so the stub
+serves them with the shapes the SDKs parse (their types: paypack-js ``index.d.ts``, paypack-go
+``paypack/api/types.go``). The conformance suite never demands them. Both need an access token
+(any privilege, like the document's reads) and see only the caller's merchant.
+
+Not served: the Go SDK's checkout lookup (``GET checkouts/find/{agent}``, ``checkout/find/`` in an
+older version). Its response carries the application's ``client_secret``, which the document says
+is displayed only once, at creation; the stub keeps only a hash of it (docs/stub.md).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from stub_server import merchant_queries
+from stub_server.errors import json_response
+from stub_server.filters import TRANSACTION_FILTERS, parse_list_query
+
+if TYPE_CHECKING:
+    from stub_server.app import StubApp
+
+
+class SdkRoutes:
+    """Handlers of the SDK-only routes, reading the state of one ``StubApp``."""
+
+    def __init__(self, stub: StubApp) -> None:
+        self.stub = stub
+
+    async def merchant_me(self, request: web.Request) -> web.Response:
+        """The caller's merchant profile (RC-36): the fields of the SDKs' merchant type."""
+        stub = self.stub
+        record = stub.authenticate(request)
+        rate = stub.settings.fee_rate
+        money = merchant_queries.balances(stub.store, record.merchant)
+        return json_response(
+            {
+                "id": record.merchant,
+                "name": record.merchant,
+                "in_rate": rate,
+                "out_rate": rate,
+                "airtel_in_rate": rate,
+                "airtel_out_rate": rate,
+                "balance": money.total,
+                "mtn_balance": money.mtn,
+                "airtel_balance": money.airtel,
+            }
+        )
+
+    async def list_transactions(self, request: web.Request) -> web.Response:
+        """The caller's transactions, newest first, filtered like the events list (RC-37)."""
+        stub = self.stub
+        record = stub.authenticate(request)
+        f = parse_list_query(request.query, TRANSACTION_FILTERS)
+        page = merchant_queries.list_transactions(
+            stub.store,
+            merchant_queries.TxQuery(
+                merchant=record.merchant,
+                status=f.status,
+                client=f.client,
+                ref=f.ref,
+                kind=f.kind,
+                from_us=f.from_us,
+                to_us=f.to_us,
+                limit=f.limit,
+                offset=f.offset,
+            ),
+        )
+        body: dict[str, Any] = {
+            **f.given,
+            "offset": f.offset,
+            "limit": f.limit,
+            "total": page.total,
+            "cashin": page.cashin,
+            "cashout": page.cashout,
+            "fee": page.fee,
+            "transactions": [
+                {**stub.render_lookup(tx), "provider": merchant_queries.provider_of(tx.client)}
+                for tx in page.transactions
+            ],
+        }
+        return json_response(body)
+
+
+def sdk_routes(stub: StubApp) -> list[tuple[str, str, Any]]:
+    """(method, path, handler) of every SDK-only route, for ``build_app`` to register."""
+    routes = SdkRoutes(stub)
+    return [
+        ("GET", "/api/merchants/me", routes.merchant_me),
+        ("GET", "/api/transactions/list", routes.list_transactions),
+    ]

@@ -1,0 +1,32 @@
+"""paypack-py 1.0.5, unchanged, through the ``paysuite clients`` driver: every public method,
+then the refresh the SDK makes by itself after its access token expired."""
+
+from __future__ import annotations
+
+from clientkit import EXPIRY_WAIT_S, assert_matches_the_stub, fresh_number, job_for
+
+from paysuite.clients import matrix
+
+
+def test_every_public_method_matches_the_stub(short_stub, direct, cache_dir) -> None:
+    number = fresh_number()
+    job = job_for(short_stub, number, expiry_wait_s=EXPIRY_WAIT_S)
+    column = matrix.run_paypack_py(job, cache_dir)
+    assert_matches_the_stub(column, direct, number, job["amount"])
+    got = column.cells
+    # refresh(): a new pair, and the stub rotated the old refresh token away
+    assert got["refresh"]["ok"] is True
+    pair = got["refresh"]["data"]
+    assert set(pair) == {"access", "refresh", "expires"}
+    authorized = got["authorize"]["data"]
+    spent = direct.http.get(f"/auth/refresh/{authorized['refresh']}")
+    assert spent.status_code == 401 and spent.json()["code"] == "invalid_token"
+    # after expiry the SDK's 401 handler refreshes with its stored token and retries: it works
+    assert got["find after expiry"]["ok"] is True, got["find after expiry"]["detail"]
+    assert got["find after expiry"]["data"] == direct.get(
+        f"/transactions/find/{got['cashin']['data']['ref']}"
+    )
+    state = column.state
+    assert state["refresh_before"] == pair["refresh"] != state["refresh_after"]
+    reused = direct.http.get(f"/auth/refresh/{state['refresh_before']}")
+    assert reused.status_code == 401  # the SDK's refresh really went through the stub
