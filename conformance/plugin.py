@@ -396,10 +396,10 @@ REFERENCE_SKIP = "reference choice: checked in the reference profile"
 def decide(state: RunState) -> Any:
     """The run's verdict (a ``report.Verdict``): one meaning for the exit status and every report.
 
-    fail (exit 1): a gating check failed (every MUST; every SHOULD too with --strict), or fewer
-    of the profile's checks ran than --min-coverage asks. error (exit 2): nothing failed, but a
-    gating check could not be judged or the run itself broke (the target stopped answering).
-    pass (exit 0): neither.
+    In this order: fail (exit 1) when a gating check failed (every MUST; every SHOULD too with
+    --strict); error (exit 2) when a gating check could not be judged or the run itself broke
+    (the target stopped answering): what was not judged says nothing either way; fail (exit 1)
+    when fewer of the profile's checks ran than --min-coverage asks (they were skipped); pass.
     """
     from conformance.report import Coverage, Verdict
 
@@ -434,11 +434,11 @@ def decide(state: RunState) -> Any:
         return make("fail", 1, f"{len(failed)} {levels} check(s) failed: {', '.join(failed)}")
     if coverage.total == 0:
         return make("error", 2, "no check of the profile was selected: nothing was judged")
-    if state.run_errors:  # the run broke: what did not run says nothing about the target
-        why = "; ".join(state.run_errors[:1])
+    if state.run_errors or errors:  # what could not be judged says nothing about the target
+        parts = list(state.run_errors[:1])
         if errors:
-            why += f"; {len(errors)} check(s) could not be judged"
-        return make("error", 2, why)
+            parts.append(f"{len(errors)} check(s) could not be judged: {', '.join(errors)}")
+        return make("error", 2, "; ".join(parts))
     if coverage.ratio < options.min_coverage:
         return make(
             "fail",
@@ -446,11 +446,6 @@ def decide(state: RunState) -> Any:
             f"only {coverage.run} of {coverage.total} checks ran ({coverage.ratio:.0%}), below "
             f"--min-coverage {options.min_coverage:.0%}: see why each was skipped",
         )
-    if errors or state.run_errors:
-        why = f"{len(errors)} check(s) could not be judged: {', '.join(errors)}" if errors else ""
-        if state.run_errors:
-            why = "; ".join([*state.run_errors[:1], *([why] if why else [])])
-        return make("error", 2, why)
     return make("pass", 0, f"{coverage.run} of {coverage.total} checks ran, no gating failure")
 
 

@@ -121,3 +121,22 @@ def instant(text: object) -> str | None:
     if stamp.zone is None:
         return f"{text!r} has no time zone: it names no instant"
     return None
+
+
+#: How far a creation's timestamp may stand from the suite's clock when it is read: loose for
+#: clocks that drift, tight enough that a fixed example value or a zone mislabelled by hours
+#: (local time written as UTC) is not taken for the moment of creation.
+RECENT_S = 3600.0
+
+
+def not_recent(text: object, now: datetime, tolerance_s: float = RECENT_S) -> str | None:
+    """Problem when ``text`` does not name a moment within ``tolerance_s`` of ``now``."""
+    stamp = parse(text)
+    if stamp is None or stamp.zone is None:
+        return None  # the shape rules report these
+    drift = (stamp.moment - now).total_seconds()
+    if abs(drift) <= tolerance_s:
+        return None
+    return (
+        f"{text!r} is {abs(drift) / 3600:.1f} h {'after' if drift > 0 else 'before'} the creation"
+    )

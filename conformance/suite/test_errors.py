@@ -6,7 +6,16 @@ import pytest
 
 from conformance.decorators import check
 from conformance.http import Reply
-from conformance.target import AUTHORIZE, CASHIN, CASHOUT, EVENTS, Target, expect, find_path
+from conformance.target import (
+    AUTHORIZE,
+    CASHIN,
+    CASHOUT,
+    EVENTS,
+    Target,
+    expect,
+    find_path,
+    precondition,
+)
 
 MALFORMED = {
     "truncated JSON": '{"amount": 100, "number": ',
@@ -50,7 +59,7 @@ def _provoke(target: Target) -> list[tuple[str, int, str, Reply]]:
     key = target.fresh_key()
     number = target.number()
     first = target.create("CASHIN", writer, number=number, key=key)
-    expect(first.ok, f"cashin answered {first.status}", first)
+    precondition(first.ok, f"cashin answered {first.status}", first)
     client = target.client
     cases = [
         ("malformed JSON", 400, "malformed_json", client.post(CASHIN, content="{", token=token)),

@@ -108,6 +108,11 @@ def test_records(configured: Target) -> None:
     )
     reply_all = target.list_events(app)
     records = list(reply.get("transactions")) + list(reply_all.get("transactions") or [])
+    precondition(
+        any(data_of(e).get("ref") == created["ref"] for e in records if isinstance(e, dict)),
+        f"no event of the new transaction {created['ref']} is listed (LIFE-001)",
+        reply,
+    )
     problems = []
     for event in records:
         problems += record_problems(event)

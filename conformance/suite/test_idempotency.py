@@ -36,7 +36,7 @@ def _reuse(target: Target, first_kind: str, second_kind: str, key_in: str) -> li
     amount = target.amount()
     key = target.fresh_key()
     first = target.create(first_kind, app, number=number, amount=amount, key=key, key_in=key_in)
-    expect(first.ok, f"the first {first_kind.lower()} answered {first.status}", first)
+    precondition(first.ok, f"the first {first_kind.lower()} answered {first.status}", first)
     # The same request again (a client's retry): the document says it is rejected.
     second = target.create(second_kind, app, number=number, amount=amount, key=key, key_in=key_in)
     problems = []

@@ -80,3 +80,22 @@ def test_no_driver_skips_with_the_reason(
     skipped = [c for c in outcome.report["checks"] if c["outcome"] == "skipped"]
     assert {c["id"] for c in skipped} == {"LIFE-002", "LIFE-003", "LIFE-004", "LIFE-005"}
     assert all("customer.driver is none" in c["message"] for c in skipped if c["id"] != "LIFE-005")
+
+
+def test_a_driver_that_fails_is_an_error_not_a_lifecycle_failure(
+    make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A sandbox confirm that answers 404 says nothing about the lifecycle: could not check."""
+    stub = make_stub()
+    config = fast_config(stub, tmp_path)
+    missing = f"{stub.root_url}/no-such-sandbox/{{ref}}"
+    _rewrite(config, {"driver": "sandbox", "confirm": f"POST {missing}/confirm",
+                      "cancel": f"POST {missing}/cancel", "timeout_s": 4})  # fmt: skip
+    outcome = conform(capsys, tmp_path / "r", config=config, only="LIFE-002,LIFE-003,LIFE-004")
+    assert not outcome.ids("failed"), outcome.report["checks"]
+    assert outcome.ids("error") == {"LIFE-002", "LIFE-003", "LIFE-004"}
+    for check in outcome.report["checks"]:
+        assert check["message"].startswith("could not check: the customer driver's"), check
+        assert "answered 404" in check["message"]
+        assert check["evidence"] and "/no-such-sandbox/" in check["evidence"][0]["request"]["url"]
+    assert outcome.status == 2 and outcome.report["verdict"] == "error"
