@@ -50,6 +50,16 @@ def register(subparsers: Any) -> None:
         help="the gate fails when fewer of the profile's checks ran (default 50%%; 0 disables)",
     )
     parser.add_argument(
+        "--check-timeout",
+        metavar="DURATION",
+        help="a check still unjudged after this is an error (default 300s; 90, 90s, 1m30s)",
+    )
+    parser.add_argument(
+        "--max-duration",
+        metavar="DURATION",
+        help="stop the run after this; the rest are errors, reports written (default 30m)",
+    )
+    parser.add_argument(
         "--reveal-secrets",
         action="store_true",
         help="print real tokens in the reports' curl commands (default: $PAYSUITE_TOKEN)",
@@ -87,13 +97,22 @@ def pytest_args(args: argparse.Namespace) -> list[str]:
         argv += ["--min-coverage", str(args.min_coverage)]
     if getattr(args, "reveal_secrets", False):
         argv.append("--reveal-secrets")
+    for name in ("check_timeout", "max_duration"):
+        if getattr(args, name, None) is not None:
+            argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
     return argv
 
 
 def usage_error(args: argparse.Namespace) -> str | None:
     """Problems detectable before pytest starts, as one line (``None`` when all is well)."""
     from conformance.catalog import UnknownCheckError, parse_only
-    from conformance.setup import Options, SetupError, check_target, parse_share
+    from conformance.setup import (
+        Options,
+        SetupError,
+        check_target,
+        parse_seconds,
+        parse_share,
+    )
 
     try:
         parse_only(args.only)
@@ -101,6 +120,8 @@ def usage_error(args: argparse.Namespace) -> str | None:
         return str(exc)
     try:
         parse_share(getattr(args, "min_coverage", None))
+        parse_seconds(getattr(args, "check_timeout", None), "--check-timeout", 1.0)
+        parse_seconds(getattr(args, "max_duration", None), "--max-duration", 1.0)
         check_target(Options(target=args.target, config=args.config))
     except SetupError as exc:
         return str(exc)

@@ -1,43 +1,96 @@
-"""The suite's HTTP client: httpx, with every exchange recorded as evidence.
+"""The suite's HTTP client: httpx, with every exchange recorded as evidence, and bounded.
 
 Checks call the target only through ``RecordingClient`` (or its async twin for races), so each
 failure can show the requests that prove it. Transport errors are recorded too and re-raised as
 ``TargetUnreachable``, which the plugin reports as an error of the check, not a failure.
+
+Nothing a hostile target does can make the suite hang or grow: every request has a connect, a
+read and a total deadline (``Limits``), the body is read in chunks and abandoned past
+``max_body_bytes``, and a check may carry a time budget after which its next request stops it.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import json as jsonlib
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from conformance.evidence import Evidence, Exchange
+from conformance.outcome import CouldNotCheck
 
 DEFAULT_TIMEOUT_S = 30.0
 USER_AGENT = "paysuite-conformance"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How long and how much the suite waits for and reads of one answer."""
+
+    connect_s: float = 10.0
+    read_s: float = DEFAULT_TIMEOUT_S  # between two bytes
+    total_s: float = 60.0  # the whole exchange, headers and body
+    max_body_bytes: int = 1 << 20  # 1 MiB: no answer of this API comes near it
+
+    def timeout(self) -> httpx.Timeout:
+        return httpx.Timeout(self.read_s, connect=self.connect_s)
 
 
 class TargetUnreachable(RuntimeError):
     """The target did not answer at all (connection refused, timeout)."""
 
 
+class ResponseTooLarge(CouldNotCheck):
+    """The answer's body passed ``Limits.max_body_bytes``: it was abandoned unread."""
+
+
+class CheckBudgetExceeded(CouldNotCheck):
+    """The check used its time budget; its next request was not sent."""
+
+
+def read_bounded(response: httpx.Response, limits: Limits, deadline: float, what: str) -> bytes:
+    """The body of a streamed ``response``, read in chunks within ``limits`` and ``deadline``.
+
+    An endless or huge body stops at the size limit, a trickle at the total deadline.
+    """
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limits.max_body_bytes:
+        raise ResponseTooLarge(
+            f"{what} declared a body of {int(declared)} bytes, over the "
+            f"{limits.max_body_bytes}-byte limit: not read"
+        )
+    body = bytearray()
+    for chunk in response.iter_bytes():
+        body += chunk
+        if len(body) > limits.max_body_bytes:
+            raise ResponseTooLarge(
+                f"{what} sent a body over the {limits.max_body_bytes}-byte limit: read no further"
+            )
+        if time.monotonic() > deadline:
+            raise TargetUnreachable(f"{what}: no complete answer within {limits.total_s:g} s")
+    return bytes(body)
+
+
 class Reply:
     """A response as a check sees it: status, headers, parsed JSON, and its exchange."""
 
-    def __init__(self, response: httpx.Response, exchange: Exchange) -> None:
-        self.status = response.status_code
-        self.headers = response.headers
-        self.text = response.text
+    def __init__(
+        self, status: int, headers: httpx.Headers, content: bytes, exchange: Exchange
+    ) -> None:
+        self.status = status
+        self.headers = headers
+        self.text = content.decode(_charset(headers), errors="replace")
         self.exchange = exchange
         #: Set by ``Target.create``: the creation answered a ref an earlier one had answered.
         self.ref_reused = False
         try:
-            self.body: Any = response.json()
-            self.is_json = True
-        except ValueError:
+            self.body: Any = jsonlib.loads(content) if content else None
+            self.is_json = bool(content)
+        except (ValueError, RecursionError):
             self.body = None
             self.is_json = False
 
@@ -58,6 +111,19 @@ class Reply:
 
     def __repr__(self) -> str:
         return f"<Reply {self.exchange.summary()}>"
+
+
+def _charset(headers: httpx.Headers) -> str:
+    import codecs
+
+    for part in headers.get("content-type", "").split(";")[1:]:
+        name, _, value = part.strip().partition("=")
+        if name.lower() == "charset" and value:
+            try:
+                return codecs.lookup(value.strip('"')).name
+            except LookupError:
+                break
+    return "utf-8"
 
 
 def _prepare(
@@ -95,11 +161,20 @@ class RecordingClient:
         self,
         base_url: str,
         sink: Callable[[], Evidence | None],
-        timeout_s: float = DEFAULT_TIMEOUT_S,
+        limits: Limits | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._sink = sink
-        self._client = httpx.Client(timeout=timeout_s, follow_redirects=False)
+        self.limits = limits or Limits()
+        self._client = self._new_client()
+        # One worker thread sends each request, so the total deadline holds even while the
+        # target trickles its headers (httpx's own timeouts are per read).
+        self._worker = concurrent.futures.ThreadPoolExecutor(1, "paysuite-http")
+        #: monotonic time after which the running check sends nothing more (None: no budget).
+        self.check_deadline: float | None = None
+
+    def _new_client(self) -> httpx.Client:
+        return httpx.Client(timeout=self.limits.timeout(), follow_redirects=False)
 
     def url(self, path: str) -> str:
         if path.startswith(("http://", "https://")):
@@ -118,6 +193,10 @@ class RecordingClient:
         params: dict[str, Any] | None = None,
         note: str | None = None,
     ) -> Reply:
+        if self.check_deadline is not None and time.monotonic() > self.check_deadline:
+            raise CheckBudgetExceeded(
+                "the check used its time budget (--check-timeout) before it could judge its rule"
+            )
         url = self.url(path)
         merged, body = _prepare(method, headers, json, content, token)
         request = self._client.build_request(
@@ -127,19 +206,45 @@ class RecordingClient:
         evidence = self._sink()
         if evidence is not None:
             evidence.add(exchange)
-        started = time.perf_counter()
+        what = f"{method} {url}"
+        started = time.monotonic()
+        deadline = started + self.limits.total_s
+        future = self._worker.submit(self._exchange, request, deadline, what)
         try:
-            response = self._client.send(request)
+            status, response_headers, data = future.result(timeout=self.limits.total_s + 1.0)
+        except concurrent.futures.TimeoutError:
+            # Closing the client breaks the worker's blocked read; fresh ones serve on.
+            self._client.close()
+            self._worker.shutdown(wait=False, cancel_futures=True)
+            self._client = self._new_client()
+            self._worker = concurrent.futures.ThreadPoolExecutor(1, "paysuite-http")
+            exchange.error = f"no complete answer within {self.limits.total_s:g} s"
+            raise TargetUnreachable(f"{what}: {exchange.error}") from None
+        except ResponseTooLarge as exc:
+            exchange.error = str(exc)
+            exc.proof = [exchange]
+            raise
+        except TargetUnreachable as exc:
+            exchange.error = str(exc).removeprefix(f"{what}: ")
+            raise
         except httpx.HTTPError as exc:
             exchange.error = f"{type(exc).__name__}: {exc}"
-            raise TargetUnreachable(f"{method} {url}: {exchange.error}") from None
+            raise TargetUnreachable(f"{what}: {exchange.error}") from None
+        text = data.decode(_charset(response_headers), errors="replace")
         exchange.record_response(
-            response.status_code,
-            dict(response.headers),
-            response.text,
-            (time.perf_counter() - started) * 1000,
+            status, dict(response_headers), text, (time.monotonic() - started) * 1000
         )
-        return Reply(response, exchange)
+        return Reply(status, response_headers, data, exchange)
+
+    def _exchange(
+        self, request: httpx.Request, deadline: float, what: str
+    ) -> tuple[int, httpx.Headers, bytes]:
+        response = self._client.send(request, stream=True)
+        try:
+            data = read_bounded(response, self.limits, deadline, what)
+        finally:
+            response.close()
+        return response.status_code, response.headers, data
 
     def get(self, path: str, **kwargs: Any) -> Reply:
         return self.request("GET", path, **kwargs)
@@ -149,22 +254,25 @@ class RecordingClient:
 
     def close(self) -> None:
         self._client.close()
+        self._worker.shutdown(wait=False, cancel_futures=True)
 
 
 async def async_requests(
     base_url: str,
     calls: list[dict[str, Any]],
     evidence: Evidence | None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
+    limits: Limits | None = None,
 ) -> list[Reply]:
     """Send ``calls`` (each the keyword arguments of ``RecordingClient.request``) concurrently.
 
     Used by the idempotency race: the requests are all in flight before any answer is read.
+    Bounded like ``RecordingClient``: each answer within ``limits.total_s`` and its size limit.
     """
     import asyncio
 
-    limits = httpx.Limits(max_connections=len(calls) + 1, max_keepalive_connections=0)
-    async with httpx.AsyncClient(timeout=timeout_s, limits=limits) as client:
+    bounds = limits or Limits()
+    pool = httpx.Limits(max_connections=len(calls) + 1, max_keepalive_connections=0)
+    async with httpx.AsyncClient(timeout=bounds.timeout(), limits=pool) as client:
         prepared = []
         for call in calls:
             method = call["method"]
@@ -182,21 +290,39 @@ async def async_requests(
                 evidence.add(exchange)
             prepared.append((request, exchange))
 
+        async def read(request: httpx.Request, what: str) -> tuple[int, httpx.Headers, bytes]:
+            async with client.stream(
+                request.method, request.url, headers=request.headers, content=request.content
+            ) as response:
+                declared = response.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > bounds.max_body_bytes:
+                    raise ResponseTooLarge(f"{what} declared a body over the size limit")
+                data = bytearray()
+                async for chunk in response.aiter_bytes():
+                    data += chunk
+                    if len(data) > bounds.max_body_bytes:
+                        raise ResponseTooLarge(f"{what} sent a body over the size limit")
+                return response.status_code, response.headers, bytes(data)
+
         async def send(request: httpx.Request, exchange: Exchange) -> Reply:
-            started = time.perf_counter()
+            started = time.monotonic()
+            what = f"{request.method} {request.url}"
             try:
-                response = await client.send(request)
+                status, headers, data = await asyncio.wait_for(
+                    read(request, what), timeout=bounds.total_s
+                )
+            except TimeoutError:
+                exchange.error = f"no complete answer within {bounds.total_s:g} s"
+                raise TargetUnreachable(f"{what}: {exchange.error}") from None
             except httpx.HTTPError as exc:
                 exchange.error = f"{type(exc).__name__}: {exc}"
-                raise TargetUnreachable(
-                    f"{request.method} {request.url}: {exchange.error}"
-                ) from None
+                raise TargetUnreachable(f"{what}: {exchange.error}") from None
             exchange.record_response(
-                response.status_code,
-                dict(response.headers),
-                response.text,
-                (time.perf_counter() - started) * 1000,
+                status,
+                dict(headers),
+                data.decode(_charset(headers), errors="replace"),
+                (time.monotonic() - started) * 1000,
             )
-            return Reply(response, exchange)
+            return Reply(status, headers, data, exchange)
 
         return list(await asyncio.gather(*(send(r, e) for r, e in prepared)))

@@ -118,6 +118,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fail the gate when fewer of the profile's checks ran (0.5 or 50%%; default 50%%)",
     )
     group.addoption(
+        "--check-timeout",
+        dest="conformance_check_timeout",
+        metavar="DURATION",
+        default=None,
+        help="a check still unjudged after this is an error (default 300s)",
+    )
+    group.addoption(
+        "--max-duration",
+        dest="conformance_max_duration",
+        metavar="DURATION",
+        default=None,
+        help="stop the run after this, reports written (default 30m)",
+    )
+    group.addoption(
         "--reveal-secrets",
         dest="conformance_reveal_secrets",
         action="store_true",
@@ -280,7 +294,7 @@ def _error_result(
     state: RunState, check: catalog.Check, check_id: str, call: pytest.CallInfo[None]
 ) -> CheckResult:
     """An ``error``: the check could not judge its rule (a precondition, or no answer at all)."""
-    from conformance.http import TargetUnreachable
+    from conformance.http import ResponseTooLarge, TargetUnreachable
     from conformance.outcome import CouldNotCheck
 
     exc = call.excinfo.value if call.excinfo is not None else None
@@ -291,12 +305,12 @@ def _error_result(
     else:
         result = CheckResult(check, "error", _error_message(call))
         result.evidence = _proof(state, check_id, None)
+    if isinstance(exc, ResponseTooLarge):
+        state.cache.setdefault("oversized", str(exc))
     if isinstance(exc, TargetUnreachable) and state.unreachable is None:
         state.unreachable = str(exc)
         state.run_errors.append(f"the target stopped answering during {check_id}: {exc}")
-    result.expected = check.title
-    result.actual = result.message.splitlines()[0] if result.message else "error"
-    return result
+    return result  # no Expected/Actual: the rule was not judged, the message says why
 
 
 def _skip_reason(report: pytest.TestReport) -> str:

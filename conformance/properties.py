@@ -81,6 +81,8 @@ class PropRun:
     skipped: str | None = None
     #: Requests that got no answer at all: the target stopped answering (a run-level error).
     unanswered: list[str] = field(default_factory=list)
+    #: Why the run stopped before its end (its time budget), or "" when it ran to the end.
+    stopped: str = ""
 
     def add(self, failure: PropFailure) -> None:
         bucket = self.failures.setdefault(failure.check_id, [])
@@ -118,6 +120,12 @@ def unexercised(result: PropRun) -> list[str]:
 # --- the Idempotency-Key hook (global in schemathesis, so guarded by a flag) ----------------
 _FRESH_KEYS = threading.Event()
 _HOOK_REGISTERED = False
+#: monotonic time after which the running property run sends nothing more (None: no budget).
+_DEADLINE: list[float | None] = [None]
+
+
+class PropertyBudgetExceeded(RuntimeError):
+    """The property run used its time budget: the remaining cases are not sent."""
 
 
 def _register_hook() -> None:
@@ -128,7 +136,12 @@ def _register_hook() -> None:
 
     @schemathesis.hook("before_call")
     def paysuite_fresh_idempotency_key(context: Any, case: Any, kwargs: Any) -> None:
-        if not _FRESH_KEYS.is_set() or case.operation.path not in CREATION_PATHS:
+        if not _FRESH_KEYS.is_set():
+            return
+        deadline = _DEADLINE[0]
+        if deadline is not None and time.monotonic() > deadline:
+            raise PropertyBudgetExceeded("the property run used its time budget")
+        if case.operation.path not in CREATION_PATHS:
             return
         meta = getattr(case, "meta", None)
         _one_key_location(case, meta)
@@ -380,8 +393,12 @@ def build_config(seed: int, profile: str, base_url: str) -> Any:
     )
 
 
-def run_properties(target: Any, spec: dict[str, Any]) -> PropRun:
-    """Run schemathesis against ``target`` with ``spec`` (already loaded, will be patched)."""
+def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = None) -> PropRun:
+    """Run schemathesis against ``target`` with ``spec`` (already loaded, will be patched).
+
+    ``deadline`` (monotonic): no case is sent after it, so a slow or hanging target costs at
+    most the budget and one request timeout.
+    """
     import schemathesis
     from schemathesis.engine import events, from_schema
 
@@ -415,6 +432,7 @@ def run_properties(target: Any, spec: dict[str, Any]) -> PropRun:
             case.headers["Authorization"] = f"Bearer {data}"
 
     schema.auth(refresh_interval=None)(SuiteAuth)
+    _DEADLINE[0] = deadline
     _FRESH_KEYS.set()
     restore = _authorize_as_root()
     try:
@@ -432,7 +450,13 @@ def run_properties(target: Any, spec: dict[str, Any]) -> PropRun:
     finally:
         restore()
         _FRESH_KEYS.clear()
+        _DEADLINE[0] = None
         tokens.client.close()
+    if deadline is not None and time.monotonic() > deadline:
+        result.stopped = (
+            f"the property run stopped at its time budget after {result.scenarios} scenarios: "
+            "what it did not reach is not judged"
+        )
     result.duration_s = round(time.monotonic() - started, 2)
     return result
 
@@ -440,6 +464,8 @@ def run_properties(target: Any, spec: dict[str, Any]) -> PropRun:
 def _is_unanswered(text: str) -> bool:
     """A transport failure (no HTTP answer), as schemathesis words its network errors."""
     lowered = text.lower()
+    if "time budget" in lowered:
+        return False  # our own stop, not the target's silence
     return any(
         marker in lowered
         for marker in ("network error", "timeout", "timed out", "connection", "refused")

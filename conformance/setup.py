@@ -7,6 +7,7 @@ into exit status 2.
 
 from __future__ import annotations
 
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,12 +17,18 @@ from urllib.parse import urlsplit
 import httpx
 
 from conformance.catalog import UnknownCheckError, parse_only
+from conformance.http import Limits, RecordingClient, Reply, ResponseTooLarge, TargetUnreachable
 from paysuite.target_config import TargetConfig, TargetConfigError, load_target_config
 
 DEFAULT_SEED = 20261121
 #: Below this share of the profile's checks run to a verdict, the gate fails: a run that skips
 #: most of the catalog (no customer driver, one application) must not read as a pass.
 DEFAULT_MIN_COVERAGE = 0.5
+#: A check (the property run included) that has not judged its rule by then stops as an error;
+#: the slowest honest one waits a token lifetime or a customer's answer (max_wait_s).
+DEFAULT_CHECK_TIMEOUT_S = 300.0
+#: After this the run stops: the checks not yet run are errors and every report is written.
+DEFAULT_MAX_DURATION_S = 1800.0
 #: Access-token lifetime given to the bundled stub so that AUTH-008 can watch a token expire.
 BUNDLED_STUB_ACCESS_TTL_S = 4
 
@@ -41,6 +48,8 @@ class Options:
     seed: int = DEFAULT_SEED
     min_coverage: float = DEFAULT_MIN_COVERAGE
     reveal_secrets: bool = False
+    check_timeout_s: float = DEFAULT_CHECK_TIMEOUT_S
+    max_duration_s: float = DEFAULT_MAX_DURATION_S
 
     @classmethod
     def from_pytest(cls, config: Any) -> Options:
@@ -51,6 +60,16 @@ class Options:
         return cls(
             min_coverage=parse_share(config.getoption("conformance_min_coverage", None)),
             reveal_secrets=bool(config.getoption("conformance_reveal_secrets", False)),
+            check_timeout_s=parse_seconds(
+                config.getoption("conformance_check_timeout", None),
+                "--check-timeout",
+                DEFAULT_CHECK_TIMEOUT_S,
+            ),
+            max_duration_s=parse_seconds(
+                config.getoption("conformance_max_duration", None),
+                "--max-duration",
+                DEFAULT_MAX_DURATION_S,
+            ),
             target=config.getoption("conformance_target"),
             config=config.getoption("conformance_config"),
             profile=config.getoption("conformance_profile"),
@@ -99,6 +118,21 @@ def parse_share(text: str | float | None) -> float:
     return value
 
 
+def parse_seconds(text: str | float | None, flag: str, default: float) -> float:
+    """``--check-timeout 90``, ``90s``, ``1m30s``: seconds, the way Locust users write them."""
+    if text is None:
+        return default
+    raw = str(text).strip().lower()
+    match = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?", raw)
+    if not raw or match is None or not any(match.groups()):
+        raise SetupError(f"{flag}: expected a duration such as 90, 90s or 1m30s, got {raw!r}")
+    hours, minutes, seconds = (float(part or 0) for part in match.groups())
+    value = hours * 3600 + minutes * 60 + seconds
+    if value <= 0:
+        raise SetupError(f"{flag}: {raw!r} is not a positive duration")
+    return value
+
+
 def load_config(options: Options) -> TargetConfig | None:
     """The target configuration, or ``None`` for a bare ``--target``."""
     if options.config is None:
@@ -110,80 +144,75 @@ def load_config(options: Options) -> TargetConfig | None:
 
 
 def check_reachable(base_url: str, timeout_s: float = 10.0) -> None:
-    """Any HTTP answer at all will do; no answer is exit status 2."""
+    """Any HTTP answer at all will do (its body is not read); no answer is exit status 2."""
     try:
-        httpx.get(base_url + "/events/transactions", timeout=timeout_s)
+        with (
+            httpx.Client(timeout=timeout_s) as client,
+            client.stream("GET", base_url + "/events/transactions"),
+        ):
+            pass
     except httpx.HTTPError as exc:
         reason = str(exc) or type(exc).__name__
         raise SetupError(f"cannot reach the target {base_url}: {reason}") from None
 
 
-def _describe(response: httpx.Response) -> str:
+def _describe(reply: Reply) -> str:
     """``401 application/json {"message": ...}``: enough of an answer to say what went wrong."""
-    media = response.headers.get("content-type", "no Content-Type").split(";")[0]
-    text = " ".join(response.text.split())
-    return f"{response.status_code} {media} {text[:160]!r}"
+    media = (reply.content_type or "no Content-Type").split(";")[0]
+    text = " ".join(reply.text.split())
+    return f"{reply.status} {media} {text[:160]!r}"
 
 
-def _json_object(response: httpx.Response) -> dict[str, Any] | None:
-    try:
-        body = response.json()
-    except ValueError:
-        return None
-    return body if isinstance(body, dict) else None
-
-
-def preflight(config: TargetConfig, timeout_s: float = 30.0) -> None:
+def preflight(config: TargetConfig, limits: Limits | None = None) -> None:
     """Before any check: the target answers JSON at the API's paths and takes every application.
 
     A run against a server that is not this API, or with credentials the target refuses, would
     otherwise end in dozens of failures that all say the same thing in the words of other rules.
+    The requests are bounded like every other of the suite's (``conformance.http.Limits``).
     """
     base = config.base_url
-    authorize = base + "/auth/agents/authorize"
-    with httpx.Client(timeout=timeout_s, follow_redirects=False) as client:
+    client = RecordingClient(base, lambda: None, limits)
+
+    def send(method: str, path: str, **kwargs: Any) -> Reply:
+        try:
+            return client.request(method, path, **kwargs)
+        except TargetUnreachable as exc:
+            raise SetupError(f"cannot reach the target {base}: {exc}") from None
+        except ResponseTooLarge as exc:
+            raise SetupError(f"the target at {base} does not answer like this API: {exc}") from None
+
+    try:
+        access = ""
         for app in config.applications:
             who = f"application {app.client_id} ({app.privilege}, merchant {app.merchant})"
-            try:
-                response = client.post(
-                    authorize,
-                    json={"client_id": app.client_id, "client_secret": app.client_secret},
-                    headers={"Accept": "application/json"},
-                )
-            except httpx.HTTPError as exc:
-                raise SetupError(
-                    f"cannot reach the target {base}: {exc or type(exc).__name__}"
-                ) from None
-            body = _json_object(response)
-            if body is None:
+            reply = send(
+                "POST",
+                "/auth/agents/authorize",
+                json={"client_id": app.client_id, "client_secret": app.client_secret},
+            )
+            if not isinstance(reply.body, dict):
                 raise SetupError(
                     f"the target at {base} does not answer like this API: POST "
-                    f"/auth/agents/authorize answered {_describe(response)}, not a JSON object"
+                    f"/auth/agents/authorize answered {_describe(reply)}, not a JSON object"
                 )
-            if not response.is_success:
+            if not reply.ok:
                 raise SetupError(
                     f"the target refused {who}: POST /auth/agents/authorize answered "
-                    f"{_describe(response)}; check client_id and client_secret in the config"
+                    f"{_describe(reply)}; check client_id and client_secret in the config"
                 )
-            access = body.get("access")
+            access = reply.get("access")
             if not isinstance(access, str) or not access:
                 raise SetupError(
-                    f"authorize of {who} answered {_describe(response)} without an access token"
+                    f"authorize of {who} answered {_describe(reply)} without an access token"
                 )
-        try:
-            listing = client.get(
-                base + "/events/transactions",
-                headers={"Accept": "application/json", "Authorization": f"Bearer {access}"},
-            )
-        except httpx.HTTPError as exc:
-            raise SetupError(
-                f"cannot reach the target {base}: {exc or type(exc).__name__}"
-            ) from None
-        if _json_object(listing) is None:
+        listing = send("GET", "/events/transactions", token=access)
+        if not isinstance(listing.body, dict):
             raise SetupError(
                 f"the target at {base} does not answer like this API: GET /events/transactions "
                 f"answered {_describe(listing)}, not a JSON object"
             )
+    finally:
+        client.close()
 
 
 def target_url(options: Options) -> str:

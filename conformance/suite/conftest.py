@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -22,6 +23,17 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
         # One unanswered request already made this run an error; waiting out every remaining
         # check's timeouts would only hide that line under many more.
         raise CouldNotCheck(f"not attempted: the target stopped answering ({state.unreachable})")
+    options = state.options
+    now = time.monotonic()
+    run_deadline = state.t0 + options.max_duration_s
+    if now > run_deadline:
+        if not any("--max-duration" in error for error in state.run_errors):
+            state.run_errors.append(
+                f"the run reached --max-duration ({options.max_duration_s:g} s): the checks "
+                "not judged by then were not attempted"
+            )
+        raise CouldNotCheck("not attempted: the run reached its --max-duration")
+    state.target.client.check_deadline = min(now + options.check_timeout_s, run_deadline)
     marker = request.node.get_closest_marker(MARKER)
     check_id = str(marker.args[0]) if marker else request.node.name
     evidence = Evidence()
@@ -30,6 +42,7 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
     state.target.notes = []
     yield state.target
     state.target.current = None
+    state.target.client.check_deadline = None
 
 
 @pytest.fixture

@@ -13,12 +13,20 @@ def _run(target: Target, cache: dict):
     """Run schemathesis once per session (the first PROP check pays for all of them)."""
     if target.config is None:
         pytest.skip("no applications configured: the property tests need a bearer token")
+    if "oversized" in cache:
+        # schemathesis reads whole bodies: against a target that sends over-limit answers it
+        # would only grow, so the run is not started.
+        raise CouldNotCheck(
+            f"not attempted: the target sent over-limit answers ({cache['oversized']})"
+        )
     if "properties" not in cache:
         from conformance.properties import run_properties
         from paysuite.specfile import load_spec
 
         try:
-            cache["properties"] = run_properties(target, load_spec())
+            cache["properties"] = run_properties(
+                target, load_spec(), deadline=target.client.check_deadline
+            )
         except Exception as exc:  # noqa: BLE001 - reported as the check's error
             cache["properties"] = exc
     result = cache["properties"]
@@ -36,6 +44,8 @@ def _verdict(target: Target, cache: dict, check_id: str) -> None:
             f"{len(result.unanswered)} request(s) of the property run got no answer: "
             f"{result.unanswered[0][:300]}"
         )
+    if result.stopped:
+        raise CouldNotCheck(result.stopped)
     failures = result.failures.get(check_id, [])
     if failures:
         error = CheckFailed(
