@@ -134,3 +134,26 @@ class NumberSource:
                 self._used.add(number)
                 return number
         raise PatternTooComplex(f"the pattern {self.pattern!r} yields too few distinct numbers")
+
+
+#: Digits of a mobile number that survive every way of writing it (0781234567, 250781234567,
+#: +250 781 234 567): the national significant number.
+SIGNIFICANT_DIGITS = 9
+
+
+def same_number(stored: object, sent: object) -> bool:
+    """Whether ``stored`` is the customer number ``sent``, in any notation.
+
+    "Customer phone number" is all the document says; an implementation may keep it as sent or
+    normalise it (to international form, without spaces). Both name the same customer.
+    """
+    if not isinstance(stored, str) or not isinstance(sent, str) or not stored or not sent:
+        return False
+    if stored == sent:
+        return True
+    a = "".join(ch for ch in stored if ch.isascii() and ch.isdigit())
+    b = "".join(ch for ch in sent if ch.isascii() and ch.isdigit())
+    if a == b and a:
+        return True
+    n = SIGNIFICANT_DIGITS
+    return len(a) >= n and len(b) >= n and a[-n:] == b[-n:]

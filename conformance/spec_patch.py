@@ -90,7 +90,7 @@ def patch_spec(
     if profile == "reference":
         _tighten(spec)
     else:
-        _relax(spec)
+        _relax(spec, number_pattern(config))
     return spec
 
 
@@ -114,13 +114,35 @@ def _tighten(spec: dict[str, Any]) -> None:
 CLIENT_HEADERS = {"accept", "content-type"}
 
 
-def _relax(spec: dict[str, Any]) -> None:
+def _positive_filters(spec: dict[str, Any], operation: dict[str, Any], number: str) -> None:
+    """Filter values any implementation must take: a UUID-shaped ref, a number of the target's
+    format, and the statuses the document names without ambiguity (``success`` and
+    ``successful`` are each the other's unknown value in some implementation)."""
+    schemas = {
+        "ref": {"type": "string", "format": "uuid"},
+        "client": {"type": "string", "pattern": number},
+        "status": {"type": "string", "enum": ["pending", "failed"]},
+        "kind": {"type": "string", "enum": ["CASHIN", "CASHOUT"]},
+    }
+    for index, parameter in enumerate(operation.get("parameters", [])):
+        resolved = _resolve(spec, parameter)
+        if resolved.get("in") == "query" and resolved.get("name") in schemas:
+            copy = dict(resolved)
+            copy["schema"] = schemas[resolved["name"]]
+            copy.pop("allowEmptyValue", None)  # an empty filter's meaning is not shown
+            operation["parameters"][index] = copy
+
+
+def _relax(spec: dict[str, Any], number: str) -> None:
     # "All bodies are JSON": any JSON media type, RFC 9457 problem details included.
     any_json = {"application/json": {"schema": {}}, "application/problem+json": {"schema": {}}}
     request = spec["components"]["schemas"]["TransactionRequest"]["properties"]
     request["amount"]["type"] = "integer"  # RWF in practice: any implementation takes integers
     mode = spec["components"]["parameters"]["WebhookModeHeader"]["schema"]
     mode["enum"] = ["development", "production"]  # the values the live service's clients send
+    # A created event has nothing processed yet: null, absent or empty are all honest there.
+    data = spec["components"]["schemas"]["EventData"]["properties"]
+    data["processed_at"] = {"type": ["string", "null"], "description": "seed view: any text"}
     for path, _method, operation in operations(spec):
         operation["parameters"] = [
             parameter
@@ -149,6 +171,7 @@ def _relax(spec: dict[str, Any]) -> None:
             }
         operation["responses"] = relaxed
         if path == "/events/transactions":
+            _positive_filters(spec, operation, number)
             operation["parameters"] = [
                 parameter
                 for parameter in operation.get("parameters", [])

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from conformance.customer import Customer, Outcome
 from conformance.evidence import Evidence, Exchange
 from conformance.http import RecordingClient, Reply
-from conformance.numbers import NumberSource
+from conformance.numbers import NumberSource, same_number
 from conformance.outcome import CheckFailed, CouldNotCheck, exchanges_of, precondition
 from paysuite.target_config import Application, TargetConfig
 
@@ -305,7 +305,7 @@ class Target:
         return [
             e
             for e in self.events_of(app, client=number)
-            if _data(e).get("client") == number
+            if same_number(_data(e).get("client"), number)
             and e.get("event_kind") == "transaction:created"
             and str(_data(e).get("ref")) not in skip
         ]

@@ -22,6 +22,7 @@ from conformkit import conform
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "foreign"))
 from defect_checks import DEFECT_CHECKS  # noqa: E402
 from foreignkit import Foreign, start_foreign  # noqa: E402
+from independent import CHOICES  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -67,6 +68,27 @@ def test_conformant_independent_implementation_passes_seed_strict(
     assert outcome.status == 0, "\n".join(bad)
     assert outcome.report["verdict"] == "pass" and outcome.report["coverage"]["ratio"] == 1.0
     assert outcome.stdout.rstrip().splitlines()[-1].startswith("VERDICT: PASS")
+
+
+def test_other_conformant_choices_raise_no_alarm(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Normalised numbers, strict filter validation, +02:00 offsets, problem+json errors: all
+    conformant. Only the UTC SHOULD notices the offsets, as a warning."""
+    choices = [arg for name in sorted(CHOICES) for arg in ("--choice", name)]
+    server = start_foreign("independent", tmp_path, "--access-ttl", "2", *choices)
+    try:
+        outcome = conform(capsys, tmp_path / "r", config=server.config_path)
+    finally:
+        server.stop()
+    report = outcome.report
+    bad = [
+        f"{c['id']}: {c['message'][:300]}"
+        for c in report["checks"]
+        if c["severity"] in ("fail", "error")
+    ]
+    assert outcome.status == 0 and report["verdict"] == "pass", "\n".join(bad)
+    assert {c["id"] for c in report["checks"] if c["severity"] == "warning"} == {"FMT-007"}
 
 
 @pytest.mark.parametrize("defect", sorted(DEFECT_CHECKS))

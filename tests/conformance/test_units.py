@@ -9,7 +9,7 @@ import pytest
 
 from conformance import catalog, report, timestamps, tokens
 from conformance.evidence import Exchange, redact_body, shorten_token
-from conformance.numbers import NumberSource, draw_from_pattern
+from conformance.numbers import NumberSource, draw_from_pattern, same_number
 from conformance.plugin import REFERENCE_SKIP, CheckResult, RunState, decide
 from conformance.setup import Options
 from conformance.spec_patch import ascii_pattern, patch_spec
@@ -46,6 +46,44 @@ def test_timestamps_follow_the_document() -> None:
     early = timestamps.parse("2026-11-21T08:44:32.5+02:00")
     late = timestamps.parse("2026-11-21T06:44:32.6Z")
     assert early and late and early.moment < late.moment
+    # The MUST is an instant with a fraction; the live service's +02:00 is one.
+    assert timestamps.instant_with_fraction("2026-11-21T08:44:32.421455842+02:00") is None
+    assert "no time zone" in timestamps.instant_with_fraction("2026-11-21T06:44:32.1")
+    now = late.moment
+    assert timestamps.not_recent("2026-11-21T08:44:33+02:00", now) is None
+    assert "h before" in timestamps.not_recent("2021-12-17T12:06:32.421455842+02:00", now)
+
+
+def test_a_number_is_the_same_in_any_notation() -> None:
+    assert same_number("0781234567", "0781234567")
+    assert same_number("250781234567", "0781234567")
+    assert same_number("+250 781 234 567", "0781234567")
+    assert not same_number("0781234568", "0781234567")
+    assert not same_number(None, "0781234567") and not same_number("", "")
+
+
+def test_only_what_the_document_forbids_is_judged_as_negative_data() -> None:
+    from conformance.document_validity import violation
+
+    cashin = "/transactions/cashin"
+    assert violation(cashin, {"amount": 5, "number": "x", "extra": 1}, {}, {}, {}) is None
+    assert violation(cashin, {"amount": 1, "number": "1"}, {"Idempotency-Key": ""}, {}, {}) is None
+    assert "missing" in violation(cashin, {"number": "0781234567"}, {}, {}, {})
+    assert "not a number" in violation(cashin, {"amount": "9", "number": "1"}, {}, {}, {})
+    assert "33 characters" in violation(
+        cashin, {"amount": 1, "number": "1"}, {}, {"Idempotency-Key": "k" * 33}, {}
+    )
+    assert violation("/events/transactions", None, {}, {"status": "bogus"}, {}) is None
+    assert (
+        violation(
+            "/auth/agents/authorize",
+            {"client_id": "a", "client_secret": "b"},
+            {"Content-Type": "AAA"},
+            {},
+            {},
+        )
+        is None
+    )
 
 
 def test_evidence_hides_credentials_and_replays() -> None:
@@ -94,6 +132,12 @@ def test_seed_patch_relaxes_reference_choices() -> None:
     listing = spec["paths"]["/events/transactions"]["get"]["parameters"]
     names = {p.get("name") for p in listing if "name" in p}
     assert {"limit", "offset", "event-kind"}.isdisjoint(names) and "status" in names
+    # Positive filter values any implementation must take; no client-only header parameters.
+    by_name = {p["name"]: p for p in listing if "name" in p}
+    assert by_name["status"]["schema"]["enum"] == ["pending", "failed"]
+    assert by_name["ref"]["schema"]["format"] == "uuid"
+    assert {"Accept", "Content-Type"}.isdisjoint(names)
+    assert amount["type"] == "integer"
 
 
 def test_reference_patch_tightens() -> None:

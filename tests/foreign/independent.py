@@ -45,7 +45,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,18 @@ DEFECTS: dict[str, str] = {
     "events-leak-merchants": "the events list shows every merchant's events",
     "text-errors": "error responses are text/plain instead of JSON",
     "bad-json-500": "a body that is not JSON makes cashin and cashout answer 500",
+}
+
+#: Other conformant choices where the document is silent, switched on with ``--choice NAME``
+#: (any number of them): more ways to be right that the suite must not call wrong.
+CHOICES: dict[str, str] = {
+    "normalize-numbers": "customer numbers are stored and answered in international form "
+    "(250 + the 9 significant digits), and the client filter matches any notation",
+    "strict-filters": "filter values are validated: status pending|successful|failed, kind "
+    "CASHIN|CASHOUT, ref a UUID, client digits; anything else is a 400",
+    "local-offsets": "creation created_at, find timestamp and data timestamps are written "
+    "with a +02:00 offset (Kigali), as the live service's samples show; event created_at in UTC",
+    "problem-json": "errors are RFC 9457 problem details (application/problem+json)",
 }
 
 DEFAULT_ACCESS_TTL_S = 900
@@ -114,6 +126,22 @@ def utc_text(ns: int, suffix: str = "Z") -> str:
     return f"{stamp}.{fraction:09d}{suffix}"
 
 
+KIGALI = timezone(timedelta(hours=2))
+
+
+def local_text(ns: int) -> str:
+    """The same instant written with the +02:00 offset of the live service's samples."""
+    seconds, fraction = divmod(ns, 1_000_000_000)
+    stamp = datetime.fromtimestamp(seconds, KIGALI).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{stamp}.{fraction:09d}+02:00"
+
+
+def significant(number: str) -> str:
+    """The last 9 digits: the customer, whichever notation the number was written in."""
+    digits = "".join(ch for ch in number if ch.isascii() and ch.isdigit())
+    return digits[-9:]
+
+
 def as_number(value: float) -> int | float:
     """Integral floats are answered as JSON integers, like an amount of 100 in the samples."""
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
@@ -145,6 +173,7 @@ class Transaction:
     created_ns: int
     processed_ns: int | None = None
     shared_event_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    stamp: Callable[[int], str] = utc_text
 
     def snapshot(self) -> dict[str, Any]:
         """The event ``data`` object: the transaction as it is at the moment of the event."""
@@ -156,10 +185,10 @@ class Transaction:
             "client": self.client,
             "amount": self.amount,
             "status": self.status,
-            "created_at": utc_text(self.created_ns),
+            "created_at": self.stamp(self.created_ns),
         }
         if self.processed_ns is not None:
-            data["processed_at"] = utc_text(self.processed_ns)
+            data["processed_at"] = self.stamp(self.processed_ns)
         return data
 
 
@@ -185,9 +214,12 @@ class Event:
 class State:
     """All in memory: a restart forgets everything, which the self-tests never rely on."""
 
-    def __init__(self, access_ttl_s: int, defect: str | None) -> None:
+    def __init__(
+        self, access_ttl_s: int, defect: str | None, choices: frozenset[str] = frozenset()
+    ) -> None:
         self.access_ttl_s = access_ttl_s
         self.defect = defect
+        self.choices = choices
         self.secret = secrets.token_bytes(32)
         self.apps: dict[str, App] = {}
         self.app_order: list[str] = []
@@ -198,6 +230,9 @@ class State:
 
     def has(self, defect: str) -> bool:
         return self.defect == defect
+
+    def chose(self, choice: str) -> bool:
+        return choice in self.choices
 
     def add_app(self, privilege: str, merchant: str) -> App:
         app = App(
@@ -253,11 +288,12 @@ class State:
             ref=str(uuid.uuid4()),
             kind=kind,
             amount=amount,
-            client=number,
+            client="250" + significant(number) if self.chose("normalize-numbers") else number,
             merchant=app.merchant,
             fee=as_number(round(float(amount) * FEE_RATE, 2)),
             status="pending",
             created_ns=now,
+            stamp=local_text if self.chose("local-offsets") else utc_text,
         )
         self.transactions[txn.ref] = txn
         if not self.has("no-created-event"):
@@ -362,7 +398,7 @@ async def create(request: web.Request, kind: str) -> web.Response:
         txn = state.create(app, kind, amount, number)
     body = {
         "amount": txn.amount,
-        "created_at": utc_text(txn.created_ns),
+        "created_at": txn.stamp(txn.created_ns),
         "kind": txn.kind,
         "ref": txn.ref,
         "status": txn.status,
@@ -385,6 +421,11 @@ async def find(request: web.Request) -> web.Response:
     if txn is None or (txn.merchant != app.merchant and not state.has("find-other-merchant")):
         raise ApiError(404, "no transaction with this ref")  # the same answer: no existence leak
     suffix = "Z" if state.has("find-timestamp-z") else "+00:00"
+    timestamp = (
+        local_text(txn.created_ns)
+        if state.chose("local-offsets") and not state.has("find-timestamp-z")
+        else utc_text(txn.created_ns, suffix)
+    )
     return web.json_response(
         {
             "amount": txn.amount,
@@ -394,7 +435,7 @@ async def find(request: web.Request) -> web.Response:
             "merchant": txn.merchant,
             "ref": txn.ref,
             "status": txn.status,
-            "timestamp": utc_text(txn.created_ns, suffix),
+            "timestamp": timestamp,
         }
     )
 
@@ -412,6 +453,24 @@ def page_param(request: web.Request, name: str, default: int, minimum: int) -> i
     return value
 
 
+def check_filters(request: web.Request) -> None:
+    """The ``strict-filters`` choice: a filter value this service cannot hold is a 400."""
+    query = request.query
+    if query.get("status") not in (None, "pending", "successful", "failed"):
+        raise ApiError(400, "status must be pending, successful or failed")
+    if query.get("kind") not in (None, "CASHIN", "CASHOUT"):
+        raise ApiError(400, "kind must be CASHIN or CASHOUT")
+    ref = query.get("ref")
+    if ref is not None:
+        try:
+            uuid.UUID(ref)
+        except ValueError:
+            raise ApiError(400, "ref must be a UUID") from None
+    client = query.get("client")
+    if client is not None and not significant(client):
+        raise ApiError(400, "client must be a phone number")
+
+
 async def list_events(request: web.Request) -> web.Response:
     """Filters on the event snapshot; the envelope echoes exactly the filters given."""
     state = state_of(request)
@@ -420,12 +479,19 @@ async def list_events(request: web.Request) -> web.Response:
     offset = page_param(request, "offset", 0, 0)
     echoed: dict[str, Any] = {}
     tests: list[Callable[[Event], bool]] = []
+    if state.chose("strict-filters"):
+        check_filters(request)
     for name, attribute in (("client", "client"), ("kind", "kind"), ("ref", "ref")):
         value = request.query.get(name)
         if value is not None:
             echoed[name] = value
-            if not (name == "client" and state.has("client-filter-ignored")):
-                tests.append(lambda e, a=attribute, v=value: e.data.get(a) == v)
+            if name == "client" and state.has("client-filter-ignored"):
+                continue
+            if name == "client" and state.chose("normalize-numbers"):
+                wanted = significant(value)
+                tests.append(lambda e, w=wanted: significant(str(e.data.get("client"))) == w)
+                continue
+            tests.append(lambda e, a=attribute, v=value: e.data.get(a) == v)
     if (status := request.query.get("status")) is not None:
         echoed["status"] = status
         tests.append(lambda e: e.data.get("status") == status)
@@ -519,6 +585,9 @@ async def errors_to_json(request: web.Request, handler: Handler) -> web.StreamRe
         status, message = 500, "internal error"
     if state_of(request).has("text-errors"):
         return web.Response(status=status, text=f"{status} {message}")
+    if state_of(request).chose("problem-json"):
+        problem = {"type": "about:blank", "title": message, "status": status}
+        return web.json_response(problem, status=status, content_type="application/problem+json")
     return web.json_response({"status": status, "message": message}, status=status)
 
 
@@ -591,6 +660,7 @@ def build_parser(
     parser.add_argument("--config-out", type=Path, required=True, help="target config to write")
     parser.add_argument("--access-ttl", type=int, default=DEFAULT_ACCESS_TTL_S, metavar="S")
     parser.add_argument("--defect", choices=sorted(DEFECTS), default=None)
+    parser.add_argument("--choice", choices=sorted(CHOICES), action="append", default=[])
     return parser
 
 
@@ -598,7 +668,7 @@ async def serve(args: argparse.Namespace, outer_middlewares: Sequence[Any] = ())
     """Listen on loopback, write the config, announce, then run until SIGTERM/SIGINT."""
     if args.access_ttl < 1:
         raise SystemExit("--access-ttl must be at least 1")
-    state = State(args.access_ttl, args.defect)
+    state = State(args.access_ttl, args.defect, frozenset(args.choice))
     seed_apps(state)
     runner = web.AppRunner(
         build_app(state, outer_middlewares), access_log=None, shutdown_timeout=0.2
