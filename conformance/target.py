@@ -136,7 +136,11 @@ class Target:
         return self.app("read-write") or self.app(specific)
 
     def reader(self) -> Application | None:
-        return self.app("read", "read-write", "cashin", "cashout")
+        """An application that may read: read-write or read first, whatever the config's order
+        (whether a cashin or cashout application may read is RC-12, not the document)."""
+        return (
+            self.app("read-write") or self.app("read") or self.app("cashin") or self.app("cashout")
+        )
 
     def amount(self) -> int | float:
         """An amount the target accepts: an integer in [min, max], near the minimum."""

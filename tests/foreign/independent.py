@@ -86,6 +86,8 @@ CHOICES: dict[str, str] = {
     "local-offsets": "creation created_at, find timestamp and data timestamps are written "
     "with a +02:00 offset (Kigali), as the live service's samples show; event created_at in UTC",
     "problem-json": "errors are RFC 9457 problem details (application/problem+json)",
+    "framework-errors": "a path or method no route serves gets the web framework's own "
+    "plain-text 404/405 (the API's own errors stay JSON)",
 }
 
 DEFAULT_ACCESS_TTL_S = 900
@@ -577,7 +579,7 @@ async def errors_to_json(request: web.Request, handler: Handler) -> web.StreamRe
     except ApiError as exc:
         status, message = exc.status, exc.message
     except web.HTTPException as exc:
-        if exc.status < 400:
+        if exc.status < 400 or state_of(request).chose("framework-errors"):
             raise
         status, message = exc.status, exc.reason
     except Exception as exc:  # a bug (or the bad-json-500 defect): still answer, and say so
