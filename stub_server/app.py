@@ -250,7 +250,7 @@ class StubApp:
         fingerprint = hashlib.sha256(secret.encode("utf-8", "surrogatepass")).digest()
         if record is None or self._verified.get(client_id) != fingerprint:
             # RC-33: limited, queued, and the same work for known and unknown client_ids
-            self.auth_guard.admit(client_id, request.remote)
+            await self.auth_guard.admit(client_id, request.remote)
             stored = record.secret_hash if record is not None else None
             if not await self.auth_guard.check(secret, stored) or record is None:
                 raise refused

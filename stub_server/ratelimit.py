@@ -9,7 +9,10 @@ which client_ids exist. So:
 - ``KeyedLimiter``: a token bucket per client_id and one per peer address. An attempt that has
   to hash takes one token from both; when either is empty the answer is ``429`` with
   ``Retry-After`` before any hashing. A pair (client_id, secret) already verified in this process
-  costs nothing and is never limited, so established clients keep working during a flood.
+  costs nothing and is never limited, so established clients keep working during a flood. The
+  429 is sent after a pause of up to ``TARPIT_S`` (the time until the next token), so a client
+  hammering in a loop sends a few attempts a second per connection, not thousands: a refusal
+  costs the stub almost nothing, but thousands a second would still cost everyone's latency.
 - ``HashQueue``: hashes run on their own small pool (default one thread: the event loop keeps a
   core), and at most ``queue`` attempts wait; beyond that ``503 busy`` with ``Retry-After``.
 - Unknown client_ids are checked against a dummy hash of the same cost, in the same queue, so
@@ -35,6 +38,7 @@ DUMMY_HASH = (
     "2a9d0c3b8e7f6a5d4c3b2a190817263544536271809a0b1c2d3e4f5a6b7c8d9e"
 )
 MAX_KEY_CHARS = 128
+TARPIT_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -117,18 +121,26 @@ def _retry_after(seconds: float) -> dict[str, str]:
 class AuthorizeGuard:
     """What ``authorize`` does before and instead of hashing (see the module docstring)."""
 
-    def __init__(self, limits: AuthorizeLimits, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        limits: AuthorizeLimits,
+        clock: Callable[[], float] = time.monotonic,
+        tarpit_s: float = TARPIT_S,
+    ) -> None:
         self.limits = limits
+        self.tarpit_s = tarpit_s
         self.per_client = KeyedLimiter(limits.per_client, clock=clock)
         self.per_peer = KeyedLimiter(limits.per_peer, clock=clock)
         self.hashes = HashQueue(limits.hash_workers, limits.hash_queue)
 
-    def admit(self, client_id: str, peer: str | None) -> None:
-        """Take one attempt from both buckets, or raise ``429 too_many_attempts``."""
+    async def admit(self, client_id: str, peer: str | None) -> None:
+        """Take one attempt from both buckets, or raise ``429 too_many_attempts`` (after the
+        tarpit pause)."""
         client_key = client_id[:MAX_KEY_CHARS]
         peer_key = peer or "?"
         wait = max(self.per_client.wait_s(client_key), self.per_peer.wait_s(peer_key))
         if wait > 0:
+            await asyncio.sleep(min(wait, self.tarpit_s))
             raise ApiError(
                 429,
                 "too_many_attempts",
