@@ -16,6 +16,7 @@ from typing import Any
 
 from load import context as run_context
 from load.ledger import LEDGER
+from load.limits import ClientLimits
 from load.profiles import Profile
 from load.reconcile import reconcile
 from load.slo import OperationStats, Verdict, evaluate, load_slo_file, resolve_slo
@@ -138,7 +139,9 @@ def verdict_table(
     header = f"  {'operation':<20} {'metric':<12} {'threshold':>12} {'observed':>12}  verdict"
     lines.append(header)
     for v in verdicts:
-        relation = ">=" if v.metric in ("min_rps", "requests", "steps_completed") else "<="
+        relation = (
+            ">=" if v.metric in ("min_rps", "requests", "steps_completed", "successes") else "<="
+        )
         observed = "n/a" if v.observed is None else f"{v.observed:g}"
         verdict = "PASS" if v.passed else "FAIL"
         note = f" ({v.note})" if v.note else ""
@@ -195,7 +198,13 @@ def finalize(environment: Any, shape: Any = None) -> dict[str, Any]:
 
     budget = float(run_context.option(options, "paysuite_reconcile_timeout", 120))
     concurrency = int(run_context.option(options, "paysuite_reconcile_concurrency", 16))
-    recon = reconcile(LEDGER.creates, ctx.config, concurrency=concurrency, time_budget_s=budget)
+    recon = reconcile(
+        LEDGER.creates,
+        ctx.config,
+        concurrency=concurrency,
+        time_budget_s=budget,
+        limits=ClientLimits.from_options(options),
+    )
     without_ref = LEDGER.counters.get("acknowledged_without_ref", 0)
     recon["acknowledged_without_ref"] = without_ref
     if without_ref:
