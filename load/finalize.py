@@ -22,6 +22,7 @@ from load.reconcile import reconcile
 from load.slo import OperationStats, Verdict, evaluate, load_slo_file, resolve_slo
 
 SCHEMA = "paysuite-load/1"
+_NONE = OperationStats(0, 0, 0.0, None, None, None)
 
 
 def percentile(values: list[float], fraction: float) -> float | None:
@@ -89,6 +90,7 @@ def judge(
     total: OperationStats,
     ttp: dict[str, Any],
     shape_summary: dict[str, Any],
+    counters: dict[str, int] | None = None,
 ) -> list[Verdict]:
     """The verdicts of the run (the ramp judges its first step: breaking later is its finding)."""
     ops = dict(ops)
@@ -126,6 +128,13 @@ def judge(
             )
         return verdicts
     verdicts = evaluate(slo, ops, total)
+    for key, started in sorted((counters or {}).items()):
+        op = key.removeprefix("started:")
+        if key.startswith("started:") and started and not ops.get(op, _NONE).requests:
+            # every one still hanging when the run ended: no request completed, none counted
+            verdicts.append(
+                Verdict(op, "successes", 1, 0, False, f"no request completed ({started} started)")
+            )
     if total.requests == 0:
         verdicts.append(Verdict("total", "requests", 1, 0, False, "no request was made"))
     return verdicts
@@ -194,7 +203,7 @@ def finalize(environment: Any, shape: Any = None) -> dict[str, Any]:
     ops, total, duration = collect_operations(environment.runner.stats)
     ttp = time_to_processed_stats(LEDGER.time_to_processed)
     shape_summary = shape.summary() if shape is not None and hasattr(shape, "summary") else {}
-    verdicts = judge(profile, slo, ops, total, ttp, shape_summary)
+    verdicts = judge(profile, slo, ops, total, ttp, shape_summary, dict(LEDGER.counters))
 
     budget = float(run_context.option(options, "paysuite_reconcile_timeout", 120))
     concurrency = int(run_context.option(options, "paysuite_reconcile_concurrency", 16))

@@ -17,13 +17,13 @@ MAX_MB = 400
 LIMITS = ["--total-timeout", "3", "--read-timeout", "2", "--max-response-bytes", "1000000"]
 
 
-def _load(tmp_path: Path, behaviour: str, budget_s: float):
+def _load(tmp_path: Path, behaviour: str, budget_s: float, limits: list[str] = LIMITS):
     with hostile_server(behaviour) as server:
         config = write_config(server, tmp_path / "target.yaml")
         command = [
             sys.executable, "-m", "paysuite", "load", "--config", str(config),
             "--report-dir", str(tmp_path / "report"), "--quiet", "--users", "4",
-            "--duration", "3", "--reconcile-timeout", "5", *LIMITS,
+            "--duration", "3", "--reconcile-timeout", "5", *limits,
         ]  # fmt: skip
         return run_bounded(command, budget_s)
 
@@ -65,3 +65,14 @@ def test_a_run_whose_requests_fail_fails(tmp_path: Path, behaviour: str, reason:
     assert any(metric == "successes" for _, metric in failed), failed
     failures_csv = (tmp_path / "report" / "locust_failures.csv").read_text()
     assert reason in failures_csv, failures_csv[-2000:]
+
+
+def test_requests_still_hanging_when_the_run_ends_fail_it(tmp_path: Path) -> None:
+    """Time-outs longer than the run: not one request completes, so none is counted; the
+    operations that were started and never completed are failed rows, not missing ones."""
+    slow_limits = ["--total-timeout", "60", "--read-timeout", "60"]
+    run = _load(tmp_path, "auth-then-hang", budget_s=60, limits=slow_limits)
+    assert run.returncode == 1, run.output[-3000:]
+    summary = json.loads((tmp_path / "report" / "load.json").read_text())
+    notes = [v["note"] for v in summary["slo"]["verdicts"] if not v["passed"]]
+    assert any(note.startswith("no request completed") for note in notes), notes

@@ -94,6 +94,19 @@ def test_auth_failures_count_and_an_all_failed_operation_is_a_failed_row() -> No
     assert not any(v.operation == "authorize" and v.metric == "p95_ms" for v in verdicts)
 
 
+def test_operations_started_but_never_completed_fail_the_run() -> None:
+    from load.finalize import judge
+    from load.profiles import default_slo, get_profile
+
+    profile = get_profile("smoke")
+    ops = {"authorize": stats(4)}
+    counters = {"started:cashin": 3, "started:find": 0, "auth_errors": 1}
+    verdicts = judge(profile, default_slo(profile), ops, stats(4), {"count": 0}, {}, counters)
+    failed = [(v.operation, v.metric, v.note) for v in verdicts if not v.passed]
+    assert ("cashin", "successes", "no request completed (3 started)") in failed
+    assert not any(op == "find" for op, _, _ in failed)
+
+
 def test_slo_file_overrides_defaults_then_profile(tmp_path: Path) -> None:
     path = tmp_path / "slo.yaml"
     path.write_text(
