@@ -70,6 +70,8 @@ def post_json(url: str, payload: Any, limits: ClientLimits) -> Answer:
             conn.request("POST", path, body=body, headers=headers)
             response = conn.getresponse()
             data = read_capped(response.read, limits.max_response_bytes)
+            if expired.is_set():  # the watchdog cut the body short: a partial body is no answer
+                raise TimeoutError
         except ResponseTooLarge as exc:
             raise ProbeError(str(exc)) from None
         except (OSError, http.client.HTTPException) as exc:

@@ -51,6 +51,8 @@ BEHAVIOURS: dict[str, str] = {
     "auth-then-hang": "authorize answers a token pair; everything else hangs",
     "auth-then-endless-chunked": "authorize answers a token pair; everything else endless",
     "auth-then-huge-body": "authorize answers a token pair; everything else 50 MB",
+    "trickle": "200 whose body comes one byte every 0.5 s (no single read ever waits long)",
+    "auth-then-trickle": "authorize answers a token pair; everything else trickles",
 }
 HUGE_BODY_BYTES = 50 * 1024 * 1024
 MAX_STREAM_BYTES = 4 * 1024**3
@@ -143,6 +145,15 @@ def _misbehave(server: HostileServer, conn: socket.socket, line: str) -> bool:
             conn.sendall(piece)
             left -= len(piece)
         conn.sendall(b'"}')
+        return True
+    if behaviour == "trickle":
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+        )
+        for _ in range(1000):
+            if server.stopping.wait(0.5) or time.monotonic() > deadline:
+                return False
+            conn.sendall(b" ")
         return True
     if behaviour == "hang":
         server.stopping.wait(MAX_SECONDS)

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 
 #: The whole paysuite load process tree, Locust included, stays under this.
 MAX_MB = 400
-LIMITS = ["--total-timeout", "3", "--read-timeout", "2", "--max-response-bytes", "1000000"]
+LIMITS = ["--total-timeout", "1.5", "--read-timeout", "1", "--max-response-bytes", "1000000"]
 
 
 def _load(tmp_path: Path, behaviour: str, budget_s: float, limits: list[str] = LIMITS):
@@ -33,7 +33,8 @@ def _load(tmp_path: Path, behaviour: str, budget_s: float, limits: list[str] = L
     [
         ("endless-chunked", "response body larger than 1000000 bytes"),
         ("huge-body", "response body larger than 1000000 bytes"),
-        ("hang", "a read waited 2 s (--read-timeout)"),
+        ("hang", "a read waited 1 s (--read-timeout)"),
+        ("trickle", "no complete answer within 1.5 s (--total-timeout)"),
         ("invalid-json", "is not a token pair"),
         ("redirect", "paysuite does not follow redirects"),
     ],
@@ -49,7 +50,8 @@ def test_the_pre_check_refuses_a_hostile_target(tmp_path: Path, behaviour: str, 
     ("behaviour", "reason"),
     [
         ("auth-then-invalid-json", "2xx without"),
-        ("auth-then-hang", "a read waited 2 s (--read-timeout)"),
+        ("auth-then-hang", "a read waited 1 s (--read-timeout)"),
+        ("auth-then-trickle", "no complete response within 1.5 s (--total-timeout)"),
         ("auth-then-endless-chunked", "response body larger than 1000000 bytes"),
     ],
 )
