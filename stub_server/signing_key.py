@@ -83,7 +83,7 @@ def resolve(configured: str | None, store: Store, db: str) -> str:
     if key is None:  # an in-memory database: the key lives as long as the process
         key = legacy or new_key()
     if legacy is not None:
-        store.delete_meta(_META_KEY)
+        store.erase_meta(_META_KEY)
     return key
 
 
@@ -95,7 +95,7 @@ def rotate(db: str) -> Path:
     if Path(db).exists():
         store = Store(db)
         try:
-            store.delete_meta(_META_KEY)  # an un-migrated key must not come back
+            store.erase_meta(_META_KEY)  # an un-migrated key must not come back
         finally:
             store.close()
     write_key(path, new_key())

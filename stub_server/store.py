@@ -369,8 +369,16 @@ class Store:
     def set_meta(self, key: str, value: str) -> None:
         self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
-    def delete_meta(self, key: str) -> None:
-        self.conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+    def erase_meta(self, key: str) -> None:
+        """Delete a meta row so that its bytes are gone from the files too (a secret): SQLite
+        keeps deleted content in free pages and in the WAL unless told otherwise."""
+        conn = self.conn
+        conn.execute("PRAGMA secure_delete=ON")
+        try:
+            if conn.execute("DELETE FROM meta WHERE key = ?", (key,)).rowcount:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        finally:
+            conn.execute("PRAGMA secure_delete=OFF")
 
     # -- applications ---------------------------------------------------------------------
     def create_app(self, merchant: str, privilege: str, now_us: int) -> tuple[str, str]:

@@ -47,26 +47,29 @@ def test_database_files_and_key_file_are_private(inproc, tmp_path: Path) -> None
 
 def test_an_old_database_is_tightened_and_its_key_moved_out(tmp_path: Path) -> None:
     db = tmp_path / "old.db"
+    old_key = "the-old-key-of-an-earlier-version-32b"
     conn = sqlite3.connect(db)  # an earlier version's database: key in meta, mode 0644
     conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    conn.execute("INSERT INTO meta VALUES ('jwt_key', 'the-old-key-of-an-earlier-version-32b')")
+    conn.execute("INSERT INTO meta VALUES ('jwt_key', ?)", (old_key,))
     conn.commit()
     conn.close()
     os.chmod(db, 0o644)
     old_token = jwt.encode(
         {"sub": "access", "id": "x", "merchant": "M", "perm": "read", "exp": 2**40},
-        "the-old-key-of-an-earlier-version-32b",
+        old_key,
         algorithm="HS256",
     )
     server = InProcessStub(make_settings(db=str(db)))
     try:
         assert _mode(db) == 0o600
-        old_key = "the-old-key-of-an-earlier-version-32b"
         assert Path(f"{db}.jwt-key").read_text().strip() == old_key  # tokens stay valid
         assert server.call(server.stub.store.meta, "jwt_key") is None
         assert server.stub.tokens.verify(old_token, "access")["id"] == "x"
     finally:
         server.close()
+    for suffix in ("", "-wal"):  # not even in a free page or the WAL of a copied database
+        path = Path(f"{db}{suffix}")
+        assert not path.exists() or old_key.encode() not in path.read_bytes(), suffix
 
 
 def test_a_configured_or_environment_key_wins(tmp_path: Path, monkeypatch) -> None:
