@@ -373,12 +373,13 @@ class Store:
         """Delete a meta row so that its bytes are gone from the files too (a secret): SQLite
         keeps deleted content in free pages and in the WAL unless told otherwise."""
         conn = self.conn
+        previous = int(conn.execute("PRAGMA secure_delete").fetchone()[0])
         conn.execute("PRAGMA secure_delete=ON")
         try:
             if conn.execute("DELETE FROM meta WHERE key = ?", (key,)).rowcount:
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         finally:
-            conn.execute("PRAGMA secure_delete=OFF")
+            conn.execute(f"PRAGMA secure_delete={previous}")  # the build's default otherwise
 
     # -- applications ---------------------------------------------------------------------
     def create_app(self, merchant: str, privilege: str, now_us: int) -> tuple[str, str]:
