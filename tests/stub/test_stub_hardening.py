@@ -65,11 +65,11 @@ def test_an_old_database_is_tightened_and_its_key_moved_out(tmp_path: Path) -> N
         assert Path(f"{db}.jwt-key").read_text().strip() == old_key  # tokens stay valid
         assert server.call(server.stub.store.meta, "jwt_key") is None
         assert server.stub.tokens.verify(old_token, "access")["id"] == "x"
+        for suffix in ("", "-wal"):  # nor in a free page or the WAL of a copy taken now
+            path = Path(f"{db}{suffix}")
+            assert not path.exists() or old_key.encode() not in path.read_bytes(), suffix
     finally:
         server.close()
-    for suffix in ("", "-wal"):  # not even in a free page or the WAL of a copied database
-        path = Path(f"{db}{suffix}")
-        assert not path.exists() or old_key.encode() not in path.read_bytes(), suffix
 
 
 def test_a_configured_or_environment_key_wins(tmp_path: Path, monkeypatch) -> None:
