@@ -15,6 +15,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from load import bounded
+from load.limits import ClientLimits
 from paysuite.target_config import Application
 
 #: The document's refresh path (heading) and the one its examples and the SDKs use.
@@ -67,8 +69,10 @@ class TokenManager:
         app: Application,
         fallback_ttl_s: float,
         clock: Callable[[], float] = time.time,
+        limits: ClientLimits | None = None,
     ) -> None:
         self.client = client
+        self.limits = limits or ClientLimits()
         self.app = app
         self.fallback_ttl_s = fallback_ttl_s
         self.clock = clock
@@ -109,17 +113,20 @@ class TokenManager:
             time.sleep(MIN_AUTHORIZE_INTERVAL_S - since)  # gevent-patched under Locust
         self.last_authorize = self.clock()
         body = {"client_id": self.app.client_id, "client_secret": self.app.client_secret}
-        with self.client.post(
+        with bounded.request(
+            self.client,
+            self.limits,
+            "POST",
             "/auth/agents/authorize",
+            name="authorize",
             json=body,
             headers=JSON_HEADERS,
-            name="authorize",
-            catch_response=True,
-        ) as resp:
+        ) as reply:
             self.authorizes += 1
-            pair = self._token_pair(resp)
+            pair = self._token_pair(reply)
             if pair is None:
-                raise AuthError(f"authorize failed with status {resp.status_code}")
+                why = "no answer" if reply is None else reply.problem or f"status {reply.status}"
+                raise AuthError(f"no access token: authorize failed ({why})")
         self._store(pair)
 
     # -- internals -----------------------------------------------------------------------------
@@ -127,14 +134,19 @@ class TokenManager:
         for attempt in range(len(REFRESH_PATHS)):
             index = (TokenManager.preferred_refresh + attempt) % len(REFRESH_PATHS)
             path = REFRESH_PATHS[index].format(token=self.refresh_token)
-            with self.client.get(
-                path, headers={"Accept": "application/json"}, name="refresh", catch_response=True
-            ) as resp:
+            with bounded.request(
+                self.client,
+                self.limits,
+                "GET",
+                path,
+                name="refresh",
+                headers={"Accept": "application/json"},
+            ) as reply:
                 self.refreshes += 1
-                if resp.status_code in (404, 405):
-                    resp.failure(f"refresh path {REFRESH_PATHS[index]} not served")
+                if reply is not None and reply.status in (404, 405) and not reply.problem:
+                    reply.failure(f"refresh path {REFRESH_PATHS[index]} not served")
                     continue
-                pair = self._token_pair(resp)
+                pair = self._token_pair(reply)
                 if pair is None:
                     self.refresh_token = None
                     return False
@@ -143,18 +155,20 @@ class TokenManager:
             return True
         return False
 
-    def _token_pair(self, resp: Any) -> dict[str, Any] | None:
-        if not 200 <= (resp.status_code or 0) < 300:
-            resp.failure(f"status {resp.status_code}")
+    def _token_pair(self, reply: bounded.Reply | None) -> dict[str, Any] | None:
+        if reply is None or reply.problem is not None:
+            return None  # already counted as a failure, with its reason
+        if not 200 <= reply.status < 300:
+            reply.failure(f"status {reply.status}")
             return None
         try:
-            data = resp.json()
+            data = reply.json()
         except Exception:  # noqa: BLE001 - any undecodable body is the same failure
             data = None
         if not isinstance(data, dict) or not isinstance(data.get("access"), str):
-            resp.failure("token pair without an access token")
+            reply.failure("token pair without an access token (body is not a JSON token pair)")
             return None
-        resp.success()
+        reply.success()
         return data
 
     def _store(self, pair: dict[str, Any]) -> None:

@@ -57,6 +57,20 @@ def register(subparsers: Any) -> None:
     load.add_argument(
         "--reconcile-timeout", type=float, default=120.0, help="reconciliation time budget (s)"
     )
+    load.add_argument(
+        "--connect-timeout", type=float, help="seconds to connect to the target (default 5)"
+    )
+    load.add_argument(
+        "--read-timeout", type=float, help="seconds any one socket read may wait (default 15)"
+    )
+    load.add_argument(
+        "--total-timeout", type=float, help="seconds one whole request may take (default 30)"
+    )
+    load.add_argument(
+        "--max-response-bytes",
+        type=int,
+        help="largest response body read (default 4 MiB); a larger one is an error",
+    )
     load.add_argument("--quiet", action="store_true", help="no periodic Locust statistics lines")
     load.set_defaults(func=_load)
 

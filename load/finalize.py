@@ -16,11 +16,13 @@ from typing import Any
 
 from load import context as run_context
 from load.ledger import LEDGER
+from load.limits import ClientLimits
 from load.profiles import Profile
 from load.reconcile import reconcile
 from load.slo import OperationStats, Verdict, evaluate, load_slo_file, resolve_slo
 
 SCHEMA = "paysuite-load/1"
+_NONE = OperationStats(0, 0, 0.0, None, None, None)
 
 
 def percentile(values: list[float], fraction: float) -> float | None:
@@ -88,6 +90,7 @@ def judge(
     total: OperationStats,
     ttp: dict[str, Any],
     shape_summary: dict[str, Any],
+    counters: dict[str, int] | None = None,
 ) -> list[Verdict]:
     """The verdicts of the run (the ramp judges its first step: breaking later is its finding)."""
     ops = dict(ops)
@@ -125,6 +128,13 @@ def judge(
             )
         return verdicts
     verdicts = evaluate(slo, ops, total)
+    for key, started in sorted((counters or {}).items()):
+        op = key.removeprefix("started:")
+        if key.startswith("started:") and started and not ops.get(op, _NONE).requests:
+            # every one still hanging when the run ended: no request completed, none counted
+            verdicts.append(
+                Verdict(op, "successes", 1, 0, False, f"no request completed ({started} started)")
+            )
     if total.requests == 0:
         verdicts.append(Verdict("total", "requests", 1, 0, False, "no request was made"))
     return verdicts
@@ -138,7 +148,9 @@ def verdict_table(
     header = f"  {'operation':<20} {'metric':<12} {'threshold':>12} {'observed':>12}  verdict"
     lines.append(header)
     for v in verdicts:
-        relation = ">=" if v.metric in ("min_rps", "requests", "steps_completed") else "<="
+        relation = (
+            ">=" if v.metric in ("min_rps", "requests", "steps_completed", "successes") else "<="
+        )
         observed = "n/a" if v.observed is None else f"{v.observed:g}"
         verdict = "PASS" if v.passed else "FAIL"
         note = f" ({v.note})" if v.note else ""
@@ -191,11 +203,17 @@ def finalize(environment: Any, shape: Any = None) -> dict[str, Any]:
     ops, total, duration = collect_operations(environment.runner.stats)
     ttp = time_to_processed_stats(LEDGER.time_to_processed)
     shape_summary = shape.summary() if shape is not None and hasattr(shape, "summary") else {}
-    verdicts = judge(profile, slo, ops, total, ttp, shape_summary)
+    verdicts = judge(profile, slo, ops, total, ttp, shape_summary, dict(LEDGER.counters))
 
     budget = float(run_context.option(options, "paysuite_reconcile_timeout", 120))
     concurrency = int(run_context.option(options, "paysuite_reconcile_concurrency", 16))
-    recon = reconcile(LEDGER.creates, ctx.config, concurrency=concurrency, time_budget_s=budget)
+    recon = reconcile(
+        LEDGER.creates,
+        ctx.config,
+        concurrency=concurrency,
+        time_budget_s=budget,
+        limits=ClientLimits.from_options(options),
+    )
     without_ref = LEDGER.counters.get("acknowledged_without_ref", 0)
     recon["acknowledged_without_ref"] = without_ref
     if without_ref:

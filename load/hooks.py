@@ -110,6 +110,19 @@ def add_arguments(parser: Any) -> None:
         env_var="PAYSUITE_RECONCILE_CONCURRENCY",
         help="parallel checks during the reconciliation",
     )
+    for name, kind, text in (
+        ("connect-timeout-s", float, "seconds to connect to the target"),
+        ("read-timeout-s", float, "seconds any one socket read may wait"),
+        ("total-timeout-s", float, "seconds one whole request may take, body included"),
+        ("max-response-bytes", int, "largest response body read; a larger one is an error"),
+    ):
+        group.add_argument(
+            f"--paysuite-{name}",
+            env_var=f"PAYSUITE_{name.upper().replace('-', '_')}",
+            type=kind,
+            default=None,
+            help=text,
+        )
     group.add_argument(
         "--paysuite-run-id",
         env_var="PAYSUITE_RUN_ID",

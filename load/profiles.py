@@ -28,6 +28,9 @@ DEFAULT_MIX: dict[str, float] = {
 #: Thresholds that apply when a profile says nothing more specific (``*`` = every operation).
 _BASE_SLO: dict[str, dict[str, float]] = {
     "*": {"p95_ms": 500, "p99_ms": 1000, "error_ratio": 0.01},
+    #: every request of the run, authorize and refresh included: a run where more than this
+    #: share failed never passes, whatever its per-operation thresholds say (issue 13)
+    "total": {"error_ratio": 0.01},
 }
 
 

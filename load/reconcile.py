@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from load.limits import ClientLimits, TotalTimeout, read_capped
 from paysuite.target_config import TargetConfig
 
 CREATED = "transaction:created"
@@ -45,25 +46,36 @@ class _Response:
 
 
 class _Session:
-    """A keep-alive connection to the target (geventhttpclient, as Locust's FastHttpUser)."""
+    """A keep-alive connection to the target (geventhttpclient, as Locust's FastHttpUser), each
+    call bounded by ``ClientLimits``: total time, body size (issue 13)."""
 
-    def __init__(self, base_url: str, timeout: float = 15.0) -> None:
+    def __init__(self, base_url: str, limits: ClientLimits | None = None) -> None:
         from geventhttpclient import HTTPClient
 
+        self.limits = limits or ClientLimits()
         self._client = HTTPClient.from_url(
-            base_url, concurrency=1, connection_timeout=timeout, network_timeout=timeout
+            base_url,
+            concurrency=1,
+            connection_timeout=self.limits.connect_timeout_s,
+            network_timeout=self.limits.read_timeout_s,
         )
 
     def _call(
         self, method: str, url: str, body: bytes | None, headers: dict[str, str]
     ) -> _Response:
+        import gevent
+
         parts = urlsplit(url)
         uri = parts.path + (f"?{parts.query}" if parts.query else "")
-        response = self._client.request(method, uri, body=body, headers=headers)
-        try:
-            return _Response(response.status_code, response.read())
-        finally:
-            response.release()
+        headers = {"Accept-Encoding": "identity", **headers}
+        limits = self.limits
+        with gevent.Timeout(limits.total_timeout_s, TotalTimeout(limits.total_timeout_s)):
+            response = self._client.request(method, uri, body=body, headers=headers)
+            try:
+                data = read_capped(response.read, limits.max_response_bytes)
+                return _Response(response.status_code, data)
+            finally:
+                response.release()  # an unfinished body closes the connection
 
     def get(
         self, url: str, *, headers: dict[str, str], params: dict[str, Any] | None = None, **_: Any
@@ -244,6 +256,7 @@ def reconcile(
     concurrency: int = 16,
     time_budget_s: float = 120.0,
     progress: Callable[[str], None] = print,
+    limits: ClientLimits | None = None,
 ) -> dict[str, Any]:
     """Check every acknowledged create on the target; returns the counts for load.json."""
     import gevent
@@ -262,7 +275,7 @@ def reconcile(
 
     def worker() -> None:
         nonlocal done
-        session = _Session(config.base_url)
+        session = _Session(config.base_url, limits)
         try:
             while time.monotonic() < deadline:
                 try:
@@ -296,7 +309,7 @@ def reconcile(
     server_side: dict[str, Any] = {}
     if storm:
         progress(f"paysuite: counting the target's transactions for {len(storm)} storm keys")
-        session = _Session(config.base_url)
+        session = _Session(config.base_url, limits)
         try:
             server_side = server_duplicates(session, tokens, config.base_url, storm)
         except Exception as exc:  # noqa: BLE001 - an uncheckable storm fails like an unchecked create

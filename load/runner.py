@@ -21,15 +21,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from load import loopback
+from load import loopback, probe
+from load.limits import ClientLimits
 from load.profiles import Profile, get_profile, parse_mix, parse_pacing
 from paysuite.target_config import TargetConfig, TargetConfigError, load_target_config
 
@@ -59,29 +58,39 @@ def check_loopback(config: TargetConfig) -> None:
         raise UsageError(str(exc)) from None
 
 
-def preflight(config: TargetConfig, timeout_s: float = 5.0) -> None:
-    """Authorize once with the first application: reachable target, accepted credentials."""
+def preflight(config: TargetConfig, limits: ClientLimits | None = None) -> None:
+    """Authorize once with the first application: reachable target, accepted credentials, an
+    answer that is a token pair. Bounded by ``limits`` (issue 13): no redirect followed, no body
+    read past the size limit, no wait past the total timeout."""
+    limits = limits or ClientLimits()
     app = config.applications[0]
-    body = json.dumps({"client_id": app.client_id, "client_secret": app.client_secret}).encode()
-    request = urllib.request.Request(
-        f"{config.base_url}/auth/agents/authorize",
-        data=body,
-        headers={"Content-Type": "application/json", "Accept": "application/json"},
-        method="POST",
-    )
+    body = {"client_id": app.client_id, "client_secret": app.client_secret}
+    url = f"{config.base_url}/auth/agents/authorize"
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            response.read()
-    except urllib.error.HTTPError as exc:
-        if exc.code in (401, 403):
-            raise UsageError(
-                f"the target refused the credentials of application {app.client_id} "
-                f"(HTTP {exc.code})"
-            ) from None
-        raise UsageError(f"the target answered authorize with HTTP {exc.code}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise UsageError(f"target {config.base_url} is unreachable ({reason})") from None
+        answer = probe.post_json(url, body, limits)
+    except probe.ProbeError as exc:
+        raise UsageError(f"target {config.base_url}: {exc}") from None
+    if answer.status in (401, 403):
+        raise UsageError(
+            f"the target refused the credentials of application {app.client_id} "
+            f"(HTTP {answer.status})"
+        )
+    if 300 <= answer.status < 400:
+        raise UsageError(
+            f"the target answered authorize with a redirect (HTTP {answer.status} to "
+            f"{answer.location!r}); paysuite does not follow redirects: fix base_url"
+        )
+    if not 200 <= answer.status < 300:
+        raise UsageError(f"the target answered authorize with HTTP {answer.status}")
+    try:
+        pair = json.loads(answer.body)
+    except ValueError:
+        pair = None
+    if not isinstance(pair, dict) or not isinstance(pair.get("access"), str):
+        raise UsageError(
+            "the target's answer to authorize is not a token pair (a JSON object with "
+            f"'access'): {answer.body[:80]!r}"
+        )
 
 
 def free_port() -> int:
@@ -109,6 +118,7 @@ class LoadRequest:
     lifecycle_resolve: str = ""
     reconcile_timeout: float = 120.0
     quiet: bool = False
+    limits: ClientLimits = ClientLimits()
 
 
 def request_from_args(args: Any) -> LoadRequest:
@@ -131,6 +141,16 @@ def request_from_args(args: Any) -> LoadRequest:
             parse_pacing(args.pacing)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    limits = ClientLimits(
+        connect_timeout_s=getattr(args, "connect_timeout", None) or ClientLimits.connect_timeout_s,
+        read_timeout_s=getattr(args, "read_timeout", None) or ClientLimits.read_timeout_s,
+        total_timeout_s=getattr(args, "total_timeout", None) or ClientLimits.total_timeout_s,
+        max_response_bytes=getattr(args, "max_response_bytes", None)
+        or ClientLimits.max_response_bytes,
+    )
+    for name, value in limits.to_dict().items():
+        if value <= 0:
+            raise UsageError(f"{name}: must be greater than 0")
     slo_path = Path(args.slo) if args.slo else None
     if slo_path is not None:
         from load.slo import SLOError, load_slo_file
@@ -155,6 +175,7 @@ def request_from_args(args: Any) -> LoadRequest:
         lifecycle_resolve=args.lifecycle_resolve or "",
         reconcile_timeout=args.reconcile_timeout,
         quiet=args.quiet,
+        limits=limits,
     )
 
 
@@ -174,6 +195,10 @@ def locust_command(req: LoadRequest, config_path: Path, host: str, role: str = "
         "--paysuite-profile", req.profile.name,
         "--paysuite-report-dir", str(report_dir),
         "--paysuite-reconcile-timeout", str(req.reconcile_timeout),
+        "--paysuite-connect-timeout-s", str(req.limits.connect_timeout_s),
+        "--paysuite-read-timeout-s", str(req.limits.read_timeout_s),
+        "--paysuite-total-timeout-s", str(req.limits.total_timeout_s),
+        "--paysuite-max-response-bytes", str(req.limits.max_response_bytes),
     ]  # fmt: skip
     for flag, value in (
         ("--paysuite-users", req.users),
@@ -305,7 +330,7 @@ def run(args: Any, *, stub_factory: Callable[[Path], Any] = bundled_stub) -> int
                     req.lifecycle_resolve = req.lifecycle_resolve or "auto"
                     config = stub.config()
                     check_loopback(config)
-                    preflight(config)
+                    preflight(config, req.limits)
                     code = run_locust(req, config, stub.credentials_path)
         else:
             try:
@@ -313,7 +338,7 @@ def run(args: Any, *, stub_factory: Callable[[Path], Any] = bundled_stub) -> int
             except TargetConfigError as exc:
                 raise UsageError(str(exc)) from None
             check_loopback(config)
-            preflight(config)
+            preflight(config, req.limits)
             # the file as given may hold ${VAR} references: hand Locust the resolved base URL
             code = run_locust(req, config, req.config_path)
     except UsageError as exc:

@@ -66,7 +66,7 @@ class Verdict:
 
     def describe(self) -> str:
         """One line naming the breach, as printed under the verdict table."""
-        relation = ">=" if self.metric == "min_rps" else "<="
+        relation = ">=" if self.metric in ("min_rps", "successes") else "<="
         shown = "n/a" if self.observed is None else f"{self.observed:g}"
         return f"{self.operation} {self.metric} {shown} (SLO {relation} {self.threshold:g})"
 
@@ -138,8 +138,8 @@ def resolve_slo(
 def _judge(operation: str, metric: str, threshold: float, stats: OperationStats) -> Verdict:
     if metric == "min_rps":
         return Verdict(operation, metric, threshold, round(stats.rps, 3), stats.rps >= threshold)
-    if stats.requests == 0:
-        return Verdict(operation, metric, threshold, None, True, "no requests")
+    if stats.requests == 0:  # a threshold nothing was measured against is not met (issue 13)
+        return Verdict(operation, metric, threshold, None, False, "no request was made")
     if metric == "error_ratio":
         ratio = stats.error_ratio
         return Verdict(operation, metric, threshold, round(ratio, 6), ratio <= threshold)
@@ -156,19 +156,24 @@ def evaluate(
 ) -> list[Verdict]:
     """Judge every threshold against what was observed.
 
-    ``*`` applies to each operation of the mix that made requests (not to authorize/refresh,
-    which happen once per user: name them explicitly to judge them); a named operation is judged
-    even when it made no requests (a ``min_rps`` floor then fails).
+    ``*`` applies to each operation that made requests; to authorize and refresh (few, and slow
+    by design) only its ``error_ratio``: their failures count like any other (issue 13). An
+    operation whose every request failed gets a failed ``successes`` row besides. A named
+    operation is judged even when it made no requests: each of its thresholds then fails.
     """
     verdicts: list[Verdict] = []
     wildcard = slo.get("*", {})
     for op in sorted(operations):
         stats = operations[op]
-        if op in AUTH_OPERATIONS or stats.requests == 0:
+        if stats.requests == 0:
             continue
+        if stats.failures >= stats.requests:
+            verdicts.append(Verdict(op, "successes", 1, 0, False, "no successful request"))
         for metric, threshold in wildcard.items():
             if op in slo and metric in slo[op]:
                 continue  # the specific threshold wins
+            if op in AUTH_OPERATIONS and metric != "error_ratio":
+                continue
             verdicts.append(_judge(op, metric, threshold, stats))
     for op, metrics in slo.items():
         if op == "*":

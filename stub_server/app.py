@@ -22,7 +22,7 @@ from typing import Any
 
 from aiohttp import HttpVersion11, web
 
-from stub_server import timefmt
+from stub_server import signing_key, timefmt
 from stub_server.errors import (
     ApiError,
     InFlight,
@@ -32,7 +32,7 @@ from stub_server.errors import (
 )
 from stub_server.faults import EARLY_EXPIRY_S
 from stub_server.filters import DEFAULT_LIMIT, EVENT_FILTERS, parse_list_query
-from stub_server.secrets_hash import verify_secret
+from stub_server.ratelimit import AuthorizeGuard
 from stub_server.settings import StubSettings
 from stub_server.store import (
     AppRecord,
@@ -102,7 +102,7 @@ class StubApp:
         self.store = store or Store(settings.db)
         faults = settings.faults
         self.tokens = TokenService(
-            settings.jwt_key or self.store.jwt_key(),
+            signing_key.resolve(settings.jwt_key, self.store, settings.db),
             settings.access_ttl_s,
             settings.refresh_ttl_s,
             check_exp="tokens-never-expire" not in faults,
@@ -144,6 +144,7 @@ class StubApp:
         self._last_ref: str | None = None
         self._random = random.Random()
         self.in_flight = InFlight()
+        self.auth_guard = AuthorizeGuard(settings.authorize_limits)
 
     # -- helpers --------------------------------------------------------------------------
     def app_record(self, client_id: str) -> AppRecord | None:
@@ -199,7 +200,15 @@ class StubApp:
                 f"the request body exceeds {self.settings.max_body_bytes} bytes",
             )
         try:
-            raw = await request.read()
+            async with asyncio.timeout(self.settings.body_timeout_s):
+                raw = await request.read()
+        except TimeoutError:  # a slow body (slowloris) must not hold a handler for ever
+            raise ApiError(
+                408,
+                "request_timeout",
+                f"the request body did not arrive within {self.settings.body_timeout_s:g} s",
+                headers={"Connection": "close"},
+            ) from None
         except web.RequestPayloadError as exc:  # e.g. Content-Encoding: gzip on plain bytes
             reason = " ".join(str(exc).split()).removeprefix("400, message: ")
             raise ApiError(
@@ -267,18 +276,18 @@ class StubApp:
                 raise validation_error(name, "must be a string")
             values[name] = value
         client_id, secret = values["client_id"], values["client_secret"]
+        refused = ApiError(401, "invalid_credentials", "unknown client_id or wrong client_secret")
+        if len(secret) > MAX_SECRET_LENGTH:  # refused unhashed, whoever the client_id names
+            raise refused
         known = len(client_id) <= 128 and _is_text(client_id)
         record = self.app_record(client_id) if known else None
-        if record is None or len(secret) > MAX_SECRET_LENGTH:
-            raise ApiError(401, "invalid_credentials", "unknown client_id or wrong client_secret")
         fingerprint = hashlib.sha256(secret.encode("utf-8", "surrogatepass")).digest()
-        if self._verified.get(client_id) != fingerprint:
-            loop = asyncio.get_running_loop()
-            ok = await loop.run_in_executor(None, verify_secret, secret, record.secret_hash)
-            if not ok:
-                raise ApiError(
-                    401, "invalid_credentials", "unknown client_id or wrong client_secret"
-                )
+        if record is None or self._verified.get(client_id) != fingerprint:
+            # RC-38: limited, queued, and the same work for known and unknown client_ids
+            await self.auth_guard.admit(client_id, request.remote)
+            stored = record.secret_hash if record is not None else None
+            if not await self.auth_guard.check(secret, stored) or record is None:
+                raise refused
             self._verified[client_id] = fingerprint
         return json_response(self.token_pair_body(record))
 
@@ -305,10 +314,18 @@ class StubApp:
         ``empty-key-absent`` an empty key counts as not sent, so a key is generated.
         """
         faults = self.settings.faults
-        sent = [request.headers.get("Idempotency-Key")]
+        sources = [("header", request.headers.getall("Idempotency-Key", []))]
         if "query-key-ignored" not in faults:
-            sent.append(request.query.get("Idempotency-Key"))
-        keys = [key for key in sent if key is not None]
+            sources.append(("query parameter", request.query.getall("Idempotency-Key", [])))
+        keys: list[str] = []
+        for where, values in sources:
+            if len(values) > 1:  # which one would the client expect us to honour? refuse both
+                raise ApiError(
+                    400,
+                    "ambiguous_idempotency_key",
+                    f"Idempotency-Key: sent {len(values)} times as a {where}; send it once",
+                )
+            keys += values
         if self.empty_key_absent:
             keys = [key for key in keys if key]
         for key in keys:
@@ -317,6 +334,13 @@ class StubApp:
             if not _is_text(key):
                 raise ApiError(
                     400, "invalid_idempotency_key", "Idempotency-Key: must be UTF-8 text"
+                )
+            control = _first_control(key)
+            if control is not None:
+                raise ApiError(
+                    400,
+                    "invalid_idempotency_key",
+                    f"Idempotency-Key: must not contain control characters (U+{control:04X})",
                 )
             if len(key) > MAX_KEY_LENGTH and "long-keys-accepted" not in faults:
                 raise ApiError(
@@ -563,6 +587,16 @@ class StubApp:
         )
 
 
+def _first_control(text: str) -> int | None:
+    """The code point of the first control character (C0, DEL, C1) in ``text``, if any: a key
+    with a NUL or a newline in it is a client bug or an injection, never a deliberate key."""
+    for char in text:
+        code = ord(char)
+        if code < 0x20 or 0x7F <= code <= 0x9F:
+            return code
+    return None
+
+
 def _plain(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
@@ -621,6 +655,7 @@ def build_app(stub: StubApp, *, background: bool = True) -> web.Application:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        stub.auth_guard.close()
         stub.store.close()
 
     app.cleanup_ctx.append(lifecycle)

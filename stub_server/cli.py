@@ -22,7 +22,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     )
     add_serve_arguments(parser)
     parser.set_defaults(func=run_stub)
-    commands = parser.add_subparsers(dest="stub_command", metavar="{apps}")
+    commands = parser.add_subparsers(dest="stub_command", metavar="{apps,keys}")
     apps = commands.add_parser("apps", help="manage applications")
     apps_commands = apps.add_subparsers(dest="apps_command", metavar="{create}", required=True)
     create = apps_commands.add_parser(
@@ -32,6 +32,17 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     create.add_argument("--privilege", required=True, choices=PRIVILEGE_CHOICES)
     create.add_argument("--db", dest="apps_db", metavar="PATH", help="database file")
     create.set_defaults(func=run_apps_create)
+    keys = commands.add_parser("keys", help="manage the JWT signing key")
+    keys_commands = keys.add_subparsers(dest="keys_command", metavar="{rotate}", required=True)
+    rotate = keys_commands.add_parser(
+        "rotate",
+        help="write a new signing key beside the database; tokens of the old key are refused",
+        description="Write a new JWT signing key to DB.jwt-key (mode 0600). A running stub "
+        "picks it up on SIGHUP or its next start; from then on every token signed with the "
+        "old key is refused (401 invalid_token) and clients authorize again.",
+    )
+    rotate.add_argument("--db", dest="keys_db", metavar="PATH", help="database file")
+    rotate.set_defaults(func=run_keys_rotate)
     return parser
 
 
@@ -154,6 +165,38 @@ def run_apps_create(args: argparse.Namespace) -> int:
     print(f"privilege: {args.privilege}")
     print(f"merchant: {merchant}")
     print("(the secret is shown only now; the stub keeps a salted hash)", file=sys.stderr)
+    return 0
+
+
+def run_keys_rotate(args: argparse.Namespace) -> int:
+    import os
+    import sqlite3
+
+    from stub_server import signing_key
+    from stub_server.settings import SettingsError
+
+    try:
+        settings = settings_from_args(args)
+    except SettingsError as exc:
+        print(f"paysuite stub: {exc}", file=sys.stderr)
+        return 2
+    db = args.keys_db or settings.db
+    try:
+        path = signing_key.rotate(db)
+    except signing_key.SigningKeyError as exc:
+        print(f"paysuite stub keys rotate: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, sqlite3.Error) as exc:
+        print(f"paysuite stub keys rotate: cannot rotate the key of {db}: {exc}", file=sys.stderr)
+        return 1
+    print(f"new signing key: {path}")
+    print("send SIGHUP to a running stub (or restart it): tokens of the old key are then refused")
+    if settings.jwt_key or os.environ.get(signing_key.ENV_VAR):
+        print(
+            f"warning: the jwt_key setting or {signing_key.ENV_VAR} overrides the key file;"
+            " change that value to rotate",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -25,6 +25,7 @@ from stub_server.faults import (
     check_names,
     expand_variants,
 )
+from stub_server.ratelimit import AuthorizeLimits, Bucket
 
 Outcome = Literal["none", "success", "failed"]
 OUTCOMES: tuple[Outcome, ...] = ("none", "success", "failed")
@@ -94,6 +95,14 @@ class StubSettings:
     #: live service does; ``True`` demands ``Bearer <token>`` (``--strict-auth``). A plain
     #: setting so that a variant or a config file can choose either.
     strict_auth: bool = False
+    #: A connection that has not sent a complete request head this long after it opened or
+    #: after its previous response is closed: idle keep-alive and slowloris alike (aiohttp's
+    #: keepalive_timeout, which runs from the connection's start).
+    idle_timeout_s: float = 10.0
+    #: A request body that has not fully arrived this long after its handler started: 408.
+    body_timeout_s: float = 10.0
+    listen_backlog: int = 128
+    authorize_limits: AuthorizeLimits = field(default_factory=AuthorizeLimits)
 
     @property
     def number_regex(self) -> re.Pattern[str]:
@@ -196,6 +205,38 @@ def _auto_resolve(raw: Any) -> AutoResolve:
     )
 
 
+def _int(value: Any, where: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise SettingsError(f"{where}: expected an integer {low}..{high}, got {value!r}")
+    return value
+
+
+def _authorize_limits(raw: Any) -> AuthorizeLimits:
+    """``{per_client: {burst, per_s}, per_peer: {burst, per_s}, hash_workers, hash_queue}``."""
+    if not isinstance(raw, Mapping):
+        raise SettingsError("authorize_limits: expected a mapping")
+    unknown = sorted(set(raw) - {"per_client", "per_peer", "hash_workers", "hash_queue"})
+    if unknown:
+        raise SettingsError(f"authorize_limits: unknown key(s) {', '.join(map(str, unknown))}")
+    base = AuthorizeLimits()
+    buckets = {}
+    for name in ("per_client", "per_peer"):
+        default: Bucket = getattr(base, name)
+        given = raw.get(name) or {}
+        if not isinstance(given, Mapping) or set(given) - {"burst", "per_s"}:
+            raise SettingsError(f"authorize_limits.{name}: expected {{burst, per_s}}")
+        buckets[name] = Bucket(
+            _int(given.get("burst", default.burst), f"authorize_limits.{name}.burst", 1, 10**6),
+            _num(given.get("per_s", default.per_s), f"authorize_limits.{name}.per_s"),
+        )
+    return AuthorizeLimits(
+        per_client=buckets["per_client"],
+        per_peer=buckets["per_peer"],
+        hash_workers=_int(raw.get("hash_workers", base.hash_workers), "hash_workers", 1, 64),
+        hash_queue=_int(raw.get("hash_queue", base.hash_queue), "hash_queue", 0, 10_000),
+    )
+
+
 def _names(value: Any, where: str) -> list[str]:
     if value is None:
         return []
@@ -211,6 +252,7 @@ KNOWN_KEYS = frozenset(
         "host", "port", "db", "credentials", "jwt_key", "access_ttl_s", "refresh_ttl_s",
         "amount", "number_pattern", "fee_rate", "utc_offset", "pending_timeout_s", "sandbox",
         "max_body_bytes", "auto_resolve", "faults", "drop_rate", "variants", "strict_auth",
+        "idle_timeout_s", "body_timeout_s", "listen_backlog", "authorize_limits",
     }
 )  # fmt: skip
 
@@ -237,7 +279,13 @@ def settings_from_mapping(
     for key in ("db", "credentials", "jwt_key"):
         if key in data and data[key] is not None:
             changes[key] = _str(str(data[key]), key)
-    for key in ("access_ttl_s", "refresh_ttl_s", "pending_timeout_s"):
+    for key in (
+        "access_ttl_s",
+        "refresh_ttl_s",
+        "pending_timeout_s",
+        "idle_timeout_s",
+        "body_timeout_s",
+    ):
         if key in data:
             changes[key] = _num(data[key], key, strict=True)
     if "fee_rate" in data:
@@ -252,6 +300,10 @@ def settings_from_mapping(
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise SettingsError(f"max_body_bytes: expected a positive integer, got {size!r}")
         changes["max_body_bytes"] = size
+    if "listen_backlog" in data:
+        changes["listen_backlog"] = _int(data["listen_backlog"], "listen_backlog", 1, 65535)
+    if "authorize_limits" in data:
+        changes["authorize_limits"] = _authorize_limits(data["authorize_limits"])
     if "amount" in data:
         amount = data["amount"]
         if not isinstance(amount, Mapping):

@@ -258,6 +258,21 @@ class KeyReused(Exception):
     """The idempotency key is already recorded in its scope (the merchant, or global)."""
 
 
+def make_private(path: str) -> None:
+    """Create the database file mode 0600 before SQLite opens it, and tighten an existing one
+    and its ``-wal``/``-shm``: they hold merchants' transactions and customers' numbers.
+
+    SQLite creates ``-wal`` and ``-shm`` with the database file's permissions, so a 0600
+    database is enough for files made from now on.
+    """
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.chmod(path + suffix, 0o600)
+        except FileNotFoundError:
+            pass
+
+
 class Store:
     """One connection, used only from the event loop thread (see the module docstring)."""
 
@@ -266,6 +281,7 @@ class Store:
         if path != ":memory:" and not path.startswith("file:"):
             # ``--db reports/run1/stub.db`` should just work, as ``--credentials`` does
             Path(path).parent.mkdir(parents=True, exist_ok=True)
+            make_private(path)
         self._db = sqlite3.connect(
             path, isolation_level=None, check_same_thread=False, cached_statements=256
         )
@@ -356,16 +372,17 @@ class Store:
     def set_meta(self, key: str, value: str) -> None:
         self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
-    def jwt_key(self) -> str:
-        """The persisted signing key, generated on first use, so tokens survive a restart."""
-        key = self.meta("jwt_key")
-        if key is None:
-            key = secrets.token_hex(32)
-            self.conn.execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES ('jwt_key', ?)", (key,)
-            )
-            key = self.meta("jwt_key") or key
-        return key
+    def erase_meta(self, key: str) -> None:
+        """Delete a meta row so that its bytes are gone from the files too (a secret): SQLite
+        keeps deleted content in free pages and in the WAL unless told otherwise."""
+        conn = self.conn
+        previous = int(conn.execute("PRAGMA secure_delete").fetchone()[0])
+        conn.execute("PRAGMA secure_delete=ON")
+        try:
+            if conn.execute("DELETE FROM meta WHERE key = ?", (key,)).rowcount:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        finally:
+            conn.execute(f"PRAGMA secure_delete={previous}")  # the build's default otherwise
 
     # -- applications ---------------------------------------------------------------------
     def create_app(self, merchant: str, privilege: str, now_us: int) -> tuple[str, str]:

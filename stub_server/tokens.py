@@ -47,6 +47,12 @@ class TokenService:
         self._check_signature = check_signature
         self._verified: dict[str, dict[str, Any]] = {}
 
+    def rekey(self, key: str) -> None:
+        """Sign and verify with ``key`` from now on (a rotation): tokens of the old key, even
+        ones already verified and cached, are refused."""
+        self.key = key
+        self._verified.clear()
+
     def issue(self, client_id: str, merchant: str, privilege: str) -> TokenPair:
         now = time.time()
         iat = int(now)

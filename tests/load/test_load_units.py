@@ -48,7 +48,8 @@ def test_wildcard_applies_to_each_operation_and_specific_wins() -> None:
     by_key = {(v.operation, v.metric): v for v in verdicts}
     assert by_key[("cashin", "p95_ms")].threshold == 5 and not by_key[("cashin", "p95_ms")].passed
     assert by_key[("find", "p95_ms")].passed
-    assert ("authorize", "p95_ms") not in by_key  # token traffic only when named
+    assert ("authorize", "p95_ms") not in by_key  # token latency only when named
+    assert by_key[("authorize", "error_ratio")].passed  # but its failures always count
     assert by_key[("cashin", "error_ratio")].passed
 
 
@@ -62,11 +63,48 @@ def test_error_ratio_and_min_rps_breaches() -> None:
     assert failed == {("find", "error_ratio"), ("total", "min_rps")}
 
 
-def test_named_operation_without_requests_is_not_a_latency_breach() -> None:
+def test_named_operation_without_requests_fails_every_threshold() -> None:
+    """Issue 13: nothing measured is not a pass (a row, failed, never a missing one)."""
     verdicts = evaluate({"cashout": {"p95_ms": 1, "min_rps": 1}}, {}, stats(0))
     by_metric = {v.metric: v for v in verdicts}
-    assert by_metric["p95_ms"].passed and by_metric["p95_ms"].note == "no requests"
+    assert not by_metric["p95_ms"].passed and by_metric["p95_ms"].note == "no request was made"
     assert not by_metric["min_rps"].passed
+
+
+def test_auth_failures_count_and_an_all_failed_operation_is_a_failed_row() -> None:
+    """Issue 13: authorize and refresh failures count toward the error ratio; an operation
+    whose every request failed is a failed ``successes`` row; the total ratio gates the run."""
+    slo = {"*": {"p95_ms": 100, "error_ratio": 0.01}, "total": {"error_ratio": 0.01}}
+    ops = {
+        "authorize": stats(20, failures=20, p95=900),
+        "refresh": stats(10, failures=1),
+        "find": stats(40, failures=40),
+        "cashin": stats(10),
+    }
+    verdicts = evaluate(slo, ops, stats(80, failures=61))
+    failed = {(v.operation, v.metric) for v in verdicts if not v.passed}
+    assert failed == {
+        ("authorize", "error_ratio"),
+        ("authorize", "successes"),
+        ("refresh", "error_ratio"),
+        ("find", "error_ratio"),
+        ("find", "successes"),
+        ("total", "error_ratio"),
+    }
+    assert not any(v.operation == "authorize" and v.metric == "p95_ms" for v in verdicts)
+
+
+def test_operations_started_but_never_completed_fail_the_run() -> None:
+    from load.finalize import judge
+    from load.profiles import default_slo, get_profile
+
+    profile = get_profile("smoke")
+    ops = {"authorize": stats(4)}
+    counters = {"started:cashin": 3, "started:find": 0, "auth_errors": 1}
+    verdicts = judge(profile, default_slo(profile), ops, stats(4), {"count": 0}, {}, counters)
+    failed = [(v.operation, v.metric, v.note) for v in verdicts if not v.passed]
+    assert ("cashin", "successes", "no request completed (3 started)") in failed
+    assert not any(op == "find" for op, _, _ in failed)
 
 
 def test_slo_file_overrides_defaults_then_profile(tmp_path: Path) -> None:

@@ -37,6 +37,15 @@ EVERY_SETTING = {
     "drop_rate": 0.5,
     "variants": ["created-201"],
     "strict_auth": True,
+    "idle_timeout_s": 3,
+    "body_timeout_s": 4,
+    "listen_backlog": 64,
+    "authorize_limits": {
+        "per_client": {"burst": 3, "per_s": 0.5},
+        "per_peer": {"burst": 7, "per_s": 1},
+        "hash_workers": 2,
+        "hash_queue": 5,
+    },
 }
 
 
@@ -56,6 +65,11 @@ def test_the_config_file_sets_every_setting(tmp_path: Path) -> None:
     assert s.auto_resolve.for_number("1231111") == ("success", 2)
     assert s.faults == {"wrong-kind"} and s.variants == {"created-201"} and s.drop_rate == 0.5
     assert s.strict_auth is True
+    assert (s.idle_timeout_s, s.body_timeout_s, s.listen_backlog) == (3, 4, 64)
+    limits = s.authorize_limits
+    assert (limits.per_client.burst, limits.per_client.per_s) == (3, 0.5)
+    assert (limits.per_peer.burst, limits.per_peer.per_s) == (7, 1)
+    assert (limits.hash_workers, limits.hash_queue) == (2, 5)
     for name in ("host", "port", "db", "access_ttl_s", "fee_rate", "sandbox", "max_body_bytes",
                  "strict_auth"):  # fmt: skip
         assert getattr(s, name) != getattr(default, name), name
@@ -71,6 +85,10 @@ def test_the_config_file_sets_every_setting(tmp_path: Path) -> None:
         ({"number_pattern": "("}, "number_pattern"),
         ({"faults": ["nope"]}, "nope"),
         ({"strict_auth": "yes"}, "strict_auth"),
+        ({"idle_timeout_s": 0}, "idle_timeout_s"),
+        ({"listen_backlog": 0}, "listen_backlog"),
+        ({"authorize_limits": {"per_peer": {"burst": 0}}}, "authorize_limits.per_peer.burst"),
+        ({"authorize_limits": {"per_host": {}}}, "per_host"),
     ],
 )
 def test_bad_values_name_the_key(config: dict, names: str) -> None:

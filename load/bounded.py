@@ -1,0 +1,140 @@
+"""One Locust request under ``ClientLimits``: total timeout, capped body, no redirects.
+
+Why a wrapper and not FastHttpSession alone: its ``network_timeout`` bounds each socket read,
+not the request (a body trickled a byte at a time never ends), and without ``stream=True`` it
+buffers the whole body (an endless chunked body grew the process past 1.5 GB). Here the request
+is made with ``stream=True`` and ``allow_redirects=False`` (public arguments of
+``FastHttpSession.request``), the body is read in chunks up to ``max_response_bytes``, and the
+whole exchange runs under a ``gevent.Timeout``. Every outcome is one Locust request event: a
+transport failure, a time-out or an oversized body is a failure with a readable reason, and the
+reported time and size cover the body too.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from load.limits import ClientLimits, ResponseTooLarge, TotalTimeout, read_capped
+
+
+@dataclass
+class Reply:
+    """What came back: status and body (``problem`` set when neither can be trusted)."""
+
+    status: int
+    body: bytes
+    problem: str | None
+    _resp: Any
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    def success(self) -> None:
+        self._resp.success()
+
+    def failure(self, why: str) -> None:
+        self._resp.failure(why)
+
+
+def _fire_failure(client: Any, method: str, name: str, started: float, exc: Exception) -> None:
+    client.request_event.fire(
+        request_type=method,
+        name=name,
+        response_time=(time.perf_counter() - started) * 1000,
+        response_length=0,
+        exception=exc,
+        context={},
+        response=None,
+        url=name,
+        start_time=time.time(),
+    )
+
+
+def _timed_out(error: BaseException | None) -> bool:
+    """A socket time-out, possibly wrapped (geventhttpclient's ``RetriesExceeded`` keeps it only
+    in its message, ``original=timed out``)."""
+    seen = 0
+    while error is not None and seen < 5:
+        if isinstance(error, TimeoutError) or str(error).endswith("original=timed out"):
+            return True
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return False
+
+
+def _transport_problem(error: BaseException | None, limits: ClientLimits) -> str:
+    if _timed_out(error):
+        return f"no answer: a read waited {limits.read_timeout_s:g} s (--read-timeout)"
+    if error is None:
+        return "no answer (connection failed)"
+    return " ".join(f"no answer: {type(error).__name__}: {error}".split())[:300]
+
+
+@contextmanager
+def request(
+    client: Any, limits: ClientLimits, method: str, path: str, *, name: str, **kwargs: Any
+) -> Iterator[Reply | None]:
+    """``with request(...) as reply``: ``None`` when nothing came back in time (already counted
+    as a failure); else a ``Reply`` to judge with ``success()``/``failure()``. A reply with a
+    ``problem`` is already marked failed."""
+    import gevent  # here, not at import: load.auth is imported outside Locust too
+
+    headers = {"Accept-Encoding": "identity", **(kwargs.pop("headers", None) or {})}
+    started = time.perf_counter()
+    timer = gevent.Timeout(limits.total_timeout_s)
+    timer.start()
+    ctx = None
+    try:
+        ctx = client.request(
+            method,
+            path,
+            name=name,
+            headers=headers,
+            catch_response=True,
+            stream=True,
+            allow_redirects=False,
+            **kwargs,
+        )
+    except gevent.Timeout as exc:
+        if exc is not timer:
+            raise
+    finally:
+        if ctx is None:
+            timer.close()
+    if ctx is None:
+        _fire_failure(client, method, name, started, TotalTimeout(limits.total_timeout_s))
+        yield None
+        return
+    with ctx as resp:
+        status = int(resp.status_code or 0)
+        body, problem = b"", None
+        try:
+            if status:
+                body = read_capped(resp.read, limits.max_response_bytes)
+        except gevent.Timeout as exc:
+            if exc is not timer:
+                raise
+            problem = str(TotalTimeout(limits.total_timeout_s))
+        except ResponseTooLarge as exc:
+            problem = str(exc)
+        except Exception as exc:  # noqa: BLE001 - any transport error is this request's failure
+            problem = f"reading the response failed: {type(exc).__name__}: {exc}"
+        finally:
+            timer.close()
+            if problem is not None:
+                resp.release()  # an unfinished body: the connection is closed, not reused
+        resp.request_meta["response_time"] = (time.perf_counter() - started) * 1000
+        resp.request_meta["response_length"] = len(body)
+        if not status:  # nothing came back: say why in words, not "status 0"
+            problem = _transport_problem(getattr(resp, "error", None), limits)
+        if problem is not None:
+            resp.failure(problem)
+        elif 300 <= status < 400:
+            problem = f"status {status} (a redirect to {resp.headers.get('Location')!r}; "
+            problem += "paysuite does not follow redirects)"
+            resp.failure(problem)
+        yield Reply(status, body, problem, resp)

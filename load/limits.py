@@ -1,0 +1,77 @@
+"""How long and how much ``paysuite load`` waits for and reads from a target (issue 13).
+
+Why: a target is not trusted to end its answers. Against one that streamed an endless chunked
+body the pre-check hung and the Locust process grew past 1.5 GB; a 50 MB body was read whole by
+every user. So every request of the run (the pre-check, each Locust user's, the reconciliation's)
+has a connect timeout, a read timeout (per socket operation), a total timeout (the whole request,
+head and body: a trickle cannot stretch it) and a maximum response size: a body past it is an
+error saying so, and is not read further (the connection is closed). Redirects are not followed:
+a target's 3xx is its answer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+READ_CHUNK = 65536
+
+
+@dataclass(frozen=True)
+class ClientLimits:
+    connect_timeout_s: float = 5.0
+    read_timeout_s: float = 15.0
+    total_timeout_s: float = 30.0
+    max_response_bytes: int = 4 * 1024 * 1024
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_options(cls, options: Any) -> ClientLimits:
+        """From Locust's parsed options (``--paysuite-connect-timeout`` ...), defaults missing."""
+        default = cls()
+
+        def pick(name: str, cast: Callable[[Any], Any]) -> Any:
+            value = getattr(options, f"paysuite_{name}", None) if options is not None else None
+            return default.__dict__[name] if value in (None, "") else cast(value)
+
+        return cls(
+            connect_timeout_s=pick("connect_timeout_s", float),
+            read_timeout_s=pick("read_timeout_s", float),
+            total_timeout_s=pick("total_timeout_s", float),
+            max_response_bytes=pick("max_response_bytes", int),
+        )
+
+
+class ResponseTooLarge(Exception):
+    """The body went past ``max_response_bytes``; nothing more was read."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"response body larger than {limit} bytes (--max-response-bytes); not read further"
+        )
+
+
+class TotalTimeout(Exception):
+    """The request did not complete within ``total_timeout_s``."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"no complete response within {seconds:g} s (--total-timeout)")
+
+
+def read_capped(read: Callable[[int], bytes], limit: int, deadline: float | None = None) -> bytes:
+    """Read a body with ``read(n)`` until it ends; ``ResponseTooLarge`` one byte past ``limit``,
+    ``TotalTimeout`` (with 0 s) when ``deadline`` (``time.monotonic``) passes between reads."""
+    body = bytearray()
+    while True:
+        if deadline is not None and time.monotonic() > deadline:
+            raise TotalTimeout(0)
+        chunk = read(min(READ_CHUNK, limit + 1 - len(body)))
+        if not chunk:
+            return bytes(body)
+        body += chunk
+        if len(body) > limit:
+            raise ResponseTooLarge(limit)
