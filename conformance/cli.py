@@ -59,6 +59,13 @@ def register(subparsers: Any) -> None:
         metavar="DURATION",
         help="stop the run after this; the rest are errors, reports written (default 30m)",
     )
+    limits = parser.add_argument_group("request limits (a hostile target cannot hang the run)")
+    limits.add_argument("--connect-timeout", metavar="S", help="seconds to connect (10)")
+    limits.add_argument("--read-timeout", metavar="S", help="seconds between two bytes (30)")
+    limits.add_argument("--total-timeout", metavar="S", help="seconds for a whole answer (60)")
+    limits.add_argument(
+        "--max-response-bytes", metavar="N", help="an answer's body past this is abandoned (1 MiB)"
+    )
     parser.add_argument(
         "--reveal-secrets",
         action="store_true",
@@ -70,6 +77,8 @@ def register(subparsers: Any) -> None:
 
 
 def pytest_args(args: argparse.Namespace) -> list[str]:
+    from conformance.setup import LIMIT_OPTIONS
+
     """The pytest command line equivalent to ``args``."""
     argv = [
         "--pyargs",
@@ -97,7 +106,7 @@ def pytest_args(args: argparse.Namespace) -> list[str]:
         argv += ["--min-coverage", str(args.min_coverage)]
     if getattr(args, "reveal_secrets", False):
         argv.append("--reveal-secrets")
-    for name in ("check_timeout", "max_duration"):
+    for name in ("check_timeout", "max_duration", *LIMIT_OPTIONS):
         if getattr(args, name, None) is not None:
             argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
     return argv
@@ -107,9 +116,11 @@ def usage_error(args: argparse.Namespace) -> str | None:
     """Problems detectable before pytest starts, as one line (``None`` when all is well)."""
     from conformance.catalog import UnknownCheckError, parse_only
     from conformance.setup import (
+        LIMIT_OPTIONS,
         Options,
         SetupError,
         check_target,
+        parse_limits,
         parse_seconds,
         parse_share,
     )
@@ -122,7 +133,8 @@ def usage_error(args: argparse.Namespace) -> str | None:
         parse_share(getattr(args, "min_coverage", None))
         parse_seconds(getattr(args, "check_timeout", None), "--check-timeout", 1.0)
         parse_seconds(getattr(args, "max_duration", None), "--max-duration", 1.0)
-        check_target(Options(target=args.target, config=args.config))
+        limits = parse_limits({name: getattr(args, name, None) for name in LIMIT_OPTIONS})
+        check_target(Options(target=args.target, config=args.config, limits=limits))
     except SetupError as exc:
         return str(exc)
     return None

@@ -208,24 +208,31 @@ class RecordingClient:
             evidence.add(exchange)
         what = f"{method} {url}"
         started = time.monotonic()
-        deadline = started + self.limits.total_s
+        wait_s = self.limits.total_s
+        budget_binds = False
+        if self.check_deadline is not None and self.check_deadline - started < wait_s:
+            wait_s, budget_binds = max(self.check_deadline - started, 0.1), True
+        deadline = started + wait_s
         future = self._worker.submit(self._exchange, request, deadline, what)
         try:
-            status, response_headers, data = future.result(timeout=self.limits.total_s + 1.0)
-        except concurrent.futures.TimeoutError:
-            # Closing the client breaks the worker's blocked read; fresh ones serve on.
-            self._client.close()
-            self._worker.shutdown(wait=False, cancel_futures=True)
-            self._client = self._new_client()
-            self._worker = concurrent.futures.ThreadPoolExecutor(1, "paysuite-http")
+            status, response_headers, data = future.result(timeout=wait_s + 1.0)
+        except (concurrent.futures.TimeoutError, TargetUnreachable) as exc:
+            if isinstance(exc, concurrent.futures.TimeoutError):
+                # Closing the client breaks the worker's blocked read; fresh ones serve on.
+                self._client.close()
+                self._worker.shutdown(wait=False, cancel_futures=True)
+                self._client = self._new_client()
+                self._worker = concurrent.futures.ThreadPoolExecutor(1, "paysuite-http")
+            if budget_binds:
+                exchange.error = f"cut at the check's time budget after {wait_s:.1f} s"
+                raise CheckBudgetExceeded(
+                    f"the check used its time budget waiting for {what}", [exchange]
+                ) from None
             exchange.error = f"no complete answer within {self.limits.total_s:g} s"
             raise TargetUnreachable(f"{what}: {exchange.error}") from None
         except ResponseTooLarge as exc:
             exchange.error = str(exc)
             exc.proof = [exchange]
-            raise
-        except TargetUnreachable as exc:
-            exchange.error = str(exc).removeprefix(f"{what}: ")
             raise
         except httpx.HTTPError as exc:
             exchange.error = f"{type(exc).__name__}: {exc}"

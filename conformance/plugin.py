@@ -131,6 +131,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="stop the run after this, reports written (default 30m)",
     )
+    for name, text in (
+        ("connect-timeout", "seconds to connect (default 10)"),
+        ("read-timeout", "seconds between two bytes of an answer (default 30)"),
+        ("total-timeout", "seconds for a whole answer (default 60)"),
+        ("max-response-bytes", "an answer's body past this is abandoned (default 1048576)"),
+    ):
+        group.addoption(
+            f"--{name}",
+            dest=f"conformance_{name.replace('-', '_')}",
+            metavar="N",
+            default=None,
+            help=text,
+        )
     group.addoption(
         "--reveal-secrets",
         dest="conformance_reveal_secrets",
@@ -230,6 +243,7 @@ def pytest_collection_modifyitems(
         profile=options.profile,
         seed=options.seed,
         started_stub=state.prepared.stub is not None,
+        limits=options.limits,
     )
     _write(
         config,
@@ -446,7 +460,7 @@ def decide(state: RunState) -> Any:
     if failed:
         levels = "MUST or SHOULD" if options.strict else "MUST"
         return make("fail", 1, f"{len(failed)} {levels} check(s) failed: {', '.join(failed)}")
-    if coverage.total == 0:
+    if coverage.total == 0 and not state.run_errors:
         return make("error", 2, "no check of the profile was selected: nothing was judged")
     if state.run_errors or errors:  # what could not be judged says nothing about the target
         parts = list(state.run_errors[:1])

@@ -453,6 +453,10 @@ def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = N
                     result.unanswered.append(text)
             elif isinstance(event, events.FatalError):
                 result.errors.append(f"fatal: {event.exception}")
+            elif isinstance(event, events.Interrupted):
+                # schemathesis swallows Ctrl-C and ends its run early; a partial run must not
+                # be judged as a whole one, so the interruption goes on to pytest.
+                raise KeyboardInterrupt
     finally:
         restore()
         _FRESH_KEYS.clear()

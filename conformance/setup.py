@@ -50,6 +50,7 @@ class Options:
     reveal_secrets: bool = False
     check_timeout_s: float = DEFAULT_CHECK_TIMEOUT_S
     max_duration_s: float = DEFAULT_MAX_DURATION_S
+    limits: Limits = field(default_factory=Limits)
 
     @classmethod
     def from_pytest(cls, config: Any) -> Options:
@@ -69,6 +70,9 @@ class Options:
                 config.getoption("conformance_max_duration", None),
                 "--max-duration",
                 DEFAULT_MAX_DURATION_S,
+            ),
+            limits=parse_limits(
+                {name: config.getoption(f"conformance_{name}", None) for name in LIMIT_OPTIONS}
             ),
             target=config.getoption("conformance_target"),
             config=config.getoption("conformance_config"),
@@ -133,6 +137,31 @@ def parse_seconds(text: str | float | None, flag: str, default: float) -> float:
     return value
 
 
+#: The request limits' command-line names (``--connect-timeout``, ...) and their defaults.
+LIMIT_OPTIONS = ("connect_timeout", "read_timeout", "total_timeout", "max_response_bytes")
+
+
+def parse_limits(values: dict[str, str | None]) -> Limits:
+    """``Limits`` from the command line's values (``None``: the default)."""
+    base = Limits()
+    connect, read, total = (
+        parse_seconds(values.get(name), f"--{name.replace('_', '-')}", default)
+        for name, default in (
+            ("connect_timeout", base.connect_s),
+            ("read_timeout", base.read_s),
+            ("total_timeout", base.total_s),
+        )
+    )
+    raw = values.get("max_response_bytes")
+    size = base.max_body_bytes
+    if raw is not None:
+        text = str(raw).strip()
+        if not text.isdigit() or int(text) < 1024:
+            raise SetupError(f"--max-response-bytes: expected a byte count >= 1024, got {text!r}")
+        size = int(text)
+    return Limits(connect_s=connect, read_s=read, total_s=total, max_body_bytes=size)
+
+
 def load_config(options: Options) -> TargetConfig | None:
     """The target configuration, or ``None`` for a bare ``--target``."""
     if options.config is None:
@@ -175,11 +204,18 @@ def preflight(config: TargetConfig, limits: Limits | None = None) -> None:
 
     def send(method: str, path: str, **kwargs: Any) -> Reply:
         try:
-            return client.request(method, path, **kwargs)
+            reply = client.request(method, path, **kwargs)
         except TargetUnreachable as exc:
             raise SetupError(f"cannot reach the target {base}: {exc}") from None
         except ResponseTooLarge as exc:
             raise SetupError(f"the target at {base} does not answer like this API: {exc}") from None
+        if 300 <= reply.status < 400:
+            location = reply.headers.get("location", "no Location")
+            raise SetupError(
+                f"the target at {base} redirects {method} {path} ({reply.status} to {location}): "
+                "paysuite follows no redirect; set base_url to where the API answers"
+            )
+        return reply
 
     try:
         access = ""
@@ -241,8 +277,8 @@ def check_target(options: Options) -> TargetConfig | None:
     if config is None:
         check_reachable(target_url(options))
         raise SetupError(NO_APPLICATIONS)
-    check_reachable(config.base_url)
-    preflight(config)
+    check_reachable(config.base_url, options.limits.connect_s)
+    preflight(config, options.limits)
     return config
 
 
@@ -253,7 +289,7 @@ def prepare(options: Options) -> Prepared:
         prepared = start_bundled_stub()
         assert prepared.config is not None
         try:
-            preflight(prepared.config)
+            preflight(prepared.config, options.limits)
         except SetupError:
             prepared.close()
             raise

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from conformance.customer import Customer, Outcome
 from conformance.evidence import Evidence, Exchange
-from conformance.http import RecordingClient, Reply
+from conformance.http import Limits, RecordingClient, Reply
 from conformance.numbers import NumberSource, same_number
 from conformance.outcome import CheckFailed, CouldNotCheck, exchanges_of, precondition
 from paysuite.target_config import Application, TargetConfig
@@ -83,6 +83,7 @@ class Target:
         profile: str = "seed",
         seed: int = 0,
         started_stub: bool = False,
+        limits: Limits | None = None,
     ) -> None:
         self.config = config
         self.base_url = base_url.rstrip("/")
@@ -92,7 +93,8 @@ class Target:
         self.current: Evidence | None = None
         #: Observations of the running check that are no failure (what the target chose).
         self.notes: list[str] = []
-        self.client = RecordingClient(self.base_url, lambda: self.current)
+        self.limits = limits or Limits()
+        self.client = RecordingClient(self.base_url, lambda: self.current, self.limits)
         # Fresh numbers on every run: a persistent target must not see a number twice.
         pattern = config.effective_number_pattern if config else r"^07[89]\d{7}$"
         self.numbers = NumberSource(

@@ -53,7 +53,13 @@ BEHAVIOURS: dict[str, str] = {
     "auth-then-huge-body": "authorize answers a token pair; everything else 50 MB",
     "trickle": "200 whose body comes one byte every 0.5 s (no single read ever waits long)",
     "auth-then-trickle": "authorize answers a token pair; everything else trickles",
+    # Past a pre-flight (authorize and the events list answer like the API), then hostile.
+    "api-then-hang": "authorize and the events list answer; everything else hangs",
+    "api-then-endless-chunked": "authorize and the events list answer; everything else endless",
+    "api-then-huge-body": "authorize and the events list answer; everything else 50 MB",
+    "api-then-trickle": "authorize and the events list answer; everything else trickles",
 }
+_EMPTY_LIST = json.dumps({"limit": 20, "offset": 0, "total": 0, "transactions": []}).encode()
 HUGE_BODY_BYTES = 50 * 1024 * 1024
 MAX_STREAM_BYTES = 4 * 1024**3
 MAX_SECONDS = 120.0
@@ -117,6 +123,14 @@ def _misbehave(server: HostileServer, conn: socket.socket, line: str) -> bool:
     if behaviour.startswith("auth-then-") and path.endswith("/auth/agents/authorize"):
         _answer(conn, "200 OK", _token_pair())
         return True
+    if behaviour.startswith("api-then-"):
+        if path.endswith("/auth/agents/authorize"):
+            _answer(conn, "200 OK", _token_pair())
+            return True
+        if path.split("?")[0].endswith("/events/transactions"):
+            _answer(conn, "200 OK", _EMPTY_LIST)
+            return True
+        behaviour = behaviour.removeprefix("api-then-")
     if behaviour.startswith("auth-then-"):
         behaviour = behaviour.removeprefix("auth-then-")
     deadline = time.monotonic() + MAX_SECONDS

@@ -118,7 +118,7 @@ def test_concurrent_race(configured: Target) -> None:
         }
         for _ in range(50)
     ]
-    replies = asyncio.run(async_requests(target.base_url, calls, target.current))
+    replies = asyncio.run(async_requests(target.base_url, calls, target.current, target.limits))
     accepted = [r for r in replies if r.ok]
     odd = [r for r in replies if not r.ok and not r.rejected]
     created = target.created_events_for_number(app, number, seen)

@@ -1,0 +1,40 @@
+"""Ctrl-C writes every report, with the interruption as a run error, even in the property phase
+(schemathesis swallows the interrupt and would otherwise end early as if done)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def test_ctrl_c_in_the_property_phase_writes_the_reports(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "paysuite", "conform", "--only", "AUTH-001,PROP-001",
+               "--report-dir", str(tmp_path)]  # fmt: skip
+    # Its own session, with SIGINT at its default (a background job of a shell ignores it).
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    assert process.stdout is not None
+    deadline = time.monotonic() + 90
+    for line in process.stdout:  # wait until the property phase has started
+        if "AUTH-001" in line and "passed" in line:
+            break
+        assert time.monotonic() < deadline, "AUTH-001 never finished"
+    time.sleep(2.0)
+    os.kill(process.pid, signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 2, output[-2000:]
+    report = json.loads((tmp_path / "conformance.json").read_text(encoding="utf-8"))
+    assert report["verdict"] == "error" and "interrupted" in report["reason"], report["reason"]
+    assert [c["id"] for c in report["checks"] if c["outcome"] == "passed"] == ["AUTH-001"]
+    assert "VERDICT: ERROR" in output
