@@ -190,6 +190,7 @@ def write_index(
             ("checks", "tests"),
             ("passed", "passed"),
             ("failed", "failures"),
+            ("warnings", "warnings"),
             ("errors", "errors"),
             ("skipped", "skipped"),
         )

@@ -101,11 +101,13 @@ def test_conformance_totals_from_json(tmp_path: Path, monkeypatch: pytest.Monkey
 
     def fake_run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
         out.mkdir()
-        summary = {"summary": {"passed": 50, "failed": 2, "skipped": 3, "errors": 0}}
-        (out / "conformance.json").write_text(json.dumps(summary))
+        summary = {"passed": 50, "failed": 2, "warnings": 1, "skipped": 3, "errors": 0}
+        (out / "conformance.json").write_text(json.dumps({"summary": summary}))
         return _completed(1)
 
     monkeypatch.setattr(demo.subprocess, "run", fake_run)
     result = demo.run_conformance(tmp_path / "c.yaml", out, tmp_path)
-    assert result.totals == {"tests": 55, "passed": 50, "failures": 2, "errors": 0, "skipped": 3}
+    assert result.totals == {
+        "tests": 56, "passed": 50, "warnings": 1, "failures": 2, "errors": 0, "skipped": 3
+    }  # fmt: skip
     assert result.status == "failed" and result.report is None
