@@ -69,7 +69,7 @@ def conform(
 def fast_config(stub: RunningStub, directory: Path, **overrides: Any) -> Path:
     """The stub's credentials file with short customer waits (faults can leave things pending)."""
     data = yaml.safe_load(stub.credentials_path.read_text(encoding="utf-8"))
-    data["customer"]["timeout_s"] = 4
+    data["customer"]["timeout_s"] = 2
     data.update(overrides)
     path = directory / "target.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
