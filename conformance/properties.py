@@ -246,10 +246,9 @@ def chain_step(created: dict[str, dict[str, Any]], case: Any, status: int, body:
             and e.get("event_kind") == "transaction:created"
         ]
         if not mine:
-            raise AssertionError(
-                f"the events list filtered by ref={ref}, a ref creation returned, holds no "
-                f"transaction:created event of it ({len(records)} record(s))"
-            )
+            # Not yet listed is no verdict: an implementation may record its events a moment
+            # after it answers (EVT-003 and LIFE-001 wait for them); a listed one must match.
+            return
         data = mine[0]["data"]
         wrong = [
             f"data.{name} {data.get(name)!r}, sent {value!r}"

@@ -34,6 +34,10 @@ UUID_RE = re.compile(
 )
 
 T = TypeVar("T")
+#: How long a count waits for events an implementation records a moment after answering.
+EVENTUAL_S = 5.0
+#: How long after the awaited count it looks again, for a late second execution.
+SETTLE_S = 0.2
 
 __all__ = ["CheckFailed", "CouldNotCheck", "Target", "expect", "fail", "precondition"]
 
@@ -289,9 +293,22 @@ class Target:
                 break
         return collected
 
-    def events_for_ref(self, app: Application, ref: str) -> list[dict]:
-        """Events of one transaction (filtered on our side too, in case the filter is ignored)."""
-        return [e for e in self.events_of(app, ref=ref) if _data(e).get("ref") == ref]
+    def events_for_ref(self, app: Application, ref: str, *, wait: bool = False) -> list[dict]:
+        """Events of one transaction (filtered on our side too, in case the filter is ignored).
+
+        ``wait``: poll (at most ``EVENTUAL_S``) until at least one is listed, for an
+        implementation that records its events a moment after it answers.
+        """
+
+        def read() -> list[dict]:
+            return [e for e in self.events_of(app, ref=ref) if _data(e).get("ref") == ref]
+
+        return self.wait_until(read, bool, EVENTUAL_S) if wait else read()
+
+    def eventually(self, probe: Callable[[], T], done: Callable[[T], bool]) -> T:
+        """``probe`` until ``done`` (at most ``EVENTUAL_S``): for what the events list shows a
+        moment after a creation was answered."""
+        return self.wait_until(probe, done, EVENTUAL_S)
 
     def known_refs(self, app: Application, number: str) -> set[str]:
         """Refs that already exist for ``number``, so counts can exclude them.
@@ -304,17 +321,38 @@ class Target:
         return {str(_data(e).get("ref")) for e in self.created_events_for_number(app, number)}
 
     def created_events_for_number(
-        self, app: Application, number: str, exclude: set[str] | None = None
+        self,
+        app: Application,
+        number: str,
+        exclude: set[str] | None = None,
+        *,
+        expect: int | None = None,
     ) -> list[dict]:
-        """``transaction:created`` events of ``number`` (minus the refs in ``exclude``)."""
+        """``transaction:created`` events of ``number`` (minus the refs in ``exclude``).
+
+        ``expect``: how many the check awaits. An implementation may record its events a moment
+        after it answers (an outbox, a queue): the count is polled until it reaches ``expect``
+        (at most ``EVENTUAL_S``), then read once more after ``SETTLE_S`` so that a late second
+        execution is seen too.
+        """
         skip = exclude or set()
-        return [
-            e
-            for e in self.events_of(app, client=number)
-            if same_number(_data(e).get("client"), number)
-            and e.get("event_kind") == "transaction:created"
-            and str(_data(e).get("ref")) not in skip
-        ]
+
+        def read() -> list[dict]:
+            return [
+                e
+                for e in self.events_of(app, client=number)
+                if same_number(_data(e).get("client"), number)
+                and e.get("event_kind") == "transaction:created"
+                and str(_data(e).get("ref")) not in skip
+            ]
+
+        if not expect:
+            return read()
+        found = self.wait_until(read, lambda items: len(items) >= expect, EVENTUAL_S)
+        if len(found) == expect:
+            time.sleep(SETTLE_S)
+            found = read()
+        return found
 
     # --- lifecycle ------------------------------------------------------------------------
     def resolve(self, ref: str, outcome: Outcome) -> str:

@@ -101,7 +101,10 @@ def test_records(configured: Target) -> None:
     target = configured
     app = _app(target)
     _, created = target.created("CASHIN", app)
-    reply = target.list_events(app, ref=created["ref"])
+    reply = target.eventually(
+        lambda: target.list_events(app, ref=created["ref"]),
+        lambda r: not r.ok or _lists_created(r, created["ref"]),
+    )
     expect(
         reply.ok and isinstance(reply.get("transactions"), list),
         f"the events list answered {reply.status}",
@@ -119,6 +122,13 @@ def test_records(configured: Target) -> None:
         problems += record_problems(event)
     expect(
         not problems, "event records: " + "; ".join(sorted(set(problems))[:10]), reply, reply_all
+    )
+
+
+def _lists_created(reply, ref: str) -> bool:
+    return any(
+        data_of(e).get("ref") == ref and e.get("event_kind") == "transaction:created"
+        for e in reply.get("transactions") or []
     )
 
 
@@ -143,7 +153,10 @@ def test_filter_ref(configured: Target) -> None:
     refs = [made["a_in"]["ref"], made["b_in"]["ref"]]
     precondition(refs[0] != refs[1], f"two creations returned one ref {refs[0]} (FMT-001)")
     for ref, number in ((refs[0], made["a"]), (refs[1], made["b"])):
-        reply = target.list_events(app, ref=ref)
+        reply = target.eventually(
+            lambda ref=ref: target.list_events(app, ref=ref),
+            lambda r, ref=ref: not r.ok or _lists_created(r, ref),
+        )
         precondition(reply.ok, f"the events list with ref={ref} answered {reply.status}", reply)
         items = reply.get("transactions") or []
         others = [data_of(e).get("ref") for e in items if data_of(e).get("ref") != ref]
@@ -172,9 +185,18 @@ def test_filter_client(configured: Target) -> None:
     target = configured
     app = _app(target)
     made = _setup_filters(target, app)
-    reply = target.list_events(app, client=made["a"], limit=100)
-    if reply.rejected:
-        reply = target.list_events(app, client=made["a"])
+    wanted = {made[k]["ref"] for k in ("a_in", "a_out") if k in made}
+
+    def listing():
+        reply = target.list_events(app, client=made["a"], limit=100)
+        return target.list_events(app, client=made["a"]) if reply.rejected else reply
+
+    reply = target.eventually(
+        listing,
+        lambda r: (
+            not r.ok or wanted <= {data_of(e).get("ref") for e in r.get("transactions") or []}
+        ),
+    )
     items = reply.get("transactions") or []
     expect(reply.ok, f"client filter answered {reply.status}", reply)
     others = {
@@ -186,7 +208,6 @@ def test_filter_client(configured: Target) -> None:
         not others, f"client={made['a']} also returned events of {sorted(map(str, others))}", reply
     )
     refs = {data_of(e).get("ref") for e in items}
-    wanted = {made[k]["ref"] for k in ("a_in", "a_out") if k in made}
     expect(wanted <= refs, f"client={made['a']} missed {sorted(wanted - refs)}", reply)
 
 
@@ -196,7 +217,15 @@ def test_filter_kind(configured: Target) -> None:
     app = _app(target)
     made = _setup_filters(target, app)
     for kind, key in (("CASHIN", "a_in"), ("CASHOUT", "a_out")):
-        reply = target.list_events(app, kind=kind, client=made["a"])
+        wanted = made[key]["ref"] if key in made else None
+        reply = target.eventually(
+            lambda kind=kind: target.list_events(app, kind=kind, client=made["a"]),
+            lambda r, wanted=wanted: (
+                not r.ok
+                or wanted is None
+                or wanted in {data_of(e).get("ref") for e in r.get("transactions") or []}
+            ),
+        )
         items = reply.get("transactions") or []
         expect(reply.ok, f"kind={kind} answered {reply.status}", reply)
         wrong = [data_of(e).get("kind") for e in items if data_of(e).get("kind") != kind]
@@ -207,7 +236,7 @@ def test_filter_kind(configured: Target) -> None:
             ref = made[key]["ref"]
             if ref in {data_of(e).get("ref") for e in items}:
                 continue
-            recorded = {data_of(e).get("kind") for e in target.events_for_ref(app, ref)}
+            recorded = {data_of(e).get("kind") for e in target.events_for_ref(app, ref, wait=True)}
             # A transaction recorded under the other kind is TXN's defect, not the filter's.
             precondition(kind in recorded, f"{ref} is recorded with kind {sorted(recorded)}")
             fail(
@@ -241,7 +270,12 @@ def test_filter_status(configured: Target) -> None:
         precondition(
             any(
                 e.get("event_kind") == "transaction:processed"
-                for e in target.events_for_ref(app, confirmed["ref"])
+                for e in target.eventually(
+                    lambda: target.events_for_ref(app, confirmed["ref"]),
+                    lambda items: any(
+                        e.get("event_kind") == "transaction:processed" for e in items
+                    ),
+                )
             ),
             f"no transaction:processed event was recorded for {confirmed['ref']} (LIFE-002)",
         )
@@ -250,7 +284,13 @@ def test_filter_status(configured: Target) -> None:
         data = data_of(event)
         return data.get("status") in wanted or current.get(data.get("ref")) in wanted
 
-    reply = target.list_events(app, status="pending", client=number)
+    reply = target.eventually(
+        lambda: target.list_events(app, status="pending", client=number),
+        lambda r: (
+            not r.ok
+            or pending["ref"] in {data_of(e).get("ref") for e in r.get("transactions") or []}
+        ),
+    )
     items = reply.get("transactions") or []
     expect(reply.ok, f"status=pending answered {reply.status}", reply)
     wrong = [e for e in items if not allowed(e, ("pending",))]
@@ -290,7 +330,10 @@ def test_total_and_paging(configured: Target) -> None:
         before = target.list_events(app, client=number).get("total") or 0
     for _ in range(3):
         target.created("CASHIN", app, number=number)
-    reply = target.list_events(app, client=number)
+    reply = target.eventually(
+        lambda: target.list_events(app, client=number),
+        lambda r: not r.ok or not isinstance(r.get("total"), int) or r.get("total") >= before + 3,
+    )
     precondition(reply.ok, f"the events list answered {reply.status}", reply)
     items = reply.get("transactions") or []
     precondition(

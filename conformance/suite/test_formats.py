@@ -73,7 +73,7 @@ def test_event_ids_uuid_unique(configured: Target) -> None:
     events: list[dict] = []
     proof = []
     for ref in refs:
-        found = target.events_for_ref(app, ref)
+        found = target.events_for_ref(app, ref, wait=True)
         precondition(found, f"no event is listed for the transaction {ref} just created (LIFE-001)")
         events += found
     page_ids: list[list[object]] = []
@@ -157,7 +157,7 @@ def _event_stamps(target: Target) -> tuple[list[tuple[str, object]], Reply, Repl
     if target.customer.unavailable_reason() is None and target.customer.driver == "sandbox":
         target.resolve(created["ref"], "confirm")
         target.wait_processed(created["ref"], app)
-    events = target.events_for_ref(app, created["ref"])
+    events = target.events_for_ref(app, created["ref"], wait=True)
     listing = target.list_events(app, ref=created["ref"])
     precondition(events, "no event is listed for a new transaction (LIFE-001)", listing)
     stamps: list[tuple[str, object]] = []

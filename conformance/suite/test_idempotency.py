@@ -45,7 +45,7 @@ def _reuse(target: Target, first_kind: str, second_kind: str, key_in: str) -> li
             f"a second {second_kind.lower()} reusing the {key_in} key answered {second.status}, "
             "expected a rejection (4xx)"
         )
-    created = target.created_events_for_number(app, number, seen)
+    created = target.created_events_for_number(app, number, seen, expect=1)
     if len(created) != 1:
         problems.append(
             f"{len(created)} transactions were created for number {number} with one key "
@@ -121,7 +121,7 @@ def test_concurrent_race(configured: Target) -> None:
     replies = asyncio.run(async_requests(target.base_url, calls, target.current, target.limits))
     accepted = [r for r in replies if r.ok]
     odd = [r for r in replies if not r.ok and not r.rejected]
-    created = target.created_events_for_number(app, number, seen)
+    created = target.created_events_for_number(app, number, seen, expect=1)
     problems = []
     if len(accepted) != 1:
         problems.append(f"{len(accepted)} of 50 concurrent requests with one key were accepted")
@@ -153,7 +153,7 @@ def test_no_key_executes_each_time(configured: Target) -> None:
         first,
         second,
     )
-    created = target.created_events_for_number(app, number, seen)
+    created = target.created_events_for_number(app, number, seen, expect=2)
     expect(
         len(created) == 2,
         f"{len(created)} transactions recorded for two keyless requests",

@@ -88,7 +88,10 @@ CHOICES: dict[str, str] = {
     "problem-json": "errors are RFC 9457 problem details (application/problem+json)",
     "framework-errors": "a path or method no route serves gets the web framework's own "
     "plain-text 404/405 (the API's own errors stay JSON)",
+    "async-events": "events are recorded 0.8 s after the request was answered (an outbox)",
 }
+#: How late the ``async-events`` choice records an event.
+ASYNC_EVENT_DELAY_S = 0.8
 
 DEFAULT_ACCESS_TTL_S = 900
 REFRESH_TTL_S = 5 * 24 * 3600  # FIELD-NOTES: refresh exp = iat + 5 days
@@ -279,7 +282,11 @@ class State:
 
     def record(self, txn: Transaction, event_kind: str, at_ns: int) -> None:
         event_id = txn.shared_event_id if self.has("duplicate-event-ids") else str(uuid.uuid4())
-        self.events.append(Event(event_id, event_kind, at_ns, txn.merchant, txn.snapshot()))
+        event = Event(event_id, event_kind, at_ns, txn.merchant, txn.snapshot())
+        if self.chose("async-events"):
+            asyncio.get_running_loop().call_later(ASYNC_EVENT_DELAY_S, self.events.append, event)
+        else:
+            self.events.append(event)
 
     def create(self, app: App, kind: str, amount: int | float, number: str) -> Transaction:
         """Must be called under ``lock`` once every check has passed: it always executes."""
