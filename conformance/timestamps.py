@@ -64,27 +64,6 @@ def parse(text: object) -> Stamp | None:
     return Stamp(text=text, moment=moment, fraction_digits=len(frac), zone=zone)
 
 
-def utc_with_fraction(text: object) -> str | None:
-    """Problem with a "UTC with fractional seconds" timestamp, or ``None`` when it is one."""
-    stamp = parse(text)
-    if stamp is None:
-        return f"{text!r} is not an ISO 8601 date-time"
-    if not stamp.is_utc:
-        return f"{text!r} is not in UTC (zone {stamp.zone or 'missing'})"
-    if not stamp.has_fraction:
-        return f"{text!r} has no fractional seconds"
-    return None
-
-
-def utc(text: object) -> str | None:
-    stamp = parse(text)
-    if stamp is None:
-        return f"{text!r} is not an ISO 8601 date-time"
-    if not stamp.is_utc:
-        return f"{text!r} is not in UTC (zone {stamp.zone or 'missing'})"
-    return None
-
-
 def numeric_offset_with_fraction(text: object) -> str | None:
     stamp = parse(text)
     if stamp is None:

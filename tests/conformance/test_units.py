@@ -36,11 +36,15 @@ def test_number_source_is_fresh_or_cycles_a_list() -> None:
 
 
 def test_timestamps_follow_the_document() -> None:
-    assert timestamps.utc_with_fraction("2026-11-21T06:44:32.421455Z") is None
-    assert timestamps.utc_with_fraction("2026-11-21T06:44:32.421455842+00:00") is None
-    assert "no fractional" in timestamps.utc_with_fraction("2026-11-21T06:44:32Z")
-    assert "not in UTC" in timestamps.utc_with_fraction("2026-11-21T08:44:32.1+02:00")
-    assert "not an ISO" in timestamps.utc_with_fraction("2026-11-21 06:44:32")
+    assert timestamps.instant_with_fraction("2026-11-21T06:44:32.421455Z") is None
+    assert timestamps.instant_with_fraction("2026-11-21T06:44:32.421455842+00:00") is None
+    assert "no fractional" in timestamps.instant_with_fraction("2026-11-21T06:44:32Z")
+    assert "not an ISO" in timestamps.instant_with_fraction("2026-11-21 06:44:32")
+    utc, kigali = (
+        timestamps.parse("2026-11-21T06:44:32.1Z"),
+        timestamps.parse("2026-11-21T08:44:32.1+02:00"),
+    )
+    assert utc and kigali and utc.is_utc and not kigali.is_utc and utc.moment == kigali.moment
     assert timestamps.numeric_offset_with_fraction("2026-11-21T08:44:32.421455+02:00") is None
     assert "numeric" in timestamps.numeric_offset_with_fraction("2026-11-21T06:44:32.4Z")
     early = timestamps.parse("2026-11-21T08:44:32.5+02:00")
