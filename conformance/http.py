@@ -269,11 +269,14 @@ async def async_requests(
     calls: list[dict[str, Any]],
     evidence: Evidence | None,
     limits: Limits | None = None,
-) -> list[Reply]:
+) -> list[Reply | None]:
     """Send ``calls`` (each the keyword arguments of ``RecordingClient.request``) concurrently.
 
     Used by the idempotency race: the requests are all in flight before any answer is read.
     Bounded like ``RecordingClient``: each answer within ``limits.total_s`` and its size limit.
+    A request that got no answer (a server that refuses so many connections at once) is
+    ``None``, its exchange recording why: the race is judged on the answers and on what the
+    target recorded, not on how many connections it accepts.
     """
     import asyncio
 
@@ -332,4 +335,10 @@ async def async_requests(
             )
             return Reply(status, headers, data, exchange)
 
-        return list(await asyncio.gather(*(send(r, e) for r, e in prepared)))
+        async def attempt(request: httpx.Request, exchange: Exchange) -> Reply | None:
+            try:
+                return await send(request, exchange)
+            except (TargetUnreachable, ResponseTooLarge):
+                return None
+
+        return list(await asyncio.gather(*(attempt(r, e) for r, e in prepared)))

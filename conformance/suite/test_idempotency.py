@@ -118,18 +118,35 @@ def test_concurrent_race(configured: Target) -> None:
         }
         for _ in range(50)
     ]
-    replies = asyncio.run(async_requests(target.base_url, calls, target.current, target.limits))
+    sent = asyncio.run(async_requests(target.base_url, calls, target.current, target.limits))
+    replies = [reply for reply in sent if reply is not None]
+    precondition(replies, "none of 50 concurrent requests got an answer")
     accepted = [r for r in replies if r.ok]
     odd = [r for r in replies if not r.ok and not r.rejected]
     created = target.created_events_for_number(app, number, seen, expect=1)
+    unanswered = len(sent) - len(replies)
+    if unanswered or odd:
+        # Refusing or failing some of 50 simultaneous requests is about load, not this rule
+        # (PROP-001 and ERR-001 judge 5xx); what the key let execute is what counts.
+        target.note(f"{unanswered} got no answer, {len(odd)} answered 5xx or other")
+    precondition(
+        accepted or created or not (unanswered or odd),
+        f"no request was accepted and nothing created: {unanswered} got no answer, "
+        f"{len(odd)} answered neither 2xx nor 4xx",
+        *odd[:2],
+    )
     problems = []
-    if len(accepted) != 1:
+    if len(accepted) > 1 or (len(accepted) == 0 and len(replies) == len(sent) and not odd):
         problems.append(f"{len(accepted)} of 50 concurrent requests with one key were accepted")
     if len(created) != 1:
         problems.append(f"{len(created)} transactions were created for number {number}")
-    if odd:
-        problems.append(f"{len(odd)} answers were neither 2xx nor 4xx ({odd[0].status})")
-    expect(not problems, "; ".join(problems), *(accepted[:3] + odd[:2]))
+    expect(
+        not problems,
+        "; ".join(problems),
+        *(accepted[:3] + odd[:2]),
+        expected="exactly one request accepted and one transaction created",
+        actual="; ".join(problems),
+    )
 
 
 @check("IDEM-006")
