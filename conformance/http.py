@@ -52,27 +52,40 @@ class CheckBudgetExceeded(CouldNotCheck):
     """The check used its time budget; its next request was not sent."""
 
 
+class BoundedBody:
+    """An answer's body collected chunk by chunk, refused past ``max_bytes``: the one size rule
+    of the synchronous client and of the concurrent race."""
+
+    def __init__(self, headers: httpx.Headers, max_bytes: int, what: str) -> None:
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > max_bytes:
+            raise ResponseTooLarge(
+                f"{what} declared a body of {int(declared)} bytes, over the "
+                f"{max_bytes}-byte limit: not read"
+            )
+        self.data = bytearray()
+        self.max_bytes = max_bytes
+        self.what = what
+
+    def add(self, chunk: bytes) -> None:
+        self.data += chunk
+        if len(self.data) > self.max_bytes:
+            raise ResponseTooLarge(
+                f"{self.what} sent a body over the {self.max_bytes}-byte limit: read no further"
+            )
+
+
 def read_bounded(response: httpx.Response, limits: Limits, deadline: float, what: str) -> bytes:
     """The body of a streamed ``response``, read in chunks within ``limits`` and ``deadline``.
 
     An endless or huge body stops at the size limit, a trickle at the total deadline.
     """
-    declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limits.max_body_bytes:
-        raise ResponseTooLarge(
-            f"{what} declared a body of {int(declared)} bytes, over the "
-            f"{limits.max_body_bytes}-byte limit: not read"
-        )
-    body = bytearray()
+    body = BoundedBody(response.headers, limits.max_body_bytes, what)
     for chunk in response.iter_bytes():
-        body += chunk
-        if len(body) > limits.max_body_bytes:
-            raise ResponseTooLarge(
-                f"{what} sent a body over the {limits.max_body_bytes}-byte limit: read no further"
-            )
+        body.add(chunk)
         if time.monotonic() > deadline:
             raise TargetUnreachable(f"{what}: no complete answer within {limits.total_s:g} s")
-    return bytes(body)
+    return bytes(body.data)
 
 
 class Reply:
@@ -304,15 +317,10 @@ async def async_requests(
             async with client.stream(
                 request.method, request.url, headers=request.headers, content=request.content
             ) as response:
-                declared = response.headers.get("content-length", "")
-                if declared.isdigit() and int(declared) > bounds.max_body_bytes:
-                    raise ResponseTooLarge(f"{what} declared a body over the size limit")
-                data = bytearray()
+                body = BoundedBody(response.headers, bounds.max_body_bytes, what)
                 async for chunk in response.aiter_bytes():
-                    data += chunk
-                    if len(data) > bounds.max_body_bytes:
-                        raise ResponseTooLarge(f"{what} sent a body over the size limit")
-                return response.status_code, response.headers, bytes(data)
+                    body.add(chunk)
+                return response.status_code, response.headers, bytes(body.data)
 
         async def send(request: httpx.Request, exchange: Exchange) -> Reply:
             started = time.monotonic()

@@ -394,7 +394,9 @@ def _progress(config: pytest.Config, state: RunState, check_id: str) -> None:
     state.done += 1
     total = len(state.selected)
     width = len(str(total))
-    shown = "warning" if result.outcome == "failed" and not result.gating else result.outcome
+    from conformance.report import severity
+
+    shown = "warning" if severity(result) == "warning" else result.outcome
     line = (
         f"[{state.done:>{width}}/{total}] {check_id:<9} {result.check.level:<6} "
         f"{shown:<7} {result.check.title}"

@@ -13,7 +13,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from stub_server.store import Store, TxRecord
+from stub_server.store import Store, TxRecord, where_clause
 
 #: Provider names of the Go SDK's ``detectProvider`` (``paypack/driver/api/providers.go``),
 #: which maps a number's operator prefix, with or without the country code, to a channel.
@@ -107,20 +107,12 @@ def balances(store: Store, merchant: str) -> Balances:
 
 def list_transactions(store: Store, q: TxQuery) -> TxPage:
     """One page of a merchant's transactions, newest first, with totals over every match."""
-    where = ["merchant = ?"]
-    params: list[Any] = [q.merchant]
-    for column, value in (("status", q.status), ("client", q.client), ("ref", q.ref),
-                          ("kind", q.kind)):  # fmt: skip
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
-    if q.from_us is not None:
-        where.append("created_us >= ?")
-        params.append(q.from_us)
-    if q.to_us is not None:
-        where.append("created_us <= ?")
-        params.append(q.to_us)
-    clause = " WHERE " + " AND ".join(where)
+    clause, params = where_clause(
+        (("merchant", q.merchant), ("status", q.status), ("client", q.client), ("ref", q.ref),
+         ("kind", q.kind)),
+        q.from_us,
+        q.to_us,
+    )  # fmt: skip
     conn = store.conn
     ((total, cashin, cashout, fee),) = _sum_or_total(
         conn,

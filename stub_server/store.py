@@ -35,7 +35,7 @@ import secrets
 import sqlite3
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -271,6 +271,27 @@ def make_private(path: str) -> None:
             os.chmod(path + suffix, 0o600)
         except FileNotFoundError:
             pass
+
+
+def where_clause(
+    equal: Iterable[tuple[str, Any]], from_us: int | None, to_us: int | None
+) -> tuple[str, list[Any]]:
+    """`` WHERE col = ? AND ... AND created_us >= ? ...`` and its parameters: the filters both
+    lists (events and the SDKs' transactions) apply the same way. ``None`` values filter
+    nothing; an empty filter set is an empty clause."""
+    where: list[str] = []
+    params: list[Any] = []
+    for column, value in equal:
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if from_us is not None:
+        where.append("created_us >= ?")
+        params.append(from_us)
+    if to_us is not None:
+        where.append("created_us <= ?")
+        params.append(to_us)
+    return (" WHERE " + " AND ".join(where)) if where else "", params
 
 
 class Store:
@@ -580,26 +601,18 @@ class Store:
     # -- events ---------------------------------------------------------------------------
     def list_events(self, q: EventQuery) -> tuple[int, Any, list[EventRecord]]:
         """(total, sum of amounts, page) for the matching events."""
-        where: list[str] = []
-        params: list[Any] = []
-        for column, value in (
-            ("merchant", q.merchant),
-            ("status", q.status),
-            ("client", q.client),
-            ("ref", q.ref),
-            ("kind", q.kind),
-            ("event_kind", q.event_kind),
-        ):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        if q.from_us is not None:
-            where.append("created_us >= ?")
-            params.append(q.from_us)
-        if q.to_us is not None:
-            where.append("created_us <= ?")
-            params.append(q.to_us)
-        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        clause, params = where_clause(
+            (
+                ("merchant", q.merchant),
+                ("status", q.status),
+                ("client", q.client),
+                ("ref", q.ref),
+                ("kind", q.kind),
+                ("event_kind", q.event_kind),
+            ),
+            q.from_us,
+            q.to_us,
+        )
         counted = None
         if q.client is None and q.ref is None and q.from_us is None and q.to_us is None:
             counted = self._totals_from_cells(clause, params)
