@@ -21,7 +21,7 @@ from typing import Literal
 
 from conformance.http import RecordingClient
 from conformance.outcome import CouldNotCheck
-from paysuite.target_config import CustomerDriver
+from paysuite_core.target_config import CustomerDriver
 
 Outcome = Literal["confirm", "cancel"]
 

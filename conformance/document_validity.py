@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from paysuite_core.tokens import AUTHORIZE_PATH, REFRESH_PATHS
+
 MAX_KEY_LENGTH = 32
 CREATIONS = ("/transactions/cashin", "/transactions/cashout")
-AUTHORIZE = "/auth/agents/authorize"
-REFRESHES = ("/auth/agents/refresh/{refresh_token}", "/auth/refresh/{refresh_token}")
+AUTHORIZE = AUTHORIZE_PATH
+REFRESHES = tuple(path.replace("{token}", "{refresh_token}") for path in REFRESH_PATHS)
 FIND = "/transactions/find/{ref}"
 
 

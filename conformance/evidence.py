@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from paysuite_core.tokens import AUTHORIZE_PATH
+
 MAX_BODY_CHARS = 2000
 #: A request body kept for the curl is never cut at 2000 characters (it would not replay), but a
 #: runaway one is (a property test can send megabytes).
@@ -34,9 +36,6 @@ MAX_REPLAY_BODY_CHARS = 200_000
 TOKEN_VAR = "PAYSUITE_TOKEN"
 REFRESH_VAR = "PAYSUITE_REFRESH_TOKEN"
 SECRET_VAR = "PAYSUITE_CLIENT_SECRET"
-#: The document's authorize path (``conformance.target.AUTHORIZE``; not imported: target imports
-#: this module).
-AUTHORIZE_PATH = "/auth/agents/authorize"
 
 _SECRET_KEYS = re.compile(r'("client_secret"\s*:\s*")([^"]*)(")')
 _ISSUED_KEYS = re.compile(r'("(?:access|refresh)"\s*:\s*")([^"]*)(")')

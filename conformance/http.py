@@ -119,6 +119,12 @@ class Reply:
     def content_type(self) -> str:
         return self.headers.get("content-type", "")
 
+    def json(self) -> Any:
+        """The parsed body (the token module's view of an answer); ValueError when not JSON."""
+        if not self.is_json:
+            raise ValueError("the body is not JSON")
+        return self.body
+
     def get(self, key: str, default: Any = None) -> Any:
         return self.body.get(key, default) if isinstance(self.body, dict) else default
 

@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 from conformance.spec_patch import operations, patch_spec
+from paysuite_core import tokens
 
 CHAIN_CHECK = "paysuite_chain_holds"
 CHECK_TO_ID = {
@@ -102,7 +103,7 @@ def unexercised(result: PropRun) -> list[str]:
     accepted = {op for (op, _phase, status) in result.responses if 200 <= status < 300}
     problems = []
     for operation in (
-        "POST /auth/agents/authorize",
+        f"POST {tokens.AUTHORIZE_PATH}",
         "POST /transactions/cashin",
         "POST /transactions/cashout",
         "GET /transactions/find/{ref}",
@@ -111,7 +112,7 @@ def unexercised(result: PropRun) -> list[str]:
         if operation not in accepted:
             seen = sorted({st for (op, _p, st) in result.responses if op == operation})
             problems.append(f"{operation}: no 2xx in the whole run (statuses {seen})")
-    refresh = {"GET /auth/agents/refresh/{refresh_token}", "GET /auth/refresh/{refresh_token}"}
+    refresh = {"GET " + path.replace("{token}", "{refresh_token}") for path in tokens.REFRESH_PATHS}
     if not refresh & accepted:
         problems.append("neither refresh path answered a 2xx in the whole run")
     return problems
@@ -182,7 +183,7 @@ def _response_json(response: Any) -> Any:
 
 
 def _same(name: str, stored: Any, sent: Any) -> bool:
-    from conformance.numbers import same_number
+    from paysuite_core.request_data import same_number
 
     return same_number(stored, sent) if name == "client" else _close(stored, sent)
 
@@ -283,48 +284,28 @@ def _one_key_location(case: Any, meta: Any) -> None:
 
 # --- auth ------------------------------------------------------------------------------------
 class _Tokens:
-    """Token pairs per application, renewed through the refresh endpoint (either path)."""
+    """Token pairs per application for the generated requests (kept out of the evidence)."""
 
     def __init__(self, base_url: str, ttl_s: float) -> None:
-        self.base_url = base_url
-        self.ttl_s = ttl_s
         self.lock = threading.Lock()
-        self.pairs: dict[str, tuple[str, str, float]] = {}
         self.client = httpx.Client(timeout=30)
+        self.send = tokens.httpx_send(self.client, base_url)
+        self.ttl_s = ttl_s
+        self.flows: dict[str, tokens.TokenFlow] = {}
 
     def access(self, app: Any) -> str:
         with self.lock:
-            cached = self.pairs.get(app.client_id)
-            now = time.monotonic()
-            if cached and now - cached[2] < self.ttl_s / 3:
-                return cached[0]
-            if cached:
-                for template in ("/auth/refresh/{t}", "/auth/agents/refresh/{t}"):
-                    try:
-                        reply = self.client.get(self.base_url + template.format(t=cached[1]))
-                    except httpx.HTTPError:
-                        break
-                    body = _json(reply)
-                    if reply.is_success and isinstance(body.get("access"), str):
-                        self.pairs[app.client_id] = (body["access"], body.get("refresh", ""), now)
-                        return body["access"]
-            reply = self.client.post(
-                self.base_url + "/auth/agents/authorize",
-                json={"client_id": app.client_id, "client_secret": app.client_secret},
-            )
-            body = _json(reply)
-            if not reply.is_success or not isinstance(body.get("access"), str):
-                raise RuntimeError(f"authorize answered {reply.status_code}")
-            self.pairs[app.client_id] = (body["access"], body.get("refresh", ""), now)
-            return body["access"]
-
-
-def _json(reply: httpx.Response) -> dict[str, Any]:
-    try:
-        body = reply.json()
-    except ValueError:
-        return {}
-    return body if isinstance(body, dict) else {}
+            flow = self.flows.get(app.client_id)
+            if flow is None:
+                flow = tokens.TokenFlow(
+                    self.send, app, fallback_ttl_s=self.ttl_s, trust_expires=False,
+                    renew_fraction=1 / 3, clock=time.monotonic,
+                )  # fmt: skip
+                self.flows[app.client_id] = flow
+            try:
+                return flow.access()
+            except (tokens.AuthError, httpx.HTTPError) as exc:
+                raise RuntimeError(str(exc)) from None
 
 
 def _app_for(target: Any, path: str) -> Any:
@@ -495,7 +476,7 @@ def _authorize_as_root() -> Any:
         return lambda: None
 
     def likely_root(operation: Any, node: Any, produced_anywhere: set[str]) -> bool:
-        if operation.method == "post" and operation.path == "/auth/agents/authorize":
+        if operation.method == "post" and operation.path == tokens.AUTHORIZE_PATH:
             return True
         return bool(original(operation, node, produced_anywhere))
 

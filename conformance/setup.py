@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,8 @@ import httpx
 
 from conformance.catalog import UnknownCheckError, parse_only
 from conformance.http import Limits, RecordingClient, Reply, ResponseTooLarge, TargetUnreachable
-from paysuite.target_config import TargetConfig, TargetConfigError, load_target_config
+from paysuite_core import tokens
+from paysuite_core.target_config import TargetConfig, TargetConfigError, load_target_config
 
 DEFAULT_SEED = 20261121
 #: Below this share of the profile's checks run to a verdict, the gate fails: a run that skips
@@ -95,7 +98,7 @@ class Prepared:
 
     def close(self) -> None:
         if self.stub is not None:
-            from stub_server.launcher import stop_stub
+            from paysuite_core.launcher import stop_stub
 
             stop_stub(self.stub)
             self.stub = None
@@ -217,23 +220,25 @@ def preflight(config: TargetConfig, limits: Limits | None = None) -> None:
             )
         return reply
 
+    @contextmanager
+    def token_send(request: tokens.Request) -> Iterator[Reply]:
+        yield send(request.method, request.path, json=request.json, headers=dict(request.headers))
+
+    authorize = f"POST {tokens.AUTHORIZE_PATH}"
     try:
         access = ""
         for app in config.applications:
             who = f"application {app.client_id} ({app.privilege}, merchant {app.merchant})"
-            reply = send(
-                "POST",
-                "/auth/agents/authorize",
-                json={"client_id": app.client_id, "client_secret": app.client_secret},
-            )
+            reply = tokens.authorize(token_send, app)
+            assert isinstance(reply, Reply)
             if not isinstance(reply.body, dict):
                 raise SetupError(
-                    f"the target at {base} does not answer like this API: POST "
-                    f"/auth/agents/authorize answered {_describe(reply)}, not a JSON object"
+                    f"the target at {base} does not answer like this API: {authorize} "
+                    f"answered {_describe(reply)}, not a JSON object"
                 )
             if not reply.ok:
                 raise SetupError(
-                    f"the target refused {who}: POST /auth/agents/authorize answered "
+                    f"the target refused {who}: {authorize} answered "
                     f"{_describe(reply)}; check client_id and client_secret in the config"
                 )
             access = reply.get("access")
@@ -299,7 +304,7 @@ def prepare(options: Options) -> Prepared:
 
 def start_bundled_stub() -> Prepared:
     """A fresh stub in a temporary directory, with a short token lifetime, as the target."""
-    from stub_server.launcher import StubStartError, start_stub
+    from paysuite_core.launcher import StubStartError, start_stub
 
     workdir = tempfile.TemporaryDirectory(prefix="paysuite-conform-")
     try:
@@ -313,7 +318,7 @@ def start_bundled_stub() -> Prepared:
     try:
         config = stub.config()
     except TargetConfigError as exc:
-        from stub_server.launcher import stop_stub
+        from paysuite_core.launcher import stop_stub
 
         stop_stub(stub)
         workdir.cleanup()

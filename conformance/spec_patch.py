@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from paysuite.target_config import TargetConfig
+from paysuite_core.target_config import TargetConfig
 
 #: The list endpoint's query parameters the interface document names.
 DOCUMENTED_FILTERS = {"status", "client", "ref", "kind"}

@@ -12,21 +12,22 @@ import re
 import secrets
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from conformance.customer import Customer, Outcome
 from conformance.evidence import Evidence, Exchange
 from conformance.http import Limits, RecordingClient, Reply
-from conformance.numbers import NumberSource, same_number
 from conformance.outcome import CheckFailed, CouldNotCheck, exchanges_of, precondition
-from paysuite.target_config import Application, TargetConfig
+from paysuite_core import tokens
+from paysuite_core.request_data import AmountSource, NumberSource, same_number
+from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, Application, TargetConfig
+from paysuite_core.tokens import AUTHORIZE_PATH, REFRESH_PATHS, TokenFlow, TokenPair
 
 CASHIN = "/transactions/cashin"
 CASHOUT = "/transactions/cashout"
-AUTHORIZE = "/auth/agents/authorize"
-REFRESH_PATHS = ("/auth/agents/refresh/{token}", "/auth/refresh/{token}")
+AUTHORIZE = AUTHORIZE_PATH
 EVENTS = "/events/transactions"
 SUCCESS_STATUSES = ("success", "successful")
 UUID_RE = re.compile(
@@ -39,7 +40,16 @@ EVENTUAL_S = 5.0
 #: How long after the awaited count it looks again, for a late second execution.
 SETTLE_S = 0.2
 
-__all__ = ["CheckFailed", "CouldNotCheck", "Target", "expect", "fail", "precondition"]
+__all__ = [
+    "REFRESH_PATHS",
+    "CheckFailed",
+    "CouldNotCheck",
+    "Target",
+    "TokenPair",
+    "expect",
+    "fail",
+    "precondition",
+]
 
 
 def find_path(ref: str) -> str:
@@ -68,14 +78,6 @@ def fail(
     raise CheckFailed(message, exchanges_of(proof), expected=expected, actual=actual)
 
 
-@dataclass
-class TokenPair:
-    access: str
-    refresh: str
-    expires: Any
-    obtained_at: float = field(default_factory=time.monotonic)
-
-
 class Target:
     """Everything a check needs to talk to the implementation under test."""
 
@@ -100,12 +102,16 @@ class Target:
         self.limits = limits or Limits()
         self.client = RecordingClient(self.base_url, lambda: self.current, self.limits)
         # Fresh numbers on every run: a persistent target must not see a number twice.
-        pattern = config.effective_number_pattern if config else r"^07[89]\d{7}$"
         self.numbers = NumberSource(
-            pattern, config.numbers if config else (), seed=secrets.randbits(64)
+            config.effective_number_pattern if config else RWANDA_MOBILE_PATTERN,
+            config.numbers if config else (),
+            seed=secrets.randbits(64),
+        )
+        self.amounts = AmountSource(
+            config.amount.min if config else 100, config.amount.max if config else 100_000, seed
         )
         self.rng = random.Random(seed)
-        self._tokens: dict[str, TokenPair] = {}
+        self._flows: dict[str, TokenFlow] = {}
         #: Every ref a creation returned in this run, to tell a reused ref from a new one.
         self.refs_seen: set[str] = set()
         self.customer = Customer(config.customer, self.client) if config else None
@@ -150,51 +156,60 @@ class Target:
 
     def amount(self) -> int | float:
         """An amount the target accepts: an integer in [min, max], near the minimum."""
-        low = self.config.amount.min if self.config else 100
-        high = self.config.amount.max if self.config else 100_000
-        lo_int = int(-(-low // 1))  # ceil
-        hi_int = int(min(high, lo_int * 10 if lo_int > 0 else 1000))
-        if hi_int < lo_int:
-            return low
-        return self.rng.randint(lo_int, hi_int)
+        return self.amounts.amount(self.rng)
 
     def number(self) -> str:
-        return self.numbers.next()
+        """A number this run has not used (a configured list cycles)."""
+        return self.numbers.fresh()
 
     # --- tokens -------------------------------------------------------------------------
-    def authorize(self, app: Application, *, secret: str | None = None) -> Reply:
-        return self.client.post(
-            AUTHORIZE,
-            json={
-                "client_id": app.client_id,
-                "client_secret": app.client_secret if secret is None else secret,
-            },
+    @contextmanager
+    def _send(self, request: tokens.Request) -> Iterator[Reply]:
+        """The token module's transport: the recording client, so exchanges are evidence."""
+        yield self.client.request(
+            request.method, request.path, json=request.json, headers=dict(request.headers)
         )
 
+    def authorize(self, app: Application, *, secret: str | None = None) -> Reply:
+        reply = tokens.authorize(self._send, app, secret=secret)
+        assert isinstance(reply, Reply)
+        return reply
+
     def pair(self, app: Application, *, fresh: bool = False) -> TokenPair:
-        """A token pair for ``app`` (cached; renewed well before the declared lifetime)."""
-        cached = self._tokens.get(app.client_id)
-        ttl = float(self.config.access_token_ttl_s) if self.config else 900.0
-        if not fresh and cached and time.monotonic() - cached.obtained_at < ttl / 3:
-            return cached
-        reply = self.authorize(app)
-        precondition(
-            reply.ok and isinstance(reply.get("access"), str),
-            f"authorize failed for application {app.client_id} ({app.privilege}): {reply.status}",
-            reply,
-        )
-        pair = TokenPair(reply.get("access"), reply.get("refresh"), reply.get("expires"))
-        self._tokens[app.client_id] = pair
-        return pair
+        """A token pair for ``app``: authorized anew once a third of the configured lifetime
+        has passed, never by refresh (a refresh is what some checks judge)."""
+        flow = self._flows.get(app.client_id)
+        if flow is None:
+            flow = TokenFlow(
+                self._send,
+                app,
+                fallback_ttl_s=float(self.config.access_token_ttl_s) if self.config else 900.0,
+                trust_expires=False,
+                renew_fraction=1 / 3,
+                clock=time.monotonic,
+            )
+            self._flows[app.client_id] = flow
+        if fresh or flow.due():
+            try:
+                flow.authorize()
+            except tokens.AuthError as exc:
+                precondition(
+                    False,
+                    f"authorize failed for application {app.client_id} ({app.privilege}): "
+                    f"{getattr(exc.answer, 'status', 'no answer')}",
+                    exc.answer if isinstance(exc.answer, Reply) else None,
+                )
+        assert flow.pair is not None
+        return flow.pair
 
     def token(self, app: Application) -> str:
         return self.pair(app).access
 
     def refresh(self, refresh_token: str, path_template: str) -> Reply:
         """GET a refresh path with the document's headers for it: Accept only."""
-        return self.client.get(
-            path_template.replace("{token}", refresh_token), headers={"Content-Type": None}
-        )
+        reply = tokens.refresh(self._send, refresh_token, path_template)
+        assert isinstance(reply, Reply)
+        return reply
 
     # --- operations ---------------------------------------------------------------------
     def create(

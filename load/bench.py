@@ -34,6 +34,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
+
+from paysuite_core import tokens
+from paysuite_core.tokens import TokenFlow
+
 TARGETS = {"cashin": 0.40, "find": 0.60}
 NUMBER = "0781234567"
 
@@ -216,13 +221,10 @@ def _post_json(url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[
 
 
 def authorize(config: Any) -> str:
+    """An access token of the read-write application (the bench's requests create and find)."""
     app = next(a for a in config.applications if a.privilege == "read-write")
-    pair = _post_json(
-        f"{config.base_url}/auth/agents/authorize",
-        {"client_id": app.client_id, "client_secret": app.client_secret},
-        {},
-    )
-    return str(pair["access"])
+    with httpx.Client(timeout=10) as client:
+        return TokenFlow(tokens.httpx_send(client, config.base_url), app).access()
 
 
 def create_ref(base_url: str, token: str) -> str:
@@ -239,7 +241,7 @@ def locust_rate(credentials: Path, seconds: float, users: int, report_dir: Path)
     """A paysuite Locust run (the real locustfile) on a find-heavy mix with no wait."""
     from load.profiles import get_profile
     from load.runner import LoadRequest, run_locust
-    from paysuite.target_config import load_target_config
+    from paysuite_core.target_config import load_target_config
 
     request = LoadRequest(
         profile=get_profile("smoke"),
@@ -291,7 +293,7 @@ def profile_stub(gen: Generator, workdir: Path, report_dir: Path, endpoint: str)
         stop(process)
         raise RuntimeError("the profiled stub did not start")
     process.stdout.readline()  # the credentials line
-    from paysuite.target_config import load_target_config
+    from paysuite_core.target_config import load_target_config
 
     config = load_target_config(credentials)
     token = authorize(config)
@@ -439,7 +441,7 @@ def _fmt(value: Any, pct: bool = False) -> str:
 
 
 def run_bench(args: Any) -> int:
-    from stub_server.launcher import StubStartError, start_stub, stop_stub
+    from paysuite_core.launcher import StubStartError, start_stub, stop_stub
 
     if args.seconds <= 0 or args.connections <= 0 or args.rounds <= 0:
         print(

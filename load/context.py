@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from load.numbers import AmountSource, NumberSource
 from load.profiles import Profile, get_profile, parse_mix, parse_pacing
-from paysuite.target_config import (
+from paysuite_core.request_data import AmountSource, NumberSource
+from paysuite_core.target_config import (
     Application,
     TargetConfig,
     load_target_config,
@@ -81,8 +81,8 @@ class RunContext:
 
     def __post_init__(self) -> None:
         seed = hash((self.run_id, self.worker_index)) & 0xFFFFFFFF
-        self.numbers = NumberSource(self.config, seed=seed)
-        self.amounts = AmountSource(self.config, seed=seed + 1)
+        self.numbers = NumberSource.for_target(self.config, seed=seed)
+        self.amounts = AmountSource.for_target(self.config, seed=seed + 1)
 
     def next_application(self, *, creators_only: bool = False) -> Application:
         """Round-robin over the applications (offset per worker, so workers spread too)."""

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from paysuite.target_config import TargetConfig
+from paysuite_core.target_config import TargetConfig
 
 ALLOW_REMOTE_ENV = "PAYSUITE_ALLOW_REMOTE_TARGET"
 

@@ -20,12 +20,14 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from load.limits import ClientLimits, TotalTimeout, read_capped
-from paysuite.target_config import TargetConfig
+from paysuite_core.target_config import TargetConfig
+from paysuite_core.tokens import PlainAnswer, Request, Send, TokenFlow
 
 CREATED = "transaction:created"
 SAMPLE_LIMIT = 20
@@ -104,26 +106,40 @@ class _Tokens:
         from gevent.lock import Semaphore
 
         self.config = config
-        self.tokens: dict[str, str] = {}
+        self.flows: dict[str, TokenFlow] = {}
         self.authorizes = 0
         self._lock = Semaphore()
 
     def header(self, session: Any, merchant: str, stale: str | None = None) -> dict[str, str]:
-        """The merchant's bearer header; ``stale``: the token just refused, to be replaced."""
+        """The merchant's bearer header; ``stale``: the token just refused, to be renewed."""
         with self._lock:
-            if merchant not in self.tokens or self.tokens[merchant] == stale:
+            flow = self.flows.get(merchant)
+            if flow is None:
                 apps = [a for a in self.config.applications if a.merchant == merchant]
                 apps = apps or list(self.config.applications)
                 app = sorted(apps, key=lambda a: a.privilege != "read")[0]
-                resp = session.post(
-                    f"{self.config.base_url}/auth/agents/authorize",
-                    json={"client_id": app.client_id, "client_secret": app.client_secret},
-                )
-                self.authorizes += 1
-                resp.raise_for_status()
-                self.tokens[merchant] = resp.json()["access"]
-            token = self.tokens[merchant]
+                send = _session_send(session, self.config.base_url)
+                flow = TokenFlow(send, app, fallback_ttl_s=self.config.access_token_ttl_s)
+                self.flows[merchant] = flow
+            if flow.pair is not None and flow.pair.access == stale:
+                flow.renew()
+            token = flow.access()
+            self.authorizes = sum(f.authorizes for f in self.flows.values())
         return {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+
+
+def _session_send(session: Any, base_url: str) -> Send:
+    @contextmanager
+    def send(request: Request) -> Iterator[PlainAnswer]:
+        url = base_url + request.path
+        if request.method == "POST":
+            resp = session.post(url, json=request.json)
+        else:
+            headers = {k: v for k, v in request.headers.items() if v is not None}
+            resp = session.get(url, headers=headers)
+        yield PlainAnswer(resp.status_code, resp.body)
+
+    return send
 
 
 def _same_amount(a: Any, b: Any) -> bool:

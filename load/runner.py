@@ -30,7 +30,9 @@ from typing import Any
 from load import loopback, probe
 from load.limits import ClientLimits
 from load.profiles import Profile, get_profile, parse_mix, parse_pacing
-from paysuite.target_config import TargetConfig, TargetConfigError, load_target_config
+from paysuite_core import tokens
+from paysuite_core.target_config import TargetConfig, TargetConfigError, load_target_config
+from paysuite_core.tokens import PlainAnswer
 
 LOCUSTFILE = Path(__file__).resolve().parent / "locustfile.py"
 #: The bundled stub's customers answer by themselves, so transactions complete during the run.
@@ -64,12 +66,17 @@ def preflight(config: TargetConfig, limits: ClientLimits | None = None) -> None:
     read past the size limit, no wait past the total timeout."""
     limits = limits or ClientLimits()
     app = config.applications[0]
-    body = {"client_id": app.client_id, "client_secret": app.client_secret}
-    url = f"{config.base_url}/auth/agents/authorize"
+
+    @contextmanager
+    def probe_send(request: tokens.Request) -> Iterator[PlainAnswer]:
+        got = probe.post_json(config.base_url + request.path, request.json, limits)
+        yield PlainAnswer(got.status, got.body, got.location)
+
     try:
-        answer = probe.post_json(url, body, limits)
+        answer = tokens.authorize(probe_send, app)
     except probe.ProbeError as exc:
         raise UsageError(f"target {config.base_url}: {exc}") from None
+    assert isinstance(answer, PlainAnswer)
     if answer.status in (401, 403):
         raise UsageError(
             f"the target refused the credentials of application {app.client_id} "
@@ -223,7 +230,7 @@ def locust_command(req: LoadRequest, config_path: Path, host: str, role: str = "
 
 @contextmanager
 def bundled_stub(workdir: Path) -> Iterator[Any]:
-    from stub_server.launcher import StubStartError, start_stub, stop_stub
+    from paysuite_core.launcher import StubStartError, start_stub, stop_stub
 
     say("starting the bundled stub (customers auto-resolve after 0.5 s)")
     try:

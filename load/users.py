@@ -29,7 +29,7 @@ from locust.user.wait_time import constant_throughput
 
 from load import bounded
 from load import context as run_context
-from load.auth import AuthError, TokenManager
+from load.auth import AuthError, token_flow
 from load.ledger import LEDGER
 from load.limits import ClientLimits
 
@@ -72,7 +72,7 @@ class PaysuiteUser(FastHttpUser):
         storm = profile.name == "idempotency-storm"
         lifecycle = profile.name == "lifecycle"
         self.app = self.ctx.next_application(creators_only=storm or lifecycle)
-        self.tokens = TokenManager(
+        self.tokens = token_flow(
             self.client, self.app, self.ctx.config.access_token_ttl_s, limits=self.limits
         )
         self.refs: deque[str] = deque(maxlen=200)

@@ -117,7 +117,7 @@ def run_load_step(
     """The smoke profile through ``paysuite load``'s own machinery; (exit status, load.json)."""
     from load.profiles import get_profile
     from load.runner import LoadRequest, UsageError, check_loopback, outcome, preflight, run_locust
-    from paysuite.target_config import load_target_config
+    from paysuite_core.target_config import load_target_config
 
     request = LoadRequest(
         profile=get_profile("smoke"),
@@ -252,7 +252,7 @@ def run_demo(
     conformance_runner: Callable[[Path, Path, Path], ConformanceResult] = run_conformance,
 ) -> int:
     from conformance.setup import BUNDLED_STUB_ACCESS_TTL_S
-    from stub_server.launcher import StubStartError, running_stub
+    from paysuite_core.launcher import StubStartError, running_stub
 
     started = time.monotonic()
     report_dir = Path(args.report_dir)

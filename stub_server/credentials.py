@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from paysuite.target_config import (
+from paysuite_core.target_config import (
     AmountRange,
     Application,
     CustomerDriver,

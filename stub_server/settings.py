@@ -16,8 +16,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from paysuite.target_config import RWANDA_MOBILE_PATTERN
-from paysuite.yamlfile import read_yaml
+from paysuite_core.target_config import RWANDA_MOBILE_PATTERN
+from paysuite_core.yamlfile import read_yaml
 from stub_server.faults import (
     FAULTS,
     VARIANTS,

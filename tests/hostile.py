@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from paysuite.target_config import (
+from paysuite_core.target_config import (
     Application,
     CustomerDriver,
     TargetConfig,

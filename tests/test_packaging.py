@@ -1,7 +1,8 @@
 """An install carries every package and the spec, not only a checkout.
 
-``pyproject.toml`` lists packages explicitly (``spec/`` is mapped to ``paysuite.spec``), so a new
-subpackage that is not listed would work from the checkout and be missing from an install.
+``pyproject.toml`` lists packages explicitly (``spec/`` is mapped to
+``paysuite_core.spec``), so a new subpackage that is not listed would work from the checkout
+and be missing from an install.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE_ROOTS = ("paysuite", "stub_server", "conformance", "load")
+PACKAGE_ROOTS = ("paysuite_core", "paysuite", "stub_server", "conformance", "load")
 
 
 def listed_packages() -> set[str]:
@@ -22,7 +23,7 @@ def listed_packages() -> set[str]:
 
 
 def source_packages() -> set[str]:
-    found = {"paysuite.spec"}
+    found = {"paysuite_core.spec"}
     for root in PACKAGE_ROOTS:
         for init in (ROOT / root).rglob("__init__.py"):
             found.add(".".join(init.parent.relative_to(ROOT).parts))
@@ -57,11 +58,11 @@ def test_the_wheel_carries_the_suite_the_locustfile_and_the_spec(tmp_path: Path)
     (wheel,) = tmp_path.glob("paysuite-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in (
-        "paysuite/spec/openapi.yaml",
+        "paysuite_core/spec/openapi.yaml",
         "conformance/suite/test_idempotency.py",
         "conformance/suite/conftest.py",
         "load/locustfile.py",
-        "stub_server/launcher.py",
+        "paysuite_core/launcher.py",
         "paysuite/clients/paypack_js_driver.js",  # package data: `paysuite clients` runs it
         "paysuite/clients/paypack_py_driver.py",
     ):

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from openapi_spec_validator import validate
 
-from paysuite.specfile import load_spec, spec_path
-from paysuite.target_config import RWANDA_MOBILE_PATTERN
+from paysuite_core.specfile import load_spec, spec_path
+from paysuite_core.target_config import RWANDA_MOBILE_PATTERN
 
 REFERENCE_CHOICES = Path(__file__).resolve().parents[1] / "docs" / "reference-choices.md"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from paysuite import specfile
+from paysuite_core import specfile
 
 
 def test_spec_path_points_at_the_document() -> None:
@@ -17,7 +17,7 @@ def test_spec_path_points_at_the_document() -> None:
 def test_checkout_spec_is_used_when_the_source_tree_shadows_the_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """``python -m paysuite`` in a checkout imports its source tree: no ``paysuite.spec`` there."""
+    """``python -m paysuite`` in a checkout imports its source tree: no ``paysuite_core.spec``."""
 
     def no_spec_package(name: str) -> None:
         raise ModuleNotFoundError(f"No module named {name!r}", name=name)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from paysuite.target_config import (
+from paysuite_core.target_config import (
     RWANDA_MOBILE_PATTERN,
     TargetConfigError,
     load_target_config,

@@ -9,6 +9,7 @@ import pytest
 
 from conformance.decorators import check
 from conformance.http import Reply
+from conformance.jwt_forgeries import forgeries, is_jwt, parts
 from conformance.target import (
     AUTHORIZE,
     CASHIN,
@@ -21,7 +22,6 @@ from conformance.target import (
     find_path,
     precondition,
 )
-from conformance.tokens import forgeries, is_jwt, parts
 
 
 def _claims_problem(token: object) -> str | None:

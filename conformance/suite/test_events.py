@@ -6,8 +6,8 @@ import pytest
 
 from conformance import timestamps
 from conformance.decorators import check
-from conformance.numbers import same_number
 from conformance.target import SUCCESS_STATUSES, Target, data_of, expect, fail, precondition
+from paysuite_core.request_data import same_number
 
 EVENT_KINDS = ("transaction:created", "transaction:processed")
 ENVELOPE_INTS = ("limit", "offset", "total")

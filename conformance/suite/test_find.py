@@ -7,8 +7,8 @@ import uuid
 import pytest
 
 from conformance.decorators import check
-from conformance.numbers import same_number
 from conformance.target import Target, expect
+from paysuite_core.request_data import same_number
 
 LOOKUP_TYPES: dict[str, tuple[type, ...]] = {
     "amount": (int, float),

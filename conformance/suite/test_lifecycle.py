@@ -14,7 +14,6 @@ from conformance import timestamps
 from conformance.customer import DriverUnavailable
 from conformance.decorators import check
 from conformance.http import Reply
-from conformance.numbers import same_number
 from conformance.target import (
     SUCCESS_STATUSES,
     CouldNotCheck,
@@ -24,6 +23,7 @@ from conformance.target import (
     fail,
     precondition,
 )
+from paysuite_core.request_data import same_number
 
 PROCESSED = "transaction:processed"
 CREATED = "transaction:created"

@@ -21,7 +21,7 @@ def _run(target: Target, cache: dict):
         )
     if "properties" not in cache:
         from conformance.properties import run_properties
-        from paysuite.specfile import load_spec
+        from paysuite_core.specfile import load_spec
 
         try:
             cache["properties"] = run_properties(

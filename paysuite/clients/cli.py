@@ -76,7 +76,7 @@ def make_job(config: Any) -> dict[str, Any]:
 def run_clients(args: argparse.Namespace) -> int:
     from paysuite.clients import matrix
     from paysuite.clients.cache import default_cache_dir
-    from paysuite.target_config import TargetConfigError, load_target_config
+    from paysuite_core.target_config import TargetConfigError, load_target_config
 
     cache_dir = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
     with ExitStack() as stack:
@@ -84,7 +84,7 @@ def run_clients(args: argparse.Namespace) -> int:
             if args.config:
                 config = load_target_config(args.config)
             else:
-                from stub_server.launcher import running_stub
+                from paysuite_core.launcher import running_stub
 
                 workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="paysuite-"))
                 config = stack.enter_context(running_stub(Path(workdir))).config()

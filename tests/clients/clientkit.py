@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from paysuite.clients.cli import make_job
-from stub_server.launcher import RunningStub
+from paysuite_core.launcher import RunningStub
 
 #: Access tokens of the test stub live this long: one driver run fits, and the refresh after
 #: expiry is reachable within the test.

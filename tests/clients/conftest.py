@@ -10,7 +10,7 @@ import pytest
 from clientkit import ACCESS_TTL_S, Direct
 
 from paysuite.clients import cache
-from stub_server.launcher import RunningStub, running_stub
+from paysuite_core.launcher import RunningStub, running_stub
 
 
 @pytest.fixture(scope="session")

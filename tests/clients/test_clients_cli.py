@@ -12,8 +12,8 @@ import yaml
 
 from paysuite.clients.cache import paypack_js
 from paysuite.clients.cli import UsageError, make_job
-from paysuite.target_config import load_target_config
-from stub_server.launcher import running_stub
+from paysuite_core.launcher import running_stub
+from paysuite_core.target_config import load_target_config
 
 
 def _clients(*args: str, cache_dir: Path) -> subprocess.CompletedProcess[str]:

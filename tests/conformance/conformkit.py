@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from conformance.cli import run as conform_run
-from stub_server.launcher import RunningStub
+from paysuite_core.launcher import RunningStub
 
 #: A short access lifetime so that AUTH-008 (expiry) runs against the stub.
 STUB_ACCESS_TTL = ("--access-ttl", "2")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from conformkit import STUB_ACCESS_TTL
 
-from stub_server.launcher import RunningStub, start_stub, stop_stub
+from paysuite_core.launcher import RunningStub, start_stub, stop_stub
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 from conformkit import conform, fast_config
 
 from conformance.catalog import CATALOG
-from stub_server.launcher import RunningStub
+from paysuite_core.launcher import RunningStub
 
 pytestmark = pytest.mark.slow
 

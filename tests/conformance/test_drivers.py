@@ -40,7 +40,7 @@ def test_command_driver(make_stub, tmp_path: Path, capsys: pytest.CaptureFixture
 def test_magic_numbers_driver(
     make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from stub_server.launcher import start_stub, stop_stub
+    from paysuite_core.launcher import start_stub, stop_stub
 
     rules = {
         "default": {"outcome": "none"},

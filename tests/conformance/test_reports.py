@@ -20,7 +20,7 @@ ONLY = "TXN,FMT-006"
 @pytest.fixture(scope="module")
 def failing_run(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
     """The suite against a stub whose cashout answers kind CASHIN (TXN-002 fails)."""
-    from stub_server.launcher import start_stub, stop_stub
+    from paysuite_core.launcher import start_stub, stop_stub
 
     workdir = tmp_path_factory.mktemp("wrongkind")
     stub = start_stub(workdir / "stub", faults=("wrong-kind",), startup_timeout_s=60)

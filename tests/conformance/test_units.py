@@ -2,37 +2,43 @@
 
 from __future__ import annotations
 
-import random
 import re
 
 import pytest
 
-from conformance import catalog, report, timestamps, tokens
+from conformance import catalog, report, timestamps
+from conformance import jwt_forgeries as tokens
 from conformance.evidence import Exchange, redact_body, shorten_token
-from conformance.numbers import NumberSource, draw_from_pattern, same_number
 from conformance.plugin import REFERENCE_SKIP, CheckResult, RunState, decide
 from conformance.setup import Options
 from conformance.spec_patch import ascii_pattern, patch_spec
-from paysuite.specfile import load_spec
-from paysuite.target_config import RWANDA_MOBILE_PATTERN, parse_target_config
+from paysuite_core.request_data import NumberSource, same_number
+from paysuite_core.specfile import load_spec
+from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, parse_target_config
 
 
 @pytest.mark.parametrize(
     "pattern",
     [RWANDA_MOBILE_PATTERN, r"^\+2507[0-9]{8}$", r"^(a|bc)+[x-z]{2,3}\d?$", r"^[^0-8]{4}$"],
 )
-def test_drawn_numbers_match_their_pattern(pattern: str) -> None:
-    rng = random.Random(1)
-    for _ in range(50):
-        assert re.fullmatch(pattern, draw_from_pattern(pattern, rng))
+def test_fresh_numbers_match_their_pattern_and_never_repeat(pattern: str) -> None:
+    source = NumberSource(pattern, (), seed=1)
+    drawn = [source.fresh() for _ in range(50)]
+    assert all(re.fullmatch(pattern, number) for number in drawn)
+    assert len(set(drawn)) == 50 and source.unique
 
 
-def test_number_source_is_fresh_or_cycles_a_list() -> None:
-    fresh = NumberSource(RWANDA_MOBILE_PATTERN, (), seed=3)
-    drawn = [fresh.next() for _ in range(200)]
-    assert len(set(drawn)) == 200 and fresh.unique
+def test_fresh_numbers_differ_from_run_to_run() -> None:
+    """A persistent target keeps earlier runs' transactions: a count per number needs new ones."""
+    one, two = (NumberSource(r"^\+2507[0-9]{8}$", (), seed=seed) for seed in (1, 2))
+    first, second = {one.fresh() for _ in range(5)}, {two.fresh() for _ in range(5)}
+    assert len(first) == len(second) == 5 and not first & second
+
+
+def test_a_configured_list_cycles() -> None:
     listed = NumberSource(RWANDA_MOBILE_PATTERN, ("0781111111", "0782222222"), seed=3)
-    assert [listed.next() for _ in range(3)] == ["0781111111", "0782222222", "0781111111"]
+    assert [listed.fresh() for _ in range(3)] == ["0781111111", "0782222222", "0781111111"]
+    assert not listed.unique
 
 
 def test_timestamps_follow_the_document() -> None:

@@ -30,7 +30,7 @@ import pytest
 from aiohttp import web
 from foreignkit import Foreign, spawn_foreign, start_foreign
 
-from paysuite.target_config import Application, TargetConfig, load_target_config
+from paysuite_core.target_config import Application, TargetConfig, load_target_config
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 NANO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$")

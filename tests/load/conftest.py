@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from loadkit import AUTO_RESOLVE
 
-from stub_server.launcher import RunningStub, running_stub
+from paysuite_core.launcher import RunningStub, running_stub
 
 
 @pytest.fixture(scope="module")

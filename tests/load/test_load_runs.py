@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from loadkit import AUTO_RESOLVE, run_load
 
-from stub_server.launcher import RunningStub, running_stub
+from paysuite_core.launcher import RunningStub, running_stub
 
 pytestmark = pytest.mark.slow
 

@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from load.auth import parse_expires
 from load.finalize import percentile
-from load.numbers import AmountSource, NumberSource, sample_from_regex
 from load.profiles import PROFILES, get_profile, parse_mix
 from load.reconcile import ledger_anomalies, server_duplicates, storm_targets
 from load.report import read_history, render_html, svg_chart
@@ -24,7 +22,9 @@ from load.slo import (
     percentile_of,
     resolve_slo,
 )
-from paysuite.target_config import RWANDA_MOBILE_PATTERN, parse_target_config
+from paysuite_core.request_data import AmountSource, NumberSource, sample_from_regex
+from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, parse_target_config
+from paysuite_core.tokens import parse_expires
 
 APPS = [{"client_id": "a", "client_secret": "b", "privilege": "read-write"}]
 
@@ -161,20 +161,20 @@ def test_parse_mix() -> None:
 
 # -- numbers and amounts -------------------------------------------------------------------------
 def test_default_numbers_match_the_rwandan_pattern() -> None:
-    source = NumberSource(config(), seed=1)
+    source = NumberSource.for_target(config(), seed=1)
     numbers = {source.number() for _ in range(200)}
     assert len(numbers) > 150
     assert all(re.fullmatch(RWANDA_MOBILE_PATTERN, n) for n in numbers)
 
 
 def test_numbers_list_is_used_verbatim() -> None:
-    source = NumberSource(config(numbers=["0780000001", "0780000002"]), seed=1)
+    source = NumberSource.for_target(config(numbers=["0780000001", "0780000002"]), seed=1)
     assert {source.number() for _ in range(50)} == {"0780000001", "0780000002"}
 
 
 def test_arbitrary_pattern_goes_through_from_regex() -> None:
     pattern = r"^\+2507[2389]\d{7}$"
-    source = NumberSource(config(number_pattern=pattern), seed=1)
+    source = NumberSource.for_target(config(number_pattern=pattern), seed=1)
     numbers = {source.number() for _ in range(100)}
     assert len(numbers) > 10
     assert all(re.fullmatch(pattern, n) and n.isascii() for n in numbers)
@@ -182,10 +182,10 @@ def test_arbitrary_pattern_goes_through_from_regex() -> None:
 
 
 def test_amounts_stay_within_bounds() -> None:
-    source = AmountSource(config(amount={"min": 150.5, "max": 180}), seed=3)
+    source = AmountSource.for_target(config(amount={"min": 150.5, "max": 180}), seed=3)
     values = [source.amount() for _ in range(200)]
     assert all(151 <= v <= 180 and float(v).is_integer() for v in values)
-    narrow = AmountSource(config(amount={"min": 100.2, "max": 100.7}))
+    narrow = AmountSource.for_target(config(amount={"min": 100.2, "max": 100.7}))
     assert narrow.amount() == 100.2
 
 
@@ -315,7 +315,7 @@ def test_these_modules_do_not_import_locust() -> None:
     import sys
 
     code = (
-        "import sys, load.cli, load.runner, load.finalize, load.report, load.slo, load.numbers, "
+        "import sys, load.cli, load.runner, load.finalize, load.report, load.slo, "
         "load.auth, load.reconcile, load.ledger, load.context, paysuite.demo; "
         "print('locust' in sys.modules, 'gevent' in sys.modules)"
     )

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from loadkit import run_load
 
-from stub_server.launcher import RunningStub
+from paysuite_core.launcher import RunningStub
 
 
 def _one_line(stderr: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from stubkit import Api, InProcessStub, make_settings
 
-from stub_server.launcher import RunningStub, running_stub
+from paysuite_core.launcher import RunningStub, running_stub
 
 #: Numbers ending in these resolve by themselves on the session stub.
 SESSION_STUB_CONFIG = {

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from aiohttp import web
 
-from paysuite.target_config import Application
+from paysuite_core.target_config import Application
 from stub_server import protocol, timefmt
 from stub_server.app import StubApp, build_app
 from stub_server.settings import StubSettings, settings_from_mapping

@@ -20,7 +20,7 @@ import jwt
 import pytest
 from stubkit import Api, new_number
 
-from stub_server.launcher import RunningStub, start_stub, stop_stub
+from paysuite_core.launcher import RunningStub, start_stub, stop_stub
 
 ROUNDS = 2
 

@@ -17,8 +17,8 @@ import pytest
 import yaml
 from stubkit import Api, new_number
 
-from paysuite.target_config import RWANDA_MOBILE_PATTERN, load_target_config
-from stub_server.launcher import StubStartError, running_stub, start_stub, stop_stub
+from paysuite_core.launcher import StubStartError, running_stub, start_stub, stop_stub
+from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, load_target_config
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from stub_server.launcher import RunningStub
+from paysuite_core.launcher import RunningStub
 
 MALFORMED = {
     "NUL in a header": b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n",

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from stubkit import Api, new_number
 
-from stub_server.launcher import RunningStub
+from paysuite_core.launcher import RunningStub
 
 
 def _json_error(response: httpx.Response, status: int, code: str) -> dict:

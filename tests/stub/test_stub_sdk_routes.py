@@ -127,7 +127,7 @@ def test_answers_match_the_extension_schemas(server) -> None:
     """What the stub serves is what ``spec/openapi.yaml`` declares for the extensions."""
     from jsonschema import Draft202012Validator
 
-    from paysuite.specfile import load_spec
+    from paysuite_core.specfile import load_spec
 
     components = load_spec(extensions=True)["components"]
     api = server.api

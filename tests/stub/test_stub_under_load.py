@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from stub_server.launcher import running_stub, start_stub, stop_stub
+from paysuite_core.launcher import running_stub, start_stub, stop_stub
 
 pytestmark = pytest.mark.slow
 

@@ -15,13 +15,13 @@ SPEC_FILENAME = "openapi.yaml"
 def spec_path() -> Path:
     """Path of the OpenAPI document.
 
-    Installed, it is the package data of ``paysuite.spec`` (``pyproject.toml`` maps ``spec/``
-    there). Run from a checkout, the source ``paysuite/`` package can shadow the installed one
-    (``python -m paysuite`` puts the current folder first on ``sys.path``) and has no ``spec``
+    Installed, it is the package data of ``paysuite_core.spec`` (``pyproject.toml`` maps ``spec/``
+    there). Run from a checkout, the source ``paysuite_core/`` package can shadow the installed
+    one (``python -m paysuite`` puts the current folder first on ``sys.path``) and has no ``spec``
     subpackage: then the checkout's own ``spec/`` is the document.
     """
     try:
-        return Path(str(resources.files("paysuite.spec") / SPEC_FILENAME))
+        return Path(str(resources.files("paysuite_core.spec") / SPEC_FILENAME))
     except ModuleNotFoundError:
         return Path(__file__).resolve().parents[1] / "spec" / SPEC_FILENAME
 

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from paysuite.yamlfile import read_yaml
+from paysuite_core.yamlfile import read_yaml
 
 Privilege = Literal["read", "read-write", "cashin", "cashout"]
 PRIVILEGES: tuple[Privilege, ...] = ("read", "read-write", "cashin", "cashout")

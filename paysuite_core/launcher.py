@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from paysuite.target_config import TargetConfig, load_target_config
+from paysuite_core.target_config import TargetConfig, load_target_config
 
 LISTENING_PREFIX = "paysuite stub listening on "
 CREDENTIALS_PREFIX = "credentials: "

@@ -1,0 +1,314 @@
+"""Authorize and refresh: the only module of paysuite that obtains or renews a token.
+
+Every part of paysuite needs tokens: the conformance checks (whose exchanges are evidence), the
+property phase, the Locust users (whose exchanges are statistics), the reconciliation, the
+pre-flight, the bench and the tests. They differ only in how a request travels, so each hands in
+a ``Send`` (a context manager per exchange, see ``Exchange``) and this module does the rest:
+the request bodies and paths of the document, reading the token pair, when to renew, the
+401-renew rule and the refresh path a target serves. ``tests/test_architecture.py`` keeps it
+the only one.
+
+The rules, from the document and the field notes:
+- authorize is ``POST /auth/agents/authorize`` with ``client_id`` and ``client_secret``;
+- refresh is a GET on ``/auth/agents/refresh/{token}`` (the document's heading) or on
+  ``/auth/refresh/{token}`` (its examples and the SDKs); the first one a target serves is
+  remembered for the rest of the process;
+- ``expires`` is whatever the target sends (RC-8: integer Unix seconds on the live service);
+  without a usable value the JWT's ``exp`` decides, and without that the configured lifetime;
+- after a 401, or shortly before expiry, a flow refreshes and authorizes again only when the
+  refresh is refused (never an authorize storm: ``min_authorize_interval_s``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar, Protocol
+
+from paysuite_core.target_config import Application
+
+AUTHORIZE_PATH = "/auth/agents/authorize"
+#: The document's heading first, then the path of its examples and of the published SDKs.
+REFRESH_PATHS = ("/auth/agents/refresh/{token}", "/auth/refresh/{token}")
+JSON_HEADERS = {"Accept": "application/json", "Content-Type": "application/json"}
+#: The document's refresh request carries Accept only.
+REFRESH_HEADERS: dict[str, str | None] = {"Accept": "application/json", "Content-Type": None}
+
+
+class AuthError(RuntimeError):
+    """The target did not give a token; the message says why, ``answer`` is what came back."""
+
+    def __init__(self, message: str, answer: Any = None) -> None:
+        super().__init__(message)
+        self.answer = answer
+
+
+class Answer(Protocol):
+    """What a transport hands back: a status and a body that may be JSON.
+
+    ``problem`` (when present and set) means neither can be trusted. ``success()`` and
+    ``failure(why)``, when the transport has them, receive this module's verdict (Locust counts
+    an authorize that returned no token pair as a failure).
+    """
+
+    status: int
+
+    def json(self) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Request:
+    """One exchange this module wants made, relative to the target's base URL."""
+
+    method: str
+    path: str
+    name: str  # "authorize" or "refresh": Locust's request name, a transport's label
+    headers: Mapping[str, str | None]
+    json: Any = None
+
+
+#: Makes one exchange; yields None when there was no answer (the transport already said why).
+Send = Callable[[Request], AbstractContextManager[Answer | None]]
+
+
+@dataclass
+class TokenPair:
+    access: str
+    refresh: str | None
+    expires: Any  # as the target sent it
+    obtained_at: float  # clock time
+    expires_at: float  # clock time
+
+
+# --- the requests ----------------------------------------------------------------------------
+def authorize_request(app: Application, *, secret: str | None = None) -> Request:
+    body = {
+        "client_id": app.client_id,
+        "client_secret": app.client_secret if secret is None else secret,
+    }
+    return Request("POST", AUTHORIZE_PATH, "authorize", JSON_HEADERS, body)
+
+
+def refresh_request(refresh_token: str, template: str = REFRESH_PATHS[0]) -> Request:
+    return Request("GET", template.replace("{token}", refresh_token), "refresh", REFRESH_HEADERS)
+
+
+def authorize(send: Send, app: Application, *, secret: str | None = None) -> Answer | None:
+    """One authorize exchange, judged by nobody: for checks that look at the answer itself."""
+    with send(authorize_request(app, secret=secret)) as answer:
+        return answer
+
+
+def refresh(send: Send, refresh_token: str, template: str = REFRESH_PATHS[0]) -> Answer | None:
+    """One refresh exchange on ``template``, judged by nobody (see ``authorize``)."""
+    with send(refresh_request(refresh_token, template)) as answer:
+        return answer
+
+
+# --- reading the answer ----------------------------------------------------------------------
+def parse_expires(value: Any, access: str, now: float, fallback_ttl_s: float) -> float:
+    """Clock time at which the access token expires, from whatever shape ``expires`` has.
+
+    The document says string, the live service sends integer Unix seconds (RC-8); a small number
+    is read as a lifetime in seconds. Without a usable value the JWT's ``exp`` claim decides, and
+    without that the configured ``access_token_ttl_s``.
+    """
+    if isinstance(value, str) and value.strip():
+        text = value.strip()
+        try:
+            value = float(text)
+        except ValueError:
+            try:
+                return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                value = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return float(value) if value > 1e9 else now + float(value)
+    try:
+        import jwt
+
+        claims = jwt.decode(access, options={"verify_signature": False})
+        if isinstance(claims.get("exp"), (int, float)):
+            return float(claims["exp"])
+    except Exception:  # noqa: BLE001 - an opaque token is fine: fall back to the configured TTL
+        pass
+    return now + fallback_ttl_s
+
+
+def pair_problem(answer: Answer | None) -> tuple[dict[str, Any] | None, str]:
+    """The token pair in ``answer`` and "", or None and why there is none."""
+    if answer is None:
+        return None, "no answer"
+    problem = getattr(answer, "problem", None)
+    if problem:
+        return None, str(problem)
+    if not 200 <= answer.status < 300:
+        return None, f"status {answer.status}"
+    try:
+        data = answer.json()
+    except (ValueError, TypeError):
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("access"), str):
+        return None, "token pair without an access token (body is not a JSON token pair)"
+    return data, ""
+
+
+def _verdict(answer: Answer | None, why: str) -> None:
+    if answer is None:
+        return
+    if why:
+        if getattr(answer, "problem", None) is None and hasattr(answer, "failure"):
+            answer.failure(why)
+    elif hasattr(answer, "success"):
+        answer.success()
+
+
+# --- the flow --------------------------------------------------------------------------------
+@dataclass
+class TokenFlow:
+    """One application's token pair, kept valid: authorize once, then refresh.
+
+    ``trust_expires``: renew by the ``expires`` the target sent (a load test follows the
+    target); when false, by ``fallback_ttl_s`` from the configuration (a conformance run must
+    not let a wrong ``expires``, a defect of its own check, break every other check).
+    ``renew_fraction``: renew once this fraction of the lifetime has passed; by default 10% of
+    the lifetime before expiry, between 1 s and 60 s.
+    """
+
+    send: Send
+    app: Application
+    fallback_ttl_s: float = 900.0
+    trust_expires: bool = True
+    renew_fraction: float | None = None
+    min_authorize_interval_s: float = 0.0
+    clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+    pair: TokenPair | None = None
+    authorizes: int = 0
+    refreshes: int = 0
+    _last_authorize: float = field(default=-1e18, repr=False)
+
+    #: Index into REFRESH_PATHS of the path the target serves, learned once per process.
+    learned_refresh: ClassVar[int] = 0
+
+    # -- public ----------------------------------------------------------------------------
+    def access(self) -> str:
+        """A valid access token: authorized on first use, renewed when due."""
+        if self.pair is None:
+            self.authorize()
+        elif self.due():
+            self.renew()
+        assert self.pair is not None
+        return self.pair.access
+
+    def headers(self) -> dict[str, str]:
+        """JSON headers with the bearer token, for an authenticated call."""
+        return {**JSON_HEADERS, "Authorization": f"Bearer {self.access()}"}
+
+    def due(self) -> bool:
+        pair = self.pair
+        if pair is None:
+            return True
+        lifetime = max(pair.expires_at - pair.obtained_at, 0.0)
+        if self.renew_fraction is not None:
+            return self.clock() - pair.obtained_at >= lifetime * self.renew_fraction
+        margin = max(1.0, min(60.0, lifetime * 0.1)) if lifetime > 2 else 0.0
+        return self.clock() >= pair.expires_at - margin
+
+    def renew(self) -> None:
+        """The 401-renew rule (also used near expiry): refresh, authorize only if refused."""
+        if self.pair is not None and self.pair.refresh and self._refresh(self.pair.refresh):
+            return
+        self.authorize()
+
+    def authorize(self) -> Answer | None:
+        """Authorize now (rate-limited by ``min_authorize_interval_s``); raises AuthError."""
+        since = self.clock() - self._last_authorize
+        if since < self.min_authorize_interval_s:
+            if self.pair is not None:
+                return None  # never a storm: keep the current token, the next 401 will tell
+            self.sleep(self.min_authorize_interval_s - since)
+        self._last_authorize = self.clock()
+        with self.send(authorize_request(self.app)) as answer:
+            self.authorizes += 1
+            data, why = pair_problem(answer)
+            _verdict(answer, why)
+        if data is None:
+            raise AuthError(
+                f"no access token for application {self.app.client_id}: authorize failed ({why})",
+                answer,
+            )
+        self._store(data)
+        return answer
+
+    # -- internals -------------------------------------------------------------------------
+    def _refresh(self, refresh_token: str) -> bool:
+        for attempt in range(len(REFRESH_PATHS)):
+            index = (TokenFlow.learned_refresh + attempt) % len(REFRESH_PATHS)
+            with self.send(refresh_request(refresh_token, REFRESH_PATHS[index])) as answer:
+                self.refreshes += 1
+                if (
+                    answer is not None
+                    and answer.status in (404, 405)
+                    and not getattr(answer, "problem", None)
+                ):
+                    _verdict(answer, f"refresh path {REFRESH_PATHS[index]} not served")
+                    continue
+                data, why = pair_problem(answer)
+                _verdict(answer, why)
+            if data is None:
+                return False
+            TokenFlow.learned_refresh = index
+            self._store(data)
+            return True
+        return False
+
+    def _store(self, data: dict[str, Any]) -> None:
+        now = self.clock()
+        access = str(data["access"])
+        refresh_token = data.get("refresh")
+        expires_at = (
+            parse_expires(data.get("expires"), access, now, self.fallback_ttl_s)
+            if self.trust_expires
+            else now + self.fallback_ttl_s
+        )
+        self.pair = TokenPair(
+            access=access,
+            refresh=refresh_token if isinstance(refresh_token, str) and refresh_token else None,
+            expires=data.get("expires"),
+            obtained_at=now,
+            expires_at=expires_at,
+        )
+
+
+# --- a transport for plain clients -----------------------------------------------------------
+@dataclass
+class PlainAnswer:
+    """An answer from a client that keeps no statistics."""
+
+    status: int
+    body: bytes
+    location: str | None = None
+    problem: str | None = None
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def httpx_send(client: Any, base_url: str) -> Send:
+    """A ``Send`` over an ``httpx.Client`` (or any client with httpx's ``request``)."""
+    base = base_url.rstrip("/")
+
+    @contextmanager
+    def send(request: Request) -> Iterator[Answer | None]:
+        headers = {k: v for k, v in request.headers.items() if v is not None}
+        response = client.request(
+            request.method, base + request.path, json=request.json, headers=headers
+        )
+        yield PlainAnswer(response.status_code, response.content, response.headers.get("location"))
+
+    return send
