@@ -29,7 +29,10 @@ def spec_path() -> Path:
 @cache
 def _load_spec_cached() -> dict[str, Any]:
     with spec_path().open(encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+        document = yaml.safe_load(handle)
+    if not isinstance(document, dict):
+        raise ValueError(f"{spec_path()} is not an OpenAPI document (not a mapping)")
+    return document
 
 
 def load_spec(*, extensions: bool = False) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from paysuite_core.target_config import Application
 AUTHORIZE_PATH = "/auth/agents/authorize"
 #: The document's heading first, then the path of its examples and of the published SDKs.
 REFRESH_PATHS = ("/auth/agents/refresh/{token}", "/auth/refresh/{token}")
+SDK_REFRESH_PATH = REFRESH_PATHS[1]
 JSON_HEADERS = {"Accept": "application/json", "Content-Type": "application/json"}
 #: The document's refresh request carries Accept only.
 REFRESH_HEADERS: dict[str, str | None] = {"Accept": "application/json", "Content-Type": None}

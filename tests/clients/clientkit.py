@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from paysuite.clients.cli import make_job
+from paysuite_core import tokens
 from paysuite_core.launcher import RunningStub
 
 #: Access tokens of the test stub live this long: one driver run fits, and the refresh after
@@ -36,11 +37,14 @@ class Direct:
         self.http = httpx.Client(base_url=stub.base_url, timeout=15)
 
     def headers(self) -> dict[str, str]:
-        pair = self.http.post(
-            "/auth/agents/authorize",
-            json={"client_id": self.app.client_id, "client_secret": self.app.client_secret},
-        ).json()
-        return {"Authorization": f"Bearer {pair['access']}"}
+        """A freshly authorized token (the SDK under test may have spent or rotated others)."""
+        pair = tokens.TokenFlow(tokens.httpx_send(self.http, self.stub.base_url), self.app)
+        return {"Authorization": f"Bearer {pair.access()}"}
+
+    def refresh(self, refresh_token: str) -> tokens.Answer | None:
+        """Refresh on the path the SDKs call: to prove a token they used is spent."""
+        send = tokens.httpx_send(self.http, self.stub.base_url)
+        return tokens.refresh(send, refresh_token, tokens.SDK_REFRESH_PATH)
 
     def get(self, path: str, **params: Any) -> Any:
         response = self.http.get(path, params=params, headers=self.headers())

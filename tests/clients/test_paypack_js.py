@@ -38,8 +38,8 @@ def test_every_public_method_matches_the_stub(js_installed, short_stub, direct, 
     # call works with the new pair.
     state = column.state
     assert state["refresh_before"] != state["refresh_after"]
-    spent = direct.http.get(f"/auth/refresh/{state['refresh_before']}")
-    assert spent.status_code == 401 and spent.json()["code"] == "invalid_token"
+    spent = direct.refresh(state["refresh_before"])
+    assert spent is not None and spent.status == 401 and spent.json()["code"] == "invalid_token"
     later = got["find after refresh"]
     assert later["ok"] is True, later["detail"]
     assert later["data"] == direct.get(f"/transactions/find/{got['cashin']['data']['ref']}")

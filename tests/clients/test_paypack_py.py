@@ -19,8 +19,8 @@ def test_every_public_method_matches_the_stub(short_stub, direct, cache_dir) -> 
     pair = got["refresh"]["data"]
     assert set(pair) == {"access", "refresh", "expires"}
     authorized = got["authorize"]["data"]
-    spent = direct.http.get(f"/auth/refresh/{authorized['refresh']}")
-    assert spent.status_code == 401 and spent.json()["code"] == "invalid_token"
+    spent = direct.refresh(authorized["refresh"])
+    assert spent is not None and spent.status == 401 and spent.json()["code"] == "invalid_token"
     # after expiry the SDK's 401 handler refreshes with its stored token and retries: it works
     assert got["find after expiry"]["ok"] is True, got["find after expiry"]["detail"]
     assert got["find after expiry"]["data"] == direct.get(
@@ -28,5 +28,5 @@ def test_every_public_method_matches_the_stub(short_stub, direct, cache_dir) -> 
     )
     state = column.state
     assert state["refresh_before"] == pair["refresh"] != state["refresh_after"]
-    reused = direct.http.get(f"/auth/refresh/{state['refresh_before']}")
-    assert reused.status_code == 401  # the SDK's refresh really went through the stub
+    reused = direct.refresh(state["refresh_before"])
+    assert reused is not None and reused.status == 401  # the SDK's refresh went through the stub

@@ -1,0 +1,104 @@
+"""The architecture of docs/architecture.md, enforced: who may import whom, and one token client.
+
+Both rules are searches over the source tree (Python's own parser, no import of the packages),
+so a shortcut that breaks them fails here with the file and line, whatever else still works.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PARTS = ("paysuite_core", "stub_server", "conformance", "load", "paysuite")
+
+#: Which top-level packages each part may import (besides itself and third-party libraries).
+#: paysuite_core is the base and imports no part; the stub, the suite and the load side stand on
+#: it and never on each other (they meet only over HTTP); ``paysuite`` is the command and may
+#: import every part.
+ALLOWED_IMPORTS: dict[str, frozenset[str]] = {
+    "paysuite_core": frozenset(),
+    "stub_server": frozenset({"paysuite_core"}),
+    "conformance": frozenset({"paysuite_core"}),
+    "load": frozenset({"paysuite_core"}),
+    "paysuite": frozenset({"paysuite_core", "stub_server", "conformance", "load"}),
+}
+
+#: The one module that performs authorize and refresh.
+TOKEN_MODULE = ROOT / "paysuite_core" / "tokens.py"
+#: The token endpoints' paths, as a client would write them.
+TOKEN_PATH = re.compile(r"/auth/(agents/authorize|agents/refresh/|refresh/)")
+#: Files that may name those paths, and why: they serve the API rather than call it, or (the
+#: spec's own test) check that the OpenAPI document describes them.
+NOT_CLIENTS = ("stub_server/", "tests/foreign/", "tests/hostile.py", "tests/test_spec.py")
+
+
+def python_files(*roots: str) -> Iterator[Path]:
+    for root in roots:
+        base = ROOT / root
+        if base.is_file():
+            yield base
+            continue
+        for path in sorted(base.rglob("*.py")):
+            if ".venv" not in path.parts and "build" not in path.parts:
+                yield path
+
+
+def imported_parts(path: Path) -> Iterator[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        for name in names:
+            top = name.split(".", 1)[0]
+            if top in PARTS:
+                yield node.lineno, top
+
+
+@pytest.mark.parametrize("part", PARTS)
+def test_each_part_imports_only_what_it_stands_on(part: str) -> None:
+    allowed = ALLOWED_IMPORTS[part] | {part}
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line} imports {top}"
+        for path in python_files(part)
+        for line, top in imported_parts(path)
+        if top not in allowed
+    ]
+    assert not wrong, f"{part} may import only {sorted(allowed)}:\n" + "\n".join(wrong)
+
+
+def token_path_literals(path: Path) -> Iterator[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if TOKEN_PATH.search(node.value) and "{base_url}" not in node.value:
+                yield node.lineno, node.value
+
+
+def test_one_module_performs_authorize_and_refresh() -> None:
+    """Nothing but ``paysuite_core/tokens.py`` writes the token endpoints' paths (quotes of the
+    document, which name ``{base_url}``, are text, not requests), so every authorize and refresh
+    of the project, the tests' included, goes through it."""
+    offenders = []
+    for path in python_files(*PARTS, "tests"):
+        relative = path.relative_to(ROOT).as_posix()
+        if path == TOKEN_MODULE or relative.startswith(NOT_CLIENTS):
+            continue
+        offenders += [f"{relative}:{line}: {text!r}" for line, text in token_path_literals(path)]
+    assert not offenders, (
+        "authorize/refresh outside paysuite_core/tokens.py (use TokenFlow, tokens.authorize, "
+        "tokens.refresh, or AUTHORIZE_PATH/REFRESH_PATHS):\n" + "\n".join(offenders)
+    )
+
+
+def test_the_token_module_is_where_the_paths_live() -> None:
+    literals = [text for _line, text in token_path_literals(TOKEN_MODULE)]
+    assert any("authorize" in text for text in literals)
+    assert any("refresh" in text for text in literals)
