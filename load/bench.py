@@ -238,16 +238,15 @@ def create_ref(base_url: str, token: str) -> str:
 
 # -- Locust --
 def locust_rate(credentials: Path, seconds: float, users: int, report_dir: Path) -> dict[str, Any]:
-    """A paysuite Locust run (the real locustfile) on a find-heavy mix with no wait."""
-    from load.profiles import get_profile
-    from load.runner import LoadRequest, run_locust
-    from paysuite_core.target_config import load_target_config
+    """A paysuite Locust run (the real locustfile, through ``load.runner.run``) on a find-heavy
+    mix with no wait."""
+    from load.plan import build_plan
+    from load.runner import run
 
-    request = LoadRequest(
-        profile=get_profile("smoke"),
+    plan = build_plan(
+        shape="smoke",
+        config=credentials,
         report_dir=report_dir,
-        config_path=credentials,
-        target=None,
         users=users,
         spawn_rate=float(users),
         duration=seconds + 1,
@@ -256,8 +255,9 @@ def locust_rate(credentials: Path, seconds: float, users: int, report_dir: Path)
         quiet=True,
     )
     report_dir.mkdir(parents=True, exist_ok=True)
-    run_locust(request, load_target_config(credentials), credentials, report_dir / "locust.log")
-    summary = json.loads((report_dir / "load.json").read_text())
+    summary = run(plan, locust_log=report_dir / "locust.log").summary
+    if summary is None:
+        raise RuntimeError(f"the Locust run produced no verdict; see {report_dir / 'locust.log'}")
     find = summary["operations"].get("find", {})
     return {
         "rps": summary["total"]["rps"],

@@ -284,11 +284,12 @@ def render_html(report_dir: str | Path) -> Path | None:
         ]
     )
     samples_table = _table(["ref", "key", "outcome"], sample_rows) if sample_rows else ""
+    shape = _cell(summary.get("shape") or summary.get("profile"))  # profile: its old key
     page = "\n".join(
         [
             "<!doctype html>",
             '<html lang="en"><head><meta charset="utf-8">',
-            f"<title>paysuite load: {_cell(summary.get('profile'))}</title>",
+            f"<title>paysuite load: {shape}</title>",
             "<style>",
             "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:60em}",
             "table{border-collapse:collapse;margin:.5em 0}",
@@ -296,7 +297,7 @@ def render_html(report_dir: str | Path) -> Path | None:
             "tr.pass td:last-child{color:#176b2c} tr.fail td{background:#fde8e8}",
             f".verdict{{font-size:1.3em;font-weight:bold;color:{verdict_colour}}}",
             "</style></head><body>",
-            f"<h1>paysuite load: profile {_cell(summary.get('profile'))}</h1>",
+            f"<h1>paysuite load: shape {shape}</h1>",
             f'<p class="verdict">{headline}</p>',
             f"<p>{facts}</p>",
             f"<p>{links}</p>",
