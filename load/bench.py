@@ -20,6 +20,7 @@ run (2). Everything is loopback.
 
 from __future__ import annotations
 
+import argparse
 import json
 import pstats
 import re
@@ -37,6 +38,7 @@ from typing import Any
 import httpx
 
 from paysuite_core import tokens
+from paysuite_core.target_config import TargetConfig
 from paysuite_core.tokens import TokenFlow
 
 TARGETS = {"cashin": 0.40, "find": 0.60}
@@ -220,7 +222,7 @@ def _post_json(url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[
         return json.loads(response.read())
 
 
-def authorize(config: Any) -> str:
+def authorize(config: TargetConfig) -> str:
     """An access token of the read-write application (the bench's requests create and find)."""
     app = next(a for a in config.applications if a.privilege == "read-write")
     with httpx.Client(timeout=10) as client:
@@ -434,13 +436,13 @@ def format_table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _fmt(value: Any, pct: bool = False) -> str:
+def _fmt(value: float | None, pct: bool = False) -> str:
     if value is None:
         return "-"
     return f"{value * 100:.1f}%" if pct else f"{value:.2f}"
 
 
-def run_bench(args: Any) -> int:
+def run_bench(args: argparse.Namespace) -> int:
     from paysuite_core.launcher import StubStartError, start_stub, stop_stub
 
     if args.seconds <= 0 or args.connections <= 0 or args.rounds <= 0:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from load import context as run_context
-from load.ledger import LEDGER
+from load.ledger import LEDGER, TimeToProcessed
 from load.plan import option
 from load.reconcile import reconcile
 from load.shape_catalog import Shape, Thresholds
@@ -75,7 +75,7 @@ def collect_operations(
     return ops, _entry_stats(total, duration), duration
 
 
-def time_to_processed_stats(samples: list[dict[str, Any]]) -> dict[str, Any]:
+def time_to_processed_stats(samples: list[TimeToProcessed]) -> dict[str, Any]:
     seconds = [s["seconds"] for s in samples]
     by_status: dict[str, int] = {}
     for s in samples:

@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from locust import events
+from locust.argument_parser import LocustArgumentParser
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
@@ -31,7 +32,7 @@ log = logging.getLogger("paysuite")
 
 
 @events.init_command_line_parser.add_listener
-def add_arguments(parser: Any) -> None:
+def add_arguments(parser: LocustArgumentParser) -> None:
     group = parser  # Locust's parser: its add_argument knows include_in_web_ui and env_var
     group.add_argument(
         "--paysuite-config",

@@ -308,7 +308,12 @@ def plan_from_locust_options(options: argparse.Namespace | None, host: str | Non
         )
     if option(options, "paysuite_profile") and not option(options, "paysuite_shape"):
         _old_name_note("paysuite", "--paysuite-profile", "--paysuite-shape")
-    limits = ClientLimits()
+    default = ClientLimits()
+
+    def number(name: str, kind: type[int] | type[float], fallback: float) -> Any:
+        value = option(options, f"paysuite_{name}")
+        return kind(fallback) if value is None else kind(value)
+
     return build_plan(
         shape=shape_option(options),
         config=Path(path),
@@ -322,21 +327,13 @@ def plan_from_locust_options(options: argparse.Namespace | None, host: str | Non
         mix=option(options, "paysuite_mix") or "",
         pacing=option(options, "paysuite_pacing") or "",
         lifecycle_resolve=option(options, "paysuite_lifecycle_resolve") or "",
-        reconcile_timeout=float(option(options, "paysuite_reconcile_timeout") or 120.0),
-        reconcile_concurrency=int(option(options, "paysuite_reconcile_concurrency") or 16),
+        reconcile_timeout=number("reconcile_timeout", float, 120.0),
+        reconcile_concurrency=number("reconcile_concurrency", int, 16),
         limits=ClientLimits(
-            connect_timeout_s=float(
-                option(options, "paysuite_connect_timeout_s") or limits.connect_timeout_s
-            ),
-            read_timeout_s=float(
-                option(options, "paysuite_read_timeout_s") or limits.read_timeout_s
-            ),
-            total_timeout_s=float(
-                option(options, "paysuite_total_timeout_s") or limits.total_timeout_s
-            ),
-            max_response_bytes=int(
-                option(options, "paysuite_max_response_bytes") or limits.max_response_bytes
-            ),
+            connect_timeout_s=number("connect_timeout_s", float, default.connect_timeout_s),
+            read_timeout_s=number("read_timeout_s", float, default.read_timeout_s),
+            total_timeout_s=number("total_timeout_s", float, default.total_timeout_s),
+            max_response_bytes=number("max_response_bytes", int, default.max_response_bytes),
         ),
         run_id=option(options, "paysuite_run_id") or "",
     )

@@ -24,11 +24,17 @@ COLOURS = {
 }
 
 
-def read_history(path: Path) -> list[dict[str, float]]:
+#: One point of the history: ``t`` (s), ``users``, ``req/s``, ``fail/s``, and ``p50``, ``p95``,
+#: ``p99`` (ms; ``None`` when Locust had no sample).
+HistoryRow = dict[str, float | None]
+
+
+def read_history(path: Path) -> list[HistoryRow]:
     """The Aggregated rows of Locust's ``*_stats_history.csv`` as numbers (missing -> skipped)."""
-    rows: list[dict[str, float]] = []
+    rows: list[HistoryRow] = []
     if not path.is_file():
         return rows
+    previous: tuple[float, float, float] | None = None  # time, requests, failures so far
     with path.open(newline="", encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
             if row.get("Name") != "Aggregated":
@@ -43,28 +49,29 @@ def read_history(path: Path) -> list[dict[str, float]]:
             t = num("Timestamp")
             if t is None:
                 continue
+            count = num("Total Request Count") or 0.0
+            failed = num("Total Failure Count") or 0.0
+            # Locust's own Requests/s column is a lagging 10 s average; the differences of the
+            # cumulative counts give what happened in each interval.
+            req_s = fail_s = 0.0
+            if previous is not None and t > previous[0]:
+                span = t - previous[0]
+                req_s = max(count - previous[1], 0.0) / span
+                fail_s = max(failed - previous[2], 0.0) / span
+            previous = (t, count, failed)
             rows.append(
                 {
                     "t": t,
                     "users": num("User Count") or 0.0,
-                    "count": num("Total Request Count") or 0.0,
-                    "failed": num("Total Failure Count") or 0.0,
+                    "count": count,
+                    "failed": failed,
                     "p50": num("50%"),
                     "p95": num("95%"),
                     "p99": num("99%"),
+                    "req/s": req_s,
+                    "fail/s": fail_s,
                 }
             )
-    # Locust's own Requests/s column is a lagging 10 s average; the differences of the
-    # cumulative counts give what happened in each interval.
-    previous = None
-    for row in rows:
-        if previous is None or row["t"] <= previous["t"]:
-            row["req/s"], row["fail/s"] = 0.0, 0.0
-        else:
-            span = row["t"] - previous["t"]
-            row["req/s"] = max(row["count"] - previous["count"], 0.0) / span
-            row["fail/s"] = max(row["failed"] - previous["failed"], 0.0) / span
-        previous = row
     return rows
 
 

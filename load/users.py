@@ -31,7 +31,7 @@ from locust.user.wait_time import constant_throughput
 from load import bounded
 from load import context as run_context
 from load.auth import AuthError, token_flow
-from load.ledger import LEDGER
+from load.ledger import LEDGER, CreateRecord
 from load.limits import ClientLimits
 
 T = TypeVar("T")
@@ -165,18 +165,18 @@ class PaysuiteUser(FastHttpUser):
         )
         if ref is not None:
             self._remember(ref, number)
-            LEDGER.record_create(
-                {
-                    "ref": ref,
-                    "key": key,
-                    "kind": KINDS[op],
-                    "number": number,
-                    "amount": amount,
-                    "merchant": self.app.merchant,
-                    "t": round(time.time(), 3),
-                    **({"storm": True} if storm else {}),
-                }
-            )
+            record: CreateRecord = {
+                "ref": ref,
+                "key": key,
+                "kind": KINDS[op],
+                "number": number,
+                "amount": amount,
+                "merchant": self.app.merchant,
+                "t": round(time.time(), 3),
+            }
+            if storm:
+                record["storm"] = True
+            LEDGER.record_create(record)
         return ref
 
     def _send(
