@@ -20,6 +20,7 @@ run (2). Everything is loopback.
 
 from __future__ import annotations
 
+import argparse
 import json
 import pstats
 import re
@@ -37,6 +38,7 @@ from typing import Any
 import httpx
 
 from paysuite_core import tokens
+from paysuite_core.target_config import TargetConfig
 from paysuite_core.tokens import TokenFlow
 
 TARGETS = {"cashin": 0.40, "find": 0.60}
@@ -220,7 +222,7 @@ def _post_json(url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[
         return json.loads(response.read())
 
 
-def authorize(config: Any) -> str:
+def authorize(config: TargetConfig) -> str:
     """An access token of the read-write application (the bench's requests create and find)."""
     app = next(a for a in config.applications if a.privilege == "read-write")
     with httpx.Client(timeout=10) as client:
@@ -238,16 +240,15 @@ def create_ref(base_url: str, token: str) -> str:
 
 # -- Locust --
 def locust_rate(credentials: Path, seconds: float, users: int, report_dir: Path) -> dict[str, Any]:
-    """A paysuite Locust run (the real locustfile) on a find-heavy mix with no wait."""
-    from load.profiles import get_profile
-    from load.runner import LoadRequest, run_locust
-    from paysuite_core.target_config import load_target_config
+    """A paysuite Locust run (the real locustfile, through ``load.runner.run``) on a find-heavy
+    mix with no wait."""
+    from load.plan import build_plan
+    from load.runner import run
 
-    request = LoadRequest(
-        profile=get_profile("smoke"),
+    plan = build_plan(
+        shape="smoke",
+        config=credentials,
         report_dir=report_dir,
-        config_path=credentials,
-        target=None,
         users=users,
         spawn_rate=float(users),
         duration=seconds + 1,
@@ -256,8 +257,9 @@ def locust_rate(credentials: Path, seconds: float, users: int, report_dir: Path)
         quiet=True,
     )
     report_dir.mkdir(parents=True, exist_ok=True)
-    run_locust(request, load_target_config(credentials), credentials, report_dir / "locust.log")
-    summary = json.loads((report_dir / "load.json").read_text())
+    summary = run(plan, locust_log=report_dir / "locust.log").summary
+    if summary is None:
+        raise RuntimeError(f"the Locust run produced no verdict; see {report_dir / 'locust.log'}")
     find = summary["operations"].get("find", {})
     return {
         "rps": summary["total"]["rps"],
@@ -434,13 +436,13 @@ def format_table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _fmt(value: Any, pct: bool = False) -> str:
+def _fmt(value: float | None, pct: bool = False) -> str:
     if value is None:
         return "-"
     return f"{value * 100:.1f}%" if pct else f"{value:.2f}"
 
 
-def run_bench(args: Any) -> int:
+def run_bench(args: argparse.Namespace) -> int:
     from paysuite_core.launcher import StubStartError, start_stub, stop_stub
 
     if args.seconds <= 0 or args.connections <= 0 or args.rounds <= 0:

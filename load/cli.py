@@ -1,19 +1,29 @@
-"""``paysuite load`` and ``paysuite bench``: argument definitions only (nothing heavy imported)."""
+"""``paysuite load`` and ``paysuite bench``: their arguments, and the commands that turn them into
+a plan and run it (nothing heavy imported at registration)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from typing import Any
 
-from load.profiles import PROFILES  # pure data: cheap to import at registration
-
-PROFILE_NAMES = tuple(PROFILES)
+from load.shape_catalog import SHAPE_NAMES  # pure data: cheap to import at registration
 
 
 def _load(args: argparse.Namespace) -> int:
-    from load.runner import run
+    """``paysuite load``: the arguments' plan, run by ``load.runner.run``."""
+    from load.plan import UsageError, plan_from_args
+    from load.runner import run, say
 
-    return run(args)
+    started = time.monotonic()
+    try:
+        result = run(plan_from_args(args))
+    except UsageError as exc:
+        print(f"paysuite load: {exc}", file=sys.stderr, flush=True)
+        return 2
+    say(f"load run finished in {time.monotonic() - started:.0f} s: exit {result.exit_code}")
+    return result.exit_code
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -25,9 +35,9 @@ def _bench(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     load = subparsers.add_parser(
         "load",
-        help="run a Locust load profile with SLO gates and a no-loss reconciliation",
+        help="run a Locust load shape with SLO gates and a no-loss reconciliation",
         description=(
-            "Run a named load profile against a target (or, without --config, against the "
+            "Run a named load shape against a target (or, without --config, against the "
             "bundled stub). Exit 0: SLOs met and nothing lost; 1: an SLO breached or a create "
             "lost; 2: usage or configuration error, or unreachable target. Loopback targets only "
             "unless PAYSUITE_ALLOW_REMOTE_TARGET=1."
@@ -35,10 +45,13 @@ def register(subparsers: Any) -> None:
     )
     load.add_argument("--target", help="base URL of the target (overrides the config's base_url)")
     load.add_argument("--config", help="target configuration YAML (applications, numbers, ...)")
-    load.add_argument("--profile", default="smoke", choices=PROFILE_NAMES, help="load profile")
-    load.add_argument("--users", type=int, help="override the profile's user count")
-    load.add_argument("--spawn-rate", type=float, help="override the profile's spawn rate")
-    load.add_argument("--duration", type=float, help="override the profile's duration (s)")
+    load.add_argument(
+        "--shape", choices=SHAPE_NAMES, help="load shape (default smoke; docs/load.md)"
+    )
+    load.add_argument("--profile", choices=SHAPE_NAMES, help="old name of --shape (still accepted)")
+    load.add_argument("--users", type=int, help="override the shape's user count")
+    load.add_argument("--spawn-rate", type=float, help="override the shape's spawn rate")
+    load.add_argument("--duration", type=float, help="override the shape's duration (s)")
     load.add_argument("--max-requests", type=int, help="override the request budget (hard stop)")
     load.add_argument(
         "--workers", type=int, default=0, help="local Locust workers (0: one process)"

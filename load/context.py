@@ -1,88 +1,53 @@
-"""What one Locust process knows about the run: target, profile, generators, application rotation.
+"""What one Locust process knows about the run: its plan, generators, application rotation.
 
-Built from the parsed options at ``test_start`` on every process. A worker gets the master's
-custom arguments with its spawn order (Locust sends them), including the target configuration
-itself (``--paysuite-config-json``, filled in by the master from its file), so a worker on another
-machine needs the locustfile and paysuite installed, not a copy of the credentials file.
+The plan (``load.plan.LoadPlan``) is installed once per process: on the master (or the single
+process) by the init hook, from ``paysuite load``'s plan file or from the ``--paysuite-*``
+options; on a worker at ``test_start``, from the serialised plan the master sent with its spawn
+order. The ``RunContext`` (per-process number and amount generators, the application rotation)
+is rebuilt from it at every ``test_start``.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
-import os
-import uuid
 from collections import deque
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from load.profiles import Profile, get_profile, parse_mix, parse_pacing
+from load.plan import LoadPlan
+from load.shape_catalog import Shape
 from paysuite_core.request_data import AmountSource, NumberSource
-from paysuite_core.target_config import (
-    Application,
-    TargetConfig,
-    load_target_config,
-    parse_target_config,
-)
-
-DEFAULT_REPORT_DIR = "reports"
-
-
-def option(options: Any, name: str, default: Any = None) -> Any:
-    """A custom option's value, tolerating ``None`` options (a library-mode Environment)."""
-    value = getattr(options, name, None) if options is not None else None
-    return default if value in (None, "") else value
-
-
-def resolve_profile(options: Any) -> Profile:
-    """The profile named by the options, with the command-line overrides applied."""
-    profile = get_profile(option(options, "paysuite_profile", "smoke"))
-    mix_text = option(options, "paysuite_mix")
-    users = option(options, "paysuite_users")
-    spawn = option(options, "paysuite_spawn_rate")
-    duration = option(options, "paysuite_duration")
-    max_requests = option(options, "paysuite_max_requests")
-    pacing = option(options, "paysuite_pacing")
-    return profile.with_overrides(
-        users=int(users) if users is not None else None,
-        spawn_rate=float(spawn) if spawn is not None else None,
-        duration_s=float(duration) if duration is not None else None,
-        max_requests=int(max_requests) if max_requests is not None else None,
-        mix=parse_mix(mix_text) if mix_text else None,
-        pacing=parse_pacing(pacing) if pacing else None,
-    )
-
-
-def load_config_from_options(options: Any, host: str | None) -> TargetConfig:
-    """The target configuration: the master's serialized copy first, else the file."""
-    inline = option(options, "paysuite_config_json")
-    if inline:
-        return parse_target_config(json.loads(inline), env={}, base_url=host or None)
-    path = option(options, "paysuite_config") or os.environ.get("PAYSUITE_CONFIG")
-    if not path:
-        raise ValueError(
-            "no target configuration: pass --paysuite-config FILE (or PAYSUITE_CONFIG)"
-        )
-    return load_target_config(Path(path), base_url=host or None)
+from paysuite_core.target_config import Application, TargetConfig
 
 
 @dataclass
 class RunContext:
-    config: TargetConfig
-    profile: Profile
-    run_id: str
+    plan: LoadPlan
     worker_index: int = 0
-    lifecycle_resolve: str = "auto"
     numbers: NumberSource = field(init=False)
     amounts: AmountSource = field(init=False)
-    _counter: itertools.count = field(default_factory=itertools.count, init=False)
+    _counter: itertools.count[int] = field(default_factory=itertools.count, init=False)
     refs_by_merchant: dict[str, deque[str]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         seed = hash((self.run_id, self.worker_index)) & 0xFFFFFFFF
         self.numbers = NumberSource.for_target(self.config, seed=seed)
         self.amounts = AmountSource.for_target(self.config, seed=seed + 1)
+
+    @property
+    def config(self) -> TargetConfig:
+        return self.plan.target
+
+    @property
+    def shape(self) -> Shape:
+        return self.plan.shape
+
+    @property
+    def run_id(self) -> str:
+        return self.plan.run_id
+
+    @property
+    def lifecycle_resolve(self) -> str:
+        return self.plan.lifecycle_mode
 
     def next_application(self, *, creators_only: bool = False) -> Application:
         """Round-robin over the applications (offset per worker, so workers spread too)."""
@@ -97,26 +62,36 @@ class RunContext:
         return self.refs_by_merchant.setdefault(merchant, deque(maxlen=500))
 
 
+_PLAN: LoadPlan | None = None
 _CURRENT: RunContext | None = None
 
 
-def build_context(environment: Any) -> RunContext:
-    """(Re)build this process's context from the environment's options."""
+def install_plan(plan: LoadPlan) -> LoadPlan:
+    """This process's plan from now on."""
+    global _PLAN
+    _PLAN = plan
+    return plan
+
+
+def current_plan() -> LoadPlan:
+    if _PLAN is None:
+        raise RuntimeError("paysuite: no load plan in this process (the init hook did not run)")
+    return _PLAN
+
+
+def has_plan() -> bool:
+    return _PLAN is not None
+
+
+def build_context(worker_index: int = 0) -> RunContext:
+    """(Re)build this process's context from its plan (at ``test_start``)."""
     global _CURRENT
-    options = environment.parsed_options
-    config = load_config_from_options(options, environment.host)
-    worker_index = int(getattr(environment.runner, "worker_index", 0) or 0)
-    resolve = option(options, "paysuite_lifecycle_resolve", "")
-    if not resolve:
-        resolve = "driver" if config.customer.driver in ("sandbox", "magic-numbers") else "auto"
-    _CURRENT = RunContext(
-        config=config,
-        profile=resolve_profile(options),
-        run_id=option(options, "paysuite_run_id") or uuid.uuid4().hex[:8],
-        worker_index=max(worker_index, 0),
-        lifecycle_resolve=resolve,
-    )
+    _CURRENT = RunContext(plan=current_plan(), worker_index=max(worker_index, 0))
     return _CURRENT
+
+
+def has_context() -> bool:
+    return _CURRENT is not None
 
 
 def current() -> RunContext:

@@ -12,14 +12,19 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from load import context as run_context
-from load.ledger import LEDGER
-from load.limits import ClientLimits
-from load.profiles import Profile
+from load.ledger import LEDGER, TimeToProcessed
+from load.plan import option
 from load.reconcile import reconcile
-from load.slo import OperationStats, Verdict, evaluate, load_slo_file, resolve_slo
+from load.shape_catalog import Shape, Thresholds
+from load.slo import OperationStats, Verdict, evaluate
+
+if TYPE_CHECKING:  # this module is imported outside Locust too: no locust import at run time
+    from locust import LoadTestShape
+    from locust.env import Environment
+    from locust.stats import RequestStats, StatsEntry
 
 SCHEMA = "paysuite-load/1"
 _NONE = OperationStats(0, 0, 0.0, None, None, None)
@@ -34,7 +39,7 @@ def percentile(values: list[float], fraction: float) -> float | None:
     return ordered[index]
 
 
-def _entry_stats(entry: Any, duration: float) -> OperationStats:
+def _entry_stats(entry: StatsEntry, duration: float) -> OperationStats:
     def pct(fraction: float) -> float | None:
         return float(entry.get_response_time_percentile(fraction)) if entry.num_requests else None
 
@@ -48,18 +53,20 @@ def _entry_stats(entry: Any, duration: float) -> OperationStats:
     )
 
 
-def collect_operations(stats: Any) -> tuple[dict[str, OperationStats], OperationStats, float]:
+def collect_operations(
+    stats: RequestStats,
+) -> tuple[dict[str, OperationStats], OperationStats, float]:
     """Per request name (methods merged) and total, with the run's duration in seconds."""
     total = stats.total
     start = total.start_time or time.time()
     end = total.last_request_timestamp or start
     duration = max(end - start, 1e-6)
-    by_name: dict[str, Any] = {}
+    by_name: dict[str, StatsEntry] = {}
     for (name, _method), entry in stats.entries.items():
         if name in by_name:
             by_name[name].extend(entry)
         else:
-            from locust.stats import StatsEntry
+            from locust.stats import StatsEntry  # noqa: F811 - the run-time import
 
             merged = StatsEntry(stats, name, "", use_response_times_cache=False)
             merged.extend(entry)
@@ -68,7 +75,7 @@ def collect_operations(stats: Any) -> tuple[dict[str, OperationStats], Operation
     return ops, _entry_stats(total, duration), duration
 
 
-def time_to_processed_stats(samples: list[dict[str, Any]]) -> dict[str, Any]:
+def time_to_processed_stats(samples: list[TimeToProcessed]) -> dict[str, Any]:
     seconds = [s["seconds"] for s in samples]
     by_status: dict[str, int] = {}
     for s in samples:
@@ -84,8 +91,8 @@ def time_to_processed_stats(samples: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def judge(
-    profile: Profile,
-    slo: dict[str, dict[str, float]],
+    shape: Shape,
+    slo: Thresholds,
     ops: dict[str, OperationStats],
     total: OperationStats,
     ttp: dict[str, Any],
@@ -99,7 +106,7 @@ def judge(
         ops["time-to-processed"] = OperationStats(
             ttp["count"], 0, 0.0, to_ms(ttp["p50_s"]), to_ms(ttp["p95_s"]), to_ms(ttp["p99_s"])
         )
-    if profile.name == "ramp":
+    if shape.name == "ramp":
         steps = shape_summary.get("steps") or []
         verdicts = []
         first = steps[0] if steps else None
@@ -141,10 +148,10 @@ def judge(
 
 
 def verdict_table(
-    verdicts: list[Verdict], reconciliation: dict[str, Any], profile: str, exit_code: int
+    verdicts: list[Verdict], reconciliation: dict[str, Any], shape: str, exit_code: int
 ) -> str:
     """The text printed at the end of a run."""
-    lines = [f"paysuite: SLO verdicts (profile {profile})"]
+    lines = [f"paysuite: SLO verdicts (shape {shape})"]
     header = f"  {'operation':<20} {'metric':<12} {'threshold':>12} {'observed':>12}  verdict"
     lines.append(header)
     for v in verdicts:
@@ -180,39 +187,26 @@ def verdict_table(
     return "\n".join(lines)
 
 
-def report_dir_for(options: Any) -> Path:
-    explicit = run_context.option(options, "paysuite_report_dir")
-    if explicit:
-        return Path(explicit)
-    csv_prefix = run_context.option(options, "csv_prefix")
-    if csv_prefix:
-        return Path(csv_prefix).parent
-    return Path(run_context.DEFAULT_REPORT_DIR)
-
-
-def finalize(environment: Any, shape: Any = None) -> dict[str, Any]:
+def finalize(environment: Environment, shape_class: LoadTestShape | None = None) -> dict[str, Any]:
     """Compute everything, write load.json, print the verdict table, set the exit status."""
     options = environment.parsed_options
     ctx = run_context.current()
-    profile = ctx.profile
-    overrides = None
-    slo_path = run_context.option(options, "paysuite_slo")
-    if slo_path:
-        overrides = load_slo_file(slo_path)
-    slo = resolve_slo(profile, overrides)
+    plan = ctx.plan
+    shape = ctx.shape
+    slo = plan.thresholds
+    assert environment.runner is not None
     ops, total, duration = collect_operations(environment.runner.stats)
     ttp = time_to_processed_stats(LEDGER.time_to_processed)
-    shape_summary = shape.summary() if shape is not None and hasattr(shape, "summary") else {}
-    verdicts = judge(profile, slo, ops, total, ttp, shape_summary, dict(LEDGER.counters))
+    summary_of = getattr(shape_class, "summary", None)
+    shape_summary: dict[str, Any] = summary_of() if callable(summary_of) else {}
+    verdicts = judge(shape, slo, ops, total, ttp, shape_summary, dict(LEDGER.counters))
 
-    budget = float(run_context.option(options, "paysuite_reconcile_timeout", 120))
-    concurrency = int(run_context.option(options, "paysuite_reconcile_concurrency", 16))
     recon = reconcile(
         LEDGER.creates,
         ctx.config,
-        concurrency=concurrency,
-        time_budget_s=budget,
-        limits=ClientLimits.from_options(options),
+        concurrency=plan.reconcile_concurrency,
+        time_budget_s=plan.reconcile_timeout_s,
+        limits=plan.limits,
     )
     without_ref = LEDGER.counters.get("acknowledged_without_ref", 0)
     recon["acknowledged_without_ref"] = without_ref
@@ -220,10 +214,10 @@ def finalize(environment: Any, shape: Any = None) -> dict[str, Any]:
         recon["passed"] = False
     exit_code = 0 if all(v.passed for v in verdicts) and recon["passed"] else 1
 
-    report_dir = report_dir_for(options)
+    report_dir = plan.report_dir
     report_dir.mkdir(parents=True, exist_ok=True)
-    csv_prefix = run_context.option(options, "csv_prefix")
-    html_file = run_context.option(options, "html_file")
+    csv_prefix = option(options, "csv_prefix")
+    html_file = option(options, "html_file")
 
     def rel(path: str | None) -> str | None:
         if not path:
@@ -233,12 +227,13 @@ def finalize(environment: Any, shape: Any = None) -> dict[str, Any]:
     counters = dict(LEDGER.counters)
     summary = {
         "schema": SCHEMA,
-        "profile": profile.name,
+        "shape": shape.name,
+        "profile": shape.name,  # the shape's old name, kept for readers of paysuite-load/1
         "target": ctx.config.base_url,
         "run_id": ctx.run_id,
         "started_at": environment.runner.stats.total.start_time,
         "duration_s": round(duration, 3),
-        "users": profile.users,
+        "users": shape.users,
         "stop_reason": shape_summary.get("stop_reason", ""),
         "operations": {
             name: {
@@ -271,7 +266,7 @@ def finalize(environment: Any, shape: Any = None) -> dict[str, Any]:
         "reconciliation": recon,
         "counters": counters,
         "ledger": {"batches": LEDGER.batches_received, "sources": sorted(LEDGER.sources)},
-        "mix": profile.mix,
+        "mix": shape.mix,
         "exit_code": exit_code,
         "files": {
             "locust_html": rel(html_file),
@@ -281,13 +276,13 @@ def finalize(environment: Any, shape: Any = None) -> dict[str, Any]:
             "load_html": "load.html",
         },
     }
-    if profile.name == "ramp":
+    if shape.name == "ramp":
         summary["ramp"] = shape_summary
         summary["knee"] = shape_summary.get("knee")
-    if profile.name == "lifecycle" or ttp["count"]:
+    if shape.name == "lifecycle" or ttp["count"]:
         summary["time_to_processed"] = ttp
         summary["time_to_processed"]["timeouts"] = counters.get("lifecycle_timeouts", 0)
-    if profile.name == "idempotency-storm":
+    if shape.name == "idempotency-storm":
         summary["idempotency"] = {
             "conflicts_409": counters.get("idempotency_conflicts", 0),
             "keys": recon.get("keys", 0),
@@ -296,8 +291,8 @@ def finalize(environment: Any, shape: Any = None) -> dict[str, Any]:
             "server_duplicate_keys": recon.get("server_duplicate_keys", 0),
         }
     (report_dir / "load.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    print(verdict_table(verdicts, recon, profile.name, exit_code), flush=True)
-    if profile.name == "ramp":
+    print(verdict_table(verdicts, recon, shape.name, exit_code), flush=True)
+    if shape.name == "ramp":
         knee = shape_summary.get("knee")
         best = shape_summary.get("max_sustainable")
         if knee:

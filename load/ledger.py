@@ -13,7 +13,11 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
+
+if TYPE_CHECKING:  # imported outside Locust too (the reconciliation's types)
+    from locust.env import Environment
+    from locust.rpc import Message
 
 MESSAGE_TYPE = "paysuite_ledger"
 FLUSH_INTERVAL_S = 1.0
@@ -21,21 +25,47 @@ FLUSH_INTERVAL_S = 1.0
 log = logging.getLogger(__name__)
 
 
+class CreateRecord(TypedDict):
+    """One create a virtual user saw acknowledged: a promise the target made."""
+
+    ref: str
+    key: str
+    kind: str
+    number: str
+    amount: float
+    merchant: str
+    t: float
+    storm: NotRequired[bool]
+
+
+class TimeToProcessed(TypedDict):
+    seconds: float
+    status: str
+
+
+class Batch(TypedDict):
+    """What a process sends the master once a second."""
+
+    creates: list[CreateRecord]
+    counters: dict[str, int]
+    ttp: list[TimeToProcessed]
+
+
 @dataclass
 class Ledger:
     """Per process: an outbox (every runner but the master) and the merged totals (master/local)."""
 
-    creates: list[dict[str, Any]] = field(default_factory=list)
+    creates: list[CreateRecord] = field(default_factory=list)
     counters: Counter[str] = field(default_factory=Counter)
-    time_to_processed: list[dict[str, Any]] = field(default_factory=list)
+    time_to_processed: list[TimeToProcessed] = field(default_factory=list)
     batches_received: int = 0
     sources: set[str] = field(default_factory=set)
-    _out_creates: list[dict[str, Any]] = field(default_factory=list)
+    _out_creates: list[CreateRecord] = field(default_factory=list)
     _out_counters: Counter[str] = field(default_factory=Counter)
-    _out_ttp: list[dict[str, Any]] = field(default_factory=list)
+    _out_ttp: list[TimeToProcessed] = field(default_factory=list)
 
     # -- user side -----------------------------------------------------------------------------
-    def record_create(self, record: dict[str, Any]) -> None:
+    def record_create(self, record: CreateRecord) -> None:
         self._out_creates.append(record)
 
     def count(self, name: str, amount: int = 1) -> None:
@@ -44,11 +74,11 @@ class Ledger:
     def record_time_to_processed(self, seconds: float, status: str) -> None:
         self._out_ttp.append({"seconds": round(seconds, 4), "status": status})
 
-    def flush(self, environment: Any) -> None:
+    def flush(self, environment: Environment) -> None:
         """Send the outbox to the master (or to ourselves when running locally)."""
         if not (self._out_creates or self._out_counters or self._out_ttp):
             return
-        batch = {
+        batch: Batch = {
             "creates": self._out_creates,
             "counters": dict(self._out_counters),
             "ttp": self._out_ttp,
@@ -61,15 +91,16 @@ class Ledger:
         runner.send_message(MESSAGE_TYPE, batch)
 
     # -- master side ---------------------------------------------------------------------------
-    def merge(self, batch: dict[str, Any], source: str) -> None:
+    def merge(self, batch: Batch, source: str) -> None:
         self.creates.extend(batch.get("creates") or [])
         self.counters.update(batch.get("counters") or {})
         self.time_to_processed.extend(batch.get("ttp") or [])
         self.batches_received += 1
         self.sources.add(source)
 
-    def on_message(self, environment: Any, msg: Any, **_: Any) -> None:
-        self.merge(msg.data or {}, str(getattr(msg, "node_id", "?")))
+    def on_message(self, environment: Environment, msg: Message, **_: Any) -> None:
+        batch = cast(Batch, msg.data or {})  # what flush() sent (keys may be missing: .get)
+        self.merge(batch, str(getattr(msg, "node_id", "?")))
 
     def reset(self) -> None:
         """A new test run in the same process (the web UI's restart): start from nothing."""
@@ -84,7 +115,7 @@ class Ledger:
 LEDGER = Ledger()
 
 
-def install(environment: Any) -> None:
+def install(environment: Environment) -> None:
     """Wire the ledger into a runner: the listener where batches land, the flusher where made."""
     import gevent
     from locust.runners import MasterRunner, WorkerRunner
@@ -108,5 +139,5 @@ def install(environment: Any) -> None:
     gevent.spawn(flusher)
 
     @environment.events.test_stop.add_listener
-    def _final_flush(environment: Any, **_: Any) -> None:
+    def _final_flush(environment: Environment, **_: Any) -> None:
         LEDGER.flush(environment)

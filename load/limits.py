@@ -12,9 +12,8 @@ a target's 3xx is its answer.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
 
 READ_CHUNK = 65536
 
@@ -26,23 +25,17 @@ class ClientLimits:
     total_timeout_s: float = 30.0
     max_response_bytes: int = 4 * 1024 * 1024
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, float]:
         return asdict(self)
 
     @classmethod
-    def from_options(cls, options: Any) -> ClientLimits:
-        """From Locust's parsed options (``--paysuite-connect-timeout`` ...), defaults missing."""
-        default = cls()
-
-        def pick(name: str, cast: Callable[[Any], Any]) -> Any:
-            value = getattr(options, f"paysuite_{name}", None) if options is not None else None
-            return default.__dict__[name] if value in (None, "") else cast(value)
-
+    def from_dict(cls, data: Mapping[str, float]) -> ClientLimits:
+        """The inverse of ``to_dict`` (a run's plan carries its limits this way)."""
         return cls(
-            connect_timeout_s=pick("connect_timeout_s", float),
-            read_timeout_s=pick("read_timeout_s", float),
-            total_timeout_s=pick("total_timeout_s", float),
-            max_response_bytes=pick("max_response_bytes", int),
+            connect_timeout_s=float(data["connect_timeout_s"]),
+            read_timeout_s=float(data["read_timeout_s"]),
+            total_timeout_s=float(data["total_timeout_s"]),
+            max_response_bytes=int(data["max_response_bytes"]),
         )
 
 

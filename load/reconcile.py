@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from load.ledger import CreateRecord
 from load.limits import ClientLimits, TotalTimeout, read_capped
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.tokens import PlainAnswer, Request, Send, TokenFlow
@@ -110,7 +111,7 @@ class _Tokens:
         self.authorizes = 0
         self._lock = Semaphore()
 
-    def header(self, session: Any, merchant: str, stale: str | None = None) -> dict[str, str]:
+    def header(self, session: _Session, merchant: str, stale: str | None = None) -> dict[str, str]:
         """The merchant's bearer header; ``stale``: the token just refused, to be renewed."""
         with self._lock:
             flow = self.flows.get(merchant)
@@ -128,7 +129,7 @@ class _Tokens:
         return {"Authorization": f"Bearer {token}", "Accept": "application/json"}
 
 
-def _session_send(session: Any, base_url: str) -> Send:
+def _session_send(session: _Session, base_url: str) -> Send:
     @contextmanager
     def send(request: Request) -> Iterator[PlainAnswer]:
         url = base_url + request.path
@@ -142,14 +143,14 @@ def _session_send(session: Any, base_url: str) -> Send:
     return send
 
 
-def _same_amount(a: Any, b: Any) -> bool:
+def _same_amount(a: object, b: object) -> bool:
     try:
-        return abs(float(a) - float(b)) < 1e-6
+        return abs(float(a) - float(b)) < 1e-6  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return False
 
 
-def check_one(session: Any, tokens: _Tokens, base_url: str, record: dict[str, Any]) -> str:
+def check_one(session: _Session, tokens: _Tokens, base_url: str, record: CreateRecord) -> str:
     """``ok``, ``missing``, ``mismatch:<fields>``, ``no_created_event``, ``error:<why>``."""
     merchant = record.get("merchant", "")
     ref = record["ref"]
@@ -188,7 +189,7 @@ def check_one(session: Any, tokens: _Tokens, base_url: str, record: dict[str, An
     return "no_created_event"
 
 
-def storm_targets(records: Iterable[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
+def storm_targets(records: Iterable[CreateRecord]) -> dict[tuple[str, str], set[str]]:
     """(merchant, customer number) -> the storm keys retried with that number.
 
     Usually one key a number; two keys can draw the same number (a short ``numbers`` list), and
@@ -202,7 +203,7 @@ def storm_targets(records: Iterable[dict[str, Any]]) -> dict[tuple[str, str], se
 
 
 def transactions_for_number(
-    session: Any, tokens: _Tokens, base_url: str, merchant: str, number: str
+    session: _Session, tokens: _Tokens, base_url: str, merchant: str, number: str
 ) -> set[str]:
     """Refs of the transactions the target created for a customer number (created events).
 
@@ -222,7 +223,7 @@ def transactions_for_number(
 
 
 def server_duplicates(
-    session: Any, tokens: _Tokens, base_url: str, targets: dict[tuple[str, str], set[str]]
+    session: _Session, tokens: _Tokens, base_url: str, targets: dict[tuple[str, str], set[str]]
 ) -> dict[str, Any]:
     """Storm numbers for which the target holds more transactions than keys were retried."""
     duplicates: list[dict[str, Any]] = []
@@ -239,12 +240,12 @@ def server_duplicates(
 
 
 def ledger_anomalies(
-    records: Iterable[dict[str, Any]],
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    records: Iterable[CreateRecord],
+) -> tuple[list[CreateRecord], dict[str, Any]]:
     """Unique records by ref, and the idempotency anomalies visible in the ledger itself."""
     refs_by_key: dict[tuple[str, str], set[str]] = defaultdict(set)
     keys_by_ref: dict[str, set[str]] = defaultdict(set)
-    unique: dict[str, dict[str, Any]] = {}
+    unique: dict[str, CreateRecord] = {}
     for record in records:
         refs_by_key[(record.get("merchant", ""), record["key"])].add(record["ref"])
         keys_by_ref[record["ref"]].add(record["key"])
@@ -266,7 +267,7 @@ def ledger_anomalies(
 
 
 def reconcile(
-    records: list[dict[str, Any]],
+    records: list[CreateRecord],
     config: TargetConfig,
     *,
     concurrency: int = 16,

@@ -24,11 +24,17 @@ COLOURS = {
 }
 
 
-def read_history(path: Path) -> list[dict[str, float]]:
+#: One point of the history: ``t`` (s), ``users``, ``req/s``, ``fail/s``, and ``p50``, ``p95``,
+#: ``p99`` (ms; ``None`` when Locust had no sample).
+HistoryRow = dict[str, float | None]
+
+
+def read_history(path: Path) -> list[HistoryRow]:
     """The Aggregated rows of Locust's ``*_stats_history.csv`` as numbers (missing -> skipped)."""
-    rows: list[dict[str, float]] = []
+    rows: list[HistoryRow] = []
     if not path.is_file():
         return rows
+    previous: tuple[float, float, float] | None = None  # time, requests, failures so far
     with path.open(newline="", encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
             if row.get("Name") != "Aggregated":
@@ -43,28 +49,29 @@ def read_history(path: Path) -> list[dict[str, float]]:
             t = num("Timestamp")
             if t is None:
                 continue
+            count = num("Total Request Count") or 0.0
+            failed = num("Total Failure Count") or 0.0
+            # Locust's own Requests/s column is a lagging 10 s average; the differences of the
+            # cumulative counts give what happened in each interval.
+            req_s = fail_s = 0.0
+            if previous is not None and t > previous[0]:
+                span = t - previous[0]
+                req_s = max(count - previous[1], 0.0) / span
+                fail_s = max(failed - previous[2], 0.0) / span
+            previous = (t, count, failed)
             rows.append(
                 {
                     "t": t,
                     "users": num("User Count") or 0.0,
-                    "count": num("Total Request Count") or 0.0,
-                    "failed": num("Total Failure Count") or 0.0,
+                    "count": count,
+                    "failed": failed,
                     "p50": num("50%"),
                     "p95": num("95%"),
                     "p99": num("99%"),
+                    "req/s": req_s,
+                    "fail/s": fail_s,
                 }
             )
-    # Locust's own Requests/s column is a lagging 10 s average; the differences of the
-    # cumulative counts give what happened in each interval.
-    previous = None
-    for row in rows:
-        if previous is None or row["t"] <= previous["t"]:
-            row["req/s"], row["fail/s"] = 0.0, 0.0
-        else:
-            span = row["t"] - previous["t"]
-            row["req/s"] = max(row["count"] - previous["count"], 0.0) / span
-            row["fail/s"] = max(row["failed"] - previous["failed"], 0.0) / span
-        previous = row
     return rows
 
 
@@ -284,11 +291,12 @@ def render_html(report_dir: str | Path) -> Path | None:
         ]
     )
     samples_table = _table(["ref", "key", "outcome"], sample_rows) if sample_rows else ""
+    shape = _cell(summary.get("shape") or summary.get("profile"))  # profile: its old key
     page = "\n".join(
         [
             "<!doctype html>",
             '<html lang="en"><head><meta charset="utf-8">',
-            f"<title>paysuite load: {_cell(summary.get('profile'))}</title>",
+            f"<title>paysuite load: {shape}</title>",
             "<style>",
             "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:60em}",
             "table{border-collapse:collapse;margin:.5em 0}",
@@ -296,7 +304,7 @@ def render_html(report_dir: str | Path) -> Path | None:
             "tr.pass td:last-child{color:#176b2c} tr.fail td{background:#fde8e8}",
             f".verdict{{font-size:1.3em;font-weight:bold;color:{verdict_colour}}}",
             "</style></head><body>",
-            f"<h1>paysuite load: profile {_cell(summary.get('profile'))}</h1>",
+            f"<h1>paysuite load: shape {shape}</h1>",
             f'<p class="verdict">{headline}</p>',
             f"<p>{facts}</p>",
             f"<p>{links}</p>",

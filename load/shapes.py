@@ -1,9 +1,9 @@
-"""Locust load shapes, one per named profile.
+"""Locust ``LoadTestShape`` classes, one per shape of the catalogue (``load.shape_catalog``).
 
-Every shape ends the run at the profile's duration or its request budget, whichever comes first:
-no profile can run away. The locustfile exposes the shape of the selected profile (or all of them
-with Locust's ``--class-picker``, for the web UI); the shape names its profile, and the locustfile
-makes the users follow it.
+Every shape ends the run at its duration or its request budget, whichever comes first: no shape
+can run away. The locustfile exposes the class of the selected shape (or all of them with
+Locust's ``--class-picker``, for the web UI); the class names its catalogue entry, and the
+run's plan (``load.context.current_plan``) supplies the overrides and SLO rules.
 
 The ramp shape judges each step on the step's own requests (a difference of the cumulative
 statistics at the step's boundaries, so it works on a master fed by workers) and stops at the
@@ -17,45 +17,47 @@ from typing import Any
 
 from locust import LoadTestShape
 
-from load.context import resolve_profile
-from load.profiles import OPERATIONS, Profile
-from load.slo import percentile_of, resolve_slo, throughput_plateau
+from load.context import current_plan
+from load.plan import LoadPlan
+from load.shape_catalog import OPERATIONS, Shape
+from load.slo import percentile_of, throughput_plateau
+
+Tick = tuple[int, float]
 
 
-class ProfileShape(LoadTestShape):
-    """Common machinery: the profile, the hard stops, and why the run ended."""
+class CatalogShape(LoadTestShape):
+    """Common machinery: the catalogue entry, the hard stops, and why the run ended."""
 
     abstract = True
-    profile_name = ""
+    shape_name = ""
 
     def __init__(self) -> None:
         super().__init__()
-        self.profile: Profile | None = None
+        self.shape: Shape | None = None
         self.stop_reason = ""
-        self.slo_overrides: dict[str, Any] | None = None
 
-    def _profile(self) -> Profile:
-        if self.profile is None:
-            assert self.runner is not None
-            options = self.runner.environment.parsed_options
-            if options is not None:
-                options.paysuite_profile = self.profile_name
-            self.profile = resolve_profile(options)
-        return self.profile
+    def _plan(self) -> LoadPlan:
+        """The run's plan with this class's shape (the class picker may have chosen it)."""
+        return current_plan().with_shape(self.shape_name)
 
-    def tick(self) -> tuple[int, float] | None:
-        profile = self._profile()
+    def _shape(self) -> Shape:
+        self.shape = self._plan().shape
+        return self.shape
+
+    def tick(self) -> Tick | None:
+        shape = self._shape()
         elapsed = self.get_run_time()
         assert self.runner is not None
-        if elapsed >= profile.duration_s:
-            self.stop_reason = f"duration {profile.duration_s:g} s reached"
-        elif self.runner.stats.total.num_requests >= profile.max_requests:
-            self.stop_reason = f"request budget {profile.max_requests} reached"
+        if elapsed >= shape.duration_s:
+            self.stop_reason = f"duration {shape.duration_s:g} s reached"
+        elif self.runner.stats.total.num_requests >= shape.max_requests:
+            self.stop_reason = f"request budget {shape.max_requests} reached"
         else:
-            tick = self.users_at(elapsed, profile)
+            tick = self.users_at(elapsed, shape)
             if tick is not None:
                 return tick
-        return self._end()
+        self._end()
+        return None
 
     def _end(self) -> None:
         """Stop gracefully before Locust quits: on a master, ``stop`` waits until every worker
@@ -65,49 +67,48 @@ class ProfileShape(LoadTestShape):
 
         if isinstance(self.runner, MasterRunner):
             self.runner.stop()
-        return None
 
-    def users_at(self, elapsed: float, profile: Profile) -> tuple[int, float] | None:
-        return profile.users, profile.spawn_rate
+    def users_at(self, elapsed: float, shape: Shape) -> Tick | None:
+        return shape.users, shape.spawn_rate
 
     def summary(self) -> dict[str, Any]:
         """What the shape learned, for load.json (the ramp adds its steps and knee)."""
         return {"stop_reason": self.stop_reason}
 
 
-class SmokeShape(ProfileShape):
-    profile_name = "smoke"
+class SmokeShape(CatalogShape):
+    shape_name = "smoke"
 
 
-class SteadyShape(ProfileShape):
-    profile_name = "steady"
+class SteadyShape(CatalogShape):
+    shape_name = "steady"
 
 
-class SoakShape(ProfileShape):
-    profile_name = "soak"
+class SoakShape(CatalogShape):
+    shape_name = "soak"
 
 
-class IdempotencyStormShape(ProfileShape):
-    profile_name = "idempotency-storm"
+class IdempotencyStormShape(CatalogShape):
+    shape_name = "idempotency-storm"
 
 
-class LifecycleShape(ProfileShape):
-    profile_name = "lifecycle"
+class LifecycleShape(CatalogShape):
+    shape_name = "lifecycle"
 
 
-class SpikeShape(ProfileShape):
-    profile_name = "spike"
+class SpikeShape(CatalogShape):
+    shape_name = "spike"
 
-    def users_at(self, elapsed: float, profile: Profile) -> tuple[int, float] | None:
-        start, end = profile.spike_window
-        if start * profile.duration_s <= elapsed < end * profile.duration_s:
-            peak = max(profile.peak_users, profile.users)
+    def users_at(self, elapsed: float, shape: Shape) -> Tick | None:
+        start, end = shape.spike_window
+        if start * shape.duration_s <= elapsed < end * shape.duration_s:
+            peak = max(shape.peak_users, shape.users)
             return peak, float(peak)  # the whole spike arrives within a second
-        return profile.users, float(max(profile.spawn_rate, profile.peak_users))
+        return shape.users, float(max(shape.spawn_rate, shape.peak_users))
 
 
-class RampShape(ProfileShape):
-    profile_name = "ramp"
+class RampShape(CatalogShape):
+    shape_name = "ramp"
 
     def __init__(self) -> None:
         super().__init__()
@@ -130,7 +131,7 @@ class RampShape(ProfileShape):
                 times[ms] = times.get(ms, 0) + count
         return requests, failures, times
 
-    def _close_step(self, elapsed: float, profile: Profile) -> bool:
+    def _close_step(self, elapsed: float, shape: Shape) -> bool:
         """Judge the step that just ended; True when it breached (the knee)."""
         now = self._cumulative()
         if self._snapshot is None:
@@ -141,7 +142,7 @@ class RampShape(ProfileShape):
         times = {ms: c - self._snapshot[2].get(ms, 0) for ms, c in now[2].items()}
         times = {ms: c for ms, c in times.items() if c > 0}
         self._snapshot = now
-        slo = resolve_slo(profile, self.slo_overrides).get("*", {})
+        slo = self._plan().thresholds.get("*", {})
         p95 = percentile_of(times, 0.95)
         ratio = failures / requests if requests else 0.0
         duration = max(elapsed - self._step_started, 1e-6)
@@ -152,7 +153,7 @@ class RampShape(ProfileShape):
             breached.append("error_ratio")
         step = {
             "step": self._step_index,
-            "users": profile.users + profile.step_users * self._step_index,
+            "users": shape.users + shape.step_users * self._step_index,
             "requests": requests,
             "failures": failures,
             "rps": round(requests / duration, 2),
@@ -166,18 +167,18 @@ class RampShape(ProfileShape):
             return True
         return False
 
-    def users_at(self, elapsed: float, profile: Profile) -> tuple[int, float] | None:
-        index = int(elapsed // profile.step_s)
+    def users_at(self, elapsed: float, shape: Shape) -> Tick | None:
+        index = int(elapsed // shape.step_s)
         if index != self._step_index:
-            if self._step_index >= 0 and self._close_step(elapsed, profile):
+            if self._step_index >= 0 and self._close_step(elapsed, shape):
                 self.stop_reason = f"knee found at step {self.knee['step']}"  # type: ignore[index]
                 return None  # tick() ends the run
             if self._step_index < 0:
                 self._snapshot = self._cumulative()
             self._step_index = index
             self._step_started = elapsed
-        users = profile.users + profile.step_users * index
-        return users, float(max(profile.spawn_rate, profile.step_users))
+        users = shape.users + shape.step_users * index
+        return users, float(max(shape.spawn_rate, shape.step_users))
 
     def summary(self) -> dict[str, Any]:
         last_good = None
@@ -191,12 +192,12 @@ class RampShape(ProfileShape):
             "knee": self.knee,
             "max_sustainable": last_good,
             "plateau": throughput_plateau(self.steps),
-            "step_s": self.profile.step_s if self.profile else None,
+            "step_s": self.shape.step_s if self.shape else None,
         }
 
 
-SHAPES: dict[str, type[ProfileShape]] = {
-    cls.profile_name: cls
+SHAPE_CLASSES: dict[str, type[CatalogShape]] = {
+    cls.shape_name: cls
     for cls in (
         SmokeShape,
         SteadyShape,
@@ -209,6 +210,6 @@ SHAPES: dict[str, type[ProfileShape]] = {
 }
 
 
-def steps_needed(profile: Profile) -> int:
+def steps_needed(shape: Shape) -> int:
     """How many ramp steps fit in the duration (for the docs and the progress line)."""
-    return max(1, math.ceil(profile.duration_s / max(profile.step_s, 1)))
+    return max(1, math.ceil(shape.duration_s / max(shape.step_s, 1)))

@@ -1,32 +1,34 @@
-"""Service-level objectives: thresholds per profile and per operation, and their verdicts.
+"""Service-level objectives: thresholds per load shape and per operation, and their verdicts.
 
 A threshold set maps an operation name (a Locust statistics name such as ``cashin``, ``*`` for
 every mix operation that ran, ``total`` for all requests together, ``time-to-processed`` for the
-lifecycle profile) to metrics: ``p50_ms``, ``p95_ms``, ``p99_ms`` (latency ceilings),
+lifecycle shape) to metrics: ``p50_ms``, ``p95_ms``, ``p99_ms`` (latency ceilings),
 ``error_ratio`` (failures / requests ceiling) and ``min_rps`` (throughput floor).
 
-The built-in thresholds of each profile (``load.profiles``) can be overridden by a YAML file::
+The built-in thresholds of each shape (``load.shape_catalog``) can be overridden by a YAML file::
 
-    defaults:            # every profile
+    defaults:            # every shape
       "*": {p95_ms: 400}
-    profiles:
+    shapes:              # per load shape (``profiles:``, the old name, is read the same way)
       smoke:
         cashin: {p95_ms: 250, p99_ms: 600}
         total: {min_rps: 5}
 
-A file without ``defaults``/``profiles`` keys is read as one ``defaults`` block.
+A file without ``defaults``/``shapes``/``profiles`` keys is read as one ``defaults`` block. The
+file is read once per run (``load.plan.build_plan``) into ``SLORules``, which travel inside the
+run's plan.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from load.profiles import AUTH_OPERATIONS, Profile, default_slo
+from load.shape_catalog import AUTH_OPERATIONS, Shape, Thresholds, default_slo
 
 METRICS = ("p50_ms", "p95_ms", "p99_ms", "error_ratio", "min_rps")
 _PERCENTILE_METRICS = {"p50_ms": "p50", "p95_ms": "p95", "p99_ms": "p99"}
@@ -34,6 +36,37 @@ _PERCENTILE_METRICS = {"p50_ms": "p50", "p95_ms": "p95", "p99_ms": "p99"}
 
 class SLOError(ValueError):
     """The SLO file cannot be used; the message says where."""
+
+
+@dataclass(frozen=True)
+class SLORules:
+    """An SLO override file, validated: thresholds for every shape, and per shape by name."""
+
+    defaults: Thresholds = field(default_factory=dict)
+    by_shape: dict[str, Thresholds] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The file's own layout (``defaults``, ``shapes``), as ``from_dict`` reads it back."""
+        return {"defaults": self.defaults, "shapes": self.by_shape}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "SLO rules") -> SLORules:
+        """Validate a mapping in the file's layout (see the module docstring)."""
+        if "shapes" in data and "profiles" in data:
+            raise SLOError(f"{where}: 'shapes' and 'profiles' (its old name) both given")
+        if "defaults" not in data and "shapes" not in data and "profiles" not in data:
+            return cls(defaults=_check_block(data, where))
+        key = "shapes" if "shapes" in data else "profiles"
+        shapes = data.get(key) or {}
+        if not isinstance(shapes, Mapping):
+            raise SLOError(f"{where}: {key}: expected a mapping of shape -> operations")
+        return cls(
+            defaults=_check_block(data.get("defaults"), f"{where}: defaults"),
+            by_shape={
+                str(name): _check_block(block, f"{where}: {key}.{name}")
+                for name, block in shapes.items()
+            },
+        )
 
 
 @dataclass(frozen=True)
@@ -93,7 +126,7 @@ def _check_block(block: Any, where: str) -> dict[str, dict[str, float]]:
     return result
 
 
-def load_slo_file(path: str | Path) -> dict[str, Any]:
+def load_slo_file(path: str | Path) -> SLORules:
     """Read and validate an SLO override file (see the module docstring)."""
     path = Path(path)
     try:
@@ -103,33 +136,17 @@ def load_slo_file(path: str | Path) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         raise SLOError(f"{path}: not valid YAML ({exc})") from None
     if data is None:
-        return {"defaults": {}, "profiles": {}}
+        return SLORules()
     if not isinstance(data, Mapping):
         raise SLOError(f"{path}: expected a mapping")
-    if "defaults" not in data and "profiles" not in data:
-        return {"defaults": _check_block(data, str(path)), "profiles": {}}
-    profiles = data.get("profiles") or {}
-    if not isinstance(profiles, Mapping):
-        raise SLOError(f"{path}: profiles: expected a mapping of profile -> operations")
-    return {
-        "defaults": _check_block(data.get("defaults"), f"{path}: defaults"),
-        "profiles": {
-            str(name): _check_block(block, f"{path}: profiles.{name}")
-            for name, block in profiles.items()
-        },
-    }
+    return SLORules.from_dict(data, str(path))
 
 
-def resolve_slo(
-    profile: Profile, overrides: Mapping[str, Any] | None
-) -> dict[str, dict[str, float]]:
-    """Built-in thresholds of ``profile``, overlaid by the file's defaults, then its own block."""
-    merged = default_slo(profile)
-    if overrides:
-        for block in (
-            overrides.get("defaults") or {},
-            (overrides.get("profiles") or {}).get(profile.name) or {},
-        ):
+def resolve_slo(shape: Shape, rules: SLORules | None) -> Thresholds:
+    """Built-in thresholds of ``shape``, overlaid by the file's defaults, then its own block."""
+    merged = default_slo(shape)
+    if rules is not None:
+        for block in (rules.defaults, rules.by_shape.get(shape.name) or {}):
             for op, metrics in block.items():
                 merged.setdefault(op, {}).update(metrics)
     return merged

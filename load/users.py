@@ -1,14 +1,14 @@
 """The virtual user: a FastHttpUser that behaves like a merchant integration.
 
 Each user holds one application of the target configuration (round-robin), authorizes once, and
-runs the profile's weighted mix of operations its privilege allows: cashin, cashout, find (of refs
+runs the shape's weighted mix of operations its privilege allows: cashin, cashout, find (of refs
 it created; read-only users look up refs their merchant's users created), list events (plain and
 filtered). Every create carries a fresh idempotency key, a number and an amount valid for the
 target, and every acknowledged create goes to the ledger for the reconciliation. Request names are
 stable (``cashin``, ``cashout``, ``find``, ``events``, ``events?filter``, ``authorize``,
-``refresh``), so statistics and SLOs line up across runs and profiles.
+``refresh``), so statistics and SLOs line up across runs and shapes.
 
-Two profiles change what a task is: ``idempotency-storm`` (users share a few keys per time slot,
+Two load shapes change what a task is: ``idempotency-storm`` (users share a few keys per time slot,
 and a 409 on a reused key is the expected answer, counted as a success) and ``lifecycle`` (create,
 then poll find until the transaction leaves ``pending``, recording the time to processed).
 """
@@ -25,12 +25,13 @@ from typing import Any, TypeVar
 
 from locust import task
 from locust.contrib.fasthttp import FastHttpUser
+from locust.env import Environment
 from locust.user.wait_time import constant_throughput
 
 from load import bounded
 from load import context as run_context
 from load.auth import AuthError, token_flow
-from load.ledger import LEDGER
+from load.ledger import LEDGER, CreateRecord
 from load.limits import ClientLimits
 
 T = TypeVar("T")
@@ -50,37 +51,37 @@ class PaysuiteUser(FastHttpUser):
     network_timeout = ClientLimits.read_timeout_s
     connection_timeout = ClientLimits.connect_timeout_s
 
-    def __init__(self, environment: Any) -> None:
+    def __init__(self, environment: Environment) -> None:
         # FastHttpSession takes its per-operation timeouts from these at construction
-        self.limits = ClientLimits.from_options(environment.parsed_options)
+        self.limits = run_context.current_plan().limits
         self.network_timeout = self.limits.read_timeout_s
         self.connection_timeout = self.limits.connect_timeout_s
         super().__init__(environment)
 
     def wait_time(self) -> float:
-        pacing = self.ctx.profile.pacing
+        pacing = self.ctx.shape.pacing
         if pacing[0] == "throughput":
             return self._pacer(self)
-        if pacing[0] == "constant":
-            return float(pacing[1])
-        return self.rng.uniform(float(pacing[1]), float(pacing[2]))
+        if len(pacing) == 3:  # ("between", lo, hi)
+            return self.rng.uniform(pacing[1], pacing[2])
+        return float(pacing[1])  # ("constant", s)
 
     def on_start(self) -> None:
         self.ctx = run_context.current()
-        profile = self.ctx.profile
+        shape = self.ctx.shape
         self.rng = random.Random()
-        storm = profile.name == "idempotency-storm"
-        lifecycle = profile.name == "lifecycle"
+        storm = shape.name == "idempotency-storm"
+        lifecycle = shape.name == "lifecycle"
         self.app = self.ctx.next_application(creators_only=storm or lifecycle)
         self.tokens = token_flow(
             self.client, self.app, self.ctx.config.access_token_ttl_s, limits=self.limits
         )
         self.refs: deque[str] = deque(maxlen=200)
         self.numbers: deque[str] = deque(maxlen=50)
-        if profile.pacing[0] == "throughput":
-            per_user = float(profile.pacing[1]) / max(profile.users, 1)
+        if shape.pacing[0] == "throughput":
+            per_user = float(shape.pacing[1]) / max(shape.users, 1)
             self._pacer = constant_throughput(per_user)
-        self.ops, self.weights = self._allowed_mix(profile.mix)
+        self.ops, self.weights = self._allowed_mix(shape.mix)
         try:
             self.tokens.authorize()
         except AuthError:
@@ -107,18 +108,18 @@ class PaysuiteUser(FastHttpUser):
 
     @task
     def step(self) -> None:
-        profile = self.ctx.profile.name
-        if profile == "idempotency-storm":
+        shape = self.ctx.shape.name
+        if shape == "idempotency-storm":
             op = self._creating_op()
         else:
             op = self.rng.choices(self.ops, self.weights)[0]
-            if profile == "lifecycle" and op not in KINDS:
+            if shape == "lifecycle" and op not in KINDS:
                 op = self._creating_op()
         LEDGER.count(f"started:{op}")  # a run that completes none of them cannot pass
         try:
-            if profile == "idempotency-storm":
+            if shape == "idempotency-storm":
                 self.storm_create()
-            elif profile == "lifecycle":
+            elif shape == "lifecycle":
                 self.lifecycle_round(op)
             elif op in KINDS:
                 self.create(op)
@@ -164,18 +165,18 @@ class PaysuiteUser(FastHttpUser):
         )
         if ref is not None:
             self._remember(ref, number)
-            LEDGER.record_create(
-                {
-                    "ref": ref,
-                    "key": key,
-                    "kind": KINDS[op],
-                    "number": number,
-                    "amount": amount,
-                    "merchant": self.app.merchant,
-                    "t": round(time.time(), 3),
-                    **({"storm": True} if storm else {}),
-                }
-            )
+            record: CreateRecord = {
+                "ref": ref,
+                "key": key,
+                "kind": KINDS[op],
+                "number": number,
+                "amount": amount,
+                "merchant": self.app.merchant,
+                "t": round(time.time(), 3),
+            }
+            if storm:
+                record["storm"] = True
+            LEDGER.record_create(record)
         return ref
 
     def _send(
@@ -183,7 +184,7 @@ class PaysuiteUser(FastHttpUser):
         method: str,
         path: str,
         name: str,
-        judge: Callable[[Any], T | None],
+        judge: Callable[[bounded.Reply], T | None],
         *,
         headers: dict[str, str] | None = None,
         **kwargs: Any,
@@ -290,9 +291,9 @@ class PaysuiteUser(FastHttpUser):
     # -- idempotency storm ---------------------------------------------------------------------
     def storm_create(self) -> None:
         """Reuse one of the few keys of the current time slot: all users race on the same keys."""
-        profile = self.ctx.profile
-        slot = int(time.time() // profile.storm_slot_s)
-        index = self.rng.randrange(max(profile.storm_keys, 1))
+        shape = self.ctx.shape
+        slot = int(time.time() // shape.storm_slot_s)
+        index = self.rng.randrange(max(shape.storm_keys, 1))
         op = self._creating_op()
         # same merchant, operation, key and body: a true retry, whatever the key's scope
         seed = f"{self.ctx.run_id}|{self.app.merchant}|{op}|{slot}|{index}"

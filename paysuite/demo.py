@@ -2,10 +2,11 @@
 
 1. starts the bundled stub once, with the short token lifetime ``paysuite conform`` gives its
    own bundled stub, and without auto-resolution: the conformance suite drives the
-   customer itself through the sandbox, and the smoke profile needs no transaction to complete;
+   customer itself through the sandbox, and the smoke load shape needs no transaction to complete;
 2. runs ``paysuite conform`` against it, as a subprocess, into ``reports/conformance``;
-3. then runs the ``smoke`` load profile against the same stub, into ``reports/load``, so the
-   load's reconciliation also runs over a store the conformance suite has already written to;
+3. then runs the ``smoke`` load shape against the same stub (``load.runner.run``), into
+   ``reports/load``, so the load's reconciliation also runs over a store the conformance suite
+   has already written to;
 4. writes ``reports/index.html``: one screen with both verdicts and links to both reports.
 
 Exit 0 only if the conformance suite passed and the load run met its SLOs and lost nothing.
@@ -114,32 +115,25 @@ def run_conformance(credentials: Path, out_dir: Path, report_root: Path) -> Conf
 def run_load_step(
     credentials: Path, out_dir: Path, duration: float | None, users: int | None
 ) -> tuple[int, dict[str, Any] | None]:
-    """The smoke profile through ``paysuite load``'s own machinery; (exit status, load.json)."""
-    from load.profiles import get_profile
-    from load.runner import LoadRequest, UsageError, check_loopback, outcome, preflight, run_locust
-    from paysuite_core.target_config import load_target_config
+    """The smoke shape through the load runner's entry point; (exit status, load.json)."""
+    from load.plan import UsageError, build_plan
+    from load.runner import run
 
-    request = LoadRequest(
-        profile=get_profile("smoke"),
-        report_dir=out_dir,
-        config_path=credentials,
-        target=None,
-        users=users,
-        duration=duration,
-        lifecycle_resolve="auto",
-        quiet=True,
-    )
     try:
-        config = load_target_config(credentials)
-        check_loopback(config)
-        preflight(config)
+        plan = build_plan(
+            shape="smoke",
+            config=credentials,
+            report_dir=out_dir,
+            users=users,
+            duration=duration,
+            lifecycle_resolve="auto",
+            quiet=True,
+        )
+        result = run(plan)
     except UsageError as exc:
         say(f"load step: {exc}")
         return 2, None
-    code = outcome(request, run_locust(request, config, credentials))
-    load_json = out_dir / "load.json"
-    summary = json.loads(load_json.read_text()) if load_json.is_file() else None
-    return code, summary
+    return result.exit_code, result.summary
 
 
 _PAGE = """<!doctype html>

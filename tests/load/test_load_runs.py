@@ -126,7 +126,7 @@ def test_idempotency_storm_counts_409_as_success(load_stub: RunningStub, tmp_pat
     run = run_load(
         tmp_path,
         "--config", str(load_stub.credentials_path),
-        "--profile", "idempotency-storm",
+        "--shape", "idempotency-storm",
         "--duration", "4",
         "--users", "8",
     )  # fmt: skip
@@ -147,7 +147,7 @@ def test_lifecycle_reports_time_to_processed(load_stub: RunningStub, tmp_path: P
     run = run_load(
         tmp_path,
         "--config", str(load_stub.credentials_path),
-        "--profile", "lifecycle",
+        "--shape", "lifecycle",
         "--lifecycle-resolve", "auto",
         "--duration", "5",
         "--users", "3",
@@ -162,11 +162,11 @@ def test_lifecycle_reports_time_to_processed(load_stub: RunningStub, tmp_path: P
 
 def test_ramp_finds_the_knee_of_a_tight_slo(load_stub: RunningStub, tmp_path: Path) -> None:
     slo = tmp_path / "slo.yaml"
-    slo.write_text(json.dumps({"profiles": {"ramp": {"*": {"p95_ms": 0.001}}}}))
+    slo.write_text(json.dumps({"shapes": {"ramp": {"*": {"p95_ms": 0.001}}}}))
     run = run_load(
         tmp_path / "r",
         "--config", str(load_stub.credentials_path),
-        "--profile", "ramp",
+        "--shape", "ramp",
         "--duration", "6",
         "--slo", str(slo),
     )  # fmt: skip
@@ -245,7 +245,7 @@ def test_plain_locust_command_line_gives_the_same_verdict(
             "--only-summary",
             "--paysuite-config",
             str(load_stub.credentials_path),
-            "--paysuite-profile",
+            "--paysuite-shape",
             "steady",
             "--paysuite-duration",
             "4",
@@ -260,7 +260,7 @@ def test_plain_locust_command_line_gives_the_same_verdict(
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     summary = json.loads((tmp_path / "load.json").read_text())
-    assert summary["profile"] == "steady"
+    assert summary["shape"] == summary["profile"] == "steady"  # profile: the old key
     assert summary["reconciliation"]["passed"] is True
     # steady: a constant arrival rate of 20 requests/s (10 users at 2/s each)
     assert 10 <= summary["total"]["rps"] <= 26
@@ -268,7 +268,9 @@ def test_plain_locust_command_line_gives_the_same_verdict(
 
 
 def test_idempotency_storm_catches_a_racy_target(tmp_path: Path) -> None:
-    """A target whose key check races (fault idempotency-racy) hands out two refs for one key."""
+    """A target whose key check races (fault idempotency-racy) hands out two refs for one key.
+
+    Started with ``--profile``, the old name of ``--shape``: still accepted, with a note."""
     with running_stub(
         tmp_path / "stub", faults=["idempotency-racy"], stub_config=AUTO_RESOLVE
     ) as stub:
@@ -280,7 +282,9 @@ def test_idempotency_storm_catches_a_racy_target(tmp_path: Path) -> None:
             "--users", "8",
         )  # fmt: skip
     assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "--profile is the old name of --shape" in run.stderr
     summary = run.summary()
+    assert summary["shape"] == "idempotency-storm"
     assert summary["idempotency"]["duplicate_keys"] > 0
     sample = summary["reconciliation"]["duplicate_key_samples"][0]
     assert len(sample["refs"]) >= 2

@@ -1,4 +1,5 @@
-"""Unit tests of the pieces: SLO model, mix, numbers, token expiry, percentiles, report, ledger.
+"""Unit tests of the pieces: SLO model, mix, numbers, token expiry, percentiles, report, ledger,
+the load plan and its one serialised form.
 
 Nothing here may import locust: it monkey-patches the whole test process with gevent.
 """
@@ -11,12 +12,14 @@ from pathlib import Path
 import pytest
 
 from load.finalize import percentile
-from load.profiles import PROFILES, get_profile, parse_mix
+from load.plan import LoadPlan, UsageError, build_plan, read_plan, write_plan
 from load.reconcile import ledger_anomalies, server_duplicates, storm_targets
 from load.report import read_history, render_html, svg_chart
+from load.shape_catalog import SHAPES, get_shape, parse_mix
 from load.slo import (
     OperationStats,
     SLOError,
+    SLORules,
     evaluate,
     load_slo_file,
     percentile_of,
@@ -96,27 +99,35 @@ def test_auth_failures_count_and_an_all_failed_operation_is_a_failed_row() -> No
 
 def test_operations_started_but_never_completed_fail_the_run() -> None:
     from load.finalize import judge
-    from load.profiles import default_slo, get_profile
+    from load.shape_catalog import default_slo
 
-    profile = get_profile("smoke")
+    shape = get_shape("smoke")
     ops = {"authorize": stats(4)}
     counters = {"started:cashin": 3, "started:find": 0, "auth_errors": 1}
-    verdicts = judge(profile, default_slo(profile), ops, stats(4), {"count": 0}, {}, counters)
+    verdicts = judge(shape, default_slo(shape), ops, stats(4), {"count": 0}, {}, counters)
     failed = [(v.operation, v.metric, v.note) for v in verdicts if not v.passed]
     assert ("cashin", "successes", "no request completed (3 started)") in failed
     assert not any(op == "find" for op, _, _ in failed)
 
 
-def test_slo_file_overrides_defaults_then_profile(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", ["shapes", "profiles"])  # profiles: the old name, still read
+def test_slo_file_overrides_defaults_then_shape(tmp_path: Path, key: str) -> None:
     path = tmp_path / "slo.yaml"
     path.write_text(
-        "defaults:\n  '*': {p95_ms: 400}\nprofiles:\n  smoke:\n    cashin: {p99_ms: 900}\n"
+        f"defaults:\n  '*': {{p95_ms: 400}}\n{key}:\n  smoke:\n    cashin: {{p99_ms: 900}}\n"
     )
-    merged = resolve_slo(get_profile("smoke"), load_slo_file(path))
+    merged = resolve_slo(get_shape("smoke"), load_slo_file(path))
     assert merged["*"]["p95_ms"] == 400 and merged["*"]["error_ratio"] == 0.0
     assert merged["cashin"] == {"p99_ms": 900}
-    steady = resolve_slo(get_profile("steady"), load_slo_file(path))
+    steady = resolve_slo(get_shape("steady"), load_slo_file(path))
     assert "cashin" not in steady and steady["*"]["p95_ms"] == 400
+
+
+def test_slo_file_with_both_shapes_and_profiles_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "slo.yaml"
+    path.write_text("shapes: {}\nprofiles: {}\n")
+    with pytest.raises(SLOError, match="both given"):
+        load_slo_file(path)
 
 
 @pytest.mark.parametrize(
@@ -136,14 +147,14 @@ def test_bad_slo_files(tmp_path: Path, text: str, needle: str) -> None:
         load_slo_file(path)
 
 
-def test_every_profile_is_bounded() -> None:
-    for profile in PROFILES.values():
-        assert 0 < profile.duration_s <= 900 and 0 < profile.max_requests <= 1_000_000
-        assert profile.mix and all(w >= 0 for w in profile.mix.values())
+def test_every_shape_is_bounded() -> None:
+    for shape in SHAPES.values():
+        assert 0 < shape.duration_s <= 900 and 0 < shape.max_requests <= 1_000_000
+        assert shape.mix and all(w >= 0 for w in shape.mix.values())
 
 
 def test_duration_override_scales_the_ramp_step() -> None:
-    ramp = get_profile("ramp").with_overrides(duration_s=12)
+    ramp = get_shape("ramp").with_overrides(duration_s=12)
     assert ramp.duration_s == 12 and ramp.step_s == 1.0
 
 
@@ -315,8 +326,9 @@ def test_these_modules_do_not_import_locust() -> None:
     import sys
 
     code = (
-        "import sys, load.cli, load.runner, load.finalize, load.report, load.slo, "
-        "load.auth, load.reconcile, load.ledger, load.context, paysuite.demo; "
+        "import sys, load, load.cli, load.runner, load.finalize, load.report, load.slo, "
+        "load.auth, load.reconcile, load.ledger, load.context, load.plan, load.shape_catalog, "
+        "paysuite.demo; from load import build_plan, run; "
         "print('locust' in sys.modules, 'gevent' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -351,7 +363,7 @@ def test_parse_wrk_output() -> None:
 
 
 def test_pacing_parser() -> None:
-    from load.profiles import parse_pacing
+    from load.shape_catalog import parse_pacing
 
     assert parse_pacing("between:0.1:0.5") == ("between", 0.1, 0.5)
     assert parse_pacing("constant:0") == ("constant", 0.0)
@@ -417,3 +429,110 @@ def test_storm_keys_are_counted_on_the_target_itself() -> None:
     )
     assert result["server_duplicate_keys"] == 1
     assert result["server_duplicate_samples"][0]["refs"] == ["r1", "r1-again"]
+
+
+# -- the load plan -------------------------------------------------------------------------------
+def _credentials(tmp_path: Path) -> Path:
+    import yaml
+
+    path = tmp_path / "target.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"base_url": "http://127.0.0.1:1/api", "applications": APPS, "numbers": ["0780000001"]}
+        )
+    )
+    return path
+
+
+def test_build_plan_reads_once_and_applies_the_overrides(tmp_path: Path) -> None:
+    slo = tmp_path / "slo.yaml"
+    slo.write_text("shapes:\n  ramp:\n    '*': {p95_ms: 7}\n")
+    plan = build_plan(
+        shape="ramp",
+        config=_credentials(tmp_path),
+        users=6,
+        duration=12,
+        mix="cashin=1,find=2",
+        pacing="constant:0.5",
+        slo=slo,
+        report_dir=tmp_path / "out",
+    )
+    assert isinstance(plan, LoadPlan) and plan.target.numbers == ("0780000001",)
+    assert plan.shape.name == "ramp" and plan.shape.users == 6 and plan.shape.step_s == 1.0
+    assert plan.shape.mix == {"cashin": 1, "find": 2} and plan.shape.pacing == ("constant", 0.5)
+    assert plan.thresholds["*"]["p95_ms"] == 7
+    slo.unlink()  # read once, into the plan: the file is not needed any more
+    assert plan.thresholds["*"]["p95_ms"] == 7
+    steady = plan.with_shape("steady")  # the class picker: another shape, the same overrides
+    assert steady.shape.name == "steady" and steady.shape.users == 6
+    assert "p95_ms" in steady.thresholds["*"] and steady.thresholds["*"]["p95_ms"] != 7
+
+
+def test_the_serialised_plan_reads_back_the_same(tmp_path: Path) -> None:
+    from load.limits import ClientLimits
+
+    plan = build_plan(
+        shape="lifecycle",
+        config=_credentials(tmp_path),
+        users=3,
+        pacing="between:0.1:0.2",
+        slo=SLORules(defaults={"*": {"p95_ms": 50.0}}),
+        limits=ClientLimits(read_timeout_s=2.0, max_response_bytes=1000),
+        lifecycle_resolve="driver",
+        workers=2,
+        report_dir=tmp_path,
+    )
+    again = read_plan(write_plan(plan))
+    assert again == plan
+    assert again.shape == plan.shape and again.thresholds == plan.thresholds
+    assert again.lifecycle_mode == "driver" and again.limits.max_response_bytes == 1000
+    with pytest.raises(UsageError, match="not a paysuite load plan"):
+        read_plan('{"schema": "something else"}')
+
+
+def test_bundled_stub_plan_and_its_lifecycle_mode(tmp_path: Path) -> None:
+    plan = build_plan(report_dir=tmp_path)
+    assert plan.config is None and plan.shape.name == "smoke"
+    with pytest.raises(UsageError, match="--target needs --config"):
+        build_plan(target="http://127.0.0.1:1/api")
+    target = plan.for_target(config(), lifecycle_resolve="auto")
+    assert target.lifecycle_mode == "auto" and target.run_id == plan.run_id
+    driven = config(
+        customer={
+            "driver": "magic-numbers",
+            "confirm_number": "0780000009",
+            "cancel_number": "0780000008",
+        }
+    )
+    assert build_plan(config=driven).lifecycle_mode == "driver"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"shape": "marathon"}, "unknown shape 'marathon'"),
+        ({"users": 0}, "--users must be greater than 0"),
+        ({"mix": "teleport=1"}, "unknown operation"),
+        ({"pacing": "fast"}, "pacing"),
+        ({"workers": -1}, "--workers must be 0 or more"),
+    ],
+)
+def test_build_plan_refuses_bad_input(kwargs: dict, needle: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(needle)):
+        build_plan(**kwargs)
+
+
+def test_shape_and_its_old_name_profile_on_the_command_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from load.plan import plan_from_args
+    from paysuite.cli import build_parser
+
+    parser = build_parser()
+    assert plan_from_args(parser.parse_args(["load", "--shape", "ramp"])).shape_name == "ramp"
+    assert capsys.readouterr().err == ""
+    assert plan_from_args(parser.parse_args(["load", "--profile", "spike"])).shape_name == "spike"
+    assert "--profile is the old name of --shape" in capsys.readouterr().err
+    assert plan_from_args(parser.parse_args(["load"])).shape_name == "smoke"
+    with pytest.raises(UsageError, match="different shapes"):
+        plan_from_args(parser.parse_args(["load", "--shape", "ramp", "--profile", "spike"]))

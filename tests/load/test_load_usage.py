@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -120,4 +121,20 @@ def test_plain_locust_refuses_a_non_loopback_target(
         capture_output=True, text=True, timeout=60, cwd=tmp_path,
     )  # fmt: skip
     assert run.returncode == 2, run.stderr[-2000:]
+    assert "refusing to send load to payments.invalid" in run.stderr + run.stdout
+
+
+def test_plain_locust_takes_the_old_profile_option_with_a_note(tmp_path: Path) -> None:
+    """``--paysuite-profile`` is the old name of ``--paysuite-shape``: accepted, with a note (the
+    run then stops at the loopback rule, before any load)."""
+    config = _write_config(tmp_path / "c.yaml", "http://payments.invalid/api")
+    locustfile = Path(__file__).resolve().parents[2] / "load" / "locustfile.py"
+    run = subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(locustfile), "--headless",
+         "--paysuite-config", str(config), "--paysuite-profile", "steady"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k != "PAYSUITE_ALLOW_REMOTE_TARGET"},
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert "--paysuite-profile is the old name of --paysuite-shape" in run.stderr
     assert "refusing to send load to payments.invalid" in run.stderr + run.stdout

@@ -1,16 +1,17 @@
-"""The catalogue of named load profiles: pure data, no Locust import.
+"""The catalogue of named load shapes: pure data, no Locust import.
 
-A profile says how many users, for how long, with which operation mix and pacing, where the hard
-stops are, and which SLO thresholds apply by default. The Locust load shapes (``load.shapes``), the
-virtual users (``load.users``) and the SLO model (``load.slo``) all read this one table, so that
-``paysuite load --profile ramp`` and ``locust -f load/locustfile.py --paysuite-profile ramp`` run
-the same thing.
+A load shape says how many users, for how long, with which operation mix and pacing, where the
+hard stops are, and which SLO thresholds apply by default. The Locust ``LoadTestShape`` classes
+(``load.shapes``), the virtual users (``load.users``) and the SLO model (``load.slo``) all read
+this one table, so that ``paysuite load --shape ramp`` and
+``locust -f load/locustfile.py --paysuite-shape ramp`` run the same thing. (Load shapes were
+called "profiles" before; in paysuite a profile is now only conformance's seed/reference.)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeAlias
 
 #: Operations a virtual user can pick; the names are also the Locust statistics names.
 OPERATIONS = ("cashin", "cashout", "find", "events", "events?filter")
@@ -25,8 +26,14 @@ DEFAULT_MIX: dict[str, float] = {
     "events?filter": 1,
 }
 
-#: Thresholds that apply when a profile says nothing more specific (``*`` = every operation).
-_BASE_SLO: dict[str, dict[str, float]] = {
+#: How a user waits between tasks: ``("between", lo, hi)``, ``("constant", s)`` or
+#: ``("throughput", total_rps)``.
+Pacing: TypeAlias = tuple[str, float] | tuple[str, float, float]
+#: operation (or ``*``, ``total``, ``time-to-processed``) -> metric -> threshold
+Thresholds: TypeAlias = dict[str, dict[str, float]]
+
+#: Thresholds that apply when a shape says nothing more specific (``*`` = every operation).
+_BASE_SLO: Thresholds = {
     "*": {"p95_ms": 500, "p99_ms": 1000, "error_ratio": 0.01},
     #: every request of the run, authorize and refresh included: a run where more than this
     #: share failed never passes, whatever its per-operation thresholds say (issue 13)
@@ -35,8 +42,8 @@ _BASE_SLO: dict[str, dict[str, float]] = {
 
 
 @dataclass(frozen=True)
-class Profile:
-    """One named load profile.
+class Shape:
+    """One named load shape.
 
     ``duration_s`` and ``max_requests`` are hard stops: the shape ends the run at whichever comes
     first. ``pacing`` is ``("between", lo, hi)``, ``("constant", s)`` or
@@ -49,9 +56,9 @@ class Profile:
     spawn_rate: float
     duration_s: float
     max_requests: int
-    pacing: tuple[Any, ...] = ("between", 0.05, 0.3)
+    pacing: Pacing = ("between", 0.05, 0.3)
     mix: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_MIX))
-    slo: dict[str, dict[str, float]] = field(default_factory=dict)
+    slo: Thresholds = field(default_factory=dict)
     #: ramp: users added per step, and the step length (scaled with --duration)
     step_users: int = 0
     step_s: float = 0
@@ -70,9 +77,9 @@ class Profile:
         duration_s: float | None = None,
         max_requests: int | None = None,
         mix: dict[str, float] | None = None,
-        pacing: tuple[Any, ...] | None = None,
-    ) -> Profile:
-        """The profile with command-line overrides applied; the ramp step scales with duration."""
+        pacing: Pacing | None = None,
+    ) -> Shape:
+        """The shape with command-line overrides applied; the ramp step scales with duration."""
         changes: dict[str, Any] = {}
         if users is not None:
             changes["users"] = users
@@ -93,10 +100,10 @@ class Profile:
         return replace(self, **changes)
 
 
-PROFILES: dict[str, Profile] = {
+SHAPES: dict[str, Shape] = {
     p.name: p
     for p in (
-        Profile(
+        Shape(
             name="smoke",
             description="a few users for about 30 s: does everything work under light load",
             users=5,
@@ -109,7 +116,7 @@ PROFILES: dict[str, Profile] = {
                 "total": {"min_rps": 2},
             },
         ),
-        Profile(
+        Shape(
             name="steady",
             description="a constant arrival rate (20 requests/s by default) for 60 s",
             users=10,
@@ -122,7 +129,7 @@ PROFILES: dict[str, Profile] = {
                 "total": {"min_rps": 18},
             },
         ),
-        Profile(
+        Shape(
             name="ramp",
             description="adds users step by step until an SLO breaks; reports the knee",
             users=4,
@@ -134,7 +141,7 @@ PROFILES: dict[str, Profile] = {
             step_s=10,
             slo={"*": {"p95_ms": 250, "error_ratio": 0.01}},
         ),
-        Profile(
+        Shape(
             name="spike",
             description="a base load, a sudden tenfold spike, and the recovery",
             users=5,
@@ -145,7 +152,7 @@ PROFILES: dict[str, Profile] = {
             peak_users=50,
             slo={"*": {"p95_ms": 1500, "p99_ms": 3000, "error_ratio": 0.01}},
         ),
-        Profile(
+        Shape(
             name="soak",
             description="a moderate constant rate for 10 minutes (bounded): leaks and drift",
             users=10,
@@ -158,7 +165,7 @@ PROFILES: dict[str, Profile] = {
                 "total": {"min_rps": 9},
             },
         ),
-        Profile(
+        Shape(
             name="idempotency-storm",
             description="many users retrying the same idempotency keys at once: 409s expected",
             users=20,
@@ -171,7 +178,7 @@ PROFILES: dict[str, Profile] = {
             storm_slot_s=1.0,
             slo={"*": {"p95_ms": 1000, "p99_ms": 2000, "error_ratio": 0.0}},
         ),
-        Profile(
+        Shape(
             name="lifecycle",
             description="create, then poll find until processed; reports time to processed",
             users=5,
@@ -189,18 +196,21 @@ PROFILES: dict[str, Profile] = {
 }
 
 
-def get_profile(name: str) -> Profile:
-    """The named profile; a ``KeyError`` with the known names otherwise."""
+SHAPE_NAMES: tuple[str, ...] = tuple(SHAPES)
+
+
+def get_shape(name: str) -> Shape:
+    """The named shape; a ``KeyError`` with the known names otherwise."""
     try:
-        return PROFILES[name]
+        return SHAPES[name]
     except KeyError:
-        raise KeyError(f"unknown profile {name!r}; known: {', '.join(PROFILES)}") from None
+        raise KeyError(f"unknown shape {name!r}; known: {', '.join(SHAPES)}") from None
 
 
-def default_slo(profile: Profile) -> dict[str, dict[str, float]]:
-    """The built-in thresholds of ``profile``: the base set overlaid with the profile's own."""
+def default_slo(shape: Shape) -> Thresholds:
+    """The built-in thresholds of ``shape``: the base set overlaid with the shape's own."""
     merged = {op: dict(values) for op, values in _BASE_SLO.items()}
-    for op, values in profile.slo.items():
+    for op, values in shape.slo.items():
         merged.setdefault(op, {}).update(values)
     return merged
 
@@ -228,7 +238,7 @@ def parse_mix(text: str) -> dict[str, float]:
     return mix
 
 
-def parse_pacing(text: str) -> tuple[Any, ...]:
+def parse_pacing(text: str) -> Pacing:
     """Parse ``between:LO:HI``, ``constant:S`` or ``throughput:TOTAL_RPS``."""
     kind, *values = text.strip().split(":")
     arity = {"between": 2, "constant": 1, "throughput": 1}
@@ -244,4 +254,6 @@ def parse_pacing(text: str) -> tuple[Any, ...]:
         raise ValueError(f"pacing: values must be positive in {text!r}")
     if kind == "between" and numbers[0] > numbers[1]:
         raise ValueError(f"pacing: LO is greater than HI in {text!r}")
-    return (kind, *numbers)
+    if kind == "between":
+        return (kind, numbers[0], numbers[1])
+    return (kind, numbers[0])
