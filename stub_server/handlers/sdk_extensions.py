@@ -9,6 +9,9 @@ serves them with the shapes the SDKs parse (their types: paypack-js ``index.d.ts
 Not served: the Go SDK's checkout lookup (``GET checkouts/find/{agent}``, ``checkout/find/`` in an
 older version). Its response carries the application's ``client_secret``, which the document says
 is displayed only once, at creation; the stub keeps only a hash of it (docs/stub.md).
+
+No conformance check covers them (they are outside the document); ``tests/stub/
+test_stub_sdk_routes.py`` and ``tests/clients`` do. The SQL is in ``stub_server.merchant_queries``.
 """
 
 from __future__ import annotations
