@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from stub_server.settings import StubSettings
 
 PRIVILEGE_CHOICES = ("read", "read-write", "cashin", "cashout")
 
 
-def register(subparsers: Any) -> argparse.ArgumentParser:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "stub",
         help="serve the bundled reference stub of the Payments Transactions Service",
@@ -74,7 +79,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def settings_from_args(args: argparse.Namespace) -> Any:
+def settings_from_args(args: argparse.Namespace) -> StubSettings:
     """Resolve defaults, the config file and the flags into ``StubSettings``."""
     from stub_server.faults import FAULTS, VARIANTS, UnknownSwitchError, check_names
     from stub_server.settings import StubSettings, load_settings_file, settings_from_mapping

@@ -19,6 +19,7 @@ from paysuite_core.target_config import (
     Application,
     CustomerDriver,
     HttpAction,
+    Privilege,
     TargetConfig,
     TargetConfigError,
     load_target_config,
@@ -30,7 +31,7 @@ from stub_server.store import Store
 
 DEFAULT_MERCHANT = "DEMO01"
 SECOND_MERCHANT = "DEMO02"
-BOOTSTRAP_APPS: tuple[tuple[str, str], ...] = (
+BOOTSTRAP_APPS: tuple[tuple[str, Privilege], ...] = (
     (DEFAULT_MERCHANT, "read"),
     (DEFAULT_MERCHANT, "read-write"),
     (DEFAULT_MERCHANT, "cashin"),
@@ -72,7 +73,7 @@ def write_credentials(store: Store, settings: StubSettings, root_url: str, path:
         created = []
         for merchant, privilege in BOOTSTRAP_APPS:
             client_id, secret = store.create_app(merchant, privilege, timefmt.now_us())
-            created.append(Application(client_id, secret, privilege, merchant))  # type: ignore[arg-type]
+            created.append(Application(client_id, secret, privilege, merchant))
         applications = tuple(created)
     if settings.sandbox:
         customer = CustomerDriver(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from aiohttp import web
 
@@ -45,7 +44,7 @@ def validation_error(field: str, problem: str) -> ApiError:
     return ApiError(400, "validation_error", f"{field}: {problem}")
 
 
-def json_response(data: Any, status: int = 200) -> web.Response:
+def json_response(data: object, status: int = 200) -> web.Response:
     """A JSON response without aiohttp's per-call content negotiation overhead."""
     return web.Response(body=_dumps(data).encode(), status=status, content_type="application/json")
 
@@ -53,7 +52,7 @@ def json_response(data: Any, status: int = 200) -> web.Response:
 def error_response(
     status: int, code: str, message: str, *, go_body: bool, headers: dict[str, str] | None = None
 ) -> web.Response:
-    body: dict[str, Any] = {"status": status, "message": message}
+    body: dict[str, int | str] = {"status": status, "message": message}
     if not go_body:
         body = {"status": status, "code": code, "message": message}
     response = json_response(body, status)

@@ -1,10 +1,11 @@
 """Read-only SQL behind the SDK-only routes (RC-36, RC-37): a merchant's balances and its
 transactions list.
 
-Kept out of ``store.py`` because nothing in the interface document needs it: these queries only
-read the ``transactions`` table the document's operations write, on the store's connection (so
-they see exactly what was acknowledged). The transactions table has no merchant index (creation
-pays for every index), so both scan it; fine for a stub, and only the SDK routes pay.
+Kept out of ``stub_server.store`` because nothing in the interface document needs it: these
+queries only read the ``transactions`` table the document's operations write, on the store's
+connection (so they see exactly what was acknowledged). The transactions table has no merchant
+index (creation pays for every index), so both scan it; fine for a stub, and only the SDK routes
+pay.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from stub_server.store import Store, TxRecord, where_clause
+from stub_server.store import Amount, SqlValue, Store, TxRecord, where_clause
 
 #: Provider names of the Go SDK's ``detectProvider`` (``paypack/driver/api/providers.go``),
 #: which maps a number's operator prefix, with or without the country code, to a channel.
@@ -48,9 +49,9 @@ def provider_of(number: str) -> str:
 class Balances:
     """Net settled funds of a merchant: in total and per channel."""
 
-    total: Any
-    mtn: Any
-    airtel: Any
+    total: Amount
+    mtn: Amount
+    airtel: Amount
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +70,13 @@ class TxQuery:
 @dataclass(frozen=True, slots=True)
 class TxPage:
     total: int
-    cashin: Any
-    cashout: Any
-    fee: Any
+    cashin: Amount
+    cashout: Amount
+    fee: Amount
     transactions: list[TxRecord]
 
 
-def _sum_or_total(conn: sqlite3.Connection, sql: str, params: list[Any]) -> list[Any]:
+def _sum_or_total(conn: sqlite3.Connection, sql: str, params: list[SqlValue]) -> list[Any]:
     """Run ``sql`` with exact ``SUM``; on integer overflow, with floating ``TOTAL`` instead."""
     try:
         return conn.execute(sql, params).fetchall()
@@ -83,7 +84,7 @@ def _sum_or_total(conn: sqlite3.Connection, sql: str, params: list[Any]) -> list
         return conn.execute(sql.replace("SUM(", "TOTAL("), params).fetchall()
 
 
-def _money(value: Any) -> Any:
+def _money(value: Amount) -> Amount:
     """Integers stay exact; a float sum loses the binary noise of adding two-decimal fees."""
     return round(value, 2) if isinstance(value, float) else value
 
@@ -97,7 +98,7 @@ def balances(store: Store, merchant: str) -> Balances:
         " WHERE merchant = ? AND status = 'success' GROUP BY provider, kind",
         [merchant],
     )
-    net: dict[str, Any] = {MTN: 0, AIRTEL: 0, UNKNOWN: 0}
+    net: dict[str, Amount] = {MTN: 0, AIRTEL: 0, UNKNOWN: 0}
     for provider, kind, amount, fee in rows:
         net[provider] += amount - fee if kind == "CASHIN" else -amount - fee
     return Balances(
@@ -121,7 +122,7 @@ def list_transactions(store: Store, q: TxQuery) -> TxPage:
         f" FROM transactions{clause}",
         params,
     )
-    rows: list[Any] = []
+    rows: list[Any] = []  # sqlite3's rows are untyped
     if total > q.offset:
         rows = conn.execute(
             f"SELECT {_TX_COLUMNS} FROM transactions{clause}"

@@ -50,7 +50,7 @@ class JsonErrorRequestHandler(web.RequestHandler):
 
     def handle_error(
         self,
-        request: Any,
+        request: web.BaseRequest,
         status: int = 500,
         exc: BaseException | None = None,
         message: str | None = None,

@@ -19,10 +19,11 @@ import sys
 from aiohttp import web
 
 from stub_server import protocol, signing_key
-from stub_server.app import StubApp, build_app
+from stub_server.app import build_app
 from stub_server.credentials import credentials_path, url_host, write_credentials
 from stub_server.fd_errors import ResourceErrorLog, raise_fd_limit
 from stub_server.settings import StubSettings
+from stub_server.state import StubApp
 
 log = logging.getLogger("stub_server")
 

@@ -155,9 +155,10 @@ def _str(value: Any, where: str) -> str:
 
 
 def _outcome(value: Any, where: str) -> Outcome:
-    if value not in OUTCOMES:
-        raise SettingsError(f"{where}: expected one of {', '.join(OUTCOMES)}, got {value!r}")
-    return value  # type: ignore[no-any-return]
+    for outcome in OUTCOMES:
+        if value == outcome:
+            return outcome
+    raise SettingsError(f"{where}: expected one of {', '.join(OUTCOMES)}, got {value!r}")
 
 
 def _regex(value: Any, where: str) -> re.Pattern[str]:

@@ -19,6 +19,9 @@ import jwt
 
 from stub_server.errors import ApiError
 
+#: A JWT's decoded claims: JSON, so their values are whatever the token holds (checked on use).
+Claims = dict[str, Any]
+
 ISSUER = "paysuite-stub"
 _CACHE_SIZE = 10_000
 
@@ -31,6 +34,8 @@ class TokenPair:
 
 
 class TokenService:
+    """Issues and verifies the stub's token pairs (Authentication; RC-11)."""
+
     def __init__(
         self,
         key: str,
@@ -45,7 +50,7 @@ class TokenService:
         self.refresh_ttl_s = refresh_ttl_s
         self._options: dict[str, Any] = {"verify_exp": check_exp, "require": ["exp", "sub"]}
         self._check_signature = check_signature
-        self._verified: dict[str, dict[str, Any]] = {}
+        self._verified: dict[str, Claims] = {}
 
     def rekey(self, key: str) -> None:
         """Sign and verify with ``key`` from now on (a rotation): tokens of the old key, even
@@ -82,7 +87,7 @@ class TokenService:
         )
         return TokenPair(access, refresh, access_exp)
 
-    def verify(self, token: str, expected_sub: str | tuple[str, ...]) -> dict[str, Any]:
+    def verify(self, token: str, expected_sub: str | tuple[str, ...]) -> Claims:
         """Decode and check a token; raise ``ApiError`` 401 with the catalogue's code.
 
         A token whose signature was verified once is remembered (PyJWT's decode is the largest
@@ -101,7 +106,7 @@ class TokenService:
             self._verified[token] = claims
         return claims
 
-    def _decode(self, token: str) -> dict[str, Any]:
+    def _decode(self, token: str) -> Claims:
         try:
             if self._check_signature:
                 claims = jwt.decode(
@@ -122,9 +127,7 @@ class TokenService:
             raise ApiError(401, "invalid_token", "the token is invalid")
         return claims
 
-    def _check_claims(
-        self, claims: dict[str, Any], expected_sub: str | tuple[str, ...]
-    ) -> dict[str, Any]:
+    def _check_claims(self, claims: Claims, expected_sub: str | tuple[str, ...]) -> Claims:
         sub = claims.get("sub")
         allowed = (expected_sub,) if isinstance(expected_sub, str) else expected_sub
         if sub not in allowed:
@@ -135,7 +138,7 @@ class TokenService:
         return claims
 
 
-def _unverified_claims(token: str) -> dict[str, Any]:
+def _unverified_claims(token: str) -> Claims:
     """The payload of a JWT, ignoring its header and signature (fault signature-not-verified)."""
     parts = token.split(".")
     if len(parts) != 3:

@@ -15,10 +15,25 @@ from typing import Any
 import httpx
 from aiohttp import web
 
+from paysuite_core import tokens
 from paysuite_core.target_config import Application
+from paysuite_core.tokens import AUTHORIZE_PATH, REFRESH_PATHS
 from stub_server import protocol, timefmt
-from stub_server.app import StubApp, build_app
+from stub_server.app import build_app
 from stub_server.settings import StubSettings, settings_from_mapping
+from stub_server.state import StubApp
+
+#: The document's two refresh paths (the heading's, then the examples' one), taken
+#: from the one token client, for tests that probe the endpoint itself.
+AGENTS_REFRESH_PATH, SHORT_REFRESH_PATH = REFRESH_PATHS
+#: Each refresh path without its ``/{token}``, for tests parametrized over both.
+REFRESH_PREFIXES = tuple(path.removesuffix("/{token}") for path in REFRESH_PATHS)
+
+
+def refresh_url(token: str, template: str = SHORT_REFRESH_PATH) -> str:
+    """The refresh path for ``token`` (relative to the base URL); the short one by default."""
+    return tokens.refresh_request(token, template).path
+
 
 _counter = itertools.count()
 _rng = random.Random()
@@ -53,19 +68,22 @@ class Api:
         raise LookupError(f"no {privilege} application for merchant {merchant}")
 
     def authorize(self, app: Application) -> httpx.Response:
+        """The authorize exchange itself, for tests that look at the whole HTTP answer."""
         return self.http.post(
-            "/auth/agents/authorize",
+            AUTHORIZE_PATH,
             json={"client_id": app.client_id, "client_secret": app.client_secret},
         )
 
     def pair(self, app: Application | None = None, *, fresh: bool = False) -> dict[str, Any]:
+        """The token pair of ``app``, authorized through the one token client."""
         app = app or self.app()
         if fresh or app.client_id not in self._tokens:
-            response = self.authorize(app)
-            assert response.status_code == 200, response.text
+            answer = tokens.authorize(tokens.httpx_send(self.http, self.base_url), app)
+            assert answer is not None and answer.status == 200, answer
+            body = dict(answer.json())
             if fresh:
-                return dict(response.json())
-            self._tokens[app.client_id] = response.json()
+                return body
+            self._tokens[app.client_id] = body
         return self._tokens[app.client_id]
 
     def token(self, app: Application | None = None) -> str:

@@ -8,7 +8,9 @@ import time
 
 import jwt
 import pytest
-from stubkit import Api
+from stubkit import AGENTS_REFRESH_PATH, REFRESH_PREFIXES, Api, refresh_url
+
+from paysuite_core.tokens import AUTHORIZE_PATH
 
 ACCESS_ROUTES = [
     ("POST", "/transactions/cashin"),
@@ -56,7 +58,7 @@ def test_authorize_returns_the_pair(api: Api) -> None:
     ],
 )
 def test_authorize_rejections(api: Api, payload: object, status: int, code: str) -> None:
-    response = api.http.post("/auth/agents/authorize", json=payload)
+    response = api.http.post(AUTHORIZE_PATH, json=payload)
     assert response.status_code == status
     body = response.json()
     assert body["code"] == code and body["status"] == status
@@ -67,7 +69,7 @@ def test_authorize_rejections(api: Api, payload: object, status: int, code: str)
 def test_wrong_secret_is_rejected(api: Api) -> None:
     app = api.app()
     response = api.http.post(
-        "/auth/agents/authorize",
+        AUTHORIZE_PATH,
         json={"client_id": app.client_id, "client_secret": app.client_secret + "x"},
     )
     assert response.status_code == 401
@@ -75,7 +77,7 @@ def test_wrong_secret_is_rejected(api: Api) -> None:
 
 
 def test_authorize_needs_json(api: Api) -> None:
-    response = api.http.post("/auth/agents/authorize", content=b"client_id=x")
+    response = api.http.post(AUTHORIZE_PATH, content=b"client_id=x")
     assert response.status_code == 415
     assert response.json()["code"] == "unsupported_media_type"
 
@@ -140,7 +142,7 @@ def test_forged_tokens_are_rejected(api: Api, kind: str, method: str, path: str)
     assert response.json()["code"] == "invalid_token"
 
 
-@pytest.mark.parametrize("path", ["/auth/agents/refresh", "/auth/refresh"])
+@pytest.mark.parametrize("path", REFRESH_PREFIXES)
 def test_refresh_rotates_on_both_paths(api: Api, path: str) -> None:
     pair = api.pair(fresh=True)
     # The SDK keeps sending its old Authorization header: refresh ignores it.
@@ -155,18 +157,18 @@ def test_refresh_rotates_on_both_paths(api: Api, path: str) -> None:
     assert again.status_code == 401
     assert again.json()["code"] == "invalid_token"
     # the rotated token works once, on the other path too
-    other = "/auth/refresh" if path == "/auth/agents/refresh" else "/auth/agents/refresh"
+    (other,) = set(REFRESH_PREFIXES) - {path}
     assert api.http.get(f"{other}/{new['refresh']}").status_code == 200
 
 
-@pytest.mark.parametrize("path", ["/auth/agents/refresh", "/auth/refresh"])
+@pytest.mark.parametrize("path", REFRESH_PREFIXES)
 def test_access_token_is_not_a_refresh_token(api: Api, path: str) -> None:
     response = api.http.get(f"{path}/{api.token()}")
     assert response.status_code == 401
     assert response.json()["code"] == "invalid_token"
 
 
-@pytest.mark.parametrize("path", ["/auth/agents/refresh", "/auth/refresh"])
+@pytest.mark.parametrize("path", REFRESH_PREFIXES)
 def test_forged_refresh_tokens_are_rejected(api: Api, path: str) -> None:
     refresh = api.pair(fresh=True)["refresh"]
     header, payload, signature = refresh.split(".")
@@ -185,7 +187,7 @@ def test_forged_refresh_tokens_are_rejected(api: Api, path: str) -> None:
 
 @pytest.mark.parametrize("token", ["garbage", "a.b.c", "eyJhbGciOiJub25lIn0.e30."])
 def test_refresh_with_garbage(api: Api, token: str) -> None:
-    response = api.http.get(f"/auth/agents/refresh/{token}")
+    response = api.http.get(refresh_url(token, AGENTS_REFRESH_PATH))
     assert response.status_code == 401
     assert response.json()["code"] == "invalid_token"
 
@@ -202,7 +204,7 @@ def test_tokens_expire(inproc) -> None:
     expired = api.http.get("/events/transactions", headers=headers)
     assert expired.status_code == 401
     assert expired.json()["code"] == "token_expired"
-    new = api.http.get(f"/auth/refresh/{pair['refresh']}").json()
+    new = api.http.get(refresh_url(pair["refresh"])).json()
     fresh = api.http.get(
         "/events/transactions", headers={"Authorization": f"Bearer {new['access']}"}
     )
@@ -213,7 +215,7 @@ def test_refresh_tokens_expire(inproc) -> None:
     server = inproc(access_ttl_s=1, refresh_ttl_s=1)
     pair = server.api.pair()
     time.sleep(max(0.0, _claims(pair["refresh"])["exp"] - time.time()) + 0.2)
-    response = server.api.http.get(f"/auth/agents/refresh/{pair['refresh']}")
+    response = server.api.http.get(refresh_url(pair["refresh"], AGENTS_REFRESH_PATH))
     assert response.status_code == 401
     assert response.json()["code"] == "token_expired"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import jwt
 import pytest
-from stubkit import Api, new_number
+from stubkit import Api, new_number, refresh_url
 
 from paysuite_core.launcher import RunningStub, start_stub, stop_stub
 
@@ -117,9 +117,7 @@ def test_sigkill_during_a_confirm_cancel_storm_keeps_outcomes_consistent(tmp_pat
 def test_twenty_way_refresh_reuse_has_one_winner(api: Api) -> None:
     async def race(token: str) -> list[int]:
         async with httpx.AsyncClient(base_url=api.base_url, timeout=30) as client:
-            responses = await asyncio.gather(
-                *(client.get(f"/auth/refresh/{token}") for _ in range(20))
-            )
+            responses = await asyncio.gather(*(client.get(refresh_url(token)) for _ in range(20)))
         return [r.status_code for r in responses]
 
     for _ in range(3):

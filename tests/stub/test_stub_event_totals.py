@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_checks import count_pending, count_transactions, totals_mismatches
 from stubkit import new_number
 
 from stub_server import timefmt
@@ -169,7 +170,7 @@ def test_list_events_at_a_few_thousand_events(inproc, tmp_path: Path) -> None:
     assert seen == [(model[i]["ref"], model[i]["event_kind"]) for i in newest_first]
     beyond = api.events(limit=100, offset=len(model)).json()
     assert beyond["transactions"] == [] and beyond["total"] == len(model)
-    assert store.totals_mismatches() == []
+    assert totals_mismatches(store) == []
 
 
 # -- running totals against a scan ------------------------------------------------------------
@@ -211,15 +212,15 @@ def test_running_totals_match_a_scan_after_mixed_traffic(inproc, tmp_path: Path)
             api.sandbox(response.json()["ref"], rng.choice(("confirm", "cancel")))
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        if not server.call(lambda: server.stub.store.count_pending()):
+        if not server.call(count_pending, server.stub.store):
             break
         time.sleep(0.05)
-    assert server.call(lambda: server.stub.store.count_pending()) == 0
-    stored = server.call(lambda: server.stub.store.count_transactions())
+    assert server.call(count_pending, server.stub.store) == 0
+    stored = server.call(count_transactions, server.stub.store)
     assert 0 < stored < acknowledged  # the fault dropped some acknowledged creations
 
     def check(label: str) -> None:
-        assert server.call(lambda: server.stub.store.totals_mismatches()) == [], label
+        assert server.call(totals_mismatches, server.stub.store) == [], label
         for app in (demo1, demo2):
             for params, where, args in (
                 ({}, "", ()),
@@ -281,7 +282,7 @@ def test_creation_that_fails_midway_leaves_nothing(tmp_path: Path) -> None:
         ("k3", "r3"),
     ]
     assert db.execute("SELECT COUNT(*) FROM events").fetchone()[0] == 3
-    assert store.totals_mismatches() == []
+    assert totals_mismatches(store) == []
     store.close()
 
 
@@ -307,14 +308,14 @@ def test_an_earlier_schema_is_migrated(tmp_path: Path) -> None:
     store.close()
 
     store = Store(path)
-    assert store.totals_mismatches() == []
+    assert totals_mismatches(store) == []
     names = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master")}
     assert "ev_totals_insert" in names and not {"ev_merchant", "ev_client"} & names
     for merchant, (n, total) in expected.items():
         got = store.list_events(EventQuery(merchant=merchant, limit=1))
         assert (got[0], got[1]) == (n, total)
     asyncio.run(fill())
-    assert store.totals_mismatches() == []
+    assert totals_mismatches(store) == []
     store.close()
 
 
@@ -337,7 +338,7 @@ def test_sums_a_cell_cannot_give_exactly_come_from_the_scan(tmp_path: Path) -> N
     assert store.list_events(EventQuery(merchant="INT"))[1] == 600
     assert store.list_events(EventQuery(merchant="FLT"))[1] == 100.1 + 100.2 + 100.3 + 250
     assert store.list_events(EventQuery(merchant="NONE"))[:2] == (0, 0)
-    assert store.totals_mismatches() == []
+    assert totals_mismatches(store) == []
     store.close()
 
 

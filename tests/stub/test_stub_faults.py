@@ -17,7 +17,7 @@ from datetime import datetime
 import httpx
 import jwt
 import pytest
-from stubkit import InProcessStub, new_number
+from stubkit import AGENTS_REFRESH_PATH, InProcessStub, new_number, refresh_url
 
 from stub_server.faults import FAULTS, VARIANTS
 
@@ -285,8 +285,8 @@ def test_variant_successful_status(inproc) -> None:
 def test_variant_short_refresh_only(inproc) -> None:
     s = inproc(variants=["short-refresh-only"])
     refresh = s.api.pair()["refresh"]
-    assert s.api.http.get(f"/auth/agents/refresh/{refresh}").status_code == 404
-    assert s.api.http.get(f"/auth/refresh/{refresh}").status_code == 200
+    assert s.api.http.get(refresh_url(refresh, AGENTS_REFRESH_PATH)).status_code == 404
+    assert s.api.http.get(refresh_url(refresh)).status_code == 200
 
 
 def test_variant_expires_string(inproc) -> None:
@@ -308,7 +308,7 @@ def test_variant_no_rotation(inproc) -> None:
     s = inproc(variants=["no-rotation"])
     refresh = s.api.pair()["refresh"]
     for _ in range(3):
-        assert s.api.http.get(f"/auth/refresh/{refresh}").status_code == 200
+        assert s.api.http.get(refresh_url(refresh)).status_code == 200
 
 
 def test_variant_events_oldest_first(inproc) -> None:

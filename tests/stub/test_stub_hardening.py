@@ -16,13 +16,15 @@ from pathlib import Path
 import httpx
 import jwt
 import pytest
-from stubkit import InProcessStub, make_settings, new_number
+from store_checks import count_transactions
+from stubkit import InProcessStub, make_settings, new_number, refresh_url
 
+from paysuite_core.tokens import AUTHORIZE_PATH
 from stub_server import signing_key
 from stub_server.ratelimit import Bucket, KeyedLimiter
 from stub_server.store import Store
 
-AUTHORIZE = "/auth/agents/authorize"
+AUTHORIZE = AUTHORIZE_PATH
 
 
 def _mode(path: Path) -> int:
@@ -104,7 +106,7 @@ def test_rotation_refuses_old_tokens(tmp_path: Path) -> None:
             "/events/transactions", headers={"Authorization": f"Bearer {old['access']}"}
         )
         assert found.status_code == 401 and found.json()["code"] == "invalid_token"
-        assert http.get(f"/auth/refresh/{old['refresh']}").status_code == 401
+        assert http.get(refresh_url(old["refresh"])).status_code == 401
         fresh = http.post(
             AUTHORIZE, json={"client_id": app.client_id, "client_secret": app.client_secret}
         )
@@ -237,4 +239,4 @@ def test_ambiguous_or_control_keys_are_400(
     assert response.status_code == 400, response.text
     assert response.json()["code"] == f"{code}_idempotency_key"
     assert fragment in response.json()["message"]
-    assert server.call(server.stub.store.count_transactions) == 0
+    assert server.call(count_transactions, server.stub.store) == 0

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from stubkit import Api
+from stubkit import Api, refresh_url
+
+from paysuite_core.tokens import AUTHORIZE_PATH
 
 
 def _assert_error(response: httpx.Response, status: int, code: str) -> dict:
@@ -34,8 +36,8 @@ def test_unknown_route_is_json_404(api: Api, path: str) -> None:
         ("PUT", "/api/transactions/cashout", "POST"),
         ("POST", "/api/events/transactions", "GET"),
         ("DELETE", "/api/transactions/find/abc", "GET"),
-        ("POST", "/api/auth/refresh/abc", "GET"),
-        ("GET", "/api/auth/agents/authorize", "POST"),
+        ("POST", "/api" + refresh_url("abc"), "GET"),
+        ("GET", "/api" + AUTHORIZE_PATH, "POST"),
     ],
 )
 def test_wrong_method_is_json_405(api: Api, method: str, path: str, allow: str) -> None:
@@ -86,7 +88,7 @@ def test_charset_suffix_is_fine(api: Api) -> None:
     ],
 )
 def test_malformed_bodies(api: Api, content: bytes, code: str) -> None:
-    for path in ("/transactions/cashin", "/transactions/cashout", "/auth/agents/authorize"):
+    for path in ("/transactions/cashin", "/transactions/cashout", AUTHORIZE_PATH):
         response = api.http.post(
             path, content=content, headers=api.headers(**{"Content-Type": "application/json"})
         )
@@ -120,7 +122,7 @@ def test_error_bodies_never_500_on_odd_input(api: Api) -> None:
         ("GET", "/api/events/transactions?limit=%ff&offset=%00"),
         ("GET", "/api/events/transactions?from=2026-01-01T25:00:00"),
         ("GET", "/api/events/transactions?to=9999-12-31T23:59:59.999999-23:59"),
-        ("GET", "/api/auth/refresh/%ff%fe"),
+        ("GET", "/api" + refresh_url("%ff%fe")),
         ("POST", "/api/transactions/cashin?Idempotency-Key=%ff"),
     ]
     for method, path in odd:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import jwt
 import pytest
-from stubkit import Api, new_number
+from stubkit import Api, new_number, refresh_url
 
 ALLOWED = {
     "read": {"authorize", "refresh", "find", "events"},
@@ -30,7 +30,7 @@ def test_privilege_matrix(api: Api, known_ref: str, privilege: str, operation: s
     if operation == "authorize":
         response = api.authorize(app)
     elif operation == "refresh":
-        response = api.http.get(f"/auth/refresh/{api.pair(app, fresh=True)['refresh']}")
+        response = api.http.get(refresh_url(api.pair(app, fresh=True)["refresh"]))
     elif operation == "find":
         response = api.find(known_ref, app)
     elif operation == "events":

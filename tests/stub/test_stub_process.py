@@ -19,6 +19,7 @@ from stubkit import Api, new_number
 
 from paysuite_core.launcher import StubStartError, running_stub, start_stub, stop_stub
 from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, load_target_config
+from paysuite_core.tokens import AUTHORIZE_PATH
 
 pytestmark = pytest.mark.slow
 
@@ -172,7 +173,7 @@ def test_apps_create(tmp_path: Path) -> None:
     with running_stub(tmp_path / "run", extra_args=["--db", str(db)]) as stub:
         http = httpx.Client(base_url=stub.base_url)
         pair = http.post(
-            "/auth/agents/authorize",
+            AUTHORIZE_PATH,
             json={"client_id": printed["client_id"], "client_secret": secret},
         )
         assert pair.status_code == 200

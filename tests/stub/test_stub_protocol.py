@@ -13,6 +13,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from paysuite_core.launcher import RunningStub
+from paysuite_core.tokens import AUTHORIZE_PATH
+
+#: The request line of an authorize, raw.
+AUTHORIZE_LINE = f"POST /api{AUTHORIZE_PATH} HTTP/1.1\r\n".encode()
 
 MALFORMED = {
     "NUL in a header": b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n",
@@ -31,15 +35,15 @@ MALFORMED = {
     ),
     "TLS on the HTTP port": b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03" + b"\x00" * 40,
     "bad Content-Length": (
-        b"POST /api/auth/agents/authorize HTTP/1.1\r\nHost: x\r\n"
+        AUTHORIZE_LINE + b"Host: x\r\n"
         b"Content-Type: application/json\r\nContent-Length: abc\r\n\r\n{}"
     ),
     "Content-Length with chunked": (
-        b"POST /api/auth/agents/authorize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        AUTHORIZE_LINE + b"Host: x\r\nContent-Type: application/json\r\n"
         b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
     ),
     "bad chunk size": (
-        b"POST /api/auth/agents/authorize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        AUTHORIZE_LINE + b"Host: x\r\nContent-Type: application/json\r\n"
         b"Transfer-Encoding: chunked\r\n\r\nZZ\r\n{}\r\n0\r\n\r\n"
     ),
 }
@@ -91,7 +95,7 @@ def test_undecodable_content_encoding_is_400_without_traceback(stub: RunningStub
     before = stub.stderr_text()
     for encoding in (b"gzip", b"deflate", b"br"):
         request = (
-            b"POST /api/auth/agents/authorize HTTP/1.1\r\nHost: x\r\n"
+            AUTHORIZE_LINE + b"Host: x\r\n"
             b"Content-Type: application/json\r\nContent-Encoding: " + encoding + b"\r\n"
             b"Content-Length: %d\r\n\r\n" % len(body)
         ) + body
@@ -106,7 +110,7 @@ def test_expectations(stub: RunningStub) -> None:
     allows it) instead of aiohttp's plain-text 417."""
     for expect in (b"100-continue", b"42-nonsense"):
         request = (
-            b"POST /api/auth/agents/authorize HTTP/1.1\r\nHost: x\r\n"
+            AUTHORIZE_LINE + b"Host: x\r\n"
             b"Content-Type: application/json\r\nExpect: " + expect + b"\r\n"
             b"Content-Length: 2\r\n\r\n{}"
         )

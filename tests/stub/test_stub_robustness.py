@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from stubkit import Api, new_number
+from stubkit import Api, new_number, refresh_url
 
 from paysuite_core.launcher import RunningStub
+from paysuite_core.tokens import AUTHORIZE_PATH
 
 
 def _json_error(response: httpx.Response, status: int, code: str) -> dict:
@@ -53,7 +54,7 @@ def test_header_bytes_that_are_not_utf8(stub: RunningStub, api: Api, header: str
 )
 def test_authorize_with_lone_surrogates(api: Api, content: bytes) -> None:
     response = api.http.post(
-        "/auth/agents/authorize", content=content, headers={"Content-Type": "application/json"}
+        AUTHORIZE_PATH, content=content, headers={"Content-Type": "application/json"}
     )
     _json_error(response, 401, "invalid_credentials")
 
@@ -181,13 +182,13 @@ def test_odd_refs(api: Api, ref: str) -> None:
     "token", ["%25%25", "%ff%00%fe", "a.b.c.d", "...", "eyJ" + "A" * 7000, "x%20y"]
 )
 def test_odd_refresh_tokens(api: Api, token: str) -> None:
-    _json_error(api.http.get(f"/auth/refresh/{token}"), 401, "invalid_token")
+    _json_error(api.http.get(refresh_url(token)), 401, "invalid_token")
 
 
 def test_refresh_token_with_trailing_encoded_space(api: Api) -> None:
     refresh = api.pair(fresh=True)["refresh"]
-    _json_error(api.http.get(f"/auth/refresh/{refresh}%20"), 401, "invalid_token")
-    assert api.http.get(f"/auth/refresh/{refresh}").status_code == 200  # not used up
+    _json_error(api.http.get(refresh_url(refresh) + "%20"), 401, "invalid_token")
+    assert api.http.get(refresh_url(refresh)).status_code == 200  # not used up
 
 
 def test_get_with_a_body_is_served(api: Api) -> None:
@@ -203,6 +204,6 @@ def test_chunked_body_over_the_limit_on_authorize(api: Api) -> None:
             yield b"x" * 8192
 
     response = api.http.post(
-        "/auth/agents/authorize", content=chunks(), headers={"Content-Type": "application/json"}
+        AUTHORIZE_PATH, content=chunks(), headers={"Content-Type": "application/json"}
     )
     _json_error(response, 413, "payload_too_large")

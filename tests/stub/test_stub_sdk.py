@@ -15,7 +15,7 @@ from typing import Any
 
 import jwt
 import pytest
-from stubkit import Api, new_number
+from stubkit import Api, new_number, refresh_url
 
 pytest.importorskip("paypack", reason="paypack-py is installed by the test set-up")
 
@@ -107,7 +107,7 @@ def test_sdk_full_flow(sdk: Any, stub, api: Api) -> None:
     assert refreshed["access"] != tokens["access"] and refreshed["refresh"] != first_refresh
     assert paypack.client.token_keys["refresh"] == refreshed["refresh"]
     # rotation: the SDK's previous refresh token is spent, the new pair works for anyone
-    spent = api.http.get(f"/auth/refresh/{first_refresh}")
+    spent = api.http.get(refresh_url(first_refresh))
     assert spent.status_code == 401 and spent.json()["code"] == "invalid_token"
     with_new = api.http.get(
         f"/transactions/find/{cashout['ref']}",

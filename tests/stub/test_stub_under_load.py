@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from paysuite_core.launcher import running_stub, start_stub, stop_stub
+from paysuite_core.tokens import TokenFlow, httpx_send
 
 pytestmark = pytest.mark.slow
 
@@ -109,13 +110,11 @@ def test_out_of_descriptors_is_one_line_and_recovers(tmp_path: Path) -> None:
 def test_sigterm_with_slow_bodies_exits_within_the_promise(tmp_path: Path) -> None:
     stub = start_stub(tmp_path)
     app = stub.config().applications[1]
-    pair = httpx.post(
-        f"{stub.base_url}/auth/agents/authorize",
-        json={"client_id": app.client_id, "client_secret": app.client_secret},
-    ).json()
+    with httpx.Client(timeout=10) as client:
+        access = TokenFlow(httpx_send(client, stub.base_url), app).access()
     head = (
         "POST /api/transactions/cashin HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        f"Authorization: Bearer {pair['access']}\r\nContent-Length: 100\r\n\r\n"
+        f"Authorization: Bearer {access}\r\nContent-Length: 100\r\n\r\n"
     ).encode()
     held = []
     try:
@@ -138,8 +137,7 @@ def test_sighup_loads_a_rotated_key(tmp_path: Path) -> None:
     with running_stub(tmp_path) as stub:
         app = stub.config().applications[1]
         http = httpx.Client(base_url=stub.base_url, timeout=10)
-        creds = {"client_id": app.client_id, "client_secret": app.client_secret}
-        old = http.post("/auth/agents/authorize", json=creds).json()["access"]
+        old = TokenFlow(httpx_send(http, stub.base_url), app).access()
         headers = {"Authorization": f"Bearer {old}"}
         assert http.get("/events/transactions", headers=headers).status_code == 200
         rotated = subprocess.run(
@@ -154,6 +152,6 @@ def test_sighup_loads_a_rotated_key(tmp_path: Path) -> None:
             status = http.get("/events/transactions", headers=headers).status_code
             time.sleep(0.1)
         assert status == 401
-        new = http.post("/auth/agents/authorize", json=creds).json()["access"]
+        new = TokenFlow(httpx_send(http, stub.base_url), app).access()
         assert http.get("/events/transactions", headers={"Authorization": f"Bearer {new}"}).json()
         http.close()

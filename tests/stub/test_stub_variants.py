@@ -13,8 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
-from stubkit import InProcessStub, new_number
+from store_checks import count_transactions
+from stubkit import AGENTS_REFRESH_PATH, InProcessStub, new_number, refresh_url
 
+from paysuite_core.tokens import AUTHORIZE_PATH
 from stub_server.faults import (
     BEHAVIOURS,
     FAULTS,
@@ -71,8 +73,8 @@ def test_composites_turn_their_parts_on(inproc: Make) -> None:
     s = inproc(variants=["live"])
     pair = s.api.pair()
     assert isinstance(pair["expires"], int)  # the default already, as the live service
-    assert s.api.http.get(f"/auth/agents/refresh/{pair['refresh']}").status_code == 404
-    assert s.api.http.get(f"/auth/refresh/{pair['refresh']}").status_code == 200
+    assert s.api.http.get(refresh_url(pair["refresh"], AGENTS_REFRESH_PATH)).status_code == 404
+    assert s.api.http.get(refresh_url(pair["refresh"])).status_code == 200
     created = s.api.create()
     assert created.status_code == 201
     ref = created.json()["ref"]
@@ -207,7 +209,7 @@ def test_lenient_accepts_any_media_type(inproc: Make, content_type: str | None) 
     assert response.status_code == 200, response.text
     app = s.api.app()
     secret = f'{{"client_id": "{app.client_id}", "client_secret": "{app.client_secret}"}}'
-    authorized = s.api.http.post("/auth/agents/authorize", content=secret.encode(), headers=headers)
+    authorized = s.api.http.post(AUTHORIZE_PATH, content=secret.encode(), headers=headers)
     assert authorized.status_code == 200, authorized.text
     # the body is still parsed as JSON: anything else is still a 400
     garbage = _post_raw(s, "/transactions/cashin", b"amount=100&number=0781234567", headers)
@@ -240,7 +242,7 @@ def test_lenient_keys_are_global(inproc: Make) -> None:
         assert stub.api.create(app=first, key="shared-key").status_code == 409
     reused = s.api.create(app=s.api.app(merchant="DEMO02"), key="shared-key")
     assert reused.status_code == 409 and reused.json()["code"] == "idempotency_key_reused"
-    assert s.call(s.stub.store.count_transactions, "DEMO02") == 0
+    assert s.call(count_transactions, s.stub.store, "DEMO02") == 0
     other = default.api.create(app=default.api.app(merchant="DEMO02"), key="shared-key")
     assert other.status_code == 200
 

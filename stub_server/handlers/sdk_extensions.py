@@ -9,24 +9,25 @@ serves them with the shapes the SDKs parse (their types: paypack-js ``index.d.ts
 Not served: the Go SDK's checkout lookup (``GET checkouts/find/{agent}``, ``checkout/find/`` in an
 older version). Its response carries the application's ``client_secret``, which the document says
 is displayed only once, at creation; the stub keeps only a hash of it (docs/stub.md).
+
+No conformance check covers them (they are outside the document); ``tests/stub/
+test_stub_sdk_routes.py`` and ``tests/clients`` do. The SQL is in ``stub_server.merchant_queries``.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from stub_server import merchant_queries
 from stub_server.errors import json_response
 from stub_server.filters import TRANSACTION_FILTERS, parse_list_query
+from stub_server.handlers.auth import authenticate
+from stub_server.state import StubApp
 
-if TYPE_CHECKING:
-    from stub_server.app import StubApp
 
-
-class SdkRoutes:
-    """Handlers of the SDK-only routes, reading the state of one ``StubApp``."""
+class SdkHandlers:
+    """``GET /merchants/me`` and ``GET /transactions/list``, reading the state of one
+    ``StubApp``."""
 
     def __init__(self, stub: StubApp) -> None:
         self.stub = stub
@@ -34,7 +35,7 @@ class SdkRoutes:
     async def merchant_me(self, request: web.Request) -> web.Response:
         """The caller's merchant profile (RC-36): the fields of the SDKs' merchant type."""
         stub = self.stub
-        record = stub.authenticate(request)
+        record = authenticate(stub, request)
         rate = stub.settings.fee_rate
         money = merchant_queries.balances(stub.store, record.merchant)
         return json_response(
@@ -54,7 +55,7 @@ class SdkRoutes:
     async def list_transactions(self, request: web.Request) -> web.Response:
         """The caller's transactions, newest first, filtered like the events list (RC-37)."""
         stub = self.stub
-        record = stub.authenticate(request)
+        record = authenticate(stub, request)
         f = parse_list_query(request.query, TRANSACTION_FILTERS)
         page = merchant_queries.list_transactions(
             stub.store,
@@ -70,7 +71,7 @@ class SdkRoutes:
                 offset=f.offset,
             ),
         )
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             **f.given,
             "offset": f.offset,
             "limit": f.limit,
@@ -79,17 +80,8 @@ class SdkRoutes:
             "cashout": page.cashout,
             "fee": page.fee,
             "transactions": [
-                {**stub.render_lookup(tx), "provider": merchant_queries.provider_of(tx.client)}
+                {**stub.render.lookup(tx), "provider": merchant_queries.provider_of(tx.client)}
                 for tx in page.transactions
             ],
         }
         return json_response(body)
-
-
-def sdk_routes(stub: StubApp) -> list[tuple[str, str, Any]]:
-    """(method, path, handler) of every SDK-only route, for ``build_app`` to register."""
-    routes = SdkRoutes(stub)
-    return [
-        ("GET", "/api/merchants/me", routes.merchant_me),
-        ("GET", "/api/transactions/list", routes.list_transactions),
-    ]

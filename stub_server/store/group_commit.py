@@ -1,0 +1,114 @@
+"""The store's one connection and its group commit: how an acknowledged write is durable.
+
+Why these choices:
+- stdlib ``sqlite3`` in WAL mode with ``synchronous=NORMAL``. In WAL mode a commit is in the WAL
+  file (in the OS page cache) before ``COMMIT`` returns, so every acknowledged write survives a
+  SIGKILL of the stub; only a power loss or OS crash can lose the last commits, which a test
+  double may accept in exchange for not paying an fsync per request.
+- Every call is synchronous on the event loop's thread. That serializes writers, so the
+  idempotency insert and the ``pending`` -> processed update are race-free without locks.
+- Each write commits before the handler answers 2xx. Creations use *group commit*: the first
+  creation of an event-loop turn opens a SQL transaction (``open_batch``), later ones in the
+  same turn join it, and one COMMIT, scheduled with ``call_soon``, acknowledges them all: their
+  handlers await that commit before answering. Any other use of the connection (``conn``:
+  reads, processing, refresh rotation) commits the open batch first, so reads only ever see
+  committed data.
+- Checkpoints run on a background thread (``checkpoint.Checkpointer``), not inside the COMMIT
+  of a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+from stub_server.store.checkpoint import AUTOCHECKPOINT_BACKSTOP_PAGES, Checkpointer
+from stub_server.store.schema import SCHEMA, make_private, migrate
+
+
+class GroupCommitDatabase:
+    """One connection, used only from the event loop thread, with batched creation commits.
+
+    The base of every table's class (``store.transactions``, ``store.events``...); ``Store``
+    puts them together.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        if path != ":memory:" and not path.startswith("file:"):
+            # ``--db reports/run1/stub.db`` should just work, as ``--credentials`` does
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            make_private(path)
+        self._db = sqlite3.connect(
+            path, isolation_level=None, check_same_thread=False, cached_statements=256
+        )
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.execute("PRAGMA cache_size=-32768")  # 32 MiB: indexes of large stores
+        self._db.executescript(SCHEMA)
+        migrate(self._db)
+        self._batch: list[asyncio.Future[None]] | None = None
+        self._checkpointer: Checkpointer | None = None
+        if str(self._db.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+            self._db.execute(f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_BACKSTOP_PAGES}")
+            self._checkpointer = Checkpointer(path)
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The connection, after committing any open batch of creations."""
+        if self._batch is not None:
+            self.flush()
+        return self._db
+
+    def open_batch(self) -> None:
+        """Open this event-loop turn's batch of creations, unless it is open already; its
+        COMMIT is scheduled for the end of the turn. Must be called from the event loop."""
+        if self._batch is None:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._batch = []
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def batch_commit(self) -> asyncio.Future[None]:
+        """The future of the open batch's COMMIT, for a creation whose rows are in it."""
+        assert self._batch is not None, "open_batch() first"
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._batch.append(done)
+        return done
+
+    def flush(self) -> None:
+        """Commit the open batch of creations and wake the handlers waiting on it."""
+        waiters, self._batch = self._batch, None
+        if waiters is None:
+            return
+        try:
+            self._db.execute("COMMIT")
+        except Exception as exc:
+            try:
+                self._db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_exception(exc)
+            return
+        self.count_commit()
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def count_commit(self) -> None:
+        """Tell the checkpoint thread that one more commit is in the WAL."""
+        if self._checkpointer is not None:
+            self._checkpointer.commits += 1
+
+    def close(self) -> None:
+        self.flush()
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+        try:
+            self._db.execute("PRAGMA optimize")
+        except sqlite3.Error:
+            pass
+        self._db.close()

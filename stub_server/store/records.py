@@ -1,0 +1,108 @@
+"""The rows the store hands out and takes in, as frozen dataclasses.
+
+Kept apart from the SQL so that handlers, renderers and tests can name a record without pulling
+in a connection. ``Amount`` is a JSON number as SQLite gives it back: an ``int`` while every
+amount is a whole number, a ``float`` otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: A JSON number as stored: SQLite keeps integers and reals apart, and so does the stub.
+Amount = int | float
+
+TX_COLUMNS = (
+    "id, ref, merchant, app_id, kind, amount, client, fee, status, created_us, processed_us"
+)
+EVENT_COLUMNS = (
+    "event_id, event_kind, created_us, merchant, ref, kind, client, amount, fee, status, "
+    "tx_created_us, processed_us"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AppRecord:
+    """A merchant application: who may authorize, for which merchant, with which privilege."""
+
+    client_id: str
+    secret_hash: str
+    privilege: str
+    merchant: str
+
+
+@dataclass(frozen=True, slots=True)
+class TxRecord:
+    """One transaction row (``TX_COLUMNS``, in order)."""
+
+    id: int
+    ref: str
+    merchant: str
+    app_id: str
+    kind: str
+    amount: Amount
+    client: str
+    fee: Amount
+    status: str
+    created_us: int
+    processed_us: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """One event row (``EVENT_COLUMNS``, in order): the event and its transaction's data."""
+
+    event_id: str
+    event_kind: str
+    created_us: int
+    merchant: str
+    ref: str
+    kind: str
+    client: str
+    amount: Amount
+    fee: Amount
+    status: str
+    tx_created_us: int
+    processed_us: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class EventQuery:
+    """The events list's filters and page; ``None`` filters nothing."""
+
+    merchant: str | None
+    status: str | None = None
+    client: str | None = None
+    ref: str | None = None
+    kind: str | None = None
+    event_kind: str | None = None
+    from_us: int | None = None
+    to_us: int | None = None
+    limit: int = 20
+    offset: int = 0
+    oldest_first: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NewTransaction:
+    """What a creation stores: the transaction, its idempotency key and its resolution plan."""
+
+    ref: str
+    merchant: str
+    app_id: str
+    kind: str
+    amount: Amount
+    client: str
+    fee: Amount
+    created_us: int
+    webhook_mode: str | None
+    key: str
+    due_us: int | None
+    due_status: str | None
+    #: The idempotency row's scope: the merchant (RC-6), or one service-wide value under the
+    #: ``global-keys`` behaviour. ``None`` means ``merchant``.
+    key_scope: str | None = None
+
+
+class KeyReused(Exception):
+    """The idempotency key is already recorded in its scope (the merchant, or global)."""

@@ -1,0 +1,186 @@
+"""Transactions: creation with its idempotency key, lookup, and the pending -> processed move.
+
+Enforces, on the storage side: Errors, rule 1 (a reused Idempotency-Key creates nothing: the
+key's row is the first insert of a creation; checked by IDEM-001, IDEM-002, IDEM-005, IDEM-007),
+Endpoints 1-3 (cashin, cashout, find: TXN-001..TXN-003, FIND-001, FIND-002) and States and
+transitions (a transaction is processed exactly once, with one processed event: LIFE-001..LIFE-004).
+
+Why it is race-free without locks: every call runs on the event loop's thread, the idempotency
+row, the transaction and its created event go in one SQL transaction, and a transaction is
+processed by ``UPDATE ... WHERE status = 'pending'`` exactly once. A creation is all or nothing
+without a SAVEPOINT: the idempotency insert goes first (a duplicate key fails that one
+statement, which writes nothing), and if a later insert fails the rows already inserted are
+deleted again before the error propagates (``_undo_creation``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Sequence
+from typing import Literal
+
+from stub_server.store.group_commit import GroupCommitDatabase
+from stub_server.store.records import TX_COLUMNS, KeyReused, NewTransaction, TxRecord
+from stub_server.store.refs import uuid4_text
+
+#: ``strict``: a duplicate key raises ``KeyReused`` (the rule); ``overwrite``: the key is
+#: recorded without checking it (fault switches only).
+KeyMode = Literal["strict", "overwrite"]
+
+
+class Transactions(GroupCommitDatabase):
+    """The ``transactions`` and ``idempotency`` tables, and the events a transaction records."""
+
+    def key_used(self, scope: str, key: str) -> bool:
+        """Whether ``key`` has a row in ``scope`` (a merchant, or the global scope)."""
+        row = self.conn.execute(
+            "SELECT 1 FROM idempotency WHERE merchant = ? AND key = ?", (scope, key)
+        ).fetchone()
+        return row is not None
+
+    def create_transaction(
+        self, new: NewTransaction, *, key_mode: KeyMode = "strict"
+    ) -> asyncio.Future[None]:
+        """Insert the key, the transaction and its created event, all or nothing.
+
+        Returns the future of the batch's COMMIT: await it before acknowledging. Must be called
+        from the event loop. ``key_mode``: ``strict`` raises ``KeyReused`` at once on a duplicate
+        key (the rule); ``overwrite`` records the key without checking it (faults only).
+        """
+        db = self._db
+        self.open_batch()
+        if key_mode == "overwrite":
+            # INSERT OR REPLACE may have replaced an older key row: only a SAVEPOINT can put
+            # it back if a later insert fails. Fault switches only, so not the fast path.
+            db.execute("SAVEPOINT creation")
+            try:
+                self._insert_creation("INSERT OR REPLACE", new)
+            except BaseException:
+                db.execute("ROLLBACK TO creation")
+                db.execute("RELEASE creation")
+                raise
+            db.execute("RELEASE creation")
+        else:
+            self._insert_creation("INSERT", new)
+        return self.batch_commit()
+
+    def _insert_creation(self, insert: str, new: NewTransaction) -> None:
+        """The key, the transaction and its created event; on failure, none of them.
+
+        The key goes first: a duplicate fails that statement alone, which writes nothing (SQLite
+        undoes a failed statement), so ``KeyReused`` leaves the batch untouched.
+        """
+        db = self._db
+        scope = new.key_scope or new.merchant
+        try:
+            db.execute(
+                f"{insert} INTO idempotency (merchant, key, ref, created_us) VALUES (?, ?, ?, ?)",
+                (scope, new.key, new.ref, new.created_us),
+            )
+        except sqlite3.IntegrityError:
+            raise KeyReused(new.key) from None
+        tx_id: int | None = None
+        try:
+            tx_id = db.execute(
+                "INSERT INTO transactions (ref, merchant, app_id, kind, amount, client, fee,"
+                " status, created_us, processed_us, webhook_mode, idem_key, due_us, due_status)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, NULL, ?, ?, ?, ?)",
+                (
+                    new.ref, new.merchant, new.app_id, new.kind, new.amount, new.client, new.fee,
+                    new.created_us, new.webhook_mode, new.key, new.due_us, new.due_status,
+                ),
+            ).lastrowid  # fmt: skip
+            db.execute(
+                "INSERT INTO events (event_id, event_kind, created_us, merchant, ref, kind,"
+                " client, amount, fee, status, tx_created_us, processed_us)"
+                " VALUES (?, 'transaction:created', ?, ?, ?, ?, ?, ?, ?, 'pending', ?, NULL)",
+                (uuid4_text(), new.created_us, new.merchant, new.ref, new.kind, new.client,
+                 new.amount, new.fee, new.created_us),
+            )  # fmt: skip
+        except BaseException:
+            if insert == "INSERT":  # the SAVEPOINT of the other mode undoes it instead
+                self._undo_creation(scope, new.key, tx_id)
+            raise
+
+    def _undo_creation(self, scope: str, key: str, tx_id: int | None) -> None:
+        """Delete what a failed creation inserted, unless SQLite rolled the whole batch back
+        (it does on some I/O errors), in which case there is nothing left to delete."""
+        db = self._db
+        if not db.in_transaction:
+            return
+        if tx_id is not None:
+            db.execute("DELETE FROM transactions WHERE id = ?", (tx_id,))
+        db.execute("DELETE FROM idempotency WHERE merchant = ? AND key = ?", (scope, key))
+
+    def find(self, ref: str, merchant: str | None) -> TxRecord | None:
+        """The latest transaction with ``ref``, within ``merchant`` unless that is None."""
+        if merchant is None:
+            row = self.conn.execute(
+                f"SELECT {TX_COLUMNS} FROM transactions WHERE ref = ? ORDER BY id DESC LIMIT 1",
+                (ref,),
+            ).fetchone()
+        else:
+            row = self.conn.execute(
+                f"SELECT {TX_COLUMNS} FROM transactions WHERE ref = ? AND merchant = ?"
+                " ORDER BY id DESC LIMIT 1",
+                (ref, merchant),
+            ).fetchone()
+        return None if row is None else TxRecord(*row)
+
+    def process(self, tx_id: int, status: str, now_us: int, *, record_event: bool) -> bool:
+        """Move a pending transaction to ``status`` once; False when it was no longer pending."""
+        return self.process_many([(tx_id, status)], now_us, record_event=record_event) == 1
+
+    def process_many(
+        self, items: Sequence[tuple[int, str]], now_us: int, *, record_event: bool
+    ) -> int:
+        """Process (id, status) pairs in one SQL transaction; return how many were pending.
+
+        ``UPDATE ... WHERE status = 'pending'`` makes each transaction change at most once,
+        whoever asks (sandbox, auto-resolution, time-out) and in whatever order.
+        """
+        conn = self.conn
+        done = 0
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for tx_id, status in items:
+                cur = conn.execute(
+                    "UPDATE transactions SET status = ?, processed_us = ?, due_us = NULL"
+                    " WHERE id = ? AND status = 'pending'",
+                    (status, now_us, tx_id),
+                )
+                if cur.rowcount != 1:
+                    continue
+                done += 1
+                if record_event:
+                    conn.execute(
+                        "INSERT INTO events (event_id, event_kind, created_us, merchant, ref,"
+                        " kind, client, amount, fee, status, tx_created_us, processed_us)"
+                        " SELECT ?, 'transaction:processed', ?, merchant, ref, kind, client,"
+                        " amount, fee, status, created_us, processed_us FROM transactions"
+                        " WHERE id = ?",
+                        (uuid4_text(), now_us, tx_id),
+                    )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        self.count_commit()
+        return done
+
+    def due(self, now_us: int, limit: int = 500) -> list[tuple[int, str | None]]:
+        """Pending transactions whose auto-resolution or time-out is due: (id, status)."""
+        rows: list[tuple[int, str | None]] = self.conn.execute(
+            "SELECT id, due_status FROM transactions"
+            " WHERE status = 'pending' AND due_us <= ? ORDER BY due_us LIMIT ?",
+            (now_us, limit),
+        ).fetchall()
+        return rows
+
+    def next_due(self) -> int | None:
+        """The earliest due time of a pending transaction (microseconds), if any."""
+        row = self.conn.execute(
+            "SELECT MIN(due_us) FROM transactions WHERE status = 'pending'"
+        ).fetchone()
+        return None if row is None else row[0]
