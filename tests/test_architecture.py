@@ -102,3 +102,22 @@ def test_the_token_module_is_where_the_paths_live() -> None:
     literals = [text for _line, text in token_path_literals(TOKEN_MODULE)]
     assert any("authorize" in text for text in literals)
     assert any("refresh" in text for text in literals)
+
+
+def test_the_rule_table_names_files_that_exist() -> None:
+    """docs/architecture.md's rule table stays true as files move: each stub file it names is in
+    ``stub_server/`` and each suite file in ``conformance/suite/``."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = page.split("## Where each rule of the document lives", 1)[1]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and ".py" in line]
+    assert len(rows) >= 15
+    missing = []
+    for row in rows:
+        _rule, stub_cell, suite_cell = (cell.strip() for cell in row.strip("|").split("|")[:3])
+        for name in re.findall(r"`([\w/]+\.py)`", stub_cell):
+            if not (ROOT / "stub_server" / name).is_file():
+                missing.append(f"stub_server/{name}")
+        for name in re.findall(r"`([\w/]+\.py)`", suite_cell):
+            if not (ROOT / "conformance" / "suite" / name).is_file() and name != "catalog.py":
+                missing.append(f"conformance/suite/{name}")
+    assert not missing, f"docs/architecture.md names files that do not exist: {missing}"
