@@ -1,13 +1,14 @@
-"""Turning the run's options into a ``Target``: configuration, the bundled stub, reachability.
+"""Before any check: the target is loaded, reachable and this API, or the bundled stub is started.
 
-Everything that can make a run impossible before any check starts lives here and raises
-``SetupError`` with a one-line reason, which ``paysuite conform`` and the pytest plugin both turn
-into exit status 2.
+``prepare(options)`` is the one function that turns the run's ``Options`` into a ``Prepared``
+target (the configuration, the base URL, a bundled stub to stop). ``conformance.runner.run``
+calls it once, before pytest starts; under plain pytest the plugin calls it after collection.
+Everything that can make a run impossible before any check starts raises ``SetupError`` with a
+one-line reason (exit status 2).
 """
 
 from __future__ import annotations
 
-import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,78 +19,30 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from conformance.catalog import UnknownCheckError, parse_only
+from conformance.api import EVENTS
 from conformance.http import Limits, RecordingClient, Reply, ResponseTooLarge, TargetUnreachable
+from conformance.options import Options, SetupError
 from paysuite_core import tokens
 from paysuite_core.target_config import TargetConfig, TargetConfigError, load_target_config
 
-DEFAULT_SEED = 20261121
-#: Below this share of the profile's checks run to a verdict, the gate fails: a run that skips
-#: most of the catalog (no customer driver, one application) must not read as a pass.
-DEFAULT_MIN_COVERAGE = 0.5
-#: A check (the property run included) that has not judged its rule by then stops as an error;
-#: the slowest honest one waits a token lifetime or a customer's answer (max_wait_s).
-DEFAULT_CHECK_TIMEOUT_S = 300.0
-#: After this the run stops: the checks not yet run are errors and every report is written.
-DEFAULT_MAX_DURATION_S = 1800.0
+__all__ = [
+    "BUNDLED_STUB_ACCESS_TTL_S",
+    "Prepared",
+    "SetupError",
+    "check_reachable",
+    "check_target",
+    "preflight",
+    "prepare",
+    "start_bundled_stub",
+]
+
 #: Access-token lifetime given to the bundled stub so that AUTH-008 can watch a token expire.
 BUNDLED_STUB_ACCESS_TTL_S = 4
 
 
-class SetupError(RuntimeError):
-    """The run cannot start; the message is one line and says why."""
-
-
-@dataclass
-class Options:
-    target: str | None = None
-    config: str | None = None
-    profile: str = "seed"
-    strict: bool = False
-    report_dir: str = "reports"
-    only: frozenset[str] | None = None
-    seed: int = DEFAULT_SEED
-    min_coverage: float = DEFAULT_MIN_COVERAGE
-    reveal_secrets: bool = False
-    check_timeout_s: float = DEFAULT_CHECK_TIMEOUT_S
-    max_duration_s: float = DEFAULT_MAX_DURATION_S
-    limits: Limits = field(default_factory=Limits)
-
-    @classmethod
-    def from_pytest(cls, config: Any) -> Options:
-        try:
-            only = parse_only(config.getoption("conformance_only"))
-        except UnknownCheckError as exc:
-            raise SetupError(str(exc)) from None
-        return cls(
-            min_coverage=parse_share(config.getoption("conformance_min_coverage", None)),
-            reveal_secrets=bool(config.getoption("conformance_reveal_secrets", False)),
-            check_timeout_s=parse_seconds(
-                config.getoption("conformance_check_timeout", None),
-                "--check-timeout",
-                DEFAULT_CHECK_TIMEOUT_S,
-            ),
-            max_duration_s=parse_seconds(
-                config.getoption("conformance_max_duration", None),
-                "--max-duration",
-                DEFAULT_MAX_DURATION_S,
-            ),
-            limits=parse_limits(
-                {name: config.getoption(f"conformance_{name}", None) for name in LIMIT_OPTIONS}
-            ),
-            target=config.getoption("conformance_target"),
-            config=config.getoption("conformance_config"),
-            profile=config.getoption("conformance_profile"),
-            strict=bool(config.getoption("conformance_strict")),
-            report_dir=config.getoption("conformance_report_dir"),
-            only=only,
-            seed=int(config.getoption("conformance_seed")),
-        )
-
-
 @dataclass
 class Prepared:
-    """What setup produced: the configuration (if any), the base URL, and a stub to stop."""
+    """What ``prepare`` produced: the configuration (if any), the base URL, and a stub to stop."""
 
     config: TargetConfig | None
     base_url: str
@@ -107,64 +60,6 @@ class Prepared:
             self.stub_dir = None
 
 
-def parse_share(text: str | float | None) -> float:
-    """``--min-coverage``: ``0.8``, ``80%`` or ``80`` all mean 80 %; ``None`` is the default."""
-    if text is None:
-        return DEFAULT_MIN_COVERAGE
-    raw = str(text).strip()
-    try:
-        value = float(raw.removesuffix("%"))
-    except ValueError:
-        raise SetupError(
-            f"--min-coverage: expected a share such as 0.8 or 80%, got {raw!r}"
-        ) from None
-    if raw.endswith("%") or value > 1:
-        value /= 100
-    if not 0 <= value <= 1:
-        raise SetupError(f"--min-coverage: {raw!r} is not between 0 and 100%")
-    return value
-
-
-def parse_seconds(text: str | float | None, flag: str, default: float) -> float:
-    """``--check-timeout 90``, ``90s``, ``1m30s``: seconds, the way Locust users write them."""
-    if text is None:
-        return default
-    raw = str(text).strip().lower()
-    match = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?", raw)
-    if not raw or match is None or not any(match.groups()):
-        raise SetupError(f"{flag}: expected a duration such as 90, 90s or 1m30s, got {raw!r}")
-    hours, minutes, seconds = (float(part or 0) for part in match.groups())
-    value = hours * 3600 + minutes * 60 + seconds
-    if value <= 0:
-        raise SetupError(f"{flag}: {raw!r} is not a positive duration")
-    return value
-
-
-#: The request limits' command-line names (``--connect-timeout``, ...) and their defaults.
-LIMIT_OPTIONS = ("connect_timeout", "read_timeout", "total_timeout", "max_response_bytes")
-
-
-def parse_limits(values: dict[str, str | None]) -> Limits:
-    """``Limits`` from the command line's values (``None``: the default)."""
-    base = Limits()
-    connect, read, total = (
-        parse_seconds(values.get(name), f"--{name.replace('_', '-')}", default)
-        for name, default in (
-            ("connect_timeout", base.connect_s),
-            ("read_timeout", base.read_s),
-            ("total_timeout", base.total_s),
-        )
-    )
-    raw = values.get("max_response_bytes")
-    size = base.max_body_bytes
-    if raw is not None:
-        text = str(raw).strip()
-        if not text.isdigit() or int(text) < 1024:
-            raise SetupError(f"--max-response-bytes: expected a byte count >= 1024, got {text!r}")
-        size = int(text)
-    return Limits(connect_s=connect, read_s=read, total_s=total, max_body_bytes=size)
-
-
 def load_config(options: Options) -> TargetConfig | None:
     """The target configuration, or ``None`` for a bare ``--target``."""
     if options.config is None:
@@ -180,7 +75,7 @@ def check_reachable(base_url: str, timeout_s: float = 10.0) -> None:
     try:
         with (
             httpx.Client(timeout=timeout_s) as client,
-            client.stream("GET", base_url + "/events/transactions"),
+            client.stream("GET", base_url + EVENTS),
         ):
             pass
     except httpx.HTTPError as exc:
@@ -246,7 +141,7 @@ def preflight(config: TargetConfig, limits: Limits | None = None) -> None:
                 raise SetupError(
                     f"authorize of {who} answered {_describe(reply)} without an access token"
                 )
-        listing = send("GET", "/events/transactions", token=access)
+        listing = send("GET", EVENTS, token=access)
         if not isinstance(listing.body, dict):
             raise SetupError(
                 f"the target at {base} does not answer like this API: GET /events/transactions "
@@ -295,7 +190,7 @@ def prepare(options: Options) -> Prepared:
         assert prepared.config is not None
         try:
             preflight(prepared.config, options.limits)
-        except SetupError:
+        except BaseException:  # a refused pre-flight or Ctrl-C: the stub must not outlive it
             prepared.close()
             raise
         return prepared

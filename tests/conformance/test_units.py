@@ -9,8 +9,8 @@ import pytest
 from conformance import catalog, report, timestamps
 from conformance import jwt_forgeries as tokens
 from conformance.evidence import Exchange, redact_body, shorten_token
+from conformance.options import Options
 from conformance.plugin import REFERENCE_SKIP, CheckResult, RunState, decide
-from conformance.setup import Options
 from conformance.spec_patch import ascii_pattern, patch_spec
 from paysuite_core.request_data import NumberSource, same_number
 from paysuite_core.specfile import load_spec
