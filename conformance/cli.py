@@ -1,8 +1,9 @@
-"""``paysuite conform``: a thin wrapper that runs the conformance checks through pytest.
+"""``paysuite conform``: its arguments, parsed once into ``Options`` for ``conformance.runner``.
 
-``paysuite conform --target URL --config FILE`` is ``pytest --pyargs conformance.suite --target
-URL --config FILE`` with pytest's own terminal output replaced by the suite's progress lines and
-scorecard. Registration imports nothing heavy; pytest, httpx and schemathesis load when it runs.
+``paysuite conform --target URL --config FILE`` runs what ``pytest --pyargs conformance.suite
+--target URL --config FILE`` runs, with pytest's own terminal output replaced by the suite's
+progress lines and scorecard. Registration imports nothing heavy; ``--list`` needs only the
+catalog; pytest, httpx and schemathesis load when checks run.
 """
 
 from __future__ import annotations
@@ -76,70 +77,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def pytest_args(args: argparse.Namespace) -> list[str]:
-    from conformance.setup import LIMIT_OPTIONS
-
-    """The pytest command line equivalent to ``args``."""
-    argv = [
-        "--pyargs",
-        "conformance.suite",
-        "-p",
-        "no:terminal",
-        "-p",
-        "no:cacheprovider",
-        "--profile",
-        args.profile,
-        "--report-dir",
-        args.report_dir,
-    ]
-    if args.target:
-        argv += ["--target", args.target]
-    if args.config:
-        argv += ["--config", args.config]
-    if args.strict:
-        argv.append("--conformance-strict")
-    if args.only:
-        argv += ["--only", args.only]
-    if args.seed is not None:
-        argv += ["--seed", str(args.seed)]
-    if getattr(args, "min_coverage", None) is not None:
-        argv += ["--min-coverage", str(args.min_coverage)]
-    if getattr(args, "reveal_secrets", False):
-        argv.append("--reveal-secrets")
-    for name in ("check_timeout", "max_duration", *LIMIT_OPTIONS):
-        if getattr(args, name, None) is not None:
-            argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
-    return argv
-
-
-def usage_error(args: argparse.Namespace) -> str | None:
-    """Problems detectable before pytest starts, as one line (``None`` when all is well)."""
-    from conformance.catalog import UnknownCheckError, parse_only
-    from conformance.setup import (
-        LIMIT_OPTIONS,
-        Options,
-        SetupError,
-        check_target,
-        parse_limits,
-        parse_seconds,
-        parse_share,
-    )
-
-    try:
-        parse_only(args.only)
-    except UnknownCheckError as exc:
-        return str(exc)
-    try:
-        parse_share(getattr(args, "min_coverage", None))
-        parse_seconds(getattr(args, "check_timeout", None), "--check-timeout", 1.0)
-        parse_seconds(getattr(args, "max_duration", None), "--max-duration", 1.0)
-        limits = parse_limits({name: getattr(args, name, None) for name in LIMIT_OPTIONS})
-        check_target(Options(target=args.target, config=args.config, limits=limits))
-    except SetupError as exc:
-        return str(exc)
-    return None
-
-
 def run(args: argparse.Namespace) -> int:
     if args.list:
         from conformance.catalog import render_list
@@ -151,27 +88,12 @@ def run(args: argparse.Namespace) -> int:
 
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    problem = usage_error(args)
-    if problem is not None:
-        print(f"{PROG}: {problem}", file=sys.stderr)
+    from conformance.options import Options, SetupError
+    from conformance.runner import run as run_conformance
+
+    try:
+        options = Options.from_args(args)
+    except SetupError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    import tempfile
-    from pathlib import Path
-
-    import pytest
-
-    import conformance
-
-    # An empty ini of our own: the caller's pytest configuration (addopts, filterwarnings, ...)
-    # must not change the verdict, and its terminal options would not parse without the
-    # terminal plugin.
-    with tempfile.TemporaryDirectory(prefix="paysuite-conform-ini-") as tmp:
-        ini = Path(tmp) / "pytest.ini"
-        ini.write_text("[pytest]\n", encoding="utf-8")
-        rootdir = Path(conformance.__file__).resolve().parent
-        argv = ["-c", str(ini), "--rootdir", str(rootdir), *pytest_args(args)]
-        status = int(pytest.main(argv))
-    if status in (0, 1, 2):
-        return status
-    print(f"{PROG}: pytest ended with status {status}", file=sys.stderr)
-    return 2
+    return run_conformance(options)

@@ -1,4 +1,5 @@
-"""How a check ends other than by passing: the rule was broken, or the rule could not be judged.
+"""How a check ends other than by passing: the rule was broken, the rule could not be judged, or
+the rule does not apply to this target.
 
 The difference is the point of the suite. ``CheckFailed`` says the target broke the rule the
 check names; ``CouldNotCheck`` says something the check needed first (an authorize, a creation
@@ -7,15 +8,21 @@ Reporting the second as a failure would send a reader to the wrong rule: a sandb
 answered 404 is not a lifecycle that stays pending.
 
 Both carry the exchanges that prove them and, where the check knows them, h2spec's Expected and
-Actual.
+Actual. ``NotApplicable`` says the target's configuration gives the check nothing to judge with (no
+cashout application, no customer driver): the check is skipped with that reason. The checks
+raise it rather than ``pytest.skip`` so that they, and the catalog that imports them, do not
+need pytest; the plugin turns it into a pytest skip.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from conformance.evidence import Exchange
+
+if TYPE_CHECKING:
+    from conformance.http import Reply
 
 
 def exchanges_of(items: Iterable[Any]) -> list[Exchange]:
@@ -61,3 +68,31 @@ def precondition(condition: Any, message: str, *proof: Any) -> None:
     """Stop the check as an ``error`` ("could not check: ...") unless ``condition`` holds."""
     if not condition:
         raise CouldNotCheck(message, exchanges_of(proof))
+
+
+class NotApplicable(Exception):
+    """The check does not apply to this target (what it needs is not configured): skipped."""
+
+
+def not_applicable(reason: str) -> NoReturn:
+    """Skip the running check with ``reason`` ("no cashout application configured")."""
+    __tracebackhide__ = True  # pytest reports the skip at the check's line, not here
+    raise NotApplicable(reason)
+
+
+def expect(
+    condition: Any,
+    message: str,
+    *proof: Reply | Exchange | None,
+    expected: str = "",
+    actual: str = "",
+) -> None:
+    """Fail the check with ``message`` and the given exchanges unless ``condition`` holds."""
+    if not condition:
+        raise CheckFailed(message, exchanges_of(proof), expected=expected, actual=actual)
+
+
+def fail(
+    message: str, *proof: Reply | Exchange | None, expected: str = "", actual: str = ""
+) -> NoReturn:
+    raise CheckFailed(message, exchanges_of(proof), expected=expected, actual=actual)

@@ -1,32 +1,69 @@
 """pytest plugin of the conformance suite (registered through the ``pytest11`` entry point).
 
-The entry point loads this module in every pytest run of the environment, the project's own
-self-tests included, so it stays inert unless the run collects conformance checks (tests marked
-``conformance_check``): only then does it set up the target, print progress and the scorecard,
-write the reports and replace pytest's exit status with the suite's verdict.
+It collects the checks, runs them in the catalog's order, and turns their outcomes into the
+suite's progress lines, scorecard, reports and exit status:
 
-Options (the same as ``paysuite conform``): ``--target``, ``--config``, ``--profile``,
-``--conformance-strict`` (pytest owns ``--strict``), ``--report-dir``, ``--only``, ``--seed``.
+- collection (public hooks only): ``pytest_collect_file`` makes a ``pytest.Module`` of each
+  section module of ``conformance/suite`` (their names do not look like tests, so pytest itself
+  would not), and ``pytest_pycollect_makeitem`` makes a ``pytest.Function`` of each function
+  carrying a catalog entry (``@check``), named ``"AUTH-001 authorize_returns_the_token_pair"``
+  and marked ``conformance_check(ID)``;
+- the fixtures the checks take: ``target``, ``configured`` (the target, when applications are
+  configured) and ``run_cache`` (the property run, computed once);
+- a check that raises ``conformance.outcome.NotApplicable`` is skipped with its reason.
+
+The entry point loads this module in every pytest run of the environment, the project's own
+self-tests included, so it stays inert unless the run collects conformance checks: only then
+does it set up the target, print progress and the scorecard, write the reports and replace
+pytest's exit status with the suite's verdict.
+
+The run's target is prepared once. ``paysuite conform`` (``conformance.runner.run``) prepares it
+before pytest starts and hands it over as a ``PreparedRun`` plugin object; under plain pytest
+(``pytest --pyargs conformance.suite --config FILE ...``) this plugin reads its own options
+(``--target``, ``--config``, ``--profile``, ``--conformance-strict`` (pytest owns
+``--strict``), ``--report-dir``, ``--only``, ``--seed``, ...) and prepares it after collection,
+through the same ``conformance.preflight.prepare``.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from conformance import catalog
+from conformance.checks import PROFILES, Check, entry_of
 from conformance.evidence import Evidence
+from conformance.outcome import CouldNotCheck, NotApplicable
+
+if TYPE_CHECKING:
+    from conformance.options import Options
+    from conformance.preflight import Prepared
+    from conformance.target import Target
 
 MARKER = "conformance_check"
 
 
+@dataclass(eq=False)  # a plugin object: pluggy keeps it in sets
+class PreparedRun:
+    """A run whose options were parsed and whose target was prepared before pytest started.
+
+    ``conformance.runner.run`` passes one to ``pytest.main(..., plugins=[...])``; the plugin
+    then neither reads its own options nor prepares the target again. The caller keeps the
+    ownership of ``prepared`` (it stops the bundled stub).
+    """
+
+    options: Options
+    prepared: Prepared
+
+
 @dataclass
 class CheckResult:
-    check: catalog.Check
+    check: Check
     outcome: str  # passed | failed | skipped | error
     message: str = ""
     evidence: list[dict[str, Any]] = field(default_factory=list)
@@ -44,6 +81,8 @@ class RunState:
     options: Any
     active: bool = False
     prepared: Any = None
+    #: Whether this plugin prepared the target itself (plain pytest) and so must close it.
+    owns_prepared: bool = False
     target: Any = None
     results: dict[str, CheckResult] = field(default_factory=dict)
     evidence: dict[str, Evidence] = field(default_factory=dict)
@@ -85,7 +124,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--profile",
         dest="conformance_profile",
-        choices=catalog.PROFILES,
+        choices=PROFILES,
         default="seed",
         help="seed (the document only) or reference (+ RC choices)",
     )
@@ -162,8 +201,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{MARKER}(id): the catalog entry a test implements")
-    from conformance.setup import DEFAULT_SEED, Options, SetupError
+    config.addinivalue_line("markers", f"{MARKER}(id): the catalog entry a check implements")
+    handed = _prepared_run(config)
+    if handed is not None:
+        config.stash[STATE] = RunState(options=handed.options, prepared=handed.prepared)
+        _CURRENT_CONFIG.append(config)
+        return
+    from conformance.options import DEFAULT_SEED, Options, SetupError
 
     if config.getoption("conformance_seed", None) is None:
         config.option.conformance_seed = DEFAULT_SEED
@@ -175,6 +219,14 @@ def pytest_configure(config: pytest.Config) -> None:
         options = Options()
     config.stash[STATE] = RunState(options=options)
     _CURRENT_CONFIG.append(config)
+
+
+def _prepared_run(config: pytest.Config) -> PreparedRun | None:
+    """The ``PreparedRun`` that ``conformance.runner`` registered, if this is its session."""
+    for plugin in config.pluginmanager.get_plugins():
+        if isinstance(plugin, PreparedRun):
+            return plugin
+    return None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -194,6 +246,106 @@ def _check_id(item: pytest.Item) -> str | None:
     return str(marker.args[0]) if marker else None
 
 
+# --- collection ----------------------------------------------------------------------------
+
+
+def _is_section_module(path: Path) -> bool:
+    """A module of ``conformance/suite`` (a checkout's or the installed one)."""
+    return (
+        path.suffix == ".py"
+        and not path.name.startswith("_")
+        and path.parent.name == "suite"
+        and path.parent.parent.name == "conformance"
+        and (path.parent / "__init__.py").is_file()
+        and (path.parent.parent / "catalog.py").is_file()
+    )
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    """The section modules, whose names do not match ``python_files``, as modules."""
+    if not _is_section_module(file_path) or parent.session.isinitpath(file_path):
+        return None  # a section module named on the command line pytest collects itself
+    return pytest.Module.from_parent(parent, path=file_path)
+
+
+def pytest_pycollect_makeitem(
+    collector: pytest.Module | pytest.Class, name: str, obj: object
+) -> pytest.Function | None:
+    """A check function (it carries a catalog entry) as a test item named by its check ID."""
+    entry = entry_of(obj)
+    if entry is None or not isinstance(collector, pytest.Module):
+        return None
+    if getattr(obj, "__module__", None) != collector.obj.__name__:
+        return None  # imported from elsewhere: collected where it is defined
+    # The name is the node id's last part: "AUTH-001 authorize_returns_the_token_pair".
+    item = pytest.Function.from_parent(collector, name=f"{entry.id} {name}", callobj=obj)
+    item.add_marker(getattr(pytest.mark, MARKER)(entry.id))
+    return item
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """A check that does not apply to the target (``NotApplicable``) is skipped, with why."""
+    try:
+        return (yield)
+    except NotApplicable as exc:
+        # The check's own traceback, so that pytest shows where it stepped aside.
+        raise pytest.skip.Exception(str(exc)).with_traceback(exc.__traceback__) from None
+
+
+# --- fixtures of the checks ------------------------------------------------------------------
+
+
+@pytest.fixture
+def target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    """The implementation under test; every exchange of this check is recorded as evidence."""
+    state = request.config.stash[STATE]
+    if state.target is None:
+        pytest.skip("no target (the run was not set up)")
+    if state.unreachable is not None:
+        # One unanswered request already made this run an error; waiting out every remaining
+        # check's timeouts would only hide that line under many more.
+        raise CouldNotCheck(f"not attempted: the target stopped answering ({state.unreachable})")
+    options = state.options
+    now = time.monotonic()
+    run_deadline = state.t0 + options.max_duration_s
+    if now > run_deadline:
+        if not any("--max-duration" in error for error in state.run_errors):
+            state.run_errors.append(
+                f"the run reached --max-duration ({options.max_duration_s:g} s): the checks "
+                "not judged by then were not attempted"
+            )
+        raise CouldNotCheck("not attempted: the run reached its --max-duration")
+    state.target.client.check_deadline = min(now + options.check_timeout_s, run_deadline)
+    marker = request.node.get_closest_marker(MARKER)
+    check_id = str(marker.args[0]) if marker else request.node.name
+    evidence = Evidence()
+    state.evidence[check_id] = evidence
+    state.target.current = evidence
+    state.target.notes = []
+    yield state.target
+    state.target.current = None
+    state.target.client.check_deadline = None
+
+
+@pytest.fixture
+def configured(target: Target) -> Target:
+    """The target, when applications are configured (else the check skips)."""
+    if target.config is None:
+        pytest.skip("no applications configured: pass --config with the target's applications")
+    return target
+
+
+@pytest.fixture
+def run_cache(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Per-run storage shared by checks (the property-test results, computed once)."""
+    cache: dict[str, Any] = request.config.stash[STATE].cache
+    return cache
+
+
+# --- the run -------------------------------------------------------------------------------
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
@@ -201,6 +353,8 @@ def pytest_collection_modifyitems(
     state = config.stash.get(STATE, None)
     if state is None or not any(_check_id(item) for item in items):
         return
+    from conformance import catalog
+
     state.active = True
     options = state.options
     order = {check.id: index for index, check in enumerate(catalog.CATALOG)}
@@ -229,14 +383,17 @@ def pytest_collection_modifyitems(
     if not state.selected or config.option.collectonly:
         state.active = bool(state.selected) and not config.option.collectonly
         return
-    from conformance.setup import SetupError, prepare
     from conformance.target import Target
 
-    try:
-        state.prepared = prepare(options)
-    except SetupError as exc:
-        state.setup_error = str(exc)
-        pytest.exit(str(exc), returncode=2)
+    if state.prepared is None:  # plain pytest: no runner prepared the target before
+        from conformance.preflight import SetupError, prepare
+
+        try:
+            state.prepared = prepare(options)
+        except SetupError as exc:
+            state.setup_error = str(exc)
+            pytest.exit(str(exc), returncode=2)
+        state.owns_prepared = True
     state.target = Target(
         state.prepared.config,
         state.prepared.base_url,
@@ -261,6 +418,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if check_id is None or state is None or not state.active:
         return
     report = outcome.get_result()
+    from conformance import catalog
+
     check = catalog.get(check_id)
     previous = state.results.get(check_id)
     result: CheckResult | None = None
@@ -290,7 +449,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         state.results[check_id] = result
 
 
-def _gates(check: catalog.Check, options: Any) -> bool:
+def _gates(check: Check, options: Any) -> bool:
     """Whether a failure of ``check`` fails the run.
 
     Every MUST does, and with --strict every SHOULD too. In the reference profile the property
@@ -305,11 +464,10 @@ def _gates(check: catalog.Check, options: Any) -> bool:
 
 
 def _error_result(
-    state: RunState, check: catalog.Check, check_id: str, call: pytest.CallInfo[None]
+    state: RunState, check: Check, check_id: str, call: pytest.CallInfo[None]
 ) -> CheckResult:
     """An ``error``: the check could not judge its rule (a precondition, or no answer at all)."""
     from conformance.http import ResponseTooLarge, TargetUnreachable
-    from conformance.outcome import CouldNotCheck
 
     exc = call.excinfo.value if call.excinfo is not None else None
     if isinstance(exc, CouldNotCheck):
@@ -518,5 +676,5 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     finally:
         if state.target is not None:
             state.target.client.close()
-        if state.prepared is not None:
+        if state.prepared is not None and state.owns_prepared:
             state.prepared.close()

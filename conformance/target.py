@@ -8,7 +8,6 @@ same against the bundled stub and against any other implementation.
 from __future__ import annotations
 
 import random
-import re
 import secrets
 import time
 import uuid
@@ -16,23 +15,25 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from conformance.api import (
+    AUTHORIZE,
+    CASHIN,
+    CASHOUT,
+    EVENTS,
+    SUCCESS_STATUSES,
+    UUID_RE,
+    data_of,
+    find_path,
+    kind_path,
+)
 from conformance.customer import Customer, Outcome
-from conformance.evidence import Evidence, Exchange
+from conformance.evidence import Evidence
 from conformance.http import Limits, RecordingClient, Reply
-from conformance.outcome import CheckFailed, CouldNotCheck, exchanges_of, precondition
+from conformance.outcome import CheckFailed, CouldNotCheck, expect, fail, precondition
 from paysuite_core import tokens
 from paysuite_core.request_data import AmountSource, NumberSource, same_number
 from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, Application, TargetConfig
-from paysuite_core.tokens import AUTHORIZE_PATH, REFRESH_PATHS, TokenFlow, TokenPair
-
-CASHIN = "/transactions/cashin"
-CASHOUT = "/transactions/cashout"
-AUTHORIZE = AUTHORIZE_PATH
-EVENTS = "/events/transactions"
-SUCCESS_STATUSES = ("success", "successful")
-UUID_RE = re.compile(
-    r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-)
+from paysuite_core.tokens import REFRESH_PATHS, TokenFlow, TokenPair
 
 T = TypeVar("T")
 #: How long a count waits for events an implementation records a moment after answering.
@@ -41,41 +42,24 @@ EVENTUAL_S = 5.0
 SETTLE_S = 0.2
 
 __all__ = [
+    "AUTHORIZE",
+    "CASHIN",
+    "CASHOUT",
+    "EVENTS",
     "REFRESH_PATHS",
+    "SUCCESS_STATUSES",
+    "UUID_RE",
     "CheckFailed",
     "CouldNotCheck",
     "Target",
     "TokenPair",
+    "data_of",
     "expect",
     "fail",
+    "find_path",
+    "kind_path",
     "precondition",
 ]
-
-
-def find_path(ref: str) -> str:
-    return f"/transactions/find/{ref}"
-
-
-def kind_path(kind: str) -> str:
-    return CASHIN if kind.upper() == "CASHIN" else CASHOUT
-
-
-def expect(
-    condition: Any,
-    message: str,
-    *proof: Reply | Exchange | None,
-    expected: str = "",
-    actual: str = "",
-) -> None:
-    """Fail the check with ``message`` and the given exchanges unless ``condition`` holds."""
-    if not condition:
-        raise CheckFailed(message, exchanges_of(proof), expected=expected, actual=actual)
-
-
-def fail(
-    message: str, *proof: Reply | Exchange | None, expected: str = "", actual: str = ""
-) -> None:
-    raise CheckFailed(message, exchanges_of(proof), expected=expected, actual=actual)
 
 
 class Target:
@@ -316,7 +300,7 @@ class Target:
         """
 
         def read() -> list[dict]:
-            return [e for e in self.events_of(app, ref=ref) if _data(e).get("ref") == ref]
+            return [e for e in self.events_of(app, ref=ref) if data_of(e).get("ref") == ref]
 
         return self.wait_until(read, bool, EVENTUAL_S) if wait else read()
 
@@ -333,7 +317,7 @@ class Target:
         """
         if self.numbers.unique:
             return set()
-        return {str(_data(e).get("ref")) for e in self.created_events_for_number(app, number)}
+        return {str(data_of(e).get("ref")) for e in self.created_events_for_number(app, number)}
 
     def created_events_for_number(
         self,
@@ -356,9 +340,9 @@ class Target:
             return [
                 e
                 for e in self.events_of(app, client=number)
-                if same_number(_data(e).get("client"), number)
+                if same_number(data_of(e).get("client"), number)
                 and e.get("event_kind") == "transaction:created"
-                and str(_data(e).get("ref")) not in skip
+                and str(data_of(e).get("ref")) not in skip
             ]
 
         if not expect:
@@ -401,12 +385,3 @@ class Target:
 
     def fresh_key(self) -> str:
         return uuid.uuid4().hex
-
-
-def _data(event: dict) -> dict:
-    data = event.get("data")
-    return data if isinstance(data, dict) else {}
-
-
-def data_of(event: dict) -> dict:
-    return _data(event)

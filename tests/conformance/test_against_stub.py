@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conformkit import conform, fast_config
@@ -51,3 +52,31 @@ def test_full_suite_passes_strict(
     assert len(cases) == len(CATALOG)
     assert not any(case.find("failure") is not None for case in cases)
     print(f"full {profile} run against the stub: {report['duration_s']} s")
+
+
+def test_the_configuration_is_read_and_probed_once(
+    module_stub: RunningStub,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``paysuite conform`` loads and probes the target once and hands it to pytest in-process."""
+    from conformance import preflight
+
+    calls = {"load_config": 0, "check_reachable": 0, "preflight": 0}
+
+    def counted(name: str) -> Any:
+        real = getattr(preflight, name)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return real(*args, **kwargs)
+
+        return wrapper
+
+    for name in calls:
+        monkeypatch.setattr(preflight, name, counted(name))
+    config = fast_config(module_stub, tmp_path)
+    outcome = conform(capsys, tmp_path / "reports", config=config, only="AUTH-001")
+    assert outcome.status == 0, outcome.stdout[-2000:] + outcome.stderr
+    assert calls == {"load_config": 1, "check_reachable": 1, "preflight": 1}

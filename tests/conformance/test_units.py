@@ -9,8 +9,8 @@ import pytest
 from conformance import catalog, report, timestamps
 from conformance import jwt_forgeries as tokens
 from conformance.evidence import Exchange, redact_body, shorten_token
+from conformance.options import Options
 from conformance.plugin import REFERENCE_SKIP, CheckResult, RunState, decide
-from conformance.setup import Options
 from conformance.spec_patch import ascii_pattern, patch_spec
 from paysuite_core.request_data import NumberSource, same_number
 from paysuite_core.specfile import load_spec
@@ -197,3 +197,42 @@ def test_verdict_and_totals() -> None:
                _result("EVT-008", "skipped"), _result("PROP-001", "error")]  # fmt: skip
     assert report.totals_line(results) == "1 passed, 0 failed, 1 warnings, 1 skipped, 1 errors"
     assert report.totals_line(results[:1]) == "1 passed, 0 failed, 0 skipped"
+
+
+def test_options_parse_once_with_one_meaning() -> None:
+    """``paysuite conform``'s arguments and pytest's options go through one parser."""
+    import argparse
+
+    from conformance.options import DEFAULT_SEED, SetupError
+
+    args = argparse.Namespace(
+        target=None,
+        config="target.yaml",
+        profile="reference",
+        strict=True,
+        report_dir="out",
+        only="idem,AUTH-003",
+        seed=None,
+        min_coverage="80%",
+        reveal_secrets=False,
+        check_timeout="1m30s",
+        max_duration=None,
+        read_timeout="5",
+    )
+    options = Options.from_args(args)
+    assert options.only == catalog.parse_only("IDEM,AUTH-003")
+    assert (options.profile, options.strict, options.seed) == ("reference", True, DEFAULT_SEED)
+    assert (options.min_coverage, options.check_timeout_s) == (0.8, 90.0)
+    assert options.limits.read_s == 5.0 and options.limits.connect_s == 10.0
+    assert options == Options.parse(
+        config="target.yaml",
+        profile="reference",
+        strict=True,
+        report_dir="out",
+        only="IDEM,AUTH-003",
+        min_coverage="0.8",
+        check_timeout="90",
+        limits={"read_timeout": "5s"},
+    )
+    with pytest.raises(SetupError, match="NOPE-1"):
+        Options.parse(only="NOPE-1")

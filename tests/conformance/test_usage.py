@@ -14,6 +14,7 @@ import yaml
 
 import conformance.suite
 from conformance import catalog
+from conformance.checks import entry_of
 from paysuite.cli import main
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "conformance.md"
@@ -25,22 +26,78 @@ def run_paysuite(*args: str, timeout: float = 120) -> subprocess.CompletedProces
     )
 
 
-def implemented_ids() -> list[str]:
-    ids = []
-    for module_info in pkgutil.iter_modules(conformance.suite.__path__):
-        if not module_info.name.startswith("test_"):
-            continue
-        module = importlib.import_module(f"conformance.suite.{module_info.name}")
-        for value in vars(module).values():
-            for mark in getattr(value, "pytestmark", []):
-                if mark.name == "conformance_check":
-                    ids.append(mark.args[0])
-    return ids
+def section_modules() -> list[str]:
+    return [info.name for info in pkgutil.iter_modules(conformance.suite.__path__)]
+
+
+def implementations() -> list[tuple[str, str, str]]:
+    """(check ID, module, function name) of every check function of the suite's modules."""
+    found = []
+    for name in section_modules():
+        module = importlib.import_module(f"conformance.suite.{name}")
+        for attribute, value in vars(module).items():
+            entry = entry_of(value)
+            if entry is not None and value.__module__ == module.__name__:
+                found.append((entry.id, name, attribute))
+    return found
 
 
 def test_every_catalog_entry_has_exactly_one_check() -> None:
-    ids = implemented_ids()
+    ids = [check_id for check_id, _, _ in implementations()]
     assert sorted(ids) == sorted(c.id for c in catalog.CATALOG)
+    # Every module of the suite is one the catalog gathers (else its checks would not be listed).
+    assert sorted(section_modules()) == sorted(catalog.SECTION_MODULES)
+
+
+def test_checks_cannot_be_mistaken_for_self_tests() -> None:
+    for check_id, module, function in implementations():
+        assert not module.startswith("test_") and not module.endswith("_test"), module
+        assert not function.startswith("test"), (check_id, function)
+    assert not (Path(conformance.suite.__file__).parent / "conftest.py").exists()
+
+
+def test_each_group_lives_in_one_section_module() -> None:
+    """A group's checks are found in one file (the module named after its section)."""
+    modules: dict[str, set[str]] = {}
+    for check_id, module, _ in implementations():
+        modules.setdefault(catalog.get(check_id).group, set()).add(module)
+    assert all(len(found) == 1 for found in modules.values()), modules
+    assert set(modules) == set(catalog.GROUPS)
+
+
+def test_sections_are_the_documents() -> None:
+    from conformance.checks import SECTIONS
+
+    assert {c.section for c in catalog.CATALOG} <= set(SECTIONS)
+    assert catalog.section_order() == [
+        s for s in SECTIONS if any(c.section == s for c in catalog.CATALOG)
+    ]
+
+
+def test_the_catalog_loads_without_pytest_httpx_or_schemathesis() -> None:
+    """``--list`` stays light: the catalog imports the checks, which import nothing heavy."""
+    probe = (
+        "import sys, conformance.catalog as c; assert len(c.CATALOG) > 60; "
+        "print(sorted(m for m in ('pytest', '_pytest', 'httpx', 'schemathesis', 'hypothesis') "
+        "if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_plain_pytest_collects_the_checks_by_id_in_catalog_order(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--pyargs", "conformance.suite", "--collect-only", "-q",
+         "-p", "no:cacheprovider"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    nodes = [line for line in result.stdout.splitlines() if "::" in line]
+    assert [node.split("::")[1].split(" ")[0] for node in nodes] == [c.id for c in catalog.CATALOG]
+    assert any(node.endswith("::AUTH-001 authorize_returns_the_token_pair") for node in nodes)
 
 
 def test_catalog_ids_are_stable_and_unique() -> None:

@@ -1,12 +1,19 @@
-"""Privilege and isolation checks: what each application may do, and what it may see."""
+"""The document's "Authentication", rule 5 (privileges), and "Resources and their fields:
+Application" (merchants) (PRIV-001..004, ISO-001..002).
+
+What each application may do, and what another merchant's application may see.
+"""
 
 from __future__ import annotations
 
-import pytest
+from typing import TYPE_CHECKING
 
-from conformance.decorators import check
-from conformance.http import Reply
-from conformance.target import Target, expect
+from conformance.checks import Section, check
+from conformance.outcome import expect, not_applicable
+
+if TYPE_CHECKING:
+    from conformance.http import Reply
+    from conformance.target import Target
 
 
 def _denied(target: Target, app, kind: str, problems: list[str], proof: list[Reply]) -> None:
@@ -24,12 +31,18 @@ def _denied(target: Target, app, kind: str, problems: list[str], proof: list[Rep
             proof.append(reply)
 
 
-@check("PRIV-001")
-def test_read_only_cannot_create(configured: Target) -> None:
+@check(
+    "PRIV-001",
+    "MUST",
+    Section.AUTHENTICATION_5,
+    "a read-only application cannot create transactions",
+    "An application has a privilege set: read only, read and write, cashin, or cashout.",
+)
+def a_read_only_application_cannot_create(configured: Target) -> None:
     target = configured
     app = target.app("read")
     if app is None:
-        pytest.skip("no read-only application configured")
+        not_applicable("no read-only application configured")
     problems: list[str] = []
     proof: list[Reply] = []
     _denied(target, app, "CASHIN", problems, proof)
@@ -37,8 +50,14 @@ def test_read_only_cannot_create(configured: Target) -> None:
     expect(not problems, "; ".join(problems), *proof)
 
 
-@check("PRIV-002")
-def test_privileges_allow(configured: Target) -> None:
+@check(
+    "PRIV-002",
+    "MUST",
+    Section.AUTHENTICATION_5,
+    "read and read-write can read; writers can create their kind",
+    "An application has a privilege set: read only, read and write, cashin, or cashout.",
+)
+def each_privilege_allows_what_it_names(configured: Target) -> None:
     target = configured
     problems, proof = [], []
     ref = None
@@ -67,22 +86,34 @@ def test_privileges_allow(configured: Target) -> None:
     expect(not problems, "; ".join(problems), *proof)
 
 
-@check("PRIV-003")
-def test_cashin_cannot_cashout(configured: Target) -> None:
+@check(
+    "PRIV-003",
+    "SHOULD",
+    Section.AUTHENTICATION_5,
+    "a cashin application cannot cash out",
+    "An application has a privilege set: read only, read and write, cashin, or cashout.",
+)
+def a_cashin_application_cannot_cash_out(configured: Target) -> None:
     app = configured.app("cashin")
     if app is None:
-        pytest.skip("no cashin application configured")
+        not_applicable("no cashin application configured")
     problems: list[str] = []
     proof: list[Reply] = []
     _denied(configured, app, "CASHOUT", problems, proof)
     expect(not problems, "; ".join(problems), *proof)
 
 
-@check("PRIV-004")
-def test_cashout_cannot_cashin(configured: Target) -> None:
+@check(
+    "PRIV-004",
+    "SHOULD",
+    Section.AUTHENTICATION_5,
+    "a cashout application cannot cash in",
+    "An application has a privilege set: read only, read and write, cashin, or cashout.",
+)
+def a_cashout_application_cannot_cash_in(configured: Target) -> None:
     app = configured.app("cashout")
     if app is None:
-        pytest.skip("no cashout application configured")
+        not_applicable("no cashout application configured")
     problems: list[str] = []
     proof: list[Reply] = []
     _denied(configured, app, "CASHIN", problems, proof)
@@ -93,19 +124,25 @@ def _two_merchants(target: Target):
     assert target.config is not None
     merchants = target.config.merchants()
     if len(merchants) < 2:
-        pytest.skip("applications of only one merchant configured")
+        not_applicable("applications of only one merchant configured")
     owner = next(
         (target.writer("CASHIN") for _ in [0] if target.writer("CASHIN") is not None), None
     )
     if owner is None:
-        pytest.skip("no application may cashin")
+        not_applicable("no application may cashin")
     other = next((a for a in target.apps() if a.merchant != owner.merchant), None)
     assert other is not None
     return owner, other
 
 
-@check("ISO-001")
-def test_other_merchant_cannot_find(configured: Target) -> None:
+@check(
+    "ISO-001",
+    "MUST",
+    Section.RESOURCES_APPLICATION,
+    "another merchant's application cannot find a transaction",
+    "An application is created by the merchant in the service dashboard.",
+)
+def another_merchant_cannot_find_the_transaction(configured: Target) -> None:
     target = configured
     owner, other = _two_merchants(target)
     _, created = target.created("CASHIN", owner)
@@ -118,8 +155,14 @@ def test_other_merchant_cannot_find(configured: Target) -> None:
     )
 
 
-@check("ISO-002")
-def test_other_merchant_cannot_list(configured: Target) -> None:
+@check(
+    "ISO-002",
+    "MUST",
+    Section.RESOURCES_APPLICATION,
+    "another merchant's application does not see the transaction's events",
+    "An application is created by the merchant in the service dashboard.",
+)
+def another_merchant_does_not_see_the_events(configured: Target) -> None:
     target = configured
     owner, other = _two_merchants(target)
     number = target.number()

@@ -1,4 +1,5 @@
-"""Lifecycle checks: pending until the customer acts, then processed exactly once.
+"""The document's "States and transitions" (LIFE-001..005): pending until the customer acts,
+then processed exactly once.
 
 The customer is played by the configured driver (sandbox, magic numbers, a command, or the
 operator); without one the checks after creation skip.
@@ -7,23 +8,16 @@ operator); without one the checks after creation skip.
 from __future__ import annotations
 
 import time
-
-import pytest
+from typing import TYPE_CHECKING
 
 from conformance import timestamps
-from conformance.customer import DriverUnavailable
-from conformance.decorators import check
-from conformance.http import Reply
-from conformance.target import (
-    SUCCESS_STATUSES,
-    CouldNotCheck,
-    Target,
-    data_of,
-    expect,
-    fail,
-    precondition,
-)
-from paysuite_core.request_data import same_number
+from conformance.api import SUCCESS_STATUSES, data_of
+from conformance.checks import Section, check
+from conformance.outcome import CouldNotCheck, expect, fail, not_applicable, precondition
+
+if TYPE_CHECKING:
+    from conformance.http import Reply
+    from conformance.target import Target
 
 PROCESSED = "transaction:processed"
 CREATED = "transaction:created"
@@ -32,7 +26,7 @@ CREATED = "transaction:created"
 def _app(target: Target):
     app = target.writer("CASHIN")
     if app is None:
-        pytest.skip("no application may cashin")
+        not_applicable("no application may cashin")
     return app
 
 
@@ -40,7 +34,7 @@ def _need_driver(target: Target) -> None:
     assert target.customer is not None
     reason = target.customer.unavailable_reason()
     if reason:
-        pytest.skip(reason)
+        not_applicable(reason)
 
 
 def _processed(
@@ -51,6 +45,8 @@ def _processed(
     ``judged``: whether a transaction left pending is this check's failure (LIFE-002/003) or
     only a precondition of it (a check about what happens *after* processing).
     """
+    from conformance.customer import DriverUnavailable
+
     _need_driver(target)
     assert target.customer is not None
     app = _app(target)
@@ -60,7 +56,7 @@ def _processed(
     try:
         target.resolve(ref, outcome)  # type: ignore[arg-type]
     except DriverUnavailable as exc:
-        pytest.skip(str(exc))
+        not_applicable(str(exc))
     found = target.wait_processed(ref, app)
     precondition(found.ok, f"find answered {found.status} after the customer acted", found)
     if found.get("status") == "pending":
@@ -118,8 +114,17 @@ def _check_processed_event(found: Reply, events: list[dict], created: dict) -> N
         )
 
 
-@check("LIFE-001")
-def test_created_event(configured: Target) -> None:
+@check(
+    "LIFE-001",
+    "MUST",
+    Section.STATES,
+    "creation records a transaction:created event with the created data, status pending",
+    "(none) -> pending: Event transaction:created is recorded. The response carries ref and "
+    "status pending.",
+)
+def creation_records_a_created_event(configured: Target) -> None:
+    from paysuite_core.request_data import same_number  # here: it loads Faker
+
     target = configured
     app = _app(target)
     number = target.number()
@@ -156,8 +161,14 @@ def test_created_event(configured: Target) -> None:
     expect(not wrong, "the created event: " + "; ".join(wrong), reply)
 
 
-@check("LIFE-002")
-def test_confirmation(configured: Target) -> None:
+@check(
+    "LIFE-002",
+    "MUST",
+    Section.STATES,
+    "after confirmation: success (or successful) and exactly one processed event",
+    "pending -> customer confirms -> success (typically). Event transaction:processed is recorded.",
+)
+def confirmation_processes_to_success(configured: Target) -> None:
     _, created, found, events = _processed(configured, "confirm")
     expect(
         found.get("status") in SUCCESS_STATUSES,
@@ -168,8 +179,14 @@ def test_confirmation(configured: Target) -> None:
     _check_processed_event(found, events, created)
 
 
-@check("LIFE-003")
-def test_cancellation(configured: Target) -> None:
+@check(
+    "LIFE-003",
+    "MUST",
+    Section.STATES,
+    "after cancellation: failed and exactly one processed event",
+    "pending -> customer cancels -> failed (typically). Event transaction:processed is recorded.",
+)
+def cancellation_processes_to_failed(configured: Target) -> None:
     _, created, found, events = _processed(configured, "cancel")
     expect(
         found.get("status") == "failed",
@@ -179,8 +196,17 @@ def test_cancellation(configured: Target) -> None:
     _check_processed_event(found, events, created)
 
 
-@check("LIFE-004")
-def test_processed_is_final(configured: Target) -> None:
+@check(
+    "LIFE-004",
+    "MUST",
+    Section.STATES,
+    "a processed transaction does not change again",
+    "It stays there until the customer confirms or cancels. [...] transaction:processed: "
+    "The customer confirms or cancels. A new event is created.",
+)
+def a_processed_transaction_does_not_change_again(configured: Target) -> None:
+    from conformance.customer import DriverUnavailable
+
     target = configured
     _, created, found, _ = _processed(target, "confirm", judged=False)
     app = _app(target)
@@ -210,8 +236,16 @@ def test_processed_is_final(configured: Target) -> None:
     )
 
 
-@check("LIFE-005")
-def test_success_exact(configured: Target) -> None:
+@check(
+    "LIFE-005",
+    "SHOULD",
+    Section.STATES,
+    "a confirmed transaction reads exactly success, never successful (RC-17)",
+    "Which of success and successful the service emits is inconsistent in the reference; "
+    "treat both as a successful outcome.",
+    "reference",
+)
+def a_confirmed_transaction_reads_exactly_success(configured: Target) -> None:
     _, _, found, events = _processed(configured, "confirm", judged=False)
     statuses = {found.get("status")} | {
         data_of(e).get("status") for e in events if e.get("event_kind") == PROCESSED

@@ -1,38 +1,40 @@
-"""Format checks: UUID refs and event ids, the three timestamp shapes, JSON everywhere."""
+"""The document's "Resources and their fields", with the JSON bodies of "Endpoints"
+(FMT-001..007).
+
+UUID refs and event ids, the three timestamp shapes, UTC, JSON everywhere.
+"""
 
 from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-
-import pytest
+from typing import TYPE_CHECKING
 
 from conformance import timestamps
-from conformance.decorators import check
-from conformance.http import Reply
-from conformance.target import (
-    AUTHORIZE,
-    CASHIN,
-    EVENTS,
-    REFRESH_PATHS,
-    UUID_RE,
-    Target,
-    data_of,
-    expect,
-    find_path,
-    precondition,
-)
+from conformance.api import AUTHORIZE, CASHIN, EVENTS, REFRESH_PATHS, UUID_RE, data_of, find_path
+from conformance.checks import Section, check
+from conformance.outcome import expect, not_applicable, precondition
+
+if TYPE_CHECKING:
+    from conformance.http import Reply
+    from conformance.target import Target
 
 
 def _app(target: Target):
     app = target.writer("CASHIN")
     if app is None:
-        pytest.skip("no application may cashin")
+        not_applicable("no application may cashin")
     return app
 
 
-@check("FMT-001")
-def test_refs_uuid_unique(configured: Target) -> None:
+@check(
+    "FMT-001",
+    "MUST",
+    Section.RESOURCES,
+    "refs are UUID-shaped and unique across creations",
+    "ref: Unique reference key, UUID-shaped, generated at creation.",
+)
+def refs_are_uuid_shaped_and_unique(configured: Target) -> None:
     target = configured
     app = _app(target)
     replies = [target.create("CASHIN", app) for _ in range(6)]
@@ -52,8 +54,14 @@ def test_refs_uuid_unique(configured: Target) -> None:
     )
 
 
-@check("FMT-002")
-def test_event_ids_uuid_unique(configured: Target) -> None:
+@check(
+    "FMT-002",
+    "MUST",
+    Section.RESOURCES,
+    "event ids are UUID-shaped and unique",
+    "event_id: Unique event identifier, UUID-shaped.",
+)
+def event_ids_are_uuid_shaped_and_unique(configured: Target) -> None:
     """An event id names one event: the created and processed events of one transaction, the
     events of different transactions and the events of different pages never share one."""
     target = configured
@@ -112,8 +120,14 @@ def test_event_ids_uuid_unique(configured: Target) -> None:
     )
 
 
-@check("FMT-003")
-def test_creation_created_at(configured: Target) -> None:
+@check(
+    "FMT-003",
+    "MUST",
+    Section.RESOURCES,
+    "creation created_at is an ISO 8601 instant (zone given) with fractional seconds",
+    "created_at: ISO 8601 timestamp in UTC with fractional seconds.",
+)
+def creation_created_at_is_an_instant_with_fraction(configured: Target) -> None:
     target = configured
     now = datetime.now(UTC)
     reply, created = target.created("CASHIN", _app(target))
@@ -128,8 +142,14 @@ def test_creation_created_at(configured: Target) -> None:
     )
 
 
-@check("FMT-004")
-def test_find_timestamp(configured: Target) -> None:
+@check(
+    "FMT-004",
+    "MUST",
+    Section.RESOURCES,
+    "find timestamp is ISO 8601 with a numeric UTC offset and fractional seconds",
+    "timestamp: ISO 8601 timestamp with a numeric UTC offset and fractional seconds.",
+)
+def find_timestamp_has_a_numeric_offset_and_fraction(configured: Target) -> None:
     target = configured
     app = _app(target)
     now = datetime.now(UTC)
@@ -173,8 +193,15 @@ def _event_stamps(target: Target) -> tuple[list[tuple[str, object]], Reply, Repl
     return stamps, created_reply, listing
 
 
-@check("FMT-005")
-def test_event_timestamps(configured: Target) -> None:
+@check(
+    "FMT-005",
+    "MUST",
+    Section.RESOURCES,
+    "event timestamps are ISO 8601 instants (zone given)",
+    "created_at: ISO 8601 timestamp in UTC. data.created_at, data.processed_at: ISO 8601, "
+    "UTC, up to nanosecond fraction.",
+)
+def event_timestamps_are_iso_8601_instants(configured: Target) -> None:
     now = datetime.now(UTC)
     stamps, _, listing = _event_stamps(configured)
     problems = [
@@ -191,8 +218,16 @@ def test_event_timestamps(configured: Target) -> None:
     )
 
 
-@check("FMT-007")
-def test_utc_where_the_document_says_utc(configured: Target) -> None:
+@check(
+    "FMT-007",
+    "SHOULD",
+    Section.RESOURCES,
+    "the timestamps the document puts in UTC are written in UTC (Z or +00:00)",
+    "created_at: ISO 8601 timestamp in UTC with fractional seconds. [Event] created_at: ISO "
+    "8601 timestamp in UTC. [The live service writes +02:00 in creation and data "
+    "timestamps: the same instant, another offset.]",
+)
+def utc_timestamps_are_written_in_utc(configured: Target) -> None:
     stamps, created_reply, listing = _event_stamps(configured)
     created = created_reply.body if isinstance(created_reply.body, dict) else {}
     stamps = [("creation created_at", created.get("created_at")), *stamps]
@@ -216,8 +251,14 @@ def _is_json(reply: Reply) -> bool:
     return (media == "application/json" or media.endswith("+json")) and reply.is_json
 
 
-@check("FMT-006")
-def test_json_everywhere(configured: Target) -> None:
+@check(
+    "FMT-006",
+    "MUST",
+    Section.ENDPOINTS,
+    "every response, errors included, is JSON",
+    "All bodies are JSON.",
+)
+def every_response_is_json(configured: Target) -> None:
     target = configured
     app = _app(target)
     pair = target.pair(app, fresh=True)

@@ -1,14 +1,18 @@
-"""Find checks: the lookup response, its types and values; unknown refs."""
+"""The document's "Endpoints: 3. Find a transaction" (FIND-001..002).
+
+The lookup response, its types and values; unknown refs.
+"""
 
 from __future__ import annotations
 
 import uuid
+from typing import TYPE_CHECKING
 
-import pytest
+from conformance.checks import Section, check
+from conformance.outcome import expect, not_applicable
 
-from conformance.decorators import check
-from conformance.target import Target, expect
-from paysuite_core.request_data import same_number
+if TYPE_CHECKING:
+    from conformance.target import Target
 
 LOOKUP_TYPES: dict[str, tuple[type, ...]] = {
     "amount": (int, float),
@@ -35,8 +39,17 @@ def lookup_problems(body: object) -> list[str]:
     return problems
 
 
-@check("FIND-001")
-def test_find_fields(configured: Target) -> None:
+@check(
+    "FIND-001",
+    "MUST",
+    Section.ENDPOINT_FIND,
+    "find answers the lookup fields, typed, with the values created",
+    "Response: the transaction lookup response. (amount, client, fee, kind, merchant, ref, "
+    "status, timestamp)",
+)
+def find_answers_the_lookup_fields(configured: Target) -> None:
+    from paysuite_core.request_data import same_number  # here: it loads Faker
+
     target = configured
     for kind in ("CASHIN", "CASHOUT"):
         app = target.writer(kind)
@@ -71,11 +84,17 @@ def test_find_fields(configured: Target) -> None:
             wrong.append("merchant is empty")
         expect(not wrong, "lookup values: " + "; ".join(wrong), created_reply, reply)
         return
-    pytest.skip("no application may create transactions")
+    not_applicable("no application may create transactions")
 
 
-@check("FIND-002")
-def test_find_unknown(configured: Target) -> None:
+@check(
+    "FIND-002",
+    "MUST",
+    Section.ENDPOINT_FIND,
+    "find with an unknown ref is rejected",
+    "Path parameter: ref (string), the unique reference key of the transaction.",
+)
+def find_with_an_unknown_ref_is_rejected(configured: Target) -> None:
     target = configured
     app = target.reader()
     assert app is not None

@@ -1,13 +1,20 @@
-"""Event list checks: envelope, records, every filter, totals and paging."""
+"""The document's "Endpoints: 4. List transaction events" and "Events", with the event record
+and envelope of "Resources and their fields" (EVT-001..010).
+
+The envelope, the records, every filter, totals and paging, the order.
+"""
 
 from __future__ import annotations
 
-import pytest
+from typing import TYPE_CHECKING
 
 from conformance import timestamps
-from conformance.decorators import check
-from conformance.target import SUCCESS_STATUSES, Target, data_of, expect, fail, precondition
-from paysuite_core.request_data import same_number
+from conformance.api import SUCCESS_STATUSES, data_of
+from conformance.checks import Section, check
+from conformance.outcome import expect, fail, not_applicable, precondition
+
+if TYPE_CHECKING:
+    from conformance.target import Target
 
 EVENT_KINDS = ("transaction:created", "transaction:processed")
 ENVELOPE_INTS = ("limit", "offset", "total")
@@ -34,7 +41,7 @@ DATA_TYPES = {
 def _app(target: Target):
     app = target.app("read-write") or target.writer("CASHIN")
     if app is None:
-        pytest.skip("no application may create transactions")
+        not_applicable("no application may create transactions")
     return app
 
 
@@ -68,8 +75,14 @@ def record_problems(event: object) -> list[str]:
     return problems
 
 
-@check("EVT-001")
-def test_envelope(configured: Target) -> None:
+@check(
+    "EVT-001",
+    "MUST",
+    Section.ENDPOINT_EVENTS,
+    "the list answers the envelope: limit, offset, total, transactions",
+    "The list response holds limit, offset, total and the transactions array of event records.",
+)
+def the_list_answers_the_envelope(configured: Target) -> None:
     target = configured
     app = _app(target)
     target.created("CASHIN", app)
@@ -96,8 +109,15 @@ def test_envelope(configured: Target) -> None:
     )
 
 
-@check("EVT-002")
-def test_records(configured: Target) -> None:
+@check(
+    "EVT-002",
+    "MUST",
+    Section.RESOURCES,
+    "event records carry the documented fields and types",
+    "Event record: event_id, event_kind, created_at, data (ref, kind, fee, merchant, client, "
+    "amount, status, created_at, processed_at).",
+)
+def event_records_carry_the_documented_fields(configured: Target) -> None:
     target = configured
     app = _app(target)
     _, created = target.created("CASHIN", app)
@@ -144,8 +164,14 @@ def _setup_filters(target: Target, app) -> dict:
     return {"a": a, "b": b, **made}
 
 
-@check("EVT-003")
-def test_filter_ref(configured: Target) -> None:
+@check(
+    "EVT-003",
+    "MUST",
+    Section.ENDPOINT_EVENTS,
+    "the ref filter returns exactly the events of that transaction",
+    "Query parameters, all optional filters: ref (string), transaction reference key.",
+)
+def the_ref_filter_returns_exactly_that_transaction(configured: Target) -> None:
     """Two transactions: each ref filter returns that transaction's events and nothing else."""
     target = configured
     app = _app(target)
@@ -180,8 +206,16 @@ def test_filter_ref(configured: Target) -> None:
             )
 
 
-@check("EVT-004")
-def test_filter_client(configured: Target) -> None:
+@check(
+    "EVT-004",
+    "MUST",
+    Section.ENDPOINT_EVENTS,
+    "the client filter returns only that customer's events",
+    "Query parameters, all optional filters: client (string), customer phone number.",
+)
+def the_client_filter_returns_only_that_customer(configured: Target) -> None:
+    from paysuite_core.request_data import same_number  # here: it loads Faker
+
     target = configured
     app = _app(target)
     made = _setup_filters(target, app)
@@ -211,8 +245,14 @@ def test_filter_client(configured: Target) -> None:
     expect(wanted <= refs, f"client={made['a']} missed {sorted(wanted - refs)}", reply)
 
 
-@check("EVT-005")
-def test_filter_kind(configured: Target) -> None:
+@check(
+    "EVT-005",
+    "MUST",
+    Section.ENDPOINT_EVENTS,
+    "the kind filter returns only events of that kind",
+    "Query parameters, all optional filters: kind (string), CASHIN or CASHOUT.",
+)
+def the_kind_filter_returns_only_that_kind(configured: Target) -> None:
     target = configured
     app = _app(target)
     made = _setup_filters(target, app)
@@ -247,8 +287,14 @@ def test_filter_kind(configured: Target) -> None:
             )
 
 
-@check("EVT-006")
-def test_filter_status(configured: Target) -> None:
+@check(
+    "EVT-006",
+    "MUST",
+    Section.ENDPOINT_EVENTS,
+    "the status filter returns only events of that status",
+    "Query parameters, all optional filters: status (string), transaction status.",
+)
+def the_status_filter_returns_only_that_status(configured: Target) -> None:
     """Accept either reading of the filter: the event's snapshot status or the current one."""
     target = configured
     app = _app(target)
@@ -320,8 +366,16 @@ def test_filter_status(configured: Target) -> None:
         )
 
 
-@check("EVT-007")
-def test_total_and_paging(configured: Target) -> None:
+@check(
+    "EVT-007",
+    "MUST",
+    Section.ENDPOINT_EVENTS,
+    "total matches the events; limit and offset page consistently",
+    "total: integer (total number of matching events); limit: integer (page size).",
+)
+def total_matches_and_limit_offset_page_consistently(configured: Target) -> None:
+    from paysuite_core.request_data import same_number  # here: it loads Faker
+
     target = configured
     app = _app(target)
     number = target.number()
@@ -381,8 +435,15 @@ def test_total_and_paging(configured: Target) -> None:
     )
 
 
-@check("EVT-008")
-def test_newest_first(configured: Target) -> None:
+@check(
+    "EVT-008",
+    "SHOULD",
+    Section.EVENTS,
+    "events are listed newest first (RC-22)",
+    "Ordering of the events in the list: not shown.",
+    "reference",
+)
+def events_are_listed_newest_first(configured: Target) -> None:
     target = configured
     app = _app(target)
     number = target.number()
@@ -399,8 +460,16 @@ def test_newest_first(configured: Target) -> None:
     expect(moments == sorted(moments, reverse=True), "created_at is not descending", reply)
 
 
-@check("EVT-009")
-def test_envelope_echo(configured: Target) -> None:
+@check(
+    "EVT-009",
+    "SHOULD",
+    Section.RESOURCES,
+    "the envelope echoes the filters and sums the amounts (RC-26, RC-27)",
+    "Meaning of the top-level fields amount, client, event-kind, kind, ref and status in the "
+    "list response: not shown.",
+    "reference",
+)
+def the_envelope_echoes_the_filters_and_sums_amounts(configured: Target) -> None:
     target = configured
     app = _app(target)
     number = target.number()
@@ -424,8 +493,16 @@ def test_envelope_echo(configured: Target) -> None:
     expect(not wrong, "envelope (RC-26/27): " + "; ".join(wrong), reply)
 
 
-@check("EVT-010")
-def test_default_page_size(configured: Target) -> None:
+@check(
+    "EVT-010",
+    "SHOULD",
+    Section.ENDPOINT_EVENTS,
+    "without limit the page holds up to 20 events (RC-23)",
+    "Query parameters that set limit and offset: not shown. [The live service's default "
+    "page size is 20.]",
+    "reference",
+)
+def the_default_page_holds_up_to_20_events(configured: Target) -> None:
     target = configured
     app = _app(target)
     number = target.number()

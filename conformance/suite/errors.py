@@ -1,21 +1,19 @@
-"""Error checks: malformed input never breaks the server; the reference error catalogue."""
+"""The document's "Errors", rule 2 (ERR-001..003); rule 1, idempotency, is ``idempotency.py``.
+
+Malformed input never breaks the server; the reference error catalogue.
+"""
 
 from __future__ import annotations
 
-import pytest
+from typing import TYPE_CHECKING
 
-from conformance.decorators import check
-from conformance.http import Reply
-from conformance.target import (
-    AUTHORIZE,
-    CASHIN,
-    CASHOUT,
-    EVENTS,
-    Target,
-    expect,
-    find_path,
-    precondition,
-)
+from conformance.api import AUTHORIZE, CASHIN, CASHOUT, EVENTS, find_path
+from conformance.checks import Section, check
+from conformance.outcome import expect, not_applicable, precondition
+
+if TYPE_CHECKING:
+    from conformance.http import Reply
+    from conformance.target import Target
 
 MALFORMED = {
     "truncated JSON": '{"amount": 100, "number": ',
@@ -27,12 +25,18 @@ MALFORMED = {
 }
 
 
-@check("ERR-001")
-def test_malformed_input(configured: Target) -> None:
+@check(
+    "ERR-001",
+    "SHOULD",
+    Section.ERRORS_2,
+    "malformed input is rejected with a 4xx, never a 5xx",
+    "Error response bodies, HTTP error status codes and error codes [...]: not shown.",
+)
+def malformed_input_is_a_4xx_never_a_5xx(configured: Target) -> None:
     target = configured
     app = target.writer("CASHIN")
     if app is None:
-        pytest.skip("no application may cashin")
+        not_applicable("no application may cashin")
     token = target.token(app)
     problems, proof = [], []
     for path, auth in ((CASHIN, token), (CASHOUT, token), (AUTHORIZE, None)):
@@ -54,7 +58,7 @@ def _provoke(target: Target) -> list[tuple[str, int, str, Reply]]:
     """(what, expected status, expected code, reply) for each entry of the RC-4 catalogue."""
     writer = target.app("read-write")
     if writer is None:
-        pytest.skip("no read-write application configured")
+        not_applicable("no read-write application configured")
     token = target.token(writer)
     key = target.fresh_key()
     number = target.number()
@@ -111,8 +115,15 @@ def _provoke(target: Target) -> list[tuple[str, int, str, Reply]]:
     return cases
 
 
-@check("ERR-002")
-def test_error_body_shape(configured: Target) -> None:
+@check(
+    "ERR-002",
+    "SHOULD",
+    Section.ERRORS_2,
+    'error bodies are {"status", "code", "message"} (RC-3)',
+    "Error response bodies, HTTP error status codes and error codes [...]: not shown.",
+    "reference",
+)
+def error_bodies_are_status_code_message(configured: Target) -> None:
     problems, proof = [], []
     for what, _, _, reply in _provoke(configured):
         body = reply.body
@@ -132,8 +143,16 @@ def test_error_body_shape(configured: Target) -> None:
     )
 
 
-@check("ERR-003")
-def test_error_catalogue(configured: Target) -> None:
+@check(
+    "ERR-003",
+    "SHOULD",
+    Section.ERRORS_2,
+    "error statuses and codes follow the catalogue (RC-4, RC-5)",
+    "Error response bodies, HTTP error status codes and error codes, including those of the "
+    "rejection in rule 1: not shown.",
+    "reference",
+)
+def error_statuses_and_codes_follow_the_catalogue(configured: Target) -> None:
     problems, proof = [], []
     for what, status, code, reply in _provoke(configured):
         if reply.status != status or reply.get("code") != code:

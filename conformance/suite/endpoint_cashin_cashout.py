@@ -1,11 +1,18 @@
-"""Creation checks: cashin and cashout answer the creation response; bad bodies create nothing."""
+"""The document's "Endpoints: 1. Cashin (deposit)" and "2. Cashout (withdraw)" (TXN-001..004).
+
+Cashin and cashout answer the creation response; bad bodies create nothing.
+"""
 
 from __future__ import annotations
 
-import pytest
+from typing import TYPE_CHECKING
 
-from conformance.decorators import check
-from conformance.target import AUTHORIZE, EVENTS, Target, expect, find_path
+from conformance.api import AUTHORIZE, EVENTS, find_path
+from conformance.checks import Section, check
+from conformance.outcome import expect, not_applicable
+
+if TYPE_CHECKING:
+    from conformance.target import Target
 
 CREATION_FIELDS = ("amount", "created_at", "kind", "ref", "status")
 
@@ -13,7 +20,7 @@ CREATION_FIELDS = ("amount", "created_at", "kind", "ref", "status")
 def _creation(target: Target, kind: str) -> None:
     app = target.writer(kind)
     if app is None:
-        pytest.skip(f"no application may {kind.lower()} (read-write or {kind.lower()})")
+        not_applicable(f"no application may {kind.lower()} (read-write or {kind.lower()})")
     amount = target.amount()
     # The optional X-Webhook-Mode header, with a value the live service's clients send.
     mode = "development" if kind == "CASHIN" else "production"
@@ -39,22 +46,40 @@ def _creation(target: Target, kind: str) -> None:
     expect(isinstance(body["created_at"], str), "created_at is not a string", reply)
 
 
-@check("TXN-001")
-def test_cashin_creation(configured: Target) -> None:
+@check(
+    "TXN-001",
+    "MUST",
+    Section.ENDPOINT_CASHIN,
+    "cashin answers the creation response: kind CASHIN, status pending, the amount sent",
+    "Response: the transaction creation response with kind = CASHIN and status = pending.",
+)
+def cashin_answers_the_creation_response(configured: Target) -> None:
     _creation(configured, "CASHIN")
 
 
-@check("TXN-002")
-def test_cashout_creation(configured: Target) -> None:
+@check(
+    "TXN-002",
+    "MUST",
+    Section.ENDPOINT_CASHOUT,
+    "cashout answers the creation response: kind CASHOUT, status pending, the amount sent",
+    "Response: the transaction creation response with kind = CASHOUT and status = pending.",
+)
+def cashout_answers_the_creation_response(configured: Target) -> None:
     _creation(configured, "CASHOUT")
 
 
-@check("TXN-003")
-def test_missing_fields_rejected(configured: Target) -> None:
+@check(
+    "TXN-003",
+    "MUST",
+    Section.ENDPOINT_CASHIN,
+    "a creation missing amount or number is rejected and creates nothing",
+    "Body: amount (number, required), number (string, required).",
+)
+def a_creation_missing_amount_or_number_is_rejected(configured: Target) -> None:
     target = configured
     app = target.writer()
     if app is None:
-        pytest.skip("no application may cashin")
+        not_applicable("no application may cashin")
     number = target.number()
     seen = target.known_refs(app, number)
     bodies = {
@@ -75,12 +100,19 @@ def test_missing_fields_rejected(configured: Target) -> None:
     expect(not problems, "; ".join(problems), *proof)
 
 
-@check("TXN-004")
-def test_success_status_200(configured: Target) -> None:
+@check(
+    "TXN-004",
+    "SHOULD",
+    Section.ENDPOINTS,
+    "every success answers 200, creations included (RC-2)",
+    "HTTP status codes of success responses: not shown.",
+    "reference",
+)
+def every_success_answers_200(configured: Target) -> None:
     target = configured
     app = target.app("read-write")
     if app is None:
-        pytest.skip("no read-write application configured")
+        not_applicable("no read-write application configured")
     pair = target.pair(app, fresh=True)
     replies = [
         target.client.post(

@@ -1,27 +1,24 @@
-"""Authentication checks: the token pair, bad credentials, bad tokens, refresh, expiry."""
+"""The document's "Authentication" section, with "Endpoints: 5. Authorize an application" and
+"6. Refresh tokens" (AUTH-001..013).
+
+The token pair, bad credentials, requests without or with a bad token, refresh (either path,
+rotation), the access token's expiry and ``expires``.
+"""
 
 from __future__ import annotations
 
 import time
 import uuid
+from typing import TYPE_CHECKING
 
-import pytest
-
-from conformance.decorators import check
-from conformance.http import Reply
+from conformance.api import AUTHORIZE, CASHIN, CASHOUT, EVENTS, REFRESH_PATHS, find_path
+from conformance.checks import Section, check
 from conformance.jwt_forgeries import forgeries, is_jwt, parts
-from conformance.target import (
-    AUTHORIZE,
-    CASHIN,
-    CASHOUT,
-    EVENTS,
-    REFRESH_PATHS,
-    Target,
-    expect,
-    fail,
-    find_path,
-    precondition,
-)
+from conformance.outcome import expect, fail, not_applicable, precondition
+
+if TYPE_CHECKING:
+    from conformance.http import Reply
+    from conformance.target import Target
 
 
 def _claims_problem(token: object) -> str | None:
@@ -99,11 +96,18 @@ def _protected_probe(
 
 def _require_writer(target: Target) -> None:
     if target.writer() is None:
-        pytest.skip("no read-write or cashin application configured")
+        not_applicable("no read-write or cashin application configured")
 
 
-@check("AUTH-001")
-def test_authorize_returns_pair(configured: Target) -> None:
+@check(
+    "AUTH-001",
+    "MUST",
+    Section.ENDPOINT_AUTHORIZE,
+    "authorize returns the token pair (access JWT, refresh, expires)",
+    "The token is obtained by posting the application's client_id and client_secret to the "
+    "authorize endpoint. The response carries access, refresh and expires.",
+)
+def authorize_returns_the_token_pair(configured: Target) -> None:
     target = configured
     app = target.reader()
     assert app is not None
@@ -141,8 +145,15 @@ def test_authorize_returns_pair(configured: Target) -> None:
     )
 
 
-@check("AUTH-002")
-def test_wrong_secret_rejected(configured: Target) -> None:
+@check(
+    "AUTH-002",
+    "MUST",
+    Section.AUTHENTICATION_2,
+    "authorize with a wrong client_secret is rejected",
+    "The token is obtained by posting the application's client_id and client_secret to the "
+    "authorize endpoint.",
+)
+def authorize_with_a_wrong_secret_is_rejected(configured: Target) -> None:
     target = configured
     app = target.reader()
     assert app is not None
@@ -151,8 +162,15 @@ def test_wrong_secret_rejected(configured: Target) -> None:
     expect(not reply.get("access"), "a wrong client_secret still got an access token", reply)
 
 
-@check("AUTH-003")
-def test_unknown_client_rejected(target: Target) -> None:
+@check(
+    "AUTH-003",
+    "MUST",
+    Section.AUTHENTICATION_2,
+    "authorize with an unknown client_id is rejected",
+    "Clients authenticate with an application (a client_id and client_secret pair) and "
+    "exchange it for a JWT access token.",
+)
+def authorize_with_an_unknown_client_id_is_rejected(target: Target) -> None:
     reply = target.client.post(
         AUTHORIZE, json={"client_id": f"unknown-{uuid.uuid4().hex}", "client_secret": "nope"}
     )
@@ -160,14 +178,28 @@ def test_unknown_client_rejected(target: Target) -> None:
     expect(not reply.get("access"), "an unknown client_id got an access token", reply)
 
 
-@check("AUTH-004")
-def test_missing_authorization(configured: Target) -> None:
+@check(
+    "AUTH-004",
+    "MUST",
+    Section.AUTHENTICATION_3,
+    "every protected operation rejects a request without Authorization",
+    "Authorize and refresh are called without an Authorization header. The transaction and "
+    "event endpoints require it.",
+)
+def protected_operations_reject_a_missing_authorization(configured: Target) -> None:
     _require_writer(configured)
     _protected_probe(configured, None, "no Authorization header").verdict()
 
 
-@check("AUTH-005")
-def test_malformed_token(configured: Target) -> None:
+@check(
+    "AUTH-005",
+    "MUST",
+    Section.AUTHENTICATION_1,
+    "every protected operation rejects a malformed bearer token",
+    "Requests are authenticated with a JWT access token, sent as Authorization: Bearer "
+    "<ACCESS_TOKEN>.",
+)
+def protected_operations_reject_a_malformed_bearer_token(configured: Target) -> None:
     _require_writer(configured)
     probe = Probe()
     for value in ("Bearer not-a-jwt", "Bearer", "Bearer a.b.c"):
@@ -175,8 +207,17 @@ def test_malformed_token(configured: Target) -> None:
     probe.verdict()
 
 
-@check("AUTH-006")
-def test_non_bearer_scheme(configured: Target) -> None:
+@check(
+    "AUTH-006",
+    "SHOULD",
+    Section.AUTHENTICATION_1,
+    "a valid token under another scheme (Basic, Token) is rejected; a bare token is noted",
+    "Requests are authenticated with a JWT access token, sent as Authorization: Bearer "
+    "<ACCESS_TOKEN>. [The document tells the client what to send; the live service accepts "
+    "a bare token, which its JavaScript SDK sends.]",
+    "reference",
+)
+def a_token_under_another_scheme_is_rejected(configured: Target) -> None:
     """Another scheme is refused; a bare token is the live service's choice, noted not judged."""
     _require_writer(configured)
     app = configured.writer()
@@ -194,8 +235,15 @@ def test_non_bearer_scheme(configured: Target) -> None:
     probe.verdict()
 
 
-@check("AUTH-007")
-def test_tampered_tokens(configured: Target) -> None:
+@check(
+    "AUTH-007",
+    "MUST",
+    Section.AUTHENTICATION_1,
+    "every protected operation rejects a tampered or unsigned token",
+    "Requests are authenticated with a JWT access token, sent as Authorization: Bearer "
+    "<ACCESS_TOKEN>.",
+)
+def protected_operations_reject_tampered_or_unsigned_tokens(configured: Target) -> None:
     _require_writer(configured)
     app = configured.writer()
     assert app is not None
@@ -206,13 +254,21 @@ def test_tampered_tokens(configured: Target) -> None:
     probe.verdict()
 
 
-@check("AUTH-008")
-def test_expired_token(configured: Target) -> None:
+@check(
+    "AUTH-008",
+    "MUST",
+    Section.AUTHENTICATION_4,
+    "an access token past its lifetime is rejected everywhere; a refreshed one works",
+    "Access tokens typically last 15 minutes. After that the client obtains a new pair "
+    "through the refresh endpoint with its refresh token, without using the client_secret "
+    "again.",
+)
+def an_expired_access_token_is_rejected_a_refreshed_one_works(configured: Target) -> None:
     target = configured
     assert target.config is not None
     ttl = float(target.config.access_token_ttl_s)
     if ttl > target.max_wait_s:
-        pytest.skip(f"access_token_ttl_s {ttl:g} exceeds max_wait_s {target.max_wait_s:g}")
+        not_applicable(f"access_token_ttl_s {ttl:g} exceeds max_wait_s {target.max_wait_s:g}")
     _require_writer(target)
     app = target.writer()
     assert app is not None
@@ -240,8 +296,16 @@ def test_expired_token(configured: Target) -> None:
     expect(not problems, "; ".join(problems), *probe.proof[:4], refreshed, after)
 
 
-@check("AUTH-009")
-def test_refresh_without_authorization(configured: Target) -> None:
+@check(
+    "AUTH-009",
+    "MUST",
+    Section.ENDPOINT_REFRESH,
+    "refresh without Authorization returns a working pair (at least one refresh path)",
+    "Method and path: GET {base_url}/auth/agents/refresh/{refresh_token}. [...] its examples "
+    "call GET {base_url}/auth/refresh/{refresh_token}. [...] Headers: Accept. No "
+    "Authorization header. Response: the token pair.",
+)
+def refresh_without_authorization_returns_a_working_pair(configured: Target) -> None:
     target = configured
     app = target.reader()
     assert app is not None
@@ -283,8 +347,15 @@ def test_refresh_without_authorization(configured: Target) -> None:
     configured.note("refresh paths serving a pair: " + ", ".join(working))
 
 
-@check("AUTH-010")
-def test_refresh_token_not_access(configured: Target) -> None:
+@check(
+    "AUTH-010",
+    "MUST",
+    Section.AUTHENTICATION_1,
+    "a refresh token is not accepted as an access token",
+    "Requests are authenticated with a JWT access token, sent as Authorization: Bearer "
+    "<ACCESS_TOKEN>.",
+)
+def a_refresh_token_is_not_an_access_token(configured: Target) -> None:
     _require_writer(configured)
     app = configured.writer()
     assert app is not None
@@ -292,8 +363,16 @@ def test_refresh_token_not_access(configured: Target) -> None:
     _protected_probe(configured, f"Bearer {pair.refresh}", "a refresh token").verdict()
 
 
-@check("AUTH-011")
-def test_both_refresh_paths(configured: Target) -> None:
+@check(
+    "AUTH-011",
+    "SHOULD",
+    Section.ENDPOINT_REFRESH,
+    "both refresh paths are served (RC-9)",
+    "Which shape is authoritative is unresolved in the reference; an implementation may "
+    "serve both.",
+    "reference",
+)
+def both_refresh_paths_are_served(configured: Target) -> None:
     target = configured
     app = target.reader()
     assert app is not None
@@ -307,8 +386,15 @@ def test_both_refresh_paths(configured: Target) -> None:
         )
 
 
-@check("AUTH-012")
-def test_refresh_rotation(configured: Target) -> None:
+@check(
+    "AUTH-012",
+    "SHOULD",
+    Section.ENDPOINT_REFRESH,
+    "a used refresh token stops working: rotation (RC-10)",
+    "After that the client obtains a new pair through the refresh endpoint with its refresh token.",
+    "reference",
+)
+def a_used_refresh_token_stops_working(configured: Target) -> None:
     target = configured
     app = target.reader()
     assert app is not None
@@ -326,8 +412,15 @@ def test_refresh_rotation(configured: Target) -> None:
     )
 
 
-@check("AUTH-013")
-def test_expires_integer(configured: Target) -> None:
+@check(
+    "AUTH-013",
+    "SHOULD",
+    Section.AUTHENTICATION_4,
+    "expires is an integer, the Unix time of the access token's expiry (RC-8)",
+    "Format and unit of expires: not shown.",
+    "reference",
+)
+def expires_is_the_unix_time_of_expiry(configured: Target) -> None:
     target = configured
     assert target.config is not None
     app = target.reader()

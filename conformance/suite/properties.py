@@ -1,18 +1,24 @@
-"""Property tests (schemathesis): one engine run, its failures sorted into PROP-001..009."""
+"""Every endpoint of the document under generated requests (PROP-001..009).
+
+Property tests (schemathesis): one engine run (``conformance.properties``), its failures sorted
+into PROP-001..009. They run last: the catalog's order puts the PROP group at the end.
+"""
 
 from __future__ import annotations
 
-import pytest
+from typing import TYPE_CHECKING
 
-from conformance.decorators import check
-from conformance.http import TargetUnreachable
-from conformance.target import CheckFailed, CouldNotCheck, Target
+from conformance.checks import Section, check
+from conformance.outcome import CheckFailed, CouldNotCheck, not_applicable
+
+if TYPE_CHECKING:
+    from conformance.target import Target
 
 
 def _run(target: Target, cache: dict):
     """Run schemathesis once per session (the first PROP check pays for all of them)."""
     if target.config is None:
-        pytest.skip("no applications configured: the property tests need a bearer token")
+        not_applicable("no applications configured: the property tests need a bearer token")
     if "oversized" in cache:
         # schemathesis reads whole bodies: against a target that sends over-limit answers it
         # would only grow, so the run is not started.
@@ -36,6 +42,8 @@ def _run(target: Target, cache: dict):
 
 
 def _verdict(target: Target, cache: dict, check_id: str) -> None:
+    from conformance.http import TargetUnreachable
+
     result = _run(target, cache)
     if result.unanswered:
         # The target stopped answering under generated traffic: an error of the run, never a
@@ -89,46 +97,102 @@ EXPECTED = {
 }
 
 
-@check("PROP-001")
-def test_no_server_error(configured: Target, run_cache: dict) -> None:
+@check(
+    "PROP-001",
+    "SHOULD",
+    Section.ENDPOINTS,
+    "property tests: no server error on any generated input",
+    "All bodies are JSON. [every operation, positive and negative data]",
+)
+def no_server_error_on_generated_input(configured: Target, run_cache: dict) -> None:
     _verdict(configured, run_cache, "PROP-001")
 
 
-@check("PROP-002")
-def test_status_codes(configured: Target, run_cache: dict) -> None:
+@check(
+    "PROP-002",
+    "SHOULD",
+    Section.ENDPOINTS,
+    "property tests: status codes are documented ones",
+    "HTTP status codes of success responses: not shown. [seed: any 2xx, any 4xx]",
+)
+def status_codes_are_documented(configured: Target, run_cache: dict) -> None:
     _verdict(configured, run_cache, "PROP-002")
 
 
-@check("PROP-003")
-def test_content_type(configured: Target, run_cache: dict) -> None:
+@check(
+    "PROP-003",
+    "MUST",
+    Section.ENDPOINTS,
+    "property tests: responses are application/json",
+    "All bodies are JSON.",
+)
+def responses_are_application_json(configured: Target, run_cache: dict) -> None:
     _verdict(configured, run_cache, "PROP-003")
 
 
-@check("PROP-004")
-def test_response_schema(configured: Target, run_cache: dict) -> None:
+@check(
+    "PROP-004",
+    "MUST",
+    Section.RESOURCES,
+    "property tests: responses match the documented schemas",
+    "Resources and their fields (creation, lookup, event list, token pair).",
+)
+def responses_match_the_schemas(configured: Target, run_cache: dict) -> None:
     _verdict(configured, run_cache, "PROP-004")
 
 
-@check("PROP-005")
-def test_negative_rejected(configured: Target, run_cache: dict) -> None:
+@check(
+    "PROP-005",
+    "SHOULD",
+    Section.ENDPOINTS,
+    "property tests: invalid requests are rejected",
+    "Body: amount (number, required), number (string, required). Idempotency-Key: maximum "
+    "length 32.",
+)
+def invalid_requests_are_rejected(configured: Target, run_cache: dict) -> None:
     _verdict(configured, run_cache, "PROP-005")
 
 
-@check("PROP-006")
-def test_positive_accepted(configured: Target, run_cache: dict) -> None:
+@check(
+    "PROP-006",
+    "MUST",
+    Section.ENDPOINTS,
+    "property tests: valid requests are accepted",
+    "Cashin: a deposit into the merchant account, requested for a customer number.",
+)
+def valid_requests_are_accepted(configured: Target, run_cache: dict) -> None:
     _verdict(configured, run_cache, "PROP-006")
 
 
-@check("PROP-007")
-def test_auth_not_ignored(configured: Target, run_cache: dict) -> None:
+@check(
+    "PROP-007",
+    "MUST",
+    Section.AUTHENTICATION_3,
+    "property tests: no protected operation ignores auth",
+    "The transaction and event endpoints require it.",
+)
+def no_protected_operation_ignores_auth(configured: Target, run_cache: dict) -> None:
     _verdict(configured, run_cache, "PROP-007")
 
 
-@check("PROP-008")
-def test_missing_header(configured: Target, run_cache: dict) -> None:
+@check(
+    "PROP-008",
+    "MUST",
+    Section.AUTHENTICATION_3,
+    "property tests: a missing required header is rejected",
+    "Authorization: Bearer <ACCESS_TOKEN>, required.",
+)
+def a_missing_required_header_is_rejected(configured: Target, run_cache: dict) -> None:
     _verdict(configured, run_cache, "PROP-008")
 
 
-@check("PROP-009")
-def test_stateful(configured: Target, run_cache: dict) -> None:
+@check(
+    "PROP-009",
+    "MUST",
+    Section.ENDPOINTS,
+    "property tests, stateful: authorize -> refresh, create -> find -> events chains hold",
+    "A transaction is identified by a unique reference key (ref) generated by the service "
+    "when the transaction is created.",
+)
+def stateful_chains_hold(configured: Target, run_cache: dict) -> None:
     _verdict(configured, run_cache, "PROP-009")

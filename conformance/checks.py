@@ -1,0 +1,110 @@
+"""What a check is: its catalog entry (``Check``) and ``@check``, which declares the entry on the
+function that implements it.
+
+A check is a plain function of ``conformance/suite/<section>.py`` that takes the ``target`` (or
+``configured``, the target when applications are configured) and ends by returning (passed), by
+``CheckFailed`` (the rule is broken), ``CouldNotCheck`` (an error: the rule could not be judged)
+or ``NotApplicable`` (skipped, with the reason); see ``conformance.outcome``. The entry sits in
+the decorator, right above the code that enforces it::
+
+    @check(
+        "AUTH-002",
+        "MUST",
+        Section.AUTHENTICATION_2,
+        "authorize with a wrong client_secret is rejected",
+        "The token is obtained by posting the application's client_id and client_secret to the "
+        "authorize endpoint.",
+    )
+    def authorize_with_a_wrong_secret_is_rejected(configured: Target) -> None: ...
+
+This module imports nothing but the standard library: ``conformance.catalog`` gathers the entries
+by importing the section modules, and ``--list`` must not pay for pytest, httpx or schemathesis.
+The pytest plugin (``conformance.plugin``) collects every function carrying an entry.
+
+Levels: MUST is what the interface document states or plainly implies; SHOULD is a reference
+choice of paysuite or good practice. Profiles: a ``seed`` check runs in both profiles, a
+``reference`` check runs only in the reference profile (it checks a choice the document leaves
+open) and is skipped with that reason in the seed profile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, TypeVar
+
+Level = Literal["MUST", "SHOULD"]
+Profile = Literal["seed", "reference"]
+PROFILES: tuple[Profile, ...] = ("seed", "reference")
+
+#: The attribute ``@check`` sets on a check function: its ``Check``.
+ENTRY_ATTRIBUTE = "conformance_check"
+
+
+class Section:
+    """The document's sections as the catalog cites them (``Section.ENDPOINT_FIND``)."""
+
+    RESOURCES = "Resources and their fields"
+    RESOURCES_APPLICATION = "Resources and their fields, Application"
+    STATES = "States and transitions"
+    ENDPOINTS = "Endpoints"
+    ENDPOINT_CASHIN = "Endpoints, 1. Cashin"
+    ENDPOINT_CASHOUT = "Endpoints, 2. Cashout"
+    ENDPOINT_FIND = "Endpoints, 3. Find a transaction"
+    ENDPOINT_EVENTS = "Endpoints, 4. List transaction events"
+    ENDPOINT_AUTHORIZE = "Endpoints, 5. Authorize an application"
+    ENDPOINT_REFRESH = "Endpoints, 6. Refresh tokens"
+    AUTHENTICATION_1 = "Authentication, 1"
+    AUTHENTICATION_2 = "Authentication, 2"
+    AUTHENTICATION_3 = "Authentication, 3"
+    AUTHENTICATION_4 = "Authentication, 4"
+    AUTHENTICATION_5 = "Authentication, 5"
+    EVENTS = "Events"
+    ERRORS_1 = "Errors, rule 1"
+    ERRORS_2 = "Errors, rule 2"
+    LIMITS = "Limits"
+
+
+#: Every section, in the document's order (the scorecard's and ``--list``'s order).
+SECTIONS: tuple[str, ...] = tuple(
+    value for name, value in vars(Section).items() if name.isupper() and isinstance(value, str)
+)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One catalog entry: the rule a check enforces, where the document states it, how firmly."""
+
+    id: str
+    level: Level
+    section: str
+    title: str
+    quote: str
+    profile: Profile = "seed"
+
+    @property
+    def group(self) -> str:
+        return self.id.split("-", 1)[0]
+
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def check(
+    id: str, level: Level, section: str, title: str, quote: str, profile: Profile = "seed"
+) -> Callable[[F], F]:
+    """Declare the catalog entry that the decorated function implements."""
+    entry = Check(id=id, level=level, section=section, title=title, quote=quote, profile=profile)
+
+    def declare(func: F) -> F:
+        func.__doc__ = f"{entry.id} [{entry.level}] {entry.title}"
+        setattr(func, ENTRY_ATTRIBUTE, entry)
+        return func
+
+    return declare
+
+
+def entry_of(obj: object) -> Check | None:
+    """The catalog entry ``obj`` implements, if it is a check function."""
+    entry = getattr(obj, ENTRY_ATTRIBUTE, None) if callable(obj) else None
+    return entry if isinstance(entry, Check) else None

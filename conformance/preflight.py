@@ -1,0 +1,221 @@
+"""Before any check: the target is loaded, reachable and this API, or the bundled stub is started.
+
+``prepare(options)`` is the one function that turns the run's ``Options`` into a ``Prepared``
+target (the configuration, the base URL, a bundled stub to stop). ``conformance.runner.run``
+calls it once, before pytest starts; under plain pytest the plugin calls it after collection.
+Everything that can make a run impossible before any check starts raises ``SetupError`` with a
+one-line reason (exit status 2).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from conformance.api import EVENTS
+from conformance.http import Limits, RecordingClient, Reply, ResponseTooLarge, TargetUnreachable
+from conformance.options import Options, SetupError
+from paysuite_core import tokens
+from paysuite_core.target_config import TargetConfig, TargetConfigError, load_target_config
+
+__all__ = [
+    "BUNDLED_STUB_ACCESS_TTL_S",
+    "Prepared",
+    "SetupError",
+    "check_reachable",
+    "check_target",
+    "preflight",
+    "prepare",
+    "start_bundled_stub",
+]
+
+#: Access-token lifetime given to the bundled stub so that AUTH-008 can watch a token expire.
+BUNDLED_STUB_ACCESS_TTL_S = 4
+
+
+@dataclass
+class Prepared:
+    """What ``prepare`` produced: the configuration (if any), the base URL, and a stub to stop."""
+
+    config: TargetConfig | None
+    base_url: str
+    stub: Any = None
+    stub_dir: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
+
+    def close(self) -> None:
+        if self.stub is not None:
+            from paysuite_core.launcher import stop_stub
+
+            stop_stub(self.stub)
+            self.stub = None
+        if self.stub_dir is not None:
+            self.stub_dir.cleanup()
+            self.stub_dir = None
+
+
+def load_config(options: Options) -> TargetConfig | None:
+    """The target configuration, or ``None`` for a bare ``--target``."""
+    if options.config is None:
+        return None
+    try:
+        return load_target_config(options.config, base_url=options.target)
+    except TargetConfigError as exc:
+        raise SetupError(str(exc).replace("\n", " ")) from None
+
+
+def check_reachable(base_url: str, timeout_s: float = 10.0) -> None:
+    """Any HTTP answer at all will do (its body is not read); no answer is exit status 2."""
+    try:
+        with (
+            httpx.Client(timeout=timeout_s) as client,
+            client.stream("GET", base_url + EVENTS),
+        ):
+            pass
+    except httpx.HTTPError as exc:
+        reason = str(exc) or type(exc).__name__
+        raise SetupError(f"cannot reach the target {base_url}: {reason}") from None
+
+
+def _describe(reply: Reply) -> str:
+    """``401 application/json {"message": ...}``: enough of an answer to say what went wrong."""
+    media = (reply.content_type or "no Content-Type").split(";")[0]
+    text = " ".join(reply.text.split())
+    return f"{reply.status} {media} {text[:160]!r}"
+
+
+def preflight(config: TargetConfig, limits: Limits | None = None) -> None:
+    """Before any check: the target answers JSON at the API's paths and takes every application.
+
+    A run against a server that is not this API, or with credentials the target refuses, would
+    otherwise end in dozens of failures that all say the same thing in the words of other rules.
+    The requests are bounded like every other of the suite's (``conformance.http.Limits``).
+    """
+    base = config.base_url
+    client = RecordingClient(base, lambda: None, limits)
+
+    def send(method: str, path: str, **kwargs: Any) -> Reply:
+        try:
+            reply = client.request(method, path, **kwargs)
+        except TargetUnreachable as exc:
+            raise SetupError(f"cannot reach the target {base}: {exc}") from None
+        except ResponseTooLarge as exc:
+            raise SetupError(f"the target at {base} does not answer like this API: {exc}") from None
+        if 300 <= reply.status < 400:
+            location = reply.headers.get("location", "no Location")
+            raise SetupError(
+                f"the target at {base} redirects {method} {path} ({reply.status} to {location}): "
+                "paysuite follows no redirect; set base_url to where the API answers"
+            )
+        return reply
+
+    @contextmanager
+    def token_send(request: tokens.Request) -> Iterator[Reply]:
+        yield send(request.method, request.path, json=request.json, headers=dict(request.headers))
+
+    authorize = f"POST {tokens.AUTHORIZE_PATH}"
+    try:
+        access = ""
+        for app in config.applications:
+            who = f"application {app.client_id} ({app.privilege}, merchant {app.merchant})"
+            reply = tokens.authorize(token_send, app)
+            assert isinstance(reply, Reply)
+            if not isinstance(reply.body, dict):
+                raise SetupError(
+                    f"the target at {base} does not answer like this API: {authorize} "
+                    f"answered {_describe(reply)}, not a JSON object"
+                )
+            if not reply.ok:
+                raise SetupError(
+                    f"the target refused {who}: {authorize} answered "
+                    f"{_describe(reply)}; check client_id and client_secret in the config"
+                )
+            access = reply.get("access")
+            if not isinstance(access, str) or not access:
+                raise SetupError(
+                    f"authorize of {who} answered {_describe(reply)} without an access token"
+                )
+        listing = send("GET", EVENTS, token=access)
+        if not isinstance(listing.body, dict):
+            raise SetupError(
+                f"the target at {base} does not answer like this API: GET /events/transactions "
+                f"answered {_describe(listing)}, not a JSON object"
+            )
+    finally:
+        client.close()
+
+
+def target_url(options: Options) -> str:
+    """The base URL of ``--target``, checked to be an http(s) URL."""
+    assert options.target is not None
+    parts = urlsplit(options.target)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SetupError(f"--target: expected an http(s) URL, got {options.target!r}")
+    return options.target.rstrip("/")
+
+
+NO_APPLICATIONS = (
+    "no applications configured: --target alone cannot authorize, so almost no check could run; "
+    "pass --config FILE with the target's applications (README: The target configuration)"
+)
+
+
+def check_target(options: Options) -> TargetConfig | None:
+    """Everything about a given target that makes a run pointless, as ``SetupError``.
+
+    ``None`` means the bundled stub will be started (neither ``--target`` nor ``--config``).
+    """
+    if options.target is None and options.config is None:
+        return None
+    config = load_config(options)
+    if config is None:
+        check_reachable(target_url(options))
+        raise SetupError(NO_APPLICATIONS)
+    check_reachable(config.base_url, options.limits.connect_s)
+    preflight(config, options.limits)
+    return config
+
+
+def prepare(options: Options) -> Prepared:
+    """Load the configuration or start the bundled stub, then run the pre-flight."""
+    config = check_target(options)
+    if config is None:
+        prepared = start_bundled_stub()
+        assert prepared.config is not None
+        try:
+            preflight(prepared.config, options.limits)
+        except BaseException:  # a refused pre-flight or Ctrl-C: the stub must not outlive it
+            prepared.close()
+            raise
+        return prepared
+    return Prepared(config=config, base_url=config.base_url)
+
+
+def start_bundled_stub() -> Prepared:
+    """A fresh stub in a temporary directory, with a short token lifetime, as the target."""
+    from paysuite_core.launcher import StubStartError, start_stub
+
+    workdir = tempfile.TemporaryDirectory(prefix="paysuite-conform-")
+    try:
+        stub = start_stub(
+            Path(workdir.name), extra_args=("--access-ttl", str(BUNDLED_STUB_ACCESS_TTL_S))
+        )
+    except StubStartError as exc:
+        workdir.cleanup()
+        first = str(exc).splitlines()[0]
+        raise SetupError(f"the bundled stub did not start: {first}") from None
+    try:
+        config = stub.config()
+    except TargetConfigError as exc:
+        from paysuite_core.launcher import stop_stub
+
+        stop_stub(stub)
+        workdir.cleanup()
+        raise SetupError(f"the bundled stub wrote an unusable credentials file: {exc}") from None
+    return Prepared(config=config, base_url=config.base_url, stub=stub, stub_dir=workdir)

@@ -1,0 +1,70 @@
+"""One conformance run as a library call: ``run(options) -> exit status``.
+
+``paysuite conform`` parses its arguments into ``Options`` and calls ``run``; another part of
+paysuite (``paysuite demo``) can do the same without a subprocess. ``run`` prepares the target
+once (loads the configuration or starts the bundled stub, then the pre-flight:
+``conformance.preflight.prepare``) and hands the prepared objects to an in-process pytest
+session through a ``PreparedRun`` plugin object, so the plugin neither parses options nor probes
+the target again. Exit status: 0 pass, 1 fail, 2 no verdict (see docs/conformance.md).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import TextIO
+
+from conformance.options import Options, SetupError
+
+PROG = "paysuite conform"
+
+__all__ = ["PROG", "Options", "SetupError", "run", "run_prepared"]
+
+
+def run(options: Options, *, stderr: TextIO | None = None) -> int:
+    """Prepare the target described by ``options``, run the checks, write the reports.
+
+    A run that cannot start (the target unreachable, not this API, refusing the credentials;
+    the bundled stub not starting) is exit status 2 with one line on ``stderr``. A bundled stub
+    started for the run is stopped before this returns.
+    """
+    from conformance.preflight import prepare
+
+    try:
+        prepared = prepare(options)
+    except SetupError as exc:
+        print(f"{PROG}: {exc}", file=stderr or sys.stderr)
+        return 2
+    try:
+        return run_prepared(options, prepared, stderr=stderr)
+    finally:
+        prepared.close()
+
+
+def run_prepared(options: Options, prepared: object, *, stderr: TextIO | None = None) -> int:
+    """The checks against an already prepared target (``conformance.preflight.Prepared``)."""
+    import pytest
+
+    import conformance.suite
+    from conformance.plugin import PreparedRun
+    from conformance.preflight import Prepared
+
+    assert isinstance(prepared, Prepared)
+    suite = Path(conformance.suite.__file__).resolve().parent
+    # An empty ini of our own: the caller's pytest configuration (addopts, filterwarnings, ...)
+    # must not change the verdict, and its terminal options would not parse without the
+    # terminal plugin, whose output the suite's progress lines and scorecard replace.
+    with tempfile.TemporaryDirectory(prefix="paysuite-conform-ini-") as tmp:
+        ini = Path(tmp) / "pytest.ini"
+        ini.write_text("[pytest]\n", encoding="utf-8")
+        argv = [
+            "-c", str(ini), "--rootdir", str(suite.parent),
+            "-p", "no:terminal", "-p", "no:cacheprovider",
+            str(suite),
+        ]  # fmt: skip
+        status = int(pytest.main(argv, plugins=[PreparedRun(options, prepared)]))
+    if status in (0, 1, 2):
+        return status
+    print(f"{PROG}: pytest ended with status {status}", file=stderr or sys.stderr)
+    return 2
