@@ -3,7 +3,8 @@
 1. starts the bundled stub once, with the short token lifetime ``paysuite conform`` gives its
    own bundled stub, and without auto-resolution: the conformance suite drives the
    customer itself through the sandbox, and the smoke load shape needs no transaction to complete;
-2. runs ``paysuite conform`` against it, as a subprocess, into ``reports/conformance``;
+2. runs the conformance suite against it (``conformance.runner.run``, in this process), into
+   ``reports/conformance``;
 3. then runs the ``smoke`` load shape against the same stub (``load.runner.run``), into
    ``reports/load``, so the load's reconciliation also runs over a store the conformance suite
    has already written to;
@@ -16,8 +17,8 @@ from __future__ import annotations
 
 import argparse
 import html
+import io
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -82,19 +83,25 @@ def _json_totals(path: Path) -> dict[str, int]:
 
 
 def run_conformance(credentials: Path, out_dir: Path, report_root: Path) -> ConformanceResult:
-    """``python -m paysuite conform --config CREDS --report-dir OUT`` (exit 0/1/2)."""
-    command = [
-        sys.executable, "-m", "paysuite", "conform",
-        "--config", str(credentials), "--report-dir", str(out_dir),
-    ]  # fmt: skip
+    """The conformance runner as a library call (``conformance.runner.run``), exit 0/1/2.
+
+    Bounded by ``--max-duration`` (``CONFORM_TIMEOUT_S``): checks not judged by then are
+    reported as not attempted, and the run is an error, never a hang.
+    """
+    from conformance import runner
+    from conformance.options import Options, SetupError
+
     say(f"running the conformance suite into {out_dir}")
+    errors = io.StringIO()
     try:
-        result = subprocess.run(
-            command, stdout=None, stderr=subprocess.PIPE, text=True, timeout=CONFORM_TIMEOUT_S
+        options = Options.parse(
+            config=str(credentials), report_dir=str(out_dir), max_duration=CONFORM_TIMEOUT_S
         )
-    except subprocess.TimeoutExpired:
-        return ConformanceResult("error", None, message=f"timed out after {CONFORM_TIMEOUT_S:g} s")
-    sys.stderr.write(result.stderr)
+        returncode = runner.run(options, stderr=errors)
+    except SetupError as exc:
+        errors.write(f"{runner.PROG}: {exc}\n")
+        returncode = 2
+    sys.stderr.write(errors.getvalue())
     totals: dict[str, int] = {}
     summary_json = out_dir / "conformance.json"
     if summary_json.is_file():
@@ -107,9 +114,9 @@ def run_conformance(credentials: Path, out_dir: Path, report_root: Path) -> Conf
             totals = {}
     report = out_dir / "report.html"
     rel = str(report.relative_to(report_root)) if report.is_file() else None
-    status = {0: "passed", 1: "failed"}.get(result.returncode, "error")
-    message = "" if status != "error" else (result.stderr.strip().splitlines() or [""])[-1]
-    return ConformanceResult(status, result.returncode, totals, rel, message)
+    status = {0: "passed", 1: "failed"}.get(returncode, "error")
+    message = "" if status != "error" else (errors.getvalue().strip().splitlines() or [""])[-1]
+    return ConformanceResult(status, returncode, totals, rel, message)
 
 
 def run_load_step(
@@ -245,7 +252,7 @@ def run_demo(
     args: argparse.Namespace,
     conformance_runner: Callable[[Path, Path, Path], ConformanceResult] = run_conformance,
 ) -> int:
-    from conformance.setup import BUNDLED_STUB_ACCESS_TTL_S
+    from conformance.preflight import BUNDLED_STUB_ACCESS_TTL_S
     from paysuite_core.launcher import StubStartError, running_stub
 
     started = time.monotonic()

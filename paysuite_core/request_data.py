@@ -17,10 +17,12 @@ import math
 import random
 import re
 import warnings
-
-from faker import Faker
+from typing import TYPE_CHECKING
 
 from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, TargetConfig
+
+if TYPE_CHECKING:
+    from faker import Faker
 
 #: Digit templates that match RWANDA_MOBILE_PATTERN without its optional country prefix.
 RWANDA_TEMPLATES = tuple(f"{prefix}#######" for prefix in ("078", "079", "075", "073", "072"))
@@ -76,12 +78,21 @@ class NumberSource:
         self.numbers = tuple(numbers)
         self._seed = seed
         self._rng = random.Random(seed)
-        self._faker = Faker()
-        self._faker.seed_instance(seed)
+        self._faker_instance: Faker | None = None
         self._pool: list[str] = []
         self._pools_drawn = 0
         self._used: set[str] = set()
         self._cursor = 0
+
+    @property
+    def _faker(self) -> Faker:
+        """Faker, made on first use: importing it costs more than a light import should."""
+        if self._faker_instance is None:
+            from faker import Faker
+
+            self._faker_instance = Faker()
+            self._faker_instance.seed_instance(self._seed)
+        return self._faker_instance
 
     @classmethod
     def for_target(cls, config: TargetConfig, seed: int = 0) -> NumberSource:

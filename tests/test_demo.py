@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conformance import runner
+from conformance.options import Options
 from paysuite import demo
 from paysuite.demo import ConformanceResult, junit_totals, run_demo, write_index
 
@@ -73,24 +74,19 @@ def test_index_marks_a_failed_or_missing_step(tmp_path: Path) -> None:
     assert "produced no verdict" in page
 
 
-def _completed(code: int, stderr: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.CompletedProcess([], code, "", stderr)
-
-
 def test_conformance_totals_from_junit_when_json_is_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "conformance"
 
-    def fake_run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-        assert command[1:4] == ["-m", "paysuite", "conform"]
-        assert command[command.index("--report-dir") + 1] == str(out)
+    def fake_run(options: Options, **kwargs: Any) -> int:
+        assert options.report_dir == str(out) and options.config == str(tmp_path / "c.yaml")
         out.mkdir()
         (out / "junit.xml").write_text(JUNIT)
         (out / "report.html").write_text("<html/>")
-        return _completed(1)
+        return 1
 
-    monkeypatch.setattr(demo.subprocess, "run", fake_run)
+    monkeypatch.setattr(runner, "run", fake_run)
     result = demo.run_conformance(tmp_path / "c.yaml", out, tmp_path)
     assert result.status == "failed" and result.totals["failures"] == 1
     assert result.report == "conformance/report.html"
@@ -99,13 +95,13 @@ def test_conformance_totals_from_junit_when_json_is_missing(
 def test_conformance_totals_from_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "conformance"
 
-    def fake_run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    def fake_run(options: Options, **kwargs: Any) -> int:
         out.mkdir()
         summary = {"passed": 50, "failed": 2, "warnings": 1, "skipped": 3, "errors": 0}
         (out / "conformance.json").write_text(json.dumps({"summary": summary}))
-        return _completed(1)
+        return 1
 
-    monkeypatch.setattr(demo.subprocess, "run", fake_run)
+    monkeypatch.setattr(runner, "run", fake_run)
     result = demo.run_conformance(tmp_path / "c.yaml", out, tmp_path)
     assert result.totals == {
         "tests": 56, "passed": 50, "warnings": 1, "failures": 2, "errors": 0, "skipped": 3

@@ -59,8 +59,8 @@ def test_the_wheel_carries_the_suite_the_locustfile_and_the_spec(tmp_path: Path)
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in (
         "paysuite_core/spec/openapi.yaml",
-        "conformance/suite/test_idempotency.py",
-        "conformance/suite/conftest.py",
+        "conformance/suite/idempotency.py",
+        "conformance/plugin.py",
         "load/locustfile.py",
         "paysuite_core/launcher.py",
         "paysuite/clients/paypack_js_driver.js",  # package data: `paysuite clients` runs it

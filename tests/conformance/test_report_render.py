@@ -20,6 +20,7 @@ from conformance import catalog, report
 from conformance.evidence import Exchange
 from conformance.plugin import CheckResult
 from conformance.report import Coverage, Verdict
+from paysuite_core.tokens import AUTHORIZE_PATH
 
 TOKEN = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ3cml0ZXIiLCJleHAiOjF9." + "S" * 43
 REFRESH = "rf-" + "r" * 40
@@ -31,7 +32,7 @@ def _token_exchanges() -> list[Exchange]:
     """An authorize that issued TOKEN, then a cashout sent with it (what a check records)."""
     authorize = Exchange.build(
         "POST",
-        f"{BASE}/auth/agents/authorize",
+        f"{BASE}{AUTHORIZE_PATH}",
         {"Content-Type": "application/json", "Accept": "application/json"},
         json.dumps({"client_id": "writer-app", "client_secret": SECRET}),
     )
@@ -253,7 +254,7 @@ def test_safe_curl_replays_once_the_variables_are_exported() -> None:
     authorize, cashout = _token_exchanges()
     wrong = Exchange.build(
         "POST",
-        f"{BASE}/auth/agents/authorize",
+        f"{BASE}{AUTHORIZE_PATH}",
         {"Content-Type": "application/json"},
         json.dumps({"client_id": "writer-app", "client_secret": SECRET + "x"}),
     )

@@ -15,6 +15,7 @@ from conformance.spec_patch import ascii_pattern, patch_spec
 from paysuite_core.request_data import NumberSource, same_number
 from paysuite_core.specfile import load_spec
 from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, parse_target_config
+from paysuite_core.tokens import AUTHORIZE_PATH
 
 
 @pytest.mark.parametrize(
@@ -86,7 +87,7 @@ def test_only_what_the_document_forbids_is_judged_as_negative_data() -> None:
     assert violation("/events/transactions", None, {}, {"status": "bogus"}, {}) is None
     assert (
         violation(
-            "/auth/agents/authorize",
+            AUTHORIZE_PATH,
             {"client_id": "a", "client_secret": "b"},
             {"Content-Type": "AAA"},
             {},
