@@ -285,6 +285,7 @@ def reconcile(
     for record in unique:
         queue.put(record)
     outcomes: dict[str, int] = defaultdict(int)
+    error_kinds: dict[str, int] = defaultdict(int)
     samples: list[dict[str, Any]] = []
     deadline = started + time_budget_s
     done = 0
@@ -305,6 +306,8 @@ def reconcile(
                     outcome = f"error:{type(exc).__name__}"
                 kind = outcome.split(":", 1)[0]
                 outcomes[kind] += 1
+                if kind == "error":
+                    error_kinds[outcome.split(":", 1)[1]] += 1
                 done += 1
                 if kind != "ok" and len(samples) < SAMPLE_LIMIT:
                     samples.append({"ref": record["ref"], "key": record["key"], "outcome": outcome})
@@ -343,6 +346,7 @@ def reconcile(
         "missing_created_event": outcomes.get("no_created_event", 0),
         "mismatched": outcomes.get("mismatch", 0),
         "errors": outcomes.get("error", 0),
+        "error_kinds": dict(sorted(error_kinds.items(), key=lambda kv: -kv[1])),
         "unchecked": unchecked,
         **anomalies,
         **server_side,
@@ -351,14 +355,47 @@ def reconcile(
         "authorizes": tokens.authorizes,
     }
     result["lost"] = result["missing"] + result["missing_created_event"]
-    result["passed"] = not (
-        result["lost"]
-        or result["mismatched"]
-        or result["errors"]
-        or result["unchecked"]
-        or result["duplicate_keys"]
-        or result["reused_refs"]
-        or result.get("server_duplicate_keys")
-        or result.get("storm_check_error")
-    )
+    result["reasons"] = failure_reasons(result)
+    result["passed"] = not result["reasons"]
     return result
+
+
+def failure_reasons(result: dict[str, Any]) -> list[str]:
+    """Why a reconciliation fails, one phrase per cause with its count (empty: it passes).
+
+    The three kinds: lost (not findable, or without its created event), mismatched or
+    duplicated (the target holds something else than what was acknowledged), and could not be
+    checked (errors while checking, or the time budget ran out)."""
+    reasons = []
+    lost = result.get("lost", 0)
+    if lost:
+        parts = []
+        if result.get("missing"):
+            parts.append(f"{result['missing']} not findable by ref")
+        if result.get("missing_created_event"):
+            parts.append(f"{result['missing_created_event']} without a transaction:created event")
+        reasons.append(f"{lost} lost ({', '.join(parts)})" if parts else f"{lost} lost")
+    if result.get("mismatched"):
+        reasons.append(f"{result['mismatched']} mismatched (the target holds other fields)")
+    if result.get("duplicate_keys"):
+        reasons.append(f"{result['duplicate_keys']} idempotency keys acknowledged with two refs")
+    if result.get("reused_refs"):
+        reasons.append(f"{result['reused_refs']} refs handed out for two keys")
+    if result.get("server_duplicate_keys"):
+        reasons.append(f"{result['server_duplicate_keys']} storm keys executed twice on the target")
+    if result.get("errors"):
+        kinds = result.get("error_kinds") or {}
+        top = ", ".join(f"{n} {why}" for why, n in list(kinds.items())[:3])
+        reasons.append(f"{result['errors']} could not be checked (" + (top or "errors") + ")")
+    if result.get("unchecked"):
+        reasons.append(
+            f"{result['unchecked']} could not be checked (the --reconcile-timeout budget ran out)"
+        )
+    if result.get("storm_check_error"):
+        reasons.append(f"storm keys could not be counted ({result['storm_check_error']})")
+    if result.get("acknowledged_without_ref"):
+        reasons.append(
+            f"{result['acknowledged_without_ref']} creates acknowledged without a ref "
+            "(cannot be checked)"
+        )
+    return reasons
