@@ -105,7 +105,6 @@ def test_dropped_acknowledged_creates_are_reported_lost(tmp_path: Path) -> None:
     assert "result: FAIL (exit 3: reconciliation failed)" in run.stdout
     assert recon["found"] + recon["lost"] == recon["checked"]
     assert all(sample["outcome"] == "missing" for sample in recon["samples"])
-    assert "reconciliation:" in run.stdout and "-> FAIL" in run.stdout
 
 
 def test_distributed_two_workers_aggregate(load_stub: RunningStub, tmp_path: Path) -> None:
@@ -324,7 +323,7 @@ def test_idempotency_storm_catches_a_racy_target(tmp_path: Path) -> None:
             "--duration", "4",
             "--users", "8",
         )  # fmt: skip
-    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    assert run.returncode == 3, run.stdout[-3000:] + run.stderr[-3000:]
     assert "--profile is the old name of --shape" in run.stderr
     summary = run.summary()
     assert summary["shape"] == "idempotency-storm"
