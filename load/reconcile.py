@@ -122,6 +122,9 @@ class _Tokens:
                 send = _session_send(session, self.config.base_url)
                 flow = TokenFlow(send, app, fallback_ttl_s=self.config.access_token_ttl_s)
                 self.flows[merchant] = flow
+            # authorize/refresh on the caller's own connection: another greenlet's may be busy
+            # or broken (a failed connect would hold its pool slot until the total timeout)
+            flow.send = _session_send(session, self.config.base_url)
             if flow.pair is not None and flow.pair.access == stale:
                 flow.renew()
             token = flow.access()
@@ -290,12 +293,16 @@ def reconcile(
     deadline = started + time_budget_s
     done = 0
     tokens = _Tokens(config)
+    #: connection failures before any check succeeded: the target is gone (a Ctrl-C that also
+    #: stopped the bundled stub): the rest is reported unchecked at once, not after the budget
+    unreachable = 0
+    gone_after = max(1, min(concurrency, len(unique)))
 
     def worker() -> None:
-        nonlocal done
+        nonlocal done, unreachable
         session = _Session(config.base_url, limits)
         try:
-            while time.monotonic() < deadline:
+            while time.monotonic() < deadline and unreachable < gone_after:
                 try:
                     record = queue.get_nowait()
                 except gevent.queue.Empty:
@@ -304,6 +311,12 @@ def reconcile(
                     outcome = check_one(session, tokens, config.base_url, record)
                 except Exception as exc:  # noqa: BLE001 - any failure to check is reported
                     outcome = f"error:{type(exc).__name__}"
+                    # a failed connection is not reused (its pool slot would wait for the
+                    # total timeout): a fresh one for the next check
+                    session.close()
+                    session = _Session(config.base_url, limits)
+                    if isinstance(exc, OSError) and not outcomes.get("ok"):
+                        unreachable += 1
                 kind = outcome.split(":", 1)[0]
                 outcomes[kind] += 1
                 if kind == "error":
@@ -325,6 +338,7 @@ def reconcile(
             progress(f"paysuite: reconciled {done}/{len(unique)}")
     gevent.joinall(greenlets)
     unchecked = len(unique) - done
+    target_gone = unreachable >= gone_after and unchecked > 0
     storm = storm_targets(records)
     server_side: dict[str, Any] = {}
     if storm:
@@ -348,6 +362,7 @@ def reconcile(
         "errors": outcomes.get("error", 0),
         "error_kinds": dict(sorted(error_kinds.items(), key=lambda kv: -kv[1])),
         "unchecked": unchecked,
+        "target_gone": target_gone,
         **anomalies,
         **server_side,
         "samples": samples,
@@ -388,9 +403,12 @@ def failure_reasons(result: dict[str, Any]) -> list[str]:
         top = ", ".join(f"{n} {why}" for why, n in list(kinds.items())[:3])
         reasons.append(f"{result['errors']} could not be checked (" + (top or "errors") + ")")
     if result.get("unchecked"):
-        reasons.append(
-            f"{result['unchecked']} could not be checked (the --reconcile-timeout budget ran out)"
+        why = (
+            "the target stopped answering: no connection"
+            if result.get("target_gone")
+            else "the --reconcile-timeout budget ran out"
         )
+        reasons.append(f"{result['unchecked']} could not be checked ({why})")
     if result.get("storm_check_error"):
         reasons.append(f"storm keys could not be counted ({result['storm_check_error']})")
     if result.get("acknowledged_without_ref"):
