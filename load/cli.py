@@ -38,9 +38,14 @@ def register(subparsers: Any) -> None:
         help="run a Locust load shape with SLO gates and a no-loss reconciliation",
         description=(
             "Run a named load shape against a target (or, without --config, against the "
-            "bundled stub). Exit 0: SLOs met and nothing lost; 1: an SLO breached or a create "
-            "lost; 2: usage or configuration error, or unreachable target. Loopback targets only "
-            "unless PAYSUITE_ALLOW_REMOTE_TARGET=1."
+            "bundled stub). Durations take Locust's format: 20, 20s, 1m30s, 1h. Loopback targets "
+            "only unless PAYSUITE_ALLOW_REMOTE_TARGET=1."
+        ),
+        epilog=(
+            "exit status: 0 every threshold met and nothing lost; 1 a threshold breached (or "
+            "the run aborted by --abort-on-fail); 2 usage or configuration error, unreachable "
+            "target, or no verdict; 3 the reconciliation failed: a create lost, mismatched, "
+            "duplicated or left unchecked (3 wins over 1 when both happen)."
         ),
     )
     load.add_argument("--target", help="base URL of the target (overrides the config's base_url)")
@@ -51,7 +56,13 @@ def register(subparsers: Any) -> None:
     load.add_argument("--profile", choices=SHAPE_NAMES, help="old name of --shape (still accepted)")
     load.add_argument("--users", type=int, help="override the shape's user count")
     load.add_argument("--spawn-rate", type=float, help="override the shape's spawn rate")
-    load.add_argument("--duration", type=float, help="override the shape's duration (s)")
+    load.add_argument(
+        "--duration", help="override the shape's duration: 20, 20s, 1m30s, 1h (Locust's format)"
+    )
+    load.add_argument(
+        "--step-duration",
+        help="ramp: length of each step (default: 10 s for 120 s, scaled, at least 5 s)",
+    )
     load.add_argument("--max-requests", type=int, help="override the request budget (hard stop)")
     load.add_argument(
         "--workers", type=int, default=0, help="local Locust workers (0: one process)"
@@ -68,17 +79,16 @@ def register(subparsers: Any) -> None:
         help="lifecycle: let the target resolve (auto) or drive the customer (driver)",
     )
     load.add_argument(
-        "--reconcile-timeout", type=float, default=120.0, help="reconciliation time budget (s)"
+        "--abort-on-fail",
+        action="store_true",
+        help="stop the run as soon as a threshold can no longer be met (docs/load.md); exit 1",
     )
     load.add_argument(
-        "--connect-timeout", type=float, help="seconds to connect to the target (default 5)"
+        "--reconcile-timeout", default="120", help="reconciliation time budget (default 120s)"
     )
-    load.add_argument(
-        "--read-timeout", type=float, help="seconds any one socket read may wait (default 15)"
-    )
-    load.add_argument(
-        "--total-timeout", type=float, help="seconds one whole request may take (default 30)"
-    )
+    load.add_argument("--connect-timeout", help="time to connect to the target (default 5s)")
+    load.add_argument("--read-timeout", help="time any one socket read may wait (default 15s)")
+    load.add_argument("--total-timeout", help="time one whole request may take (default 30s)")
     load.add_argument(
         "--max-response-bytes",
         type=int,

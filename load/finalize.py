@@ -1,5 +1,9 @@
 """The end of a run: statistics, SLO verdicts, reconciliation, load.json, the exit status.
 
+Exit status: 0 every threshold met and nothing lost; 1 a threshold breached (or the run aborted
+by ``--abort-on-fail``); 3 the reconciliation failed (lost, mismatched, duplicated, or could not
+be checked), whatever the thresholds say; 2 (usage errors, no verdict) is decided elsewhere.
+
 Runs in the Locust master (or local) process when Locust quits, so that ``paysuite load`` and a
 plain ``locust -f load/locustfile.py`` give the same verdict from the same numbers: Locust's own
 in-memory statistics (exact percentiles, workers' reports merged) and the ledger the workers sent.
@@ -10,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 from load import context as run_context
 from load.ledger import LEDGER, TimeToProcessed
 from load.plan import option
-from load.reconcile import reconcile
+from load.reconcile import failure_reasons, reconcile
 from load.shape_catalog import Shape, Thresholds
 from load.slo import OperationStats, Verdict, evaluate
+from load.timeline import TIMELINE
 
 if TYPE_CHECKING:  # this module is imported outside Locust too: no locust import at run time
     from locust import LoadTestShape
@@ -28,6 +34,16 @@ if TYPE_CHECKING:  # this module is imported outside Locust too: no locust impor
 
 SCHEMA = "paysuite-load/1"
 _NONE = OperationStats(0, 0, 0.0, None, None, None)
+EXIT_PASSED, EXIT_BREACHED, EXIT_LOST = 0, 1, 3
+#: how many of Locust's distinct failure messages load.json keeps
+FAILURES_KEPT = 50
+
+
+def exit_status(slo_passed: bool, reconciliation_passed: bool) -> int:
+    """0 passed; 3 the reconciliation failed (it wins: data, not speed); 1 a threshold breached."""
+    if not reconciliation_passed:
+        return EXIT_LOST
+    return EXIT_PASSED if slo_passed else EXIT_BREACHED
 
 
 def percentile(values: list[float], fraction: float) -> float | None:
@@ -147,28 +163,64 @@ def judge(
     return verdicts
 
 
+def _marks() -> tuple[str, str]:
+    """k6's check mark and cross, or plain text where stdout cannot print them."""
+    try:
+        "✓✗".encode(sys.stdout.encoding or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return "ok", "XX"
+    return "✓", "✗"
+
+
+_UNITS = {"p50_ms": "ms", "p95_ms": "ms", "p99_ms": "ms", "min_rps": "/s"}
+_MEASURED = {"p50_ms": "p50", "p95_ms": "p95", "p99_ms": "p99", "min_rps": "rps"}
+
+
+def threshold_line(v: Verdict, ok: str = "✓", cross: str = "✗") -> str:
+    """One threshold, k6-style: ``✓ cashin p95_ms<=500 ......... p95=12ms``."""
+    unit = _UNITS.get(v.metric, "")
+    rule = f"{v.operation} {v.metric}{v.relation}{v.threshold:g}{unit}"
+    shown = "n/a" if v.observed is None else f"{v.observed:g}{unit}"
+    measured = f"{_MEASURED.get(v.metric, v.metric)}={shown}"
+    note = f" ({v.note})" if v.note else ""
+    return f"  {ok if v.passed else cross} {rule} {'.' * max(3, 40 - len(rule))} {measured}{note}"
+
+
+def result_reasons(
+    verdicts: list[Verdict],
+    reconciliation: dict[str, Any],
+    aborted: dict[str, Any] | None = None,
+) -> list[str]:
+    """Why a run fails, one phrase each (empty: it passes)."""
+    reasons = [f"threshold {v.describe()}" for v in verdicts if not v.passed]
+    if aborted:
+        reasons.insert(0, f"aborted at {aborted['at_s']:g} s by --abort-on-fail")
+    reasons += [f"reconciliation: {why}" for why in reconciliation.get("reasons") or []]
+    return reasons
+
+
 def verdict_table(
-    verdicts: list[Verdict], reconciliation: dict[str, Any], shape: str, exit_code: int
+    verdicts: list[Verdict],
+    reconciliation: dict[str, Any],
+    shape: str,
+    exit_code: int,
+    aborted: dict[str, Any] | None = None,
 ) -> str:
-    """The text printed at the end of a run."""
-    lines = [f"paysuite: SLO verdicts (shape {shape})"]
-    header = f"  {'operation':<20} {'metric':<12} {'threshold':>12} {'observed':>12}  verdict"
-    lines.append(header)
+    """The text printed at the end of a run: a line per threshold (k6-style), the
+    reconciliation with its reasons, and the result with its exit status and reasons."""
+    ok, cross = _marks()
+    lines = [f"paysuite: thresholds (shape {shape})"]
+    lines += [threshold_line(v, ok, cross) for v in verdicts]
     for v in verdicts:
-        relation = (
-            ">=" if v.metric in ("min_rps", "requests", "steps_completed", "successes") else "<="
-        )
-        observed = "n/a" if v.observed is None else f"{v.observed:g}"
-        verdict = "PASS" if v.passed else "FAIL"
-        note = f" ({v.note})" if v.note else ""
+        if not v.passed:
+            lines.append(f"  breached: {v.describe()}" + (f" ({v.note})" if v.note else ""))
+    if aborted:
         lines.append(
-            f"  {v.operation:<20} {v.metric:<12} {relation + ' ' + format(v.threshold, 'g'):>12} "
-            f"{observed:>12}  {verdict}{note}"
+            f"  aborted at {aborted['at_s']:g} s (--abort-on-fail): {aborted['reason']} could "
+            "no longer be met"
         )
-    breached = [v for v in verdicts if not v.passed]
-    for v in breached:
-        lines.append(f"  breached: {v.describe()}")
     r = reconciliation
+    reasons = r.get("reasons") or []
     lines.append(
         "paysuite: reconciliation: {ack} acknowledged creates, {checked} checked, "
         "{found} found, {lost} lost, {mis} mismatched, {dup} duplicate keys, "
@@ -180,11 +232,64 @@ def verdict_table(
             mis=r.get("mismatched", 0),
             dup=r.get("duplicate_keys", 0) + r.get("server_duplicate_keys", 0),
             unchecked=r.get("unchecked", 0),
-            verdict="PASS" if r.get("passed") else "FAIL",
+            verdict=f"{ok} PASS" if r.get("passed") else f"{cross} FAIL: " + "; ".join(reasons),
         )
     )
-    lines.append(f"paysuite: result: {'PASS' if exit_code == 0 else 'FAIL'} (exit {exit_code})")
+    why = result_reasons(verdicts, r, aborted)
+    if exit_code == 0:
+        lines.append("paysuite: result: PASS (exit 0)")
+    else:
+        meaning = {EXIT_BREACHED: "threshold breached", EXIT_LOST: "reconciliation failed"}
+        lines.append(
+            f"paysuite: result: FAIL (exit {exit_code}: {meaning.get(exit_code, 'failed')}): "
+            + "; ".join(why)
+        )
     return "\n".join(lines)
+
+
+def collect_failures(stats: RequestStats) -> list[dict[str, Any]]:
+    """Locust's distinct failure messages, most frequent first (load.html's failures table)."""
+    rows = [
+        {
+            "method": error.method,
+            "name": error.name,
+            "error": str(error.error),
+            "occurrences": error.occurrences,
+        }
+        for error in stats.errors.values()
+    ]
+    rows.sort(key=lambda row: -int(row["occurrences"]))
+    return rows[:FAILURES_KEPT]
+
+
+def ramp_lines(shape_summary: dict[str, Any]) -> list[str]:
+    """What the ramp found, from the same per-step numbers as load.json and load.html."""
+    lines = []
+    knee = shape_summary.get("knee")
+    plateau = shape_summary.get("plateau")
+    broke = shape_summary.get("slo_break")
+    best = shape_summary.get("max_sustainable")
+    if knee:
+        lines.append(
+            f"paysuite: knee at step {knee['step']} ({knee['users']} users, {knee['rps']:g} "
+            f"req/s): throughput stopped growing after it while latency or errors rose "
+            f"({knee['why']})"
+        )
+    elif plateau:
+        lines.append(
+            f"paysuite: throughput stopped growing at step {plateau['step']} ({plateau['users']} "
+            f"users, {plateau['rps']:g} req/s; {plateau['why']}) but latency and errors did not "
+            "rise: the load generator may be the limit (add --workers to tell)"
+        )
+    else:
+        lines.append("paysuite: no knee: throughput still grew at the last step")
+    if broke:
+        lines.append(
+            f"paysuite: SLO broken at step {broke['step']} ({broke['users']} users, "
+            f"{broke['rps']:g} req/s): {', '.join(broke['breached'])}"
+            + (f"; last good step {best['users']} users at {best['rps']:g} req/s" if best else "")
+        )
+    return lines
 
 
 def finalize(environment: Environment, shape_class: LoadTestShape | None = None) -> dict[str, Any]:
@@ -200,6 +305,9 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
     summary_of = getattr(shape_class, "summary", None)
     shape_summary: dict[str, Any] = summary_of() if callable(summary_of) else {}
     verdicts = judge(shape, slo, ops, total, ttp, shape_summary, dict(LEDGER.counters))
+    TIMELINE.stop()
+    aborted = TIMELINE.abort
+    slo_passed = all(v.passed for v in verdicts) and not aborted
 
     recon = reconcile(
         LEDGER.creates,
@@ -210,9 +318,9 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
     )
     without_ref = LEDGER.counters.get("acknowledged_without_ref", 0)
     recon["acknowledged_without_ref"] = without_ref
-    if without_ref:
-        recon["passed"] = False
-    exit_code = 0 if all(v.passed for v in verdicts) and recon["passed"] else 1
+    recon["reasons"] = failure_reasons(recon)
+    recon["passed"] = not recon["reasons"]
+    exit_code = exit_status(slo_passed, recon["passed"])
 
     report_dir = plan.report_dir
     report_dir.mkdir(parents=True, exist_ok=True)
@@ -233,8 +341,12 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
         "run_id": ctx.run_id,
         "started_at": environment.runner.stats.total.start_time,
         "duration_s": round(duration, 3),
-        "users": shape.users,
+        # the most users the run reached (the shape's starting count is shape_users)
+        "users": max(TIMELINE.peak_users, 0) or shape.users,
+        "peak_users": TIMELINE.peak_users,
+        "shape_users": shape.users,
         "stop_reason": shape_summary.get("stop_reason", ""),
+        "aborted": aborted,
         "operations": {
             name: {
                 "requests": s.requests,
@@ -262,8 +374,11 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
             "auth_errors": counters.get("auth_errors", 0),
         },
         "slo": {"thresholds": slo, "verdicts": [v.to_dict() for v in verdicts]},
-        "slo_passed": all(v.passed for v in verdicts),
+        "slo_passed": slo_passed,
+        "failed_because": result_reasons(verdicts, recon, aborted),
         "reconciliation": recon,
+        "failures": collect_failures(environment.runner.stats),
+        "timeline": TIMELINE.to_dict(),
         "counters": counters,
         "ledger": {"batches": LEDGER.batches_received, "sources": sorted(LEDGER.sources)},
         "mix": shape.mix,
@@ -291,29 +406,8 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
             "server_duplicate_keys": recon.get("server_duplicate_keys", 0),
         }
     (report_dir / "load.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    print(verdict_table(verdicts, recon, shape.name, exit_code), flush=True)
+    print(verdict_table(verdicts, recon, shape.name, exit_code, aborted), flush=True)
     if shape.name == "ramp":
-        knee = shape_summary.get("knee")
-        best = shape_summary.get("max_sustainable")
-        if knee:
-            print(
-                f"paysuite: knee at step {knee['step']} ({knee['users']} users, "
-                f"{knee['rps']} req/s): "
-                f"{', '.join(knee['breached'])} breached"
-                + (
-                    f"; last good step {best['users']} users at {best['rps']} req/s" if best else ""
-                ),
-                flush=True,
-            )
-        else:
-            print("paysuite: no knee found within the ramp's duration", flush=True)
-        plateau = shape_summary.get("plateau")
-        if plateau:
-            print(
-                f"paysuite: throughput stopped growing at step {plateau['step']} "
-                f"({plateau['users']} users, {plateau['rps']} req/s): the target or the load "
-                "generator is saturated (add --workers to tell which)",
-                flush=True,
-            )
+        print("\n".join(ramp_lines(shape_summary)), flush=True)
     environment.process_exit_code = exit_code
     return summary

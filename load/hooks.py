@@ -1,8 +1,10 @@
 """Locust event listeners: custom arguments, per-process set-up, and the end-of-run verdict.
 
 Imported by the locustfile; every listener is registered once at import. Options can be given as
-command-line arguments or environment variables (``PAYSUITE_CONFIG``, ``PAYSUITE_SHAPE``, ...),
-and appear in Locust's web UI.
+command-line arguments or environment variables (``PAYSUITE_CONFIG``, ``PAYSUITE_SHAPE``, ...).
+The web UI shows the ones that matter for the chosen shape (all of them with ``--class-picker``),
+beside Locust's own users, spawn rate and run time fields, which the shapes honour (as ``-u``,
+``-r``, ``-t`` on the command line). Durations take Locust's format (``20s``, ``1m30s``).
 
 The run's plan (``load.plan``) is made once per process: the master (or single process) builds it
 at ``init`` from ``paysuite load``'s plan file or from these options, and puts its serialised form
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import logging
+import os
 import sys
 from typing import Any
 
@@ -25,10 +28,38 @@ from locust.runners import WorkerRunner
 
 from load import context as run_context
 from load import ledger, loopback
-from load.plan import LoadPlan, UsageError, plan_from_locust_options, read_plan, write_plan
+from load.plan import (
+    COMMON_OPTIONS,
+    DEFAULT_SHAPE,
+    LoadPlan,
+    UsageError,
+    plan_from_locust_options,
+    read_plan,
+    write_plan,
+)
 from load.shape_catalog import SHAPE_NAMES
+from load.timeline import TIMELINE
 
 log = logging.getLogger("paysuite")
+
+_SHAPE_FLAGS = ("--paysuite-shape", "--paysuite-profile")  # the new name first, then the old
+
+
+def selected_shape(argv: list[str]) -> str:
+    """The shape named on the command line or in the environment, before Locust parses them
+    (the locustfile exposes its class; the web UI shows the options that matter for it)."""
+    for flag in _SHAPE_FLAGS:
+        for index, arg in enumerate(argv):
+            if arg == flag and index + 1 < len(argv):
+                return argv[index + 1]
+            if arg.startswith(f"{flag}="):
+                return arg.split("=", 1)[1]
+    return os.environ.get("PAYSUITE_SHAPE") or os.environ.get("PAYSUITE_PROFILE") or DEFAULT_SHAPE
+
+
+def _shown_for(*shapes: str) -> bool:
+    """Whether an option that only some shapes use belongs in the web UI of this run."""
+    return "--class-picker" in sys.argv or selected_shape(sys.argv) in shapes
 
 
 @events.init_command_line_parser.add_listener
@@ -52,28 +83,46 @@ def add_arguments(parser: LocustArgumentParser) -> None:
         env_var="PAYSUITE_PROFILE",
         default="",
         choices=list(SHAPE_NAMES),
+        include_in_web_ui=False,
         help="old name of --paysuite-shape",
     )
+    # the web UI's own users, spawn rate and run time fields do what these three do
     group.add_argument(
         "--paysuite-users",
         env_var="PAYSUITE_USERS",
         type=int,
         default=None,
-        help="override the shape's user count",
+        include_in_web_ui=False,
+        help="override the shape's user count (same as -u)",
     )
     group.add_argument(
         "--paysuite-spawn-rate",
         env_var="PAYSUITE_SPAWN_RATE",
         type=float,
         default=None,
-        help="override the shape's spawn rate",
+        include_in_web_ui=False,
+        help="override the shape's spawn rate (same as -r)",
     )
     group.add_argument(
         "--paysuite-duration",
         env_var="PAYSUITE_DURATION",
-        type=float,
-        default=None,
-        help="override the shape's duration (seconds)",
+        default="",
+        include_in_web_ui=False,
+        help="override the shape's duration: 20, 20s, 1m30s, 1h (same as -t)",
+    )
+    group.add_argument(
+        "--paysuite-step-duration",
+        env_var="PAYSUITE_STEP_DURATION",
+        default="",
+        include_in_web_ui=_shown_for("ramp"),
+        help="ramp: length of each step, e.g. 10s (at least 5 s)",
+    )
+    group.add_argument(
+        "--paysuite-abort-on-fail",
+        env_var="PAYSUITE_ABORT_ON_FAIL",
+        action="store_true",
+        default=False,
+        help="stop the run as soon as a threshold can no longer be met (exit status 1)",
     )
     group.add_argument(
         "--paysuite-max-requests",
@@ -86,6 +135,7 @@ def add_arguments(parser: LocustArgumentParser) -> None:
         "--paysuite-mix",
         env_var="PAYSUITE_MIX",
         default="",
+        include_in_web_ui=_shown_for(*(n for n in SHAPE_NAMES if n != "idempotency-storm")),
         help="operation weights, e.g. cashin=3,cashout=2,find=3,events=1,events?filter=1",
     )
     group.add_argument(
@@ -108,14 +158,14 @@ def add_arguments(parser: LocustArgumentParser) -> None:
         env_var="PAYSUITE_LIFECYCLE_RESOLVE",
         default="",
         choices=["", "auto", "driver"],
+        include_in_web_ui=_shown_for("lifecycle"),
         help="lifecycle: wait for the target to resolve (auto) or drive the customer",
     )
     group.add_argument(
         "--paysuite-reconcile-timeout",
         env_var="PAYSUITE_RECONCILE_TIMEOUT",
-        type=float,
-        default=120.0,
-        help="time budget of the reconciliation (s)",
+        default="120",
+        help="time budget of the reconciliation, e.g. 2m (default 120 s)",
     )
     group.add_argument(
         "--paysuite-reconcile-concurrency",
@@ -125,9 +175,9 @@ def add_arguments(parser: LocustArgumentParser) -> None:
         help="parallel checks during the reconciliation",
     )
     for name, kind, text in (
-        ("connect-timeout-s", float, "seconds to connect to the target"),
-        ("read-timeout-s", float, "seconds any one socket read may wait"),
-        ("total-timeout-s", float, "seconds one whole request may take, body included"),
+        ("connect-timeout-s", str, "time to connect to the target (default 5s)"),
+        ("read-timeout-s", str, "time any one socket read may wait (default 15s)"),
+        ("total-timeout-s", str, "time one whole request may take, body included (default 30s)"),
         ("max-response-bytes", int, "largest response body read; a larger one is an error"),
     ):
         group.add_argument(
@@ -135,6 +185,7 @@ def add_arguments(parser: LocustArgumentParser) -> None:
             env_var=f"PAYSUITE_{name.upper().replace('-', '_')}",
             type=kind,
             default=None,
+            include_in_web_ui=False,  # a safety net, not a load setting
             help=text,
         )
     group.add_argument(
@@ -162,14 +213,35 @@ def add_arguments(parser: LocustArgumentParser) -> None:
 _BUILT_FROM: tuple[tuple[str, str], ...] = ()
 #: the serialised plan this worker installed last
 _READ: str = ""
+#: Locust's -u, -r, -t as given on the command line (headless: read once, at init)
+_COMMON_GIVEN: dict[str, Any] = {}
+#: the values paysuite put in the web UI's users/spawn rate/run time fields (the shape's own):
+#: left as they are, they are not overrides (another shape picked there keeps its own)
+_PREFILLED: dict[str, Any] = {}
+
+
+def _common(options: argparse.Namespace) -> dict[str, Any]:
+    """Locust's -u, -r, -t that override the shape: as given at start (headless), or as the web
+    UI's fields hold them now, unless still what paysuite filled in."""
+    if getattr(options, "headless", False) or getattr(options, "autostart", False):
+        return dict(_COMMON_GIVEN)
+    values = {key: getattr(options, key, None) for key in COMMON_OPTIONS}
+    return {
+        key: value
+        for key, value in values.items()
+        if value is not None and (key not in _PREFILLED or value != _PREFILLED[key])
+    }
 
 
 def _snapshot(options: argparse.Namespace) -> tuple[tuple[str, str], ...]:
     return tuple(
         sorted(
-            (key, repr(value))
-            for key, value in vars(options).items()
-            if key.startswith("paysuite_") and key != "paysuite_plan"
+            [
+                (key, repr(value))
+                for key, value in vars(options).items()
+                if key.startswith("paysuite_") and key != "paysuite_plan"
+            ]
+            + [(f"common:{key}", repr(value)) for key, value in _common(options).items()]
         )
     )
 
@@ -192,16 +264,38 @@ def on_init(environment: Environment, **_: Any) -> None:
     ledger.install(environment)
     if isinstance(runner, WorkerRunner) or options is None:
         return
+    _COMMON_GIVEN.clear()
+    if not getattr(options, "paysuite_plan_file", ""):  # paysuite load's plan has them already
+        _COMMON_GIVEN.update(
+            {key: getattr(options, key) for key in COMMON_OPTIONS if getattr(options, key, None)}
+        )
     try:
-        plan = plan_from_locust_options(options, environment.host)
+        plan = plan_from_locust_options(options, environment.host, _common(options))
         loopback.check_loopback(plan.target, warn=_say)
     except (UsageError, ValueError, OSError) as exc:
         print(f"paysuite: {exc}", file=sys.stderr, flush=True)
         sys.exit(2)
     if not environment.host:
         environment.host = plan.target.base_url
+    if not options.headless and not getattr(options, "autostart", False):
+        # the web UI's users, spawn rate and run time fields start with the shape's own values
+        shape = plan.shape
+        for key, value in (
+            ("num_users", shape.users),
+            ("spawn_rate", shape.spawn_rate),
+            ("run_time", int(shape.duration_s)),
+        ):
+            if getattr(options, key, None) is None:
+                setattr(options, key, value)
+                _PREFILLED[key] = value
     _BUILT_FROM = _snapshot(options)
     _publish(options, plan)
+    if not getattr(options, "paysuite_plan_file", ""):  # paysuite load said it already
+        shape = plan.shape
+        _say(
+            f"shape {shape.name}: {shape.outline()}, at most {shape.duration_s:g} s / "
+            f"{shape.max_requests} requests"
+        )
     if runner is not None:
         atexit.register(_render_html)
 
@@ -214,7 +308,7 @@ def _master_plan(environment: Environment) -> LoadPlan:
     plan = run_context.current_plan()
     if options is not None and _snapshot(options) != _BUILT_FROM:
         try:
-            plan = plan_from_locust_options(options, environment.host)
+            plan = plan_from_locust_options(options, environment.host, _common(options))
             loopback.check_loopback(plan.target, warn=_say)
             _BUILT_FROM = _snapshot(options)
         except (UsageError, ValueError, OSError) as exc:
@@ -241,6 +335,14 @@ def on_test_start(environment: Environment, **_: Any) -> None:
             run_context.install_plan(plan)
     worker_index = int(getattr(environment.runner, "worker_index", 0) or 0)
     run_context.build_context(worker_index)
+    if not isinstance(environment.runner, WorkerRunner):
+        TIMELINE.start(environment, run_context.current_plan())
+
+
+@events.test_stop.add_listener
+def on_test_stop(environment: Environment, **_: Any) -> None:
+    if not isinstance(environment.runner, WorkerRunner):
+        TIMELINE.stop()  # the timeline ends with the load, not with the reconciliation
 
 
 @events.quitting.add_listener

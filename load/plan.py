@@ -29,6 +29,7 @@ from typing import Any
 from load.limits import ClientLimits
 from load.shape_catalog import Pacing, Shape, Thresholds, get_shape, parse_mix, parse_pacing
 from load.slo import SLOError, SLORules, load_slo_file, resolve_slo
+from load.timespan import parse_duration
 from paysuite_core.target_config import (
     TargetConfig,
     TargetConfigError,
@@ -64,9 +65,12 @@ class ShapeOverrides:
     max_requests: int | None = None
     mix: dict[str, float] | None = None
     pacing: Pacing | None = None
+    #: ramp only: the step length
+    step_s: float | None = None
 
     def apply(self, shape: Shape) -> Shape:
         return shape.with_overrides(
+            step_s=self.step_s,
             users=self.users,
             spawn_rate=self.spawn_rate,
             duration_s=self.duration_s,
@@ -94,6 +98,8 @@ class LoadPlan:
     reconcile_concurrency: int = 16
     run_id: str = field(default_factory=new_run_id)
     quiet: bool = False
+    #: stop the run as soon as a threshold can no longer be met (``load.slo.decided_early``)
+    abort_on_fail: bool = False
 
     @cached_property
     def shape(self) -> Shape:
@@ -136,6 +142,16 @@ def _positive(name: str, value: float | None) -> None:
         raise UsageError(f"--{name.replace('_', '-')} must be greater than 0")
 
 
+def _duration(name: str, value: str | float | None) -> float | None:
+    """A duration option in Locust's format (``20``, ``20s``, ``1m30s``), in seconds."""
+    if value is None or value == "":
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise UsageError(f"--{name.replace('_', '-')}: {exc}") from None
+
+
 def build_plan(
     *,
     shape: str = DEFAULT_SHAPE,
@@ -143,7 +159,8 @@ def build_plan(
     target: str | None = None,
     users: int | None = None,
     spawn_rate: float | None = None,
-    duration: float | None = None,
+    duration: str | float | None = None,
+    step_duration: str | float | None = None,
     max_requests: int | None = None,
     workers: int = 0,
     report_dir: Path | str = DEFAULT_REPORT_DIR,
@@ -151,23 +168,30 @@ def build_plan(
     mix: str = "",
     pacing: str = "",
     lifecycle_resolve: str = "",
-    reconcile_timeout: float = 120.0,
+    reconcile_timeout: str | float = 120.0,
     reconcile_concurrency: int = 16,
     limits: ClientLimits | None = None,
     run_id: str = "",
     quiet: bool = False,
+    abort_on_fail: bool = False,
 ) -> LoadPlan:
     """The one way to make a ``LoadPlan``: validates every input, reads the target configuration
     file and the SLO file (once each). ``config=None`` means the bundled stub (``target`` then
-    makes no sense). Raises ``UsageError`` with a one-line reason."""
+    makes no sense). Durations are seconds or strings in Locust's format (``20s``, ``1m30s``).
+    Raises ``UsageError`` with a one-line reason."""
     try:
         get_shape(shape)
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from None
+    duration = _duration("duration", duration)
+    step_s = _duration("step_duration", step_duration)
+    reconcile_s = _duration("reconcile_timeout", reconcile_timeout)
     for name, value in (
         ("users", users),
         ("spawn_rate", spawn_rate),
         ("duration", duration),
+        ("step_duration", step_s),
+        ("reconcile_timeout", reconcile_s),
         ("max_requests", max_requests),
     ):
         _positive(name, value)
@@ -185,7 +209,9 @@ def build_plan(
             max_requests=max_requests,
             mix=parse_mix(mix) if mix else None,
             pacing=parse_pacing(pacing) if pacing else None,
+            step_s=step_s,
         )
+        overrides.apply(get_shape(shape)).check()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     limits = limits or ClientLimits()
@@ -218,10 +244,11 @@ def build_plan(
         limits=limits,
         workers=workers,
         lifecycle_resolve=lifecycle_resolve,
-        reconcile_timeout_s=reconcile_timeout,
+        reconcile_timeout_s=reconcile_s if reconcile_s is not None else 120.0,
         reconcile_concurrency=reconcile_concurrency,
         run_id=run_id or new_run_id(),
         quiet=quiet,
+        abort_on_fail=abort_on_fail,
     )
 
 
@@ -239,9 +266,10 @@ def plan_from_args(args: argparse.Namespace) -> LoadPlan:
         shape = args.profile
     default = ClientLimits()
     limits = ClientLimits(
-        connect_timeout_s=args.connect_timeout or default.connect_timeout_s,
-        read_timeout_s=args.read_timeout or default.read_timeout_s,
-        total_timeout_s=args.total_timeout or default.total_timeout_s,
+        connect_timeout_s=_duration("connect_timeout", args.connect_timeout)
+        or default.connect_timeout_s,
+        read_timeout_s=_duration("read_timeout", args.read_timeout) or default.read_timeout_s,
+        total_timeout_s=_duration("total_timeout", args.total_timeout) or default.total_timeout_s,
         max_response_bytes=args.max_response_bytes or default.max_response_bytes,
     )
     return build_plan(
@@ -251,6 +279,7 @@ def plan_from_args(args: argparse.Namespace) -> LoadPlan:
         users=args.users,
         spawn_rate=args.spawn_rate,
         duration=args.duration,
+        step_duration=args.step_duration,
         max_requests=args.max_requests,
         workers=args.workers,
         report_dir=args.report_dir,
@@ -261,6 +290,7 @@ def plan_from_args(args: argparse.Namespace) -> LoadPlan:
         reconcile_timeout=args.reconcile_timeout,
         limits=limits,
         quiet=args.quiet,
+        abort_on_fail=args.abort_on_fail,
     )
 
 
@@ -291,9 +321,21 @@ def report_dir_option(options: argparse.Namespace | None) -> Path:
     return Path(DEFAULT_REPORT_DIR)
 
 
-def plan_from_locust_options(options: argparse.Namespace | None, host: str | None) -> LoadPlan:
+#: Locust's own options that a paysuite shape honours (``use_common_options``): -u, -r, -t
+COMMON_OPTIONS = ("num_users", "spawn_rate", "run_time")
+
+
+def plan_from_locust_options(
+    options: argparse.Namespace | None,
+    host: str | None,
+    common: dict[str, Any] | None = None,
+) -> LoadPlan:
     """The plan of a Locust master (or single process): the file ``paysuite load`` wrote
-    (``--paysuite-plan-file``), else built from the ``--paysuite-*`` options."""
+    (``--paysuite-plan-file``), else built from the ``--paysuite-*`` options.
+
+    ``common``: Locust's ``-u``, ``-r``, ``-t`` (``num_users``, ``spawn_rate``, ``run_time``) as
+    given (on the command line or in the web UI); a ``--paysuite-*`` option of the same meaning
+    wins over them."""
     plan_file = option(options, "paysuite_plan_file")
     if plan_file:
         try:
@@ -314,28 +356,39 @@ def plan_from_locust_options(options: argparse.Namespace | None, host: str | Non
         value = option(options, f"paysuite_{name}")
         return kind(fallback) if value is None else kind(value)
 
+    def seconds(name: str, fallback: float) -> float:
+        value = _duration(f"paysuite_{name}", option(options, f"paysuite_{name}"))
+        return fallback if value is None else value
+
+    common = common or {}
+    users = option(options, "paysuite_users")
+    spawn_rate = option(options, "paysuite_spawn_rate")
+    duration = option(options, "paysuite_duration")
+
     return build_plan(
         shape=shape_option(options),
         config=Path(path),
         target=host or None,
-        users=_cast(option(options, "paysuite_users"), int),
-        spawn_rate=_cast(option(options, "paysuite_spawn_rate"), float),
-        duration=_cast(option(options, "paysuite_duration"), float),
+        users=_cast(users if users is not None else common.get("num_users"), int),
+        spawn_rate=_cast(spawn_rate if spawn_rate is not None else common.get("spawn_rate"), float),
+        duration=duration if duration is not None else common.get("run_time"),
+        step_duration=option(options, "paysuite_step_duration"),
         max_requests=_cast(option(options, "paysuite_max_requests"), int),
         report_dir=report_dir_option(options),
         slo=option(options, "paysuite_slo"),
         mix=option(options, "paysuite_mix") or "",
         pacing=option(options, "paysuite_pacing") or "",
         lifecycle_resolve=option(options, "paysuite_lifecycle_resolve") or "",
-        reconcile_timeout=number("reconcile_timeout", float, 120.0),
+        reconcile_timeout=option(options, "paysuite_reconcile_timeout") or 120.0,
         reconcile_concurrency=number("reconcile_concurrency", int, 16),
         limits=ClientLimits(
-            connect_timeout_s=number("connect_timeout_s", float, default.connect_timeout_s),
-            read_timeout_s=number("read_timeout_s", float, default.read_timeout_s),
-            total_timeout_s=number("total_timeout_s", float, default.total_timeout_s),
+            connect_timeout_s=seconds("connect_timeout_s", default.connect_timeout_s),
+            read_timeout_s=seconds("read_timeout_s", default.read_timeout_s),
+            total_timeout_s=seconds("total_timeout_s", default.total_timeout_s),
             max_response_bytes=number("max_response_bytes", int, default.max_response_bytes),
         ),
         run_id=option(options, "paysuite_run_id") or "",
+        abort_on_fail=bool(option(options, "paysuite_abort_on_fail")),
     )
 
 
@@ -358,6 +411,7 @@ def write_plan(plan: LoadPlan) -> str:
             "reconcile_concurrency": plan.reconcile_concurrency,
             "run_id": plan.run_id,
             "quiet": plan.quiet,
+            "abort_on_fail": plan.abort_on_fail,
         }
     )
 
@@ -377,6 +431,7 @@ def read_plan(text: str) -> LoadPlan:
             max_requests=raw.get("max_requests"),
             mix=raw.get("mix"),
             pacing=tuple(pacing) if pacing else None,  # type: ignore[arg-type]
+            step_s=raw.get("step_s"),
         )
         get_shape(data["shape"])
         return LoadPlan(
@@ -392,6 +447,7 @@ def read_plan(text: str) -> LoadPlan:
             reconcile_concurrency=int(data["reconcile_concurrency"]),
             run_id=str(data["run_id"]),
             quiet=bool(data["quiet"]),
+            abort_on_fail=bool(data.get("abort_on_fail", False)),
         )
     except (ValueError, KeyError, TypeError, AttributeError, TargetConfigError) as exc:
         raise UsageError(f"not a paysuite load plan: {exc}") from None

@@ -122,6 +122,9 @@ class _Tokens:
                 send = _session_send(session, self.config.base_url)
                 flow = TokenFlow(send, app, fallback_ttl_s=self.config.access_token_ttl_s)
                 self.flows[merchant] = flow
+            # authorize/refresh on the caller's own connection: another greenlet's may be busy
+            # or broken (a failed connect would hold its pool slot until the total timeout)
+            flow.send = _session_send(session, self.config.base_url)
             if flow.pair is not None and flow.pair.access == stale:
                 flow.renew()
             token = flow.access()
@@ -285,16 +288,21 @@ def reconcile(
     for record in unique:
         queue.put(record)
     outcomes: dict[str, int] = defaultdict(int)
+    error_kinds: dict[str, int] = defaultdict(int)
     samples: list[dict[str, Any]] = []
     deadline = started + time_budget_s
     done = 0
     tokens = _Tokens(config)
+    #: connection failures before any check succeeded: the target is gone (a Ctrl-C that also
+    #: stopped the bundled stub): the rest is reported unchecked at once, not after the budget
+    unreachable = 0
+    gone_after = max(1, min(concurrency, len(unique)))
 
     def worker() -> None:
-        nonlocal done
+        nonlocal done, unreachable
         session = _Session(config.base_url, limits)
         try:
-            while time.monotonic() < deadline:
+            while time.monotonic() < deadline and unreachable < gone_after:
                 try:
                     record = queue.get_nowait()
                 except gevent.queue.Empty:
@@ -303,8 +311,16 @@ def reconcile(
                     outcome = check_one(session, tokens, config.base_url, record)
                 except Exception as exc:  # noqa: BLE001 - any failure to check is reported
                     outcome = f"error:{type(exc).__name__}"
+                    # a failed connection is not reused (its pool slot would wait for the
+                    # total timeout): a fresh one for the next check
+                    session.close()
+                    session = _Session(config.base_url, limits)
+                    if isinstance(exc, OSError) and not outcomes.get("ok"):
+                        unreachable += 1
                 kind = outcome.split(":", 1)[0]
                 outcomes[kind] += 1
+                if kind == "error":
+                    error_kinds[outcome.split(":", 1)[1]] += 1
                 done += 1
                 if kind != "ok" and len(samples) < SAMPLE_LIMIT:
                     samples.append({"ref": record["ref"], "key": record["key"], "outcome": outcome})
@@ -322,6 +338,7 @@ def reconcile(
             progress(f"paysuite: reconciled {done}/{len(unique)}")
     gevent.joinall(greenlets)
     unchecked = len(unique) - done
+    target_gone = unreachable >= gone_after and unchecked > 0
     storm = storm_targets(records)
     server_side: dict[str, Any] = {}
     if storm:
@@ -343,7 +360,9 @@ def reconcile(
         "missing_created_event": outcomes.get("no_created_event", 0),
         "mismatched": outcomes.get("mismatch", 0),
         "errors": outcomes.get("error", 0),
+        "error_kinds": dict(sorted(error_kinds.items(), key=lambda kv: -kv[1])),
         "unchecked": unchecked,
+        "target_gone": target_gone,
         **anomalies,
         **server_side,
         "samples": samples,
@@ -351,14 +370,50 @@ def reconcile(
         "authorizes": tokens.authorizes,
     }
     result["lost"] = result["missing"] + result["missing_created_event"]
-    result["passed"] = not (
-        result["lost"]
-        or result["mismatched"]
-        or result["errors"]
-        or result["unchecked"]
-        or result["duplicate_keys"]
-        or result["reused_refs"]
-        or result.get("server_duplicate_keys")
-        or result.get("storm_check_error")
-    )
+    result["reasons"] = failure_reasons(result)
+    result["passed"] = not result["reasons"]
     return result
+
+
+def failure_reasons(result: dict[str, Any]) -> list[str]:
+    """Why a reconciliation fails, one phrase per cause with its count (empty: it passes).
+
+    The three kinds: lost (not findable, or without its created event), mismatched or
+    duplicated (the target holds something else than what was acknowledged), and could not be
+    checked (errors while checking, or the time budget ran out)."""
+    reasons = []
+    lost = result.get("lost", 0)
+    if lost:
+        parts = []
+        if result.get("missing"):
+            parts.append(f"{result['missing']} not findable by ref")
+        if result.get("missing_created_event"):
+            parts.append(f"{result['missing_created_event']} without a transaction:created event")
+        reasons.append(f"{lost} lost ({', '.join(parts)})" if parts else f"{lost} lost")
+    if result.get("mismatched"):
+        reasons.append(f"{result['mismatched']} mismatched (the target holds other fields)")
+    if result.get("duplicate_keys"):
+        reasons.append(f"{result['duplicate_keys']} idempotency keys acknowledged with two refs")
+    if result.get("reused_refs"):
+        reasons.append(f"{result['reused_refs']} refs handed out for two keys")
+    if result.get("server_duplicate_keys"):
+        reasons.append(f"{result['server_duplicate_keys']} storm keys executed twice on the target")
+    if result.get("errors"):
+        kinds = result.get("error_kinds") or {}
+        top = ", ".join(f"{n} {why}" for why, n in list(kinds.items())[:3])
+        reasons.append(f"{result['errors']} could not be checked (" + (top or "errors") + ")")
+    if result.get("unchecked"):
+        why = (
+            "the target stopped answering: no connection"
+            if result.get("target_gone")
+            else "the --reconcile-timeout budget ran out"
+        )
+        reasons.append(f"{result['unchecked']} could not be checked ({why})")
+    if result.get("storm_check_error"):
+        reasons.append(f"storm keys could not be counted ({result['storm_check_error']})")
+    if result.get("acknowledged_without_ref"):
+        reasons.append(
+            f"{result['acknowledged_without_ref']} creates acknowledged without a ref "
+            "(cannot be checked)"
+        )
+    return reasons

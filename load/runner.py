@@ -10,7 +10,9 @@ distributed mode is Locust's own: ``--workers N`` starts one ``--master --expect
 ``--master-host`` (docs/load.md). The master gets the plan as one file (``write_plan``) and sends
 it on to its workers. The verdict (SLOs, reconciliation, load.json, load.html) is computed inside
 the Locust master when it quits; ``run`` maps the outcome to the exit status: 0 met and nothing
-lost, 1 breached or lost, 2 usage/configuration error or unreachable target.
+lost, 1 a threshold breached (or aborted by ``--abort-on-fail``), 2 usage/configuration error,
+unreachable target or no verdict, 3 the reconciliation failed (lost, mismatched, duplicated or
+could not be checked).
 
 Load is only ever sent to loopback addresses from here. ``PAYSUITE_ALLOW_REMOTE_TARGET=1`` lifts
 that for real-world use against a system you are authorized to load.
@@ -64,7 +66,8 @@ StubFactory = Callable[[Path], AbstractContextManager[StartedStub]]
 class LoadResult:
     """The outcome of one load run."""
 
-    #: 0: SLOs met and nothing lost; 1: an SLO breached or a create lost; 2: no verdict
+    #: 0: thresholds met and nothing lost; 1: a threshold breached; 2: no verdict;
+    #: 3: the reconciliation failed
     exit_code: int
     report_dir: Path
     #: load.json as written by the Locust master (``None``: the run produced no verdict)
@@ -190,8 +193,9 @@ def run_locust(plan: LoadPlan, plan_file: Path, log_path: Path | None = None) ->
     logs = []
     mode = f"with {plan.workers} local workers" if plan.workers else "in one process"
     say(
-        f"running shape {shape.name} against {plan.target.base_url}: {shape.users} users, at "
+        f"running shape {shape.name} against {plan.target.base_url}: {shape.outline()}, at "
         f"most {shape.duration_s:g} s / {shape.max_requests} requests, {mode}"
+        + (", --abort-on-fail" if plan.abort_on_fail else "")
     )
     if plan.workers:
         port = free_port()
@@ -247,7 +251,7 @@ def outcome(plan: LoadPlan, code: int) -> LoadResult:
     summary = json.loads(load_json.read_text())
     exit_code = int(summary.get("exit_code", code))
     say(f"reports: {plan.report_dir.resolve()}/load.html, load.json, locust.html, locust_*.csv")
-    return LoadResult(exit_code if code in (0, 1) else 2, plan.report_dir, summary, plan)
+    return LoadResult(exit_code if code in (0, 1, 3) else 2, plan.report_dir, summary, plan)
 
 
 def _run_against_target(plan: LoadPlan, locust_log: Path | None) -> LoadResult:

@@ -32,6 +32,13 @@ Pacing: TypeAlias = tuple[str, float] | tuple[str, float, float]
 #: operation (or ``*``, ``total``, ``time-to-processed``) -> metric -> threshold
 Thresholds: TypeAlias = dict[str, dict[str, float]]
 
+#: Measures derived from several requests (not requests themselves): ``*`` does not apply to them.
+DERIVED_MEASURES = ("time-to-processed",)
+#: The ramp's steps never get shorter than this (a step judged on a second or two of requests is
+#: noise), and a ramp has at least this many steps: a shorter ``--duration`` is a usage error.
+MIN_RAMP_STEP_S = 5.0
+MIN_RAMP_STEPS = 3
+
 #: Thresholds that apply when a shape says nothing more specific (``*`` = every operation).
 _BASE_SLO: Thresholds = {
     "*": {"p95_ms": 500, "p99_ms": 1000, "error_ratio": 0.01},
@@ -59,7 +66,8 @@ class Shape:
     pacing: Pacing = ("between", 0.05, 0.3)
     mix: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_MIX))
     slo: Thresholds = field(default_factory=dict)
-    #: ramp: users added per step, and the step length (scaled with --duration)
+    #: ramp: users added per step, and the step length (scaled with --duration, never below
+    #: ``MIN_RAMP_STEP_S``)
     step_users: int = 0
     step_s: float = 0
     #: spike: the peak user count and the (start, end) fractions of the duration it lasts
@@ -78,8 +86,10 @@ class Shape:
         max_requests: int | None = None,
         mix: dict[str, float] | None = None,
         pacing: Pacing | None = None,
+        step_s: float | None = None,
     ) -> Shape:
-        """The shape with command-line overrides applied; the ramp step scales with duration."""
+        """The shape with command-line overrides applied; the ramp step scales with duration
+        (down to ``MIN_RAMP_STEP_S``) unless ``step_s`` sets it."""
         changes: dict[str, Any] = {}
         if users is not None:
             changes["users"] = users
@@ -90,7 +100,10 @@ class Shape:
         if duration_s is not None:
             changes["duration_s"] = duration_s
             if self.step_s:
-                changes["step_s"] = max(1.0, self.step_s * duration_s / self.duration_s)
+                scaled = self.step_s * duration_s / self.duration_s
+                changes["step_s"] = max(MIN_RAMP_STEP_S, scaled)
+        if step_s is not None and self.step_s:
+            changes["step_s"] = step_s
         if max_requests is not None:
             changes["max_requests"] = max_requests
         if mix is not None:
@@ -98,6 +111,46 @@ class Shape:
         if pacing is not None:
             changes["pacing"] = pacing
         return replace(self, **changes)
+
+    @property
+    def steps(self) -> int:
+        """How many ramp steps fit in the duration (0 for the other shapes)."""
+        return int(self.duration_s // self.step_s) if self.step_s else 0
+
+    @property
+    def peak_user_count(self) -> int:
+        """The most users this shape asks for."""
+        if self.step_s:
+            return self.users + self.step_users * max(self.steps - 1, 0)
+        return max(self.users, self.peak_users)
+
+    def check(self) -> None:
+        """``ValueError`` when the overrides leave the shape unable to say what it should (a ramp
+        with steps too short or too few)."""
+        if not self.step_s:
+            return
+        if self.step_s < MIN_RAMP_STEP_S:
+            raise ValueError(
+                f"ramp: steps of {self.step_s:g} s are too short to judge (at least "
+                f"{MIN_RAMP_STEP_S:g} s)"
+            )
+        if self.steps < MIN_RAMP_STEPS:
+            raise ValueError(
+                f"ramp: a duration of {self.duration_s:g} s holds {self.steps} step(s) of "
+                f"{self.step_s:g} s; the knee needs at least {MIN_RAMP_STEPS}: give --duration "
+                f"{MIN_RAMP_STEPS * self.step_s:g}s or more"
+            )
+
+    def outline(self) -> str:
+        """One line saying what the shape will do (printed when the run starts)."""
+        if self.step_s:
+            return (
+                f"{self.steps} steps of {self.step_s:g} s, {self.users} to "
+                f"{self.peak_user_count} users (+{self.step_users} per step)"
+            )
+        if self.peak_users:
+            return f"{self.users} users, {self.peak_user_count} during the spike"
+        return f"{self.users} users"
 
 
 SHAPES: dict[str, Shape] = {

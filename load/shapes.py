@@ -5,14 +5,19 @@ can run away. The locustfile exposes the class of the selected shape (or all of 
 Locust's ``--class-picker``, for the web UI); the class names its catalogue entry, and the
 run's plan (``load.context.current_plan``) supplies the overrides and SLO rules.
 
+Every class has ``use_common_options``: Locust's own ``-u``, ``-r`` and ``-t`` (and the web UI's
+users, spawn rate and run time fields) override the shape's users, spawn rate and duration
+(``load.hooks`` folds them into the run's plan).
+
 The ramp shape judges each step on the step's own requests (a difference of the cumulative
 statistics at the step's boundaries, so it works on a master fed by workers) and stops at the
-first step where the p95 latency or the error ratio breaks the SLO: that step is the knee.
+first step where the p95 latency or the error ratio breaks the SLO (its breaking point). Its knee
+is computed from the same per-step numbers (``load.slo.ramp_knee``): the step after which
+throughput stopped growing while latency or errors rose.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from locust import LoadTestShape
@@ -20,7 +25,8 @@ from locust import LoadTestShape
 from load.context import current_plan
 from load.plan import LoadPlan
 from load.shape_catalog import OPERATIONS, Shape
-from load.slo import percentile_of, throughput_plateau
+from load.slo import percentile_of, ramp_knee
+from load.timeline import TIMELINE
 
 Tick = tuple[int, float]
 
@@ -30,6 +36,8 @@ class CatalogShape(LoadTestShape):
 
     abstract = True
     shape_name = ""
+    # -u, -r, -t and the web UI's fields apply (through the plan's overrides)
+    use_common_options = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -48,8 +56,11 @@ class CatalogShape(LoadTestShape):
         shape = self._shape()
         elapsed = self.get_run_time()
         assert self.runner is not None
-        if elapsed >= shape.duration_s:
+        if TIMELINE.abort_reason:
+            self.stop_reason = f"aborted by --abort-on-fail: {TIMELINE.abort_reason}"
+        elif elapsed >= shape.duration_s:
             self.stop_reason = f"duration {shape.duration_s:g} s reached"
+            self.finish(elapsed, shape)
         elif self.runner.stats.total.num_requests >= shape.max_requests:
             self.stop_reason = f"request budget {shape.max_requests} reached"
         else:
@@ -70,6 +81,9 @@ class CatalogShape(LoadTestShape):
 
     def users_at(self, elapsed: float, shape: Shape) -> Tick | None:
         return shape.users, shape.spawn_rate
+
+    def finish(self, elapsed: float, shape: Shape) -> None:
+        """The run reached its duration (the ramp closes its last step)."""
 
     def summary(self) -> dict[str, Any]:
         """What the shape learned, for load.json (the ramp adds its steps and knee)."""
@@ -113,7 +127,8 @@ class RampShape(CatalogShape):
     def __init__(self) -> None:
         super().__init__()
         self.steps: list[dict[str, Any]] = []
-        self.knee: dict[str, Any] | None = None
+        #: the first step that broke an SLO (it ends the run)
+        self.slo_break: dict[str, Any] | None = None
         self._step_index = -1
         self._snapshot: tuple[int, int, dict[int, int]] | None = None
         self._step_started = 0.0
@@ -154,6 +169,8 @@ class RampShape(CatalogShape):
         step = {
             "step": self._step_index,
             "users": shape.users + shape.step_users * self._step_index,
+            "start_s": round(self._step_started, 1),
+            "duration_s": round(duration, 1),
             "requests": requests,
             "failures": failures,
             "rps": round(requests / duration, 2),
@@ -162,16 +179,22 @@ class RampShape(CatalogShape):
             "breached": breached,
         }
         self.steps.append(step)
-        if breached and self.knee is None:
-            self.knee = step
+        if breached and self.slo_break is None:
+            self.slo_break = step
             return True
         return False
+
+    def finish(self, elapsed: float, shape: Shape) -> None:
+        # the last step, if it ran most of its length (else its numbers would mislead)
+        if self._step_index >= 0 and elapsed - self._step_started >= shape.step_s * 0.5:
+            self._close_step(elapsed, shape)
 
     def users_at(self, elapsed: float, shape: Shape) -> Tick | None:
         index = int(elapsed // shape.step_s)
         if index != self._step_index:
             if self._step_index >= 0 and self._close_step(elapsed, shape):
-                self.stop_reason = f"knee found at step {self.knee['step']}"  # type: ignore[index]
+                step = self.slo_break or {}
+                self.stop_reason = f"SLO broken at step {step.get('step')}"
                 return None  # tick() ends the run
             if self._step_index < 0:
                 self._snapshot = self._cumulative()
@@ -186,12 +209,14 @@ class RampShape(CatalogShape):
             if step["breached"]:
                 break
             last_good = step
+        found = ramp_knee(self.steps)
         return {
             "stop_reason": self.stop_reason,
             "steps": self.steps,
-            "knee": self.knee,
+            "knee": found if found and found["kind"] == "knee" else None,
+            "plateau": found if found and found["kind"] == "plateau" else None,
+            "slo_break": self.slo_break,
             "max_sustainable": last_good,
-            "plateau": throughput_plateau(self.steps),
             "step_s": self.shape.step_s if self.shape else None,
         }
 
@@ -208,8 +233,3 @@ SHAPE_CLASSES: dict[str, type[CatalogShape]] = {
         LifecycleShape,
     )
 }
-
-
-def steps_needed(shape: Shape) -> int:
-    """How many ramp steps fit in the duration (for the docs and the progress line)."""
-    return max(1, math.ceil(shape.duration_s / max(shape.step_s, 1)))

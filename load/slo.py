@@ -1,8 +1,9 @@
 """Service-level objectives: thresholds per load shape and per operation, and their verdicts.
 
 A threshold set maps an operation name (a Locust statistics name such as ``cashin``, ``*`` for
-every mix operation that ran, ``total`` for all requests together, ``time-to-processed`` for the
-lifecycle shape) to metrics: ``p50_ms``, ``p95_ms``, ``p99_ms`` (latency ceilings),
+every request operation that ran, ``total`` for all requests together, ``time-to-processed`` for
+the lifecycle shape: a derived measure, which ``*`` does not cover) to metrics: ``p50_ms``,
+``p95_ms``, ``p99_ms`` (latency ceilings),
 ``error_ratio`` (failures / requests ceiling) and ``min_rps`` (throughput floor).
 
 The built-in thresholds of each shape (``load.shape_catalog``) can be overridden by a YAML file::
@@ -28,10 +29,17 @@ from typing import Any
 
 import yaml
 
-from load.shape_catalog import AUTH_OPERATIONS, Shape, Thresholds, default_slo
+from load.shape_catalog import AUTH_OPERATIONS, DERIVED_MEASURES, Shape, Thresholds, default_slo
 
 METRICS = ("p50_ms", "p95_ms", "p99_ms", "error_ratio", "min_rps")
 _PERCENTILE_METRICS = {"p50_ms": "p50", "p95_ms": "p95", "p99_ms": "p99"}
+#: metrics that are floors (the others are ceilings)
+FLOORS = ("min_rps", "requests", "steps_completed", "successes")
+#: ``--abort-on-fail``: the metrics that can be decided before the run ends, and how many
+#: requests of the operation must have been seen first (an error ratio of 0 is decided at the
+#: first failure: it can never be met again)
+EARLY_METRICS = ("error_ratio", "p50_ms", "p95_ms", "p99_ms")
+EARLY_MIN_REQUESTS = 200
 
 
 class SLOError(ValueError):
@@ -97,11 +105,14 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def relation(self) -> str:
+        return ">=" if self.metric in FLOORS else "<="
+
     def describe(self) -> str:
         """One line naming the breach, as printed under the verdict table."""
-        relation = ">=" if self.metric in ("min_rps", "successes") else "<="
         shown = "n/a" if self.observed is None else f"{self.observed:g}"
-        return f"{self.operation} {self.metric} {shown} (SLO {relation} {self.threshold:g})"
+        return f"{self.operation} {self.metric} {shown} (SLO {self.relation} {self.threshold:g})"
 
 
 def _check_block(block: Any, where: str) -> dict[str, dict[str, float]]:
@@ -173,8 +184,9 @@ def evaluate(
 ) -> list[Verdict]:
     """Judge every threshold against what was observed.
 
-    ``*`` applies to each operation that made requests; to authorize and refresh (few, and slow
-    by design) only its ``error_ratio``: their failures count like any other (issue 13). An
+    ``*`` applies to each request operation that made requests (not to derived measures such as
+    ``time-to-processed``, which only their own thresholds judge); to authorize and refresh (few,
+    and slow by design) only its ``error_ratio``: their failures count like any other (issue 13). An
     operation whose every request failed gets a failed ``successes`` row besides. A named
     operation is judged even when it made no requests: each of its thresholds then fails.
     """
@@ -182,7 +194,7 @@ def evaluate(
     wildcard = slo.get("*", {})
     for op in sorted(operations):
         stats = operations[op]
-        if stats.requests == 0:
+        if stats.requests == 0 or op in DERIVED_MEASURES:
             continue
         if stats.failures >= stats.requests:
             verdicts.append(Verdict(op, "successes", 1, 0, False, "no successful request"))
@@ -205,6 +217,34 @@ def evaluate(
     return verdicts
 
 
+def decided_early(
+    slo: Mapping[str, Mapping[str, float]],
+    operations: Mapping[str, OperationStats],
+    total: OperationStats,
+    min_requests: int = EARLY_MIN_REQUESTS,
+) -> list[Verdict]:
+    """The thresholds that a run in progress can already be said to miss (``--abort-on-fail``).
+
+    Only ceilings on request operations (and ``total``): ``error_ratio`` and the latency
+    percentiles, judged on the requests so far once the operation has ``min_requests`` of them
+    (as k6's ``abortOnFail``: breached on a sample large enough to mean something); an
+    ``error_ratio`` of 0 at the first failure, since it can never be met again. ``min_rps``,
+    ``successes`` and derived measures (time-to-processed) wait for the end of the run."""
+    decided = []
+    for verdict in evaluate(slo, operations, total):
+        if verdict.passed or verdict.metric not in EARLY_METRICS:
+            continue
+        if verdict.operation in DERIVED_MEASURES:
+            continue
+        stats = total if verdict.operation == "total" else operations.get(verdict.operation)
+        if stats is None:
+            continue
+        exact = verdict.metric == "error_ratio" and verdict.threshold == 0 and stats.failures
+        if exact or stats.requests >= min_requests:
+            decided.append(verdict)
+    return decided
+
+
 def percentile_of(times: dict[int, int], fraction: float) -> float | None:
     """The ``fraction`` percentile of a {milliseconds: count} histogram (Locust's own layout)."""
     total = sum(times.values())
@@ -219,13 +259,39 @@ def percentile_of(times: dict[int, int], fraction: float) -> float | None:
     return float(max(times))
 
 
-def throughput_plateau(steps: list[dict[str, Any]], gain: float = 0.05) -> dict[str, Any] | None:
-    """The first step whose throughput grew by less than ``gain`` over the best before it, although
-    users were added: saturation (of the target or of the load generator), before any SLO breaks.
-    Informational: the knee (an SLO breach) decides the verdict."""
-    best = 0.0
-    for step in steps:
-        if best and step["rps"] < best * (1 + gain):
-            return step
-        best = max(best, step["rps"])
+def ramp_knee(
+    steps: list[dict[str, Any]], gain: float = 0.05, rise: float = 0.2
+) -> dict[str, Any] | None:
+    """The ramp's knee: the step after which throughput stopped growing while latency or errors
+    rose, from the per-step numbers load.json and load.html show.
+
+    The knee is the first step that no later step beats by more than ``gain`` (5%) in req/s,
+    provided a later step's p95 is more than ``rise`` (20%) above it or its error ratio higher.
+    When throughput stopped growing but latency and errors did not rise, the result says so
+    (``kind: "plateau"``): then the load generator, not the target, may be what saturated.
+    ``None`` while throughput still grows at the last step."""
+    for index, step in enumerate(steps[:-1]):
+        later = steps[index + 1 :]
+        best_later = max(s["rps"] for s in later)
+        if best_later > step["rps"] * (1 + gain):
+            continue
+        p95 = step.get("p95_ms") or 0.0
+        worst_p95 = max((s.get("p95_ms") or 0.0) for s in later)
+        worst_errors = max(s["error_ratio"] for s in later)
+        latency_rose = worst_p95 > p95 * (1 + rise)
+        errors_rose = worst_errors > step["error_ratio"]
+        why = [f"later steps reached at most {best_later:g} req/s"]
+        if latency_rose:
+            why.append(f"p95 rose from {p95:g} to {worst_p95:g} ms")
+        if errors_rose:
+            why.append(f"error ratio rose from {step['error_ratio']:g} to {worst_errors:g}")
+        return {
+            "step": step["step"],
+            "users": step["users"],
+            "rps": step["rps"],
+            "p95_ms": step.get("p95_ms"),
+            "error_ratio": step["error_ratio"],
+            "kind": "knee" if latency_rose or errors_rose else "plateau",
+            "why": "; ".join(why),
+        }
     return None

@@ -57,7 +57,11 @@ def test_smoke_run_passes_with_reports_and_reconciliation(
         history = [row for row in csv.DictReader(handle) if row["Name"] == "Aggregated"]
     assert len(history) >= 3
     tags = _parse_html(tmp_path / "load.html")
-    assert tags.count("svg") == 2 and "polyline" in tags
+    # throughput and users, the mix's latency, and one latency chart per operation
+    assert tags.count("svg") >= 2 + 5 and "polyline" in tags
+    assert summary["peak_users"] == 4 and summary["users"] == 4
+    samples = summary["timeline"]["samples"]
+    assert samples and samples[-1]["t"] <= summary["duration_s"] + 1.5  # ends with the run
     page = (tmp_path / "load.html").read_text()
     assert "PASS" in page and "http://" not in page.split("<body>")[0]
     assert "<script" not in page and "src=" not in page
@@ -92,13 +96,15 @@ def test_dropped_acknowledged_creates_are_reported_lost(tmp_path: Path) -> None:
             "--duration", "5",
             "--mix", "cashin=3,cashout=2,find=1",
         )  # fmt: skip
-    assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+    assert run.returncode == 3, run.stdout[-2000:] + run.stderr[-2000:]  # 3: a loss
     recon = run.summary()["reconciliation"]
     assert recon["lost"] > 0 and recon["missing"] > 0
     assert recon["passed"] is False
+    assert recon["reasons"][0].startswith(f"{recon['lost']} lost ({recon['missing']} not findable")
+    assert f"-> ✗ FAIL: {recon['lost']} lost" in run.stdout  # the FAIL line says why
+    assert "result: FAIL (exit 3: reconciliation failed)" in run.stdout
     assert recon["found"] + recon["lost"] == recon["checked"]
     assert all(sample["outcome"] == "missing" for sample in recon["samples"])
-    assert "reconciliation:" in run.stdout and "-> FAIL" in run.stdout
 
 
 def test_distributed_two_workers_aggregate(load_stub: RunningStub, tmp_path: Path) -> None:
@@ -158,24 +164,60 @@ def test_lifecycle_reports_time_to_processed(load_stub: RunningStub, tmp_path: P
     # the stub resolves after 0.3 s; polling every 0.25 s: processed within about a second
     assert 0.3 <= ttp["p50_s"] < 3
     assert set(ttp["by_status"]) <= {"success", "successful", "failed"}
+    # `*` judges requests, not time-to-processed: only its own p95 <= 30 s applies to it
+    judged = [
+        v["metric"]
+        for v in run.summary()["slo"]["verdicts"]
+        if v["operation"] == "time-to-processed"
+    ]
+    assert judged == ["p95_ms"]
 
 
-def test_ramp_finds_the_knee_of_a_tight_slo(load_stub: RunningStub, tmp_path: Path) -> None:
+def test_ramp_stops_where_a_tight_slo_breaks(load_stub: RunningStub, tmp_path: Path) -> None:
     slo = tmp_path / "slo.yaml"
     slo.write_text(json.dumps({"shapes": {"ramp": {"*": {"p95_ms": 0.001}}}}))
     run = run_load(
         tmp_path / "r",
         "--config", str(load_stub.credentials_path),
         "--shape", "ramp",
-        "--duration", "6",
+        "--duration", "15s",
         "--slo", str(slo),
     )  # fmt: skip
     summary = run.summary()
-    knee = summary["knee"]
-    assert knee is not None and "p95_ms" in knee["breached"]
-    assert knee["step"] == 0  # even the first step breaches an impossible SLO
+    broke = summary["ramp"]["slo_break"]
+    assert broke is not None and "p95_ms" in broke["breached"]
+    assert broke["step"] == 0  # even the first step breaches an impossible SLO
+    assert summary["ramp"]["step_s"] == 5.0 and summary["ramp"]["steps"][0]["duration_s"] >= 4.5
     assert run.returncode == 1
-    assert "knee at step 0" in run.stdout
+    assert "SLO broken at step 0" in run.stdout
+
+
+def test_ramp_duration_too_short_for_its_steps_is_a_usage_error(tmp_path: Path) -> None:
+    run = run_load(tmp_path, "--shape", "ramp", "--duration", "8s")
+    assert run.returncode == 2
+    assert "ramp: a duration of 8 s holds 1 step(s) of 5 s" in run.stderr
+    assert "give --duration 15s or more" in run.stderr
+
+
+def test_abort_on_fail_stops_the_run_early(load_stub: RunningStub, tmp_path: Path) -> None:
+    slo = tmp_path / "slo.yaml"
+    slo.write_text("defaults:\n  find: {p95_ms: 0.001}\n")
+    run = run_load(
+        tmp_path / "r",
+        "--config", str(load_stub.credentials_path),
+        "--duration", "30s",
+        "--pacing", "constant:0.005",
+        "--mix", "find=1,cashin=1",
+        "--slo", str(slo),
+        "--abort-on-fail",
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    summary = run.summary()
+    assert summary["aborted"]["reason"].startswith("find p95_ms")
+    assert summary["duration_s"] < 15  # decided after 200 finds, not after 30 s
+    assert summary["stop_reason"].startswith("aborted by --abort-on-fail: find p95_ms")
+    assert "could no longer be met" in run.stdout
+    assert "result: FAIL (exit 1: threshold breached): aborted at" in run.stdout
 
 
 def test_tokens_are_refreshed_not_reauthorized(tmp_path: Path) -> None:
@@ -248,7 +290,7 @@ def test_plain_locust_command_line_gives_the_same_verdict(
             "--paysuite-shape",
             "steady",
             "--paysuite-duration",
-            "4",
+            "4s",
             "--paysuite-report-dir",
             str(tmp_path),
             "--csv",
@@ -281,7 +323,7 @@ def test_idempotency_storm_catches_a_racy_target(tmp_path: Path) -> None:
             "--duration", "4",
             "--users", "8",
         )  # fmt: skip
-    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    assert run.returncode == 3, run.stdout[-3000:] + run.stderr[-3000:]
     assert "--profile is the old name of --shape" in run.stderr
     summary = run.summary()
     assert summary["shape"] == "idempotency-storm"
@@ -289,3 +331,31 @@ def test_idempotency_storm_catches_a_racy_target(tmp_path: Path) -> None:
     sample = summary["reconciliation"]["duplicate_key_samples"][0]
     assert len(sample["refs"]) >= 2
     assert summary["reconciliation"]["passed"] is False
+
+
+def test_plain_locust_honours_u_r_t_and_needs_no_csv(
+    load_stub: RunningStub, tmp_path: Path
+) -> None:
+    """`locust -f load/locustfile.py --headless -u 3 -t 4s`: 3 users for 4 s (not the smoke
+    shape's 5 for 30 s), no "will be ignored" warning, and load.html has its charts without
+    --csv/--csv-full-history."""
+    import subprocess
+    import sys
+
+    from load.runner import LOCUSTFILE
+
+    result = subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--only-summary",
+         "-u", "3", "-r", "3", "-t", "4s",
+         "--paysuite-config", str(load_stub.credentials_path),
+         "--paysuite-report-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=90,
+    )  # fmt: skip
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-3000:]
+    assert "will be ignored" not in output and "have no impact" not in output
+    summary = json.loads((tmp_path / "load.json").read_text())
+    assert summary["peak_users"] == 3 and summary["shape_users"] == 3
+    assert 3 <= summary["duration_s"] <= 6 and summary["stop_reason"] == "duration 4 s reached"
+    page = (tmp_path / "load.html").read_text()
+    assert "no data" not in page and page.count("<polyline") >= 5

@@ -20,6 +20,7 @@ from load.slo import (
     OperationStats,
     SLOError,
     SLORules,
+    Verdict,
     evaluate,
     load_slo_file,
     percentile_of,
@@ -153,9 +154,67 @@ def test_every_shape_is_bounded() -> None:
         assert shape.mix and all(w >= 0 for w in shape.mix.values())
 
 
-def test_duration_override_scales_the_ramp_step() -> None:
-    ramp = get_shape("ramp").with_overrides(duration_s=12)
-    assert ramp.duration_s == 12 and ramp.step_s == 1.0
+def test_duration_override_scales_the_ramp_step_down_to_its_minimum() -> None:
+    ramp = get_shape("ramp").with_overrides(duration_s=60)
+    assert ramp.duration_s == 60 and ramp.step_s == 5.0 and ramp.steps == 12
+    short = get_shape("ramp").with_overrides(duration_s=30)  # was 2.5 s steps, silently
+    assert short.step_s == 5.0 and short.steps == 6
+    assert short.outline() == "6 steps of 5 s, 4 to 24 users (+4 per step)"
+    with pytest.raises(ValueError, match="holds 2 step"):
+        get_shape("ramp").with_overrides(duration_s=10).check()
+    with pytest.raises(ValueError, match="too short"):
+        get_shape("ramp").with_overrides(step_s=2).check()
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("20", 20), ("20s", 20), ("1m30s", 90), ("1h", 3600), ("2m", 120), ("2.5", 2.5), (7, 7)],
+)
+def test_durations_in_locusts_format(text: str, seconds: float) -> None:
+    from load.timespan import parse_duration
+
+    assert parse_duration(text) == seconds
+
+
+def test_durations_use_locusts_own_parser_without_importing_locust() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from load.timespan import locust_parse_timespan, parse_duration; "
+        "f = locust_parse_timespan(); print(f.__module__, parse_duration('1m30s'), "
+        "'locust' in sys.modules, 'gevent' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["load._locust_timespan", "90.0", "False", "False"], out.stderr
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"duration": "20x"}, "--duration: '20x' is not a duration"),
+        ({"duration": "0s"}, "--duration must be greater than 0"),
+        ({"shape": "ramp", "duration": "10s"}, "give --duration 15s or more"),
+        ({"shape": "ramp", "step_duration": "1s"}, "too short to judge"),
+        ({"reconcile_timeout": "soon"}, "--reconcile-timeout"),
+    ],
+)
+def test_bad_durations_are_usage_errors(kwargs: dict, needle: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(needle)):
+        build_plan(**kwargs)
+
+
+def test_duration_options_of_paysuite_load(tmp_path: Path) -> None:
+    from load.plan import plan_from_args
+    from paysuite.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["load", "--shape", "ramp", "--duration", "1m30s", "--reconcile-timeout", "2m",
+         "--read-timeout", "3s", "--abort-on-fail"]
+    )  # fmt: skip
+    plan = plan_from_args(args)
+    assert plan.shape.duration_s == 90 and plan.reconcile_timeout_s == 120
+    assert plan.limits.read_timeout_s == 3 and plan.abort_on_fail is True
 
 
 def test_parse_mix() -> None:
@@ -373,12 +432,86 @@ def test_pacing_parser() -> None:
             parse_pacing(bad)
 
 
-def test_throughput_plateau() -> None:
-    from load.slo import throughput_plateau
+def _steps(rps: list[float], p95: list[float], errors: list[float] | None = None) -> list[dict]:
+    errors = errors or [0.0] * len(rps)
+    return [
+        {"step": i, "users": 4 + 4 * i, "rps": r, "p95_ms": p, "error_ratio": e, "breached": []}
+        for i, (r, p, e) in enumerate(zip(rps, p95, errors, strict=True))
+    ]
 
-    steps = [{"step": i, "rps": r} for i, r in enumerate([50, 100, 180, 185, 120])]
-    assert throughput_plateau(steps)["step"] == 3
-    assert throughput_plateau([{"step": 0, "rps": 10}, {"step": 1, "rps": 20}]) is None
+
+def test_ramp_knee_is_where_throughput_stopped_growing_while_latency_rose() -> None:
+    from load.slo import ramp_knee
+
+    # the issue's run: a dip at step 5 (301 req/s) is no knee, later steps reached 472 req/s
+    steps = _steps(
+        [60, 120, 180, 240, 300, 301, 360, 420, 472, 470, 465],
+        [5, 5, 6, 6, 7, 7, 8, 9, 12, 40, 90],
+    )
+    knee = ramp_knee(steps)
+    assert knee is not None and knee["kind"] == "knee"
+    assert knee["step"] == 8 and knee["rps"] == 472  # the best step, after which none grew
+    assert "p95 rose from 12 to 90 ms" in knee["why"]
+    # throughput still growing at the last step: no knee
+    assert ramp_knee(_steps([10, 20, 30], [1, 1, 1])) is None
+    # errors rising count as well
+    errors = ramp_knee(_steps([10, 20, 20, 19], [1, 1, 1, 1], [0, 0, 0, 0.2]))
+    assert errors is not None and errors["kind"] == "knee" and errors["step"] == 1
+    # flat throughput with flat latency: a plateau (the load generator may be the limit)
+    flat = ramp_knee(_steps([10, 20, 20, 20], [1, 1, 1, 1]))
+    assert flat is not None and flat["kind"] == "plateau" and flat["step"] == 1
+
+
+def test_wildcard_does_not_judge_derived_measures() -> None:
+    """The lifecycle shape: ``*``'s p99 <= 1000 ms is for requests, not for time-to-processed."""
+    slo = resolve_slo(get_shape("lifecycle"), SLORules())
+    ttp = OperationStats(50, 0, 0.0, 900.0, 2000.0, 2075.6)
+    verdicts = evaluate(slo, {"cashin": stats(50), "time-to-processed": ttp}, stats(50))
+    judged = [(v.operation, v.metric) for v in verdicts if v.operation == "time-to-processed"]
+    assert judged == [("time-to-processed", "p95_ms")]
+    assert all(v.passed for v in verdicts)
+
+
+def test_thresholds_decided_early_for_abort_on_fail() -> None:
+    from load.slo import decided_early
+
+    slo = {"*": {"p95_ms": 100, "error_ratio": 0.05}, "find": {"error_ratio": 0.0}}
+    slow = OperationStats(300, 0, 10.0, 50.0, 400.0, 500.0)
+    assert [v.describe() for v in decided_early(slo, {"cashin": slow}, slow)] == [
+        "cashin p95_ms 400 (SLO <= 100)"
+    ]
+    few = OperationStats(20, 0, 10.0, 50.0, 400.0, 500.0)  # too few requests to decide
+    assert decided_early(slo, {"cashin": few}, few) == []
+    one_failure = OperationStats(5, 1, 1.0, 1.0, 1.0, 1.0)  # a ceiling of 0 is decided at once
+    decided = decided_early(slo, {"find": one_failure}, one_failure)
+    assert [(v.operation, v.metric) for v in decided] == [("find", "error_ratio")]
+    low_rate = {"total": {"min_rps": 1000}}  # a floor waits for the end of the run
+    assert decided_early(low_rate, {"find": slow}, slow) == []
+
+
+def test_exit_status_and_the_reasons_of_a_failed_reconciliation() -> None:
+    from load.finalize import exit_status, threshold_line, verdict_table
+    from load.reconcile import failure_reasons
+
+    assert (exit_status(True, True), exit_status(False, True)) == (0, 1)
+    assert exit_status(False, False) == exit_status(True, False) == 3
+    after_ctrl_c = {"acknowledged": 36, "checked": 36, "found": 0, "errors": 36,
+                    "error_kinds": {"ConnectionRefusedError": 36}}  # fmt: skip
+    assert failure_reasons(after_ctrl_c) == ["36 could not be checked (36 ConnectionRefusedError)"]
+    lost = {"lost": 3, "missing": 2, "missing_created_event": 1, "mismatched": 1, "unchecked": 4}
+    assert failure_reasons(lost) == [
+        "3 lost (2 not findable by ref, 1 without a transaction:created event)",
+        "1 mismatched (the target holds other fields)",
+        "4 could not be checked (the --reconcile-timeout budget ran out)",
+    ]
+    recon = {**after_ctrl_c, "passed": False, "reasons": failure_reasons(after_ctrl_c)}
+    slow = Verdict("cashin", "p95_ms", 500, 812.0, False)
+    text = verdict_table([slow, Verdict("total", "min_rps", 2, 20.5, True)], recon, "smoke", 3)
+    assert "-> ✗ FAIL: 36 could not be checked (36 ConnectionRefusedError)" in text
+    assert "result: FAIL (exit 3: reconciliation failed): threshold cashin p95_ms 812" in text
+    assert threshold_line(slow).startswith("  ✗ cashin p95_ms<=500ms ....")
+    assert threshold_line(slow).endswith(" p95=812ms")
+    assert threshold_line(Verdict("total", "min_rps", 2, 20.5, True)).endswith("rps=20.5/s")
 
 
 class _FakeTarget:
@@ -451,14 +584,14 @@ def test_build_plan_reads_once_and_applies_the_overrides(tmp_path: Path) -> None
         shape="ramp",
         config=_credentials(tmp_path),
         users=6,
-        duration=12,
+        duration="30s",
         mix="cashin=1,find=2",
         pacing="constant:0.5",
         slo=slo,
         report_dir=tmp_path / "out",
     )
     assert isinstance(plan, LoadPlan) and plan.target.numbers == ("0780000001",)
-    assert plan.shape.name == "ramp" and plan.shape.users == 6 and plan.shape.step_s == 1.0
+    assert plan.shape.name == "ramp" and plan.shape.users == 6 and plan.shape.step_s == 5.0
     assert plan.shape.mix == {"cashin": 1, "find": 2} and plan.shape.pacing == ("constant", 0.5)
     assert plan.thresholds["*"]["p95_ms"] == 7
     slo.unlink()  # read once, into the plan: the file is not needed any more

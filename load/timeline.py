@@ -1,0 +1,196 @@
+"""The run's timeline, sampled in the Locust master (or single process) while the test runs.
+
+Every second (every 3 s on a master, as often as its workers report) the timeline takes
+Locust's cumulative statistics and keeps what changed since the previous sample: requests and
+failures per second, the user count, and the p50/p95/p99 latency of that interval's requests, for
+the mix operations together (authorize and refresh left out) and per operation (exact over the
+interval: the difference of Locust's response-time histograms, not a lagging window). It starts
+with the test and ends with it, so load.html's time axis ends with the run, and it needs no
+``--csv``/``--csv-full-history``: the samples go into load.json (``timeline``).
+
+With ``--abort-on-fail`` each sample also asks ``load.slo.decided_early`` whether a threshold can
+no longer be met; the first one that cannot is recorded in ``abort`` and the shape ends the run at
+its next tick (``load.shapes``).
+
+No Locust or gevent import at module level (``load.finalize`` reads the timeline outside Locust).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from load.shape_catalog import AUTH_OPERATIONS
+from load.slo import decided_early, percentile_of
+
+if TYPE_CHECKING:
+    from locust.env import Environment
+    from locust.stats import RequestStats
+
+    from load.plan import LoadPlan
+
+LOCAL_INTERVAL_S = 1.0
+MASTER_INTERVAL_S = 3.0  # Locust's workers report every 3 s
+
+#: name -> (requests, failures, {rounded ms: count}), cumulative
+Counts = dict[str, tuple[int, int, dict[int, int]]]
+
+
+def cumulative(stats: RequestStats) -> Counts:
+    """Locust's cumulative statistics per request name (methods merged)."""
+    counts: Counts = {}
+    for (name, _method), entry in stats.entries.items():
+        requests, failures, times = counts.get(name, (0, 0, {}))
+        merged = dict(times)
+        for ms, n in entry.response_times.items():
+            merged[ms] = merged.get(ms, 0) + n
+        counts[name] = (requests + entry.num_requests, failures + entry.num_failures, merged)
+    return counts
+
+
+def _interval(
+    now: tuple[int, int, dict[int, int]], before: tuple[int, int, dict[int, int]] | None
+) -> tuple[int, int, dict[int, int]]:
+    if before is None:
+        return now
+    times = {ms: n - before[2].get(ms, 0) for ms, n in now[2].items()}
+    return (
+        max(now[0] - before[0], 0),
+        max(now[1] - before[1], 0),
+        {ms: n for ms, n in times.items() if n > 0},
+    )
+
+
+def _point(requests: int, failures: int, times: dict[int, int], span: float) -> dict[str, Any]:
+    return {
+        "rps": round(requests / span, 2),
+        "fail_s": round(failures / span, 2),
+        "p50": percentile_of(times, 0.50),
+        "p95": percentile_of(times, 0.95),
+        "p99": percentile_of(times, 0.99),
+    }
+
+
+class Timeline:
+    """Samples of one test (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self.samples: list[dict[str, Any]] = []
+        self.peak_users = 0
+        self.abort: dict[str, Any] | None = None
+        self.started_at = 0.0
+        self._previous: Counts = {}
+        self._last_t = 0.0
+        self._greenlet: Any = None
+        self._environment: Environment | None = None
+        self._plan: LoadPlan | None = None
+
+    @property
+    def abort_reason(self) -> str:
+        return str(self.abort["reason"]) if self.abort else ""
+
+    def start(self, environment: Environment, plan: LoadPlan) -> None:
+        """Begin a test's timeline (``test_start`` on the master or single process)."""
+        import gevent
+        from locust.runners import MasterRunner
+
+        self.stop()
+        self._reset()
+        self._environment = environment
+        self._plan = plan
+        self.started_at = time.time()
+        self._previous = cumulative(environment.runner.stats) if environment.runner else {}
+        interval = (
+            MASTER_INTERVAL_S if isinstance(environment.runner, MasterRunner) else LOCAL_INTERVAL_S
+        )
+
+        def loop() -> None:
+            while True:
+                gevent.sleep(interval)
+                self.sample()
+
+        self._greenlet = gevent.spawn(loop)
+
+    def sample(self) -> None:
+        environment = self._environment
+        if environment is None or environment.runner is None:
+            return
+        runner = environment.runner
+        t = time.time() - self.started_at
+        span = t - self._last_t
+        if span <= 0.05:
+            return
+        now = cumulative(runner.stats)
+        users = int(runner.user_count)
+        self.peak_users = max(self.peak_users, users)
+        ops: dict[str, Any] = {}
+        all_requests = all_failures = 0
+        all_times: dict[int, int] = {}
+        for name, counts in sorted(now.items()):
+            requests, failures, times = _interval(counts, self._previous.get(name))
+            if requests or failures:
+                ops[name] = {"requests": requests, **_point(requests, failures, times, span)}
+            all_requests += requests
+            all_failures += failures
+            if name in AUTH_OPERATIONS:
+                continue  # slow by design, a few per user: they would hide the mix's latency
+            for ms, n in times.items():
+                all_times[ms] = all_times.get(ms, 0) + n
+        self.samples.append(
+            {
+                "t": round(t, 2),
+                "users": users,
+                "requests": all_requests,
+                **_point(all_requests, all_failures, all_times, span),
+                "ops": ops,
+            }
+        )
+        self._previous = now
+        self._last_t = t
+        self._check_thresholds()
+
+    def _check_thresholds(self) -> None:
+        plan = self._plan
+        if self.abort or plan is None or not plan.abort_on_fail or plan.shape.step_s:
+            return  # the ramp judges its own steps: its breaking point is its finding
+        from load.finalize import collect_operations
+
+        assert self._environment is not None and self._environment.runner is not None
+        ops, total, _ = collect_operations(self._environment.runner.stats)
+        decided = decided_early(plan.thresholds, ops, total)
+        if decided:
+            first = decided[0]
+            self.abort = {
+                "at_s": self.samples[-1]["t"] if self.samples else 0.0,
+                "reason": first.describe(),
+                "verdict": first.to_dict(),
+            }
+            print(
+                f"paysuite: aborting the run (--abort-on-fail): {first.describe()} can no "
+                "longer be met",
+                flush=True,
+            )
+
+    def stop(self) -> None:
+        """End the timeline with a last sample (``test_stop``; again at the verdict: no-op)."""
+        if self._greenlet is None:
+            return
+        greenlet, self._greenlet = self._greenlet, None
+        greenlet.kill(block=False)
+        self.sample()
+
+    def to_dict(self) -> dict[str, Any]:
+        """load.json's ``timeline``."""
+        return {
+            "interval_s": self.samples[1]["t"] - self.samples[0]["t"]
+            if len(self.samples) > 1
+            else None,
+            "peak_users": self.peak_users,
+            "samples": self.samples,
+        }
+
+
+TIMELINE = Timeline()
