@@ -15,6 +15,9 @@ from paysuite.clients.cli import UsageError, make_job
 from paysuite_core.launcher import running_stub
 from paysuite_core.target_config import load_target_config
 
+#: One worker runs the SDK tests: they share the SDK cache (an npm install) and one stub.
+pytestmark = pytest.mark.xdist_group("sdk-clients")
+
 
 def _clients(*args: str, cache_dir: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(

@@ -13,6 +13,9 @@ from clientkit import EXPIRY_WAIT_S, assert_matches_the_stub, fresh_number, job_
 
 from paysuite.clients import cache, matrix
 
+#: One worker runs the SDK tests: they share the SDK cache (an npm install) and one stub.
+pytestmark = pytest.mark.xdist_group("sdk-clients")
+
 
 @pytest.fixture(scope="module")
 def js_installed(cache_dir) -> None:

@@ -3,9 +3,13 @@ then the refresh the SDK makes by itself after its access token expired."""
 
 from __future__ import annotations
 
+import pytest
 from clientkit import EXPIRY_WAIT_S, assert_matches_the_stub, fresh_number, job_for
 
 from paysuite.clients import matrix
+
+#: One worker runs the SDK tests: they share the SDK cache (an npm install) and one stub.
+pytestmark = pytest.mark.xdist_group("sdk-clients")
 
 
 def test_every_public_method_matches_the_stub(short_stub, direct, cache_dir) -> None:

@@ -14,7 +14,6 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -93,36 +92,25 @@ def test_other_conformant_choices_raise_no_alarm(
     assert {c["id"] for c in report["checks"] if c["severity"] == "warning"} == {"FMT-007"}
 
 
-@pytest.fixture(scope="module")
-def defect_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, dict]]:
-    """Every defect's run, four at a time: each its own server and its own ``paysuite conform``
-    (exit status, conformance.json)."""
-    root = tmp_path_factory.mktemp("defects")
-
-    def run(defect: str) -> tuple[str, int, dict]:
-        work = root / defect
-        work.mkdir()
-        server = start_foreign("independent", work, "--defect", defect, "--access-ttl", "2")
-        try:
-            done = run_paysuite(
-                "conform", "--config", str(server.config_path), "--strict",
-                "--only", ",".join(sorted(DEFECT_CHECKS[defect])),
-                "--report-dir", str(work / "r"), timeout=300,
-            )  # fmt: skip
-        finally:
-            server.stop()
-        report = json.loads((work / "r" / "conformance.json").read_text(encoding="utf-8"))
-        return defect, done.returncode, report
-
-    with ThreadPoolExecutor(4) as pool:
-        return {d: (code, report) for d, code, report in pool.map(run, sorted(DEFECT_CHECKS))}
+def run_defect(defect: str, work: Path) -> tuple[int, dict]:
+    """The independent implementation with ``defect``, judged by ``paysuite conform`` on the
+    defect's checks: (exit status, conformance.json). One run per test, so pytest-xdist spreads
+    the nineteen runs over its workers."""
+    server = start_foreign("independent", work, "--defect", defect, "--access-ttl", "2")
+    try:
+        done = run_paysuite(
+            "conform", "--config", str(server.config_path), "--strict",
+            "--only", ",".join(sorted(DEFECT_CHECKS[defect])),
+            "--report-dir", str(work / "r"), timeout=300,
+        )  # fmt: skip
+    finally:
+        server.stop()
+    return done.returncode, json.loads((work / "r" / "conformance.json").read_text("utf-8"))
 
 
 @pytest.mark.parametrize("defect", sorted(DEFECT_CHECKS))
-def test_each_defect_fails_the_check_that_names_it(
-    defect: str, defect_runs: dict[str, tuple[int, dict]]
-) -> None:
-    status, report = defect_runs[defect]
+def test_each_defect_fails_the_check_that_names_it(defect: str, tmp_path: Path) -> None:
+    status, report = run_defect(defect, tmp_path)
     failed = {c["id"] for c in report["checks"] if c["outcome"] == "failed"}
     assert DEFECT_CHECKS[defect] <= failed, report["checks"]
     assert status == 1 and report["verdict"] == "fail"

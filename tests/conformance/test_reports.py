@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 from conformkit import Outcome, conform, fast_config
 
+#: One worker runs this module: its checks share one (module-scoped) conformance run.
+pytestmark = pytest.mark.xdist_group("reports-failing-run")
+
 pytestmark = pytest.mark.slow
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

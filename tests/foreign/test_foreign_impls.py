@@ -32,6 +32,9 @@ from foreignkit import Foreign, spawn_foreign, start_foreign
 
 from paysuite_core.target_config import Application, TargetConfig, load_target_config
 
+#: One worker runs this module: its checks share one fleet of foreign servers.
+pytestmark = pytest.mark.xdist_group("foreign-fleet")
+
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 NANO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$")
 NANO_OFFSET = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}\+00:00$")
