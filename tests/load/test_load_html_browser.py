@@ -37,7 +37,9 @@ def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 def test_load_html_of_a_real_run_in_headless_chromium(tmp_path: Path) -> None:
-    config = {**AUTO_RESOLVE, "drop_rate": 0.1}
+    # Half the acknowledged creates dropped: a loss is certain even when a busy machine lets the
+    # run acknowledge only a dozen (at 0.1, one run in ten lost none).
+    config = {**AUTO_RESOLVE, "drop_rate": 0.5}
     with running_stub(
         tmp_path / "stub", faults=["early-expiry", "drop-acknowledged"], stub_config=config
     ) as stub:
