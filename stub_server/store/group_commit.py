@@ -61,6 +61,8 @@ class GroupCommitDatabase:
         self._db.executescript(SCHEMA)
         migrate(self._db)
         self._batch: list[asyncio.Future[None]] | None = None
+        #: Values derived from committed transactions, by ref (``Transactions.lookups``).
+        self.lookups: dict[str, dict[str | None, bytes]] = {}
         self._checkpointer: Checkpointer | None = None
         if str(self._db.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
             self._db.execute(f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_BACKSTOP_PAGES}")
@@ -100,6 +102,7 @@ class GroupCommitDatabase:
                 self._db.execute("ROLLBACK")
             except sqlite3.Error:
                 pass
+            self.lookups.clear()  # nothing of the batch was committed
             for waiter in waiters:
                 if not waiter.done():
                     waiter.set_exception(exc)
