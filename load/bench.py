@@ -445,19 +445,16 @@ def print_profile(endpoint: str, prof: dict[str, Any]) -> None:
 def seed_events(
     db: Path, count: int, merchants: tuple[str, ...] = ("DEMO01",) * 9 + ("DEMO02",)
 ) -> dict[str, Any]:
-    """Write ``count`` events straight into a stub store at ``db``, over the last 30 days: created
-    events (pending) and, for nine in ten, a processed one (success or failed), kinds and
-    clients mixed. One ``executemany`` in one SQL transaction, with the events table's indexes
-    and triggers dropped first and rebuilt afterwards by the store's own schema and migration
-    (so the running totals are the store's, computed by the store). Returns a ref and a client
-    of the first merchant, for the filtered queries."""
+    """Write ``count`` events straight into the stub store at ``db`` (a stub has created it and
+    stopped), over the last 30 days: created events (pending) and, for nine in ten, a processed
+    one (success or failed), kinds and clients mixed. One ``executemany`` in one SQL
+    transaction, with the events table's indexes and triggers dropped first: the stub's next
+    start rebuilds them, and the running totals, with its own schema and migration. Returns a
+    ref, a client and a time of the first merchant, for the filtered queries."""
     import os
     import random
     import sqlite3
 
-    from stub_server.store import Store
-
-    Store(str(db)).close()  # the schema
     conn = sqlite3.connect(str(db), isolation_level=None)
     conn.execute("PRAGMA synchronous=OFF")
     for name, kind in conn.execute(
@@ -504,15 +501,17 @@ def seed_events(
     )
     conn.execute("COMMIT")
     conn.close()
-    Store(str(db)).close()  # indexes, running totals and their triggers, as a migration does
     return sample
 
 
 def events_queries(sample: dict[str, Any]) -> dict[str, str]:
     """name -> query string: the first page unfiltered, with each filter, and at offset 10,000."""
-    from stub_server import timefmt
+    from datetime import UTC, datetime, timedelta
 
-    week_ago = timefmt.utc_text(int(sample["created_us"]) - 7 * 86_400 * 1_000_000) or ""
+    moment = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(
+        microseconds=int(sample["created_us"]) - 7 * 86_400 * 1_000_000
+    )
+    week_ago = moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return {
         "first page": "",
         "status=success": "?status=success",
@@ -875,11 +874,13 @@ def measure_events(workdir: Path, count: int, rounds: int) -> dict[str, Any]:
     from paysuite_core.launcher import start_stub, stop_stub
 
     workdir.mkdir(parents=True, exist_ok=True)
-    say(f"seeding {count:,} events straight into a store")
+    stop_stub(start_stub(workdir))  # the store, its schema and its applications
+    say(f"seeding {count:,} events straight into the store")
     started = time.perf_counter()
     sample = seed_events(workdir / "stub.db", count)
+    # the stub's start rebuilds the indexes and the running totals (its migration)
+    stub = start_stub(workdir, startup_timeout_s=300)
     seed_s = time.perf_counter() - started
-    stub = start_stub(workdir)
     try:
         config = stub.config()
         token = authorize(config)
