@@ -163,7 +163,7 @@ class Generator:
         self.connections = connections
         self.workdir = workdir
         use_wrk = choice == "wrk" or (choice == "auto" and shutil.which("wrk") is not None)
-        self.name = "wrk" if use_wrk else "python (aiohttp client)"
+        self.name = "wrk" if use_wrk else "python (load.bench_client, raw asyncio)"
 
     @property
     def is_wrk(self) -> bool:
