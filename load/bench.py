@@ -1,18 +1,25 @@
-"""``paysuite bench``: how fast is the stub, and how much of the load generator's rate is Locust's?
+"""``paysuite bench``: how fast is the stub, and how much of a load test's rate is paysuite's own?
 
-One run, on this machine, side by side:
+One run, on this machine, side by side, every figure against its target with a pass/fail mark:
 
-1. **Stub vs bare handler.** The stub's throughput and latency on cashin (a fresh idempotency key
-   per request), find and list events, against a bare aiohttp handler returning a small JSON body
-   (``load.bare_server``: its own process, the same event-loop set-up), in interleaved rounds
-   (``--rounds``; the median is kept). Both sides of each ratio
-   are driven by the same generator: wrk when installed (a Lua script adds the Authorization
-   header and a fresh Idempotency-Key per cashin), else ``load.bench_client`` (aiohttp).
-   Targets: cashin >= 40% and find >= 60% of the bare handler's throughput.
-2. **Locust vs wrk.** The rate a paysuite Locust run (the real locustfile, find-heavy mix, no wait)
-   reaches against the stub's find, against wrk's on the same endpoint (when wrk is installed).
-3. **Where the time goes** (when a target is missed, or with ``--profile-stub``): the stub is run
-   again under cProfile while cashin load is applied, and the top functions are printed.
+1. **Stub vs bare handler.** The stub's throughput on cashin (a fresh idempotency key per
+   request) and find, against a bare aiohttp handler returning a small JSON body
+   (``load.bare_server``: its own process, the same event loop and JSON library), in interleaved
+   rounds (``--rounds``; the median is kept). Both sides of each ratio are driven by the same
+   generator: wrk when installed (a Lua script adds the Authorization header and a fresh
+   Idempotency-Key per cashin), else ``load.bench_client`` (raw asyncio, one process).
+   Targets: cashin >= 0.50 and find >= 0.70 of the bare handler.
+2. **The events list at scale.** 1,000,000 events are written straight into a second stub's
+   store (``seed_events``: one ``executemany``, indexes and running totals rebuilt by the
+   store's own migration), then each query is timed one at a time: the first page unfiltered,
+   with each filter the list supports, and at offset 10,000. Target: p50 <= 5 ms each.
+3. **paysuite's user vs a minimal Locust user.** The rate a paysuite Locust run (the real
+   locustfile through ``load.runner.run``, find-heavy mix, no wait) reaches against the stub,
+   against a minimal ``FastHttpUser`` that only GETs find, same users and duration, interleaved
+   rounds. Target: >= 0.90 (paysuite's bookkeeping must not be what limits a load test).
+4. **Where the time goes** (when a stub target is missed, or with ``--profile-stub``): the stub
+   is run again under cProfile while cashin or find load is applied; the time is broken down by
+   area and by function.
 
 A benchmark, not a test: it prints numbers and writes ``bench.json``; exit 0 unless it could not
 run (2). Everything is loopback.
@@ -41,7 +48,10 @@ from paysuite_core import tokens
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.tokens import TokenFlow
 
-TARGETS = {"cashin": 0.40, "find": 0.60}
+TARGETS = {"cashin": 0.50, "find": 0.70, "locust": 0.90}
+#: The events list: p50 of each query, milliseconds, with ``EVENTS`` stored events.
+EVENTS_P50_MS = 5.0
+EVENTS = 1_000_000
 NUMBER = "0781234567"
 
 _WRK_GET = """
@@ -153,7 +163,7 @@ class Generator:
         self.connections = connections
         self.workdir = workdir
         use_wrk = choice == "wrk" or (choice == "auto" and shutil.which("wrk") is not None)
-        self.name = "wrk" if use_wrk else "python (aiohttp client)"
+        self.name = "wrk" if use_wrk else "python (load.bench_client, raw asyncio)"
 
     @property
     def is_wrk(self) -> bool:
@@ -241,7 +251,7 @@ def create_ref(base_url: str, token: str) -> str:
 # -- Locust --
 def locust_rate(credentials: Path, seconds: float, users: int, report_dir: Path) -> dict[str, Any]:
     """A paysuite Locust run (the real locustfile, through ``load.runner.run``) on a find-heavy
-    mix with no wait."""
+    mix with no wait; ``rps`` is its steady rate (``steady_rate``)."""
     from load.plan import build_plan
     from load.runner import run
 
@@ -251,7 +261,7 @@ def locust_rate(credentials: Path, seconds: float, users: int, report_dir: Path)
         report_dir=report_dir,
         users=users,
         spawn_rate=float(users),
-        duration=seconds + 1,
+        duration=seconds + LOCUST_SKIP_S,
         mix="cashin=1,find=99",
         pacing="constant:0",
         quiet=True,
@@ -261,8 +271,10 @@ def locust_rate(credentials: Path, seconds: float, users: int, report_dir: Path)
     if summary is None:
         raise RuntimeError(f"the Locust run produced no verdict; see {report_dir / 'locust.log'}")
     find = summary["operations"].get("find", {})
+    steady = steady_rate(report_dir / "locust_stats_history.csv")
     return {
-        "rps": summary["total"]["rps"],
+        "rps": steady if steady is not None else summary["total"]["rps"],
+        "whole_run_rps": summary["total"]["rps"],
         "find_rps": find.get("rps"),
         "p50_ms": find.get("p50_ms"),
         "p99_ms": find.get("p99_ms"),
@@ -272,10 +284,19 @@ def locust_rate(credentials: Path, seconds: float, users: int, report_dir: Path)
 
 
 # -- profiling --
-def profile_stub(gen: Generator, workdir: Path, report_dir: Path, endpoint: str) -> dict[str, Any]:
-    """Run the stub under cProfile while ``endpoint`` (cashin or find) load is applied."""
+def profile_stub(
+    gen: Generator,
+    workdir: Path,
+    report_dir: Path,
+    endpoint: str,
+    *,
+    db: Path | None = None,
+    queries: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run the stub under cProfile while ``endpoint`` load is applied: cashin or find (the
+    generator), or ``events`` (each of ``queries`` on the events list, on the store ``db``)."""
     out = report_dir / f"stub-{endpoint}.prof"
-    db = workdir / f"prof-{endpoint}.db"
+    db = db or workdir / f"prof-{endpoint}.db"
     credentials = workdir / f"prof-{endpoint}-credentials.yaml"
     command = [
         sys.executable, "-m", "cProfile", "-o", str(out), "-m", "stub_server",
@@ -301,6 +322,12 @@ def profile_stub(gen: Generator, workdir: Path, report_dir: Path, endpoint: str)
     token = authorize(config)
     if endpoint == "cashin":
         measured = gen.cashin(f"{config.base_url}/transactions/cashin", token)
+    elif endpoint == "events":
+        url = f"{config.base_url}/events/transactions"
+        began = time.perf_counter()
+        timed = time_queries(url, token, queries or {"first page": ""}, 5)
+        requests = sum(row["requests"] for row in timed.values())
+        measured = {"rps": requests / (time.perf_counter() - began)}
     else:
         ref = create_ref(config.base_url, token)
         measured = gen.get(f"{config.base_url}/transactions/find/{ref}", token)
@@ -327,7 +354,8 @@ def profile_stub(gen: Generator, workdir: Path, report_dir: Path, endpoint: str)
         (
             (c, n, w)
             for t, c, n, w in rows
-            if w.startswith("stub_server/") and "resolve_due" not in w
+            # per-request code only: not start-up, imports or the background task
+            if w.startswith("stub_server/") and n >= 100 and "resolve_due" not in w
         ),
         reverse=True,
     )
@@ -350,10 +378,18 @@ def profile_stub(gen: Generator, workdir: Path, report_dir: Path, endpoint: str)
     }
 
 
+_ROOT = str(Path(__file__).resolve().parents[1]) + "/"
+
+
 def _short(filename: str) -> str:
-    for marker in ("site-packages/", "/work/main/", "lib/python3"):
-        if marker in filename:
-            return filename.split(marker, 1)[1]
+    """A profile's file name as ``stub_server/...``, ``aiohttp/...``, ``asyncio/...``: relative to
+    this checkout (wherever it is), to site-packages, or to the standard library."""
+    if "site-packages/" in filename:
+        return filename.split("site-packages/", 1)[1]
+    if filename.startswith(_ROOT):
+        return filename[len(_ROOT) :]
+    if "lib/python3" in filename:
+        return filename.split("lib/python3", 1)[1].split("/", 1)[-1]
     return filename
 
 
@@ -399,9 +435,212 @@ def print_profile(endpoint: str, prof: dict[str, Any]) -> None:
     say("top functions by own time:")
     for row in prof["top_own_time"][:10]:
         print(f"  {row['own_s']:8.3f}s {row['calls']:>9} {row['function']}")
-    say("stub functions by cumulative time:")
-    for row in prof["stub_functions_by_cumulative_time"][:8]:
-        print(f"  {row['cum_s']:8.3f}s {row['calls']:>9} {row['function']}")
+    if prof["stub_functions_by_cumulative_time"]:
+        say("stub functions by cumulative time:")
+        for row in prof["stub_functions_by_cumulative_time"][:8]:
+            print(f"  {row['cum_s']:8.3f}s {row['calls']:>9} {row['function']}")
+
+
+# -- the events list at scale --
+def seed_events(
+    db: Path, count: int, merchants: tuple[str, ...] = ("DEMO01",) * 9 + ("DEMO02",)
+) -> dict[str, Any]:
+    """Write ``count`` events straight into the stub store at ``db`` (a stub has created it and
+    stopped), over the last 30 days: created events (pending) and, for nine in ten, a processed
+    one (success or failed), kinds and clients mixed. One ``executemany`` in one SQL
+    transaction, with the events table's indexes and triggers dropped first: the stub's next
+    start rebuilds them, and the running totals, with its own schema and migration. Returns a
+    ref, a client and a time of the first merchant, for the filtered queries."""
+    import os
+    import random
+    import sqlite3
+
+    conn = sqlite3.connect(str(db), isolation_level=None)
+    conn.execute("PRAGMA synchronous=OFF")
+    for name, kind in conn.execute(
+        "SELECT name, type FROM sqlite_master WHERE tbl_name = 'events'"
+        " AND type IN ('index', 'trigger') AND sql IS NOT NULL"
+    ).fetchall():
+        conn.execute(f"DROP {kind.upper()} {name}")
+    rng = random.Random(7)
+    now = time.time_ns() // 1000
+    span = 30 * 86_400 * 1_000_000
+    step = span // max(count, 1)
+    hexes = os.urandom(16 * count).hex()
+    sample: dict[str, Any] = {}
+
+    def rows() -> Any:
+        t = now - span
+        i = 0
+        while i < count:
+            h = hexes[i * 32 : i * 32 + 32]
+            ref = f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:]}"
+            merchant = merchants[i % len(merchants)]
+            kind = "CASHIN" if rng.random() < 0.6 else "CASHOUT"
+            client = f"078{rng.randrange(10**7):07d}"
+            amount = rng.randrange(100, 100_000)
+            fee = round(amount * 0.023, 2)
+            if merchant == merchants[0] and i >= count // 2 and not sample:
+                sample.update(ref=ref, client=client, created_us=t)
+            yield (f"{i:032x}", "transaction:created", t, merchant, ref, kind, client, amount,
+                   fee, "pending", t, None)  # fmt: skip
+            i += 1
+            if i < count and rng.random() < 0.9:
+                status = "success" if rng.random() < 0.85 else "failed"
+                done = t + step // 2
+                yield (f"{i:032x}", "transaction:processed", done, merchant, ref, kind, client,
+                       amount, fee, status, t, done)  # fmt: skip
+                i += 1
+            t += step
+
+    conn.execute("BEGIN")
+    conn.executemany(
+        "INSERT INTO events (event_id, event_kind, created_us, merchant, ref, kind, client,"
+        " amount, fee, status, tx_created_us, processed_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        rows(),
+    )
+    conn.execute("COMMIT")
+    conn.close()
+    return sample
+
+
+def events_queries(sample: dict[str, Any]) -> dict[str, str]:
+    """name -> query string: the first page unfiltered, with each filter, and at offset 10,000."""
+    from datetime import UTC, datetime, timedelta
+
+    moment = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(
+        microseconds=int(sample["created_us"]) - 7 * 86_400 * 1_000_000
+    )
+    week_ago = moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return {
+        "first page": "",
+        "status=success": "?status=success",
+        "status=failed": "?status=failed",
+        "kind=CASHOUT": "?kind=CASHOUT",
+        "event-kind=processed": "?event-kind=transaction:processed",
+        "client": f"?client={sample['client']}",
+        "ref": f"?ref={sample['ref']}",
+        "from (a week back)": f"?from={week_ago}",
+        "to (a week back)": f"?to={week_ago}",
+        "offset=10000": "?offset=10000",
+    }
+
+
+def time_queries(
+    url: str, token: str, queries: dict[str, str], repeats: int, rounds: int = 1
+) -> dict[str, dict[str, Any]]:
+    """p50/p90 (ms) of each query, one request at a time on one keep-alive connection, the
+    queries interleaved (``rounds`` passes of ``repeats`` requests each)."""
+    import statistics
+
+    times: dict[str, list[float]] = {name: [] for name in queries}
+    totals: dict[str, int] = {}
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    with httpx.Client(timeout=60, headers=headers) as client:
+        for name, query in queries.items():  # warm-up: the page cache, prepared statements
+            response = client.get(url + query)
+            response.raise_for_status()
+            totals[name] = int(response.json()["total"])
+        for _ in range(rounds):
+            for name, query in queries.items():
+                for _ in range(repeats):
+                    started = time.perf_counter()
+                    client.get(url + query).raise_for_status()
+                    times[name].append((time.perf_counter() - started) * 1000)
+    result = {}
+    for name, values in times.items():
+        values.sort()
+        result[name] = {
+            "p50_ms": round(statistics.median(values), 3),
+            "p90_ms": round(values[int(0.9 * (len(values) - 1))], 3),
+            "total": totals[name],
+            "requests": len(values),
+        }
+    return result
+
+
+# -- a minimal Locust user, the yardstick of paysuite's own --
+#: Seconds at the start of a Locust run left out of its rate: spawning, and the paysuite users'
+#: authorize (a scrypt check each on the stub, queued), which the minimal user does not do.
+LOCUST_SKIP_S = 3.0
+
+
+def steady_rate(history: Path, skip_s: float = LOCUST_SKIP_S) -> float | None:
+    """Requests/s of a Locust run after its first ``skip_s`` seconds, from the aggregated rows
+    of its ``*_stats_history.csv`` (one a second): the rate once every user is running."""
+    import csv
+
+    if not history.is_file():
+        return None
+    with history.open(newline="") as handle:
+        rows = [
+            (int(r["Timestamp"]), int(r["Total Request Count"]))
+            for r in csv.DictReader(handle)
+            if r["Name"] == "Aggregated"
+        ]
+    if len(rows) < 2:
+        return None
+    start = next((row for row in rows if row[0] >= rows[0][0] + skip_s), rows[0])
+    end = rows[-1]
+    if end[0] <= start[0]:
+        return None
+    return round((end[1] - start[1]) / (end[0] - start[0]), 1)
+
+
+_MINIMAL_LOCUSTFILE = """
+import os
+from locust import constant, task
+from locust.contrib.fasthttp import FastHttpUser
+
+
+class Minimal(FastHttpUser):
+    wait_time = constant(0)
+    concurrency = 1
+    max_retries = 0
+    _path = os.environ["BENCH_FIND_PATH"]
+    _headers = {"Authorization": "Bearer " + os.environ["BENCH_TOKEN"]}
+
+    @task
+    def find(self):
+        self.client.get(self._path, headers=self._headers, name="find")
+"""
+
+
+def minimal_locust_rate(
+    root_url: str, path: str, token: str, seconds: float, users: int, workdir: Path
+) -> dict[str, Any]:
+    """The rate a minimal ``FastHttpUser`` gets from GET ``path`` (headless Locust, one
+    process, the same users, spawn rate and duration as the paysuite run)."""
+    import csv
+    import os
+
+    locustfile = workdir / "minimal_locustfile.py"
+    locustfile.write_text(_MINIMAL_LOCUSTFILE)
+    prefix = workdir / f"minimal-{uuid.uuid4().hex[:6]}"
+    command = [
+        sys.executable, "-m", "locust", "-f", str(locustfile), "--headless", "--only-summary",
+        "-u", str(users), "-r", str(users), "-t", f"{round(seconds + LOCUST_SKIP_S)}s",
+        "--host", root_url, "--csv", str(prefix), "--csv-full-history",
+        "--loglevel", "WARNING", "--stop-timeout", "2",
+    ]  # fmt: skip
+    env = dict(os.environ, BENCH_FIND_PATH=path, BENCH_TOKEN=token)
+    out = subprocess.run(
+        command, capture_output=True, text=True, timeout=seconds + 90, env=env, check=False
+    )
+    stats = Path(f"{prefix}_stats.csv")
+    if not stats.is_file():
+        raise RuntimeError(f"the minimal Locust run wrote no statistics: {out.stderr[-400:]}")
+    with stats.open(newline="") as handle:
+        row = next(r for r in csv.DictReader(handle) if r["Name"] == "Aggregated")
+    steady = steady_rate(Path(f"{prefix}_stats_history.csv"))
+    return {
+        "rps": steady if steady is not None else float(row["Requests/s"]),
+        "whole_run_rps": float(row["Requests/s"]),
+        "requests": int(row["Request Count"]),
+        "failures": int(row["Failure Count"]),
+        "p50_ms": float(row["50%"]),
+        "p99_ms": float(row["99%"]),
+    }
 
 
 # -- the command --
@@ -417,35 +656,95 @@ def _ratio(a: dict[str, Any], b: dict[str, Any]) -> float:
     return round(a["rps"] / b["rps"], 3) if b.get("rps") else 0.0
 
 
+def round_ratios(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[float]:
+    """The ratio of each interleaved round (a/b), for the spread beside the median's."""
+    return [round(x["rps"] / y["rps"], 3) for x, y in zip(a, b, strict=True) if y.get("rps")]
+
+
 def format_table(results: dict[str, Any]) -> str:
     lines = [
         f"paysuite bench: generator {results['generator']}, {results['connections']} connections, "
-        f"{results['seconds']:g} s per measurement",
-        f"  {'measurement':<28} {'req/s':>10} {'p50 ms':>9} {'p99 ms':>9} {'non-2xx':>8} "
-        f"{'ratio':>8} {'target':>8}",
+        f"{results['seconds']:g} s per measurement, median of {results['rounds']} rounds",
+        f"  {'measurement':<30} {'req/s':>10} {'p50 ms':>9} {'p99 ms':>9} {'non-2xx':>8} "
+        f"{'ratio':>7} {'target':>7}",
     ]
     for name, row in results["measurements"].items():
         ratio = row.get("ratio")
         target = row.get("target")
-        ok = "" if target is None else ("  met" if (ratio or 0) >= target else "  SHORT")
+        mark = "" if target is None else ("  ✓" if (ratio or 0) >= target else "  ✗")
         lines.append(
-            f"  {name:<28} {row['rps']:>10.1f} {_fmt(row.get('p50_ms')):>9} "
-            f"{_fmt(row.get('p99_ms')):>9} {row.get('non_2xx', 0):>8} "
-            f"{_fmt(ratio, pct=True):>8} {_fmt(target, pct=True):>8}{ok}"
+            f"  {name:<30} {row['rps']:>10.1f} {_fmt(row.get('p50_ms')):>9} "
+            f"{_fmt(row.get('p99_ms')):>9} {row.get('non_2xx', row.get('failures', 0)):>8} "
+            f"{_fmt(ratio):>7} {_fmt(target):>7}{mark}"
+        )
+    events = results.get("events_list")
+    if events:
+        lines.append(
+            f"paysuite bench: the events list with {events['stored']:,} events stored "
+            f"(seeded in {events['seed_s']:.1f} s), one request at a time"
+        )
+        lines.append(f"  {'query':<30} {'p50 ms':>9} {'p90 ms':>9} {'total':>10}")
+        for name, row in events["queries"].items():
+            mark = "✓" if row["p50_ms"] <= EVENTS_P50_MS else "✗"
+            lines.append(
+                f"  {name:<30} {row['p50_ms']:>9.2f} {row['p90_ms']:>9.2f} {row['total']:>10}"
+                f"  {mark}"
+            )
+    return "\n".join(lines)
+
+
+def verdicts(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every target with its measured value and whether it is met."""
+    rows = []
+    m = results["measurements"]
+    for label, name, key in (
+        ("stub cashin / bare handler", "stub cashin", "cashin"),
+        ("stub find / bare handler", "stub find", "find"),
+        ("paysuite user / minimal Locust user", "paysuite Locust user (find)", "locust"),
+    ):
+        if name in m and m[name].get("ratio") is not None:
+            value = m[name]["ratio"]
+            rows.append(
+                {"target": label, "value": value, "limit": f">= {TARGETS[key]:.2f}",
+                 "met": value >= TARGETS[key], "spread": m[name].get("round_ratios")}
+            )  # fmt: skip
+    events = results.get("events_list")
+    if events:
+        worst_name, worst = max(events["queries"].items(), key=lambda kv: kv[1]["p50_ms"])
+        rows.append(
+            {
+                "target": f"events list p50, {events['stored']:,} events (worst: {worst_name})",
+                "value": worst["p50_ms"],
+                "limit": f"<= {EVENTS_P50_MS:g} ms each",
+                "met": all(q["p50_ms"] <= EVENTS_P50_MS for q in events["queries"].values()),
+                "spread": None,
+            }
+        )
+    return rows
+
+
+def format_verdicts(rows: list[dict[str, Any]]) -> str:
+    lines = ["paysuite bench: targets"]
+    for row in rows:
+        mark = "✓ pass" if row["met"] else "✗ FAIL"
+        spread = ""
+        if row["spread"]:
+            spread = f"  (rounds {', '.join(f'{v:.2f}' for v in row['spread'])})"
+        lines.append(
+            f"  {mark}  {row['target']:<58} {row['value']:>7.2f}  target {row['limit']}{spread}"
         )
     return "\n".join(lines)
 
 
-def _fmt(value: float | None, pct: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value * 100:.1f}%" if pct else f"{value:.2f}"
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def run_bench(args: argparse.Namespace) -> int:
     from paysuite_core.launcher import StubStartError, start_stub, stop_stub
 
-    if args.seconds <= 0 or args.connections <= 0 or args.rounds <= 0:
+    events_count = int(getattr(args, "events", EVENTS))
+    if args.seconds <= 0 or args.connections <= 0 or args.rounds <= 0 or events_count < 0:
         print(
             "paysuite bench: --seconds, --connections and --rounds must be positive",
             file=sys.stderr,
@@ -456,6 +755,7 @@ def run_bench(args: argparse.Namespace) -> int:
         return 2
     report_dir = Path(args.report_dir)
     report_dir.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="paysuite-bench-") as tmp:
         workdir = Path(tmp)
         gen = Generator(args.seconds, args.connections, workdir, args.generator)
@@ -472,79 +772,123 @@ def run_bench(args: argparse.Namespace) -> int:
             token = authorize(config)
             ref = create_ref(config.base_url, token)
             say(f"bare aiohttp handler at {bare_url}, stub at {stub.root_url}")
+            find_path = f"/api/transactions/find/{ref}"
             find_url = f"{config.base_url}/transactions/find/{ref}"
-            events_url = f"{config.base_url}/events/transactions"
             cashin_url = f"{config.base_url}/transactions/cashin"
-            say("measuring the stub: list events (a nearly empty store)")
-            measurements["stub list events"] = gen.get(events_url, token)
             rounds: dict[str, list[dict[str, Any]]] = {}
             for index in range(args.rounds):
                 # interleaved rounds: a burst of noise from elsewhere hits every side alike
-                say(f"round {index + 1}/{args.rounds}: bare handler, find, cashin")
+                say(f"round {index + 1}/{args.rounds}: bare handler, stub find, stub cashin")
                 rounds.setdefault("bare handler (GET)", []).append(gen.get(f"{bare_url}/"))
                 rounds.setdefault("stub find", []).append(gen.get(find_url, token))
                 rounds.setdefault("stub cashin", []).append(gen.cashin(cashin_url, token))
             for name, runs in rounds.items():
                 measurements[name] = median_run(runs)
-            stored = sum(r["requests"] for r in rounds["stub cashin"])
-            say(f"measuring the stub: list events again (about {stored} transactions stored)")
-            measurements["stub list events (filled)"] = gen.get(events_url, token)
-            measurements["stub list events (filled)"]["transactions_stored"] = stored
             bare_row = measurements["bare handler (GET)"]
-            for name, key in (
-                ("stub find", "find"),
-                ("stub list events", None),
-                ("stub list events (filled)", None),
-                ("stub cashin", "cashin"),
-            ):
+            for name, key in (("stub find", "find"), ("stub cashin", "cashin")):
                 measurements[name]["ratio"] = _ratio(measurements[name], bare_row)
-                measurements[name]["target"] = TARGETS.get(key) if key else None
-            say(f"a paysuite Locust run on find ({args.connections} users, no wait)")
-            locust = locust_rate(
-                stub.credentials_path, args.seconds, args.connections, report_dir / "locust"
-            )
-            measurements["locust run (find mix)"] = locust
-            if gen.is_wrk:
-                wrk_find = measurements["stub find"]
-                locust["ratio"] = _ratio(locust, wrk_find)
-                locust["vs"] = "wrk on stub find"
+                measurements[name]["target"] = TARGETS[key]
+                measurements[name]["round_ratios"] = round_ratios(
+                    rounds[name], rounds["bare handler (GET)"]
+                )
+            users = args.connections
+            paysuite_runs: list[dict[str, Any]] = []
+            minimal_runs: list[dict[str, Any]] = []
+            for index in range(args.rounds):
+                say(
+                    f"Locust round {index + 1}/{args.rounds}: a paysuite run (cashin=1,find=99) "
+                    f"and a minimal FastHttpUser on find, {users} users, no wait"
+                )
+                paysuite_runs.append(
+                    locust_rate(
+                        stub.credentials_path, args.seconds, users,
+                        report_dir / "locust" / f"round-{index + 1}",
+                    )
+                )  # fmt: skip
+                minimal_runs.append(
+                    minimal_locust_rate(
+                        stub.root_url, find_path, token, args.seconds, users, workdir
+                    )
+                )
+            measurements["minimal Locust user (find)"] = median_run(minimal_runs)
+            paysuite = median_run(paysuite_runs)
+            paysuite["ratio"] = _ratio(paysuite, measurements["minimal Locust user (find)"])
+            paysuite["target"] = TARGETS["locust"]
+            paysuite["round_ratios"] = round_ratios(paysuite_runs, minimal_runs)
+            paysuite["vs"] = "minimal Locust FastHttpUser on the same find endpoint"
+            measurements["paysuite Locust user (find)"] = paysuite
         finally:
             stop(bare)
             stop_stub(stub)
-        order = (
-            "bare handler (GET)",
-            "stub find",
-            "stub cashin",
-            "stub list events",
-            "stub list events (filled)",
-            "locust run (find mix)",
+        results.update(
+            generator=gen.name,
+            connections=args.connections,
+            seconds=args.seconds,
+            rounds=args.rounds,
+            measurements=measurements,
         )
-        measurements = {name: measurements[name] for name in order if name in measurements}
-        short = [
-            name
-            for name, row in measurements.items()
-            if row.get("target") is not None and row["ratio"] < row["target"]
-        ]
-        results: dict[str, Any] = {
-            "generator": gen.name,
-            "connections": args.connections,
-            "seconds": args.seconds,
-            "measurements": measurements,
-            "targets_missed": short,
-        }
+        events_db = workdir / "events" / "stub.db"
+        if events_count:
+            results["events_list"] = measure_events(workdir / "events", events_count, args.rounds)
+        results["targets"] = verdicts(results)
         print(format_table(results), flush=True)
-        if short or args.profile_stub:
-            results["stub_profile"] = {}
-            for endpoint in ("cashin", "find"):
-                say(f"profiling the stub under {endpoint} load (cProfile)")
-                try:
-                    prof = profile_stub(gen, workdir, report_dir, endpoint)
-                except Exception as exc:  # noqa: BLE001 - the numbers above stand on their own
-                    say(f"could not profile the stub: {exc}")
-                    continue
-                results["stub_profile"][endpoint] = prof
-                print_profile(endpoint, prof)
+        print(format_verdicts(results["targets"]), flush=True)
+        missed = [row["target"] for row in results["targets"] if not row["met"]]
+        results["targets_missed"] = missed
+        results["stub_profile"] = {}
+        for endpoint in ("cashin", "find"):
+            ratio = measurements[f"stub {endpoint}"]["ratio"]
+            if ratio >= TARGETS[endpoint] and not args.profile_stub:
+                continue
+            say(f"profiling the stub under {endpoint} load (cProfile)")
+            try:
+                prof = profile_stub(gen, workdir, report_dir, endpoint)
+            except Exception as exc:  # noqa: BLE001 - the numbers above stand on their own
+                say(f"could not profile the stub: {exc}")
+                continue
+            results["stub_profile"][endpoint] = prof
+            print_profile(endpoint, prof)
+        events = results.get("events_list")
+        slow = [
+            n for n, q in (events or {}).get("queries", {}).items() if q["p50_ms"] > EVENTS_P50_MS
+        ]
+        if slow or (events and args.profile_stub):
+            say(f"profiling the stub on the events list (cProfile): {', '.join(slow) or 'all'}")
+            try:
+                timed_queries = events["queries"] if events else {}
+                prof = profile_stub(
+                    gen, workdir, report_dir, "events", db=events_db,
+                    queries={n: timed_queries[n]["query"] for n in (slow or timed_queries)},
+                )  # fmt: skip
+                results["stub_profile"]["events"] = prof
+                print_profile("events list", prof)
+            except Exception as exc:  # noqa: BLE001
+                say(f"could not profile the stub: {exc}")
     (report_dir / "bench.json").write_text(json.dumps(results, indent=2) + "\n")
     say(f"results in {(report_dir / 'bench.json').resolve()}")
-    time.sleep(0)
     return 0
+
+
+def measure_events(workdir: Path, count: int, rounds: int) -> dict[str, Any]:
+    """Seed ``count`` events into a fresh stub's store, start it on them, time each query."""
+    from paysuite_core.launcher import start_stub, stop_stub
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    stop_stub(start_stub(workdir))  # the store, its schema and its applications
+    say(f"seeding {count:,} events straight into the store")
+    started = time.perf_counter()
+    sample = seed_events(workdir / "stub.db", count)
+    # the stub's start rebuilds the indexes and the running totals (its migration)
+    stub = start_stub(workdir, startup_timeout_s=300)
+    seed_s = time.perf_counter() - started
+    try:
+        config = stub.config()
+        token = authorize(config)
+        queries = events_queries(sample)
+        say(f"timing the events list: {len(queries)} queries, one request at a time")
+        timed = time_queries(f"{config.base_url}/events/transactions", token, queries, 10, rounds)
+    finally:
+        stop_stub(stub)
+    for name, row in timed.items():
+        row["query"] = queries[name]
+    return {"stored": count, "seed_s": round(seed_s, 2), "queries": timed}

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,42 +72,85 @@ def _transport_problem(error: BaseException | None, limits: ClientLimits) -> str
     return " ".join(f"no answer: {type(error).__name__}: {error}".split())[:300]
 
 
-@contextmanager
 def request(
     client: Any, limits: ClientLimits, method: str, path: str, *, name: str, **kwargs: Any
-) -> Iterator[Reply | None]:
+) -> BoundedRequest:
     """``with request(...) as reply``: ``None`` when nothing came back in time (already counted
     as a failure); else a ``Reply`` to judge with ``success()``/``failure()``. A reply with a
     ``problem`` is already marked failed."""
-    import gevent  # here, not at import: load.auth is imported outside Locust too
+    return BoundedRequest(client, limits, method, path, name, kwargs)
 
-    headers = {"Accept-Encoding": "identity", **(kwargs.pop("headers", None) or {})}
-    started = time.perf_counter()
-    timer = gevent.Timeout(limits.total_timeout_s)
-    timer.start()
-    ctx = None
-    try:
-        ctx = client.request(
-            method,
-            path,
-            name=name,
-            headers=headers,
-            catch_response=True,
-            stream=True,
-            allow_redirects=False,
-            **kwargs,
-        )
-    except gevent.Timeout as exc:
-        if exc is not timer:
-            raise
-    finally:
+
+class BoundedRequest:
+    """The context manager ``request`` returns: a class rather than a generator-based
+    ``contextmanager``, because it is on every request's path of a load test (a generator, its
+    frame and the ``contextlib`` wrapper cost more than the rest of this code)."""
+
+    __slots__ = ("client", "limits", "method", "path", "name", "kwargs", "_ctx")
+
+    def __init__(
+        self,
+        client: Any,
+        limits: ClientLimits,
+        method: str,
+        path: str,
+        name: str,
+        kwargs: dict[str, Any],
+    ) -> None:
+        self.client = client
+        self.limits = limits
+        self.method = method
+        self.path = path
+        self.name = name
+        self.kwargs = kwargs
+        self._ctx: Any = None
+
+    def __enter__(self) -> Reply | None:
+        import gevent  # here, not at import: load.auth is imported outside Locust too
+
+        kwargs = self.kwargs
+        limits = self.limits
+        headers = {"Accept-Encoding": "identity", **(kwargs.pop("headers", None) or {})}
+        started = time.perf_counter()
+        timer = gevent.Timeout(limits.total_timeout_s)
+        timer.start()
+        ctx = None
+        try:
+            ctx = self.client.request(
+                self.method,
+                self.path,
+                name=self.name,
+                headers=headers,
+                catch_response=True,
+                stream=True,
+                allow_redirects=False,
+                **kwargs,
+            )
+        except gevent.Timeout as exc:
+            if exc is not timer:
+                raise
+        finally:
+            if ctx is None:
+                timer.close()
         if ctx is None:
-            timer.close()
-    if ctx is None:
-        _fire_failure(client, method, name, started, TotalTimeout(limits.total_timeout_s))
-        yield None
-        return
-    with ctx as resp:
+            _fire_failure(
+                self.client, self.method, self.name, started, TotalTimeout(limits.total_timeout_s)
+            )
+            return None
+        resp = ctx.__enter__()
+        self._ctx = ctx
+        try:
+            return self._reply(resp, timer, started)
+        except BaseException as exc:
+            self._ctx = None
+            if not ctx.__exit__(type(exc), exc, exc.__traceback__):
+                raise
+            raise _Suppressed() from exc
+
+    def _reply(self, resp: Any, timer: Any, started: float) -> Reply:
+        import gevent
+
+        limits = self.limits
         status = int(resp.status_code or 0)
         body, problem = b"", None
         try:
@@ -137,4 +178,16 @@ def request(
             problem = f"status {status} (a redirect to {resp.headers.get('Location')!r}; "
             problem += "paysuite does not follow redirects)"
             resp.failure(problem)
-        yield Reply(status, body, problem, resp)
+        return Reply(status, body, problem, resp)
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        ctx, self._ctx = self._ctx, None
+        if ctx is None:
+            return False
+        return bool(ctx.__exit__(exc_type, exc, tb))
+
+
+class _Suppressed(Exception):
+    """Never raised to a caller in practice: Locust's response context swallowed an exception
+    raised while the reply was being read, which a ``with`` statement cannot express from
+    ``__enter__``; raised instead so that the caller's block does not run without a reply."""

@@ -35,7 +35,14 @@ def register(
     )
     create.add_argument("--merchant", required=True, help="merchant code, e.g. DEMO01")
     create.add_argument("--privilege", required=True, choices=PRIVILEGE_CHOICES)
-    create.add_argument("--db", dest="apps_db", metavar="PATH", help="database file")
+    create.add_argument(
+        "--db", dest="apps_db", metavar="PATH", help="an existing database file (the stub's)"
+    )
+    create.add_argument(
+        "--create-db",
+        action="store_true",
+        help="create the database file when it does not exist (its folder must exist)",
+    )
     create.set_defaults(func=run_apps_create)
     keys = commands.add_parser("keys", help="manage the JWT signing key")
     keys_commands = keys.add_subparsers(dest="keys_command", metavar="{rotate}", required=True)
@@ -77,6 +84,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pending-timeout", type=float, metavar="S", help="seconds before pending fails"
     )
+    parser.add_argument(
+        "--access-log",
+        choices=("clf", "json", "none"),
+        help="log every request: Common Log Format or JSON lines (default: none)",
+    )
+    parser.add_argument(
+        "--access-log-file", metavar="PATH", help="where the access log goes (default stderr)"
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> StubSettings:
@@ -96,6 +111,8 @@ def settings_from_args(args: argparse.Namespace) -> StubSettings:
         ("access_ttl", "access_ttl_s"),
         ("refresh_ttl", "refresh_ttl_s"),
         ("pending_timeout", "pending_timeout_s"),
+        ("access_log", "access_log"),
+        ("access_log_file", "access_log_file"),
     ):
         value = getattr(args, attr, None)
         if value is not None:
@@ -128,7 +145,17 @@ def run_stub(args: argparse.Namespace) -> int:
     import sqlite3
 
     from stub_server.server import run
+    from stub_server.store.group_commit import missing_folder
 
+    for what, path in (("database", settings.db), ("access log", settings.access_log_file)):
+        folder = missing_folder(path) if path else None
+        if folder is not None:
+            print(
+                f"paysuite stub: the {what}'s folder {folder} does not exist ({what} {path});"
+                " create it first",
+                file=sys.stderr,
+            )
+            return 1
     try:
         return run(settings)
     except sqlite3.Error as exc:
@@ -137,11 +164,13 @@ def run_stub(args: argparse.Namespace) -> int:
 
 
 def run_apps_create(args: argparse.Namespace) -> int:
+    import os
     import sqlite3
 
     from stub_server import timefmt
     from stub_server.settings import SettingsError
     from stub_server.store import Store
+    from stub_server.store.group_commit import missing_folder
 
     try:
         settings = settings_from_args(args)
@@ -156,6 +185,21 @@ def run_apps_create(args: argparse.Namespace) -> int:
     if not merchant or len(merchant) > 64:
         print("paysuite stub apps create: --merchant must be 1..64 characters", file=sys.stderr)
         return 2
+    if not db.startswith("file:") and not os.path.isfile(db):
+        if not args.create_db:
+            print(
+                f"paysuite stub apps create: no database at {db} (start the stub with --db"
+                f" {db} first, or add --create-db to make a new one)",
+                file=sys.stderr,
+            )
+            return 1
+        folder = missing_folder(db)
+        if folder is not None:
+            print(
+                f"paysuite stub apps create: the database's folder {folder} does not exist",
+                file=sys.stderr,
+            )
+            return 1
     try:
         store = Store(db)
         try:

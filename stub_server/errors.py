@@ -44,6 +44,11 @@ def validation_error(field: str, problem: str) -> ApiError:
     return ApiError(400, "validation_error", f"{field}: {problem}")
 
 
+def json_body(data: object) -> bytes:
+    """``data`` as the stub's compact UTF-8 JSON."""
+    return _dumps(data).encode()
+
+
 def json_response(data: object, status: int = 200) -> web.Response:
     """A JSON response without aiohttp's per-call content negotiation overhead."""
     return web.Response(body=_dumps(data).encode(), status=status, content_type="application/json")

@@ -18,7 +18,7 @@ import sys
 
 from aiohttp import web
 
-from stub_server import protocol, signing_key
+from stub_server import access_log, protocol, signing_key
 from stub_server.app import build_app
 from stub_server.credentials import credentials_path, url_host, write_credentials
 from stub_server.fd_errors import ResourceErrorLog, raise_fd_limit
@@ -52,7 +52,7 @@ async def serve(settings: StubSettings) -> int:
     app = build_app(stub)
     runner = web.AppRunner(
         app,
-        access_log=None,
+        **access_log.runner_arguments(settings.access_log, settings.access_log_file),
         shutdown_timeout=CLOSE_GRACE_S,
         keepalive_timeout=settings.idle_timeout_s,
     )

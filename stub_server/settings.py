@@ -29,6 +29,9 @@ from stub_server.ratelimit import AuthorizeLimits, Bucket
 
 Outcome = Literal["none", "success", "failed"]
 OUTCOMES: tuple[Outcome, ...] = ("none", "success", "failed")
+#: The request log's formats (``stub_server.access_log``).
+AccessLogFormat = Literal["clf", "json"]
+ACCESS_LOG_FORMATS: tuple[AccessLogFormat, ...] = ("clf", "json")
 
 DEFAULT_DB = "paysuite-stub.db"
 CREDENTIALS_NAME = "paysuite-credentials.yaml"
@@ -103,6 +106,10 @@ class StubSettings:
     body_timeout_s: float = 10.0
     listen_backlog: int = 128
     authorize_limits: AuthorizeLimits = field(default_factory=AuthorizeLimits)
+    #: The request log: ``clf`` (Common Log Format) or ``json`` lines; None is off (the default).
+    access_log: AccessLogFormat | None = None
+    #: Where the request log goes (appended); None is stderr.
+    access_log_file: str | None = None
 
     @property
     def number_regex(self) -> re.Pattern[str]:
@@ -238,6 +245,16 @@ def _authorize_limits(raw: Any) -> AuthorizeLimits:
     )
 
 
+def _access_log(value: Any) -> AccessLogFormat | None:
+    """``clf``, ``json``, or off (``none``, ``off``, ``false``, null)."""
+    if value is None or value is False or value in ("none", "off"):
+        return None
+    for fmt in ACCESS_LOG_FORMATS:
+        if value == fmt:
+            return fmt
+    raise SettingsError(f"access_log: expected one of clf, json, none; got {value!r}")
+
+
 def _names(value: Any, where: str) -> list[str]:
     if value is None:
         return []
@@ -254,6 +271,7 @@ KNOWN_KEYS = frozenset(
         "amount", "number_pattern", "fee_rate", "utc_offset", "pending_timeout_s", "sandbox",
         "max_body_bytes", "auto_resolve", "faults", "drop_rate", "variants", "strict_auth",
         "idle_timeout_s", "body_timeout_s", "listen_backlog", "authorize_limits",
+        "access_log", "access_log_file",
     }
 )  # fmt: skip
 
@@ -277,7 +295,9 @@ def settings_from_mapping(
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise SettingsError(f"port: expected an integer 0..65535, got {port!r}")
         changes["port"] = port
-    for key in ("db", "credentials", "jwt_key"):
+    if "access_log" in data:
+        changes["access_log"] = _access_log(data["access_log"])
+    for key in ("db", "credentials", "jwt_key", "access_log_file"):
         if key in data and data[key] is not None:
             changes[key] = _str(str(data[key]), key)
     for key in (

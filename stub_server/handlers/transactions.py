@@ -11,7 +11,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from stub_server import timefmt
-from stub_server.errors import ApiError, json_response
+from stub_server.errors import ApiError, json_body, json_response
 from stub_server.handlers.auth import authenticate
 from stub_server.rules.fields import validate_amount, validate_number, webhook_mode
 from stub_server.rules.lifecycle import due_for
@@ -73,10 +73,18 @@ class TransactionHandlers:
         return json_response(stub.render.creation(amount, created, kind, ref), stub.creation_status)
 
     async def find(self, request: web.Request) -> web.Response:
+        """The lookup, rendered once per committed state of the transaction: the store drops
+        the rendered body whenever a write touches the ref (``Transactions.lookups``)."""
         stub = self.stub
         record = authenticate(stub, request)
         ref = request.match_info["ref"]
-        tx = stub.store.find(ref, stub.hooks.visible_merchant(record))
-        if tx is None:
-            raise ApiError(404, "transaction_not_found", f"no transaction with ref {ref!r}")
-        return json_response(stub.render.lookup(tx))
+        merchant = stub.hooks.visible_merchant(record)
+        store = stub.store
+        body = store.cached_lookup(ref, merchant)
+        if body is None:
+            tx = store.find(ref, merchant)
+            if tx is None:
+                raise ApiError(404, "transaction_not_found", f"no transaction with ref {ref!r}")
+            body = json_body(stub.render.lookup(tx))
+            store.remember_lookup(ref, merchant, body)
+        return web.Response(body=body, content_type="application/json")

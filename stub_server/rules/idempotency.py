@@ -10,6 +10,7 @@ same SQL transaction as the transaction and its event (``stub_server.store.trans
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -49,7 +50,7 @@ class KeyRule:
         ``empty_is_absent`` an empty key counts as not sent, so a key is generated.
         """
         sources = [("header", request.headers.getall("Idempotency-Key", []))]
-        if self.read_query:
+        if self.read_query and request.query_string:
             sources.append(("query parameter", request.query.getall("Idempotency-Key", [])))
         keys: list[str] = []
         for where, values in sources:
@@ -86,14 +87,14 @@ class KeyRule:
             )
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def first_control(text: str) -> int | None:
     """The code point of the first control character (C0, DEL, C1) in ``text``, if any: a key
     with a NUL or a newline in it is a client bug or an injection, never a deliberate key."""
-    for char in text:
-        code = ord(char)
-        if code < 0x20 or 0x7F <= code <= 0x9F:
-            return code
-    return None
+    found = _CONTROL.search(text)
+    return None if found is None else ord(found.group())
 
 
 def key_reused(key: str) -> ApiError:

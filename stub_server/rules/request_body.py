@@ -61,8 +61,11 @@ async def read_json(
             f"the request body exceeds {settings.max_body_bytes} bytes",
         )
     try:
-        async with asyncio.timeout(settings.body_timeout_s):
+        if request.content.is_eof():  # the whole body arrived with the head: nothing to wait for
             raw = await request.read()
+        else:
+            async with asyncio.timeout(settings.body_timeout_s):
+                raw = await request.read()
     except TimeoutError:  # a slow body (slowloris) must not hold a handler for ever
         raise ApiError(
             408,

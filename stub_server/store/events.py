@@ -17,9 +17,13 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from stub_server.store.event_totals import HOUR_US
 from stub_server.store.group_commit import GroupCommitDatabase
 from stub_server.store.records import EVENT_COLUMNS, Amount, EventQuery, EventRecord
 from stub_server.store.where import SqlValue, where_clause
+
+#: From this offset on, a page is found in the index first and only its rows are read.
+DEFERRED_OFFSET = 200
 
 
 class Events(GroupCommitDatabase):
@@ -40,17 +44,37 @@ class Events(GroupCommitDatabase):
             q.to_us,
         )
         counted = None
-        if q.client is None and q.ref is None and q.from_us is None and q.to_us is None:
-            counted = self._totals_from_cells(clause, params)
+        if q.client is None and q.ref is None:
+            if q.from_us is None and q.to_us is None:
+                counted = self._totals_from_cells(clause, params)
+            else:
+                counted = self._totals_for_range(q)
         total, amount = counted if counted is not None else self.scan_totals(clause, params)
         order = "ASC" if q.oldest_first else "DESC"
         rows: list[Any] = []  # sqlite3's rows are untyped
         if total > q.offset:
-            rows = self.conn.execute(
-                f"SELECT {EVENT_COLUMNS} FROM events{clause}"
-                f" ORDER BY created_us {order}, seq {order} LIMIT ? OFFSET ?",
-                [*params, q.limit, q.offset],
-            ).fetchall()
+            # Without statistics SQLite walks ev_merchant_time to avoid a sort, reading every
+            # event of the merchant to find a ref's two; a ref or a client names few events, so
+            # their own index is the way in. Deep pages: the offset is skipped in the covering
+            # index and only the page's rows are read (same order, same rows).
+            source = "events"
+            if q.merchant is not None and q.ref is not None:
+                source = "events INDEXED BY ev_ref"
+            elif q.merchant is not None and q.client is not None:
+                source = "events INDEXED BY ev_client_time"
+            if q.offset >= DEFERRED_OFFSET and source == "events":
+                rows = self.conn.execute(
+                    f"SELECT {EVENT_COLUMNS} FROM events WHERE seq IN (SELECT seq FROM"
+                    f" events{clause} ORDER BY created_us {order}, seq {order} LIMIT ? OFFSET ?)"
+                    f" ORDER BY created_us {order}, seq {order}",
+                    [*params, q.limit, q.offset],
+                ).fetchall()
+            else:
+                rows = self.conn.execute(
+                    f"SELECT {EVENT_COLUMNS} FROM {source}{clause}"
+                    f" ORDER BY created_us {order}, seq {order} LIMIT ? OFFSET ?",
+                    [*params, q.limit, q.offset],
+                ).fetchall()
         return int(total), amount, [EventRecord(*row) for row in rows]
 
     def _totals_from_cells(self, clause: str, params: list[SqlValue]) -> tuple[int, Amount] | None:
@@ -65,6 +89,55 @@ class Events(GroupCommitDatabase):
             return None
         if n_real or any_real:
             return None
+        return n, amount
+
+    def _totals_for_range(self, q: EventQuery) -> tuple[int, Amount] | None:
+        """(total, amount) of a ``from``/``to`` list: whole hours from ``event_totals_hourly``,
+        the partial hours at either end scanned; None when only a full scan is exact (a float
+        amount, an overflow, times before 1970, or a range within two hours)."""
+        lo, hi = q.from_us, q.to_us
+        if (lo is not None and lo < 0) or (hi is not None and hi < 0):
+            return None
+        first = None if lo is None else max(-(-lo // HOUR_US), 1)  # first whole hour
+        last = None if hi is None else (hi + 1) // HOUR_US - 1  # last whole hour
+        if last is not None and last < 0:
+            return None
+        if first is not None and last is not None and first > last:
+            return None  # a short range: the scan reads at most two hours of events
+        equal = (
+            ("merchant", q.merchant), ("status", q.status), ("kind", q.kind),
+            ("event_kind", q.event_kind),
+        )  # fmt: skip
+        clause, params = where_clause(equal, None, None)
+        hours = [clause or " WHERE 1"]
+        if first is not None:
+            hours.append("hour >= ?")
+            params.append(first)
+        if last is not None:
+            hours.append("hour <= ?")
+            params.append(last)
+        try:
+            n, amount, n_real, any_real = self.conn.execute(
+                "SELECT COALESCE(SUM(n), 0), COALESCE(SUM(amount), 0), COALESCE(SUM(n_real), 0),"
+                f" MAX(typeof(amount) = 'real') FROM event_totals_hourly{' AND '.join(hours)}",
+                params,
+            ).fetchone()
+        except sqlite3.OperationalError:  # integer overflow of the cells' sum
+            return None
+        if n_real or any_real:
+            return None
+        edges = []
+        if lo is not None and first is not None:
+            edges.append((lo, first * HOUR_US - 1))
+        if hi is not None and last is not None:
+            edges.append(((last + 1) * HOUR_US, hi))
+        for start, end in edges:
+            clause, params = where_clause(equal, start, end)
+            edge_n, edge_amount = self.scan_totals(clause, params)
+            if isinstance(edge_amount, float):
+                return None
+            n += edge_n
+            amount += edge_amount
         return n, amount
 
     def scan_totals(self, clause: str = "", params: Sequence[SqlValue] = ()) -> tuple[int, Amount]:

@@ -27,6 +27,15 @@ from stub_server.store.checkpoint import AUTOCHECKPOINT_BACKSTOP_PAGES, Checkpoi
 from stub_server.store.schema import SCHEMA, make_private, migrate
 
 
+def missing_folder(path: str) -> str | None:
+    """The folder of database file ``path`` when it does not exist (None for ``:memory:``,
+    ``file:`` URIs and existing folders)."""
+    if path == ":memory:" or path.startswith("file:"):
+        return None
+    folder = Path(path).parent
+    return None if folder.is_dir() else str(folder)
+
+
 class GroupCommitDatabase:
     """One connection, used only from the event loop thread, with batched creation commits.
 
@@ -37,8 +46,10 @@ class GroupCommitDatabase:
     def __init__(self, path: str) -> None:
         self.path = path
         if path != ":memory:" and not path.startswith("file:"):
-            # ``--db reports/run1/stub.db`` should just work, as ``--credentials`` does
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            # no silent creation of folders: a typo in ``--db`` must not start an empty store
+            missing = missing_folder(path)
+            if missing is not None:
+                raise sqlite3.OperationalError(f"the folder {missing} does not exist")
             make_private(path)
         self._db = sqlite3.connect(
             path, isolation_level=None, check_same_thread=False, cached_statements=256
@@ -50,6 +61,8 @@ class GroupCommitDatabase:
         self._db.executescript(SCHEMA)
         migrate(self._db)
         self._batch: list[asyncio.Future[None]] | None = None
+        #: Values derived from committed transactions, by ref (``Transactions.lookups``).
+        self.lookups: dict[str, dict[str | None, bytes]] = {}
         self._checkpointer: Checkpointer | None = None
         if str(self._db.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
             self._db.execute(f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_BACKSTOP_PAGES}")
@@ -89,6 +102,7 @@ class GroupCommitDatabase:
                 self._db.execute("ROLLBACK")
             except sqlite3.Error:
                 pass
+            self.lookups.clear()  # nothing of the batch was committed
             for waiter in waiters:
                 if not waiter.done():
                     waiter.set_exception(exc)

@@ -9,7 +9,12 @@ from __future__ import annotations
 import os
 import sqlite3
 
-from stub_server.store.event_totals import fill_totals, install_totals_triggers
+from stub_server.store.event_totals import (
+    fill_hourly,
+    fill_totals,
+    install_hourly_triggers,
+    install_totals_triggers,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -67,6 +72,17 @@ CREATE TABLE IF NOT EXISTS event_totals (
     n_real INTEGER NOT NULL,
     PRIMARY KEY (merchant, event_kind, kind, status)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS event_totals_hourly (
+    merchant TEXT NOT NULL,
+    hour INTEGER NOT NULL,
+    event_kind TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    amount NOT NULL,
+    n_real INTEGER NOT NULL,
+    PRIMARY KEY (merchant, hour, event_kind, kind, status)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS idempotency (
     merchant TEXT NOT NULL,
     key TEXT NOT NULL,
@@ -110,6 +126,9 @@ def migrate(db: sqlite3.Connection) -> None:
         if "ev_totals_insert" not in names:
             fill_totals(db)
             install_totals_triggers(db)
+        if "ev_hourly_insert" not in names:
+            fill_hourly(db)
+            install_hourly_triggers(db)
         for index in _OLD_INDEXES:
             if index in names:
                 db.execute(f"DROP INDEX {index}")

@@ -29,8 +29,36 @@ from stub_server.store.refs import uuid4_text
 KeyMode = Literal["strict", "overwrite"]
 
 
+#: Rendered lookups kept at most (``Transactions.lookups``); past it the cache starts over.
+LOOKUP_CACHE_SIZE = 20_000
+
+
 class Transactions(GroupCommitDatabase):
-    """The ``transactions`` and ``idempotency`` tables, and the events a transaction records."""
+    """The ``transactions`` and ``idempotency`` tables, and the events a transaction records.
+
+    ``lookups`` caches what a caller derived from a committed transaction (the find handler: its
+    rendered response), by ref and then by the merchant the read was scoped to. Every write that
+    touches a ref (its creation, the undoing of a failed one, its processing) drops that ref's
+    entries in the same synchronous call, before anything else can read, so a cached value is
+    always what a read of the committed row would give now.
+    """
+
+    lookups: dict[str, dict[str | None, bytes]]
+
+    def forget_ref(self, ref: str) -> None:
+        """Drop what ``lookups`` holds for ``ref`` (a write touched it)."""
+        self.lookups.pop(ref, None)
+
+    def cached_lookup(self, ref: str, merchant: str | None) -> bytes | None:
+        entry = self.lookups.get(ref)
+        return None if entry is None else entry.get(merchant)
+
+    def remember_lookup(self, ref: str, merchant: str | None, value: bytes) -> None:
+        """Keep ``value``, derived from ``find(ref, merchant)`` just now (committed data)."""
+        lookups = self.lookups
+        if len(lookups) >= LOOKUP_CACHE_SIZE:
+            lookups.clear()
+        lookups.setdefault(ref, {})[merchant] = value
 
     def key_used(self, scope: str, key: str) -> bool:
         """Whether ``key`` has a row in ``scope`` (a merchant, or the global scope)."""
@@ -73,6 +101,7 @@ class Transactions(GroupCommitDatabase):
         """
         db = self._db
         scope = new.key_scope or new.merchant
+        self.forget_ref(new.ref)  # refs-reused: a new row answers find for an old ref
         try:
             db.execute(
                 f"{insert} INTO idempotency (merchant, key, ref, created_us) VALUES (?, ?, ?, ?)",
@@ -101,6 +130,7 @@ class Transactions(GroupCommitDatabase):
         except BaseException:
             if insert == "INSERT":  # the SAVEPOINT of the other mode undoes it instead
                 self._undo_creation(scope, new.key, tx_id)
+            self.forget_ref(new.ref)
             raise
 
     def _undo_creation(self, scope: str, key: str, tx_id: int | None) -> None:
@@ -145,13 +175,14 @@ class Transactions(GroupCommitDatabase):
         conn.execute("BEGIN IMMEDIATE")
         try:
             for tx_id, status in items:
-                cur = conn.execute(
+                updated = conn.execute(
                     "UPDATE transactions SET status = ?, processed_us = ?, due_us = NULL"
-                    " WHERE id = ? AND status = 'pending'",
+                    " WHERE id = ? AND status = 'pending' RETURNING ref",
                     (status, now_us, tx_id),
-                )
-                if cur.rowcount != 1:
+                ).fetchall()
+                if len(updated) != 1:
                     continue
+                self.forget_ref(updated[0][0])
                 done += 1
                 if record_event:
                     conn.execute(
@@ -165,6 +196,7 @@ class Transactions(GroupCommitDatabase):
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
+            self.lookups.clear()  # refs updated before the failure are back as they were
             raise
         self.count_commit()
         return done

@@ -159,10 +159,10 @@ def test_sigterm_finishes_in_flight_requests(tmp_path: Path) -> None:
 
 
 def test_apps_create(tmp_path: Path) -> None:
-    db = tmp_path / "not" / "yet" / "apps.db"  # missing folders are created
+    db = tmp_path / "apps.db"  # a new database, asked for explicitly
     result = subprocess.run(
         [sys.executable, "-m", "paysuite", "stub", "apps", "create", "--merchant", "SHOP9",
-         "--privilege", "cashout", "--db", str(db)],
+         "--privilege", "cashout", "--db", str(db), "--create-db"],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr

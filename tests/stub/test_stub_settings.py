@@ -46,6 +46,8 @@ EVERY_SETTING = {
         "hash_workers": 2,
         "hash_queue": 5,
     },
+    "access_log": "json",
+    "access_log_file": "access.jsonl",
 }
 
 
@@ -70,6 +72,7 @@ def test_the_config_file_sets_every_setting(tmp_path: Path) -> None:
     assert (limits.per_client.burst, limits.per_client.per_s) == (3, 0.5)
     assert (limits.per_peer.burst, limits.per_peer.per_s) == (7, 1)
     assert (limits.hash_workers, limits.hash_queue) == (2, 5)
+    assert (s.access_log, s.access_log_file) == ("json", "access.jsonl")
     for name in ("host", "port", "db", "access_ttl_s", "fee_rate", "sandbox", "max_body_bytes",
                  "strict_auth"):  # fmt: skip
         assert getattr(s, name) != getattr(default, name), name
