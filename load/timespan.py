@@ -52,6 +52,16 @@ def parse_duration(value: str | float | int) -> float:
         raise ValueError(f"{value!r} is not a duration (examples: {FORMATS})") from None
 
 
+def duration_argument(text: str) -> float:
+    """``type=`` of an argparse option that takes a duration (``20``, ``20s``, ``1m30s``)."""
+    import argparse
+
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def format_duration(seconds: float) -> str:
     """``90`` -> ``1m30s``; ``2.5`` -> ``2.5s`` (``parse_duration``'s inverse, for messages)."""
     if seconds != int(seconds) or seconds < 60:

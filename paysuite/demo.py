@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from load.timespan import duration_argument
+
 CONFORM_TIMEOUT_S = 240.0
 
 
@@ -302,7 +304,10 @@ def register(subparsers: Any) -> None:
     )
     demo.add_argument("--report-dir", default="reports", help="where reports go (default reports/)")
     demo.add_argument(
-        "--load-duration", type=float, default=None, help="smoke run length in s (default 30)"
+        "--load-duration",
+        type=duration_argument,
+        default=None,
+        help="smoke run length (30, 30s, 1m; default 30 s)",
     )
     demo.add_argument("--users", type=int, default=None, help="smoke run users (default 5)")
     demo.set_defaults(func=_run)
