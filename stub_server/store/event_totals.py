@@ -48,19 +48,28 @@ _TOTALS_FILL = (
 )
 
 
+def _refill(db: sqlite3.Connection, table: str, fill: str) -> None:
+    """Recompute every cell of ``table`` from the events (inside the caller's transaction)."""
+    db.execute(f"DELETE FROM {table}")
+    try:
+        db.execute(fill.format(total="SUM"))
+    except sqlite3.OperationalError:  # integer overflow: REAL cells, scanned later
+        db.execute(fill.format(total="TOTAL"))
+
+
+def _install(db: sqlite3.Connection, triggers: str) -> None:
+    for statement in triggers.split("END;")[:-1]:
+        db.execute(statement + "END;")
+
+
 def fill_totals(db: sqlite3.Connection) -> None:
     """Recompute every running-total cell from the events (inside the caller's transaction)."""
-    db.execute("DELETE FROM event_totals")
-    try:
-        db.execute(_TOTALS_FILL.format(total="SUM"))
-    except sqlite3.OperationalError:  # integer overflow: REAL cells, scanned later
-        db.execute(_TOTALS_FILL.format(total="TOTAL"))
+    _refill(db, "event_totals", _TOTALS_FILL)
 
 
 def install_totals_triggers(db: sqlite3.Connection) -> None:
     """Create the triggers that keep ``event_totals`` in step with ``events``."""
-    for statement in TOTALS_TRIGGERS.split("END;")[:-1]:
-        db.execute(statement + "END;")
+    _install(db, TOTALS_TRIGGERS)
 
 
 #: ``event_totals_hourly``: the same cells per hour of the event's time (``created_us / HOUR_US``,
@@ -104,14 +113,9 @@ _HOURLY_FILL = (
 
 def fill_hourly(db: sqlite3.Connection) -> None:
     """Recompute every hourly cell from the events (inside the caller's transaction)."""
-    db.execute("DELETE FROM event_totals_hourly")
-    try:
-        db.execute(_HOURLY_FILL.format(total="SUM"))
-    except sqlite3.OperationalError:  # integer overflow: REAL cells, scanned later
-        db.execute(_HOURLY_FILL.format(total="TOTAL"))
+    _refill(db, "event_totals_hourly", _HOURLY_FILL)
 
 
 def install_hourly_triggers(db: sqlite3.Connection) -> None:
     """Create the triggers that keep ``event_totals_hourly`` in step with ``events``."""
-    for statement in HOURLY_TRIGGERS.split("END;")[:-1]:
-        db.execute(statement + "END;")
+    _install(db, HOURLY_TRIGGERS)

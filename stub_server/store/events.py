@@ -77,12 +77,15 @@ class Events(GroupCommitDatabase):
                 ).fetchall()
         return int(total), amount, [EventRecord(*row) for row in rows]
 
-    def _totals_from_cells(self, clause: str, params: list[SqlValue]) -> tuple[int, Amount] | None:
-        """(total, amount) from the running totals, or None when only a scan is exact."""
+    def _totals_from_cells(
+        self, clause: str, params: list[SqlValue], table: str = "event_totals"
+    ) -> tuple[int, Amount] | None:
+        """(total, amount) from the running totals of ``table``, or None when only a scan is
+        exact (a float amount, or an overflow of the cells' sum)."""
         try:
             n, amount, n_real, any_real = self.conn.execute(
                 "SELECT COALESCE(SUM(n), 0), COALESCE(SUM(amount), 0), COALESCE(SUM(n_real), 0),"
-                f" MAX(typeof(amount) = 'real') FROM event_totals{clause}",
+                f" MAX(typeof(amount) = 'real') FROM {table}{clause}",
                 params,
             ).fetchone()
         except sqlite3.OperationalError:  # integer overflow of the cells' sum
@@ -116,16 +119,10 @@ class Events(GroupCommitDatabase):
         if last is not None:
             hours.append("hour <= ?")
             params.append(last)
-        try:
-            n, amount, n_real, any_real = self.conn.execute(
-                "SELECT COALESCE(SUM(n), 0), COALESCE(SUM(amount), 0), COALESCE(SUM(n_real), 0),"
-                f" MAX(typeof(amount) = 'real') FROM event_totals_hourly{' AND '.join(hours)}",
-                params,
-            ).fetchone()
-        except sqlite3.OperationalError:  # integer overflow of the cells' sum
+        cells = self._totals_from_cells(" AND ".join(hours), params, "event_totals_hourly")
+        if cells is None:
             return None
-        if n_real or any_real:
-            return None
+        n, amount = cells
         edges = []
         if lo is not None and first is not None:
             edges.append((lo, first * HOUR_US - 1))
