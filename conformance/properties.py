@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 from conformance.spec_patch import operations, patch_spec
+from conformance.target import checking_flow
 from paysuite_core import tokens
 
 CHAIN_CHECK = "paysuite_chain_holds"
@@ -297,10 +298,7 @@ class _Tokens:
         with self.lock:
             flow = self.flows.get(app.client_id)
             if flow is None:
-                flow = tokens.TokenFlow(
-                    self.send, app, fallback_ttl_s=self.ttl_s, trust_expires=False,
-                    renew_fraction=1 / 3, clock=time.monotonic,
-                )  # fmt: skip
+                flow = checking_flow(self.send, app, self.ttl_s)
                 self.flows[app.client_id] = flow
             try:
                 return flow.access()
@@ -398,7 +396,7 @@ def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = N
     schema = schemathesis.openapi.from_dict(
         patched, config=build_config(target.seed, target.profile, target.base_url)
     )
-    tokens = _Tokens(target.base_url, float(target.config.access_token_ttl_s))
+    suite_tokens = _Tokens(target.base_url, float(target.config.access_token_ttl_s))
     secured = {
         path
         for path, _method, operation in operations(patched)
@@ -411,7 +409,7 @@ def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = N
             if path not in secured:
                 return None
             app = _app_for(target, path)
-            return tokens.access(app) if app is not None else None
+            return suite_tokens.access(app) if app is not None else None
 
         def set(self, case: Any, data: str, context: Any) -> None:
             case.headers = dict(case.headers or {})
@@ -441,7 +439,7 @@ def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = N
         restore()
         _FRESH_KEYS.clear()
         _DEADLINE[0] = None
-        tokens.client.close()
+        suite_tokens.client.close()
     if deadline is not None and time.monotonic() > deadline:
         result.stopped = (
             f"the property run stopped at its time budget after {result.scenarios} scenarios: "

@@ -108,27 +108,30 @@ class _Tokens:
 
         self.config = config
         self.flows: dict[str, TokenFlow] = {}
-        self.authorizes = 0
         self._lock = Semaphore()
+
+    @property
+    def authorizes(self) -> int:
+        """Authorize requests made for the reconciliation (reported in load.json)."""
+        return sum(flow.authorizes for flow in self.flows.values())
 
     def header(self, session: _Session, merchant: str, stale: str | None = None) -> dict[str, str]:
         """The merchant's bearer header; ``stale``: the token just refused, to be renewed."""
+        # authorize/refresh on the caller's own connection: another greenlet's may be busy or
+        # broken (a failed connect would hold its pool slot until the total timeout)
+        send = _session_send(session, self.config.base_url)
         with self._lock:
             flow = self.flows.get(merchant)
             if flow is None:
                 apps = [a for a in self.config.applications if a.merchant == merchant]
                 apps = apps or list(self.config.applications)
                 app = sorted(apps, key=lambda a: a.privilege != "read")[0]
-                send = _session_send(session, self.config.base_url)
                 flow = TokenFlow(send, app, fallback_ttl_s=self.config.access_token_ttl_s)
                 self.flows[merchant] = flow
-            # authorize/refresh on the caller's own connection: another greenlet's may be busy
-            # or broken (a failed connect would hold its pool slot until the total timeout)
-            flow.send = _session_send(session, self.config.base_url)
+            flow.send = send
             if flow.pair is not None and flow.pair.access == stale:
                 flow.renew()
             token = flow.access()
-            self.authorizes = sum(f.authorizes for f in self.flows.values())
         return {"Authorization": f"Bearer {token}", "Accept": "application/json"}
 
 

@@ -30,6 +30,8 @@ RWANDA_TEMPLATES = tuple(f"{prefix}#######" for prefix in ("078", "079", "075", 
 #: +250 781 234 567): the national significant number.
 SIGNIFICANT_DIGITS = 9
 _ASCII_PRINTABLE = "".join(chr(c) for c in range(0x20, 0x7F))
+#: How many pools of a custom pattern ``fresh`` draws before it calls the pattern too narrow.
+MAX_POOLS = 20
 
 
 class PatternTooNarrow(ValueError):
@@ -121,22 +123,25 @@ class NumberSource:
             number = self.numbers[self._cursor % len(self.numbers)]
             self._cursor += 1
             return number
+        draw = self.number if self.pattern == RWANDA_MOBILE_PATTERN else self._next_in_pool
         for _ in range(1000):
-            if self.pattern == RWANDA_MOBILE_PATTERN:
-                number = self.number()
-            else:
-                while self._cursor >= len(self._pool):
-                    self._draw_pool()
-                    if self._pools_drawn > 20:
-                        break
-                if self._cursor >= len(self._pool):
-                    break
-                number = self._pool[self._cursor]
-                self._cursor += 1
+            number = draw()
             if number not in self._used:
                 self._used.add(number)
                 return number
         raise PatternTooNarrow(f"the pattern {self.pattern!r} yields too few distinct numbers")
+
+    def _next_in_pool(self) -> str:
+        """The pool's numbers in turn, drawing a new pool (another seed) when it runs out."""
+        if self._cursor >= len(self._pool):
+            if self._pools_drawn >= MAX_POOLS:
+                raise PatternTooNarrow(
+                    f"the pattern {self.pattern!r} yields too few distinct numbers"
+                )
+            self._draw_pool()
+        number = self._pool[self._cursor]
+        self._cursor += 1
+        return number
 
     def _draw_pool(self) -> list[str]:
         self._pools_drawn += 1
