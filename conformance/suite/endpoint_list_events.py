@@ -12,6 +12,7 @@ from conformance import timestamps
 from conformance.api import SUCCESS_STATUSES, data_of
 from conformance.checks import Section, check
 from conformance.outcome import expect, fail, not_applicable, precondition
+from paysuite_core.request_data import same_number
 
 if TYPE_CHECKING:
     from conformance.target import Target
@@ -214,8 +215,6 @@ def the_ref_filter_returns_exactly_that_transaction(configured: Target) -> None:
     "Query parameters, all optional filters: client (string), customer phone number.",
 )
 def the_client_filter_returns_only_that_customer(configured: Target) -> None:
-    from paysuite_core.request_data import same_number  # here: it loads Faker
-
     target = configured
     app = _app(target)
     made = _setup_filters(target, app)
@@ -374,8 +373,6 @@ def the_status_filter_returns_only_that_status(configured: Target) -> None:
     "total: integer (total number of matching events); limit: integer (page size).",
 )
 def total_matches_and_limit_offset_page_consistently(configured: Target) -> None:
-    from paysuite_core.request_data import same_number  # here: it loads Faker
-
     target = configured
     app = _app(target)
     number = target.number()
