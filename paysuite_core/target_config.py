@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from paysuite_core.webhook_signature import DEFAULT_TOLERANCE_S
 from paysuite_core.yamlfile import read_yaml
 
 Privilege = Literal["read", "read-write", "cashin", "cashout"]
@@ -35,6 +36,9 @@ DRIVERS: tuple[DriverName, ...] = ("sandbox", "magic-numbers", "command", "manua
 #: which JSON Schema generators (and the live service) treat as invalid.
 RWANDA_MOBILE_PATTERN = r"^(\+?25)?(078|079|075|073|072)[0-9]{7}$"
 
+#: Hosts a webhook receiver may bind (with 127.0.0.0/8): paysuite listens on loopback only.
+LOOPBACK_HOSTS = ("localhost", "::1")
+
 _ENV_REFERENCE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
 
 
@@ -47,13 +51,14 @@ class TargetConfigError(ValueError):
 KNOWN_KEYS: dict[str, frozenset[str]] = {
     "": frozenset(
         {"base_url", "applications", "customer", "access_token_ttl_s", "max_wait_s", "numbers",
-         "number_pattern", "amount"}
+         "number_pattern", "amount", "webhooks"}
     ),
     "applications[]": frozenset({"client_id", "client_secret", "privilege", "merchant"}),
     "customer": frozenset(
         {"driver", "confirm", "cancel", "confirm_number", "cancel_number", "command", "timeout_s"}
     ),
     "amount": frozenset({"min", "max"}),
+    "webhooks": frozenset({"listen", "url", "secret", "mode", "tolerance_s"}),
 }  # fmt: skip
 
 
@@ -71,6 +76,7 @@ def _reject_unknown_keys(data: dict[str, Any]) -> None:
         check(app, "applications[]", f"applications[{index}].")
     check(data.get("customer"), "customer", "customer.")
     check(data.get("amount"), "amount", "amount.")
+    check(data.get("webhooks"), "webhooks", "webhooks.")
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,37 @@ class AmountRange:
 
 
 @dataclass(frozen=True)
+class WebhookTarget:
+    """Where the target's webhook deliveries reach paysuite's receiver (optional section).
+
+    ``listen`` is where the receiver binds; ``url`` is that receiver as the target reaches it
+    (they differ behind a tunnel or a container's port map); ``mode`` is the X-Webhook-Mode
+    the checks send, naming the target's endpoint that points at ``url``.
+    """
+
+    listen_host: str
+    listen_port: int
+    url: str
+    secret: str
+    mode: str = "development"
+    tolerance_s: float = DEFAULT_TOLERANCE_S
+
+    @property
+    def listen(self) -> str:
+        host = f"[{self.listen_host}]" if ":" in self.listen_host else self.listen_host
+        return f"{host}:{self.listen_port}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "listen": self.listen,
+            "url": self.url,
+            "secret": self.secret,
+            "mode": self.mode,
+            "tolerance_s": self.tolerance_s,
+        }
+
+
+@dataclass(frozen=True)
 class TargetConfig:
     base_url: str
     applications: tuple[Application, ...]
@@ -137,6 +174,7 @@ class TargetConfig:
     numbers: tuple[str, ...] = ()
     number_pattern: str | None = None
     amount: AmountRange = field(default_factory=AmountRange)
+    webhooks: WebhookTarget | None = None
 
     @property
     def effective_number_pattern(self) -> str:
@@ -187,6 +225,8 @@ class TargetConfig:
         if self.number_pattern:
             data["number_pattern"] = self.number_pattern
         data["amount"] = {"min": self.amount.min, "max": self.amount.max}
+        if self.webhooks is not None:
+            data["webhooks"] = self.webhooks.to_dict()
         return data
 
 
@@ -307,6 +347,48 @@ def _customer(raw: Any) -> CustomerDriver:
     return CustomerDriver(driver=driver, timeout_s=timeout_s)
 
 
+def _listen_address(value: str, where: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) on loopback: the receiver binds nowhere else."""
+    host, sep, port_text = value.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise TargetConfigError(f"{where}: expected HOST:PORT, got {value!r}")
+    if host not in LOOPBACK_HOSTS and not host.startswith("127."):
+        raise TargetConfigError(f"{where}: {host} is not a loopback address (127.0.0.0/8, ::1)")
+    return host, int(port_text)
+
+
+def _webhooks(raw: Any) -> WebhookTarget | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise TargetConfigError("webhooks: expected a mapping with listen (or url) and secret")
+    if not raw.get("listen") and not raw.get("url"):
+        raise TargetConfigError("webhooks.listen: required (HOST:PORT where the receiver binds)")
+    url = raw["url"] if raw.get("url") else None
+    if url is not None:
+        _check_url(url, "webhooks.url")  # kept as written: the path is the endpoint's
+    if raw.get("listen"):
+        host, port = _listen_address(_text(raw["listen"], "webhooks.listen"), "webhooks.listen")
+    else:
+        parts = urlsplit(str(url))
+        if parts.port is None:
+            raise TargetConfigError("webhooks.url: has no port; give webhooks.listen")
+        host, port = _listen_address(f"{parts.hostname}:{parts.port}", "webhooks.url")
+    if url is None:
+        shown = f"[{host}]" if ":" in host else host
+        url = f"http://{shown}:{port}/"
+    secret = _text(raw.get("secret"), "webhooks.secret")
+    return WebhookTarget(
+        listen_host=host,
+        listen_port=port,
+        url=url,
+        secret=secret,
+        mode=_text(raw.get("mode", "development"), "webhooks.mode"),
+        tolerance_s=_number(raw.get("tolerance_s", DEFAULT_TOLERANCE_S), "webhooks.tolerance_s"),
+    )
+
+
 def parse_target_config(
     data: Any, *, env: Mapping[str, str] | None = None, base_url: str | None = None
 ) -> TargetConfig:
@@ -348,6 +430,7 @@ def parse_target_config(
         numbers=numbers,
         number_pattern=pattern,
         amount=amount,
+        webhooks=_webhooks(data.get("webhooks")),
     )
 
 

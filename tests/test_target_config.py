@@ -133,3 +133,50 @@ def test_missing_and_unparsable_files_are_config_errors(tmp_path: Path) -> None:
     bad.write_text("applications: [unclosed\n")
     with pytest.raises(TargetConfigError, match="not valid YAML"):
         load_target_config(bad)
+
+
+def test_webhooks_section_defaults_url_from_listen_and_reads_the_secret_from_env() -> None:
+    raw = {**MINIMAL, "webhooks": {"listen": "127.0.0.1:9911", "secret": "${HOOK}"}}
+    hooks = parse_target_config(raw, env={"HOOK": "whsec_x"}).webhooks
+    assert hooks is not None
+    assert (hooks.listen_host, hooks.listen_port, hooks.url) == (
+        "127.0.0.1",
+        9911,
+        "http://127.0.0.1:9911/",
+    )
+    assert (hooks.secret, hooks.mode, hooks.tolerance_s) == ("whsec_x", "development", 300)
+    assert parse_target_config(MINIMAL, env={}).webhooks is None
+
+
+def test_webhooks_listen_defaults_from_url_and_the_section_round_trips(tmp_path: Path) -> None:
+    raw = {
+        **MINIMAL,
+        "webhooks": {"url": "http://[::1]:9912/hooks", "secret": "s", "mode": "production"},
+    }
+    config = parse_target_config(raw, env={})
+    assert config.webhooks is not None
+    assert (config.webhooks.listen, config.webhooks.url) == (
+        "[::1]:9912",
+        "http://[::1]:9912/hooks",
+    )
+    path = write_target_config(config, tmp_path / "t.yaml")
+    assert load_target_config(path, env={}) == config
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ({"secret": "s"}, r"webhooks\.listen: required"),
+        ({"listen": "127.0.0.1:9911"}, r"webhooks\.secret: expected a non-empty string"),
+        (
+            {"listen": "10.0.0.1:9911", "secret": "s"},
+            r"webhooks\.listen: 10\.0\.0\.1 is not a loopback",
+        ),
+        ({"listen": "127.0.0.1", "secret": "s"}, r"webhooks\.listen: expected HOST:PORT"),
+        ({"url": "http://127.0.0.1/", "secret": "s"}, r"webhooks\.url: has no port"),
+        ({"listen": "127.0.0.1:1", "secret": "s", "tolerance": 5}, r"webhooks\.tolerance: unknown"),
+    ],
+)
+def test_webhooks_section_errors_name_the_key(section: dict, message: str) -> None:
+    with pytest.raises(TargetConfigError, match=message):
+        parse_target_config({**MINIMAL, "webhooks": section}, env={})
