@@ -1,0 +1,223 @@
+"""What paysuite's webhook receiver saw: every delivery as it arrived, and the questions on it.
+
+The receiver (``paysuite_core.webhook_receiver``) records each delivery here, accepted or not,
+and three readers judge the same record: ``paysuite webhooks listen`` (against the events list
+at the end), the conformance WEBHOOK checks (while they drive transactions) and the load
+reconciliation (every acknowledged creation's events delivered). They may not import each
+other, so the questions live beside the record rather than in any one of them.
+
+Deduplication is by event_id: a second verified delivery of an id already accepted is
+acknowledged (the sender must stop retrying) and counted as a duplicate, never as a second
+event. A rejected delivery (bad signature, malformed body) is kept with its reason: a rule about
+*arrival* (was the event sent at all?) is judged apart from a rule about the *signature*, so
+one defect fails one check.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Verdict = Literal["verified", "duplicate", "rejected", "refused"]
+
+CREATED = "transaction:created"
+PROCESSED = "transaction:processed"
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One delivery as it reached the receiver, and what the receiver made of it.
+
+    ``verdict``: ``verified`` (accepted, first of its event_id), ``duplicate`` (verified, an
+    event_id already accepted), ``rejected`` (signature or body wrong: ``reason`` says which),
+    ``refused`` (answered with an error on purpose, to make the sender retry).
+    """
+
+    seq: int
+    received_at: float
+    status: int
+    verdict: Verdict
+    reason: str
+    event_id: str | None
+    attempt: str | None
+    mode: str | None
+    event: dict[str, Any] | None
+    body: bytes = field(repr=False)
+
+    @property
+    def ref(self) -> str | None:
+        data = (self.event or {}).get("data")
+        ref = data.get("ref") if isinstance(data, dict) else None
+        return ref if isinstance(ref, str) else None
+
+    @property
+    def kind(self) -> str | None:
+        kind = (self.event or {}).get("event_kind")
+        return kind if isinstance(kind, str) else None
+
+    @property
+    def body_event_id(self) -> str | None:
+        """The event_id of the body (the header's may differ: then the delivery is rejected)."""
+        value = (self.event or {}).get("event_id")
+        return value if isinstance(value, str) else None
+
+    def line(self) -> str:
+        """The listener's live line: what arrived and whether it was verified, or why not."""
+        mark = {"verified": "✔", "duplicate": "=", "rejected": "×", "refused": "↻"}[self.verdict]
+        what = f"{self.kind or '?'} {self.event_id or '(no event id)'} ref={self.ref or '?'}"
+        where = f"attempt {self.attempt or '?'} mode {self.mode or '?'}"
+        text = f"{mark} {self.verdict:<9} {what} {where} -> {self.status}"
+        return f"{text}: {self.reason}" if self.reason else text
+
+
+def parse_event(body: bytes) -> dict[str, Any] | None:
+    """The body as an event record, or ``None`` when it is not a JSON object."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Deliveries against the events list: each list names event records by event_id.
+
+    ``missing``: listed, never arrived. ``unverified``: arrived only without a valid signature.
+    ``mismatched``: (listed record, delivered record) that differ. ``unlisted``: accepted
+    deliveries of the compared transactions whose event_id the list does not show.
+    """
+
+    listed: int
+    missing: tuple[dict[str, Any], ...] = ()
+    unverified: tuple[str, ...] = ()
+    mismatched: tuple[tuple[dict[str, Any], dict[str, Any]], ...] = ()
+    unlisted: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.unverified or self.mismatched or self.unlisted)
+
+
+class Ledger:
+    """Every delivery the receiver answered, in arrival order; safe to read from any thread."""
+
+    def __init__(self) -> None:
+        self._arrivals: list[Arrival] = []
+        self._accepted: dict[str, Arrival] = {}
+        self._changed = threading.Condition()
+
+    # --- recording (the receiver) ---------------------------------------------------------
+    def is_accepted(self, event_id: str) -> bool:
+        with self._changed:
+            return event_id in self._accepted
+
+    def record(self, **fields: Any) -> Arrival:
+        """Append one arrival (``seq`` and ``received_at`` are set here) and wake the waiters."""
+        with self._changed:
+            arrival = Arrival(seq=len(self._arrivals) + 1, received_at=time.time(), **fields)
+            self._arrivals.append(arrival)
+            if arrival.verdict == "verified" and arrival.event_id is not None:
+                self._accepted[arrival.event_id] = arrival
+            self._changed.notify_all()
+            return arrival
+
+    # --- reading --------------------------------------------------------------------------
+    def arrivals(self, ref: str | None = None) -> list[Arrival]:
+        with self._changed:
+            items = list(self._arrivals)
+        return items if ref is None else [a for a in items if a.ref == ref]
+
+    def accepted(self, ref: str | None = None) -> list[Arrival]:
+        """The first verified delivery of each event_id: the events, deduplicated."""
+        with self._changed:
+            items = list(self._accepted.values())
+        return items if ref is None else [a for a in items if a.ref == ref]
+
+    def counts(self) -> dict[str, int]:
+        counts = {"verified": 0, "duplicate": 0, "rejected": 0, "refused": 0}
+        for arrival in self.arrivals():
+            counts[arrival.verdict] += 1
+        return counts
+
+    def wait_for(
+        self,
+        done: Callable[[Ledger], bool],
+        timeout_s: float,
+        *,
+        stop: threading.Event | None = None,
+    ) -> bool:
+        """Block until ``done(self)`` (True), the timeout or ``stop`` (False)."""
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while not done(self):
+                left = deadline - time.monotonic()
+                if left <= 0 or (stop is not None and stop.is_set()):
+                    return False
+                self._changed.wait(min(left, 0.2))
+            return True
+
+    # --- the questions --------------------------------------------------------------------
+    def refs(self) -> list[str]:
+        """Transactions heard of, in the order of their first delivery."""
+        return list(dict.fromkeys(a.ref for a in self.arrivals() if a.ref is not None))
+
+    def ids_per_event(self, ref: str | None = None) -> dict[tuple[str, str], set[str]]:
+        """(ref, event_kind) -> the event_ids it arrived under, signature aside: one event
+        delivered under two ids is a duplicate no deduplication by id can catch."""
+        found: dict[tuple[str, str], set[str]] = {}
+        for arrival in self.arrivals(ref):
+            if arrival.ref and arrival.kind and arrival.body_event_id:
+                found.setdefault((arrival.ref, arrival.kind), set()).add(arrival.body_event_id)
+        return found
+
+    def first_arrival(self, ref: str, kind: str) -> Arrival | None:
+        for arrival in self.arrivals(ref):
+            if arrival.kind == kind:
+                return arrival
+        return None
+
+    def out_of_order(self, ref: str) -> bool:
+        """Whether the processed event of ``ref`` first arrived before its created event."""
+        created = self.first_arrival(ref, CREATED)
+        processed = self.first_arrival(ref, PROCESSED)
+        if processed is None:
+            return False
+        return created is None or processed.seq < created.seq
+
+    def compare(self, listed: Iterable[dict[str, Any]]) -> Comparison:
+        """The deliveries of the listed events' transactions against the list itself."""
+        records = [r for r in listed if isinstance(r.get("event_id"), str)]
+        by_id = {str(r["event_id"]): r for r in records}
+        refs = {_ref_of(r) for r in records}
+        accepted = {a.event_id: a for a in self.accepted() if a.event_id is not None}
+        arrived = {a.body_event_id for a in self.arrivals() if a.body_event_id}
+        missing, unverified, mismatched = [], [], []
+        for event_id, record in by_id.items():
+            if event_id in accepted:
+                if accepted[event_id].event != record:
+                    mismatched.append((record, accepted[event_id].event or {}))
+            elif event_id in arrived:
+                unverified.append(event_id)
+            else:
+                missing.append(record)
+        unlisted = [
+            a.event or {} for a in accepted.values() if a.ref in refs and a.event_id not in by_id
+        ]
+        return Comparison(
+            listed=len(by_id),
+            missing=tuple(missing),
+            unverified=tuple(unverified),
+            mismatched=tuple(mismatched),
+            unlisted=tuple(unlisted),
+        )
+
+
+def _ref_of(record: dict[str, Any]) -> str | None:
+    data = record.get("data")
+    ref = data.get("ref") if isinstance(data, dict) else None
+    return ref if isinstance(ref, str) else None

@@ -1,0 +1,156 @@
+"""The webhook receiver and its ledger, against a tiny sender that signs with the contract."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from paysuite_core.webhook_ledger import CREATED, PROCESSED
+from paysuite_core.webhook_receiver import (
+    ReceiverStartError,
+    RunningReceiver,
+    WebhookReceiver,
+    running,
+)
+from paysuite_core.webhook_signature import new_secret, sign
+
+SECRET = new_secret()
+
+
+def event(event_id: str, kind: str = CREATED, ref: str = "r1") -> dict[str, Any]:
+    return {
+        "event_id": event_id,
+        "event_kind": kind,
+        "created_at": "2026-11-24T10:00:00.000Z",
+        "data": {"ref": ref, "kind": "CASHIN", "amount": 100, "status": "pending"},
+    }
+
+
+def send(
+    receiver: RunningReceiver,
+    record: dict[str, Any] | bytes,
+    *,
+    secret: str = SECRET,
+    timestamp: int | None = None,
+    event_id: str | None = None,
+    attempt: int = 1,
+) -> httpx.Response:
+    body = record if isinstance(record, bytes) else json.dumps(record).encode()
+    headers = {
+        "Content-Type": "application/json",
+        "Paysuite-Signature": sign(secret, body, timestamp),
+        "Paysuite-Event-Id": event_id
+        or (record.get("event_id", "") if isinstance(record, dict) else ""),
+        "Paysuite-Delivery-Attempt": str(attempt),
+        "Paysuite-Webhook-Mode": "development",
+    }
+    return httpx.post(receiver.url + "hooks", content=body, headers=headers, timeout=5)
+
+
+@pytest.fixture
+def live() -> Iterator[RunningReceiver]:
+    lines: list[str] = []
+    receiver = WebhookReceiver(SECRET, on_arrival=lambda a: lines.append(a.line()))
+    with running(receiver) as served:
+        served.lines = lines  # type: ignore[attr-defined]
+        yield served
+
+
+def test_a_signed_delivery_is_verified_and_a_repeat_is_acknowledged_once(
+    live: RunningReceiver,
+) -> None:
+    first = send(live, event("e1"))
+    assert first.status_code == 200 and first.json() == {"received": "e1", "duplicate": False}
+    again = send(live, event("e1"), attempt=2)
+    assert again.status_code == 200 and again.json()["duplicate"] is True
+    assert [a.event_id for a in live.ledger.accepted()] == ["e1"]
+    assert [a.verdict for a in live.ledger.arrivals()] == ["verified", "duplicate"]
+    assert live.lines[0].startswith("✔ verified") and "ref=r1" in live.lines[0]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "status", "code", "reason"),
+    [
+        ({"secret": "whsec_other"}, 401, "invalid_signature", "signature mismatch"),
+        ({"timestamp": int(time.time()) - 3600}, 401, "invalid_signature", "stale signature"),
+        ({"event_id": "e-other"}, 400, "malformed_delivery", "is not the body's event_id"),
+    ],
+)
+def test_a_bad_delivery_is_rejected_with_a_clear_reason(
+    live: RunningReceiver, kwargs: dict[str, Any], status: int, code: str, reason: str
+) -> None:
+    reply = send(live, event("e2"), **kwargs)
+    assert reply.status_code == status
+    assert reply.json()["code"] == code and reason in reply.json()["message"]
+    assert live.ledger.accepted() == []
+    (arrival,) = live.ledger.arrivals()
+    assert arrival.verdict == "rejected" and reason in arrival.reason
+    assert arrival.body_event_id == "e2"  # still known to have arrived, for the arrival rules
+    assert live.lines[0].startswith("× rejected") and reason in live.lines[0]  # type: ignore[attr-defined]
+
+
+def test_unsigned_and_non_event_bodies_are_rejected(live: RunningReceiver) -> None:
+    unsigned = httpx.post(live.url, content=b"{}", timeout=5)
+    assert unsigned.status_code == 401 and "no Paysuite-Signature" in unsigned.json()["message"]
+    garbage = send(live, b"not json", event_id="x")
+    assert garbage.status_code == 400 and garbage.json()["code"] == "malformed_delivery"
+    assert httpx.get(live.url, timeout=5).status_code == 405
+
+
+def test_a_refusal_fails_one_delivery_then_the_retry_is_accepted(live: RunningReceiver) -> None:
+    live.receiver.refuse(lambda record: record.get("event_id") == "e3")
+    assert send(live, event("e3")).status_code == 503
+    assert send(live, event("e3"), attempt=2).status_code == 200
+    assert [(a.verdict, a.attempt) for a in live.ledger.arrivals()] == [
+        ("refused", "1"),
+        ("verified", "2"),
+    ]
+
+
+def test_the_ledger_compares_deliveries_with_the_events_list(live: RunningReceiver) -> None:
+    send(live, event("c1", CREATED, "r1"))
+    changed = event("p1", PROCESSED, "r1")
+    send(live, {**changed, "data": {**changed["data"], "status": "success"}})
+    send(live, event("c1-bis", CREATED, "r1"))  # the same event again under a new id
+    send(live, event("c2", CREATED, "r2"), secret="whsec_wrong")
+    listed = [event("c1"), changed, event("c2", CREATED, "r2"), event("c3", CREATED, "r3")]
+    comparison = live.ledger.compare(listed)
+    assert not comparison.ok and comparison.listed == 4
+    assert [r["event_id"] for r in comparison.missing] == ["c3"]
+    assert comparison.unverified == ("c2",)
+    assert [(a["event_id"], b["data"]["status"]) for a, b in comparison.mismatched] == [
+        ("p1", "success")
+    ]
+    assert [r["event_id"] for r in comparison.unlisted] == ["c1-bis"]
+    assert live.ledger.ids_per_event("r1")[("r1", CREATED)] == {"c1", "c1-bis"}
+    assert live.ledger.compare([event("c1")]).unlisted  # c1-bis is of the same transaction
+    assert live.ledger.refs() == ["r1", "r2"]
+
+
+def test_the_ledger_sees_processed_arriving_before_created(live: RunningReceiver) -> None:
+    send(live, event("p9", PROCESSED, "r9"))
+    assert live.ledger.out_of_order("r9")
+    send(live, event("c9", CREATED, "r9"))
+    assert live.ledger.out_of_order("r9")
+    send(live, event("c8", CREATED, "r8"))
+    send(live, event("p8", PROCESSED, "r8"))
+    assert not live.ledger.out_of_order("r8")
+    assert live.ledger.wait_for(lambda ledger: len(ledger.accepted()) == 4, timeout_s=1)
+    assert not live.ledger.wait_for(lambda ledger: len(ledger.accepted()) == 5, timeout_s=0.3)
+
+
+def test_the_receiver_binds_loopback_only() -> None:
+    with pytest.raises(ReceiverStartError, match="not a loopback address"):
+        with running(WebhookReceiver(SECRET), host="0.0.0.0"):
+            pass
+
+
+def test_a_taken_port_is_a_clear_start_error(live: RunningReceiver) -> None:
+    with pytest.raises(ReceiverStartError, match=f"cannot listen on 127.0.0.1:{live.port}"):
+        with running(WebhookReceiver(SECRET), port=live.port):
+            pass
