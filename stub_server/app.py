@@ -20,8 +20,10 @@ from stub_server.handlers.events import EventHandlers
 from stub_server.handlers.sandbox import SandboxHandlers
 from stub_server.handlers.sdk_extensions import SdkHandlers
 from stub_server.handlers.transactions import TransactionHandlers
+from stub_server.handlers.webhook_deliveries import WebhookDeliveryHandlers
 from stub_server.rules.lifecycle import resolve_due_forever
 from stub_server.state import StubApp
+from stub_server.webhooks.dispatcher import Dispatcher
 
 __all__ = ["STUB_KEY", "StubApp", "build_app", "expect_continue"]
 
@@ -65,11 +67,14 @@ def routes(stub: StubApp) -> list[Route]:
     if settings.sandbox:
         sandbox_path = "/_sandbox/transactions/{ref}/{action:confirm|cancel}"
         table.append(("POST", sandbox_path, sandbox.settle))
+        deliveries = WebhookDeliveryHandlers(stub)
+        table.append(("GET", "/_sandbox/webhooks/deliveries", deliveries.list_deliveries))
     return table
 
 
 def build_app(stub: StubApp, *, background: bool = True) -> web.Application:
-    """Wire ``stub`` into an aiohttp application; ``background`` runs auto-resolution."""
+    """Wire ``stub`` into an aiohttp application; ``background`` runs auto-resolution and
+    the webhook dispatcher."""
     settings = stub.settings
     app = web.Application(
         middlewares=[make_error_middleware(settings.variant("go-error-body"), stub.in_flight)],
@@ -84,11 +89,16 @@ def build_app(stub: StubApp, *, background: bool = True) -> web.Application:
             r.add_post(path, handler, expect_handler=expect_continue)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        task = None
+        tasks = []
         if background and stub.hooks.resolve_in_background:
-            task = asyncio.create_task(resolve_due_forever(stub))
+            tasks.append(asyncio.create_task(resolve_due_forever(stub)))
+        if background:
+            dispatcher = Dispatcher(
+                stub.store, stub.render, settings.webhook_retry, stub.webhook_hooks
+            )
+            tasks.append(asyncio.create_task(dispatcher.run_forever()))
         yield
-        if task is not None:
+        for task in tasks:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task

@@ -27,7 +27,7 @@ def register(
     )
     add_serve_arguments(parser)
     parser.set_defaults(func=run_stub)
-    commands = parser.add_subparsers(dest="stub_command", metavar="{apps,keys}")
+    commands = parser.add_subparsers(dest="stub_command", metavar="{apps,keys,webhooks}")
     apps = commands.add_parser("apps", help="manage applications")
     apps_commands = apps.add_subparsers(dest="apps_command", metavar="{create}", required=True)
     create = apps_commands.add_parser(
@@ -55,7 +55,37 @@ def register(
     )
     rotate.add_argument("--db", dest="keys_db", metavar="PATH", help="database file")
     rotate.set_defaults(func=run_keys_rotate)
+    register_webhooks(commands)
     return parser
+
+
+def register_webhooks(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    """``paysuite stub webhooks add|list`` (RC-40)."""
+    webhooks = commands.add_parser("webhooks", help="manage webhook endpoints")
+    webhooks_commands = webhooks.add_subparsers(
+        dest="webhooks_command", metavar="{add,list}", required=True
+    )
+    add = webhooks_commands.add_parser(
+        "add",
+        help="point a mode's deliveries at a URL; prints its signing secret once",
+        description="Add (or replace) the webhook endpoint of a mode (the X-Webhook-Mode of a "
+        "transaction; none means development). Prints the new signing secret once, on a line "
+        "'secret: whsec_...'. A running stub picks the endpoint up within a second. The URL "
+        "must be loopback unless PAYSUITE_ALLOW_REMOTE_WEBHOOKS=1.",
+    )
+    add.add_argument("--db", dest="webhooks_db", metavar="PATH", help="an existing database file")
+    add.add_argument("--mode", required=True, help="e.g. development or production")
+    add.add_argument("--url", required=True, help="the receiver, e.g. http://127.0.0.1:9911/")
+    add.set_defaults(func=run_webhooks_add)
+    listing = webhooks_commands.add_parser(
+        "list", help="the endpoints: modes and URLs (never the secrets)"
+    )
+    listing.add_argument(
+        "--db", dest="webhooks_db", metavar="PATH", help="an existing database file"
+    )
+    listing.set_defaults(func=run_webhooks_list)
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -246,6 +276,71 @@ def run_keys_rotate(args: argparse.Namespace) -> int:
             " change that value to rotate",
             file=sys.stderr,
         )
+    return 0
+
+
+def _webhooks_store(args: argparse.Namespace, command: str) -> Any:
+    """The store of ``--db`` (which must exist), or the exit status and a message on stderr."""
+    import os
+    import sqlite3
+
+    from stub_server.settings import SettingsError
+    from stub_server.store import Store
+
+    try:
+        settings = settings_from_args(args)
+    except SettingsError as exc:
+        print(f"paysuite stub: {exc}", file=sys.stderr)
+        return 2
+    db = args.webhooks_db or settings.db
+    if db == ":memory:" or (not db.startswith("file:") and not os.path.isfile(db)):
+        print(
+            f"paysuite stub webhooks {command}: no database at {db} (start the stub with --db"
+            f" {db} first)",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        return Store(db)
+    except sqlite3.Error as exc:
+        print(f"paysuite stub: cannot open the database {db}: {exc}", file=sys.stderr)
+        return 1
+
+
+def run_webhooks_add(args: argparse.Namespace) -> int:
+    from stub_server import timefmt
+    from stub_server.webhooks.endpoint_url import EndpointUrlError
+    from stub_server.webhooks.endpoints import add_endpoint
+
+    store = _webhooks_store(args, "add")
+    if isinstance(store, int):
+        return store
+    try:
+        endpoint = add_endpoint(store, args.mode, args.url, timefmt.now_us())
+    except EndpointUrlError as exc:
+        print(f"paysuite stub webhooks add: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    print(f"mode: {endpoint.mode}")
+    print(f"url: {endpoint.url}")
+    print(f"secret: {endpoint.secret}")
+    print("(the signing secret is shown only now)", file=sys.stderr)
+    return 0
+
+
+def run_webhooks_list(args: argparse.Namespace) -> int:
+    store = _webhooks_store(args, "list")
+    if isinstance(store, int):
+        return store
+    try:
+        endpoints = store.webhook_endpoints()
+    finally:
+        store.close()
+    for endpoint in endpoints:
+        print(f"{endpoint.mode}\t{endpoint.url}")
+    if not endpoints:
+        print("(no webhook endpoints)", file=sys.stderr)
     return 0
 
 

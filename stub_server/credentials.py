@@ -6,6 +6,10 @@ time they exist in clear) with ``write_target_config`` (mode 0600). On later sta
 cannot be recovered from their hashes, so an existing file is kept and only its addresses and
 declared limits are rewritten. If the file is missing, or names none of the database's
 applications, a fresh set of applications is created so the file always works.
+
+When the stub has webhook endpoints, the file also gets a ``webhooks`` section (the receiver's
+address, its signing secret and the mode to send, RC-40) for the endpoint of mode
+``development``, else the first one: the stub signs with the secret, so it can always write it.
 """
 
 from __future__ import annotations
@@ -13,6 +17,10 @@ from __future__ import annotations
 import tempfile
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
 
 from paysuite_core.target_config import (
     AmountRange,
@@ -22,12 +30,13 @@ from paysuite_core.target_config import (
     Privilege,
     TargetConfig,
     TargetConfigError,
-    load_target_config,
+    parse_target_config,
     write_target_config,
 )
+from paysuite_core.yamlfile import read_yaml
 from stub_server import timefmt
 from stub_server.settings import CREDENTIALS_NAME, StubSettings
-from stub_server.store import Store
+from stub_server.store import DEFAULT_MODE, Store, WebhookEndpoint
 
 DEFAULT_MERCHANT = "DEMO01"
 SECOND_MERCHANT = "DEMO02"
@@ -62,7 +71,7 @@ def write_credentials(store: Store, settings: StubSettings, root_url: str, path:
     applications: tuple[Application, ...] = ()
     if path.exists():
         try:
-            existing = load_target_config(path, env={})
+            existing = _read_applications(path)
         except TargetConfigError:
             existing = None
         if existing is not None:
@@ -93,4 +102,30 @@ def write_credentials(store: Store, settings: StubSettings, root_url: str, path:
         number_pattern=settings.number_pattern,
         amount=AmountRange(min=settings.amount_min, max=settings.amount_max),
     )
-    return write_target_config(replace(config), path, header=HEADER)
+    written = write_target_config(replace(config), path, header=HEADER)
+    section = webhooks_section(store.webhook_endpoints())
+    if section is not None:
+        with open(written, "a", encoding="utf-8") as handle:
+            handle.write(yaml.safe_dump({"webhooks": section}, sort_keys=False))
+    return written
+
+
+def _read_applications(path: Path) -> TargetConfig:
+    """The file as written before, its ``webhooks`` section aside (rewritten each start)."""
+    data = read_yaml(path, TargetConfigError)
+    if isinstance(data, dict):
+        data.pop("webhooks", None)
+    return parse_target_config(data, env={})
+
+
+def webhooks_section(endpoints: list[WebhookEndpoint]) -> dict[str, Any] | None:
+    """The target configuration's ``webhooks`` section for one of ``endpoints``: ``listen``
+    (host:port of its URL, where paysuite's receiver binds), ``url``, ``secret`` and ``mode``."""
+    if not endpoints:
+        return None
+    chosen = next((e for e in endpoints if e.mode == DEFAULT_MODE), endpoints[0])
+    parts = urlsplit(chosen.url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    host = parts.hostname or "127.0.0.1"
+    listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return {"listen": listen, "url": chosen.url, "secret": chosen.secret, "mode": chosen.mode}

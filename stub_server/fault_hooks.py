@@ -15,7 +15,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from stub_server import timefmt
-from stub_server.faults import EARLY_EXPIRY_S
+from stub_server.faults import BAD_SIGNATURE_SUFFIX, EARLY_EXPIRY_S, OUT_OF_ORDER_HOLD_S
 from stub_server.rules.idempotency import Persist, key_reused
 from stub_server.store import AppRecord, NewTransaction, Store, TxRecord
 from stub_server.tokens import TokenService
@@ -80,6 +80,16 @@ def install(stub: StubApp, faults: Collection[str], rng: random.Random) -> None:
         hooks.sandbox_outcomes = {**hooks.sandbox_outcomes, "cancel": "success"}
     if "processed-event-missing" in faults:
         hooks.record_processed_event = False
+    # -- webhook delivery (RC-40) ----------------------------------------------------------
+    delivery = stub.webhook_hooks
+    if "webhook-bad-signature" in faults:
+        delivery.signing_secret = _wrong_secret
+    if "webhook-no-retry" in faults:
+        delivery.retries = False
+    if "webhook-duplicate-new-id" in faults:
+        delivery.duplicate_new_id = True
+    if "webhook-out-of-order" in faults:
+        delivery.out_of_order_hold_s = OUT_OF_ORDER_HOLD_S
     # -- rendering (Resources and their fields); wins over any variant's format --------------
     if "timestamp-format" in faults:
         stub.render.utc_text = partial(timefmt.utc_text, broken=True)
@@ -152,6 +162,10 @@ def _every_merchant(record: AppRecord) -> str | None:
 
 def _no_filter(status: str | None) -> str | None:
     return None
+
+
+def _wrong_secret(secret: str) -> str:
+    return secret + BAD_SIGNATURE_SUFFIX
 
 
 def _left_pending(stub: StubApp, tx: TxRecord, action: str) -> TxRecord:

@@ -114,7 +114,28 @@ FAULTS: dict[str, Fault] = {
         "access tokens are refused 2 s after issue, while expires still promises the full lifetime",
         load_only=True,
     ),
+    # -- webhook delivery (RC-40); the WEBHOOK checks run when the target config has webhooks --
+    "webhook-bad-signature": Fault(
+        "webhook deliveries are signed with a secret other than the endpoint's",
+        _ids("WEBHOOK-002"),
+    ),
+    "webhook-no-retry": Fault(
+        "a failed webhook delivery is abandoned at once: no retry", _ids("WEBHOOK-005")
+    ),
+    "webhook-duplicate-new-id": Fault(
+        "every delivered event is delivered a second time under a new event_id",
+        _ids("WEBHOOK-003"),
+    ),
+    "webhook-out-of-order": Fault(
+        "a transaction's created delivery waits for its processed one, which is sent first",
+        _ids("WEBHOOK-004"),
+    ),
 }
+
+#: Under ``webhook-out-of-order``, how long a created delivery waits for its processed one.
+OUT_OF_ORDER_HOLD_S = 30.0
+#: Under ``webhook-bad-signature``, what the endpoint's secret is signed as instead.
+BAD_SIGNATURE_SUFFIX = "-not-the-endpoint-secret"
 
 #: How long an access token works under the ``early-expiry`` fault.
 EARLY_EXPIRY_S = 2.0

@@ -73,6 +73,12 @@ async def serve(settings: StubSettings) -> int:
             port = server.sockets[0].getsockname()[1]
         root_url = f"http://{url_host(settings.host)}:{port}"
         path = write_credentials(stub.store, settings, root_url, credentials_path(settings))
+        for endpoint in stub.new_webhook_endpoints:  # made by this start: shown once
+            sys.stderr.write(
+                f"webhook endpoint {endpoint.mode} {endpoint.url}\nsecret: {endpoint.secret}\n"
+                f"(the signing secret is shown only now; it is also in {path})\n"
+            )
+        sys.stderr.flush()
         sys.stdout.write(f"paysuite stub listening on {root_url}\ncredentials: {path}\n")
         sys.stdout.flush()
         await stopping.wait()

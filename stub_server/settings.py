@@ -26,6 +26,8 @@ from stub_server.faults import (
     expand_variants,
 )
 from stub_server.ratelimit import AuthorizeLimits, Bucket
+from stub_server.webhooks.endpoint_url import EndpointUrlError, check_endpoint_url, check_mode
+from stub_server.webhooks.retry_policy import RetryPolicy
 
 Outcome = Literal["none", "success", "failed"]
 OUTCOMES: tuple[Outcome, ...] = ("none", "success", "failed")
@@ -110,6 +112,11 @@ class StubSettings:
     access_log: AccessLogFormat | None = None
     #: Where the request log goes (appended); None is stderr.
     access_log_file: str | None = None
+    #: Webhook endpoints from the config file, (mode, URL) pairs (RC-40); the database keeps
+    #: them, with their secrets, from the first start on.
+    webhooks: tuple[tuple[str, str], ...] = ()
+    #: How failed webhook deliveries are retried (``stub_server.webhooks.retry_policy``).
+    webhook_retry: RetryPolicy = field(default_factory=RetryPolicy)
 
     @property
     def number_regex(self) -> re.Pattern[str]:
@@ -255,6 +262,45 @@ def _access_log(value: Any) -> AccessLogFormat | None:
     raise SettingsError(f"access_log: expected one of clf, json, none; got {value!r}")
 
 
+def _webhooks(raw: Any) -> tuple[tuple[str, str], ...]:
+    """``{development: URL, production: URL}``: loopback URLs only (``endpoint_url``)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping):
+        raise SettingsError("webhooks: expected a mapping of mode to URL, e.g. development: URL")
+    endpoints = []
+    for mode, url in raw.items():
+        try:
+            endpoints.append((check_mode(mode), check_endpoint_url(url)))
+        except EndpointUrlError as exc:
+            raise SettingsError(f"webhooks.{mode}: {exc}") from None
+    return tuple(endpoints)
+
+
+def _webhook_retry(raw: Any) -> RetryPolicy:
+    """``{base_s, cap_s, max_attempts, timeout_s}``, each optional."""
+    if not isinstance(raw, Mapping):
+        raise SettingsError("webhook_retry: expected a mapping")
+    known = {"base_s", "cap_s", "max_attempts", "timeout_s"}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise SettingsError(f"webhook_retry: unknown key(s) {', '.join(map(str, unknown))}")
+    base = RetryPolicy()
+    policy = RetryPolicy(
+        base_s=_num(raw.get("base_s", base.base_s), "webhook_retry.base_s", strict=True),
+        cap_s=_num(raw.get("cap_s", base.cap_s), "webhook_retry.cap_s", strict=True),
+        max_attempts=_int(
+            raw.get("max_attempts", base.max_attempts), "webhook_retry.max_attempts", 1, 1000
+        ),
+        timeout_s=_num(
+            raw.get("timeout_s", base.timeout_s), "webhook_retry.timeout_s", strict=True
+        ),
+    )
+    if policy.cap_s < policy.base_s:
+        raise SettingsError("webhook_retry: cap_s must be >= base_s")
+    return policy
+
+
 def _names(value: Any, where: str) -> list[str]:
     if value is None:
         return []
@@ -271,7 +317,7 @@ KNOWN_KEYS = frozenset(
         "amount", "number_pattern", "fee_rate", "utc_offset", "pending_timeout_s", "sandbox",
         "max_body_bytes", "auto_resolve", "faults", "drop_rate", "variants", "strict_auth",
         "idle_timeout_s", "body_timeout_s", "listen_backlog", "authorize_limits",
-        "access_log", "access_log_file",
+        "access_log", "access_log_file", "webhooks", "webhook_retry",
     }
 )  # fmt: skip
 
@@ -343,6 +389,10 @@ def settings_from_mapping(
             changes[key] = data[key]
     if "auto_resolve" in data:
         changes["auto_resolve"] = _auto_resolve(data["auto_resolve"])
+    if "webhooks" in data:
+        changes["webhooks"] = _webhooks(data["webhooks"])
+    if "webhook_retry" in data:
+        changes["webhook_retry"] = _webhook_retry(data["webhook_retry"])
     try:
         if "faults" in data:
             changes["faults"] = check_names(_names(data["faults"], "faults"), FAULTS, "fault")

@@ -21,8 +21,10 @@ from stub_server.rules import lifecycle, privileges, request_body
 from stub_server.rules.idempotency import GLOBAL_KEY_SCOPE, KeyRule, Persist, strict_insert
 from stub_server.rules.rendering import Renderer
 from stub_server.settings import StubSettings
-from stub_server.store import AppRecord, Store, uuid4_text
+from stub_server.store import AppRecord, Store, WebhookEndpoint, uuid4_text
 from stub_server.tokens import TokenService
+from stub_server.webhooks.dispatcher import DeliveryHooks
+from stub_server.webhooks.endpoints import sync_configured
 
 #: The ``page-size-10`` behaviour's default page size (variant ``lenient``).
 LENIENT_DEFAULT_LIMIT = 10
@@ -108,6 +110,12 @@ class StubApp:
         self.default_limit = LENIENT_DEFAULT_LIMIT if variant("page-size-10") else DEFAULT_LIMIT
         self.global_key_scope = GLOBAL_KEY_SCOPE if variant("global-keys") else None
         self.hooks = RuleHooks(persist=strict_insert(self.store))
+        #: The webhook dispatcher's rule hooks, which the ``webhook-*`` faults replace.
+        self.webhook_hooks = DeliveryHooks()
+        #: Endpoints of the config file created by this start: their secrets, shown once.
+        self.new_webhook_endpoints: list[WebhookEndpoint] = sync_configured(
+            self.store, settings.webhooks, timefmt.now_us()
+        )
         self._apps: dict[str, AppRecord] = {}
         self.verified_secrets: dict[str, bytes] = {}
         self.in_flight = InFlight()

@@ -7,7 +7,7 @@ module, all on one connection with group commit:
 - ``schema``: the tables and the migration of older databases.
 - ``applications``, ``meta``, ``refresh_rotation`` (RC-10), ``transactions`` (creation with its
   idempotency key, lookup, processing), ``events`` (the list, its running ``total`` and
-  ``amount``, RC-27).
+  ``amount``, RC-27), ``webhooks`` (webhook endpoints and the delivery outbox, RC-40).
 - ``records``: the dataclasses handed in and out; ``refs``: the UUID pool; ``where``: the WHERE
   builder both lists share.
 
@@ -37,15 +37,25 @@ from stub_server.store.refresh_rotation import RefreshRotation
 from stub_server.store.refs import uuid4_text
 from stub_server.store.schema import SCHEMA, make_private
 from stub_server.store.transactions import KeyMode, Transactions
+from stub_server.store.webhooks import (
+    DEFAULT_MODE,
+    DELIVERY_STATUSES,
+    Delivery,
+    WebhookEndpoint,
+    no_endpoint_error,
+)
 from stub_server.store.where import SqlValue, where_clause
 
 __all__ = [
     "AUTOCHECKPOINT_BACKSTOP_PAGES",
     "CHECKPOINT_COMMITS",
+    "DEFAULT_MODE",
+    "DELIVERY_STATUSES",
     "SCHEMA",
     "Amount",
     "AppRecord",
     "Checkpointer",
+    "Delivery",
     "EventQuery",
     "EventRecord",
     "KeyMode",
@@ -54,7 +64,9 @@ __all__ = [
     "SqlValue",
     "Store",
     "TxRecord",
+    "WebhookEndpoint",
     "make_private",
+    "no_endpoint_error",
     "uuid4_text",
     "where_clause",
 ]

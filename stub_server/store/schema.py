@@ -91,6 +91,30 @@ CREATE TABLE IF NOT EXISTS idempotency (
     PRIMARY KEY (merchant, key)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS used_refresh (jti TEXT PRIMARY KEY, exp INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS webhook_endpoints (
+    mode TEXT PRIMARY KEY,
+    url TEXT NOT NULL,
+    secret TEXT NOT NULL,
+    created_us INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS webhook_outbox (
+    id INTEGER PRIMARY KEY,
+    event_seq INTEGER NOT NULL,
+    event_id TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    event_kind TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    url TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL,
+    last_error TEXT,
+    next_attempt_us INTEGER,
+    delivered_us INTEGER,
+    created_us INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_due ON webhook_outbox(next_attempt_us) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS outbox_ref ON webhook_outbox(ref);
+CREATE INDEX IF NOT EXISTS outbox_event ON webhook_outbox(event_id);
 """
 
 #: Indexes of earlier versions, replaced by wider ones that also cover ``amount``.

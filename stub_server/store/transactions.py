@@ -6,7 +6,8 @@ Endpoints 1-3 (cashin, cashout, find: TXN-001..TXN-003, FIND-001, FIND-002) and 
 transitions (a transaction is processed exactly once, with one processed event: LIFE-001..LIFE-004).
 
 Why it is race-free without locks: every call runs on the event loop's thread, the idempotency
-row, the transaction and its created event go in one SQL transaction, and a transaction is
+row, the transaction and its created event (and its webhook delivery, ``store.webhooks``) go
+in one SQL transaction, and a transaction is
 processed by ``UPDATE ... WHERE status = 'pending'`` exactly once. A creation is all or nothing
 without a SAVEPOINT: the idempotency insert goes first (a duplicate key fails that one
 statement, which writes nothing), and if a later insert fails the rows already inserted are
@@ -20,9 +21,9 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Literal
 
-from stub_server.store.group_commit import GroupCommitDatabase
 from stub_server.store.records import TX_COLUMNS, KeyReused, NewTransaction, TxRecord
 from stub_server.store.refs import uuid4_text
+from stub_server.store.webhooks import WebhookOutbox
 
 #: ``strict``: a duplicate key raises ``KeyReused`` (the rule); ``overwrite``: the key is
 #: recorded without checking it (fault switches only).
@@ -33,8 +34,9 @@ KeyMode = Literal["strict", "overwrite"]
 LOOKUP_CACHE_SIZE = 20_000
 
 
-class Transactions(GroupCommitDatabase):
-    """The ``transactions`` and ``idempotency`` tables, and the events a transaction records.
+class Transactions(WebhookOutbox):
+    """The ``transactions`` and ``idempotency`` tables, and the events a transaction records
+    (with their webhook deliveries, when an endpoint exists: ``store.webhooks``).
 
     ``lookups`` caches what a caller derived from a committed transaction (the find handler: its
     rendered response), by ref and then by the merchant the read was scoped to. Every write that
@@ -110,6 +112,7 @@ class Transactions(GroupCommitDatabase):
         except sqlite3.IntegrityError:
             raise KeyReused(new.key) from None
         tx_id: int | None = None
+        event_seq: int | None = None
         try:
             tx_id = db.execute(
                 "INSERT INTO transactions (ref, merchant, app_id, kind, amount, client, fee,"
@@ -120,25 +123,36 @@ class Transactions(GroupCommitDatabase):
                     new.created_us, new.webhook_mode, new.key, new.due_us, new.due_status,
                 ),
             ).lastrowid  # fmt: skip
-            db.execute(
+            event_id = uuid4_text()
+            event_seq = db.execute(
                 "INSERT INTO events (event_id, event_kind, created_us, merchant, ref, kind,"
                 " client, amount, fee, status, tx_created_us, processed_us)"
                 " VALUES (?, 'transaction:created', ?, ?, ?, ?, ?, ?, ?, 'pending', ?, NULL)",
-                (uuid4_text(), new.created_us, new.merchant, new.ref, new.kind, new.client,
+                (event_id, new.created_us, new.merchant, new.ref, new.kind, new.client,
                  new.amount, new.fee, new.created_us),
-            )  # fmt: skip
+            ).lastrowid  # fmt: skip
+            if self.webhook_urls and event_seq is not None:
+                self.enqueue_delivery(
+                    event_seq, event_id, new.ref, "transaction:created", new.webhook_mode,
+                    new.created_us,
+                )  # fmt: skip
         except BaseException:
             if insert == "INSERT":  # the SAVEPOINT of the other mode undoes it instead
-                self._undo_creation(scope, new.key, tx_id)
+                self._undo_creation(scope, new.key, tx_id, event_seq)
             self.forget_ref(new.ref)
             raise
 
-    def _undo_creation(self, scope: str, key: str, tx_id: int | None) -> None:
+    def _undo_creation(
+        self, scope: str, key: str, tx_id: int | None, event_seq: int | None
+    ) -> None:
         """Delete what a failed creation inserted, unless SQLite rolled the whole batch back
         (it does on some I/O errors), in which case there is nothing left to delete."""
         db = self._db
         if not db.in_transaction:
             return
+        if event_seq is not None:  # the delivery's insert failed after the event's
+            db.execute("DELETE FROM webhook_outbox WHERE event_seq = ?", (event_seq,))
+            db.execute("DELETE FROM events WHERE seq = ?", (event_seq,))
         if tx_id is not None:
             db.execute("DELETE FROM transactions WHERE id = ?", (tx_id,))
         db.execute("DELETE FROM idempotency WHERE merchant = ? AND key = ?", (scope, key))
@@ -177,22 +191,28 @@ class Transactions(GroupCommitDatabase):
             for tx_id, status in items:
                 updated = conn.execute(
                     "UPDATE transactions SET status = ?, processed_us = ?, due_us = NULL"
-                    " WHERE id = ? AND status = 'pending' RETURNING ref",
+                    " WHERE id = ? AND status = 'pending' RETURNING ref, webhook_mode",
                     (status, now_us, tx_id),
                 ).fetchall()
                 if len(updated) != 1:
                     continue
-                self.forget_ref(updated[0][0])
+                ref, mode = updated[0]
+                self.forget_ref(ref)
                 done += 1
                 if record_event:
-                    conn.execute(
+                    event_id = uuid4_text()
+                    event_seq = conn.execute(
                         "INSERT INTO events (event_id, event_kind, created_us, merchant, ref,"
                         " kind, client, amount, fee, status, tx_created_us, processed_us)"
                         " SELECT ?, 'transaction:processed', ?, merchant, ref, kind, client,"
                         " amount, fee, status, created_us, processed_us FROM transactions"
                         " WHERE id = ?",
-                        (uuid4_text(), now_us, tx_id),
-                    )
+                        (event_id, now_us, tx_id),
+                    ).lastrowid
+                    if self.webhook_urls and event_seq is not None:
+                        self.enqueue_delivery(
+                            event_seq, event_id, ref, "transaction:processed", mode, now_us
+                        )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

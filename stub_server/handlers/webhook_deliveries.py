@@ -1,0 +1,78 @@
+"""The webhook delivery log: ``GET /_sandbox/webhooks/deliveries`` (RC-40).
+
+Not in the interface document, which leaves webhook delivery "not shown": a test or an operator
+sees here what the stub sent, to where, how often, and why an attempt failed, without running a
+receiver. Served beside the sandbox's customer (only when ``sandbox`` is on), outside ``/api``,
+without a token: like the sandbox, it is a test double's window, not the service's interface.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from stub_server import timefmt
+from stub_server.errors import json_response, validation_error
+from stub_server.state import StubApp
+from stub_server.store import DELIVERY_STATUSES, Delivery
+
+#: Deliveries per page unless ``limit`` says otherwise, and the most one page holds.
+DEFAULT_LIMIT = 1000
+MAX_LIMIT = 10_000
+FILTERS = ("ref", "event_id", "status")
+
+
+def render_delivery(d: Delivery) -> dict[str, str | int | None]:
+    return {
+        "event_id": d.event_id,
+        "ref": d.ref,
+        "event_kind": d.event_kind,
+        "mode": d.mode,
+        "url": d.url,
+        "attempts": d.attempts,
+        "status": d.status,
+        "last_error": d.last_error,
+        "next_attempt_at": timefmt.utc_text(d.next_attempt_us) if d.status == "pending" else None,
+        "delivered_at": timefmt.utc_text(d.delivered_us),
+    }
+
+
+def _count(text: str | None, name: str, default: int, high: int) -> int:
+    if text is None:
+        return default
+    if not text.isdigit() or int(text) > high:
+        raise validation_error(name, f"must be an integer 0..{high}")
+    return int(text)
+
+
+class WebhookDeliveryHandlers:
+    """``GET /_sandbox/webhooks/deliveries?ref=&event_id=&status=&limit=&offset=``."""
+
+    def __init__(self, stub: StubApp) -> None:
+        self.stub = stub
+
+    async def list_deliveries(self, request: web.Request) -> web.Response:
+        query = request.query
+        unknown = sorted(set(query) - {*FILTERS, "limit", "offset"})
+        if unknown:
+            raise validation_error(unknown[0], "unknown parameter (known: ref, event_id, "
+                                   "status, limit, offset)")  # fmt: skip
+        status = query.get("status") or None
+        if status is not None and status not in DELIVERY_STATUSES:
+            raise validation_error("status", f"must be one of {', '.join(DELIVERY_STATUSES)}")
+        limit = _count(query.get("limit"), "limit", DEFAULT_LIMIT, MAX_LIMIT)
+        offset = _count(query.get("offset"), "offset", 0, 2**62)
+        total, page = self.stub.store.deliveries(
+            ref=query.get("ref") or None,
+            event_id=query.get("event_id") or None,
+            status=status,
+            limit=limit,
+            offset=offset,
+        )
+        return json_response(
+            {
+                "total": total,
+                "limit": limit,
+                "offset": offset,
+                "deliveries": [render_delivery(d) for d in page],
+            }
+        )
