@@ -46,6 +46,7 @@ SECTION_MODULES: tuple[str, ...] = (
     "privileges",
     "resources_and_fields",
     "errors",
+    "webhooks",
     "properties",
 )
 #: The check groups (the ID's prefix) in the run's order: the property phase comes last.
@@ -60,6 +61,7 @@ GROUPS: tuple[str, ...] = (
     "ISO",
     "FMT",
     "ERR",
+    "WEBHOOK",
     "PROP",
 )
 

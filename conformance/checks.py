@@ -60,6 +60,7 @@ class Section:
     AUTHENTICATION_4 = "Authentication, 4"
     AUTHENTICATION_5 = "Authentication, 5"
     EVENTS = "Events"
+    WEBHOOKS = "Events, webhook delivery (not shown: reference choice)"
     ERRORS_1 = "Errors, rule 1"
     ERRORS_2 = "Errors, rule 2"
     LIMITS = "Limits"

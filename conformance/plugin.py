@@ -675,6 +675,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = outcome.exit_code
     finally:
         if state.target is not None:
-            state.target.client.close()
+            state.target.close()
         if state.prepared is not None and state.owns_prepared:
             state.prepared.close()

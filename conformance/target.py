@@ -12,7 +12,7 @@ import secrets
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar
 
 from conformance.api import EVENTS, data_of, find_path, kind_path
@@ -24,6 +24,7 @@ from paysuite_core import tokens
 from paysuite_core.request_data import AmountSource, NumberSource, same_number
 from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, Application, TargetConfig
 from paysuite_core.tokens import Send, TokenFlow, TokenPair
+from paysuite_core.webhook_receiver import RunningReceiver
 
 T = TypeVar("T")
 #: How long a count waits for events an implementation records a moment after answering.
@@ -81,6 +82,8 @@ class Target:
         #: Every ref a creation returned in this run, to tell a reused ref from a new one.
         self.refs_seen: set[str] = set()
         self.customer = Customer(config.customer, self.client) if config else None
+        self._receiver: RunningReceiver | None = None
+        self._closing = ExitStack()
 
     def note(self, text: str) -> None:
         """Record what the target chose where the document leaves it open (shown, not judged)."""
@@ -328,6 +331,30 @@ class Target:
             time.sleep(SETTLE_S)
             found = read()
         return found
+
+    # --- webhooks -------------------------------------------------------------------------
+    def webhook_receiver(self) -> RunningReceiver:
+        """paysuite's receiver on the configured ``webhooks.listen``, started on first use and
+        kept for the run (deliveries of one check may arrive during the next)."""
+        from paysuite_core.webhook_receiver import ReceiverStartError, WebhookReceiver, running
+
+        hooks = self.config.webhooks if self.config else None
+        assert hooks is not None, "webhook_receiver() needs the webhooks section"
+        if self._receiver is None:
+            receiver = WebhookReceiver(hooks.secret, tolerance_s=hooks.tolerance_s)
+            try:
+                self._receiver = self._closing.enter_context(
+                    running(receiver, hooks.listen_host, hooks.listen_port)
+                )
+            except ReceiverStartError as exc:
+                precondition(False, f"paysuite's webhook receiver did not start: {exc}")
+        assert self._receiver is not None
+        return self._receiver
+
+    def close(self) -> None:
+        """Stop what the run started: the HTTP client and, if it ran, the webhook receiver."""
+        self.client.close()
+        self._closing.close()
 
     # --- lifecycle ------------------------------------------------------------------------
     def resolve(self, ref: str, outcome: Outcome) -> str:

@@ -42,6 +42,7 @@ class Arrival:
     status: int
     verdict: Verdict
     reason: str
+    code: str  # the machine-readable code answered ("invalid_signature", ...), "" when accepted
     event_id: str | None
     attempt: str | None
     mode: str | None

@@ -111,11 +111,15 @@ class WebhookReceiver:
     def _answer(
         self, base: dict[str, Any], status: int, verdict: str, code: str, message: str
     ) -> tuple[int, dict[str, Any]]:
-        self._record(base, status, verdict, message)
+        self._record(base, status, verdict, message, code)
         return status, {"code": code, "message": message}
 
-    def _record(self, base: dict[str, Any], status: int, verdict: str, reason: str) -> None:
-        arrival = self.ledger.record(status=status, verdict=verdict, reason=reason, **base)
+    def _record(
+        self, base: dict[str, Any], status: int, verdict: str, reason: str, code: str = ""
+    ) -> None:
+        arrival = self.ledger.record(
+            status=status, verdict=verdict, reason=reason, code=code, **base
+        )
         if self.on_arrival is not None:
             self.on_arrival(arrival)
 

@@ -104,7 +104,10 @@ def deliveries(root_url: str, **params: str) -> list[dict[str, Any]]:
 
 
 def wait_log(
-    root_url: str, until: Callable[[list[dict[str, Any]]], bool], timeout_s: float = 15, **params: str
+    root_url: str,
+    until: Callable[[list[dict[str, Any]]], bool],
+    timeout_s: float = 15,
+    **params: str,
 ) -> list[dict[str, Any]]:
     """The delivery log once ``until`` holds for it (bounded wait)."""
     deadline = time.monotonic() + timeout_s

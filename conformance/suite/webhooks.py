@@ -1,0 +1,316 @@
+"""Webhook delivery (WEBHOOK-001..005): the target calls back with signed event records.
+
+The document names the ``X-Webhook-Mode`` header ("names the environment associated with the
+webhook") and leaves delivery "not shown": target, payload and signature. These checks judge
+paysuite's reference choice (docs/reference-choices.md, docs/webhooks.md): the body is the
+event record as the events list renders it, signed as ``paysuite_core.webhook_signature``
+says, delivered at least once, retried after a failed attempt, created before processed. They
+are SHOULD checks of the reference profile, and run only when the target configuration has a
+``webhooks`` section (where paysuite's receiver listens, the address the target delivers to,
+the signing secret, the mode to send); otherwise they skip with that reason.
+
+Each check judges one rule and looks away from the others, so that a defect fails one check:
+WEBHOOK-001 counts a delivery whatever its signature (WEBHOOK-002 judges that), and compares
+only the ids the events list shows (an extra id is WEBHOOK-004's).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from conformance.api import data_of
+from conformance.checks import Section, check
+from conformance.outcome import expect, fail, not_applicable, precondition
+from paysuite_core.request_data import same_number
+from paysuite_core.webhook_ledger import CREATED, PROCESSED, Arrival
+
+if TYPE_CHECKING:
+    from conformance.http import Reply
+    from conformance.target import Target
+    from paysuite_core.target_config import Application, WebhookTarget
+    from paysuite_core.webhook_receiver import RunningReceiver
+
+NO_SECTION = (
+    "no webhooks section in the target configuration (listen: where paysuite's receiver binds, "
+    "url: its address as the target reaches it, secret, mode): webhook delivery is not checked"
+)
+#: How long after the last expected delivery a late one (a duplicate) is still waited for.
+SETTLE_S = 1.5
+QUOTE = (
+    "X-Webhook-Mode: Names the environment associated with the webhook. [...] Webhook delivery "
+    "(target, payload, signature) [...]: not shown."
+)
+
+
+def _hooks(target: Target) -> tuple[WebhookTarget, RunningReceiver, Application]:
+    hooks = target.config.webhooks if target.config else None
+    if hooks is None:
+        not_applicable(NO_SECTION)
+    app = target.writer("CASHIN")
+    if app is None:
+        not_applicable("no application may cashin")
+    return hooks, target.webhook_receiver(), app
+
+
+def _need_driver(target: Target) -> None:
+    assert target.customer is not None
+    reason = target.customer.unavailable_reason()
+    if reason:
+        not_applicable(reason)
+
+
+def _transaction(
+    target: Target, hooks: WebhookTarget, app: Application, *, confirm: bool, number: str = ""
+) -> tuple[Reply, str, tuple[str, ...]]:
+    """A cashin in the configured mode: its reply, ref and the event kinds it has recorded.
+
+    With ``confirm`` (or whenever a customer driver is configured) it is confirmed and awaited
+    processed: a target may hold a created delivery back until there is more to send, and a
+    check about something else must not wait on that.
+    """
+    driver = target.customer is not None and target.customer.unavailable_reason() is None
+    if confirm:
+        _need_driver(target)
+    reply, _ = target.created("CASHIN", app, webhook_mode=hooks.mode, number=number or None)
+    ref = str(reply.get("ref"))
+    if not (confirm or driver):
+        return reply, ref, (CREATED,)
+    target.resolve(ref, "confirm")
+    found = target.wait_processed(ref, app)
+    precondition(
+        found.ok and found.get("status") not in (None, "pending"),
+        f"{ref} was not processed after the customer's confirm: the processed event to deliver "
+        "does not exist",
+        reply,
+        found,
+    )
+    return reply, ref, (CREATED, PROCESSED)
+
+
+def _listed(target: Target, app: Application, ref: str, kinds: tuple[str, ...]) -> list[dict]:
+    """The transaction's events as the list shows them, once it shows every kind awaited."""
+    events = target.wait_until(
+        lambda: target.events_for_ref(app, ref),
+        lambda items: all(any(e.get("event_kind") == k for e in items) for k in kinds),
+        timeout_s=10,
+    )
+    shown = {e.get("event_kind") for e in events}
+    precondition(
+        all(kind in shown for kind in kinds),
+        f"the events list does not show {', '.join(k for k in kinds if k not in shown)} for "
+        f"{ref}: there is nothing to compare the deliveries with (LIFE-001/002)",
+    )
+    return events
+
+
+def _arrived(receiver: RunningReceiver, event_id: str) -> list[Arrival]:
+    return [a for a in receiver.ledger.arrivals() if a.body_event_id == event_id]
+
+
+def _await_ids(target: Target, receiver: RunningReceiver, ids: list[str]) -> bool:
+    """Wait (at most max_wait_s) until a delivery of each id arrived, accepted or not."""
+    return receiver.ledger.wait_for(
+        lambda ledger: all(_arrived(receiver, i) for i in ids), target.max_wait_s
+    )
+
+
+def _summary(arrivals: list[Arrival]) -> str:
+    return (
+        "; ".join(
+            f"{a.kind} {a.body_event_id} attempt {a.attempt} -> {a.status} {a.verdict}"
+            for a in arrivals
+        )
+        or "nothing arrived"
+    )
+
+
+@check(
+    "WEBHOOK-001",
+    "SHOULD",
+    Section.WEBHOOKS,
+    "a confirmed cashin delivers its created and processed events, as the events list shows them",
+    QUOTE,
+    profile="reference",
+)
+def both_events_are_delivered_as_listed(configured: Target) -> None:
+    target = configured
+    hooks, receiver, app = _hooks(target)
+    reply, ref, kinds = _transaction(target, hooks, app, confirm=True)
+    listed = _listed(target, app, ref, kinds)
+    ids = [str(e.get("event_id")) for e in listed]
+    _await_ids(target, receiver, ids)
+    missing = [e for e in listed if not _arrived(receiver, str(e.get("event_id")))]
+    expect(
+        not missing,
+        f"not delivered to {hooks.url} within {target.max_wait_s:g} s (mode {hooks.mode}): "
+        + ", ".join(f"{e.get('event_kind')} {e.get('event_id')}" for e in missing)
+        + f"; deliveries of {ref}: {_summary(receiver.ledger.arrivals(ref))}",
+        reply,
+        expected="one delivery of each event the list shows for the transaction",
+        actual=f"{len(listed) - len(missing)} of {len(listed)} delivered",
+    )
+    for record in listed:
+        bodies = [a.event for a in _arrived(receiver, str(record.get("event_id")))]
+        expect(
+            record in bodies,
+            f"the delivery of {record.get('event_kind')} {record.get('event_id')} is not the "
+            f"event record the list shows: delivered {bodies[0]!r}",
+            reply,
+            expected=f"the body {record!r}",
+            actual=repr(bodies[0]),
+        )
+
+
+@check(
+    "WEBHOOK-002",
+    "SHOULD",
+    Section.WEBHOOKS,
+    "every delivery is signed with the endpoint's secret over its timestamp and raw body",
+    QUOTE + " Reference choice: Paysuite-Signature: t=<unix>,v1=<HMAC-SHA256(secret, t.body)>.",
+    profile="reference",
+)
+def every_delivery_is_signed(configured: Target) -> None:
+    target = configured
+    hooks, receiver, app = _hooks(target)
+    reply, ref, kinds = _transaction(target, hooks, app, confirm=False)
+    listed = _listed(target, app, ref, kinds)
+    arrived = _await_ids(target, receiver, [str(e.get("event_id")) for e in listed])
+    precondition(
+        arrived,
+        f"no delivery of {ref}'s created event reached {hooks.url} within {target.max_wait_s:g} s "
+        "(WEBHOOK-001): there is no signature to judge",
+        reply,
+    )
+    bad = [a for a in receiver.ledger.arrivals(ref) if a.code == "invalid_signature"]
+    expect(
+        not bad,
+        f"{len(bad)} deliveries of {ref} failed verification with the configured secret: "
+        + "; ".join(f"{a.kind} attempt {a.attempt}: {a.reason}" for a in bad),
+        reply,
+        expected="a Paysuite-Signature that verifies with webhooks.secret, within "
+        f"{hooks.tolerance_s:g} s",
+        actual=bad[0].reason if bad else "",
+    )
+
+
+@check(
+    "WEBHOOK-003",
+    "SHOULD",
+    Section.WEBHOOKS,
+    "each event is delivered under the event_id the events list shows, never under a second one",
+    QUOTE + " Reference choice: a receiver deduplicates by event_id, so a repeat must keep it.",
+    profile="reference",
+)
+def no_event_is_delivered_under_two_ids(configured: Target) -> None:
+    target = configured
+    hooks, receiver, app = _hooks(target)
+    reply, ref, kinds = _transaction(target, hooks, app, confirm=False)
+    listed = _listed(target, app, ref, kinds)
+    ids = {str(e.get("event_id")) for e in listed}
+    arrived = _await_ids(target, receiver, sorted(ids))
+    precondition(
+        arrived,
+        f"the deliveries of {ref} did not all reach {hooks.url} within {target.max_wait_s:g} s "
+        "(WEBHOOK-001): no duplicate can be judged",
+        reply,
+    )
+    time.sleep(SETTLE_S)  # a repeat under a new id may follow the first delivery
+    under = receiver.ledger.ids_per_event(ref)
+    twice = {key: found for key, found in under.items() if len(found) > 1 or found - ids}
+    expect(
+        not twice,
+        f"{ref}: "
+        + "; ".join(
+            f"{kind} arrived under {len(found)} event_ids {sorted(found)}, the list shows "
+            f"{sorted(ids & found) or 'none of them'}"
+            for (_, kind), found in twice.items()
+        ),
+        reply,
+        expected="each event under one event_id, the list's",
+        actual="; ".join(f"{kind}: {sorted(found)}" for (_, kind), found in twice.items()),
+    )
+
+
+@check(
+    "WEBHOOK-004",
+    "SHOULD",
+    Section.WEBHOOKS,
+    "a transaction's created event is delivered before its processed event",
+    QUOTE + " Reference choice: the deliveries of one transaction are attempted in event order.",
+    profile="reference",
+)
+def created_is_delivered_before_processed(configured: Target) -> None:
+    target = configured
+    hooks, receiver, app = _hooks(target)
+    reply, ref, _ = _transaction(target, hooks, app, confirm=True)
+    ledger = receiver.ledger
+    both = ledger.wait_for(
+        lambda seen: bool(seen.first_arrival(ref, CREATED) and seen.first_arrival(ref, PROCESSED)),
+        target.max_wait_s,
+    )
+    precondition(
+        both,
+        f"not both of {ref}'s events reached {hooks.url} within {target.max_wait_s:g} s "
+        f"(WEBHOOK-001): {_summary(ledger.arrivals(ref))}",
+        reply,
+    )
+    if ledger.out_of_order(ref):
+        fail(
+            f"{ref}'s processed event arrived before its created event: "
+            f"{_summary(ledger.arrivals(ref))}",
+            reply,
+            expected="transaction:created first, then transaction:processed",
+            actual="transaction:processed first",
+        )
+
+
+@check(
+    "WEBHOOK-005",
+    "SHOULD",
+    Section.WEBHOOKS,
+    "a delivery the receiver fails is retried, under the same event_id",
+    QUOTE + " Reference choice: at-least-once delivery, retried with backoff.",
+    profile="reference",
+)
+def a_failed_delivery_is_retried(configured: Target) -> None:
+    target = configured
+    hooks, receiver, app = _hooks(target)
+    number = target.number()
+    # Refused by the customer number, known before the creation: its delivery may arrive
+    # before the creation's answer does.
+    receiver.receiver.refuse(
+        lambda record: (
+            record.get("event_kind") == CREATED
+            and same_number(data_of(record).get("client"), number)
+        )
+    )
+    reply, ref, _ = _transaction(target, hooks, app, confirm=False, number=number)
+    ledger = receiver.ledger
+
+    def failed(arrival: Arrival) -> bool:  # refused on purpose, or rejected (WEBHOOK-002's)
+        return arrival.kind == CREATED and arrival.verdict in ("refused", "rejected")
+
+    precondition(
+        ledger.wait_for(lambda seen: any(map(failed, seen.arrivals(ref))), target.max_wait_s),
+        f"no delivery of {ref}'s created event reached {hooks.url} within {target.max_wait_s:g} s "
+        "(WEBHOOK-001): there is no failed attempt to see retried",
+        reply,
+    )
+    first = next(a for a in ledger.arrivals(ref) if failed(a))
+
+    def retried(seen: Any) -> bool:
+        return any(
+            a.seq > first.seq and a.body_event_id == first.body_event_id for a in seen.arrivals(ref)
+        )
+
+    started = time.monotonic()
+    expect(
+        ledger.wait_for(retried, target.max_wait_s),
+        f"the delivery of {ref}'s created event {first.body_event_id} was answered "
+        f"{first.status} and never came again within {target.max_wait_s:g} s: deliveries: "
+        f"{_summary(ledger.arrivals(ref))}",
+        reply,
+        expected=f"another attempt of the same event_id after the {first.status}",
+        actual=f"no retry in {time.monotonic() - started:.0f} s",
+    )
