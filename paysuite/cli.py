@@ -1,10 +1,10 @@
 """The ``paysuite`` command: one front door, one subcommand per part of the architecture.
 
 Each part owns its own arguments: ``stub_server.cli``, ``conformance.cli``, ``load.cli``,
-``paysuite.demo`` and ``paysuite.clients.cli`` each expose ``register(subparsers)``, which adds
-a subparser whose ``func`` takes the parsed arguments and returns the exit status. Registration
-imports nothing heavy, so ``paysuite --help`` stays instant; a subcommand imports its machinery
-when it runs.
+``paysuite.demo``, ``paysuite.clients.cli`` and ``paysuite.webhooks`` each expose
+``register(subparsers)``, which adds a subparser whose ``func`` takes the parsed arguments and
+returns the exit status. Registration imports nothing heavy, so ``paysuite --help`` stays
+instant; a subcommand imports its machinery when it runs.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ SUBCOMMAND_MODULES = (
     "load.cli",  # registers `load` and `bench`
     "paysuite.demo",
     "paysuite.clients.cli",
+    "paysuite.webhooks",
 )
 
 

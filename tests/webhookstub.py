@@ -7,11 +7,15 @@ deliver: ``free_port`` picks one the system has just handed out and released.
 
 from __future__ import annotations
 
+import random
 import socket
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
+
+from paysuite_core import tokens
 from paysuite_core.launcher import RunningStub, start_stub
 
 #: Retries fast enough for a test: 100 ms doubling to 400 ms, 10 attempts.
@@ -45,3 +49,25 @@ def hooked_stub(
         stub_config=config,
         startup_timeout_s=60,
     )
+
+
+def cashin(stub: RunningStub, *, mode: str | None = "development", confirm: bool = True) -> str:
+    """One cashin on ``stub`` (X-Webhook-Mode ``mode``), confirmed through the sandbox; its ref."""
+    config = stub.config()
+    app = next(a for a in config.applications if a.privilege == "read-write")
+    with httpx.Client(base_url=stub.base_url, timeout=15) as http:
+        answer = tokens.authorize(tokens.httpx_send(http, stub.base_url), app)
+        assert answer is not None and answer.status == 200, answer
+        headers = {"Authorization": f"Bearer {answer.json()['access']}"}
+        if mode is not None:
+            headers["X-Webhook-Mode"] = mode
+        number = "078" + str(random.randrange(10**6, 10**7))
+        created = http.post(
+            "/transactions/cashin", json={"amount": 100, "number": number}, headers=headers
+        )
+        assert created.status_code == 200, created.text
+    ref = str(created.json()["ref"])
+    if confirm:
+        confirmed = httpx.post(f"{stub.root_url}/_sandbox/transactions/{ref}/confirm", timeout=15)
+        assert confirmed.status_code == 200, confirmed.text
+    return ref

@@ -1,0 +1,264 @@
+"""The verdict of ``paysuite webhooks listen``: what its receiver saw, judged by the WEBHOOK rules.
+
+The listener drives nothing: it receives whatever the target sends while it runs. At the end it
+judges the record (``paysuite_core.webhook_ledger``) with the same catalog entries as the
+conformance checks, so that one rule has one ID wherever it is judged:
+
+- WEBHOOK-001 every event the events list shows in the window arrived, as the list shows it
+  (needs ``--config``: the list is read through the project's token client);
+- WEBHOOK-002 every delivery verified with the secret (stale and bad signatures named);
+- WEBHOOK-003 no event arrived under two event_ids (nor under one the list does not show);
+- WEBHOOK-004 no transaction's processed event arrived before its created one;
+- WEBHOOK-005 every delivery refused on purpose came again: judged only with ``--fail-first``
+  (the listener answers 503 to the first attempt of each event), skipped otherwise.
+
+"The window" is the events created while the listener ran (``created_at`` at or after its
+start, less ``CLOCK_SLACK_S``), plus every event of a transaction it heard of; with
+``heard_only`` only the latter (when other modes' transactions are made meanwhile, which this
+listener's endpoint is not sent). The results are ``conformance.plugin.CheckResult`` and the
+reports are ``conformance.report``'s: the same files as ``paysuite conform``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from conformance import catalog, timestamps
+from conformance.api import data_of
+from conformance.evidence import Evidence
+from conformance.outcome import CouldNotCheck
+from conformance.plugin import CheckResult
+from conformance.report import Coverage, Verdict
+from conformance.target import Target
+from paysuite_core.target_config import TargetConfig
+from paysuite_core.webhook_ledger import Arrival, Ledger
+
+#: How far before the listener's start an event may be stamped and still count as in the window
+#: (the target's clock and this one differ a little).
+CLOCK_SLACK_S = 2.0
+#: The most pages (of 100) of the events list read per merchant.
+MAX_PAGES = 500
+RETRY_SKIP = (
+    "no delivery was failed on purpose: pass --fail-first to see each event retried (or run "
+    "`paysuite conform --profile reference`)"
+)
+NO_CONFIG = "no --config: the deliveries are not compared with the events list"
+
+
+@dataclass
+class Listing:
+    """The events list as read at the end, with the exchanges that read it (evidence)."""
+
+    events: list[dict[str, Any]]
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    error: str = ""
+
+
+def read_events(config: TargetConfig, refs: Sequence[str] | None = None) -> Listing:
+    """Every event the list shows to the configured merchants (or only of ``refs``)."""
+    target = Target(config, config.base_url)
+    evidence = Evidence(limit=20)
+    target.current = evidence
+    events: list[dict[str, Any]] = []
+    try:
+        for merchant in config.merchants():
+            app = next(
+                (a for a in config.applications if a.merchant == merchant and a.privilege in
+                 ("read", "read-write")),
+                None,
+            )  # fmt: skip
+            if app is None:
+                continue
+            if refs is None:
+                events.extend(target.events_of(app, max_pages=MAX_PAGES))
+            else:
+                for ref in refs:
+                    events.extend(target.events_for_ref(app, ref))
+    except CouldNotCheck as exc:
+        return Listing(events, _evidence_of(evidence, exc), str(exc))
+    finally:
+        target.close()
+    unique = {str(e.get("event_id")): e for e in events if isinstance(e.get("event_id"), str)}
+    return Listing(list(unique.values()), _evidence_of(evidence))
+
+
+def _evidence_of(evidence: Evidence, exc: CouldNotCheck | None = None) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = evidence.to_list(only_last=3)
+    if exc is not None:
+        items += [proof.to_dict() for proof in exc.proof]
+    return items
+
+
+def in_window(listed: list[dict[str, Any]], ledger: Ledger, started: datetime) -> list[dict]:
+    """The listed events the listener should have received (see the module's docstring)."""
+    heard = set(ledger.refs())
+    since = started - timedelta(seconds=CLOCK_SLACK_S)
+    chosen = []
+    for record in listed:
+        stamp = timestamps.parse(record.get("created_at"))
+        recent = stamp is not None and stamp.zone is not None and stamp.moment >= since
+        if data_of(record).get("ref") in heard or recent:
+            chosen.append(record)
+    return chosen
+
+
+def _result(check_id: str, outcome: str, message: str = "", **extra: Any) -> CheckResult:
+    return CheckResult(check=catalog.get(check_id), outcome=outcome, message=message, **extra)
+
+
+def _describe(arrivals: list[Arrival]) -> str:
+    return "; ".join(f"{a.kind} {a.body_event_id} ref={a.ref}: {a.reason}" for a in arrivals[:5])
+
+
+def judge(
+    ledger: Ledger, listing: Listing | None, expected: list[dict[str, Any]]
+) -> list[CheckResult]:
+    """The five WEBHOOK results for what arrived (``listing`` None: no --config)."""
+    results = [_delivered(ledger, listing, expected)]
+    bad = [a for a in ledger.arrivals() if a.code == "invalid_signature"]
+    if not ledger.arrivals():
+        results.append(_result("WEBHOOK-002", "skipped", "no delivery arrived"))
+    elif bad:
+        results.append(
+            _result(
+                "WEBHOOK-002",
+                "failed",
+                f"{len(bad)} of {len(ledger.arrivals())} deliveries failed verification: "
+                + _describe(bad),
+                expected="a Paysuite-Signature that verifies with the secret, recent",
+                actual=bad[0].reason,
+            )  # fmt: skip
+        )
+    else:
+        results.append(_result("WEBHOOK-002", "passed", note=f"{len(ledger.arrivals())} verified"))
+    listed_ids = {str(r.get("event_id")) for r in expected} if listing is not None else None
+    twice = {
+        key: ids
+        for key, ids in ledger.ids_per_event().items()
+        if len(ids) > 1
+        or (listed_ids is not None and key[0] in _refs(expected) and ids - listed_ids)
+    }
+    if twice:
+        results.append(
+            _result(
+                "WEBHOOK-003",
+                "failed",
+                "; ".join(
+                    f"{ref} {kind} arrived under event_ids {sorted(ids)}"
+                    for (ref, kind), ids in list(twice.items())[:5]
+                ),
+                expected="each event under one event_id, the list's",
+                actual=f"{len(twice)} events under more than one id (or an unlisted one)",
+            )  # fmt: skip
+        )
+    else:
+        results.append(_result("WEBHOOK-003", "passed" if ledger.arrivals() else "skipped",
+                               "" if ledger.arrivals() else "no delivery arrived"))  # fmt: skip
+    late = [ref for ref in ledger.refs() if ledger.out_of_order(ref)]
+    if late:
+        results.append(
+            _result(
+                "WEBHOOK-004",
+                "failed",
+                f"processed before created for {len(late)} transactions: {', '.join(late[:5])}",
+                expected="transaction:created first, then transaction:processed",
+                actual="transaction:processed first",
+            )  # fmt: skip
+        )
+    else:
+        results.append(_result("WEBHOOK-004", "passed" if ledger.arrivals() else "skipped",
+                               "" if ledger.arrivals() else "no delivery arrived"))  # fmt: skip
+    results.append(_retried(ledger))
+    return results
+
+
+def _retried(ledger: Ledger) -> CheckResult:
+    arrivals = ledger.arrivals()
+    refused = [a for a in arrivals if a.verdict == "refused"]
+    if not refused:
+        return _result("WEBHOOK-005", "skipped", RETRY_SKIP)
+    never = [
+        a for a in refused
+        if not any(b.seq > a.seq and b.body_event_id == a.body_event_id for b in arrivals)
+    ]  # fmt: skip
+    if never:
+        return _result(
+            "WEBHOOK-005", "failed",
+            f"{len(never)} of {len(refused)} deliveries answered 503 never came again: "
+            + ", ".join(f"{a.kind} {a.body_event_id} ref={a.ref}" for a in never[:5]),
+            expected="another attempt of the same event_id after the 503",
+            actual=f"{len(never)} not retried",
+        )  # fmt: skip
+    return _result("WEBHOOK-005", "passed", note=f"{len(refused)} refused deliveries retried")
+
+
+def _refs(records: list[dict[str, Any]]) -> set[Any]:
+    return {data_of(r).get("ref") for r in records}
+
+
+def _delivered(ledger: Ledger, listing: Listing | None, expected: list[dict]) -> CheckResult:
+    if listing is None:
+        return _result("WEBHOOK-001", "skipped", NO_CONFIG)
+    if listing.error:
+        return _result(
+            "WEBHOOK-001", "error", f"could not read the events list: {listing.error}",
+            evidence=listing.evidence,
+        )  # fmt: skip
+    if not expected:
+        return _result(
+            "WEBHOOK-001", "skipped", "the events list shows no event of this listening window"
+        )
+    comparison = ledger.compare(expected)
+    arrived = {a.body_event_id: a for a in ledger.arrivals() if a.body_event_id}
+    missing = [r for r in comparison.missing]
+    different = [
+        r for r in expected
+        if str(r.get("event_id")) in arrived
+        and all(a.event != r for a in ledger.arrivals() if a.body_event_id == r.get("event_id"))
+    ]  # fmt: skip
+    note = f"{comparison.listed} listed events, each delivered once after deduplication"
+    if not missing and not different:
+        return _result("WEBHOOK-001", "passed", note=note, evidence=listing.evidence)
+    parts = []
+    if missing:
+        parts.append(
+            f"{len(missing)} of {comparison.listed} listed events never arrived: "
+            + ", ".join(f"{r.get('event_kind')} {r.get('event_id')} ref={data_of(r).get('ref')}"
+                        for r in missing[:5])
+        )  # fmt: skip
+    if different:
+        parts.append(
+            f"{len(different)} arrived unlike the list: "
+            + ", ".join(f"{r.get('event_kind')} {r.get('event_id')}" for r in different[:5])
+        )
+    return _result(
+        "WEBHOOK-001", "failed", "; ".join(parts), evidence=listing.evidence,
+        expected="every listed event of the window delivered, as the list shows it",
+        actual=f"{len(missing)} missing, {len(different)} different",
+    )  # fmt: skip
+
+
+def decide(results: Sequence[CheckResult]) -> Verdict:
+    """Fail (1) on a failed rule, no verdict (2) when the list could not be read, else pass."""
+    ran = [r for r in results if r.outcome in ("passed", "failed")]
+    coverage = Coverage(
+        run=len(ran),
+        total=len(results),
+        skipped=tuple((r.check.id, r.message) for r in results if r.outcome == "skipped"),
+    )
+    failed = [r.check.id for r in results if r.outcome == "failed"]
+    errors = [r.check.id for r in results if r.outcome == "error"]
+
+    def make(verdict: str, code: int, reason: str) -> Verdict:
+        return Verdict(verdict, code, "reference", True, coverage, reason=reason)
+
+    if failed:
+        return make("fail", 1, f"{len(failed)} webhook check(s) failed: {', '.join(failed)}")
+    if errors:
+        return make("error", 2, f"{len(errors)} check(s) could not be judged: {', '.join(errors)}")
+    if not ran:
+        return make("error", 2, "no delivery arrived: nothing was judged")
+    return make("pass", 0, f"{len(ran)} of {len(results)} webhook checks judged, none failed")

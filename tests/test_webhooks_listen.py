@@ -1,0 +1,146 @@
+"""``paysuite webhooks listen`` end to end: the demo flow of docs/webhooks.md (a stub delivering
+to the listener, a cashin confirmed through the sandbox, both events verified), each webhook
+fault caught with a clear message, and the usage errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from webhookstub import cashin, free_port, hooked_stub
+
+from paysuite_core.launcher import RunningStub, stop_stub
+
+LISTEN = [sys.executable, "-m", "paysuite", "webhooks", "listen"]
+
+
+class Listener:
+    """``paysuite webhooks listen`` as a subprocess, its output collected."""
+
+    def __init__(self, args: Sequence[str], cwd: Path) -> None:
+        self.process = subprocess.Popen(
+            [*LISTEN, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()  # bounded: the process prints it or dies
+        assert "paysuite webhooks listening on http://127.0.0.1:" in line, (
+            line + self.process.stderr.read()  # type: ignore[union-attr]
+        )
+
+    def finish(self, timeout_s: float = 60) -> tuple[int, str, str]:
+        out, err = self.process.communicate(timeout=timeout_s)
+        return self.process.returncode, out, err
+
+
+@pytest.fixture
+def stubs(tmp_path: Path):  # type: ignore[no-untyped-def]
+    started: list[RunningStub] = []
+
+    def make(port: int, faults: Sequence[str] = ()) -> RunningStub:
+        stub = hooked_stub(tmp_path / f"stub{len(started)}", port, faults=faults)
+        started.append(stub)
+        return stub
+
+    yield make
+    for stub in started:
+        stop_stub(stub)
+
+
+def checks_of(report_dir: Path) -> dict[str, dict]:
+    report = json.loads((report_dir / "conformance.json").read_text(encoding="utf-8"))
+    return {c["id"]: c for c in report["checks"]}
+
+
+@pytest.mark.slow
+def test_demo_flow_the_listener_shows_both_events_verified(stubs, tmp_path: Path) -> None:
+    port = free_port()
+    stub = stubs(port)
+    reports = tmp_path / "reports"
+    listener = Listener(
+        ["--config", str(stub.credentials_path), "--max-events", "2", "--duration", "60",
+         "--report-dir", str(reports)],
+        tmp_path,
+    )  # fmt: skip
+    ref = cashin(stub)
+    status, out, err = listener.finish()
+    assert status == 0, out + err
+    verified = [line for line in out.splitlines() if line.startswith("✔ verified")]
+    assert len(verified) == 2, out
+    assert "transaction:created" in verified[0] and "transaction:processed" in verified[1]
+    assert all(f"ref={ref}" in line and "mode development" in line for line in verified)
+    assert "VERDICT: PASS" in out
+    checks = checks_of(reports)
+    assert {cid: c["outcome"] for cid, c in checks.items()} == {
+        "WEBHOOK-001": "passed", "WEBHOOK-002": "passed", "WEBHOOK-003": "passed",
+        "WEBHOOK-004": "passed", "WEBHOOK-005": "skipped",
+    }  # fmt: skip
+    assert "2 listed events" in checks["WEBHOOK-001"]["note"]
+    assert (reports / "junit.xml").exists() and (reports / "report.html").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("fault", "extra", "check_id", "says"),
+    [
+        ("webhook-bad-signature", [], "WEBHOOK-002", "signature mismatch"),
+        ("webhook-duplicate-new-id", [], "WEBHOOK-003", "arrived under event_ids"),
+        ("webhook-out-of-order", [], "WEBHOOK-004", "processed before created"),
+        ("webhook-no-retry", ["--fail-first"], "WEBHOOK-005", "never came again"),
+    ],
+)
+def test_each_webhook_fault_is_caught_by_the_listener(
+    stubs, tmp_path: Path, fault: str, extra: list[str], check_id: str, says: str
+) -> None:
+    port = free_port()
+    stub = stubs(port, faults=(fault,))
+    reports = tmp_path / "reports"
+    listener = Listener(
+        ["--config", str(stub.credentials_path), "--duration", "4", "--settle", "1",
+         "--report-dir", str(reports), *extra],
+        tmp_path,
+    )  # fmt: skip
+    cashin(stub)
+    status, out, err = listener.finish()
+    assert status == 1, out + err
+    checks = checks_of(reports)
+    failed = {cid for cid, c in checks.items() if c["outcome"] == "failed"}
+    assert failed == {check_id}, {cid: c["message"] for cid, c in checks.items()}
+    assert says in checks[check_id]["message"], checks[check_id]
+    assert f"VERDICT: FAIL — 1 webhook check(s) failed: {check_id}" in out
+    if fault == "webhook-bad-signature":
+        assert "× rejected" in out and "signature mismatch" in out  # the live line says why
+
+
+def test_without_a_secret_or_port_the_listener_says_what_is_missing(tmp_path: Path) -> None:
+    no_secret = subprocess.run(
+        [*LISTEN, "--port", "0"], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        env={"PATH": "/usr/bin"},
+    )  # fmt: skip
+    assert no_secret.returncode == 2 and "no signing secret" in no_secret.stderr
+    no_port = subprocess.run(
+        [*LISTEN, "--secret", "whsec_x"], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert no_port.returncode == 2 and "no port" in no_port.stderr
+    remote = subprocess.run(
+        [*LISTEN, "--secret", "whsec_x", "--port", "0", "--host", "0.0.0.0"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert remote.returncode == 2 and "not a loopback address" in remote.stderr
+    assert "Traceback" not in no_secret.stderr + no_port.stderr + remote.stderr
+
+
+def test_a_listener_that_heard_nothing_has_no_verdict(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = subprocess.run(
+        [*LISTEN, "--secret", "whsec_x", "--port", "0", "--duration", "0.5",
+         "--report-dir", str(tmp_path / "r")],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "no delivery arrived: nothing was judged" in result.stdout
+    assert time.monotonic() - started < 30
