@@ -96,6 +96,12 @@ def register(subparsers: Any) -> None:
         help="largest response body read (default 4 MiB); a larger one is an error",
     )
     load.add_argument("--quiet", action="store_true", help="no periodic Locust statistics lines")
+    load.add_argument(
+        "--webhooks",
+        action="store_true",
+        help="receive the target's webhooks during the run; the reconciliation then also checks "
+        "that every acknowledged create's events were delivered (needs the config's webhooks)",
+    )
     load.set_defaults(func=_load)
 
     bench = subparsers.add_parser(

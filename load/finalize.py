@@ -26,6 +26,7 @@ from load.reconcile import failure_reasons, reconcile
 from load.shape_catalog import Shape, Thresholds
 from load.slo import OperationStats, Verdict, evaluate
 from load.timeline import TIMELINE
+from load.webhooks import journal_path
 
 if TYPE_CHECKING:  # this module is imported outside Locust too: no locust import at run time
     from locust import LoadTestShape
@@ -315,6 +316,7 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
         concurrency=plan.reconcile_concurrency,
         time_budget_s=plan.reconcile_timeout_s,
         limits=plan.limits,
+        webhook_journal=journal_path(plan) if plan.webhooks else None,
     )
     without_ref = LEDGER.counters.get("acknowledged_without_ref", 0)
     recon["acknowledged_without_ref"] = without_ref

@@ -100,6 +100,8 @@ class LoadPlan:
     quiet: bool = False
     #: stop the run as soon as a threshold can no longer be met (``load.slo.decided_early``)
     abort_on_fail: bool = False
+    #: receive the target's webhooks during the run and reconcile them (``load.webhooks``)
+    webhooks: bool = False
 
     @cached_property
     def shape(self) -> Shape:
@@ -174,6 +176,7 @@ def build_plan(
     run_id: str = "",
     quiet: bool = False,
     abort_on_fail: bool = False,
+    webhooks: bool = False,
 ) -> LoadPlan:
     """The one way to make a ``LoadPlan``: validates every input, reads the target configuration
     file and the SLO file (once each). ``config=None`` means the bundled stub (``target`` then
@@ -235,6 +238,11 @@ def build_plan(
             target_config = load_target_config(Path(config), base_url=target or None)
         except TargetConfigError as exc:
             raise UsageError(str(exc)) from None
+    if webhooks and (target_config is None or target_config.webhooks is None):
+        raise UsageError(
+            "--webhooks needs a --config with a webhooks section (listen, secret): the bundled "
+            "stub has no webhook endpoint (docs/webhooks.md)"
+        )
     return LoadPlan(
         shape_name=shape,
         config=target_config,
@@ -249,6 +257,7 @@ def build_plan(
         run_id=run_id or new_run_id(),
         quiet=quiet,
         abort_on_fail=abort_on_fail,
+        webhooks=webhooks,
     )
 
 
@@ -291,6 +300,7 @@ def plan_from_args(args: argparse.Namespace) -> LoadPlan:
         limits=limits,
         quiet=args.quiet,
         abort_on_fail=args.abort_on_fail,
+        webhooks=bool(getattr(args, "webhooks", False)),
     )
 
 
@@ -412,6 +422,7 @@ def write_plan(plan: LoadPlan) -> str:
             "run_id": plan.run_id,
             "quiet": plan.quiet,
             "abort_on_fail": plan.abort_on_fail,
+            "webhooks": plan.webhooks,
         }
     )
 
@@ -448,6 +459,7 @@ def read_plan(text: str) -> LoadPlan:
             run_id=str(data["run_id"]),
             quiet=bool(data["quiet"]),
             abort_on_fail=bool(data.get("abort_on_fail", False)),
+            webhooks=bool(data.get("webhooks", False)),
         )
     except (ValueError, KeyError, TypeError, AttributeError, TargetConfigError) as exc:
         raise UsageError(f"not a paysuite load plan: {exc}") from None

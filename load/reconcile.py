@@ -22,6 +22,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -156,8 +157,16 @@ def _same_amount(a: object, b: object) -> bool:
         return False
 
 
-def check_one(session: _Session, tokens: _Tokens, base_url: str, record: CreateRecord) -> str:
-    """``ok``, ``missing``, ``mismatch:<fields>``, ``no_created_event``, ``error:<why>``."""
+def check_one(
+    session: _Session,
+    tokens: _Tokens,
+    base_url: str,
+    record: CreateRecord,
+    listed_events: dict[str, set[str]] | None = None,
+) -> str:
+    """``ok``, ``missing``, ``mismatch:<fields>``, ``no_created_event``, ``error:<why>``.
+
+    ``listed_events``: filled with ref -> the event_ids the list shows, for the webhooks."""
     merchant = record.get("merchant", "")
     ref = record["ref"]
     headers = tokens.header(session, merchant)
@@ -189,6 +198,11 @@ def check_one(session: _Session, tokens: _Tokens, base_url: str, record: CreateR
     if not 200 <= events.status_code < 300:
         return f"error:events status {events.status_code}"
     listed = events.json().get("transactions") or []
+    if listed_events is not None:
+        listed_events[ref] = {
+            str(e["event_id"]) for e in listed
+            if (e.get("data") or {}).get("ref") == ref and isinstance(e.get("event_id"), str)
+        }  # fmt: skip
     for event in listed:
         if event.get("event_kind") == CREATED and (event.get("data") or {}).get("ref") == ref:
             return "ok"
@@ -280,8 +294,12 @@ def reconcile(
     time_budget_s: float = 120.0,
     progress: Callable[[str], None] = print,
     limits: ClientLimits | None = None,
+    webhook_journal: Path | None = None,
 ) -> dict[str, Any]:
-    """Check every acknowledged create on the target; returns the counts for load.json."""
+    """Check every acknowledged create on the target; returns the counts for load.json.
+
+    ``webhook_journal``: the run's receiver journal (``load.webhooks``): then every event listed
+    for an acknowledged create must also have been delivered by webhook."""
     import gevent
     import gevent.queue
 
@@ -296,6 +314,7 @@ def reconcile(
     deadline = started + time_budget_s
     done = 0
     tokens = _Tokens(config)
+    listed_events: dict[str, set[str]] | None = {} if webhook_journal is not None else None
     #: connection failures before any check succeeded: the target is gone (a Ctrl-C that also
     #: stopped the bundled stub): the rest is reported unchecked at once, not after the budget
     unreachable = 0
@@ -311,7 +330,7 @@ def reconcile(
                 except gevent.queue.Empty:
                     return
                 try:
-                    outcome = check_one(session, tokens, config.base_url, record)
+                    outcome = check_one(session, tokens, config.base_url, record, listed_events)
                 except Exception as exc:  # noqa: BLE001 - any failure to check is reported
                     outcome = f"error:{type(exc).__name__}"
                     # a failed connection is not reused (its pool slot would wait for the
@@ -372,6 +391,14 @@ def reconcile(
         "elapsed_s": round(time.monotonic() - started, 2),
         "authorizes": tokens.authorizes,
     }
+    if webhook_journal is not None and listed_events is not None:
+        from load.webhooks import reconcile_webhooks
+
+        remaining = max(5.0, deadline - time.monotonic())
+        result.update(
+            reconcile_webhooks(listed_events, webhook_journal, time_budget_s=remaining,
+                               progress=progress)
+        )  # fmt: skip
     result["lost"] = result["missing"] + result["missing_created_event"]
     result["reasons"] = failure_reasons(result)
     result["passed"] = not result["reasons"]
@@ -395,6 +422,12 @@ def failure_reasons(result: dict[str, Any]) -> list[str]:
         reasons.append(f"{lost} lost ({', '.join(parts)})" if parts else f"{lost} lost")
     if result.get("mismatched"):
         reasons.append(f"{result['mismatched']} mismatched (the target holds other fields)")
+    if result.get("webhook_undelivered"):
+        why = "; ".join(result.get("webhook_rejected_reasons") or []) or "never arrived"
+        reasons.append(
+            f"{result['webhook_undelivered']} of {result['webhook_events']} listed events of "
+            f"acknowledged creates not delivered by webhook ({why})"
+        )
     if result.get("duplicate_keys"):
         reasons.append(f"{result['duplicate_keys']} idempotency keys acknowledged with two refs")
     if result.get("reused_refs"):

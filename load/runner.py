@@ -35,6 +35,7 @@ from typing import Any, Protocol
 from load import loopback, probe
 from load.limits import ClientLimits
 from load.plan import LoadPlan, UsageError, write_plan
+from load.webhooks import receiving
 from paysuite_core import tokens
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.tokens import PlainAnswer
@@ -262,7 +263,8 @@ def _run_against_target(plan: LoadPlan, locust_log: Path | None) -> LoadResult:
         # it holds the applications' secrets: readable by this user only, gone after the run
         plan_file.touch(mode=0o600)
         plan_file.write_text(write_plan(plan), encoding="utf-8")
-        code = run_locust(plan, plan_file, locust_log)
+        with receiving(plan):  # the target's webhooks, when the plan includes them
+            code = run_locust(plan, plan_file, locust_log)
     return outcome(plan, code)
 
 

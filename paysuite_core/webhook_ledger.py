@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 Verdict = Literal["verified", "duplicate", "rejected", "refused"]
@@ -75,6 +76,29 @@ class Arrival:
         return f"{text}: {self.reason}" if self.reason else text
 
 
+def journal_line(arrival: Arrival) -> str:
+    """One arrival as a JSON line, its body reduced to what the questions read (id, kind, ref)."""
+    return json.dumps(
+        {
+            "status": arrival.status,
+            "verdict": arrival.verdict,
+            "reason": arrival.reason,
+            "code": arrival.code,
+            "event_id": arrival.event_id,
+            "attempt": arrival.attempt,
+            "mode": arrival.mode,
+            "event": {
+                "event_id": arrival.body_event_id,
+                "event_kind": arrival.kind,
+                "data": {"ref": arrival.ref},
+            }
+            if arrival.event is not None
+            else None,
+            "received_at": arrival.received_at,
+        }
+    )
+
+
 def parse_event(body: bytes) -> dict[str, Any] | None:
     """The body as an event record, or ``None`` when it is not a JSON object."""
     try:
@@ -126,6 +150,21 @@ class Ledger:
                 self._accepted[arrival.event_id] = arrival
             self._changed.notify_all()
             return arrival
+
+    @classmethod
+    def from_journal(cls, path: Path) -> Ledger:
+        """The ledger a receiver's journal describes (a missing file: nothing arrived)."""
+        ledger = cls()
+        if not path.exists():
+            return ledger
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue  # a line being written as this reads it
+            item.pop("received_at", None)
+            ledger.record(body=b"", **item)
+        return ledger
 
     # --- reading --------------------------------------------------------------------------
     def arrivals(self, ref: str | None = None) -> list[Arrival]:

@@ -24,11 +24,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from paysuite_core.webhook_ledger import Arrival, Ledger, parse_event
+from paysuite_core.webhook_ledger import Arrival, Ledger, journal_line, parse_event
 from paysuite_core.webhook_signature import (
     ATTEMPT_HEADER,
     DEFAULT_TOLERANCE_S,
@@ -63,6 +64,9 @@ class WebhookReceiver:
     tolerance_s: float = DEFAULT_TOLERANCE_S
     ledger: Ledger = field(default_factory=Ledger)
     on_arrival: Callable[[Arrival], None] | None = None
+    #: A file to append each arrival to as one JSON line (``Ledger.from_journal`` reads it):
+    #: how another process (the load's Locust master) learns what arrived.
+    journal: Path | None = None
     _refusals: list[Refusal] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -120,6 +124,9 @@ class WebhookReceiver:
         arrival = self.ledger.record(
             status=status, verdict=verdict, reason=reason, code=code, **base
         )
+        if self.journal is not None:
+            with open(self.journal, "a", encoding="utf-8") as handle:
+                handle.write(journal_line(arrival) + "\n")
         if self.on_arrival is not None:
             self.on_arrival(arrival)
 

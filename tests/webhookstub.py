@@ -35,12 +35,14 @@ def hooked_stub(
     faults: Sequence[str] = (),
     extra_args: Sequence[str] = (),
     retry: dict[str, Any] | None = None,
+    stub_config: dict[str, Any] | None = None,
 ) -> RunningStub:
     """A stub whose ``development`` endpoint is ``http://127.0.0.1:PORT/hooks``; its credentials
     file carries the matching ``webhooks`` section (listen, url, secret, mode)."""
     config = {
         "webhooks": {"development": f"http://127.0.0.1:{port}/hooks"},
         "webhook_retry": retry or FAST_RETRY,
+        **(stub_config or {}),
     }
     return start_stub(
         workdir,
@@ -61,7 +63,7 @@ def cashin(stub: RunningStub, *, mode: str | None = "development", confirm: bool
         headers = {"Authorization": f"Bearer {answer.json()['access']}"}
         if mode is not None:
             headers["X-Webhook-Mode"] = mode
-        number = "078" + str(random.randrange(10**6, 10**7))
+        number = "078" + str(random.randrange(10**6, 10**7 - 1)).replace("0000", "0001")
         created = http.post(
             "/transactions/cashin", json={"amount": 100, "number": number}, headers=headers
         )
