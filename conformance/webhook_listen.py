@@ -29,6 +29,7 @@ from typing import Any
 from conformance import catalog, timestamps
 from conformance.api import data_of
 from conformance.evidence import Evidence
+from conformance.http import TargetUnreachable
 from conformance.outcome import CouldNotCheck
 from conformance.plugin import CheckResult
 from conformance.report import Coverage, Verdict
@@ -79,6 +80,8 @@ def read_events(config: TargetConfig, refs: Sequence[str] | None = None) -> List
                     events.extend(target.events_for_ref(app, ref))
     except CouldNotCheck as exc:
         return Listing(events, _evidence_of(evidence, exc), str(exc))
+    except TargetUnreachable as exc:
+        return Listing(events, _evidence_of(evidence), f"the target did not answer: {exc}")
     finally:
         target.close()
     unique = {str(e.get("event_id")): e for e in events if isinstance(e.get("event_id"), str)}

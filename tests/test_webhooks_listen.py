@@ -134,6 +134,24 @@ def test_without_a_secret_or_port_the_listener_says_what_is_missing(tmp_path: Pa
     assert "Traceback" not in no_secret.stderr + no_port.stderr + remote.stderr
 
 
+def test_an_unreachable_target_is_no_verdict_not_a_traceback(tmp_path: Path) -> None:
+    config = tmp_path / "target.yaml"
+    port = free_port()
+    config.write_text(
+        "base_url: http://127.0.0.1:9/api\n"
+        "applications: [{client_id: a, client_secret: s, privilege: read, merchant: M}]\n"
+        f"webhooks: {{listen: '127.0.0.1:{port}', secret: whsec_x}}\n",
+        encoding="utf-8",
+    )
+    result = subprocess.run(
+        [*LISTEN, "--config", str(config), "--duration", "0.3", "--report-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "could not read the events list: the target did not answer" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
+
+
 def test_a_listener_that_heard_nothing_has_no_verdict(tmp_path: Path) -> None:
     started = time.monotonic()
     result = subprocess.run(
@@ -144,3 +162,36 @@ def test_a_listener_that_heard_nothing_has_no_verdict(tmp_path: Path) -> None:
     assert result.returncode == 2, result.stdout + result.stderr
     assert "no delivery arrived: nothing was judged" in result.stdout
     assert time.monotonic() - started < 30
+
+
+@pytest.mark.slow
+def test_a_sigkilled_stub_delivers_every_pending_event_after_its_restart(tmp_path: Path) -> None:
+    """Deliveries pending while no receiver listens survive a SIGKILL of the stub: after the
+    restart the listener receives every event of every acknowledged cashin, once, verified."""
+    port = free_port()
+    patient = {"base_s": 0.2, "cap_s": 0.5, "max_attempts": 1000, "timeout_s": 2}
+    stub = hooked_stub(tmp_path / "stub", port, retry=patient)
+    try:
+        refs = [cashin(stub) for _ in range(3)]  # nobody listens: every delivery fails
+        time.sleep(0.5)
+    finally:
+        stop_stub(stub, kill=True)
+    reports = tmp_path / "reports"
+    restarted = hooked_stub(tmp_path / "stub", port, retry=patient)  # same database
+    try:
+        listener = Listener(
+            ["--config", str(restarted.credentials_path), "--max-events", "6", "--duration", "60",
+             "--report-dir", str(reports)],
+            tmp_path,
+        )  # fmt: skip
+        status, out, err = listener.finish()
+    finally:
+        stop_stub(restarted)
+    assert status == 0, out + err
+    verified = [line for line in out.splitlines() if line.startswith("✔ verified")]
+    assert len(verified) == 6, out
+    for ref in refs:
+        assert sum(f"ref={ref}" in line for line in verified) == 2, out
+    checks = checks_of(reports)
+    assert checks["WEBHOOK-001"]["outcome"] == "passed", checks["WEBHOOK-001"]
+    assert "6 listed events" in checks["WEBHOOK-001"]["note"]
