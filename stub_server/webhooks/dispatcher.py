@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -80,6 +81,7 @@ class Dispatcher:
         self._busy_refs: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._session: aiohttp.ClientSession | None = None
+        self._endpoints_read = time.monotonic()
         store.on_enqueue = self._wake.set
 
     async def run_forever(self) -> None:
@@ -104,7 +106,10 @@ class Dispatcher:
 
     async def _sleep(self) -> None:
         """Until a delivery not already under way is due, a wake-up (a new delivery, a
-        finished one) or ``POLL_S``; then, after a quiet poll, re-read the endpoints."""
+        finished one) or ``POLL_S``; the endpoints are re-read every ``POLL_S``."""
+        if time.monotonic() - self._endpoints_read >= POLL_S:
+            self.store.reload_webhook_urls()
+            self._endpoints_read = time.monotonic()
         delay = POLL_S
         if len(self._busy_refs) < self.concurrency:
             due = self.store.next_delivery_due(exclude_refs=self._busy_refs)
@@ -113,13 +118,13 @@ class Dispatcher:
         if delay <= 0:
             await asyncio.sleep(0)  # more due than one batch: go on, but let requests in
             return
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), timeout=delay)
-        except TimeoutError:
-            self.store.reload_webhook_urls()
 
     def _dispatch_due(self) -> None:
         """Start delivering the due transactions not already under way, while slots last."""
+        if len(self._busy_refs) >= self.concurrency:
+            return  # a finished delivery wakes the loop again
         now = timefmt.now_us()
         groups: dict[str, list[Delivery]] = {}
         for delivery in self.store.due_deliveries(now, BATCH):

@@ -18,6 +18,13 @@ import httpx
 import jwt
 import pytest
 from stubkit import AGENTS_REFRESH_PATH, InProcessStub, new_number, refresh_url
+from webhookkit import (
+    FAST_RETRY,
+    webhook_bad_signature,
+    webhook_duplicate_new_id,
+    webhook_no_retry,
+    webhook_out_of_order,
+)
 
 from stub_server.faults import FAULTS, VARIANTS
 
@@ -26,7 +33,8 @@ REQUIRED_FAULTS = {
     "tokens-never-expire", "refresh-as-access", "signature-not-verified", "wrong-kind",
     "refs-reused", "status-stuck-pending", "cancel-reads-success", "processed-event-missing",
     "filter-ignored", "cross-merchant-visible", "privileges-ignored", "server-error-on-malformed",
-    "timestamp-format", "drop-acknowledged",
+    "timestamp-format", "drop-acknowledged", "webhook-bad-signature", "webhook-no-retry",
+    "webhook-duplicate-new-id", "webhook-out-of-order",
 }  # fmt: skip
 REQUIRED_VARIANTS = {
     "created-201", "successful-status", "short-refresh-only", "expires-string", "go-error-body",
@@ -232,6 +240,10 @@ FAULT_CHECKS: dict[str, tuple[Callable[[InProcessStub], None], dict]] = {
     "timestamp-format": (timestamp_format, {}),
     "drop-acknowledged": (drop_acknowledged, {"drop_rate": 1.0}),
     "early-expiry": (early_expiry, {}),
+    "webhook-bad-signature": (webhook_bad_signature, {}),
+    "webhook-no-retry": (webhook_no_retry, {"webhook_retry": FAST_RETRY}),
+    "webhook-duplicate-new-id": (webhook_duplicate_new_id, {}),
+    "webhook-out-of-order": (webhook_out_of_order, {}),
 }
 
 
@@ -246,8 +258,13 @@ def test_fault_breaks_its_rule(inproc, fault: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "fault", ["idempotency-ignored", "wrong-kind", "drop-acknowledged", "early-expiry"]
-)
+    "fault",
+    [
+        "idempotency-ignored", "wrong-kind", "drop-acknowledged", "early-expiry",
+        "webhook-bad-signature", "webhook-no-retry", "webhook-duplicate-new-id",
+        "webhook-out-of-order",
+    ],
+)  # fmt: skip
 def test_faults_are_off_by_default(inproc, fault: str) -> None:
     """The same check fails against a stub without the switch."""
     check, extra = FAULT_CHECKS[fault]

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -65,10 +66,11 @@ class Receiver:
                 if receiver.delay_s:
                     time.sleep(receiver.delay_s)
                 status = receiver.answer(index)
+                body = b"" if status in (204, 304) else b"ok"
                 self.send_response(status)
-                self.send_header("Content-Length", "2")
+                self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(b"ok")
+                self.wfile.write(body)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -122,3 +124,70 @@ def wait_log(
 
 #: Retries fast enough for a test: 50 ms doubling to 200 ms.
 FAST_RETRY = {"base_s": 0.05, "cap_s": 0.2, "max_attempts": 12, "timeout_s": 2}
+
+
+# -- the fault switches' checks (``test_stub_faults.FAULT_CHECKS``): each asserts the rule the
+# -- fault breaks, so it passes on the plain stub's opposite and fails without the switch ------
+
+CREATED, PROCESSED = "transaction:created", "transaction:processed"
+
+
+@contextmanager
+def endpoint_on(stub: Any, answer: Callable[[int], int] = lambda n: 200) -> Iterator[Receiver]:
+    """A receiver added as the ``development`` endpoint of a running in-process stub (the way
+    ``paysuite stub webhooks add`` adds one), closed afterwards."""
+    from stub_server import timefmt
+    from stub_server.webhooks.endpoints import add_endpoint
+
+    receiver = Receiver(answer)
+    try:
+        stub.call(add_endpoint, stub.stub.store, "development", receiver.url, timefmt.now_us())
+        yield receiver
+    finally:
+        receiver.close()
+
+
+def endpoint_secret(stub: Any, mode: str = "development") -> str:
+    endpoint = stub.call(stub.stub.store.webhook_endpoint, mode)
+    assert endpoint is not None
+    return str(endpoint.secret)
+
+
+def webhook_bad_signature(stub: Any) -> None:
+    with endpoint_on(stub) as receiver:
+        stub.api.create("cashin")
+        (arrival,) = receiver.wait_for(1)
+        try:
+            arrival.verify(endpoint_secret(stub))
+        except webhook_signature.SignatureError as exc:
+            assert "signature mismatch" in str(exc)
+        else:
+            raise AssertionError("the delivery's signature holds")
+
+
+def webhook_no_retry(stub: Any) -> None:
+    with endpoint_on(stub, answer=lambda n: 500 if n == 0 else 200) as receiver:
+        stub.api.create("cashin")
+        (row,) = wait_log(stub.root_url, lambda rows: rows[0]["status"] != "pending")
+        assert row["status"] == "abandoned" and row["attempts"] == 1, row
+        assert len(receiver.arrivals) == 1
+
+
+def webhook_duplicate_new_id(stub: Any) -> None:
+    with endpoint_on(stub) as receiver:
+        ref = stub.api.create("cashin").json()["ref"]
+        first, second = receiver.wait_for(2, timeout_s=5)
+        for arrival in (first, second):
+            arrival.verify(endpoint_secret(stub))  # validly signed: only the id is new
+        assert first.event_id != second.event_id
+        assert first.record["data"] == second.record["data"]
+        listed = {r["event_id"] for r in stub.api.events(ref=ref).json()["transactions"]}
+        assert first.event_id in listed and second.event_id not in listed
+
+
+def webhook_out_of_order(stub: Any) -> None:
+    with endpoint_on(stub) as receiver:
+        ref = stub.api.create("cashin").json()["ref"]
+        assert stub.api.sandbox(ref, "confirm").status_code == 200
+        first, second = receiver.wait_for(2)
+        assert [first.record["event_kind"], second.record["event_kind"]] == [PROCESSED, CREATED]
