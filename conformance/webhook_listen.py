@@ -46,6 +46,7 @@ RETRY_SKIP = (
     "no delivery was failed on purpose: pass --fail-first to see each event retried (or run "
     "`paysuite conform --profile reference`)"
 )
+NOTHING = "no delivery arrived"
 NO_CONFIG = "no --config: the deliveries are not compared with the events list"
 
 
@@ -67,10 +68,13 @@ def read_events(config: TargetConfig, refs: Sequence[str] | None = None) -> List
     try:
         for merchant in config.merchants():
             app = next(
-                (a for a in config.applications if a.merchant == merchant and a.privilege in
-                 ("read", "read-write")),
+                (
+                    a
+                    for a in config.applications
+                    if a.merchant == merchant and a.privilege in ("read", "read-write")
+                ),
                 None,
-            )  # fmt: skip
+            )
             if app is None:
                 continue
             if refs is None:
@@ -108,8 +112,10 @@ def in_window(listed: list[dict[str, Any]], ledger: Ledger, started: datetime) -
     return chosen
 
 
-def _result(check_id: str, outcome: str, message: str = "", **extra: Any) -> CheckResult:
-    return CheckResult(check=catalog.get(check_id), outcome=outcome, message=message, **extra)
+def _result(number: str, outcome: str, message: str = "", **extra: Any) -> CheckResult:
+    """A result of WEBHOOK-``number``."""
+    check = catalog.get(f"WEBHOOK-{number}")
+    return CheckResult(check=check, outcome=outcome, message=message, **extra)
 
 
 def _describe(arrivals: list[Arrival]) -> str:
@@ -120,128 +126,136 @@ def judge(
     ledger: Ledger, listing: Listing | None, expected: list[dict[str, Any]]
 ) -> list[CheckResult]:
     """The five WEBHOOK results for what arrived (``listing`` None: no --config)."""
-    results = [_delivered(ledger, listing, expected)]
-    bad = [a for a in ledger.arrivals() if a.code == "invalid_signature"]
     if not ledger.arrivals():
-        results.append(_result("WEBHOOK-002", "skipped", "no delivery arrived"))
-    elif bad:
-        results.append(
-            _result(
-                "WEBHOOK-002",
-                "failed",
-                f"{len(bad)} of {len(ledger.arrivals())} deliveries failed verification: "
-                + _describe(bad),
-                expected="a Paysuite-Signature that verifies with the secret, recent",
-                actual=bad[0].reason,
-            )  # fmt: skip
-        )
-    else:
-        results.append(_result("WEBHOOK-002", "passed", note=f"{len(ledger.arrivals())} verified"))
-    listed_ids = {str(r.get("event_id")) for r in expected} if listing is not None else None
+        nothing = [_result(cid, "skipped", NOTHING) for cid in ("002", "003", "004")]
+        return [_delivered(ledger, listing, expected), *nothing, _retried(ledger)]
+    return [
+        _delivered(ledger, listing, expected),
+        _signed(ledger),
+        _one_id_each(ledger, expected if listing is not None else None),
+        _in_order(ledger),
+        _retried(ledger),
+    ]
+
+
+def _signed(ledger: Ledger) -> CheckResult:
+    arrivals = ledger.arrivals()
+    bad = [a for a in arrivals if a.code == "invalid_signature"]
+    if not bad:
+        return _result("002", "passed", note=f"{len(arrivals)} deliveries verified")
+    return _result(
+        "002",
+        "failed",
+        f"{len(bad)} of {len(arrivals)} deliveries failed verification: {_describe(bad)}",
+        expected="a Paysuite-Signature that verifies with the secret, recent",
+        actual=bad[0].reason,
+    )
+
+
+def _one_id_each(ledger: Ledger, expected: list[dict[str, Any]] | None) -> CheckResult:
+    """One id per (ref, kind); with the list, the list's id for its transactions."""
+    listed_ids = {str(r.get("event_id")) for r in expected or []}
+    listed_refs = {data_of(r).get("ref") for r in expected or []}
     twice = {
-        key: ids
-        for key, ids in ledger.ids_per_event().items()
-        if len(ids) > 1
-        or (listed_ids is not None and key[0] in _refs(expected) and ids - listed_ids)
+        (ref, kind): ids
+        for (ref, kind), ids in ledger.ids_per_event().items()
+        if len(ids) > 1 or (expected is not None and ref in listed_refs and ids - listed_ids)
     }
-    if twice:
-        results.append(
-            _result(
-                "WEBHOOK-003",
-                "failed",
-                "; ".join(
-                    f"{ref} {kind} arrived under event_ids {sorted(ids)}"
-                    for (ref, kind), ids in list(twice.items())[:5]
-                ),
-                expected="each event under one event_id, the list's",
-                actual=f"{len(twice)} events under more than one id (or an unlisted one)",
-            )  # fmt: skip
-        )
-    else:
-        results.append(_result("WEBHOOK-003", "passed" if ledger.arrivals() else "skipped",
-                               "" if ledger.arrivals() else "no delivery arrived"))  # fmt: skip
+    if not twice:
+        return _result("003", "passed")
+    return _result(
+        "003",
+        "failed",
+        "; ".join(
+            f"{ref} {kind} arrived under event_ids {sorted(ids)}"
+            for (ref, kind), ids in list(twice.items())[:5]
+        ),
+        expected="each event under one event_id, the list's",
+        actual=f"{len(twice)} events under more than one id (or an unlisted one)",
+    )
+
+
+def _in_order(ledger: Ledger) -> CheckResult:
     late = [ref for ref in ledger.refs() if ledger.out_of_order(ref)]
-    if late:
-        results.append(
-            _result(
-                "WEBHOOK-004",
-                "failed",
-                f"processed before created for {len(late)} transactions: {', '.join(late[:5])}",
-                expected="transaction:created first, then transaction:processed",
-                actual="transaction:processed first",
-            )  # fmt: skip
-        )
-    else:
-        results.append(_result("WEBHOOK-004", "passed" if ledger.arrivals() else "skipped",
-                               "" if ledger.arrivals() else "no delivery arrived"))  # fmt: skip
-    results.append(_retried(ledger))
-    return results
+    if not late:
+        return _result("004", "passed")
+    return _result(
+        "004",
+        "failed",
+        f"processed before created for {len(late)} transactions: {', '.join(late[:5])}",
+        expected="transaction:created first, then transaction:processed",
+        actual="transaction:processed first",
+    )
 
 
 def _retried(ledger: Ledger) -> CheckResult:
     arrivals = ledger.arrivals()
     refused = [a for a in arrivals if a.verdict == "refused"]
     if not refused:
-        return _result("WEBHOOK-005", "skipped", RETRY_SKIP)
+        return _result("005", "skipped", RETRY_SKIP)
     never = [
-        a for a in refused
+        a
+        for a in refused
         if not any(b.seq > a.seq and b.body_event_id == a.body_event_id for b in arrivals)
-    ]  # fmt: skip
+    ]
     if never:
         return _result(
-            "WEBHOOK-005", "failed",
+            "005",
+            "failed",
             f"{len(never)} of {len(refused)} deliveries answered 503 never came again: "
             + ", ".join(f"{a.kind} {a.body_event_id} ref={a.ref}" for a in never[:5]),
             expected="another attempt of the same event_id after the 503",
             actual=f"{len(never)} not retried",
-        )  # fmt: skip
-    return _result("WEBHOOK-005", "passed", note=f"{len(refused)} refused deliveries retried")
-
-
-def _refs(records: list[dict[str, Any]]) -> set[Any]:
-    return {data_of(r).get("ref") for r in records}
+        )
+    return _result("005", "passed", note=f"{len(refused)} refused deliveries retried")
 
 
 def _delivered(ledger: Ledger, listing: Listing | None, expected: list[dict]) -> CheckResult:
     if listing is None:
-        return _result("WEBHOOK-001", "skipped", NO_CONFIG)
+        return _result("001", "skipped", NO_CONFIG)
     if listing.error:
         return _result(
-            "WEBHOOK-001", "error", f"could not read the events list: {listing.error}",
+            "001",
+            "error",
+            f"could not read the events list: {listing.error}",
             evidence=listing.evidence,
-        )  # fmt: skip
-    if not expected:
-        return _result(
-            "WEBHOOK-001", "skipped", "the events list shows no event of this listening window"
         )
+    if not expected:
+        return _result("001", "skipped", "the events list shows no event of this listening window")
     comparison = ledger.compare(expected)
     arrived = {a.body_event_id: a for a in ledger.arrivals() if a.body_event_id}
-    missing = [r for r in comparison.missing]
+    missing = list(comparison.missing)
     different = [
-        r for r in expected
+        r
+        for r in expected
         if str(r.get("event_id")) in arrived
         and all(a.event != r for a in ledger.arrivals() if a.body_event_id == r.get("event_id"))
-    ]  # fmt: skip
+    ]
     note = f"{comparison.listed} listed events, each delivered once after deduplication"
     if not missing and not different:
-        return _result("WEBHOOK-001", "passed", note=note, evidence=listing.evidence)
+        return _result("001", "passed", note=note, evidence=listing.evidence)
     parts = []
     if missing:
         parts.append(
             f"{len(missing)} of {comparison.listed} listed events never arrived: "
-            + ", ".join(f"{r.get('event_kind')} {r.get('event_id')} ref={data_of(r).get('ref')}"
-                        for r in missing[:5])
-        )  # fmt: skip
+            + ", ".join(
+                f"{r.get('event_kind')} {r.get('event_id')} ref={data_of(r).get('ref')}"
+                for r in missing[:5]
+            )
+        )
     if different:
         parts.append(
             f"{len(different)} arrived unlike the list: "
             + ", ".join(f"{r.get('event_kind')} {r.get('event_id')}" for r in different[:5])
         )
     return _result(
-        "WEBHOOK-001", "failed", "; ".join(parts), evidence=listing.evidence,
+        "001",
+        "failed",
+        "; ".join(parts),
+        evidence=listing.evidence,
         expected="every listed event of the window delivered, as the list shows it",
         actual=f"{len(missing)} missing, {len(different)} different",
-    )  # fmt: skip
+    )
 
 
 def decide(results: Sequence[CheckResult]) -> Verdict:

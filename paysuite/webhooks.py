@@ -194,7 +194,10 @@ def _finish(
         listing = webhook_listen.read_events(config, refs)
         expected = webhook_listen.in_window(listing.events, ledger, started)
         ids = {str(r.get("event_id")) for r in expected}
-        arrived = lambda seen: ids <= {a.body_event_id for a in seen.arrivals()}  # noqa: E731
+
+        def arrived(seen: Any) -> bool:
+            return ids <= {a.body_event_id for a in seen.arrivals()}
+
         if not listing.error and not arrived(ledger) and args.settle > 0:
             print(
                 f"(waiting up to {args.settle:g} s for listed events not yet arrived)", flush=True

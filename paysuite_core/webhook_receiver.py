@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,8 +83,10 @@ class WebhookReceiver:
                     return True
         return False
 
-    def receive(self, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
-        """Judge one delivery, record it, and say what to answer (status, JSON body)."""
+    def receive(self, headers: Mapping[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
+        """Judge one delivery, record it, and say what to answer (status, JSON body).
+
+        ``headers``: case-insensitive, as HTTP's are (aiohttp's ``CIMultiDictProxy``)."""
         event = parse_event(body)
         header_id = headers.get(EVENT_ID_HEADER)
         base = {
@@ -135,7 +137,7 @@ class WebhookReceiver:
 
         async def handle(request: web.Request) -> web.Response:
             body = await request.read()
-            status, answer = self.receive(dict(request.headers), body)
+            status, answer = self.receive(request.headers, body)
             return web.json_response(answer, status=status)
 
         application = web.Application()

@@ -94,6 +94,13 @@ def test_a_bad_delivery_is_rejected_with_a_clear_reason(
     assert live.lines[0].startswith("× rejected") and reason in live.lines[0]  # type: ignore[attr-defined]
 
 
+def test_header_names_are_case_insensitive(live: RunningReceiver) -> None:
+    body = json.dumps(event("e7")).encode()
+    headers = {"paysuite-signature": sign(SECRET, body), "PAYSUITE-EVENT-ID": "e7"}
+    reply = httpx.post(live.url, content=body, headers=headers, timeout=5)
+    assert reply.status_code == 200, reply.text
+
+
 def test_unsigned_and_non_event_bodies_are_rejected(live: RunningReceiver) -> None:
     unsigned = httpx.post(live.url, content=b"{}", timeout=5)
     assert unsigned.status_code == 401 and "no Paysuite-Signature" in unsigned.json()["message"]

@@ -1,0 +1,79 @@
+"""The listener's verdict from a ledger, without a network: one rule, one check ID."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from conformance.webhook_listen import NO_CONFIG, RETRY_SKIP, Listing, decide, judge
+from paysuite_core.webhook_ledger import CREATED, PROCESSED, Ledger
+
+
+def record(event_id: str, kind: str, ref: str = "r1") -> dict[str, Any]:
+    return {"event_id": event_id, "event_kind": kind, "created_at": "x", "data": {"ref": ref}}
+
+
+def arrive(ledger: Ledger, event: dict[str, Any], verdict: str = "verified", **extra: Any) -> None:
+    fields = {"status": 200, "reason": "", "code": "", "attempt": "1", "mode": "development"}
+    fields.update(extra)
+    ledger.record(
+        verdict=verdict, event_id=event["event_id"], event=event,
+        body=json.dumps(event).encode(), **fields,
+    )  # fmt: skip
+
+
+def outcomes(ledger: Ledger, listing: Listing | None, expected: list) -> dict[str, str]:
+    return {r.check.id: r.outcome for r in judge(ledger, listing, expected)}
+
+
+def test_without_a_config_the_list_comparison_is_skipped_and_the_rest_judged() -> None:
+    ledger = Ledger()
+    arrive(ledger, record("c", CREATED))
+    arrive(ledger, record("p", PROCESSED))
+    results = judge(ledger, None, [])
+    assert [(r.check.id, r.outcome) for r in results] == [
+        ("WEBHOOK-001", "skipped"), ("WEBHOOK-002", "passed"), ("WEBHOOK-003", "passed"),
+        ("WEBHOOK-004", "passed"), ("WEBHOOK-005", "skipped"),
+    ]  # fmt: skip
+    assert results[0].message == NO_CONFIG and results[4].message == RETRY_SKIP
+    assert decide(results).exit_code == 0
+
+
+def test_a_listed_event_never_delivered_fails_001_only() -> None:
+    ledger = Ledger()
+    arrive(ledger, record("c", CREATED))
+    listed = [record("c", CREATED), record("p", PROCESSED)]
+    results = judge(ledger, Listing(listed), listed)
+    assert {r.check.id for r in results if r.outcome == "failed"} == {"WEBHOOK-001"}
+    assert "1 of 2 listed events never arrived: transaction:processed p" in results[0].message
+    assert decide(results).exit_code == 1
+
+
+def test_a_bad_signature_fails_002_and_not_001() -> None:
+    ledger = Ledger()
+    for event in (record("c", CREATED), record("p", PROCESSED)):
+        arrive(ledger, event, "rejected", status=401, code="invalid_signature", reason="stale")
+    listed = [record("c", CREATED), record("p", PROCESSED)]
+    failed = {r.check.id: r.message for r in judge(ledger, Listing(listed), listed)
+              if r.outcome == "failed"}  # fmt: skip
+    assert (
+        set(failed) == {"WEBHOOK-002"}
+        and "2 of 2 deliveries failed verification" in failed["WEBHOOK-002"]
+    )
+
+
+def test_a_refused_delivery_not_retried_fails_005() -> None:
+    ledger = Ledger()
+    arrive(ledger, record("c", CREATED), "refused", status=503, code="refused_on_purpose")
+    results = outcomes(ledger, None, [])
+    assert results["WEBHOOK-005"] == "failed"
+    arrive(ledger, record("c", CREATED), attempt="2")
+    assert outcomes(ledger, None, [])["WEBHOOK-005"] == "passed"
+
+
+def test_an_unreadable_list_is_no_verdict() -> None:
+    ledger = Ledger()
+    arrive(ledger, record("c", CREATED))
+    results = judge(ledger, Listing([], error="the target did not answer"), [])
+    assert results[0].outcome == "error"
+    assert decide(results).exit_code == 2
