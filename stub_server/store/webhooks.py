@@ -134,10 +134,12 @@ class WebhookOutbox(GroupCommitDatabase):
 
     # -- the dispatcher's side -------------------------------------------------------------
     def due_deliveries(self, now_us: int, limit: int) -> list[Delivery]:
-        """Pending deliveries due by ``now_us``, oldest event first."""
+        """Pending deliveries due by ``now_us``, earliest due first (for first attempts: event
+        order). Read along ``outbox_due``, so a large backlog costs no sort."""
         rows = self.conn.execute(
             f"SELECT {DELIVERY_COLUMNS} FROM webhook_outbox INDEXED BY outbox_due"
-            " WHERE status = 'pending' AND next_attempt_us <= ? ORDER BY id LIMIT ?",
+            " WHERE status = 'pending' AND next_attempt_us <= ?"
+            " ORDER BY next_attempt_us, id LIMIT ?",
             (now_us, limit),
         ).fetchall()
         return [Delivery(*row) for row in rows]
@@ -156,11 +158,13 @@ class WebhookOutbox(GroupCommitDatabase):
         transactions ``exclude_refs`` (those being delivered: a handful)."""
         marks = ", ".join("?" * len(exclude_refs))
         row = self.conn.execute(
-            "SELECT MIN(next_attempt_us) FROM webhook_outbox WHERE status = 'pending'"
-            + (f" AND ref NOT IN ({marks})" if exclude_refs else ""),
+            "SELECT next_attempt_us FROM webhook_outbox INDEXED BY outbox_due"
+            " WHERE status = 'pending'"
+            + (f" AND ref NOT IN ({marks})" if exclude_refs else "")
+            + " ORDER BY next_attempt_us LIMIT 1",
             tuple(exclude_refs),
         ).fetchone()
-        return None if row is None else row[0]
+        return None if row is None else int(row[0])
 
     def delivery_event(self, event_seq: int) -> EventRecord | None:
         row = self.conn.execute(

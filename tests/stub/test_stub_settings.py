@@ -48,6 +48,8 @@ EVERY_SETTING = {
     },
     "access_log": "json",
     "access_log_file": "access.jsonl",
+    "webhooks": {"development": "http://127.0.0.1:9911/", "production": "http://[::1]:9912/p"},
+    "webhook_retry": {"base_s": 0.5, "cap_s": 8, "max_attempts": 3, "timeout_s": 2},
 }
 
 
@@ -73,6 +75,12 @@ def test_the_config_file_sets_every_setting(tmp_path: Path) -> None:
     assert (limits.per_peer.burst, limits.per_peer.per_s) == (7, 1)
     assert (limits.hash_workers, limits.hash_queue) == (2, 5)
     assert (s.access_log, s.access_log_file) == ("json", "access.jsonl")
+    assert s.webhooks == (
+        ("development", "http://127.0.0.1:9911/"), ("production", "http://[::1]:9912/p"),
+    )  # fmt: skip
+    retry = s.webhook_retry
+    assert (retry.base_s, retry.cap_s, retry.max_attempts, retry.timeout_s) == (0.5, 8, 3, 2)
+    assert [retry.delay_s(n) for n in (1, 2, 3, 4, 5, 6)] == [0.5, 1, 2, 4, 8, 8]
     for name in ("host", "port", "db", "access_ttl_s", "fee_rate", "sandbox", "max_body_bytes",
                  "strict_auth"):  # fmt: skip
         assert getattr(s, name) != getattr(default, name), name
@@ -92,6 +100,12 @@ def test_the_config_file_sets_every_setting(tmp_path: Path) -> None:
         ({"listen_backlog": 0}, "listen_backlog"),
         ({"authorize_limits": {"per_peer": {"burst": 0}}}, "authorize_limits.per_peer.burst"),
         ({"authorize_limits": {"per_host": {}}}, "per_host"),
+        ({"webhooks": ["http://127.0.0.1/"]}, "webhooks"),
+        ({"webhooks": {"development": "http://203.0.113.9/"}}, "webhooks.development"),
+        ({"webhook_retry": {"base_s": 0}}, "webhook_retry.base_s"),
+        ({"webhook_retry": {"max_attempts": 0}}, "webhook_retry.max_attempts"),
+        ({"webhook_retry": {"base_s": 9, "cap_s": 1}}, "cap_s"),
+        ({"webhook_retry": {"jitter": 1}}, "jitter"),
     ],
 )
 def test_bad_values_name_the_key(config: dict, names: str) -> None:

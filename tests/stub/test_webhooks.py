@@ -7,8 +7,11 @@ body of a delivery is the event record exactly as the list renders it.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sqlite3
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,8 +20,10 @@ from stubkit import InProcessStub
 from webhookkit import FAST_RETRY, Receiver, deliveries, wait_log
 
 from paysuite_core import webhook_signature
+from stub_server import timefmt
 from stub_server.errors import json_body
 from stub_server.settings import SettingsError
+from stub_server.store import EventQuery, NewTransaction, Store, WebhookEndpoint, uuid4_text
 from stub_server.webhooks.endpoint_url import ALLOW_REMOTE_ENV, check_endpoint_url
 
 CREATED, PROCESSED = "transaction:created", "transaction:processed"
@@ -242,3 +247,47 @@ def test_the_record_is_rendered_by_the_run_s_variants(
     listed = listed_records(stub, ref)[arrival.event_id]
     assert arrival.record == listed
     assert len(json.loads(arrival.body)["created_at"].split(".")[1]) == len("123456789Z")
+
+
+def test_an_event_and_its_delivery_are_written_together_or_not_at_all(tmp_path: Path) -> None:
+    """The outbox's promise: no event without its delivery (and no delivery without its event),
+    at creation and at processing. A trigger makes the delivery's insert fail."""
+
+    def counts(store: Store) -> tuple[int, ...]:
+        return tuple(
+            store.conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+            for table in ("transactions", "events", "idempotency", "webhook_outbox")
+        )
+
+    async def scenario() -> None:
+        store = Store(str(tmp_path / "stub.db"))
+        store.put_webhook_endpoint(
+            WebhookEndpoint("development", "http://127.0.0.1:9/", "whsec_x"), timefmt.now_us()
+        )
+        refuse = (
+            "CREATE TRIGGER refuse_delivery BEFORE INSERT ON webhook_outbox"
+            " BEGIN SELECT RAISE(ABORT, 'delivery refused'); END"
+        )
+        store.conn.execute(refuse)
+        new = NewTransaction(
+            ref=uuid4_text(), merchant="M1", app_id="app", kind="CASHIN", amount=100,
+            client="0781234567", fee=2.3, created_us=timefmt.now_us(), webhook_mode=None,
+            key="key-1", due_us=None, due_status=None,
+        )  # fmt: skip
+        with pytest.raises(sqlite3.IntegrityError, match="delivery refused"):
+            await store.create_transaction(new)
+        assert counts(store) == (0, 0, 0, 0)
+        assert store.list_events(EventQuery(merchant="M1"))[0] == 0  # the running total too
+        store.conn.execute("DROP TRIGGER refuse_delivery")
+        await store.create_transaction(new)  # the key was not spent by the failed attempt
+        assert counts(store) == (1, 1, 1, 1)
+        store.conn.execute(refuse)
+        tx = store.find(new.ref, "M1")
+        assert tx is not None
+        with pytest.raises(sqlite3.IntegrityError, match="delivery refused"):
+            store.process(tx.id, "success", timefmt.now_us(), record_event=True)
+        assert counts(store) == (1, 1, 1, 1)
+        assert store.find(new.ref, "M1").status == "pending"  # type: ignore[union-attr]
+        store.close()
+
+    asyncio.run(scenario())
