@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from loadkit import AUTO_RESOLVE, run_load
@@ -89,3 +91,49 @@ def test_webhooks_without_a_webhooks_section_is_a_usage_error(tmp_path: Path) ->
     run = run_load(tmp_path / "r", "--duration", "1", "--webhooks")
     assert run.returncode == 2
     assert "--webhooks needs a --config with a webhooks section" in run.stderr + run.stdout
+
+
+@pytest.mark.slow
+def test_no_webhook_is_lost_across_a_sigkill_of_the_stub_mid_run(tmp_path: Path) -> None:
+    """The stub is SIGKILLed during the load and restarted on the same port and database: every
+    acknowledged create's events are still delivered (the requests refused while it was down
+    may breach a threshold, exit 1; the reconciliation must pass all the same)."""
+    port, stub_port = free_port(), free_port()
+
+    def start() -> Any:
+        return hooked_stub(
+            tmp_path / "stub", port, stub_config=AUTO_RESOLVE, extra_args=("--port", str(stub_port))
+        )
+
+    stub = start()
+    restarted: list[Any] = []
+
+    def kill_and_restart() -> None:
+        stop_stub(stub, kill=True)
+        restarted.append(start())
+
+    timer = threading.Timer(3.0, kill_and_restart)
+    timer.start()
+    try:
+        run = run_load(
+            tmp_path / "r",
+            "--config", str(stub.credentials_path),
+            "--duration", "8",
+            "--mix", "cashin=3,find=1",
+            "--reconcile-timeout", "30",
+            "--webhooks",
+        )  # fmt: skip
+    finally:
+        timer.join()
+        for process in (stub, *restarted):
+            stop_stub(process)
+    assert restarted, "the stub was not restarted"
+    recon = run.summary()["reconciliation"]
+    assert run.returncode in (0, 1), run.stdout[-3000:] + run.stderr[-3000:]
+    assert recon["passed"] is True, recon["reasons"]
+    assert recon["lost"] == 0 and recon["webhook_undelivered"] == 0
+    assert recon["webhook_events"] >= recon["found"] > 0
+    print(
+        f"exit {run.returncode}: {recon['found']} creates found, {recon['webhook_delivered']} of "
+        f"{recon['webhook_events']} events delivered across the SIGKILL"
+    )
