@@ -69,14 +69,22 @@ def _transaction(
     processed: a target may hold a created delivery back until there is more to send, and a
     check about something else must not wait on that.
     """
-    driver = target.customer is not None and target.customer.unavailable_reason() is None
+    from conformance.customer import DriverUnavailable
+
+    customer = target.customer
+    driver = customer is not None and customer.unavailable_reason() is None
     if confirm:
         _need_driver(target)
+    if driver and customer is not None:  # magic numbers: the number makes the customer confirm
+        number = customer.number_for("confirm", number or target.number())
     reply, _ = target.created("CASHIN", app, webhook_mode=hooks.mode, number=number or None)
     ref = str(reply.get("ref"))
     if not (confirm or driver):
         return reply, ref, (CREATED,)
-    target.resolve(ref, "confirm")
+    try:
+        target.resolve(ref, "confirm")
+    except DriverUnavailable as exc:
+        not_applicable(str(exc))
     found = target.wait_processed(ref, app)
     precondition(
         found.ok and found.get("status") not in (None, "pending"),
@@ -277,6 +285,8 @@ def a_failed_delivery_is_retried(configured: Target) -> None:
     target = configured
     hooks, receiver, app = _hooks(target)
     number = target.number()
+    if target.customer is not None and target.customer.unavailable_reason() is None:
+        number = target.customer.number_for("confirm", number)  # what _transaction will send
     # Refused by the customer number, known before the creation: its delivery may arrive
     # before the creation's answer does.
     receiver.receiver.refuse(
