@@ -8,7 +8,7 @@ conformance checks, so that one rule has one ID wherever it is judged:
   (needs ``--config``: the list is read through the project's token client);
 - WEBHOOK-002 every delivery verified with the secret (stale and bad signatures named);
 - WEBHOOK-003 no event arrived under two event_ids (nor under one the list does not show);
-- WEBHOOK-004 no transaction's processed event arrived before its created one;
+- WEBHOOK-004 no transaction's processed event first attempted before its created one;
 - WEBHOOK-005 every delivery refused on purpose came again: judged only with ``--fail-first``
   (the listener answers 503 to the first attempt of each event), skipped otherwise.
 

@@ -222,12 +222,25 @@ class Ledger:
         return None
 
     def out_of_order(self, ref: str) -> bool:
-        """Whether the processed event of ``ref`` first arrived before its created event."""
-        created = self.first_arrival(ref, CREATED)
-        processed = self.first_arrival(ref, PROCESSED)
-        if processed is None:
-            return False
-        return created is None or processed.seq < created.seq
+        """Whether ``ref``'s processed event was first attempted before its created event.
+
+        Compared on first attempts (``Paysuite-Delivery-Attempt: 1``), recorded whatever the
+        answer: a created delivery retried after a failure may rightly arrive after processed
+        (the sender must not hold one transaction's events back for another's retries), and
+        when neither first attempt arrived (the receiver was down) the order cannot be judged.
+        Without attempt headers, first arrivals are compared.
+        """
+        arrivals = self.arrivals(ref)
+        numbered = any(a.attempt is not None for a in arrivals)
+
+        def first(kind: str) -> Arrival | None:
+            for arrival in arrivals:
+                if arrival.kind == kind and (not numbered or arrival.attempt == "1"):
+                    return arrival
+            return None
+
+        created, processed = first(CREATED), first(PROCESSED)
+        return processed is not None and created is not None and processed.seq < created.seq
 
     def compare(self, listed: Iterable[dict[str, Any]]) -> Comparison:
         """The deliveries of the listed events' transactions against the list itself."""

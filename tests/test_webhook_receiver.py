@@ -139,9 +139,9 @@ def test_the_ledger_compares_deliveries_with_the_events_list(live: RunningReceiv
     assert live.ledger.refs() == ["r1", "r2"]
 
 
-def test_the_ledger_sees_processed_arriving_before_created(live: RunningReceiver) -> None:
+def test_the_ledger_sees_processed_attempted_before_created(live: RunningReceiver) -> None:
     send(live, event("p9", PROCESSED, "r9"))
-    assert live.ledger.out_of_order("r9")
+    assert not live.ledger.out_of_order("r9")  # not judged before both first attempts arrived
     send(live, event("c9", CREATED, "r9"))
     assert live.ledger.out_of_order("r9")
     send(live, event("c8", CREATED, "r8"))
@@ -149,6 +149,18 @@ def test_the_ledger_sees_processed_arriving_before_created(live: RunningReceiver
     assert not live.ledger.out_of_order("r8")
     assert live.ledger.wait_for(lambda ledger: len(ledger.accepted()) == 4, timeout_s=1)
     assert not live.ledger.wait_for(lambda ledger: len(ledger.accepted()) == 5, timeout_s=0.3)
+
+
+def test_a_retried_created_arriving_after_processed_is_in_order(live: RunningReceiver) -> None:
+    """The contract orders first attempts; a retry may land after the next event (RC-40)."""
+    live.receiver.refuse(lambda record: record["event_id"] == "c7")
+    assert send(live, event("c7", CREATED, "r7")).status_code == 503
+    send(live, event("p7", PROCESSED, "r7"))
+    send(live, event("c7", CREATED, "r7"), attempt=2)
+    assert not live.ledger.out_of_order("r7")
+    send(live, event("p6", PROCESSED, "r6"), attempt=4)  # both first attempts lost (receiver
+    send(live, event("c6", CREATED, "r6"), attempt=5)  # down): nothing to judge
+    assert not live.ledger.out_of_order("r6")
 
 
 def test_the_receiver_binds_loopback_only() -> None:
