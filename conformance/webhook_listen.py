@@ -99,7 +99,9 @@ def _evidence_of(evidence: Evidence, exc: CouldNotCheck | None = None) -> list[d
     return items
 
 
-def in_window(listed: list[dict[str, Any]], ledger: Ledger, started: datetime) -> list[dict]:
+def in_window(
+    listed: list[dict[str, Any]], ledger: Ledger, started: datetime
+) -> list[dict[str, Any]]:
     """The listed events the listener should have received (see the module's docstring)."""
     heard = set(ledger.refs())
     since = started - timedelta(seconds=CLOCK_SLACK_S)
@@ -210,7 +212,9 @@ def _retried(ledger: Ledger) -> CheckResult:
     return _result("005", "passed", note=f"{len(refused)} refused deliveries retried")
 
 
-def _delivered(ledger: Ledger, listing: Listing | None, expected: list[dict]) -> CheckResult:
+def _delivered(
+    ledger: Ledger, listing: Listing | None, expected: list[dict[str, Any]]
+) -> CheckResult:
     if listing is None:
         return _result("001", "skipped", NO_CONFIG)
     if listing.error:

@@ -19,8 +19,13 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from paysuite_core.target_config import TargetConfig
+    from paysuite_core.webhook_ledger import Ledger
 
 PROG = "paysuite webhooks listen"
 SECRET_ENV = "PAYSUITE_WEBHOOK_SECRET"
@@ -82,7 +87,18 @@ class UsageError(ValueError):
     """A listener that cannot start as asked; the message says why."""
 
 
-def _settings(args: argparse.Namespace) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ListenSettings:
+    """The listener's options resolved: flags first, then the environment, then the config."""
+
+    config: TargetConfig | None
+    secret: str
+    host: str
+    port: int
+    tolerance_s: float
+
+
+def _settings(args: argparse.Namespace) -> ListenSettings:
     from paysuite_core.target_config import TargetConfigError, load_target_config
     from paysuite_core.webhook_signature import DEFAULT_TOLERANCE_S
 
@@ -106,13 +122,13 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise UsageError(f"--{name.replace('_', '-')}: must be greater than 0, got {value}")
-    return {
-        "config": config,
-        "secret": secret,
-        "host": args.host or (hooks.listen_host if hooks else "127.0.0.1"),
-        "port": port,
-        "tolerance": args.tolerance or (hooks.tolerance_s if hooks else DEFAULT_TOLERANCE_S),
-    }
+    return ListenSettings(
+        config=config,
+        secret=secret,
+        host=args.host or (hooks.listen_host if hooks else "127.0.0.1"),
+        port=port,
+        tolerance_s=args.tolerance or (hooks.tolerance_s if hooks else DEFAULT_TOLERANCE_S),
+    )
 
 
 def run_listen(args: argparse.Namespace) -> int:
@@ -127,9 +143,7 @@ def run_listen(args: argparse.Namespace) -> int:
     def show(arrival: Any) -> None:
         print(arrival.line(), flush=True)
 
-    receiver = WebhookReceiver(
-        settings["secret"], tolerance_s=settings["tolerance"], on_arrival=show
-    )
+    receiver = WebhookReceiver(settings.secret, tolerance_s=settings.tolerance_s, on_arrival=show)
     if args.fail_first:
         refused: set[str] = set()
 
@@ -146,7 +160,7 @@ def run_listen(args: argparse.Namespace) -> int:
     started = datetime.now(UTC)
     t0 = time.monotonic()
     try:
-        with running(receiver, settings["host"], settings["port"]) as served:
+        with running(receiver, settings.host, settings.port) as served:
             print(f"paysuite webhooks listening on {served.url} (Ctrl-C to stop)", flush=True)
             _wait(served.ledger, args, stop)
             return _finish(served.ledger, settings, args, started, t0)
@@ -157,7 +171,7 @@ def run_listen(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _wait(ledger: Any, args: argparse.Namespace, stop: threading.Event) -> None:
+def _wait(ledger: Ledger, args: argparse.Namespace, stop: threading.Event) -> None:
     """Until --duration, --max-events, SIGTERM or Ctrl-C."""
     limit = args.duration if args.duration is not None else float("inf")
     deadline = time.monotonic() + limit
@@ -177,7 +191,7 @@ def _wait(ledger: Any, args: argparse.Namespace, stop: threading.Event) -> None:
 
 
 def _finish(
-    ledger: Any, settings: dict[str, Any], args: argparse.Namespace, started: datetime, t0: float
+    ledger: Ledger, settings: ListenSettings, args: argparse.Namespace, started: datetime, t0: float
 ) -> int:
     from conformance import report, webhook_listen
 
@@ -187,7 +201,7 @@ def _finish(
         f"{counts['duplicate']} duplicates acknowledged, {counts['rejected']} rejected",
         flush=True,
     )
-    config = settings["config"]
+    config = settings.config
     listing, expected = None, []
     if config is not None:
         refs = ledger.refs() if args.heard_only else None
@@ -211,7 +225,7 @@ def _finish(
         results,
         verdict=verdict,
         report_dir=args.report_dir,
-        target=config.base_url if config else f"webhooks on port {settings['port']}",
+        target=config.base_url if config else f"webhooks on port {settings.port}",
         started_at=started.isoformat(timespec="seconds"),
         duration_s=duration,
     )
