@@ -44,6 +44,10 @@ from paysuite_core.webhook_signature import (
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
+#: How long a stop waits for deliveries still being answered (aiohttp's default is 60 s).
+SHUTDOWN_S = 2.0
+
+
 class ReceiverStartError(RuntimeError):
     """The receiver could not bind (port taken, not a loopback host)."""
 
@@ -177,7 +181,9 @@ def running(
     state: dict[str, Any] = {}
 
     async def start() -> web.AppRunner:
-        runner = web.AppRunner(receiver.app(), access_log=None, handle_signals=False)
+        runner = web.AppRunner(
+            receiver.app(), access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_S
+        )
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         await site.start()
@@ -195,16 +201,18 @@ def running(
         started.set()
         loop.run_forever()
         loop.run_until_complete(state["runner"].cleanup())
+        loop.close()  # here, in the loop's own thread, once it has stopped
 
     thread = threading.Thread(target=serve, name="paysuite-webhook-receiver", daemon=True)
     thread.start()
     started.wait(30)
     if "error" in state or "port" not in state:
-        loop.close()
+        thread.join(5)
+        if not loop.is_running():
+            loop.close()
         raise ReceiverStartError(f"cannot listen on {host}:{port}: {state.get('error', 'timeout')}")
     try:
         yield RunningReceiver(receiver, host, int(state["port"]))
     finally:
         loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
+        thread.join(SHUTDOWN_S + 5)

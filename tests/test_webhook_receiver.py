@@ -173,3 +173,19 @@ def test_a_taken_port_is_a_clear_start_error(live: RunningReceiver) -> None:
     with pytest.raises(ReceiverStartError, match=f"cannot listen on 127.0.0.1:{live.port}"):
         with running(WebhookReceiver(SECRET), port=live.port):
             pass
+
+
+@pytest.mark.parametrize(
+    "body", [b"[1, 2]", b"\xff\xfe not utf-8", b'{"event_id": 7}', b"null"], ids=repr
+)
+def test_a_signed_body_that_is_no_event_record_is_a_400_not_a_500(
+    live: RunningReceiver, body: bytes
+) -> None:
+    reply = send(live, body, event_id="x")
+    assert reply.status_code == 400 and reply.json()["code"] == "malformed_delivery"
+
+
+def test_an_oversized_delivery_is_refused_without_a_500(live: RunningReceiver) -> None:
+    reply = send(live, b'{"event_id": "big", "pad": "' + b"x" * (2 * 1024**2) + b'"}')
+    assert reply.status_code == 413
+    assert live.ledger.arrivals() == []
