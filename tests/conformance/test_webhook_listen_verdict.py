@@ -77,3 +77,17 @@ def test_an_unreadable_list_is_no_verdict() -> None:
     results = judge(ledger, Listing([], error="the target did not answer"), [])
     assert results[0].outcome == "error"
     assert decide(results).exit_code == 2
+
+
+def test_the_window_is_what_was_stamped_since_the_start_and_what_was_heard_of() -> None:
+    from datetime import UTC, datetime
+
+    from conformance.webhook_listen import in_window
+
+    ledger = Ledger()
+    arrive(ledger, record("c-old", CREATED, "heard"))
+    old = {**record("c-old", CREATED, "heard"), "created_at": "2026-01-01T00:00:00.000Z"}
+    stale = {**record("c-x", CREATED, "other"), "created_at": "2026-01-01T00:00:00.000Z"}
+    fresh = {**record("c-new", CREATED, "new"), "created_at": "2026-06-01T00:00:01.000Z"}
+    started = datetime(2026, 6, 1, tzinfo=UTC)
+    assert in_window([old, stale, fresh], ledger, started) == [old, fresh]
