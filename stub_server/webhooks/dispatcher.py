@@ -133,6 +133,7 @@ class Dispatcher:
         for ref, deliveries in groups.items():
             if len(self._busy_refs) >= self.concurrency:
                 return
+            deliveries.sort(key=lambda d: d.id)  # both due (retries): still in event order
             if self.hooks.out_of_order_hold_s is not None:
                 deliveries = self._out_of_order(ref, deliveries, now)
                 if not deliveries:

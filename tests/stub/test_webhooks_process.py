@@ -79,6 +79,7 @@ def test_a_sigkill_with_deliveries_pending_loses_none(
     finally:
         stop_stub(stub, kill=True)
     receiver.failing = False  # type: ignore[attr-defined]
+    before_restart = len(receiver.arrivals)
     again = start_stub(tmp_path, stub_config=stub_config(receiver.url))
     try:
         rows = wait_log(
@@ -86,6 +87,10 @@ def test_a_sigkill_with_deliveries_pending_loses_none(
         )
         assert {r["event_id"] for r in rows} == expected
         assert expected <= {a.event_id for a in receiver.arrivals}
+        resumed = receiver.arrivals[before_restart:]
+        for ref in refs[:6]:  # both pending at the restart: still sent in event order
+            kinds = [a.record["event_kind"] for a in resumed if a.record["data"]["ref"] == ref]
+            assert kinds == ["transaction:created", "transaction:processed"], (ref, kinds)
         secret = credentials(again)["webhooks"]["secret"]
         for arrival in receiver.arrivals:
             arrival.verify(secret)
