@@ -23,6 +23,7 @@ SUBCOMMAND_MODULES = (
     "load.cli",  # registers `load` and `bench`
     "paysuite.demo",
     "paysuite.clients.cli",
+    "proxy.cli",  # registers `proxy` and `replay`
 )
 
 

@@ -47,7 +47,7 @@ class TargetConfigError(ValueError):
 KNOWN_KEYS: dict[str, frozenset[str]] = {
     "": frozenset(
         {"base_url", "applications", "customer", "access_token_ttl_s", "max_wait_s", "numbers",
-         "number_pattern", "amount"}
+         "number_pattern", "amount", "refresh_rotation"}
     ),
     "applications[]": frozenset({"client_id", "client_secret", "privilege", "merchant"}),
     "customer": frozenset(
@@ -137,6 +137,9 @@ class TargetConfig:
     numbers: tuple[str, ...] = ()
     number_pattern: str | None = None
     amount: AmountRange = field(default_factory=AmountRange)
+    #: Whether the target declares that a refresh token works once (RC-10); None: not declared,
+    #: so a rule that depends on it (the proxy's AUTH-012) is not judged.
+    refresh_rotation: bool | None = None
 
     @property
     def effective_number_pattern(self) -> str:
@@ -187,6 +190,8 @@ class TargetConfig:
         if self.number_pattern:
             data["number_pattern"] = self.number_pattern
         data["amount"] = {"min": self.amount.min, "max": self.amount.max}
+        if self.refresh_rotation is not None:
+            data["refresh_rotation"] = self.refresh_rotation
         return data
 
 
@@ -339,6 +344,9 @@ def parse_target_config(
     )
     if amount.min > amount.max:
         raise TargetConfigError(f"amount: min {amount.min} is greater than max {amount.max}")
+    rotation = data.get("refresh_rotation")
+    if rotation is not None and not isinstance(rotation, bool):
+        raise TargetConfigError(f"refresh_rotation: expected true or false, got {rotation!r}")
     return TargetConfig(
         base_url=_check_url(base_url or data.get("base_url"), "base_url"),
         applications=applications,
@@ -348,6 +356,7 @@ def parse_target_config(
         numbers=numbers,
         number_pattern=pattern,
         amount=amount,
+        refresh_rotation=rotation,
     )
 
 
