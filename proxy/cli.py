@@ -165,4 +165,15 @@ def register(subparsers: Any) -> None:
     replay.add_argument("--config", help="target configuration YAML (secrets to fill in)")
     replay.add_argument("--report-dir", default="reports/replay", help="default reports/replay")
     replay.add_argument("--profile", choices=("seed", "reference"), default="seed")
+    replay.add_argument(
+        "--keep-timing",
+        action="store_true",
+        help="wait the recorded gaps between requests (each at most 60 s): needed to judge a "
+        "token's expiry again",
+    )
+    replay.add_argument(
+        "--keep-keys",
+        action="store_true",
+        help="send the recorded Idempotency-Keys as they were (default: renewed, consistently)",
+    )
     replay.set_defaults(func=_replay)

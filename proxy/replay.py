@@ -37,10 +37,12 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Protocol, TextIO
 from urllib.parse import quote, unquote, urlsplit
 
 import httpx
@@ -344,8 +346,8 @@ def replay_session(
     judge: Judging,
     *,
     keep_timing: bool = False,
-    on_violation: Callable[[Any], None] = lambda _v: None,
-    on_skip: Callable[[Skipped], None] = lambda _s: None,
+    on_violation: Callable[[Any], object] = lambda _v: None,
+    on_skip: Callable[[Skipped], object] = lambda _s: None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> ReplayResult:
     """Re-send ``recorded`` in order through ``rebuilder`` and ``sender``; ``judge`` sees each
@@ -384,6 +386,90 @@ def open_client(limits: Limits | None = None) -> httpx.Client:
     return httpx.Client(timeout=limits.timeout(), follow_redirects=False, trust_env=False)
 
 
+# --- the command -------------------------------------------------------------------------------
+def run_replay(args: Any, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """``paysuite replay``: 0 the replayed session followed the document, 1 a violation, 2 a
+    file or configuration that cannot be used, a target that refuses connections, or nothing
+    that could be replayed."""
+    from paysuite_core.target_config import TargetConfigError, load_target_config
+    from proxy.har import HarError, read_session
+    from proxy.judge import Judge
+    from proxy.report import scorecard, write_reports
+    from proxy.session import live_line, write_session_har
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        recorded = read_session(args.har_file)
+        config = load_target_config(args.config) if args.config else None
+    except (HarError, TargetConfigError) as exc:
+        print(f"paysuite replay: {exc}", file=err, flush=True)
+        return 2
+    if not recorded.exchanges:
+        print(f"paysuite replay: {args.har_file} holds no exchange", file=err, flush=True)
+        return 2
+    rebuilder = Rebuilder(
+        target=args.target,
+        recorded_target=recorded.target,
+        config=config,
+        keep_keys=bool(getattr(args, "keep_keys", False)),
+    )
+    judge = Judge(config, profile=args.profile, base_url=config.base_url if config else None)
+    show = live_line(out)
+    started = time.time()
+    out.write(
+        f"replaying {len(recorded.exchanges)} exchange(s) of {args.har_file} -> {args.target}\n"
+    )
+    with open_client() as client:
+        result = replay_session(
+            recorded.exchanges,
+            rebuilder,
+            Sender(client),
+            judge,
+            keep_timing=bool(getattr(args, "keep_timing", False)),
+            on_violation=show,
+            on_skip=lambda skipped: out.write(skipped.line() + "\n"),
+        )
+    if result.stopped:
+        print(f"paysuite replay: {result.stopped}", file=err, flush=True)
+        return 2
+    if not result.exchanges:
+        print("paysuite replay: no exchange could be replayed (see the lines above)", file=err)
+        return 2
+    verdict, paths = write_reports(
+        judge, args.report_dir, target=args.target, started=started,
+        duration_s=time.time() - started,
+    )  # fmt: skip
+    _mark_replay(paths, args.har_file, result.skipped)
+    har = write_session_har(
+        judge, result.exchanges, Path(args.report_dir) / "session.har", target=args.target
+    )
+    paths += [har] if har is not None else []
+    out.write(f"replayed {len(result.exchanges)}, not replayed {len(result.skipped)}\n")
+    out.write(f"reports: {', '.join(str(p) for p in paths)}\n")
+    out.write(scorecard(judge) + "\n")
+    out.flush()
+    return verdict.exit_code
+
+
+def _mark_replay(paths: list[Path], har_file: str, skipped: list[Skipped]) -> None:
+    """Say in conformance.json that this verdict is a replay's, of which file, and what of it
+    was not sent (the proxy's report writer knows live sessions only)."""
+    for path in paths:
+        if path.name != "conformance.json":
+            continue
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["mode"] = "replay"
+        data["replay"] = {
+            "har": str(har_file),
+            "not_replayed": [
+                {"seq": s.seq, "method": s.method, "url": s.url, "reason": s.reason}
+                for s in skipped
+            ],
+        }
+        path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 __all__ = [
     "MAX_GAP_S",
     "Judging",
@@ -395,4 +481,5 @@ __all__ = [
     "TargetDown",
     "open_client",
     "replay_session",
+    "run_replay",
 ]

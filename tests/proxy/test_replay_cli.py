@@ -1,0 +1,178 @@
+"""``paysuite replay`` end to end: a session recorded through ``paysuite proxy`` (a real HAR, masked
+by the proxy), replayed with the real Judge against the stub that recorded it and against the
+same stub restarted with a fault switch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from test_replay import Recorder
+
+from paysuite.cli import main
+from paysuite_core.launcher import RunningStub, start_stub, stop_stub
+from proxy.confirm import WINDOW_S
+from proxy.har import read_session
+
+LISTENING = "paysuite proxy listening on "
+
+
+def through_proxy(
+    stub: RunningStub, report_dir: Path, exchanges: int, flow: Callable[[Recorder], None]
+) -> Path:
+    """Run ``flow`` through ``paysuite proxy`` (its own process) and return the session's HAR."""
+    command = [
+        sys.executable, "-m", "paysuite", "proxy", "--target", stub.root_url,
+        "--listen", "127.0.0.1:0", "--config", str(stub.credentials_path),
+        "--report-dir", str(report_dir), "--max-exchanges", str(exchanges), "--duration", "60",
+    ]  # fmt: skip
+    proxy = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proxy.stdout is not None
+        line = proxy.stdout.readline()
+        assert line.startswith(LISTENING), line + (proxy.stderr.read() if proxy.stderr else "")
+        listen = line[len(LISTENING) :].split(" ")[0]
+        recorder = Recorder(listen + "/api")
+        flow(recorder)
+        recorder.client.close()
+        proxy.wait(60)
+    finally:
+        if proxy.poll() is None:
+            proxy.kill()
+            proxy.wait(5)
+    return report_dir / "session.har"
+
+
+def merchant_flow(stub: RunningStub) -> Callable[[Recorder], None]:
+    """authorize, a cashin, the same cashin again with its key, a find of it: 4 exchanges."""
+    app = next(a for a in stub.config().applications if a.privilege == "read-write")
+
+    def flow(call: Recorder) -> None:
+        pair = call.call(
+            "POST", "/auth/agents/authorize",
+            {"client_id": app.client_id, "client_secret": app.client_secret},
+        ).response_json()  # fmt: skip
+        bearer = f"Bearer {pair['access']}"
+        body = {"amount": 100, "number": "0781234567"}
+        made = call.call("POST", "/transactions/cashin", body, Authorization=bearer,
+                         Idempotency_Key="merchant-order-0001")  # fmt: skip
+        call.call("POST", "/transactions/cashin", body, Authorization=bearer,
+                  Idempotency_Key="merchant-order-0001")  # fmt: skip
+        call.call("GET", f"/transactions/find/{made.response_json()['ref']}", Authorization=bearer)
+
+    return flow
+
+
+def replay(har: Path, stub: RunningStub, report_dir: Path, *extra: str) -> int:
+    return main(
+        ["replay", str(har), "--target", stub.root_url, "--config", str(stub.credentials_path),
+         "--report-dir", str(report_dir), *extra]
+    )  # fmt: skip
+
+
+def test_a_proxied_session_replays_clean_then_shows_a_faulty_builds_violation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    workdir = tmp_path / "stub"
+    stub = start_stub(workdir, startup_timeout_s=60)
+    try:
+        har = through_proxy(stub, tmp_path / "live", 4, merchant_flow(stub))
+        secrets = [a.client_secret for a in stub.config().applications]
+        text = har.read_text("utf-8")
+        assert "«masked:secret:" in text and not any(s in text for s in secrets)
+        assert len(read_session(har).exchanges) == 4
+        # The judge confirms a rejected reuse by counting the number's creations within
+        # WINDOW_S of it: the recording's own cashin must be outside that window.
+        time.sleep(WINDOW_S + 0.5)
+        capsys.readouterr()
+        assert replay(har, stub, tmp_path / "clean") == 0
+        clean = capsys.readouterr().out
+        assert "replayed 4, not replayed 0" in clean
+    finally:
+        stop_stub(stub)
+    report = json.loads((tmp_path / "clean" / "conformance.json").read_text("utf-8"))
+    assert report["mode"] == "replay" and report["replay"]["not_replayed"] == []
+    assert [row["verdict"] for row in report["exchanges"]] == ["pass"] * 4
+    replayed_har = (tmp_path / "clean" / "session.har").read_text("utf-8")
+    assert not any(s in replayed_har for s in secrets) and "«masked:access:1»" in replayed_har
+
+    faulty = start_stub(workdir, faults=["idempotency-ignored"], startup_timeout_s=60)
+    try:
+        assert replay(har, faulty, tmp_path / "faulty") == 1
+    finally:
+        stop_stub(faulty)
+    out = capsys.readouterr().out
+    assert "IDEM-001" in out and "[#2, #3]" in out  # the live line: check ID and both exchanges
+    report = json.loads((tmp_path / "faulty" / "conformance.json").read_text("utf-8"))
+    failed = [c["id"] for c in report["checks"] if c["outcome"] == "failed"]
+    assert failed == ["IDEM-001"]
+    assert "IDEM-001" in (tmp_path / "faulty" / "junit.xml").read_text("utf-8")
+
+
+def test_an_expired_token_is_judged_again_only_with_the_recorded_timing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Recorded against a clean stub (2 s tokens): a find with an expired token is refused.
+    Replayed with --keep-timing against tokens-never-expire: AUTH-008. Without the timing the
+    token is still fresh when reused, and nothing is wrong."""
+    workdir = tmp_path / "stub"
+    ttl = ("--access-ttl", "2")
+    stub = start_stub(workdir, extra_args=ttl, startup_timeout_s=60)
+    app = next(a for a in stub.config().applications if a.privilege == "read-write")
+
+    def late_find(call: Recorder) -> None:
+        pair = call.call(
+            "POST", "/auth/agents/authorize",
+            {"client_id": app.client_id, "client_secret": app.client_secret},
+        ).response_json()  # fmt: skip
+        bearer = f"Bearer {pair['access']}"
+        made = call.call("POST", "/transactions/cashin", {"amount": 100, "number": "0781234567"},
+                         Authorization=bearer)  # fmt: skip
+        time.sleep(4)
+        call.call("GET", f"/transactions/find/{made.response_json()['ref']}", Authorization=bearer)
+
+    try:
+        har = through_proxy(stub, tmp_path / "live", 3, late_find)
+    finally:
+        stop_stub(stub)
+    assert [e.status for e in read_session(har).exchanges] == [200, 200, 401]
+    faulty = start_stub(workdir, faults=["tokens-never-expire"], extra_args=ttl,
+                        startup_timeout_s=60)  # fmt: skip
+    try:
+        capsys.readouterr()
+        assert replay(har, faulty, tmp_path / "fast") == 0
+        assert replay(har, faulty, tmp_path / "timed", "--keep-timing") == 1
+    finally:
+        stop_stub(faulty)
+    assert "AUTH-008" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [("{}", "log: expected dict"), ('{"log": {"entries": []}}', "holds no exchange")],
+)
+def test_a_file_that_cannot_be_replayed_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
+) -> None:
+    har = tmp_path / "x.har"
+    har.write_text(content, "utf-8")
+    assert main(["replay", str(har), "--target", "http://127.0.0.1:9"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_target_that_refuses_connections_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    har = tmp_path / "x.har"
+    har.write_text(
+        json.dumps({"log": {"entries": [{"request": {"method": "GET", "url": "http://h/api/x"},
+                                         "response": {"status": 200}, "_started": 1}]}}),
+        "utf-8",
+    )  # fmt: skip
+    assert main(["replay", str(har), "--target", "http://127.0.0.1:9"]) == 2
+    assert "refused the connection" in capsys.readouterr().err
