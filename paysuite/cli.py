@@ -24,6 +24,7 @@ SUBCOMMAND_MODULES = (
     "paysuite.demo",
     "paysuite.clients.cli",
     "proxy.cli",  # registers `proxy` and `replay`
+    "proxy.overhead_bench",  # registers `proxy-bench`
 )
 
 
