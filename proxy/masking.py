@@ -11,7 +11,7 @@ Where secrets are found (the places the document puts them):
 - ``client_secret`` in an authorize request body;
 - ``access`` and ``refresh`` in any JSON body (the token pair of authorize and refresh);
 - the ``Authorization`` header (``Bearer <token>`` or, as the live SDKs send it, a bare token);
-- the token in a refresh path (``/auth/agents/refresh/<token>``, ``/auth/refresh/<token>``).
+- the token in a refresh path (either documented shape, ``paysuite_core.tokens.REFRESH_PATHS``).
 
 Once learnt there, a value is also replaced wherever else it appears (a query string, an error
 message echoing it, a header a client invented), and a masker can be seeded with the secrets of
@@ -27,8 +27,10 @@ import json
 import re
 from dataclasses import dataclass, field, replace
 from typing import Literal
+from urllib.parse import unquote
 
 from paysuite_core.target_config import TargetConfig
+from paysuite_core.tokens import REFRESH_PATHS
 from proxy.exchange import Exchange, Headers
 
 Kind = Literal["secret", "access", "refresh"]
@@ -42,7 +44,9 @@ PLACEHOLDER = re.compile(r"«masked:(secret|access|refresh):(\d+)»")
 #: two-letter "secret" replaced everywhere would shred every body it occurs in.
 MIN_SEARCHED_LENGTH = 8
 
-_REFRESH_PATH = re.compile(r"(/auth/(?:agents/)?refresh/)([^/?#]+)")
+_REFRESH_PATH = re.compile(
+    "(" + "|".join(re.escape(path.split("{token}")[0]) for path in REFRESH_PATHS) + ")([^/?#]+)"
+)
 _JSON_KEYS: dict[str, Kind] = {"client_secret": "secret", "access": "access", "refresh": "refresh"}
 #: A JSON string member named as above, matched in the raw text so that masking changes nothing
 #: but the value (re-serialising the body would change its bytes, and the HAR must show them).
@@ -136,8 +140,18 @@ class Masker:
 
     def url(self, url: str) -> str:
         """A URL with the token of a refresh path masked, and any other known secret."""
-        url = _REFRESH_PATH.sub(lambda m: m.group(1) + self.learn("refresh", m.group(2)), url)
+        url = _REFRESH_PATH.sub(lambda m: m.group(1) + self._path_token(m.group(2)), url)
         return self.text(url)
+
+    def _path_token(self, raw: str) -> str:
+        """A refresh token as a path segment: the same placeholder as the token in a body,
+        whether or not the client percent-encoded it."""
+        value = unquote(raw)
+        masked = self.learn("refresh", value)
+        if raw != value and masked != value:
+            self._by_value.setdefault(raw, masked)
+            self._searched = None
+        return masked
 
 
 def _headers(headers: Headers, masker: Masker) -> Headers:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 from paysuite_core.target_config import parse_target_config
+from paysuite_core.tokens import AUTHORIZE_PATH as AUTHORIZE
+from paysuite_core.tokens import REFRESH_PATHS
 from proxy.exchange import Exchange
 from proxy.masking import Masker, mask_exchange, placeholders_in
 
@@ -15,6 +17,8 @@ ACCESS_2 = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhcHAxIn0.second-signature-xyz"
 REFRESH_1 = "rfr-0123456789abcdef-one"
 REFRESH_2 = "rfr-0123456789abcdef-two"
 BASE = "http://127.0.0.1:9/api"
+#: The two documented refresh paths without their token, as the URLs here are written.
+REFRESH, SDK_REFRESH = (path.replace("{token}", "") for path in REFRESH_PATHS)
 
 
 def exchange(
@@ -52,17 +56,17 @@ def session() -> list[Exchange]:
     token, and a refused call whose error message echoes the old token."""
     return [
         exchange(
-            1, "POST", "/auth/agents/authorize",
+            1, "POST", AUTHORIZE,
             body={"client_id": "app-1", "client_secret": SECRET},
             answer={"access": ACCESS_1, "refresh": REFRESH_1, "expires": 900},
         ),
         exchange(2, "GET", "/transactions/find/r1", headers=bearer(ACCESS_1)),
         exchange(3, "GET", "/events/transactions", headers=(("Authorization", ACCESS_1),)),
         exchange(
-            4, "GET", f"/auth/agents/refresh/{REFRESH_1}",
+            4, "GET", f"{REFRESH}{REFRESH_1}",
             answer={"access": ACCESS_2, "refresh": REFRESH_2, "expires": 900},
         ),
-        exchange(5, "GET", f"/auth/refresh/{REFRESH_1}", status=401, answer={"error": "reused"}),
+        exchange(5, "GET", f"{SDK_REFRESH}{REFRESH_1}", status=401, answer={"error": "reused"}),
         exchange(6, "GET", "/transactions/find/r1", headers=bearer(ACCESS_2)),
         exchange(
             7, "GET", f"/transactions/find/r1?token={ACCESS_1}",
@@ -101,12 +105,12 @@ def test_the_same_value_gets_the_same_placeholder_in_every_place() -> None:
     assert authorize.response_json()["refresh"] == "«masked:refresh:1»"
     assert find.request_header("authorization") == "Bearer «masked:access:1»"
     assert events.request_header("authorization") == "«masked:access:1»"  # a bare token
-    assert refresh.url == BASE + "/auth/agents/refresh/«masked:refresh:1»"
+    assert refresh.url == BASE + f"{REFRESH}«masked:refresh:1»"
     assert refresh.response_json() == {
         "access": "«masked:access:2»", "refresh": "«masked:refresh:2»", "expires": 900,
     }  # fmt: skip
     # the reused refresh token is visibly the same one: the evidence of a rotation violation
-    assert reuse.url == BASE + "/auth/refresh/«masked:refresh:1»"
+    assert reuse.url == BASE + f"{SDK_REFRESH}«masked:refresh:1»"
     assert find_new.request_header("authorization") == "Bearer «masked:access:2»"
     assert refused.url.endswith("?token=«masked:access:1»")
     assert refused.response_json() == {"message": "token «masked:access:1» expired"}
@@ -115,7 +119,7 @@ def test_the_same_value_gets_the_same_placeholder_in_every_place() -> None:
 
 def test_masking_changes_nothing_but_the_secrets() -> None:
     """Bytes around a secret are kept as sent: whitespace, key order, other members."""
-    raw = exchange(1, "POST", "/auth/agents/authorize")
+    raw = exchange(1, "POST", AUTHORIZE)
     body = b'{ "client_id" :"app-1",\n  "client_secret":  "' + SECRET.encode() + b'", "x": 1}'
     masked = mask_exchange(
         Exchange(**{**raw.__dict__, "request_body": body}), Masker()
@@ -131,7 +135,7 @@ def test_short_secrets_are_masked_where_the_document_puts_them() -> None:
     raw = exchange(
         1,
         "POST",
-        "/auth/agents/authorize",
+        AUTHORIZE,
         body={"client_id": "ab-app", "client_secret": "ab"},
         answer={"access": "tk", "refresh": "rf"},
     )
@@ -147,7 +151,7 @@ def test_secrets_of_the_configuration_are_masked_even_in_a_body_that_is_not_json
     config = parse_target_config(
         {"base_url": BASE, "applications": [{"client_id": "app-1", "client_secret": SECRET}]}
     )
-    raw = exchange(1, "POST", "/auth/agents/authorize")
+    raw = exchange(1, "POST", AUTHORIZE)
     broken = Exchange(**{**raw.__dict__, "request_body": f"client_secret={SECRET}&x".encode()})
     masked = mask_exchange(broken, Masker.for_config(config))
     assert masked.request_body == "client_secret=«masked:secret:1»&x".encode()
@@ -173,3 +177,11 @@ def test_a_scheme_without_a_credential_is_left_alone() -> None:
     assert masker.authorization("Bearer") == "Bearer"
     assert masker.authorization("") == ""
     assert masker.authorization("Bearer  tok-1234567") == "Bearer «masked:access:1»"
+
+
+def test_a_percent_encoded_refresh_token_is_the_same_token() -> None:
+    masker = Masker()
+    issued = exchange(1, "POST", AUTHORIZE, answer={"refresh": "rf/with=odd+chars"})
+    used = exchange(2, "GET", f"{SDK_REFRESH}rf%2Fwith%3Dodd%2Bchars")
+    assert mask_exchange(issued, masker).response_json() == {"refresh": "«masked:refresh:1»"}
+    assert mask_exchange(used, masker).url == BASE + f"{SDK_REFRESH}«masked:refresh:1»"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_masking import exchange
+from test_masking import AUTHORIZE, REFRESH, SDK_REFRESH, exchange
 
 from paysuite_core.launcher import RunningStub, start_stub, stop_stub
 from paysuite_core.target_config import TargetConfig, parse_target_config
@@ -88,7 +88,7 @@ def authorize(
     status: int = 200, secret: str = "«masked:secret:1»", client: str = "app-1"
 ) -> Exchange:
     return exchange(
-        1, "POST", "/auth/agents/authorize",
+        1, "POST", AUTHORIZE,
         headers=(("Content-Type", "application/json"), ("Content-Length", "60"), ("Host", "x")),
         body={"client_id": client, "client_secret": secret}, status=status,
         answer={"access": "«masked:access:1»", "refresh": "«masked:refresh:1»", "expires": 900},
@@ -98,7 +98,7 @@ def authorize(
 def test_a_masked_secret_is_filled_from_the_configuration() -> None:
     rebuilder = Rebuilder(target=NEW, recorded_target=OLD, config=config('se"cret\\x'))
     sent = outgoing(rebuilder.rebuild(authorize()))
-    assert sent.url == NEW + "/auth/agents/authorize"
+    assert sent.url == NEW + AUTHORIZE
     assert json.loads(sent.body) == {"client_id": "app-1", "client_secret": 'se"cret\\x'}
     # framing and connection headers are the client library's business, not the recording's
     assert [name for name, _ in sent.headers] == ["Accept", "Content-Type"]
@@ -159,8 +159,8 @@ def test_tokens_and_refs_map_to_what_the_replay_obtained() -> None:
     assert ("Authorization", "A-new") in find.headers
     events = outgoing(rebuilder.rebuild(exchange(4, "GET", f"/events/transactions?ref={REF_1}")))
     assert events.url == NEW + "/events/transactions?ref=new-ref-0001"
-    refresh = outgoing(rebuilder.rebuild(exchange(5, "GET", "/auth/refresh/«masked:refresh:1»")))
-    assert refresh.url == NEW + "/auth/refresh/R%2Fnew"  # a path segment stays one segment
+    refresh = outgoing(rebuilder.rebuild(exchange(5, "GET", f"{SDK_REFRESH}«masked:refresh:1»")))
+    assert refresh.url == NEW + f"{SDK_REFRESH}R%2Fnew"  # a path segment stays one segment
 
 
 def test_a_refused_answer_binds_nothing() -> None:
@@ -267,7 +267,7 @@ def client_flow(stub: RunningStub) -> list[Exchange]:
     record = Recorder(stub.base_url)
     pair = record.call(
         "POST",
-        "/auth/agents/authorize",
+        AUTHORIZE,
         {"client_id": app.client_id, "client_secret": app.client_secret},
     ).response_json()
     bearer = f"Bearer {pair['access']}"
@@ -279,13 +279,11 @@ def client_flow(stub: RunningStub) -> list[Exchange]:
     record.call("POST", "/transactions/cashin", body, Authorization=bearer, Idempotency_Key=key)
     ref = ref.response_json()["ref"]
     record.call("GET", f"/transactions/find/{ref}", Authorization=bearer)
-    renewed = record.call("GET", f"/auth/agents/refresh/{pair['refresh']}").response_json()
+    renewed = record.call("GET", f"{REFRESH}{pair['refresh']}").response_json()
     record.call("GET", f"/transactions/find/{ref}", Authorization=f"Bearer {renewed['access']}")
     record.call("GET", f"/events/transactions?ref={ref}", Authorization=bearer)
     record.call("GET", f"/transactions/find/{uuid.uuid4()}", Authorization=bearer)
-    record.call(
-        "POST", "/auth/agents/authorize", {"client_id": app.client_id, "client_secret": "nope"}
-    )
+    record.call("POST", AUTHORIZE, {"client_id": app.client_id, "client_secret": "nope"})
     record.client.close()
     return record.exchanges
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from test_masking import AUTHORIZE
 from test_replay import Recorder
 
 from paysuite.cli import main
@@ -54,7 +55,7 @@ def merchant_flow(stub: RunningStub) -> Callable[[Recorder], None]:
 
     def flow(call: Recorder) -> None:
         pair = call.call(
-            "POST", "/auth/agents/authorize",
+            "POST", AUTHORIZE,
             {"client_id": app.client_id, "client_secret": app.client_secret},
         ).response_json()  # fmt: skip
         bearer = f"Bearer {pair['access']}"
@@ -127,7 +128,7 @@ def test_an_expired_token_is_judged_again_only_with_the_recorded_timing(
 
     def late_find(call: Recorder) -> None:
         pair = call.call(
-            "POST", "/auth/agents/authorize",
+            "POST", AUTHORIZE,
             {"client_id": app.client_id, "client_secret": app.client_secret},
         ).response_json()  # fmt: skip
         bearer = f"Bearer {pair['access']}"
