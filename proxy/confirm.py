@@ -30,8 +30,9 @@ from proxy.stateful import (
     outcome_of,
 )
 
-#: How far around a reuse a created event still counts as its execution (the target's clock
-#: and the proxy's differ a little; a wider window would count the customer's other payments).
+#: How far around a reuse a created event of the same number and amount still counts as its
+#: execution (the target's clock and the proxy's differ a little; a wider window would count
+#: the customer's other payments made outside the proxy).
 WINDOW_S = 2.0
 
 
@@ -89,7 +90,9 @@ class Confirmer:
         created = [
             event
             for event in events
-            if _within(event, start, end) and str(data_of(event).get("ref")) not in other_refs
+            if _within(event, start, end)
+            and str(data_of(event).get("ref")) not in other_refs
+            and data_of(event).get("amount") == body.get("amount")
         ]
         if len(created) <= 1:
             return None

@@ -111,7 +111,7 @@ class ForwardingProxy:
             limit = self.settings.max_body_bytes
             message = f"request body larger than the proxy's limit of {limit} bytes"
             answer = _error_body(413, "proxy_body_too_large", message)
-            self._report(seq, started, clock, request, url, request_headers, b"", 413, (), answer,
+            self._report(seq, started, clock, request, url, request_headers, b"", 0, (), b"",
                          error=message)  # fmt: skip
             return web.Response(status=413, body=answer, content_type="application/json")
         outgoing = CIMultiDict(

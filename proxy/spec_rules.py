@@ -8,8 +8,9 @@ pattern) are no client's duty toward another implementation, so they are not jud
 The answer is judged against the spec as the conformance suite fits it (``conformance.spec_patch``):
 the seed view by default (any 2xx where the document shows no status, any JSON error body), the
 reference view with ``--profile reference``. A status the view does not document, a body that is
-not JSON where one is described, or a body that breaks its schema is a ``PROXY-SCHEMA-RESP``
-violation, with the JSON path of the first error as Expected/Actual.
+not JSON where one is described, or a body that breaks its schema (formats included, as the
+property phase's PROP-004 checks them: a ``date-time`` without its zone fails) is a
+``PROXY-SCHEMA-RESP`` violation, with the JSON path of the first error as Expected/Actual.
 """
 
 from __future__ import annotations
@@ -159,7 +160,9 @@ class SpecView:
             validator = None
             if isinstance(schema, dict) and schema:
                 root = {**schema, "components": self.spec.get("components", {})}
-                validator = jsonschema.Draft202012Validator(root)
+                validator = jsonschema.Draft202012Validator(
+                    root, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+                )
             self._validators[cache_key] = validator
         return self._validators[cache_key]
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from stub_server import timefmt
 from stub_server.faults import EARLY_EXPIRY_S
+from stub_server.rules import lifecycle
 from stub_server.rules.idempotency import Persist, key_reused
 from stub_server.store import AppRecord, NewTransaction, Store, TxRecord
 from stub_server.tokens import TokenService
@@ -80,6 +81,11 @@ def install(stub: StubApp, faults: Collection[str], rng: random.Random) -> None:
         hooks.sandbox_outcomes = {**hooks.sandbox_outcomes, "cancel": "success"}
     if "processed-event-missing" in faults:
         hooks.record_processed_event = False
+    if "processed-changes-again" in faults:
+        hooks.may_settle = _any_status
+        hooks.sandbox_settle = _settle_again
+    if "find-status-disagrees" in faults:
+        stub.render.find_status = _opposite_outcome
     # -- rendering (Resources and their fields); wins over any variant's format --------------
     if "timestamp-format" in faults:
         stub.render.utc_text = partial(timefmt.utc_text, broken=True)
@@ -156,3 +162,20 @@ def _no_filter(status: str | None) -> str | None:
 
 def _left_pending(stub: StubApp, tx: TxRecord, action: str) -> TxRecord:
     return tx
+
+
+def _any_status(status: str) -> bool:
+    return True
+
+
+def _settle_again(stub: StubApp, tx: TxRecord, action: str) -> TxRecord:
+    """Settle a pending transaction as the rule does; a processed one is overwritten."""
+    if tx.status == "pending":
+        return lifecycle.settle(stub, tx, action)
+    stub.store.overwrite_status(tx.id, stub.hooks.sandbox_outcomes[action], timefmt.now_us())
+    return stub.store.find(tx.ref, None) or tx
+
+
+def _opposite_outcome(status: str) -> str:
+    """find reads success for failed and failed for success."""
+    return {"success": "failed", "failed": "success"}.get(status, status)

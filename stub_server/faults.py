@@ -91,6 +91,16 @@ FAULTS: dict[str, Fault] = {
         _ids("LIFE-002", "LIFE-003"),
     ),
     "cancel-reads-success": Fault("a cancelled transaction reads status success", _ids("LIFE-003")),
+    "processed-changes-again": Fault(
+        "a second confirm or cancel of a processed transaction changes its status again (no new "
+        "event is recorded)",
+        _ids("LIFE-004"),
+    ),
+    "find-status-disagrees": Fault(
+        "find answers the opposite outcome of a processed transaction (success <-> failed) while "
+        "its transaction:processed event keeps the real one",
+        _ids("LIFE-002", "LIFE-003"),
+    ),
     "processed-event-missing": Fault(
         "no transaction:processed event is recorded", _ids("LIFE-002", "LIFE-003")
     ),
