@@ -5,68 +5,36 @@ same stub restarted with a fault switch."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_masking import AUTHORIZE
-from test_replay import Recorder
+from proxykit import Client, start_proxy, writer
 
 from paysuite.cli import main
 from paysuite_core.launcher import RunningStub, start_stub, stop_stub
 from proxy.confirm import WINDOW_S
 from proxy.har import read_session
 
-LISTENING = "paysuite proxy listening on "
 
-
-def through_proxy(
-    stub: RunningStub, report_dir: Path, exchanges: int, flow: Callable[[Recorder], None]
-) -> Path:
-    """Run ``flow`` through ``paysuite proxy`` (its own process) and return the session's HAR."""
-    command = [
-        sys.executable, "-m", "paysuite", "proxy", "--target", stub.root_url,
-        "--listen", "127.0.0.1:0", "--config", str(stub.credentials_path),
-        "--report-dir", str(report_dir), "--max-exchanges", str(exchanges), "--duration", "60",
-    ]  # fmt: skip
-    proxy = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def record(stub: RunningStub, report_dir: Path, flow: Callable[[Client], None]) -> Path:
+    """Run ``flow`` through ``paysuite proxy`` in front of ``stub``; the session's HAR file."""
+    run = start_proxy(stub.root_url, report_dir, config=stub.credentials_path)
+    client = Client(run.base_url, writer(stub), run.url)
     try:
-        assert proxy.stdout is not None
-        line = proxy.stdout.readline()
-        assert line.startswith(LISTENING), line + (proxy.stderr.read() if proxy.stderr else "")
-        listen = line[len(LISTENING) :].split(" ")[0]
-        recorder = Recorder(listen + "/api")
-        flow(recorder)
-        recorder.client.close()
-        proxy.wait(60)
+        flow(client)
     finally:
-        if proxy.poll() is None:
-            proxy.kill()
-            proxy.wait(5)
+        client.close()
+        run.stop()
     return report_dir / "session.har"
 
 
-def merchant_flow(stub: RunningStub) -> Callable[[Recorder], None]:
+def reused_key(client: Client) -> None:
     """authorize, a cashin, the same cashin again with its key, a find of it: 4 exchanges."""
-    app = next(a for a in stub.config().applications if a.privilege == "read-write")
-
-    def flow(call: Recorder) -> None:
-        pair = call.call(
-            "POST", AUTHORIZE,
-            {"client_id": app.client_id, "client_secret": app.client_secret},
-        ).response_json()  # fmt: skip
-        bearer = f"Bearer {pair['access']}"
-        body = {"amount": 100, "number": "0781234567"}
-        made = call.call("POST", "/transactions/cashin", body, Authorization=bearer,
-                         Idempotency_Key="merchant-order-0001")  # fmt: skip
-        call.call("POST", "/transactions/cashin", body, Authorization=bearer,
-                  Idempotency_Key="merchant-order-0001")  # fmt: skip
-        call.call("GET", f"/transactions/find/{made.response_json()['ref']}", Authorization=bearer)
-
-    return flow
+    made = client.create(key="merchant-order-0001")
+    client.create(key="merchant-order-0001")
+    client.find(made.json()["ref"])
 
 
 def replay(har: Path, stub: RunningStub, report_dir: Path, *extra: str) -> int:
@@ -82,7 +50,7 @@ def test_a_proxied_session_replays_clean_then_shows_a_faulty_builds_violation(
     workdir = tmp_path / "stub"
     stub = start_stub(workdir, startup_timeout_s=60)
     try:
-        har = through_proxy(stub, tmp_path / "live", 4, merchant_flow(stub))
+        har = record(stub, tmp_path / "live", reused_key)
         secrets = [a.client_secret for a in stub.config().applications]
         text = har.read_text("utf-8")
         assert "«masked:secret:" in text and not any(s in text for s in secrets)
@@ -124,21 +92,15 @@ def test_an_expired_token_is_judged_again_only_with_the_recorded_timing(
     workdir = tmp_path / "stub"
     ttl = ("--access-ttl", "2")
     stub = start_stub(workdir, extra_args=ttl, startup_timeout_s=60)
-    app = next(a for a in stub.config().applications if a.privilege == "read-write")
 
-    def late_find(call: Recorder) -> None:
-        pair = call.call(
-            "POST", AUTHORIZE,
-            {"client_id": app.client_id, "client_secret": app.client_secret},
-        ).response_json()  # fmt: skip
-        bearer = f"Bearer {pair['access']}"
-        made = call.call("POST", "/transactions/cashin", {"amount": 100, "number": "0781234567"},
-                         Authorization=bearer)  # fmt: skip
+    def late_find(client: Client) -> None:
+        token = client.flow.access()
+        made = client.create(token=token)
         time.sleep(4)
-        call.call("GET", f"/transactions/find/{made.response_json()['ref']}", Authorization=bearer)
+        client.find(made.json()["ref"], token=token)
 
     try:
-        har = through_proxy(stub, tmp_path / "live", 3, late_find)
+        har = record(stub, tmp_path / "live", late_find)
     finally:
         stop_stub(stub)
     assert [e.status for e in read_session(har).exchanges] == [200, 200, 401]
