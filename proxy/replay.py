@@ -116,8 +116,10 @@ class Rebuilder:
     def url(self, recorded_url: str) -> str:
         """The recorded URL moved onto ``target``, as ``paysuite proxy`` forwards."""
         base = self.target.rstrip("/")
-        if self.recorded_target and recorded_url.startswith(self.recorded_target.rstrip("/")):
-            return base + recorded_url[len(self.recorded_target.rstrip("/")) :]
+        recorded_base = (self.recorded_target or "").rstrip("/")
+        rest = recorded_url[len(recorded_base) :]
+        if recorded_base and recorded_url.startswith(recorded_base) and rest[:1] in ("", "/", "?"):
+            return base + rest
         parts = urlsplit(recorded_url)
         return base + parts.path + (f"?{parts.query}" if parts.query else "")
 
@@ -336,7 +338,8 @@ class ReplayResult:
     exchanges: list[Exchange]  # as replayed, in clear (mask before writing)
     violations: list[Any]
     skipped: list[Skipped]
-    stopped: str = ""  # why the replay ended before the session did
+    stopped: str = ""  # the target went away: why the replay ended before the session did
+    interrupted: bool = False  # Ctrl-C: what was replayed is still judged and reported
 
 
 def replay_session(
@@ -354,25 +357,28 @@ def replay_session(
     replayed exchange as it would live traffic."""
     result = ReplayResult([], [], [])
     previous: Exchange | None = None
-    for item in recorded:
-        if keep_timing and previous is not None:
-            sleep(min(max(item.started - previous.started, 0.0), MAX_GAP_S))
-        previous = item
-        outgoing = rebuilder.rebuild(item)
-        if isinstance(outgoing, Skipped):
-            result.skipped.append(outgoing)
-            on_skip(outgoing)
-            continue
-        try:
-            replayed = sender.send(item.seq, outgoing)
-        except TargetDown as exc:
-            result.stopped = str(exc)
-            break
-        rebuilder.learn(item, replayed)
-        result.exchanges.append(replayed)
-        for violation in judge.observe(replayed):
-            result.violations.append(violation)
-            on_violation(violation)
+    try:
+        for item in recorded:
+            if keep_timing and previous is not None:
+                sleep(min(max(item.started - previous.started, 0.0), MAX_GAP_S))
+            previous = item
+            outgoing = rebuilder.rebuild(item)
+            if isinstance(outgoing, Skipped):
+                result.skipped.append(outgoing)
+                on_skip(outgoing)
+                continue
+            try:
+                replayed = sender.send(item.seq, outgoing)
+            except TargetDown as exc:
+                result.stopped = str(exc)
+                break
+            rebuilder.learn(item, replayed)
+            result.exchanges.append(replayed)
+            for violation in judge.observe(replayed):
+                result.violations.append(violation)
+                on_violation(violation)
+    except KeyboardInterrupt:
+        result.interrupted = True
     for violation in judge.finish():
         result.violations.append(violation)
         on_violation(violation)
@@ -408,6 +414,10 @@ def run_replay(args: Any, out: TextIO | None = None, err: TextIO | None = None) 
     if not recorded.exchanges:
         print(f"paysuite replay: {args.har_file} holds no exchange", file=err, flush=True)
         return 2
+    target = urlsplit(args.target)
+    if target.scheme not in ("http", "https") or not target.hostname:
+        print(f"paysuite replay: --target {args.target!r}: expected an http(s) URL", file=err)
+        return 2
     rebuilder = Rebuilder(
         target=args.target,
         recorded_target=recorded.target,
@@ -433,6 +443,8 @@ def run_replay(args: Any, out: TextIO | None = None, err: TextIO | None = None) 
     if result.stopped:
         print(f"paysuite replay: {result.stopped}", file=err, flush=True)
         return 2
+    if result.interrupted:
+        out.write(f"interrupted after {len(result.exchanges)} replayed exchange(s)\n")
     if not result.exchanges:
         print("paysuite replay: no exchange could be replayed (see the lines above)", file=err)
         return 2

@@ -76,6 +76,11 @@ def test_urls_move_onto_the_target_by_the_recorded_target() -> None:
     )
 
 
+def test_a_recorded_target_is_swapped_only_as_a_whole_origin_or_path() -> None:
+    rebuilder = Rebuilder(target=NEW, recorded_target="http://127.0.0.1:80")
+    assert rebuilder.url("http://127.0.0.1:8080/api/x") == NEW + "/api/x"  # not port "80"+"80"
+
+
 def test_without_a_recorded_target_the_path_is_appended_to_the_target() -> None:
     rebuilder = Rebuilder(target="http://127.0.0.1:7")
     assert (
@@ -358,6 +363,22 @@ def test_a_clean_recording_replayed_against_a_faulty_build_shows_the_fault(tmp_p
     assert recorded[2].status >= 400  # the clean build refused the reused key
     assert second.status < 300  # the faulty one executed it
     assert first.response_json()["ref"] != second.response_json()["ref"]
+
+
+def test_ctrl_c_stops_sending_and_keeps_what_was_replayed() -> None:
+    recorded = [exchange(1, "GET", "/x"), exchange(2, "GET", "/y"), exchange(3, "GET", "/z")]
+
+    class Interrupted(Sender):
+        def send(self, seq: int, outgoing: Outgoing) -> Exchange:
+            if seq == 2:
+                raise KeyboardInterrupt
+            return replace(recorded[seq - 1], url=outgoing.url)
+
+    judge = FakeJudge()
+    with open_client() as client:
+        result = replay_session(recorded, Rebuilder(NEW, OLD), Interrupted(client), judge)
+    assert result.interrupted and [e.seq for e in result.exchanges] == [1]
+    assert judge.finished and result.violations == ["at the end"]
 
 
 def test_a_target_that_refuses_connections_stops_the_replay(tmp_path: Path) -> None:

@@ -128,6 +128,19 @@ def test_a_file_that_cannot_be_replayed_is_a_usage_error(
     assert message in capsys.readouterr().err
 
 
+def test_a_target_that_is_not_a_url_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    har = tmp_path / "x.har"
+    har.write_text(
+        json.dumps({"log": {"entries": [{"request": {"method": "GET", "url": "http://h/api/x"},
+                                         "response": {"status": 200}, "_started": 1}]}}),
+        "utf-8",
+    )  # fmt: skip
+    assert main(["replay", str(har), "--target", "127.0.0.1:9"]) == 2
+    assert "expected an http(s) URL" in capsys.readouterr().err
+
+
 def test_a_target_that_refuses_connections_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
