@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance import timestamps
-from conformance.api import data_of
+from conformance.api import data_of, reuse_problems, same_outcome
 from conformance.evidence import Evidence
 from conformance.http import TargetUnreachable
 from conformance.outcome import CouldNotCheck
@@ -27,7 +27,6 @@ from proxy.stateful import (
     Transaction,
     answered_at,
     disagreement,
-    outcome_of,
 )
 
 #: How far around a reuse a created event of the same number and amount still counts as its
@@ -96,12 +95,13 @@ class Confirmer:
         ]
         if len(created) <= 1:
             return None
-        refs = ", ".join(str(data_of(e).get("ref")) for e in created)
-        statuses = ", ".join(str(e.status) for e in use.reuses)
+        refs = [str(data_of(e).get("ref")) for e in created]
+        last = use.reuses[-1]
+        kind = "cashin" if last.url.rstrip("/").endswith("cashin") else "cashout"
+        problems = reuse_problems(kind, "header", None, refs, number)
         return Violation(
             IDEMPOTENCY,
-            f"the reuse of key {use.key!r} answered {statuses}, yet {len(created)} transactions "
-            f"were created for number {number} (refs {refs})",
+            f"the reuse of key {use.key!r} answered {last.status}, yet " + "; ".join(problems),
             (use.first, *use.reuses),
             expected="one transaction for the key",
             actual=f"{len(created)} transaction:created events",
@@ -124,7 +124,7 @@ class Confirmer:
         status = reply.get("status")
         if not reply.ok or status in (None, "pending"):
             return None
-        if outcome_of(status) == outcome_of(tx.event.status):
+        if same_outcome(status, tx.event.status):
             return None
         event: Seen = tx.event
         return disagreement(

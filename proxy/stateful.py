@@ -23,7 +23,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.api import data_of
+from conformance.api import (
+    data_of,
+    event_disagrees_with_find,
+    reuse_problems,
+    same_outcome,
+    status_changed,
+)
 from conformance.checks import Check
 from paysuite_core.tokens import parse_expires
 from proxy.exchange import Exchange
@@ -61,12 +67,6 @@ def merchant_of(exchange: Exchange) -> str | None:
     if claims and isinstance(claims.get("merchant"), str):
         return f"merchant:{claims['merchant']}"
     return f"token:{token}" if token else None
-
-
-def outcome_of(status: Any) -> str:
-    """A status as an outcome: ``success`` and ``successful`` are one ("treat both as a
-    successful outcome"), anything else as written."""
-    return "success" if status in ("success", "successful") else str(status)
 
 
 # --- IDEM-001 -----------------------------------------------------------------------------------
@@ -111,13 +111,12 @@ class IdempotencyRule:
         if not ok(exchange):
             return []  # rejected: the rule held, unless it executed anyway (``finish``)
         use.judged = True
-        first_ref = (use.first.response_json() or {}).get("ref")
-        problems = [
-            f"a second {route.operation} reusing the key {key!r} answered {exchange.status}, "
-            "expected a rejection (4xx)"
-        ]
-        if isinstance(ref, str) and ref != first_ref:
-            problems.append(f"2 transactions were created with one key (refs {first_ref}, {ref})")
+        first_ref = str((use.first.response_json() or {}).get("ref"))
+        refs = list(dict.fromkeys([first_ref, *([ref] if isinstance(ref, str) else [])]))
+        body = exchange.request_json()
+        number = body.get("number") if isinstance(body, dict) else None
+        key_in = "header" if exchange.request_header("Idempotency-Key") is not None else "query"
+        problems = reuse_problems(route.operation, key_in, exchange.status, refs, number)
         return [
             Violation(
                 self.check,
@@ -310,7 +309,7 @@ class LifecycleRule:
             self.exercised_final += 1
         first = tx.processed
         if first is not None and seen.exchange.started >= answered_at(first.exchange):
-            if outcome_of(seen.status) != outcome_of(first.status):
+            if not same_outcome(seen.status, first.status):
                 violations += self._changed(tx, first, seen)
         if seen.status != "pending" and first is None:
             tx.processed = seen
@@ -351,9 +350,8 @@ class LifecycleRule:
         return [
             Violation(
                 FINAL_ONCE_PROCESSED,
-                f"the processed transaction {tx.ref} changed from {first.status!r} "
-                f"({first.source} #{first.exchange.seq}) to {later.status!r} "
-                f"({later.source} #{later.exchange.seq})",
+                f"{status_changed(first.status, later.status)} ({tx.ref}: find "
+                f"#{first.exchange.seq}, then #{later.exchange.seq})",
                 (first.exchange, later.exchange),
                 expected=f"status stays {first.status!r} once processed",
                 actual=later.status,
@@ -362,7 +360,7 @@ class LifecycleRule:
 
     def _disagree(self, tx: Transaction, event: Seen, found: Seen) -> list[Violation]:
         self.exercised_event += 1
-        if outcome_of(event.status) == outcome_of(found.status):
+        if same_outcome(event.status, found.status):
             return []
         check = processed_event_check(event.status)
         if check.id in tx.reported:
@@ -389,7 +387,7 @@ def disagreement(
     """The processed event says one outcome, find another."""
     return Violation(
         processed_event_check(event.status),
-        f"the processed event of {ref} says {event.status!r} but find says {found_status!r}",
+        f"{event_disagrees_with_find(event.status, found_status)} ({ref})",
         proof,
         expected=f"find's status matches the processed event ({event.status!r})",
         actual=str(found_status),

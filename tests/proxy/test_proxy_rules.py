@@ -73,7 +73,7 @@ def test_a_key_executed_twice_is_idem_001(make_stub, tmp_path: Path) -> None:  #
     run.stop()
     _only_failed(run, "IDEM-001")
     check = run.check("IDEM-001")
-    assert "2 transactions were created with one key" in check["message"], check
+    assert "2 transactions were created for number 0781234567" in check["message"], check
     assert first_ref in check["message"]
     # the two creations are the evidence, in order
     urls = [item["request"]["url"] for item in check["evidence"]]
@@ -222,7 +222,7 @@ def test_find_disagreeing_with_the_processed_event_is_life_002(
     client.close()
     run.stop()
     _only_failed(run, "LIFE-002")
-    assert "says 'success' but find says 'failed'" in run.check("LIFE-002")["message"]
+    assert "status 'success' differs from find's 'failed'" in run.check("LIFE-002")["message"]
 
 
 def test_a_processed_event_nobody_found_is_confirmed_at_the_end(
