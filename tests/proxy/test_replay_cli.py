@@ -5,6 +5,7 @@ same stub restarted with a fault switch."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,8 @@ import pytest
 from proxykit import Client, start_proxy, writer
 
 from paysuite.cli import main
+from paysuite.clients import cache, matrix
+from paysuite.clients.cli import make_job
 from paysuite_core.launcher import RunningStub, start_stub, stop_stub
 from proxy.confirm import WINDOW_S
 from proxy.har import read_session
@@ -152,3 +155,43 @@ def test_a_target_that_refuses_connections_is_a_usage_error(
     )  # fmt: skip
     assert main(["replay", str(har), "--target", "http://127.0.0.1:9"]) == 2
     assert "refused the connection" in capsys.readouterr().err
+
+
+JWT = re.compile(r"eyJ[\w-]+\.[\w-]+\.[\w-]+")
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("sdk-clients")
+def test_paypack_py_session_is_masked_in_the_har_and_replays_clean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The published SDK through the proxy (bare tokens in Authorization, its own refresh after
+    expiry): the HAR holds no credential, and replaying it with the recorded timing passes."""
+    stub = start_stub(tmp_path / "stub", extra_args=("--access-ttl", "2"), startup_timeout_s=60)
+    try:
+        run = start_proxy(stub.root_url, tmp_path / "live", config=stub.credentials_path)
+        job = {**make_job(stub.config()), "base_url": run.base_url, "number": "0781112233",
+               "expiry_wait_s": 3.5}  # fmt: skip
+        column = matrix.run_paypack_py(job, cache.default_cache_dir())
+        assert run.stop() == 0, run.output
+        assert column.skip is None, column.skip
+        har = tmp_path / "live" / "session.har"
+        text = har.read_text("utf-8")
+        assert not JWT.search(text), JWT.search(text)
+        assert not any(a.client_secret in text for a in stub.config().applications)
+        recorded = read_session(har).exchanges
+        authorizations = {e.request_header("Authorization") for e in recorded} - {None}
+        assert authorizations and all(
+            re.fullmatch(r"(Bearer )?«masked:access:\d+»", value or "") for value in authorizations
+        ), authorizations
+        refreshes = [e.url for e in recorded if "/refresh/" in e.url]
+        assert refreshes and all(re.search(r"/refresh/«masked:refresh:\d+»$", u) for u in refreshes)
+        capsys.readouterr()
+        assert replay(har, stub, tmp_path / "replay", "--keep-timing") == 0
+    finally:
+        stop_stub(stub)
+    out = capsys.readouterr().out
+    assert f"replayed {len(recorded)}, not replayed 0" in out
+    report = json.loads((tmp_path / "replay" / "conformance.json").read_text("utf-8"))
+    judged = [row for row in report["exchanges"] if row["operation"] is not None]
+    assert judged and all(row["verdict"] == "pass" for row in judged), judged
