@@ -140,7 +140,8 @@ class Rebuilder:
                 f"it uses {left[0]}, which the configuration cannot fill"
                 if ":secret:" in left[0]
                 else f"it uses {left[0]}, which no replayed answer issued (a token obtained"
-                " before the recording began, or from an answer that was not replayed)"
+                " before the recording began, or whose authorize or refresh failed or was not"
+                " replayed)"
             )
             return Skipped(recorded.seq, recorded.method, recorded.url, why)
         return Outgoing(recorded.method, url, headers, body)
@@ -181,9 +182,10 @@ class Rebuilder:
             ),
             None,
         )
+        if app is None and self.config is None:
+            return f"its client secret (application {client_id!r}) is masked and no --config"
         if app is None:
-            where = "no --config" if self.config is None else "the configuration has no"
-            return f"its client secret is masked and {where} application {client_id!r}"
+            return f"its client secret is masked and the configuration has no {client_id!r}"
         self.values[masked] = app.client_secret
         return ""
 

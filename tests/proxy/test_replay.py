@@ -122,7 +122,7 @@ def test_a_secret_that_was_refused_is_sent_wrong_again() -> None:
     ("settings", "reason"),
     [
         ({}, "no --config"),
-        ({"config": config()}, "the configuration has no application 'app-9'"),
+        ({"config": config()}, "the configuration has no 'app-9'"),
     ],
 )
 def test_a_secret_the_replay_cannot_fill_skips_that_exchange(
