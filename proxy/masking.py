@@ -27,7 +27,7 @@ import json
 import re
 from dataclasses import dataclass, field, replace
 from typing import Literal
-from urllib.parse import unquote
+from urllib.parse import unquote, unquote_plus
 
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.tokens import REFRESH_PATHS
@@ -51,6 +51,14 @@ _JSON_KEYS: dict[str, Kind] = {"client_secret": "secret", "access": "access", "r
 #: A JSON string member named as above, matched in the raw text so that masking changes nothing
 #: but the value (re-serialising the body would change its bytes, and the HAR must show them).
 _JSON_MEMBER = re.compile(r'("(client_secret|access|refresh)"\s*:\s*")((?:[^"\\]|\\.)*)(")')
+#: The same names as a query or form parameter (a client that sends its secret in a form or a
+#: token in a query string), and the OAuth spellings of the tokens.
+_FORM_MEMBER = re.compile(
+    r"((?:^|[?&])(client_secret|access|refresh|access_token|refresh_token)=)([^&#\s]*)"
+)
+_FORM_KINDS: dict[str, Kind] = {
+    **_JSON_KEYS, "access_token": "access", "refresh_token": "refresh",
+}  # fmt: skip
 
 
 def placeholder(kind: Kind, number: int) -> str:
@@ -118,6 +126,7 @@ class Masker:
                 body = body.replace(value.encode(), self._by_value[value].encode())
             return body
         text = _JSON_MEMBER.sub(self._masked_member, text)
+        text = _FORM_MEMBER.sub(self._masked_parameter, text)
         return self.text(text).encode("utf-8")
 
     def _masked_member(self, match: re.Match[str]) -> str:
@@ -140,14 +149,23 @@ class Masker:
 
     def url(self, url: str) -> str:
         """A URL with the token of a refresh path masked, and any other known secret."""
-        url = _REFRESH_PATH.sub(lambda m: m.group(1) + self._path_token(m.group(2)), url)
+        url = _REFRESH_PATH.sub(lambda m: m.group(1) + self._encoded("refresh", m.group(2)), url)
+        url = _FORM_MEMBER.sub(self._masked_parameter, url)
         return self.text(url)
 
-    def _path_token(self, raw: str) -> str:
-        """A refresh token as a path segment: the same placeholder as the token in a body,
-        whether or not the client percent-encoded it."""
-        value = unquote(raw)
-        masked = self.learn("refresh", value)
+    def _masked_parameter(self, match: re.Match[str]) -> str:
+        if not match.group(3):
+            return match.group(0)
+        return match.group(1) + self._encoded(
+            _FORM_KINDS[match.group(2)], match.group(3), form=True
+        )
+
+    def _encoded(self, kind: Kind, raw: str, *, form: bool = False) -> str:
+        """A secret in a path segment, or a query or form parameter (``form``: "+" is a space):
+        the same placeholder as the value in a JSON body, whether or not it was
+        percent-encoded."""
+        value = unquote_plus(raw) if form else unquote(raw)
+        masked = self.learn(kind, value)
         if raw != value and masked != value:
             self._by_value.setdefault(raw, masked)
             self._searched = None

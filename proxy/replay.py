@@ -197,14 +197,21 @@ class Rebuilder:
         return text
 
     def _url_values(self, url: str) -> str:
-        def value(match: re.Match[str]) -> str:
-            found = self.values.get(match.group(0))
-            return quote(found, safe="-._~!$'()*+,;=:@") if found is not None else match.group(0)
+        """Placeholders and refs replaced, each value encoded for where it stands: a path
+        segment keeps what a segment may hold, a query value only the unreserved characters."""
 
-        url = PLACEHOLDER.sub(value, url)
-        for old, new in self.refs.items():
-            url = url.replace(old, new)
-        return url
+        def filled(part: str, safe: str) -> str:
+            def value(match: re.Match[str]) -> str:
+                found = self.values.get(match.group(0))
+                return quote(found, safe=safe) if found is not None else match.group(0)
+
+            part = PLACEHOLDER.sub(value, part)
+            for old, new in self.refs.items():
+                part = part.replace(old, new)
+            return part
+
+        path, sep, query = url.partition("?")
+        return filled(path, "-._~!$'()*+,;=:@") + sep + filled(query, "-._~")
 
     def _body(self, body: bytes) -> bytes:
         if not body:

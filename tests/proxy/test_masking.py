@@ -185,3 +185,15 @@ def test_a_percent_encoded_refresh_token_is_the_same_token() -> None:
     used = exchange(2, "GET", f"{SDK_REFRESH}rf%2Fwith%3Dodd%2Bchars")
     assert mask_exchange(issued, masker).response_json() == {"refresh": "«masked:refresh:1»"}
     assert mask_exchange(used, masker).url == BASE + f"{SDK_REFRESH}«masked:refresh:1»"
+
+
+def test_secrets_in_a_form_or_a_query_are_masked_too() -> None:
+    """A client that posts its credentials as a form, or sends a token in a query string."""
+    masker = Masker()
+    raw = exchange(1, "POST", AUTHORIZE + "?access_token=tok%2B1234567&x=1")
+    form = Exchange(**{**raw.__dict__, "request_body": b"client_id=app-1&client_secret=s3+cr%2Bt"})
+    masked = mask_exchange(form, masker)
+    assert masked.request_body == "client_id=app-1&client_secret=«masked:secret:1»".encode()
+    assert masked.url.endswith("?access_token=«masked:access:1»&x=1")
+    assert masker.learn("secret", "s3 cr+t") == "«masked:secret:1»"  # decoded as a form decodes
+    assert masker.learn("access", "tok+1234567") == "«masked:access:1»"

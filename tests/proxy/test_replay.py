@@ -166,6 +166,9 @@ def test_tokens_and_refs_map_to_what_the_replay_obtained() -> None:
     assert events.url == NEW + "/events/transactions?ref=new-ref-0001"
     refresh = outgoing(rebuilder.rebuild(exchange(5, "GET", f"{SDK_REFRESH}«masked:refresh:1»")))
     assert refresh.url == NEW + f"{SDK_REFRESH}R%2Fnew"  # a path segment stays one segment
+    rebuilder.values["«masked:access:9»"] = "a+b c"
+    query = outgoing(rebuilder.rebuild(exchange(6, "GET", "/x?token=«masked:access:9»")))
+    assert query.url == NEW + "/x?token=a%2Bb%20c"  # "+" in a query would read as a space
 
 
 def test_a_refused_answer_binds_nothing() -> None:
