@@ -13,6 +13,7 @@ from typing import Any
 import jwt
 import pytest
 
+from paysuite_core.tokens import AUTHORIZE_PATH, REFRESH_PATHS
 from proxy.exchange import Exchange
 from proxy.judge import UNCONFIRMED, Judge
 from proxy.routes import route_of
@@ -89,8 +90,8 @@ REF_B = "6f1c2a9e-0000-4000-8000-00000000000b"
         ("POST", "/transactions/cashout", "cashout"),
         ("GET", "/v2/api/transactions/find/abc", "find"),
         ("GET", "/api/events/transactions", "events"),
-        ("GET", "/api/auth/refresh/tok", "refresh"),
-        ("GET", "/api/auth/agents/refresh/tok", "refresh"),
+        ("GET", "/api" + REFRESH_PATHS[1].replace("{token}", "tok"), "refresh"),
+        ("GET", "/api" + REFRESH_PATHS[0].replace("{token}", "tok"), "refresh"),
         ("GET", "/api/transactions/cashin", None),  # not the document's method
         ("GET", "/api/merchants/me", None),
         ("POST", "/_sandbox/transactions/x/confirm", None),
@@ -159,7 +160,8 @@ def _find_with(tok: str, status: int, started: float) -> Exchange:
 def test_expiry_is_judged_after_a_grace_and_only_on_acceptance() -> None:
     judge = Judge(None)
     expired = token(exp=NOW - 100)
-    assert ids(judge.observe(_find_with(token(exp=NOW), 200, NOW + 0.5))) == []  # within grace
+    exp = int(NOW)
+    assert ids(judge.observe(_find_with(token(exp=exp), 200, exp + 0.9))) == []  # within grace
     assert ids(judge.observe(_find_with(expired, 401, NOW))) == []  # refused: the rule held
     assert ids(judge.observe(_find_with(expired, 200, NOW))) == ["AUTH-008"]
     assert ids(judge.observe(_find_with(expired, 200, NOW + 1))) == []  # one report per token
@@ -168,7 +170,7 @@ def test_expiry_is_judged_after_a_grace_and_only_on_acceptance() -> None:
 def test_an_opaque_token_without_expires_is_not_judged() -> None:
     judge = Judge(None)
     pair = {"access": "opaque-1", "refresh": "opaque-2", "expires": None}
-    judge.observe(exchange("POST", "/auth/agents/authorize", 200, pair,
+    judge.observe(exchange("POST", AUTHORIZE_PATH, 200, pair,
                            body={"client_id": "a", "client_secret": "b"}))  # fmt: skip
     assert ids(judge.observe(_find_with("opaque-1", 200, NOW + 10_000))) == []
 
@@ -176,7 +178,7 @@ def test_an_opaque_token_without_expires_is_not_judged() -> None:
 def test_the_expires_of_the_pair_dates_an_opaque_token() -> None:
     judge = Judge(None)
     pair = {"access": "opaque-1", "refresh": "opaque-2", "expires": int(NOW) + 10}
-    judge.observe(exchange("POST", "/auth/agents/authorize", 200, pair,
+    judge.observe(exchange("POST", AUTHORIZE_PATH, 200, pair,
                            body={"client_id": "a", "client_secret": "b"}))  # fmt: skip
     assert ids(judge.observe(_find_with("opaque-1", 200, NOW + 20))) == ["AUTH-008"]
 
@@ -185,7 +187,7 @@ def test_the_expires_of_the_pair_dates_an_opaque_token() -> None:
 def _refresh(value: str, status: int) -> Exchange:
     pair = {"access": token(), "refresh": token(sub="refresh"), "expires": int(NOW) + 900}
     answer = pair if status == 200 else {"status": 401, "message": "spent"}
-    return exchange("GET", f"/auth/refresh/{value}", status, answer)
+    return exchange("GET", REFRESH_PATHS[1].replace("{token}", value), status, answer)
 
 
 def test_rotation_is_judged_only_when_declared() -> None:

@@ -39,3 +39,25 @@ def test_paypack_py_through_the_proxy_passes_every_exchange(make_stub, tmp_path:
     assert any(e["status"] == 401 for e in exchanges)
     outcomes = {c["id"]: c["outcome"] for c in report["checks"]}
     assert outcomes["AUTH-008"] == outcomes["PROXY-SCHEMA-RESP"] == "passed", outcomes
+
+
+def test_paypack_py_keeping_an_expired_token_working_is_auth_008(make_stub, tmp_path: Path) -> None:  # noqa: F811
+    """The same SDK flow against a stub whose tokens never expire: the find the SDK makes after
+    the expiry wait is accepted with the old token, and the proxy names it."""
+    stub = make_stub(faults=("tokens-never-expire",), extra_args=("--access-ttl", "2"))
+    run = start_proxy(stub.root_url, tmp_path / "reports", config=config_file(stub, tmp_path))
+    job = {
+        **make_job(stub.config()),
+        "base_url": run.base_url,
+        "number": "0781112244",
+        "expiry_wait_s": 5,
+    }  # fmt: skip  (exp is whole seconds; the proxy's grace 1 s)
+    column = matrix.run_paypack_py(job, cache.default_cache_dir())
+    assert column.skip is None and column.cells["find after expiry"]["ok"], column.cells
+    assert run.stop() == 1, run.output
+    report = run.report
+    failed = {c["id"] for c in report["checks"] if c["outcome"] == "failed"}
+    assert failed == {"AUTH-008"}, run.output
+    check = next(c for c in report["checks"] if c["id"] == "AUTH-008")
+    assert len(check["evidence"]) == 2  # the authorize that issued it, the late request
+    assert "× AUTH-008" in run.output
