@@ -78,6 +78,8 @@ class Judge:
         self.observed: list[Observed] = []
         self.violations: list[Violation] = []
         self.unanswered = 0
+        #: problems of the session itself (an exchange the judge could not judge): no verdict
+        self.run_errors: list[str] = []
         self._request_judged = 0
         self._response_judged = 0
         self._confirm_notes: list[str] = []
