@@ -112,6 +112,13 @@ def test_an_expired_token_accepted_is_auth_008(make_stub, tmp_path: Path) -> Non
     assert "expired" in check["message"]
     # the authorize that issued the token, then the request that used it too late
     assert check["evidence"][0]["request"]["url"].endswith(tokens.AUTHORIZE_PATH)
+    # the evidence shows them, masked: no secret and no usable token in any report
+    assert client.flow.pair is not None
+    token = client.flow.pair.access
+    for report in run.report_dir.iterdir():
+        text = report.read_text(encoding="utf-8")
+        assert writer(stub).client_secret not in text, report
+        assert token not in text, report
 
 
 # --- AUTH-012 -----------------------------------------------------------------------------
