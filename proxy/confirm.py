@@ -19,14 +19,16 @@ from conformance.http import TargetUnreachable
 from conformance.outcome import CouldNotCheck
 from conformance.target import Target
 from paysuite_core.target_config import Application, TargetConfig
-from proxy.routes import token_claims
-from proxy.rules import IDEMPOTENCY, Violation
+from proxy.routes import route_of, token_claims
+from proxy.rules import Violation
 from proxy.stateful import (
     KeyUse,
     Seen,
     Transaction,
     answered_at,
     disagreement,
+    key_location,
+    reuse_check,
 )
 
 #: How far around a reuse a created event of the same number and amount still counts as its
@@ -97,10 +99,11 @@ class Confirmer:
             return None
         refs = [str(data_of(e).get("ref")) for e in created]
         last = use.reuses[-1]
-        kind = "cashin" if last.url.rstrip("/").endswith("cashin") else "cashout"
-        problems = reuse_problems(kind, "header", None, refs, number)
+        route = route_of(last)
+        kind = route.operation if route else "creation"
+        problems = reuse_problems(kind, key_location(last), None, refs, number)
         return Violation(
-            IDEMPOTENCY,
+            reuse_check(use.first, last),
             f"the reuse of key {use.key!r} answered {last.status}, yet " + "; ".join(problems),
             (use.first, *use.reuses),
             expected="one transaction for the key",

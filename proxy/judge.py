@@ -20,10 +20,14 @@ from proxy.exchange import Exchange
 from proxy.routes import Route, route_of
 from proxy.rules import (
     CANCELLED,
+    CONCURRENT_REUSE,
     CONFIRMED,
+    CROSS_KIND_REUSE,
     EXPIRY,
     FINAL_ONCE_PROCESSED,
     IDEMPOTENCY,
+    KEY_LENGTH,
+    QUERY_KEY_REUSE,
     ROTATION,
     RULES,
     SCHEMA_REQUEST,
@@ -78,6 +82,8 @@ class Judge:
         self.observed: list[Observed] = []
         self.violations: list[Violation] = []
         self.unanswered = 0
+        #: problems of the session itself (an exchange the judge could not judge): no verdict
+        self.run_errors: list[str] = []
         self._request_judged = 0
         self._response_judged = 0
         self._confirm_notes: list[str] = []
@@ -154,7 +160,11 @@ class Judge:
             SCHEMA_RESPONSE.id: (self._response_judged, "", ()),
             EXPIRY.id: (self.expiry.exercised, "", ()),
             ROTATION.id: (self.rotation.exercised, self.rotation.not_judged, ()),
-            IDEMPOTENCY.id: (self.idempotency.exercised, "", unconfirmed),
+            IDEMPOTENCY.id: (self.idempotency.exercised[IDEMPOTENCY.id], "", unconfirmed),
+            CROSS_KIND_REUSE.id: (self.idempotency.exercised[CROSS_KIND_REUSE.id], "", unconfirmed),
+            KEY_LENGTH.id: (self.idempotency.exercised[KEY_LENGTH.id], "", ()),
+            QUERY_KEY_REUSE.id: (self.idempotency.exercised[QUERY_KEY_REUSE.id], "", unconfirmed),
+            CONCURRENT_REUSE.id: (self.idempotency.exercised[CONCURRENT_REUSE.id], "", unconfirmed),
             CONFIRMED.id: (self.lifecycle.exercised_event, "", ()),
             CANCELLED.id: (self.lifecycle.exercised_event, "", ()),
             FINAL_ONCE_PROCESSED.id: (self.lifecycle.exercised_final, "", ()),

@@ -111,10 +111,10 @@ def verdict_of(judge: Judge, rule_results: list[RuleResult]) -> conform_report.V
     skipped = tuple((r.check.id, r.message) for r in rule_results if r.outcome == "skipped")
     coverage = conform_report.Coverage(run=run, total=len(rule_results), skipped=skipped)
     failed = [r.check.id for r in rule_results if r.outcome == "failed"]
-    run_errors: tuple[str, ...] = ()
+    run_errors = tuple(judge.run_errors)
     if judge.unanswered:
-        run_errors = (f"the target left {judge.unanswered} exchange(s) unanswered (502 to the "
-                      "client)",)  # fmt: skip
+        run_errors += (f"the target left {judge.unanswered} exchange(s) unanswered (502 to the "
+                       "client)",)  # fmt: skip
     if failed:
         verdict, code = "fail", 1
         reason = f"{len(judge.violations)} violation(s) of {', '.join(failed)}"

@@ -1,6 +1,6 @@
 """The rules the proxy judges, each under one check ID, and what a broken one leaves behind.
 
-A rule that is the same rule as a suite check carries that check's catalog entry (IDEM-001,
+A rule that is the same rule as a suite check carries that check's catalog entry (IDEM-001..005,
 AUTH-008, AUTH-012, LIFE-002/003, LIFE-004), so a QA sees one ID per rule whichever tool found
 it. The per-exchange comparison with the spec has entries of its own (``PROXY-SCHEMA-REQ``,
 ``PROXY-SCHEMA-RESP``): the PROP checks name *generated* traffic, the proxy judges the client's.
@@ -33,6 +33,10 @@ SCHEMA_RESPONSE = Check(
 
 #: The suite's checks whose rule the proxy judges on live traffic.
 IDEMPOTENCY = catalog.get("IDEM-001")
+CROSS_KIND_REUSE = catalog.get("IDEM-002")
+KEY_LENGTH = catalog.get("IDEM-003")
+QUERY_KEY_REUSE = catalog.get("IDEM-004")
+CONCURRENT_REUSE = catalog.get("IDEM-005")
 EXPIRY = catalog.get("AUTH-008")
 ROTATION = catalog.get("AUTH-012")
 FINAL_ONCE_PROCESSED = catalog.get("LIFE-004")
@@ -46,6 +50,10 @@ RULES: tuple[Check, ...] = (
     EXPIRY,
     ROTATION,
     IDEMPOTENCY,
+    CROSS_KIND_REUSE,
+    KEY_LENGTH,
+    QUERY_KEY_REUSE,
+    CONCURRENT_REUSE,
     CONFIRMED,
     CANCELLED,
     FINAL_ONCE_PROCESSED,

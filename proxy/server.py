@@ -36,6 +36,11 @@ HOP_BY_HOP = frozenset(
 FRAMING = frozenset({"content-length"})
 #: Headers aiohttp's client would add on its own: the proxy sends only what the client sent.
 NO_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
+#: Headers aiohttp's server adds to an answer that lacks them: removed again when the target
+#: did not send them (``on_response_prepare``), so the client sees the target's answer.
+SERVER_DEFAULTS = ("Content-Type", "Date", "Server")
+#: Where a forwarded answer's request keeps the header names the target sent.
+TARGET_HEADERS = web.RequestKey("paysuite_proxy.target_headers", set[str])
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,16 @@ def end_to_end(headers: Headers) -> list[tuple[str, str]]:
     return [(name, value) for name, value in headers if name.lower() not in dropped]
 
 
+async def _as_the_target_sent(request: web.Request, response: web.StreamResponse) -> None:
+    """Drop the defaults aiohttp added to a forwarded answer that the target did not send."""
+    sent = request.get(TARGET_HEADERS)
+    if sent is None:
+        return  # the proxy's own answer (413, 502)
+    for name in SERVER_DEFAULTS:
+        if name.lower() not in sent:
+            response.headers.popall(name, None)
+
+
 def _error_body(status: int, code: str, message: str) -> bytes:
     return json.dumps({"status": status, "code": code, "message": message}).encode()
 
@@ -80,6 +95,7 @@ class ForwardingProxy:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=self.settings.max_body_bytes)
         app.router.add_route("*", "/{tail:.*}", self.handle)
+        app.on_response_prepare.append(_as_the_target_sent)
         app.on_startup.append(self._open)
         app.on_cleanup.append(self._close)
         return app
@@ -140,8 +156,7 @@ class ForwardingProxy:
             return web.Response(status=502, body=answer, content_type="application/json")
         headers = CIMultiDict(end_to_end(response_headers))
         response = web.Response(status=status, reason=reason, body=answer, headers=headers)
-        if not any(name.lower() == "content-type" for name, _ in response_headers):
-            response.headers.popall("Content-Type", None)
+        request[TARGET_HEADERS] = {name.lower() for name, _ in response_headers}
         await response.prepare(request)
         await response.write_eof()
         self._report(seq, started, clock, request, url, request_headers, body, status,

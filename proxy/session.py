@@ -72,7 +72,13 @@ async def serve(
             exchanges.append(exchange)
             if on_exchange is not None:
                 on_exchange(exchange)
-            for violation in judge.observe(exchange):
+            try:
+                found = judge.observe(exchange)
+            except Exception as exc:  # noqa: BLE001 - a judge's bug must not stop the forwarding
+                judge.run_errors.append(f"#{exchange.seq} could not be judged: {exc!r}")
+                out.write(f"! #{exchange.seq} could not be judged: {exc!r}\n")
+                continue
+            for violation in found:
                 show(violation)
             if limits.max_exchanges is not None and len(exchanges) >= limits.max_exchanges:
                 stop.set()
@@ -128,7 +134,12 @@ def run_session(
     )
     out.write(f"stopped after {len(exchanges)} exchange(s); settling what needs the target...\n")
     out.flush()
-    for violation in judge.finish():
+    try:
+        settled = judge.finish()
+    except Exception as exc:  # noqa: BLE001 - the reports are written whatever happens here
+        judge.run_errors.append(f"the end-of-session confirmations failed: {exc!r}")
+        settled = []
+    for violation in settled:
         live_line(out)(violation)
     verdict, paths = write_reports(
         judge, report_dir, target=settings.target, started=started,

@@ -8,8 +8,9 @@ the traffic alone cannot settle (was a rejected reuse executed anyway? does find
 processed event nobody looked up?) is left to ``finish``, through the judge's own client
 (``proxy.confirm``).
 
-- ``IdempotencyRule`` (IDEM-001): a key already used by this merchant is rejected, and the
-  transaction is not executed twice;
+- ``IdempotencyRule`` (IDEM-001, and as the suite splits it IDEM-002 across cashin and cashout,
+  IDEM-004 by the query parameter, IDEM-005 concurrent; IDEM-003 a key over 32 characters): a
+  key already used by this merchant is rejected, and the transaction is not executed twice;
 - ``ExpiryRule`` (AUTH-008): a token past its ``exp`` is not accepted;
 - ``RotationRule`` (AUTH-012): a refresh token works once, when the target declares rotation;
 - ``LifecycleRule`` (LIFE-004, LIFE-002/003): a processed transaction does not change again (find
@@ -20,6 +21,7 @@ processed event nobody looked up?) is left to ``finish``, through the judge's ow
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,15 +33,20 @@ from conformance.api import (
     status_changed,
 )
 from conformance.checks import Check
+from conformance.document_validity import MAX_KEY_LENGTH
 from paysuite_core.tokens import parse_expires
 from proxy.exchange import Exchange
-from proxy.routes import Route, bearer_token, idempotency_key, token_claims
+from proxy.routes import Route, bearer_token, idempotency_key, route_of, token_claims
 from proxy.rules import (
     CANCELLED,
+    CONCURRENT_REUSE,
     CONFIRMED,
+    CROSS_KIND_REUSE,
     EXPIRY,
     FINAL_ONCE_PROCESSED,
     IDEMPOTENCY,
+    KEY_LENGTH,
+    QUERY_KEY_REUSE,
     ROTATION,
     Violation,
 )
@@ -81,12 +88,34 @@ class KeyUse:
     judged: bool = False  # a violation was already reported from the traffic alone
 
 
-class IdempotencyRule:
-    check = IDEMPOTENCY
+def key_location(exchange: Exchange) -> str:
+    return "header" if exchange.request_header("Idempotency-Key") is not None else "query"
 
+
+def overlap(one: Exchange, other: Exchange) -> bool:
+    """Both were in flight at once: neither was answered before the other began."""
+    return one.started < answered_at(other) and other.started < answered_at(one)
+
+
+def reuse_check(first: Exchange, reuse: Exchange) -> Check:
+    """The suite's check for this kind of reuse: across cashin and cashout IDEM-002, concurrent
+    IDEM-005, by the query parameter IDEM-004, else IDEM-001."""
+    first_route, reuse_route = route_of(first), route_of(reuse)
+    if first_route and reuse_route and first_route.operation != reuse_route.operation:
+        return CROSS_KIND_REUSE
+    if overlap(first, reuse):
+        return CONCURRENT_REUSE
+    if key_location(reuse) == "query":
+        return QUERY_KEY_REUSE
+    return IDEMPOTENCY
+
+
+class IdempotencyRule:
     def __init__(self) -> None:
         self.uses: dict[tuple[str, str], KeyUse] = {}
-        self.exercised = 0  # creations with a key: what the rule had to judge
+        #: check ID -> the creations it judged (a keyed creation for IDEM-001, a reuse for the
+        #: others, a too-long key for IDEM-003)
+        self.exercised: Counter[str] = Counter()
         #: ref -> the creation that answered it, to tell one transaction from two
         self.refs: dict[str, Exchange] = {}
 
@@ -101,13 +130,18 @@ class IdempotencyRule:
         merchant = merchant_of(exchange)
         if key is None or merchant is None:
             return []
-        self.exercised += 1
+        self.exercised[IDEMPOTENCY.id] += 1
+        if len(key) > MAX_KEY_LENGTH:
+            return self._too_long(exchange, key)
         use = self.uses.get((merchant, key))
         if use is None:
             if ok(exchange):  # a rejected first attempt did not use the key
                 self.uses[(merchant, key)] = KeyUse(exchange, merchant, key)
             return []
         use.reuses.append(exchange)
+        check = reuse_check(use.first, exchange)
+        if check is not IDEMPOTENCY:  # IDEM-001 counted every keyed creation already
+            self.exercised[check.id] += 1
         if not ok(exchange):
             return []  # rejected: the rule held, unless it executed anyway (``finish``)
         use.judged = True
@@ -115,15 +149,32 @@ class IdempotencyRule:
         refs = list(dict.fromkeys([first_ref, *([ref] if isinstance(ref, str) else [])]))
         body = exchange.request_json()
         number = body.get("number") if isinstance(body, dict) else None
-        key_in = "header" if exchange.request_header("Idempotency-Key") is not None else "query"
-        problems = reuse_problems(route.operation, key_in, exchange.status, refs, number)
+        problems = reuse_problems(
+            route.operation, key_location(exchange), exchange.status, refs, number
+        )
         return [
             Violation(
-                self.check,
+                check,
                 "; ".join(problems),
                 (use.first, exchange),
                 expected="the reuse rejected (4xx) and one transaction for the key",
                 actual=f"{exchange.status}, ref {ref}" if ref else str(exchange.status),
+            )
+        ]
+
+    def _too_long(self, exchange: Exchange, key: str) -> list[Violation]:
+        """IDEM-003: "Idempotency-Key length: at most 32 characters"; accepting more is the
+        target's violation (sending more is the client's, PROXY-SCHEMA-REQ)."""
+        self.exercised[KEY_LENGTH.id] += 1
+        if not ok(exchange):
+            return []
+        return [
+            Violation(
+                KEY_LENGTH,
+                f"a {len(key)}-character key answered {exchange.status}, expected 4xx",
+                (exchange,),
+                expected=f"a key over {MAX_KEY_LENGTH} characters rejected (4xx)",
+                actual=str(exchange.status),
             )
         ]
 

@@ -60,6 +60,8 @@ def install(stub: StubApp, faults: Collection[str], rng: random.Random) -> None:
     racy = False
     if "idempotency-ignored" in faults:
         persist = _overwrite_insert(stub.store)
+    elif "idempotency-rejected-but-executed" in faults:
+        persist = _executed_then_rejected(stub.store)
     elif "idempotency-racy" in faults:
         persist = _overwrite_insert(stub.store)
         racy = True
@@ -125,6 +127,18 @@ def _overwrite_insert(store: Store) -> Persist:
 
     async def persist(new: NewTransaction) -> None:
         await store.create_transaction(new, key_mode="overwrite")
+
+    return persist
+
+
+def _executed_then_rejected(store: Store) -> Persist:
+    """A reused key is refused in the answer only: the transaction was inserted first."""
+
+    async def persist(new: NewTransaction) -> None:
+        reused = store.key_used(new.key_scope or new.merchant, new.key)
+        await store.create_transaction(new, key_mode="overwrite")
+        if reused:
+            raise key_reused(new.key)
 
     return persist
 

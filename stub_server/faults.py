@@ -60,6 +60,11 @@ FAULTS: dict[str, Fault] = {
         "a reused Idempotency-Key creates a second transaction",
         _ids("IDEM-001", "IDEM-002", "IDEM-004", "IDEM-005"),
     ),
+    "idempotency-rejected-but-executed": Fault(
+        "a reused Idempotency-Key is answered 409 as the rule says, but the transaction is "
+        "created anyway",
+        _ids("IDEM-001", "IDEM-002", "IDEM-004", "IDEM-005"),
+    ),
     "idempotency-racy": Fault(
         "check-then-insert with an await between: concurrent requests with one key create "
         "duplicates (sequential reuse is still rejected with 409)",

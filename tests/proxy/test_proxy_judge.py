@@ -42,9 +42,10 @@ def exchange(
     content_type: str = "application/json",
 ) -> Exchange:
     raw = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
+    seq = next(_seq)
     return Exchange(
-        seq=next(_seq),
-        started=NOW if started is None else started,
+        seq=seq,
+        started=NOW + seq * 0.05 if started is None else started,  # one after the other
         elapsed_ms=elapsed_ms,
         method=method,
         url=BASE + path,
@@ -138,6 +139,42 @@ def test_a_reuse_answered_with_the_same_transaction_is_not_a_rejection() -> None
     ]
     assert "expected a rejection" in violation.message
     assert "transactions were created" not in violation.message
+
+
+def _creation_at(path: str, tok: str, key: str, status: int, ref: str, started: float,
+                 *, in_query: bool = False) -> Exchange:  # fmt: skip
+    headers = bearer(tok) if in_query else bearer(tok, **{"Idempotency-Key": key})
+    full = f"{path}?Idempotency-Key={key}" if in_query else path
+    answer = {**CREATED, "ref": ref} if status == 200 else CONFLICT
+    return exchange("POST", full, status, answer, body=BODY, headers=headers, started=started)
+
+
+@pytest.mark.parametrize(
+    ("second_path", "second_started", "in_query", "check_id"),
+    [
+        ("/transactions/cashout", NOW + 1, False, "IDEM-002"),  # across cashin and cashout
+        ("/transactions/cashin", NOW + 0.001, False, "IDEM-005"),  # both in flight at once
+        ("/transactions/cashin", NOW + 1, True, "IDEM-004"),  # the query parameter
+        ("/transactions/cashin", NOW + 1, False, "IDEM-001"),
+    ],
+)
+def test_each_kind_of_reuse_carries_the_suites_id(
+    second_path: str, second_started: float, in_query: bool, check_id: str
+) -> None:
+    judge = Judge(None)
+    tok = token()
+    first = _creation_at("/transactions/cashin", tok, "k9", 200, REF_A, NOW, in_query=in_query)
+    assert ids(judge.observe(first)) == []
+    second = _creation_at(second_path, tok, "k9", 200, REF_B, second_started, in_query=in_query)
+    assert ids(judge.observe(second)) == [check_id]
+
+
+def test_a_key_over_32_characters_accepted_is_idem_003() -> None:
+    judge = Judge(None)
+    found = judge.observe(creation(token(), "k" * 33, 200, REF_A))
+    assert sorted(v.check.id for v in found) == ["IDEM-003", "PROXY-SCHEMA-REQ"]
+    assert judge.observe(creation(token(), "q" * 33, 400)) != []  # the client's side only
+    assert ids(judge.observe(creation(token(), "r" * 33, 400))) == []
 
 
 def test_without_credentials_a_rejected_reuse_is_noted_as_unconfirmed() -> None:

@@ -82,6 +82,42 @@ def test_a_key_executed_twice_is_idem_001(make_stub, tmp_path: Path) -> None:  #
     assert [e["violations"][0]["id"] for e in failing] == ["IDEM-001", "IDEM-001"]
 
 
+def test_a_rejected_reuse_executed_anyway_is_found_on_the_events_list(
+    make_stub,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The traffic says 409; the judge's own count of created events says two transactions."""
+    stub = make_stub(faults=("idempotency-rejected-but-executed",))
+    run, client = _session(stub, tmp_path, "fault")
+    first_ref, second = _reuse_a_key(client)
+    assert second == "409"
+    client.close()
+    run.stop()
+    _only_failed(run, "IDEM-001")
+    check = run.check("IDEM-001")
+    assert "answered 409, yet 2 transactions were created" in check["message"], check
+    assert first_ref in check["message"]
+    # the two proxied creations, then the judge's own events list
+    urls = [item["request"]["url"] for item in check["evidence"]]
+    assert urls[0].endswith("/transactions/cashin") and urls[1].endswith("/transactions/cashin")
+    assert any("/events/transactions" in url for url in urls[2:]), urls
+    assert "× IDEM-001" in run.output
+
+
+def test_without_credentials_a_rejected_reuse_is_not_confirmed(
+    make_stub,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    stub = make_stub(faults=("idempotency-rejected-but-executed",))
+    run = start_proxy(stub.root_url, tmp_path / "noconfig")
+    client = Client(run.base_url, writer(stub), run.url)
+    _reuse_a_key(client)
+    client.close()
+    assert run.stop() == 0, run.output  # nothing the traffic proves; said so, not guessed
+    check = run.check("IDEM-001")
+    assert check["outcome"] == "passed" and "not confirmed" in check["note"], check
+
+
 # --- AUTH-008 -----------------------------------------------------------------------------
 def _use_after_expiry(client: Client) -> int:
     token = client.flow.access()
@@ -112,6 +148,13 @@ def test_an_expired_token_accepted_is_auth_008(make_stub, tmp_path: Path) -> Non
     assert "expired" in check["message"]
     # the authorize that issued the token, then the request that used it too late
     assert check["evidence"][0]["request"]["url"].endswith(tokens.AUTHORIZE_PATH)
+    # the evidence shows them, masked: no secret and no usable token in any report
+    assert client.flow.pair is not None
+    token = client.flow.pair.access
+    for report in run.report_dir.iterdir():
+        text = report.read_text(encoding="utf-8")
+        assert writer(stub).client_secret not in text, report
+        assert token not in text, report
 
 
 # --- AUTH-012 -----------------------------------------------------------------------------

@@ -153,3 +153,31 @@ def test_a_body_over_the_limit_is_refused_with_413_and_not_forwarded() -> None:
 def test_connection_named_headers_are_hop_by_hop() -> None:
     headers = (("Connection", "X-A, keep-alive"), ("X-A", "1"), ("X-B", "2"), ("TE", "x"))
     assert end_to_end(headers) == [("X-B", "2")]
+
+
+def test_the_proxy_adds_no_header_the_target_did_not_send() -> None:
+    """aiohttp's server would add Content-Type, Date and Server: the client must not see them."""
+
+    async def bare_target(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 1\r\n\r\nhello")
+        await writer.drain()
+        writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(bare_target, "127.0.0.1", 0)
+        target = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+
+        async def test(port: int, seen: list[Exchange]) -> None:
+            request = b"GET /x HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n"
+            status, headers, body = _split(await _raw(port, request))
+            names = {name.lower() for name, _ in headers}
+            assert body == b"hello" and ("X-A", "1") in headers
+            assert not names & {"content-type", "date", "server"}, headers
+
+        try:
+            await _with_proxy(test, target=target)
+        finally:
+            server.close()
+
+    asyncio.run(main())

@@ -164,6 +164,14 @@ def processed_event_missing(s: InProcessStub) -> None:
     assert [e["event_kind"] for e in events] == ["transaction:created"]
 
 
+def idempotency_rejected_but_executed(s: InProcessStub) -> None:
+    number = new_number()
+    first = s.api.create(number=number, key="k-reused")
+    second = s.api.create(number=number, key="k-reused")
+    assert first.status_code == 200 and second.status_code == 409
+    assert s.api.events(client=number).json()["total"] == 2
+
+
 def processed_changes_again(s: InProcessStub) -> None:
     ref = s.api.create().json()["ref"]
     assert s.api.sandbox(ref, "confirm").status_code == 200
@@ -244,6 +252,7 @@ FAULT_CHECKS: dict[str, tuple[Callable[[InProcessStub], None], dict]] = {
     "cancel-reads-success": (cancel_reads_success, {}),
     "processed-event-missing": (processed_event_missing, {}),
     "processed-changes-again": (processed_changes_again, {}),
+    "idempotency-rejected-but-executed": (idempotency_rejected_but_executed, {}),
     "find-status-disagrees": (find_status_disagrees, {}),
     "filter-ignored": (filter_ignored, {}),
     "cross-merchant-visible": (cross_merchant_visible, {}),
