@@ -171,6 +171,24 @@ def test_tokens_and_refs_map_to_what_the_replay_obtained() -> None:
     assert query.url == NEW + "/x?token=a%2Bb%20c"  # "+" in a query would read as a space
 
 
+def test_a_refresh_token_reused_after_rotation_is_reused_in_the_replay() -> None:
+    """The evidence of AUTH-012 survives: the replay sends the replay's first refresh token
+    again, not the one the rotation issued."""
+    rebuilder = Rebuilder(target=NEW, recorded_target=OLD, config=config())
+    recorded_auth = authorize()
+    rebuilder.learn(recorded_auth, replayed(recorded_auth, NEW, {"access": "A1", "refresh": "R1"}))
+    first = exchange(
+        2, "GET", f"{REFRESH}«masked:refresh:1»",
+        answer={"access": "«masked:access:2»", "refresh": "«masked:refresh:2»"},
+    )  # fmt: skip
+    assert outgoing(rebuilder.rebuild(first)).url == NEW + f"{REFRESH}R1"
+    rebuilder.learn(first, replayed(first, NEW, {"access": "A2", "refresh": "R2"}))
+    again = outgoing(rebuilder.rebuild(exchange(3, "GET", f"{REFRESH}«masked:refresh:1»")))
+    assert again.url == NEW + f"{REFRESH}R1"
+    rotated = outgoing(rebuilder.rebuild(exchange(4, "GET", f"{REFRESH}«masked:refresh:2»")))
+    assert rotated.url == NEW + f"{REFRESH}R2"
+
+
 def test_a_refused_answer_binds_nothing() -> None:
     rebuilder = Rebuilder(target=NEW, recorded_target=OLD, config=config())
     recorded_auth = authorize()
