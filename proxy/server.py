@@ -10,9 +10,10 @@ back (no decompression, no re-encoding). Only the hop-by-hop headers of RFC 9110
 the body that is actually sent.
 
 A request body larger than ``max_body_bytes`` is refused with a 413 JSON body and never
-forwarded; a target that does not answer within ``upstream_timeout_s`` (or cannot be reached)
-gives the client a 502 JSON body. Either way the exchange is recorded (``status`` 0 and
-``error`` for the unanswered one) so the report shows it.
+forwarded; a target that does not answer within ``upstream_timeout_s`` (or cannot be reached),
+or whose answer passes ``max_answer_bytes``, gives the client a 502 JSON body. Either way the
+exchange is recorded (``status`` 0 and ``error``: the target's answer was not had) so the report
+shows it.
 """
 
 from __future__ import annotations
@@ -50,6 +51,11 @@ class ProxySettings:
     target: str  # scheme://host:port[/prefix]; the client's path is appended to it verbatim
     max_body_bytes: int = 1 << 20
     upstream_timeout_s: float = 30.0
+    max_answer_bytes: int = 16 << 20  # no answer of this API comes near it
+
+
+class AnswerTooLarge(Exception):
+    """The target's answer passed ``max_answer_bytes``: abandoned, the client gets a 502."""
 
 
 def end_to_end(headers: Headers) -> list[tuple[str, str]]:
@@ -142,12 +148,18 @@ class ForwardingProxy:
                 data=body if body else None,
                 allow_redirects=False,
             ) as upstream:
-                answer = await upstream.read()
+                answer = await self._read_bounded(upstream)
                 status, reason = upstream.status, upstream.reason
                 response_headers: Headers = tuple(
                     (name.decode("latin-1"), value.decode("latin-1"))
                     for name, value in upstream.raw_headers
                 )
+        except AnswerTooLarge as exc:
+            message = str(exc)
+            answer = _error_body(502, "proxy_answer_too_large", message)
+            self._report(seq, started, clock, request, url, request_headers, body, 0, (), b"",
+                         error=message)  # fmt: skip
+            return web.Response(status=502, body=answer, content_type="application/json")
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             message = f"the target did not answer: {type(exc).__name__}: {exc}".rstrip(": ")
             answer = _error_body(502, "proxy_upstream_unreachable", message)
@@ -162,6 +174,20 @@ class ForwardingProxy:
         self._report(seq, started, clock, request, url, request_headers, body, status,
                      response_headers, answer)  # fmt: skip
         return response
+
+    async def _read_bounded(self, upstream: aiohttp.ClientResponse) -> bytes:
+        limit = self.settings.max_answer_bytes
+        too_large = f"the target's answer is larger than the proxy's limit of {limit} bytes"
+        if upstream.content_length is not None and upstream.content_length > limit:
+            raise AnswerTooLarge(too_large)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in upstream.content.iter_chunked(1 << 16):
+            size += len(chunk)
+            if size > limit:
+                raise AnswerTooLarge(too_large)
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     def _report(
         self,

@@ -150,17 +150,18 @@ def _creation_at(path: str, tok: str, key: str, status: int, ref: str, started: 
 
 
 @pytest.mark.parametrize(
-    ("second_path", "second_started", "in_query", "check_id"),
+    ("second_path", "after_s", "in_query", "check_id"),
     [
-        ("/transactions/cashout", NOW + 1, False, "IDEM-002"),  # across cashin and cashout
-        ("/transactions/cashin", NOW + 0.001, False, "IDEM-005"),  # both in flight at once
-        ("/transactions/cashin", NOW + 1, True, "IDEM-004"),  # the query parameter
-        ("/transactions/cashin", NOW + 1, False, "IDEM-001"),
+        ("/transactions/cashout", 1.0, False, "IDEM-002"),  # across cashin and cashout
+        ("/transactions/cashin", 0.001, False, "IDEM-005"),  # both in flight at once
+        ("/transactions/cashin", 1.0, True, "IDEM-004"),  # the query parameter
+        ("/transactions/cashin", 1.0, False, "IDEM-001"),
     ],
 )
 def test_each_kind_of_reuse_carries_the_suites_id(
-    second_path: str, second_started: float, in_query: bool, check_id: str
+    second_path: str, after_s: float, in_query: bool, check_id: str
 ) -> None:
+    second_started = NOW + after_s
     judge = Judge(None)
     tok = token()
     first = _creation_at("/transactions/cashin", tok, "k9", 200, REF_A, NOW, in_query=in_query)

@@ -181,3 +181,14 @@ def test_the_proxy_adds_no_header_the_target_did_not_send() -> None:
             server.close()
 
     asyncio.run(main())
+
+
+def test_an_answer_over_the_limit_gives_a_502_and_is_recorded() -> None:
+    async def test(port: int, seen: list[Exchange]) -> None:
+        request = b"GET /big-answer HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n"
+        status, _, body = _split(await _raw(port, request))
+        assert status.startswith("HTTP/1.1 502")
+        assert json.loads(body)["code"] == "proxy_answer_too_large"
+        assert seen[0].status == 0 and "larger than" in seen[0].error
+
+    asyncio.run(_with_proxy(test, max_answer_bytes=64))  # the echo's answer is longer
