@@ -31,6 +31,10 @@ __all__ = [
     "UUID_RE",
     "created_values_differ",
     "data_of",
+    "event_disagrees_with_find",
+    "reuse_problems",
+    "same_outcome",
+    "status_changed",
     "find_path",
     "kind_path",
 ]
@@ -65,3 +69,50 @@ def created_values_differ(
     if not same_number(record.get("client"), number):
         wrong.append(f"{prefix}client is {record.get('client')!r}, expected {number!r}")
     return wrong
+
+
+# --- rules the suite and the proxy judge alike (one predicate, one check ID) -------------------
+def same_outcome(one: Any, other: Any) -> bool:
+    """Two statuses name the same outcome: ``success`` and ``successful`` are one ("treat both
+    as a successful outcome"); anything else only itself."""
+
+    def outcome(status: Any) -> Any:
+        return "success" if status in SUCCESS_STATUSES else status
+
+    return bool(outcome(one) == outcome(other))
+
+
+def reuse_problems(
+    kind: str, key_in: str, status: int | None, created_refs: list[str], number: Any
+) -> list[str]:
+    """What a reuse of an idempotency key did wrong, empty when the rule held (IDEM-001): "A
+    second cashin or cashout request that reuses an idempotency key already used is rejected,
+    and the transaction is not executed twice." ``status`` is the reuse's answer,
+    ``created_refs`` the transactions the key's requests created (one expected); a ``status`` of
+    None judges the count alone."""
+    problems = []
+    if status is not None and not 400 <= status < 500:
+        problems.append(
+            f"a second {kind.lower()} reusing the {key_in} key answered {status}, "
+            "expected a rejection (4xx)"
+        )
+    if len(created_refs) != 1:
+        problems.append(
+            f"{len(created_refs)} transactions were created for number {number} with one key "
+            f"(refs {', '.join(created_refs)})"
+        )
+    return problems
+
+
+def status_changed(before: Any, after: Any) -> str | None:
+    """How a processed transaction changed again (LIFE-004), or None when it did not."""
+    if same_outcome(before, after):
+        return None
+    return f"the processed transaction changed from {before!r} to {after!r}"
+
+
+def event_disagrees_with_find(event_status: Any, find_status: Any) -> str | None:
+    """How the processed event and find disagree on the outcome (LIFE-002/003), or None."""
+    if same_outcome(event_status, find_status):
+        return None
+    return f"the processed event's status {event_status!r} differs from find's {find_status!r}"

@@ -24,6 +24,8 @@ SUBCOMMAND_MODULES = (
     "paysuite.demo",
     "paysuite.clients.cli",
     "paysuite.webhooks",
+    "proxy.cli",  # registers `proxy` and `replay`
+    "proxy.overhead_bench",  # registers `proxy-bench`
 )
 
 

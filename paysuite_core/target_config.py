@@ -51,7 +51,7 @@ class TargetConfigError(ValueError):
 KNOWN_KEYS: dict[str, frozenset[str]] = {
     "": frozenset(
         {"base_url", "applications", "customer", "access_token_ttl_s", "max_wait_s", "numbers",
-         "number_pattern", "amount", "webhooks"}
+         "number_pattern", "amount", "webhooks", "refresh_rotation"}
     ),
     "applications[]": frozenset({"client_id", "client_secret", "privilege", "merchant"}),
     "customer": frozenset(
@@ -175,6 +175,9 @@ class TargetConfig:
     number_pattern: str | None = None
     amount: AmountRange = field(default_factory=AmountRange)
     webhooks: WebhookTarget | None = None
+    #: Whether the target declares that a refresh token works once (RC-10); None: not declared,
+    #: so a rule that depends on it (the proxy's AUTH-012) is not judged.
+    refresh_rotation: bool | None = None
 
     @property
     def effective_number_pattern(self) -> str:
@@ -227,6 +230,8 @@ class TargetConfig:
         data["amount"] = {"min": self.amount.min, "max": self.amount.max}
         if self.webhooks is not None:
             data["webhooks"] = self.webhooks.to_dict()
+        if self.refresh_rotation is not None:
+            data["refresh_rotation"] = self.refresh_rotation
         return data
 
 
@@ -421,6 +426,9 @@ def parse_target_config(
     )
     if amount.min > amount.max:
         raise TargetConfigError(f"amount: min {amount.min} is greater than max {amount.max}")
+    rotation = data.get("refresh_rotation")
+    if rotation is not None and not isinstance(rotation, bool):
+        raise TargetConfigError(f"refresh_rotation: expected true or false, got {rotation!r}")
     return TargetConfig(
         base_url=_check_url(base_url or data.get("base_url"), "base_url"),
         applications=applications,
@@ -431,6 +439,7 @@ def parse_target_config(
         number_pattern=pattern,
         amount=amount,
         webhooks=_webhooks(data.get("webhooks")),
+        refresh_rotation=rotation,
     )
 
 

@@ -101,6 +101,7 @@ def write_credentials(store: Store, settings: StubSettings, root_url: str, path:
         max_wait_s=30,
         number_pattern=settings.number_pattern,
         amount=AmountRange(min=settings.amount_min, max=settings.amount_max),
+        refresh_rotation=not settings.variant("no-rotation"),  # RC-10: a refresh token works once
     )
     written = write_target_config(replace(config), path, header=HEADER)
     section = webhooks_section(store.webhook_endpoints())

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from stub_server import timefmt
 from stub_server.faults import BAD_SIGNATURE_SUFFIX, EARLY_EXPIRY_S, OUT_OF_ORDER_HOLD_S
+from stub_server.rules import lifecycle
 from stub_server.rules.idempotency import Persist, key_reused
 from stub_server.store import AppRecord, NewTransaction, Store, TxRecord
 from stub_server.tokens import TokenService
@@ -59,6 +60,8 @@ def install(stub: StubApp, faults: Collection[str], rng: random.Random) -> None:
     racy = False
     if "idempotency-ignored" in faults:
         persist = _overwrite_insert(stub.store)
+    elif "idempotency-rejected-but-executed" in faults:
+        persist = _executed_then_rejected(stub.store)
     elif "idempotency-racy" in faults:
         persist = _overwrite_insert(stub.store)
         racy = True
@@ -90,6 +93,11 @@ def install(stub: StubApp, faults: Collection[str], rng: random.Random) -> None:
         delivery.duplicate_new_id = True
     if "webhook-out-of-order" in faults:
         delivery.out_of_order_hold_s = OUT_OF_ORDER_HOLD_S
+    if "processed-changes-again" in faults:
+        hooks.may_settle = _any_status
+        hooks.sandbox_settle = _settle_again
+    if "find-status-disagrees" in faults:
+        stub.render.find_status = _opposite_outcome
     # -- rendering (Resources and their fields); wins over any variant's format --------------
     if "timestamp-format" in faults:
         stub.render.utc_text = partial(timefmt.utc_text, broken=True)
@@ -133,6 +141,18 @@ def _overwrite_insert(store: Store) -> Persist:
     return persist
 
 
+def _executed_then_rejected(store: Store) -> Persist:
+    """A reused key is refused in the answer only: the transaction was inserted first."""
+
+    async def persist(new: NewTransaction) -> None:
+        reused = store.key_used(new.key_scope or new.merchant, new.key)
+        await store.create_transaction(new, key_mode="overwrite")
+        if reused:
+            raise key_reused(new.key)
+
+    return persist
+
+
 def _check_then_insert(persist: Persist, store: Store) -> Persist:
     """Check, then wait, then insert: sequential reuse is still refused, concurrent is not."""
 
@@ -170,3 +190,20 @@ def _wrong_secret(secret: str) -> str:
 
 def _left_pending(stub: StubApp, tx: TxRecord, action: str) -> TxRecord:
     return tx
+
+
+def _any_status(status: str) -> bool:
+    return True
+
+
+def _settle_again(stub: StubApp, tx: TxRecord, action: str) -> TxRecord:
+    """Settle a pending transaction as the rule does; a processed one is overwritten."""
+    if tx.status == "pending":
+        return lifecycle.settle(stub, tx, action)
+    stub.store.overwrite_status(tx.id, stub.hooks.sandbox_outcomes[action], timefmt.now_us())
+    return stub.store.find(tx.ref, None) or tx
+
+
+def _opposite_outcome(status: str) -> str:
+    """find reads success for failed and failed for success."""
+    return {"success": "failed", "failed": "success"}.get(status, status)

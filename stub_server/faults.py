@@ -60,6 +60,11 @@ FAULTS: dict[str, Fault] = {
         "a reused Idempotency-Key creates a second transaction",
         _ids("IDEM-001", "IDEM-002", "IDEM-004", "IDEM-005"),
     ),
+    "idempotency-rejected-but-executed": Fault(
+        "a reused Idempotency-Key is answered 409 as the rule says, but the transaction is "
+        "created anyway",
+        _ids("IDEM-001", "IDEM-002", "IDEM-004", "IDEM-005"),
+    ),
     "idempotency-racy": Fault(
         "check-then-insert with an await between: concurrent requests with one key create "
         "duplicates (sequential reuse is still rejected with 409)",
@@ -91,6 +96,16 @@ FAULTS: dict[str, Fault] = {
         _ids("LIFE-002", "LIFE-003"),
     ),
     "cancel-reads-success": Fault("a cancelled transaction reads status success", _ids("LIFE-003")),
+    "processed-changes-again": Fault(
+        "a second confirm or cancel of a processed transaction changes its status again (no new "
+        "event is recorded)",
+        _ids("LIFE-004"),
+    ),
+    "find-status-disagrees": Fault(
+        "find answers the opposite outcome of a processed transaction (success <-> failed) while "
+        "its transaction:processed event keeps the real one",
+        _ids("LIFE-002", "LIFE-003"),
+    ),
     "processed-event-missing": Fault(
         "no transaction:processed event is recorded", _ids("LIFE-002", "LIFE-003")
     ),

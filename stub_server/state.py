@@ -68,6 +68,8 @@ class RuleHooks:
     status_filter: Callable[[str | None], str | None] = _as_given
     #: How a sandbox action settles a pending transaction, and the status of each action.
     sandbox_settle: lifecycle.Settle = lifecycle.settle
+    #: Whether a sandbox action may settle a transaction in this status (only pending).
+    may_settle: Callable[[str], bool] = lifecycle.is_pending
     sandbox_outcomes: Mapping[str, str] = field(
         default_factory=lambda: dict(lifecycle.SANDBOX_OUTCOMES)
     )

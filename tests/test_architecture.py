@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PARTS = ("paysuite_core", "stub_server", "conformance", "load", "paysuite")
+PARTS = ("paysuite_core", "stub_server", "conformance", "load", "proxy", "paysuite")
 
 #: Which top-level packages each part may import (besides itself and third-party libraries).
 #: paysuite_core is the base and imports no part; the stub, the suite and the load side stand on
@@ -25,7 +25,8 @@ ALLOWED_IMPORTS: dict[str, frozenset[str]] = {
     "stub_server": frozenset({"paysuite_core"}),
     "conformance": frozenset({"paysuite_core"}),
     "load": frozenset({"paysuite_core"}),
-    "paysuite": frozenset({"paysuite_core", "stub_server", "conformance", "load"}),
+    "proxy": frozenset({"paysuite_core", "conformance"}),
+    "paysuite": frozenset({"paysuite_core", "stub_server", "conformance", "load", "proxy"}),
 }
 
 #: The one module that performs authorize and refresh.

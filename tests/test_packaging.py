@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE_ROOTS = ("paysuite_core", "paysuite", "stub_server", "conformance", "load")
+PACKAGE_ROOTS = ("paysuite_core", "paysuite", "stub_server", "conformance", "load", "proxy")
 
 
 def listed_packages() -> set[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from conformance.api import kind_path
+from conformance.api import kind_path, reuse_problems
 from conformance.checks import Section, check
 from conformance.outcome import expect, not_applicable, precondition
 
@@ -41,18 +41,9 @@ def _reuse(target: Target, first_kind: str, second_kind: str, key_in: str) -> li
     precondition(first.ok, f"the first {first_kind.lower()} answered {first.status}", first)
     # The same request again (a client's retry): the document says it is rejected.
     second = target.create(second_kind, app, number=number, amount=amount, key=key, key_in=key_in)
-    problems = []
-    if not second.rejected:
-        problems.append(
-            f"a second {second_kind.lower()} reusing the {key_in} key answered {second.status}, "
-            "expected a rejection (4xx)"
-        )
     created = target.created_events_for_number(app, number, seen, expect=1)
-    if len(created) != 1:
-        problems.append(
-            f"{len(created)} transactions were created for number {number} with one key "
-            f"(refs {', '.join(str(e.get('data', {}).get('ref')) for e in created)})"
-        )
+    refs = [str(e.get("data", {}).get("ref")) for e in created]
+    problems = reuse_problems(second_kind, key_in, second.status, refs, number)
     if problems:
         expect(False, "; ".join(problems), first, second)
     return problems

@@ -27,7 +27,7 @@ class SandboxHandlers:
         tx = stub.store.find(ref, None)
         if tx is None:
             raise ApiError(404, "transaction_not_found", f"no transaction with ref {ref!r}")
-        if tx.status != "pending":
+        if not stub.hooks.may_settle(tx.status):
             raise ApiError(
                 409,
                 "transaction_not_pending",

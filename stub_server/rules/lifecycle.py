@@ -40,6 +40,12 @@ def due_for(settings: StubSettings, number: str, created_us: int) -> tuple[int, 
     return created_us + int(delay_s * 1_000_000), outcome
 
 
+def is_pending(status: str) -> bool:
+    """Whether a customer action may still settle a transaction: only while it is pending
+    ("It stays there until the customer confirms or cancels", and not after)."""
+    return status == "pending"
+
+
 def settle(stub: StubApp, tx: TxRecord, action: str) -> TxRecord:
     """Process ``tx`` as the sandbox ``action`` says, and read it back."""
     status = stub.hooks.sandbox_outcomes[action]

@@ -27,6 +27,8 @@ class Renderer:
     success_text: str = "success"
     utc_text: Callable[[int | None], str | None] = timefmt.utc_text
     offset_text: Callable[[int, timezone], str] = timefmt.offset_text
+    #: The stored status as find shows it: itself (a fault switch may break that).
+    find_status: Callable[[str], str] = str
 
     def status_text(self, status: str) -> str:
         """``success`` as the configured word (RC-17), any other status as stored."""
@@ -41,7 +43,7 @@ class Renderer:
             "kind": tx.kind,
             "merchant": tx.merchant,
             "ref": tx.ref,
-            "status": self.status_text(tx.status),
+            "status": self.status_text(self.find_status(tx.status)),
             "timestamp": self.offset_text(tx.created_us, self.tz),
         }
 

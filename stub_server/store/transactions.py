@@ -176,6 +176,26 @@ class Transactions(WebhookOutbox):
         """Move a pending transaction to ``status`` once; False when it was no longer pending."""
         return self.process_many([(tx_id, status)], now_us, record_event=record_event) == 1
 
+    def overwrite_status(self, tx_id: int, status: str, now_us: int) -> None:
+        """Set a transaction's status whatever it was, recording no event: the document's rule
+        broken on purpose, for the ``processed-changes-again`` fault only (``process`` is the
+        rule: pending to processed, once)."""
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            rows = conn.execute(
+                "UPDATE transactions SET status = ?, processed_us = ?, due_us = NULL"
+                " WHERE id = ? RETURNING ref",
+                (status, now_us, tx_id),
+            ).fetchall()
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        for (ref,) in rows:
+            self.forget_ref(ref)
+        self.count_commit()
+
     def process_many(
         self, items: Sequence[tuple[int, str]], now_us: int, *, record_event: bool
     ) -> int:

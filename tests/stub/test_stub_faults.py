@@ -172,6 +172,32 @@ def processed_event_missing(s: InProcessStub) -> None:
     assert [e["event_kind"] for e in events] == ["transaction:created"]
 
 
+def idempotency_rejected_but_executed(s: InProcessStub) -> None:
+    number = new_number()
+    first = s.api.create(number=number, key="k-reused")
+    second = s.api.create(number=number, key="k-reused")
+    assert first.status_code == 200 and second.status_code == 409
+    assert s.api.events(client=number).json()["total"] == 2
+
+
+def processed_changes_again(s: InProcessStub) -> None:
+    ref = s.api.create().json()["ref"]
+    assert s.api.sandbox(ref, "confirm").status_code == 200
+    assert s.api.sandbox(ref, "cancel").status_code == 200  # the rule: 409, not pending
+    assert s.api.find(ref).json()["status"] == "failed"
+    kinds = [e["event_kind"] for e in s.api.events(ref=ref).json()["transactions"]]
+    assert kinds.count("transaction:processed") == 1
+
+
+def find_status_disagrees(s: InProcessStub) -> None:
+    ref = s.api.create().json()["ref"]
+    assert s.api.sandbox(ref, "confirm").status_code == 200
+    assert s.api.find(ref).json()["status"] == "failed"
+    events = s.api.events(ref=ref).json()["transactions"]
+    processed = [e for e in events if e["event_kind"] == "transaction:processed"]
+    assert [e["data"]["status"] for e in processed] == ["success"]
+
+
 def filter_ignored(s: InProcessStub) -> None:
     number = new_number()
     s.api.create(number=number)
@@ -233,6 +259,9 @@ FAULT_CHECKS: dict[str, tuple[Callable[[InProcessStub], None], dict]] = {
     "status-stuck-pending": (status_stuck_pending, {}),
     "cancel-reads-success": (cancel_reads_success, {}),
     "processed-event-missing": (processed_event_missing, {}),
+    "processed-changes-again": (processed_changes_again, {}),
+    "idempotency-rejected-but-executed": (idempotency_rejected_but_executed, {}),
+    "find-status-disagrees": (find_status_disagrees, {}),
     "filter-ignored": (filter_ignored, {}),
     "cross-merchant-visible": (cross_merchant_visible, {}),
     "privileges-ignored": (privileges_ignored, {}),

@@ -1,0 +1,307 @@
+"""The session as a HAR 1.2 file: what a QA attaches to a ticket and what ``paysuite replay`` reads.
+
+Written with the standard library's ``json`` rather than the ``harfile`` package (installed with
+schemathesis): ``harfile`` writes entries only through its fixed models, which have no room for
+the fields a replay needs beyond HAR 1.2 (HAR reserves names starting with ``_`` for that):
+
+- ``log._paysuite.target``: the base URL the session was forwarded to, so a replay can move each
+  URL onto another target by swapping that prefix;
+- ``entry._seq``, ``entry._started`` (Unix seconds, exact), ``entry._error`` (why the target gave
+  no answer: the entry then has status 0, as browsers write a failed request), ``entry._notes``;
+- ``postData._encoding: "base64"`` for a request body that is not UTF-8 (HAR 1.2 gives
+  ``encoding`` to response content only).
+
+The exchanges are written as given: mask them first (``proxy.masking.mask_exchange``). The reader
+accepts HAR files from other tools too (a browser's, Charles', mitmproxy's): the extension fields
+are optional, and a malformed file gives a :class:`HarError` naming the entry and field.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from proxy.exchange import Exchange, Headers
+
+HAR_VERSION = "1.2"
+CREATOR = "paysuite proxy"
+
+
+class HarError(ValueError):
+    """The file is not a HAR session paysuite can read; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class RecordedSession:
+    """What a HAR file holds: the exchanges in order, and the target they were sent to if known."""
+
+    exchanges: list[Exchange]
+    target: str | None = None
+
+
+# --- writing -----------------------------------------------------------------------------------
+def write_har(
+    exchanges: Iterable[Exchange], path: str | Path, *, target: str | None = None
+) -> Path:
+    """Write ``exchanges`` (already masked) as a HAR 1.2 file, atomically (a reader never sees
+    half a file, and an interrupted write leaves the previous one)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(to_har(exchanges, target=target), ensure_ascii=False, indent=1)
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def to_har(exchanges: Iterable[Exchange], *, target: str | None = None) -> dict[str, Any]:
+    """The HAR document of ``exchanges`` (already masked), as a JSON-ready mapping."""
+    log: dict[str, Any] = {
+        "version": HAR_VERSION,
+        "creator": {"name": CREATOR, "version": _version()},
+        "entries": [_entry(exchange) for exchange in exchanges],
+    }
+    if target:
+        log["_paysuite"] = {"target": target}
+    return {"log": log}
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("paysuite")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _entry(exchange: Exchange) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "startedDateTime": datetime.fromtimestamp(exchange.started, UTC).isoformat(),
+        "time": round(exchange.elapsed_ms, 3),
+        "request": _request(exchange),
+        "response": _response(exchange),
+        "cache": {},
+        "timings": {"send": 0, "wait": round(exchange.elapsed_ms, 3), "receive": 0},
+        "_seq": exchange.seq,
+        "_started": exchange.started,
+    }
+    if exchange.error:
+        entry["_error"] = exchange.error
+    if exchange.notes:
+        entry["_notes"] = list(exchange.notes)
+    return entry
+
+
+def _request(exchange: Exchange) -> dict[str, Any]:
+    request: dict[str, Any] = {
+        "method": exchange.method,
+        "url": exchange.url,
+        "httpVersion": "HTTP/1.1",
+        "cookies": [],
+        "headers": _har_headers(exchange.request_headers),
+        "queryString": [
+            {"name": name, "value": value}
+            for name, value in parse_qsl(urlsplit(exchange.url).query, keep_blank_values=True)
+        ],
+        "headersSize": -1,
+        "bodySize": len(exchange.request_body),
+    }
+    if exchange.request_body:
+        text, encoding = _text(exchange.request_body)
+        request["postData"] = {
+            "mimeType": exchange.request_header("content-type") or "",
+            "text": text,
+        }
+        if encoding:
+            request["postData"]["_encoding"] = encoding
+    return request
+
+
+def _response(exchange: Exchange) -> dict[str, Any]:
+    content: dict[str, Any] = {
+        "size": len(exchange.response_body),
+        "mimeType": exchange.response_header("content-type") or "",
+    }
+    if exchange.response_body:
+        content["text"], encoding = _text(exchange.response_body)
+        if encoding:
+            content["encoding"] = encoding
+    return {
+        "status": exchange.status,
+        "statusText": _reason(exchange.status),
+        "httpVersion": "HTTP/1.1" if exchange.status else "",
+        "cookies": [],
+        "headers": _har_headers(exchange.response_headers),
+        "content": content,
+        "redirectURL": exchange.response_header("location") or "",
+        "headersSize": -1,
+        "bodySize": len(exchange.response_body) if exchange.status else -1,
+    }
+
+
+def _har_headers(headers: Headers) -> list[dict[str, str]]:
+    return [{"name": name, "value": value} for name, value in headers]
+
+
+def _text(body: bytes) -> tuple[str, str]:
+    """(text, "") for a UTF-8 body, (base64, "base64") for anything else."""
+    try:
+        return body.decode("utf-8"), ""
+    except UnicodeDecodeError:
+        return base64.b64encode(body).decode("ascii"), "base64"
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+# --- reading -----------------------------------------------------------------------------------
+def read_har(path: str | Path) -> list[Exchange]:
+    """The exchanges of a HAR file, in the file's order."""
+    return read_session(path).exchanges
+
+
+def read_session(path: str | Path) -> RecordedSession:
+    """The exchanges of a HAR file and, when paysuite wrote it, the target they were sent to."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise HarError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HarError(f"{path}: cannot be read ({exc})") from None
+    except ValueError as exc:
+        raise HarError(f"{path}: not JSON ({exc})") from None
+    try:
+        return parse_har(data)
+    except HarError as exc:
+        raise HarError(f"{path}: {exc}") from None
+
+
+def parse_har(data: Any) -> RecordedSession:
+    log = _field(data, "log", dict, "")
+    entries = _field(log, "entries", list, "log.")
+    exchanges = [_exchange(entry, index) for index, entry in enumerate(entries)]
+    extension = log.get("_paysuite")
+    target = extension.get("target") if isinstance(extension, dict) else None
+    return RecordedSession(exchanges, target if isinstance(target, str) and target else None)
+
+
+def _field(mapping: Any, key: str, kind: type, where: str) -> Any:
+    if not isinstance(mapping, dict):
+        raise HarError(f"{where.rstrip('.') or 'the file'}: expected an object")
+    value = mapping.get(key)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise HarError(f"{where}{key}: expected {kind.__name__}, got {_shown(value)}")
+    return value
+
+
+def _shown(value: Any) -> str:
+    return "nothing" if value is None else f"{type(value).__name__} {str(value)[:40]!r}"
+
+
+def _exchange(entry: Any, index: int) -> Exchange:
+    where = f"log.entries[{index}]."
+    request = _field(entry, "request", dict, where)
+    response = _field(entry, "response", dict, where)
+    status = _field(response, "status", int, f"{where}response.")
+    elapsed = entry.get("time")
+    notes = entry.get("_notes")
+    error = entry.get("_error")
+    seq = entry.get("_seq")
+    return Exchange(
+        seq=seq if isinstance(seq, int) and not isinstance(seq, bool) else index + 1,
+        started=_started(entry, where),
+        elapsed_ms=float(elapsed) if _is_number(elapsed) and elapsed >= 0 else 0.0,
+        method=_field(request, "method", str, f"{where}request.").upper(),
+        url=_field(request, "url", str, f"{where}request."),
+        request_headers=_headers(request.get("headers"), f"{where}request.headers"),
+        request_body=_request_body(request, f"{where}request."),
+        status=max(status, 0),
+        response_headers=_headers(response.get("headers"), f"{where}response.headers"),
+        response_body=_body(response.get("content"), "encoding", f"{where}response.content"),
+        error=error if isinstance(error, str) else "",
+        notes=tuple(str(n) for n in notes) if isinstance(notes, list) else (),
+    )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _started(entry: dict[str, Any], where: str) -> float:
+    exact: Any = entry.get("_started")
+    if _is_number(exact):
+        return float(exact)
+    text = _field(entry, "startedDateTime", str, where)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise HarError(f"{where}startedDateTime: not an ISO 8601 time: {text[:40]!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def _headers(raw: Any, where: str) -> Headers:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise HarError(f"{where}: expected a list of {{name, value}}")
+    headers = []
+    for position, item in enumerate(raw):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise HarError(f"{where}[{position}]: expected {{name, value}}")
+        headers.append((item["name"], str(item.get("value", ""))))
+    return tuple(headers)
+
+
+def _request_body(request: dict[str, Any], where: str) -> bytes:
+    post = request.get("postData")
+    if post is None:
+        return b""
+    if isinstance(post, dict) and "text" not in post and isinstance(post.get("params"), list):
+        # a form as another tool records it: re-encoded the way a browser sends it
+        from urllib.parse import urlencode
+
+        pairs = [(str(p.get("name", "")), str(p.get("value", ""))) for p in post["params"]]
+        return urlencode(pairs).encode()
+    return _body(post, "_encoding", f"{where}postData")
+
+
+def _body(container: Any, encoding_key: str, where: str) -> bytes:
+    if container is None:
+        return b""
+    if not isinstance(container, dict):
+        raise HarError(f"{where}: expected an object")
+    text = container.get("text")
+    if text is None:
+        return b""
+    if not isinstance(text, str):
+        raise HarError(f"{where}.text: expected a string")
+    encoding = container.get(encoding_key) or container.get("encoding")
+    if encoding == "base64":
+        try:
+            return base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            raise HarError(f"{where}.text: not valid base64") from None
+    return text.encode("utf-8")

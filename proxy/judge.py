@@ -1,0 +1,181 @@
+"""The judge: every exchange against the document, one at a time and across the session.
+
+``Judge(config, profile=...)`` is what the proxy and the replay feed: ``observe(exchange)`` judges
+one exchange (the request and the answer against the spec, then the stateful rules of
+``proxy.stateful``) and returns the violations it revealed; ``finish()`` asks the target what
+the traffic could not settle (``proxy.confirm``, only with a configuration that gives
+credentials) and returns those. ``rule_states()`` says, per rule, whether it was judged and on
+how many exchanges, or why not: the report shows a rule nothing exercised as skipped, never as
+passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from conformance.checks import Check
+from paysuite_core.target_config import TargetConfig
+from proxy.exchange import Exchange
+from proxy.routes import Route, route_of
+from proxy.rules import (
+    CANCELLED,
+    CONCURRENT_REUSE,
+    CONFIRMED,
+    CROSS_KIND_REUSE,
+    EXPIRY,
+    FINAL_ONCE_PROCESSED,
+    IDEMPOTENCY,
+    KEY_LENGTH,
+    QUERY_KEY_REUSE,
+    ROTATION,
+    RULES,
+    SCHEMA_REQUEST,
+    SCHEMA_RESPONSE,
+    Violation,
+)
+from proxy.spec_rules import SpecView
+from proxy.stateful import ExpiryRule, IdempotencyRule, LifecycleRule, RotationRule
+
+UNCONFIRMED = "no --config with credentials: a rejected reuse was not confirmed on the events list"
+
+
+@dataclass(frozen=True)
+class RuleState:
+    """How far a rule was judged in this session."""
+
+    check: Check
+    exercised: int  # exchanges (or comparisons) the rule judged
+    not_judged: str = ""  # why the rule could not be judged at all ("" when it could)
+    notes: tuple[str, ...] = ()
+
+
+@dataclass
+class Observed:
+    """One exchange as the report lists it: where it sits in the document, and its findings."""
+
+    exchange: Exchange
+    operation: str | None  # None: not an operation of the document (forwarded, not judged)
+    violations: list[Violation] = field(default_factory=list)
+
+
+class Judge:
+    """Judges a session's exchanges in the order they are observed."""
+
+    def __init__(
+        self,
+        config: TargetConfig | None,
+        *,
+        profile: str = "seed",
+        base_url: str | None = None,
+        confirm: bool = True,
+    ) -> None:
+        self.config = config
+        self.profile = profile
+        base = base_url or (config.base_url if config else "http://127.0.0.1/api")
+        self.spec = SpecView(config, profile=profile, base_url=base)
+        self.idempotency = IdempotencyRule()
+        self.expiry = ExpiryRule()
+        self.rotation = RotationRule(config.refresh_rotation if config else None)
+        self.lifecycle = LifecycleRule()
+        self.confirm = confirm and config is not None
+        self.observed: list[Observed] = []
+        self.violations: list[Violation] = []
+        self.unanswered = 0
+        #: problems of the session itself (an exchange the judge could not judge): no verdict
+        self.run_errors: list[str] = []
+        self._request_judged = 0
+        self._response_judged = 0
+        self._confirm_notes: list[str] = []
+        self._stateful: tuple[Callable[[Exchange, Route], list[Violation]], ...] = (
+            self.expiry.observe,
+            self.rotation.observe,
+            self.idempotency.observe,
+            self.lifecycle.observe,
+        )
+
+    def observe(self, exchange: Exchange) -> list[Violation]:
+        """Judge one exchange; the violations it revealed (also kept in ``violations``)."""
+        route = route_of(exchange)
+        record = Observed(exchange, route.operation if route else None)
+        self.observed.append(record)
+        if exchange.status == 0:
+            self.unanswered += 1
+        if route is None:
+            return []
+        found: list[Violation] = []
+        if route.creation or route.operation == "authorize":
+            self._request_judged += 1
+        found += self.spec.judge_request(exchange, route)
+        if exchange.status:
+            self._response_judged += 1
+            found += self.spec.judge_response(exchange, route)
+            for rule in self._stateful:
+                found += rule(exchange, route)
+        self._keep(found)
+        return found
+
+    def finish(self) -> list[Violation]:
+        """Settle what the traffic could not, through the judge's own client; then nothing more
+        is judged."""
+        if not self.confirm:
+            return []
+        from proxy.confirm import Confirmer
+
+        assert self.config is not None
+        confirmer = Confirmer(self.config, profile=self.profile)
+        found: list[Violation] = []
+        try:
+            others = set(self.idempotency.refs)
+            for use in self.idempotency.unsettled():
+                first_ref = (use.first.response_json() or {}).get("ref")
+                violation = confirmer.executions(use, others - {first_ref})
+                found += [violation] if violation else []
+            for tx in self.lifecycle.unconfirmed():
+                self.lifecycle.exercised_event += 1
+                violation = confirmer.find_agrees(tx)
+                found += [violation] if violation else []
+        finally:
+            confirmer.close()
+        self._confirm_notes = confirmer.problems
+        self._keep(found)
+        return found
+
+    def _keep(self, found: list[Violation]) -> None:
+        self.violations += found
+        by_seq = {record.exchange.seq: record for record in self.observed}
+        for violation in found:
+            for exchange in violation.exchanges:
+                record = by_seq.get(exchange.seq)
+                if record is not None and violation not in record.violations:
+                    record.violations.append(violation)
+
+    def rule_states(self) -> list[RuleState]:
+        """Every rule of ``proxy.rules.RULES``: judged on how much, or why not."""
+        unconfirmed: tuple[str, ...] = ()
+        if not self.confirm:
+            unconfirmed = (UNCONFIRMED,)
+        exercised: dict[str, tuple[int, str, tuple[str, ...]]] = {
+            SCHEMA_REQUEST.id: (self._request_judged, "", ()),
+            SCHEMA_RESPONSE.id: (self._response_judged, "", ()),
+            EXPIRY.id: (self.expiry.exercised, "", ()),
+            ROTATION.id: (self.rotation.exercised, self.rotation.not_judged, ()),
+            IDEMPOTENCY.id: (self.idempotency.exercised[IDEMPOTENCY.id], "", unconfirmed),
+            CROSS_KIND_REUSE.id: (self.idempotency.exercised[CROSS_KIND_REUSE.id], "", unconfirmed),
+            KEY_LENGTH.id: (self.idempotency.exercised[KEY_LENGTH.id], "", ()),
+            QUERY_KEY_REUSE.id: (self.idempotency.exercised[QUERY_KEY_REUSE.id], "", unconfirmed),
+            CONCURRENT_REUSE.id: (self.idempotency.exercised[CONCURRENT_REUSE.id], "", unconfirmed),
+            CONFIRMED.id: (self.lifecycle.exercised_event, "", ()),
+            CANCELLED.id: (self.lifecycle.exercised_event, "", ()),
+            FINAL_ONCE_PROCESSED.id: (self.lifecycle.exercised_final, "", ()),
+        }
+        notes = tuple(self._confirm_notes)
+        return [
+            RuleState(
+                check,
+                exercised[check.id][0],
+                exercised[check.id][1],
+                exercised[check.id][2] + notes,
+            )  # fmt: skip
+            for check in RULES
+        ]

@@ -1,0 +1,506 @@
+"""``paysuite replay FILE.har --target URL``: re-send a recorded session and judge it again.
+
+A HAR file written by ``paysuite proxy`` is masked (``proxy.masking``), and the values it holds
+belong to the session that was recorded: its tokens expired long ago and its refs name
+transactions of the target it ran against. A replay therefore rebuilds each request before
+sending it, in the recorded order:
+
+- **client secrets** come from ``--config`` (the application with the recorded ``client_id``). A
+  secret whose recorded authorize was refused (400, 401, 403) was a wrong one on purpose: the
+  replay sends a made-up wrong secret instead, so a refused authorize stays a refused one;
+- **tokens**: each placeholder (``«masked:access:2»``) is bound to the value found in the same
+  place of the replayed answer where the recorded answer had it (the token pair of an authorize
+  or refresh), so the same recorded token maps to the same replayed token everywhere, and a
+  token reused (or used after its expiry) in the session is reused in the replay;
+- **refs**: the ``ref`` a replayed creation returns replaces the recorded one in every later URL,
+  header and body, so a find of a recorded ref asks for the ref the replay created;
+- **idempotency keys** (header or query) are renewed, consistently (a key sent twice is sent
+  twice again) and in shape (same length, same punctuation), so that replaying against the
+  target that recorded the session does not collide with the recorded keys; ``--keep-keys``
+  sends them as recorded.
+
+An exchange that cannot be rebuilt (a token obtained before the recording began, a secret the
+configuration does not have) is not sent: it is listed with the reason, and the rest goes on.
+The URLs move to ``--target`` the way ``paysuite proxy`` forwards: the recorded target (kept in
+the HAR) is swapped for the new one; a HAR from another tool has its URL path appended to
+``--target``. Requests go one at a time, as fast as the target answers, or with the recorded
+gaps (``--keep-timing``, each gap at most ``MAX_GAP_S``: an expiry can only be judged again if
+the time passes again).
+
+Each replayed exchange goes to the same ``Judge`` as live traffic, and the replay writes the same
+reports (its own HAR included), so a violation found live is reproduced, or shown fixed, by one
+command.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TextIO
+from urllib.parse import quote, unquote, urlsplit
+
+import httpx
+
+from conformance.http import BoundedBody, Limits, ResponseTooLarge
+from paysuite_core.target_config import TargetConfig
+from proxy.exchange import Exchange, Headers
+from proxy.masking import PLACEHOLDER, placeholders_in
+
+#: The longest pause ``--keep-timing`` makes between two requests.
+MAX_GAP_S = 60.0
+#: Headers that belong to one connection or are recomputed for the body sent (RFC 9110 7.6.1).
+NOT_RESENT = frozenset(
+    {"host", "content-length", "connection", "keep-alive", "proxy-connection", "te",
+     "transfer-encoding", "upgrade"}
+)  # fmt: skip
+#: What httpx adds on its own: removed unless the recording had it, so the request is as recorded.
+_CLIENT_DEFAULTS = ("accept", "accept-encoding", "connection", "user-agent")
+_REFUSED = (400, 401, 403)
+#: « and » as an ASCII-only JSON encoder writes them (U+00AB, U+00BB).
+_ESCAPED_GUILLEMETS = re.compile(r"\\u00(ab|bb)", re.IGNORECASE)
+_KEY_QUERY = re.compile(r"(?i)(^|&)(idempotency-key=)([^&]*)")
+
+
+class Judging(Protocol):
+    """What the replay needs of ``proxy.judge.Judge``."""
+
+    def observe(self, exchange: Exchange) -> Sequence[Any]: ...
+
+    def finish(self) -> Sequence[Any]: ...
+
+
+class TargetDown(RuntimeError):
+    """The target refused the connection: nothing more of the session can be replayed."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A recorded exchange the replay did not send, and why."""
+
+    seq: int
+    method: str
+    url: str
+    reason: str
+
+    def line(self) -> str:
+        return f"not replayed: #{self.seq} {self.method} {self.url}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    method: str
+    url: str
+    headers: Headers
+    body: bytes
+
+
+@dataclass
+class Rebuilder:
+    """Turns each recorded (masked) exchange into the request to send now, and learns from each
+    replayed answer the values later requests need."""
+
+    target: str
+    recorded_target: str | None = None
+    config: TargetConfig | None = None
+    keep_keys: bool = False
+    values: dict[str, str] = field(default_factory=dict)  # placeholder -> value in this replay
+    refs: dict[str, str] = field(default_factory=dict)  # recorded ref -> replayed ref
+    keys: dict[str, str] = field(default_factory=dict)  # recorded key -> key sent now
+
+    def url(self, recorded_url: str) -> str:
+        """The recorded URL moved onto ``target``, as ``paysuite proxy`` forwards."""
+        base = self.target.rstrip("/")
+        recorded_base = (self.recorded_target or "").rstrip("/")
+        rest = recorded_url[len(recorded_base) :]
+        if recorded_base and recorded_url.startswith(recorded_base) and rest[:1] in ("", "/", "?"):
+            return base + rest
+        parts = urlsplit(recorded_url)
+        return base + parts.path + (f"?{parts.query}" if parts.query else "")
+
+    def rebuild(self, recorded: Exchange) -> Outgoing | Skipped:
+        reason = self._bind_secret(recorded)
+        if reason:
+            return Skipped(recorded.seq, recorded.method, recorded.url, reason)
+        url = self._url_values(self._renew_query_key(self.url(recorded.url)))
+        headers = tuple(
+            (name, self._renew_header_key(name, self._values(value)))
+            for name, value in recorded.request_headers
+            if name.lower() not in NOT_RESENT
+        )
+        body = self._body(recorded.request_body)
+        left = placeholders_in(url + "".join(v for _, v in headers) + _text(body))
+        if left:
+            why = (
+                f"it uses {left[0]}, which the configuration cannot fill"
+                if ":secret:" in left[0]
+                else f"it uses {left[0]}, which no replayed answer issued (a token obtained"
+                " before the recording began, or whose authorize or refresh failed or was not"
+                " replayed)"
+            )
+            return Skipped(recorded.seq, recorded.method, recorded.url, why)
+        return Outgoing(recorded.method, url, headers, body)
+
+    def learn(self, recorded: Exchange, replayed: Exchange) -> None:
+        """Bind the placeholders and refs of ``recorded``'s answer to ``replayed``'s values (a
+        target may issue one token twice, e.g. within one second: the recording then shows one
+        placeholder where the replay obtains two values)."""
+        if not 200 <= replayed.status < 300:
+            return
+        for old, new in _same_places(recorded.response_json(), replayed.response_json()):
+            if PLACEHOLDER.fullmatch(old):
+                # the latest answer wins: a client goes on with the pair it received last
+                self.values[old] = new
+        if recorded.method == "POST":
+            old_ref, new_ref = _ref(recorded.response_json()), _ref(replayed.response_json())
+            if old_ref and new_ref and old_ref != new_ref:
+                self.refs.setdefault(old_ref, new_ref)
+
+    # -- secrets ------------------------------------------------------------------------------
+    def _bind_secret(self, recorded: Exchange) -> str:
+        """Fill the client secret of an authorize from the configuration; why not, if it can't."""
+        body = recorded.request_json()
+        if not isinstance(body, dict) or not isinstance(body.get("client_secret"), str):
+            return ""
+        masked = body["client_secret"]
+        if not PLACEHOLDER.fullmatch(masked) or masked in self.values:
+            return ""
+        if recorded.status in _REFUSED:
+            self.values[masked] = "wrong-" + secrets.token_hex(12)
+            return ""
+        client_id = body.get("client_id")
+        app = next(
+            (
+                a
+                for a in (self.config.applications if self.config else ())
+                if a.client_id == client_id
+            ),
+            None,
+        )
+        if app is None and self.config is None:
+            return f"its client secret (application {client_id!r}) is masked and no --config"
+        if app is None:
+            return f"its client secret is masked and the configuration has no {client_id!r}"
+        self.values[masked] = app.client_secret
+        return ""
+
+    # -- substitution ---------------------------------------------------------------------------
+    def _values(self, text: str) -> str:
+        text = PLACEHOLDER.sub(lambda m: self.values.get(m.group(0), m.group(0)), text)
+        for old, new in self.refs.items():
+            text = text.replace(old, new)
+        return text
+
+    def _url_values(self, url: str) -> str:
+        """Placeholders and refs replaced, each value encoded for where it stands: a path
+        segment keeps what a segment may hold, a query value only the unreserved characters."""
+
+        def filled(part: str, safe: str) -> str:
+            def value(match: re.Match[str]) -> str:
+                found = self.values.get(match.group(0))
+                return quote(found, safe=safe) if found is not None else match.group(0)
+
+            part = PLACEHOLDER.sub(value, part)
+            for old, new in self.refs.items():
+                part = part.replace(old, new)
+            return part
+
+        path, sep, query = url.partition("?")
+        return filled(path, "-._~!$'()*+,;=:@") + sep + filled(query, "-._~")
+
+    def _body(self, body: bytes) -> bytes:
+        if not body:
+            return body
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            return body
+        try:
+            json.loads(text)
+            inside_json = True
+        except ValueError:
+            inside_json = False
+        if inside_json:  # a placeholder written by an ASCII-only JSON encoder: \u00abmasked...
+            text = _ESCAPED_GUILLEMETS.sub(
+                lambda m: "«" if m.group(1).lower() == "ab" else "»", text
+            )
+
+        def value(match: re.Match[str]) -> str:
+            found = self.values.get(match.group(0))
+            if found is None:
+                return match.group(0)
+            return json.dumps(found)[1:-1] if inside_json else found
+
+        text = PLACEHOLDER.sub(value, text)
+        for old, new in self.refs.items():
+            text = text.replace(old, new)
+        return text.encode("utf-8")
+
+    # -- idempotency keys ------------------------------------------------------------------------
+    def _renewed(self, key: str) -> str:
+        if self.keep_keys or not key:
+            return key
+        if key not in self.keys:
+            alphabet = "0123456789abcdef"
+            self.keys[key] = re.sub(r"[A-Za-z0-9]", lambda _m: secrets.choice(alphabet), key)
+        return self.keys[key]
+
+    def _renew_header_key(self, name: str, value: str) -> str:
+        return self._renewed(value) if name.lower() == "idempotency-key" else value
+
+    def _renew_query_key(self, url: str) -> str:
+        head, sep, query = url.partition("?")
+        if not sep:
+            return url
+        query = _KEY_QUERY.sub(
+            lambda m: m.group(1) + m.group(2) + quote(self._renewed(unquote(m.group(3))), safe=""),
+            query,
+        )
+        return f"{head}?{query}"
+
+
+def _text(body: bytes) -> str:
+    return body.decode("utf-8", errors="replace")
+
+
+def _ref(data: Any) -> str | None:
+    ref = data.get("ref") if isinstance(data, dict) else None
+    return ref if isinstance(ref, str) and len(ref) >= 8 else None
+
+
+def _same_places(recorded: Any, replayed: Any) -> Iterator[tuple[str, str]]:
+    """(recorded string, replayed string) found under the same keys of two JSON objects."""
+    if not isinstance(recorded, dict) or not isinstance(replayed, dict):
+        return
+    for key, old in recorded.items():
+        new = replayed.get(key)
+        if isinstance(old, str) and isinstance(new, str):
+            yield old, new
+        elif isinstance(old, dict):
+            yield from _same_places(old, new)
+
+
+# --- sending -----------------------------------------------------------------------------------
+@dataclass
+class Sender:
+    """One request at a time over one httpx client, the answer read raw and bounded: the replayed
+    exchange records the bytes the target sent, as the proxy does."""
+
+    client: httpx.Client
+    limits: Limits = field(default_factory=Limits)
+
+    def send(self, seq: int, outgoing: Outgoing) -> Exchange:
+        request = self.client.build_request(
+            outgoing.method, outgoing.url, headers=list(outgoing.headers), content=outgoing.body
+        )
+        recorded_names = {name.lower() for name, _ in outgoing.headers}
+        for name in _CLIENT_DEFAULTS:
+            if name not in recorded_names and name in request.headers:
+                del request.headers[name]
+        started, began = time.time(), time.perf_counter()
+        status, body, error = 0, b"", ""
+        headers: Headers = ()
+        try:
+            response = self.client.send(request, stream=True)
+            try:
+                collected = BoundedBody(
+                    response.headers, self.limits.max_body_bytes, f"#{seq} {outgoing.url}"
+                )
+                deadline = time.monotonic() + self.limits.total_s
+                for chunk in response.iter_raw():
+                    collected.add(chunk)
+                    if time.monotonic() > deadline:
+                        raise httpx.ReadTimeout("no complete answer in time", request=request)
+                status, body = response.status_code, bytes(collected.data)
+                headers = tuple(
+                    (k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw
+                )
+            finally:
+                response.close()
+        except httpx.ConnectError as exc:
+            raise TargetDown(f"the target refused the connection: {exc}") from None
+        except (httpx.HTTPError, ResponseTooLarge) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        return Exchange(
+            seq=seq,
+            started=started,
+            elapsed_ms=(time.perf_counter() - began) * 1000,
+            method=outgoing.method,
+            url=outgoing.url,
+            request_headers=outgoing.headers,
+            request_body=outgoing.body,
+            status=status,
+            response_headers=headers,
+            response_body=body,
+            error=error,
+        )
+
+
+# --- the replay --------------------------------------------------------------------------------
+@dataclass
+class ReplayResult:
+    exchanges: list[Exchange]  # as replayed, in clear (mask before writing)
+    violations: list[Any]
+    skipped: list[Skipped]
+    stopped: str = ""  # the target went away: why the replay ended before the session did
+    interrupted: bool = False  # Ctrl-C: what was replayed is still judged and reported
+
+
+def replay_session(
+    recorded: Sequence[Exchange],
+    rebuilder: Rebuilder,
+    sender: Sender,
+    judge: Judging,
+    *,
+    keep_timing: bool = False,
+    on_violation: Callable[[Any], object] = lambda _v: None,
+    on_skip: Callable[[Skipped], object] = lambda _s: None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ReplayResult:
+    """Re-send ``recorded`` in order through ``rebuilder`` and ``sender``; ``judge`` sees each
+    replayed exchange as it would live traffic."""
+    result = ReplayResult([], [], [])
+    previous: Exchange | None = None
+    try:
+        for item in recorded:
+            if keep_timing and previous is not None:
+                sleep(min(max(item.started - previous.started, 0.0), MAX_GAP_S))
+            previous = item
+            outgoing = rebuilder.rebuild(item)
+            if isinstance(outgoing, Skipped):
+                result.skipped.append(outgoing)
+                on_skip(outgoing)
+                continue
+            try:
+                replayed = sender.send(item.seq, outgoing)
+            except TargetDown as exc:
+                result.stopped = str(exc)
+                break
+            rebuilder.learn(item, replayed)
+            result.exchanges.append(replayed)
+            for violation in judge.observe(replayed):
+                result.violations.append(violation)
+                on_violation(violation)
+    except KeyboardInterrupt:
+        result.interrupted = True
+    for violation in judge.finish():
+        result.violations.append(violation)
+        on_violation(violation)
+    return result
+
+
+def open_client(limits: Limits | None = None) -> httpx.Client:
+    """The replay's client: no redirects followed (a redirect is part of what is judged), no
+    environment proxies (the target is addressed directly)."""
+    limits = limits or Limits()
+    return httpx.Client(timeout=limits.timeout(), follow_redirects=False, trust_env=False)
+
+
+# --- the command -------------------------------------------------------------------------------
+def run_replay(args: Any, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """``paysuite replay``: 0 the replayed session followed the document, 1 a violation, 2 a
+    file or configuration that cannot be used, a target that refuses connections, or nothing
+    that could be replayed."""
+    from paysuite_core.target_config import TargetConfigError, load_target_config
+    from proxy.har import HarError, read_session
+    from proxy.judge import Judge
+    from proxy.report import scorecard, write_reports
+    from proxy.session import live_line, write_session_har
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        recorded = read_session(args.har_file)
+        config = load_target_config(args.config) if args.config else None
+    except (HarError, TargetConfigError) as exc:
+        print(f"paysuite replay: {exc}", file=err, flush=True)
+        return 2
+    if not recorded.exchanges:
+        print(f"paysuite replay: {args.har_file} holds no exchange", file=err, flush=True)
+        return 2
+    target = urlsplit(args.target)
+    if target.scheme not in ("http", "https") or not target.hostname:
+        print(f"paysuite replay: --target {args.target!r}: expected an http(s) URL", file=err)
+        return 2
+    rebuilder = Rebuilder(
+        target=args.target,
+        recorded_target=recorded.target,
+        config=config,
+        keep_keys=bool(getattr(args, "keep_keys", False)),
+    )
+    judge = Judge(config, profile=args.profile, base_url=config.base_url if config else None)
+    show = live_line(out)
+    started = time.time()
+    out.write(
+        f"replaying {len(recorded.exchanges)} exchange(s) of {args.har_file} -> {args.target}\n"
+    )
+    with open_client() as client:
+        result = replay_session(
+            recorded.exchanges,
+            rebuilder,
+            Sender(client),
+            judge,
+            keep_timing=bool(getattr(args, "keep_timing", False)),
+            on_violation=show,
+            on_skip=lambda skipped: out.write(skipped.line() + "\n"),
+        )
+    if result.stopped:
+        print(f"paysuite replay: {result.stopped}", file=err, flush=True)
+        return 2
+    if result.interrupted:
+        out.write(f"interrupted after {len(result.exchanges)} replayed exchange(s)\n")
+    if not result.exchanges:
+        print("paysuite replay: no exchange could be replayed (see the lines above)", file=err)
+        return 2
+    verdict, paths = write_reports(
+        judge, args.report_dir, target=args.target, started=started,
+        duration_s=time.time() - started,
+    )  # fmt: skip
+    _mark_replay(paths, args.har_file, result.skipped)
+    har = write_session_har(
+        judge, result.exchanges, Path(args.report_dir) / "session.har", target=args.target
+    )
+    paths += [har] if har is not None else []
+    out.write(f"replayed {len(result.exchanges)}, not replayed {len(result.skipped)}\n")
+    out.write(f"reports: {', '.join(str(p) for p in paths)}\n")
+    out.write(scorecard(judge) + "\n")
+    out.flush()
+    return verdict.exit_code
+
+
+def _mark_replay(paths: list[Path], har_file: str, skipped: list[Skipped]) -> None:
+    """Say in conformance.json that this verdict is a replay's, of which file, and what of it
+    was not sent (the proxy's report writer knows live sessions only)."""
+    for path in paths:
+        if path.name != "conformance.json":
+            continue
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["mode"] = "replay"
+        data["replay"] = {
+            "har": str(har_file),
+            "not_replayed": [
+                {"seq": s.seq, "method": s.method, "url": s.url, "reason": s.reason}
+                for s in skipped
+            ],
+        }
+        path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+__all__ = [
+    "MAX_GAP_S",
+    "Judging",
+    "Outgoing",
+    "Rebuilder",
+    "ReplayResult",
+    "Sender",
+    "Skipped",
+    "TargetDown",
+    "open_client",
+    "replay_session",
+    "run_replay",
+]

@@ -1,0 +1,203 @@
+"""A session's verdict in the formats of ``paysuite conform``: junit.xml, conformance.json (plus
+every exchange's verdict) and report.html, rendered by ``conformance.report`` itself.
+
+Each rule of ``proxy.rules.RULES`` becomes one result shaped like the plugin's ``CheckResult``:
+failed with its first violation's message and Expected/Actual and the exchanges of every
+violation as evidence (at most ``MAX_EVIDENCE``), passed when it judged something and found
+nothing, skipped (with the reason) when nothing in the session gave it anything to judge. Every
+violation gates: the proxy has no SHOULD leniency, a rule it judges is one the target declared or
+the document states. Evidence is the conformance suite's safe form (tokens shortened, secrets
+masked, curl with ``$PAYSUITE_TOKEN``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from conformance import report as conform_report
+from conformance.checks import Check
+from conformance.evidence import Exchange as EvidenceExchange
+from conformance.evidence import redact_url
+from proxy.exchange import Exchange
+from proxy.judge import Judge
+
+MAX_EVIDENCE = 10
+TITLE = "paysuite proxy report"
+
+
+@dataclass
+class RuleResult:
+    """What ``conformance.report`` reads of a result (by attribute)."""
+
+    check: Check
+    outcome: str  # passed | failed | skipped
+    message: str = ""
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    duration_s: float = 0.0
+    expected: str = ""
+    actual: str = ""
+    note: str = ""
+    gating: bool = True
+
+
+def evidence_of(exchange: Exchange) -> dict[str, Any]:
+    """A proxied exchange as the suite's evidence item (safe form: nothing usable leaks)."""
+    item = EvidenceExchange.build(
+        exchange.method,
+        exchange.url,
+        dict(exchange.request_headers),
+        exchange.request_body if exchange.request_body else None,
+        note=f"proxied exchange #{exchange.seq}",
+    )
+    if exchange.status == 0:
+        item.error = exchange.error or "no answer"
+    else:
+        item.record_response(
+            exchange.status,
+            dict(exchange.response_headers),
+            exchange.response_body.decode("utf-8", errors="replace"),
+            exchange.elapsed_ms,
+        )
+    return item.to_dict()
+
+
+def results(judge: Judge) -> list[RuleResult]:
+    out = []
+    for state in judge.rule_states():
+        found = [v for v in judge.violations if v.check.id == state.check.id]
+        note = "; ".join(state.notes)
+        if found:
+            first = found[0]
+            evidence: list[dict[str, Any]] = []
+            for violation in found:
+                evidence += [evidence_of(e) for e in violation.exchanges]
+                evidence += [dict(c) for c in violation.confirmations]
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            out.append(
+                RuleResult(
+                    state.check,
+                    "failed",
+                    f"{len(found)} violation{'s' if len(found) > 1 else ''}: {first.message}{more}",
+                    evidence[:MAX_EVIDENCE],
+                    expected=first.expected,
+                    actual=first.actual,
+                    note=note,
+                )
+            )
+        elif state.not_judged:
+            out.append(RuleResult(state.check, "skipped", f"not judged: {state.not_judged}"))
+        elif state.exercised == 0:
+            out.append(
+                RuleResult(
+                    state.check,
+                    "skipped",
+                    "not judged: no exchange of this session gave the rule anything to judge",
+                )
+            )
+        else:
+            note = f"judged on {state.exercised} exchange(s)" + (f"; {note}" if note else "")
+            out.append(RuleResult(state.check, "passed", note=note))
+    return out
+
+
+def verdict_of(judge: Judge, rule_results: list[RuleResult]) -> conform_report.Verdict:
+    """1 on any violation; 2 when nothing failed but the target left exchanges unanswered (no
+    verdict on those); else 0."""
+    run = sum(1 for r in rule_results if r.outcome in ("passed", "failed"))
+    skipped = tuple((r.check.id, r.message) for r in rule_results if r.outcome == "skipped")
+    coverage = conform_report.Coverage(run=run, total=len(rule_results), skipped=skipped)
+    failed = [r.check.id for r in rule_results if r.outcome == "failed"]
+    run_errors = tuple(judge.run_errors)
+    if judge.unanswered:
+        run_errors += (f"the target left {judge.unanswered} exchange(s) unanswered (502 to the "
+                       "client)",)  # fmt: skip
+    if failed:
+        verdict, code = "fail", 1
+        reason = f"{len(judge.violations)} violation(s) of {', '.join(failed)}"
+    elif run_errors:
+        verdict, code, reason = "error", 2, run_errors[0]
+    else:
+        verdict, code = "pass", 0
+        reason = f"{len(judge.observed)} exchange(s), no violation"
+    return conform_report.Verdict(
+        verdict=verdict,
+        exit_code=code,
+        profile=judge.profile,
+        strict=True,
+        coverage=coverage,
+        run_errors=run_errors,
+        reason=reason,
+    )
+
+
+def exchange_verdicts(judge: Judge) -> list[dict[str, Any]]:
+    """Every exchange of the session with its verdict, for conformance.json's ``exchanges``."""
+    rows = []
+    for record in judge.observed:
+        exchange = record.exchange
+        if record.violations:
+            verdict = "fail"
+        elif record.operation is None or exchange.status == 0:
+            verdict = "not judged"
+        else:
+            verdict = "pass"
+        rows.append(
+            {
+                "seq": exchange.seq,
+                "method": exchange.method,
+                "url": redact_url(exchange.url),
+                "operation": record.operation,
+                "status": exchange.status,
+                "elapsed_ms": exchange.elapsed_ms,
+                "error": exchange.error or None,
+                "verdict": verdict,
+                "violations": [
+                    {"id": v.check.id, "message": v.message, "exchanges": list(v.seqs)}
+                    for v in record.violations
+                ],
+            }
+        )
+    return rows
+
+
+def write_reports(
+    judge: Judge, report_dir: str | Path, *, target: str, started: float, duration_s: float
+) -> tuple[conform_report.Verdict, list[Path]]:
+    """Write junit.xml, conformance.json and report.html; return the verdict and the paths."""
+    rule_results = results(judge)
+    verdict = verdict_of(judge, rule_results)
+    started_at = datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds")
+    directory = Path(report_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    junit = directory / "junit.xml"
+    text = conform_report.to_junit(rule_results, verdict=verdict, duration_s=duration_s)
+    junit.write_text(text.replace("paysuite-conformance-", "paysuite-proxy-"), encoding="utf-8")
+    common: dict[str, Any] = {
+        "verdict": verdict,
+        "target": target,
+        "started_at": started_at,
+        "duration_s": round(duration_s, 3),
+    }
+    data = conform_report.to_json(rule_results, **common)
+    data["mode"] = "proxy"
+    data["exchanges"] = exchange_verdicts(judge)
+    as_json = directory / "conformance.json"
+    as_json.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    page = directory / "report.html"
+    html = conform_report.to_html(rule_results, **common)
+    page.write_text(html.replace("paysuite conformance report", TITLE), encoding="utf-8")
+    return verdict, [junit, as_json, page]
+
+
+def scorecard(judge: Judge) -> str:
+    """The terminal scorecard (the conform layout), its verdict line last."""
+    rule_results = results(judge)
+    verdict = verdict_of(judge, rule_results)
+    text = conform_report.scorecard(rule_results, verdict, with_verdict=False).replace(
+        "Conformance scorecard\n=====================", "Proxy scorecard\n==============="
+    )
+    return text + "\n" + conform_report.verdict_line(verdict, rule_results)

@@ -1,0 +1,127 @@
+"""Which operation of the document an exchange is, read from its method and URL.
+
+The proxy does not know the target's base path (``/api`` on the live service, anything on
+another), so a path matches an operation when it *ends* with the operation's path template of
+the spec; the longest template wins. A path that matches none (``/merchants/me``, the stub's
+sandbox, a typo) is not an operation of the document: it is forwarded and recorded, not judged.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from conformance.api import CASHIN, CASHOUT, EVENTS
+from conformance.document_validity import AUTHORIZE, FIND, REFRESHES
+from paysuite_core.specfile import load_spec
+from proxy.exchange import Exchange
+
+#: The document's operations by spec path template, with the proxy's short name for each.
+OPERATION_NAMES: dict[str, str] = {
+    CASHIN: "cashin",
+    CASHOUT: "cashout",
+    FIND: "find",
+    EVENTS: "events",
+    AUTHORIZE: "authorize",
+    **{path: "refresh" for path in REFRESHES},
+}
+#: "The transaction and event endpoints require it" (Authentication, 3).
+PROTECTED = frozenset({"cashin", "cashout", "find", "events"})
+CREATIONS = frozenset({"cashin", "cashout"})
+
+
+@dataclass(frozen=True)
+class Route:
+    """An exchange placed in the document: its operation, template and parameters."""
+
+    operation: str  # cashin | cashout | find | events | authorize | refresh
+    template: str  # the spec's path template, e.g. /transactions/find/{ref}
+    method: str  # lower case, as the spec's keys
+    path_params: dict[str, str] = field(default_factory=dict)
+    query: dict[str, str] = field(default_factory=dict)  # first value of each name
+
+    @property
+    def protected(self) -> bool:
+        return self.operation in PROTECTED
+
+    @property
+    def creation(self) -> bool:
+        return self.operation in CREATIONS
+
+    @property
+    def kind(self) -> str:
+        return "CASHIN" if self.operation == "cashin" else "CASHOUT"
+
+
+@cache
+def _patterns() -> tuple[tuple[re.Pattern[str], str, frozenset[str]], ...]:
+    spec = load_spec()
+    found = []
+    for template, item in (spec.get("paths") or {}).items():
+        if template not in OPERATION_NAMES or not isinstance(item, dict):
+            continue
+        methods = frozenset(m for m in item if m in ("get", "post", "put", "patch", "delete"))
+        regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(template))
+        found.append((re.compile(f"(?:^|.*?)({regex})/?$"), template, methods))
+    found.sort(key=lambda entry: len(entry[1]), reverse=True)
+    return tuple(found)
+
+
+def route_of(exchange: Exchange) -> Route | None:
+    """The document's operation ``exchange`` is, or None (another path, or another method)."""
+    parts = urlsplit(exchange.url)
+    method = exchange.method.lower()
+    for pattern, template, methods in _patterns():
+        match = pattern.match(parts.path)
+        if match is None or method not in methods:
+            continue
+        params = {
+            name: unquote(value)
+            for name, value in match.groupdict().items()
+            if isinstance(value, str)
+        }
+        query: dict[str, str] = {}
+        for name, value in parse_qsl(parts.query, keep_blank_values=True):
+            query.setdefault(name, value)
+        return Route(OPERATION_NAMES[template], template, method, params, query)
+    return None
+
+
+def idempotency_key(exchange: Exchange, route: Route) -> str | None:
+    """The creation's key: the header, else the query parameter the examples use."""
+    header = exchange.request_header("Idempotency-Key")
+    if header is not None:
+        return header
+    for name, value in route.query.items():
+        if name.lower() == "idempotency-key":
+            return value
+    return None
+
+
+def bearer_token(exchange: Exchange) -> str | None:
+    """The credential of the Authorization header (``Bearer X``, or a bare token as paypack-js
+    sends it and the live service accepts)."""
+    value = exchange.request_header("Authorization")
+    if not value:
+        return None
+    scheme, sep, credential = value.strip().partition(" ")
+    if sep and scheme.lower() == "bearer":
+        return credential.strip() or None
+    return None if sep else value.strip()
+
+
+def token_claims(token: str | None) -> dict[str, Any] | None:
+    """A JWT's claims, read without verifying it (the proxy judges, it does not authenticate);
+    None for an opaque token."""
+    if not token:
+        return None
+    try:
+        import jwt
+
+        claims = jwt.decode(token, options={"verify_signature": False, "verify_exp": False})
+    except Exception:  # noqa: BLE001 - an opaque or malformed token simply has no claims
+        return None
+    return claims if isinstance(claims, dict) else None

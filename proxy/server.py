@@ -1,0 +1,221 @@
+"""The forwarding server: every request passes to the target unchanged, every answer comes back
+unchanged, and each exchange is handed to whoever judges it.
+
+"Unchanged" is what makes the verdict about the client's real traffic: the method, the raw path
+and query, the body bytes and the end-to-end headers go out as they came in (``Host`` names the
+target, as any reverse proxy must), and the target's status, reason, headers and body bytes go
+back (no decompression, no re-encoding). Only the hop-by-hop headers of RFC 9110 section 7.6.1
+(``Connection``, the fields it names, ``Keep-Alive``, ``Proxy-Connection``, ``TE``,
+``Transfer-Encoding``, ``Upgrade``) stop at the proxy, and the framing headers are recomputed for
+the body that is actually sent.
+
+A request body larger than ``max_body_bytes`` is refused with a 413 JSON body and never
+forwarded; a target that does not answer within ``upstream_timeout_s`` (or cannot be reached),
+or whose answer passes ``max_answer_bytes``, gives the client a 502 JSON body. Either way the
+exchange is recorded (``status`` 0 and ``error``: the target's answer was not had) so the report
+shows it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import aiohttp
+from aiohttp import web
+from multidict import CIMultiDict
+
+from proxy.exchange import Exchange, Headers
+
+#: RFC 9110 section 7.6.1: meaningful for one connection only, never forwarded.
+HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade"}
+)
+#: Recomputed by the framework for the body actually sent (same bytes, so the same length).
+FRAMING = frozenset({"content-length"})
+#: Headers aiohttp's client would add on its own: the proxy sends only what the client sent.
+NO_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
+#: Headers aiohttp's server adds to an answer that lacks them: removed again when the target
+#: did not send them (``on_response_prepare``), so the client sees the target's answer.
+SERVER_DEFAULTS = ("Content-Type", "Date", "Server")
+#: Where a forwarded answer's request keeps the header names the target sent.
+TARGET_HEADERS = web.RequestKey("paysuite_proxy.target_headers", set[str])
+
+
+@dataclass(frozen=True)
+class ProxySettings:
+    """Where to forward and the bounds of one exchange."""
+
+    target: str  # scheme://host:port[/prefix]; the client's path is appended to it verbatim
+    max_body_bytes: int = 1 << 20
+    upstream_timeout_s: float = 30.0
+    max_answer_bytes: int = 16 << 20  # no answer of this API comes near it
+
+
+class AnswerTooLarge(Exception):
+    """The target's answer passed ``max_answer_bytes``: abandoned, the client gets a 502."""
+
+
+def end_to_end(headers: Headers) -> list[tuple[str, str]]:
+    """``headers`` without the hop-by-hop ones, the ones ``Connection`` names included."""
+    named = {
+        token.strip().lower()
+        for name, value in headers
+        if name.lower() == "connection"
+        for token in value.split(",")
+    }
+    dropped = HOP_BY_HOP | FRAMING | named
+    return [(name, value) for name, value in headers if name.lower() not in dropped]
+
+
+async def _as_the_target_sent(request: web.Request, response: web.StreamResponse) -> None:
+    """Drop the defaults aiohttp added to a forwarded answer that the target did not send."""
+    sent = request.get(TARGET_HEADERS)
+    if sent is None:
+        return  # the proxy's own answer (413, 502)
+    for name in SERVER_DEFAULTS:
+        if name.lower() not in sent:
+            response.headers.popall(name, None)
+
+
+def _error_body(status: int, code: str, message: str) -> bytes:
+    return json.dumps({"status": status, "code": code, "message": message}).encode()
+
+
+class ForwardingProxy:
+    """An aiohttp application that forwards to ``settings.target`` and reports each exchange.
+
+    ``on_exchange`` is called once per exchange, after the answer was sent to the client, so
+    judging never delays the client.
+    """
+
+    def __init__(self, settings: ProxySettings, on_exchange: Callable[[Exchange], None]) -> None:
+        self.settings = settings
+        self.on_exchange = on_exchange
+        self._target = settings.target.rstrip("/")
+        self._session: aiohttp.ClientSession | None = None
+        self._seq = 0
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=self.settings.max_body_bytes)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        app.on_response_prepare.append(_as_the_target_sent)
+        app.on_startup.append(self._open)
+        app.on_cleanup.append(self._close)
+        return app
+
+    async def _open(self, _app: web.Application) -> None:
+        self._session = aiohttp.ClientSession(
+            auto_decompress=False,
+            skip_auto_headers=NO_AUTO_HEADERS,
+            timeout=aiohttp.ClientTimeout(total=self.settings.upstream_timeout_s),
+            connector=aiohttp.TCPConnector(limit=100, ttl_dns_cache=300),
+        )
+
+    async def _close(self, _app: web.Application) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self._seq += 1
+        seq = self._seq
+        started = time.time()
+        clock = time.perf_counter()
+        url = self._target + request.raw_path
+        request_headers: Headers = tuple(
+            (name.decode("latin-1"), value.decode("latin-1")) for name, value in request.raw_headers
+        )
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            limit = self.settings.max_body_bytes
+            message = f"request body larger than the proxy's limit of {limit} bytes"
+            answer = _error_body(413, "proxy_body_too_large", message)
+            self._report(seq, started, clock, request, url, request_headers, b"", 0, (), b"",
+                         error=message)  # fmt: skip
+            return web.Response(status=413, body=answer, content_type="application/json")
+        outgoing = CIMultiDict(
+            (name, value) for name, value in end_to_end(request_headers) if name.lower() != "host"
+        )
+        assert self._session is not None
+        try:
+            async with self._session.request(
+                request.method,
+                url,
+                headers=outgoing,
+                data=body if body else None,
+                allow_redirects=False,
+            ) as upstream:
+                answer = await self._read_bounded(upstream)
+                status, reason = upstream.status, upstream.reason
+                response_headers: Headers = tuple(
+                    (name.decode("latin-1"), value.decode("latin-1"))
+                    for name, value in upstream.raw_headers
+                )
+        except AnswerTooLarge as exc:
+            message = str(exc)
+            answer = _error_body(502, "proxy_answer_too_large", message)
+            self._report(seq, started, clock, request, url, request_headers, body, 0, (), b"",
+                         error=message)  # fmt: skip
+            return web.Response(status=502, body=answer, content_type="application/json")
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            message = f"the target did not answer: {type(exc).__name__}: {exc}".rstrip(": ")
+            answer = _error_body(502, "proxy_upstream_unreachable", message)
+            self._report(seq, started, clock, request, url, request_headers, body, 0, (), b"",
+                         error=message)  # fmt: skip
+            return web.Response(status=502, body=answer, content_type="application/json")
+        headers = CIMultiDict(end_to_end(response_headers))
+        response = web.Response(status=status, reason=reason, body=answer, headers=headers)
+        request[TARGET_HEADERS] = {name.lower() for name, _ in response_headers}
+        await response.prepare(request)
+        await response.write_eof()
+        self._report(seq, started, clock, request, url, request_headers, body, status,
+                     response_headers, answer)  # fmt: skip
+        return response
+
+    async def _read_bounded(self, upstream: aiohttp.ClientResponse) -> bytes:
+        limit = self.settings.max_answer_bytes
+        too_large = f"the target's answer is larger than the proxy's limit of {limit} bytes"
+        if upstream.content_length is not None and upstream.content_length > limit:
+            raise AnswerTooLarge(too_large)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in upstream.content.iter_chunked(1 << 16):
+            size += len(chunk)
+            if size > limit:
+                raise AnswerTooLarge(too_large)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _report(
+        self,
+        seq: int,
+        started: float,
+        clock: float,
+        request: web.Request,
+        url: str,
+        request_headers: Headers,
+        body: bytes,
+        status: int,
+        response_headers: Headers,
+        answer: bytes,
+        *,
+        error: str = "",
+    ) -> None:
+        self.on_exchange(
+            Exchange(
+                seq=seq,
+                started=started,
+                elapsed_ms=round((time.perf_counter() - clock) * 1000, 3),
+                method=request.method,
+                url=url,
+                request_headers=request_headers,
+                request_body=body,
+                status=status,
+                response_headers=response_headers,
+                response_body=answer,
+                error=error,
+            )
+        )

@@ -1,0 +1,168 @@
+"""One proxy session: serve, judge as the exchanges come, stop, settle, report.
+
+The forwarding server hands each exchange to a queue once its answer is sent; one task judges
+them in that order and prints a live line per violation, so judging never delays a client. The
+session stops on the first of: ``max_exchanges`` exchanges judged, ``duration_s`` elapsed, SIGINT
+or SIGTERM (Ctrl-C). Then the listener closes, the judge's ``finish`` settles what needs the
+target's word (in a worker thread: it makes blocking requests), and the reports are written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from aiohttp import web
+
+from proxy.exchange import Exchange
+from proxy.judge import Judge
+from proxy.report import scorecard, write_reports
+from proxy.rules import Violation
+from proxy.server import ForwardingProxy, ProxySettings
+
+LISTENING_PREFIX = "paysuite proxy listening on "
+
+
+@dataclass(frozen=True)
+class SessionLimits:
+    max_exchanges: int | None = None
+    duration_s: float | None = None
+
+
+@dataclass
+class SessionOutcome:
+    exit_code: int
+    exchanges: list[Exchange]
+    violations: list[Violation]
+    reports: list[Path]
+
+
+def live_line(out: TextIO) -> Callable[[Violation], None]:
+    def show(violation: Violation) -> None:
+        out.write(violation.line() + "\n")
+        out.flush()
+
+    return show
+
+
+async def serve(
+    judge: Judge,
+    settings: ProxySettings,
+    *,
+    host: str,
+    port: int,
+    limits: SessionLimits,
+    out: TextIO,
+    on_exchange: Callable[[Exchange], None] | None = None,
+) -> list[Exchange]:
+    """Serve until a limit or a signal; every exchange judged by ``judge``, in order."""
+    queue: asyncio.Queue[Exchange | None] = asyncio.Queue()
+    stop = asyncio.Event()
+    exchanges: list[Exchange] = []
+    show = live_line(out)
+
+    async def judge_forever() -> None:
+        while (exchange := await queue.get()) is not None:
+            exchanges.append(exchange)
+            if on_exchange is not None:
+                on_exchange(exchange)
+            try:
+                found = judge.observe(exchange)
+            except Exception as exc:  # noqa: BLE001 - a judge's bug must not stop the forwarding
+                judge.run_errors.append(f"#{exchange.seq} could not be judged: {exc!r}")
+                out.write(f"! #{exchange.seq} could not be judged: {exc!r}\n")
+                continue
+            for violation in found:
+                show(violation)
+            if limits.max_exchanges is not None and len(exchanges) >= limits.max_exchanges:
+                stop.set()
+
+    proxy = ForwardingProxy(settings, queue.put_nowait)
+    runner = web.AppRunner(proxy.app(), access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    bound = runner.addresses[0]
+    shown_host = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+    out.write(f"{LISTENING_PREFIX}http://{shown_host}:{bound[1]} -> {settings.target}\n")
+    out.flush()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    worker = asyncio.create_task(judge_forever())
+    try:
+        if limits.duration_s is not None:
+            try:
+                await asyncio.wait_for(stop.wait(), limits.duration_s)
+            except TimeoutError:
+                pass
+        else:
+            await stop.wait()
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+        await runner.cleanup()  # in-flight exchanges finish (and are queued) first
+        queue.put_nowait(None)
+        await worker
+    return exchanges
+
+
+def run_session(
+    judge: Judge,
+    settings: ProxySettings,
+    *,
+    host: str,
+    port: int,
+    limits: SessionLimits,
+    report_dir: str | Path,
+    har_path: str | Path | None = None,
+    out: TextIO = sys.stdout,
+    on_exchange: Callable[[Exchange], None] | None = None,
+) -> SessionOutcome:
+    """The whole session; the exit status is the report's (0 clean, 1 violation, 2 no answer)."""
+    started = time.time()
+    exchanges = asyncio.run(
+        serve(
+            judge, settings, host=host, port=port, limits=limits, out=out, on_exchange=on_exchange
+        )  # fmt: skip
+    )
+    out.write(f"stopped after {len(exchanges)} exchange(s); settling what needs the target...\n")
+    out.flush()
+    try:
+        settled = judge.finish()
+    except Exception as exc:  # noqa: BLE001 - the reports are written whatever happens here
+        judge.run_errors.append(f"the end-of-session confirmations failed: {exc!r}")
+        settled = []
+    for violation in settled:
+        live_line(out)(violation)
+    verdict, paths = write_reports(
+        judge, report_dir, target=settings.target, started=started,
+        duration_s=time.time() - started,
+    )  # fmt: skip
+    har = write_session_har(judge, exchanges, har_path or Path(report_dir) / "session.har",
+                            target=settings.target)  # fmt: skip
+    paths += [har] if har is not None else []
+    out.write(f"reports: {', '.join(str(p) for p in paths)}\n")
+    out.write(scorecard(judge) + "\n")
+    out.flush()
+    return SessionOutcome(verdict.exit_code, exchanges, judge.violations, paths)
+
+
+def write_session_har(
+    judge: Judge, exchanges: list[Exchange], path: str | Path, *, target: str
+) -> Path | None:
+    """The session as a HAR file, every secret masked first (``proxy.masking``); None when this
+    build has no HAR writer."""
+    try:
+        from proxy.har import write_har
+        from proxy.masking import Masker, mask_exchange
+    except ImportError:
+        return None
+    masker = Masker.for_config(judge.config)
+    return write_har([mask_exchange(e, masker) for e in exchanges], path, target=target)
