@@ -31,10 +31,13 @@ from proxy.stateful import (
     reuse_check,
 )
 
-#: How far around a reuse a created event of the same number and amount still counts as its
-#: execution (the target's clock and the proxy's differ a little; a wider window would count
-#: the customer's other payments made outside the proxy).
-WINDOW_S = 2.0
+#: How far a created event's time may lie outside a rejected reuse's own span (from its request
+#: reaching the proxy to its answer) and still count as that reuse's execution: the target's
+#: clock and the proxy's differ a little. Only the reuse's own span is searched, never the time
+#: between the first request and the reuse, so the customer's other payments (made outside the
+#: proxy, by other clients) are not mistaken for it; a larger clock skew misses an execution
+#: rather than inventing one.
+SKEW_S = 1.0
 
 
 class Confirmer:
@@ -72,8 +75,12 @@ class Confirmer:
             return self.config.applications[0]
         return None
 
-    def executions(self, use: KeyUse, other_refs: set[str]) -> Violation | None:
-        """IDEM-001 for a rejected reuse: more than one creation for the key's request?"""
+    def executions(self, use: KeyUse, seen_refs: set[str]) -> Violation | None:
+        """IDEM-001 for a rejected reuse: was a transaction created anyway while it was handled?
+
+        Counted: ``transaction:created`` events of the key's number, kind and amount, created
+        within a reuse's own span (give or take ``SKEW_S``), whose ref no answer through the
+        proxy carried (``seen_refs``: the first creation's and every other one's)."""
         body = use.first.request_json()
         number = body.get("number") if isinstance(body, dict) else None
         app = self.app_for(use.merchant)
@@ -86,28 +93,36 @@ class Confirmer:
         except (CouldNotCheck, TargetUnreachable) as exc:
             self.problems.append(f"key {use.key!r}: the events list could not be read ({exc})")
             return None
-        start = use.first.started - WINDOW_S
-        end = max(answered_at(e) for e in (use.first, *use.reuses)) + WINDOW_S
-        created = [
+        spans = [(reuse.started - SKEW_S, answered_at(reuse) + SKEW_S) for reuse in use.reuses]
+        route = route_of(use.first)
+        kind = route.kind if route else None
+        executed = [
             event
             for event in events
-            if _within(event, start, end)
-            and str(data_of(event).get("ref")) not in other_refs
+            if any(_within(event, start, end) for start, end in spans)
+            and str(data_of(event).get("ref")) not in seen_refs
             and data_of(event).get("amount") == body.get("amount")
+            and (kind is None or data_of(event).get("kind") == kind)
         ]
-        if len(created) <= 1:
+        if not executed:
             return None
-        refs = [str(data_of(e).get("ref")) for e in created]
+        first_ref = str((use.first.response_json() or {}).get("ref"))
+        refs = [first_ref, *(str(data_of(e).get("ref")) for e in executed)]
         last = use.reuses[-1]
-        route = route_of(last)
-        kind = route.operation if route else "creation"
-        problems = reuse_problems(kind, key_location(last), None, refs, number)
+        last_route = route_of(last)
+        problems = reuse_problems(
+            last_route.operation if last_route else "creation",
+            key_location(last),
+            None,
+            refs,
+            number,
+        )
         return Violation(
             reuse_check(use.first, last),
             f"the reuse of key {use.key!r} answered {last.status}, yet " + "; ".join(problems),
             (use.first, *use.reuses),
             expected="one transaction for the key",
-            actual=f"{len(created)} transaction:created events",
+            actual=f"{len(refs)} transactions: {', '.join(refs)}",
             confirmations=tuple(evidence.to_list()),
         )
 

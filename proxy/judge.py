@@ -126,10 +126,9 @@ class Judge:
         confirmer = Confirmer(self.config, profile=self.profile)
         found: list[Violation] = []
         try:
-            others = set(self.idempotency.refs)
+            seen_refs = set(self.idempotency.refs)
             for use in self.idempotency.unsettled():
-                first_ref = (use.first.response_json() or {}).get("ref")
-                violation = confirmer.executions(use, others - {first_ref})
+                violation = confirmer.executions(use, seen_refs)
                 found += [violation] if violation else []
             for tx in self.lifecycle.unconfirmed():
                 self.lifecycle.exercised_event += 1

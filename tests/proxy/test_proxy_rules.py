@@ -23,6 +23,7 @@ from proxykit import (
 )
 
 from paysuite_core import tokens
+from proxy.confirm import SKEW_S
 
 pytestmark = pytest.mark.slow
 
@@ -102,6 +103,26 @@ def test_a_rejected_reuse_executed_anyway_is_found_on_the_events_list(
     assert urls[0].endswith("/transactions/cashin") and urls[1].endswith("/transactions/cashin")
     assert any("/events/transactions" in url for url in urls[2:]), urls
     assert "× IDEM-001" in run.output
+
+
+def test_another_clients_payment_between_first_and_reuse_is_not_an_execution(
+    make_stub,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The same customer paid the same amount by another client, outside the proxy, between the
+    first creation and the rejected reuse: that is not the reuse executing (no false alarm)."""
+    stub = make_stub()
+    run, client = _session(stub, tmp_path, "clean")
+    key = uuid.uuid4().hex
+    assert client.create(key=key).status_code == 200
+    elsewhere = Client(stub.config().base_url, writer(stub), stub.root_url)
+    assert elsewhere.create().status_code == 200  # same number and amount, not proxied
+    elsewhere.close()
+    time.sleep(SKEW_S + 0.5)  # the reuse comes later, as a client's retry does
+    assert client.create(key=key).status_code == 409
+    client.close()
+    assert run.stop() == 0, run.output
+    assert run.check("IDEM-001")["outcome"] == "passed"
 
 
 def test_without_credentials_a_rejected_reuse_is_not_confirmed(

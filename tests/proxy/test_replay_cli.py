@@ -17,7 +17,7 @@ from paysuite.cli import main
 from paysuite.clients import cache, matrix
 from paysuite.clients.cli import make_job
 from paysuite_core.launcher import RunningStub, start_stub, stop_stub
-from proxy.confirm import WINDOW_S
+from proxy.confirm import SKEW_S
 from proxy.har import read_session
 
 
@@ -59,8 +59,8 @@ def test_a_proxied_session_replays_clean_then_shows_a_faulty_builds_violation(
         assert "«masked:secret:" in text and not any(s in text for s in secrets)
         assert len(read_session(har).exchanges) == 4
         # The judge confirms a rejected reuse by counting the number's creations within
-        # WINDOW_S of it: the recording's own cashin must be outside that window.
-        time.sleep(WINDOW_S + 0.5)
+        # SKEW_S of the reuse's span: the recording's own reuse must be outside that window.
+        time.sleep(SKEW_S + 0.5)
         capsys.readouterr()
         assert replay(har, stub, tmp_path / "clean") == 0
         clean = capsys.readouterr().out
