@@ -10,45 +10,20 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 import yaml
 
 from paysuite_core import tokens
-from paysuite_core.launcher import RunningStub, start_stub, stop_stub
+from paysuite_core.launcher import RunningStub
 from paysuite_core.target_config import Application
 from paysuite_core.tokens import TokenFlow, httpx_send
 
 LISTENING = re.compile(r"paysuite proxy listening on (http://\S+) -> ")
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def make_stub(tmp_path: Path) -> Iterator[Any]:
-    """Start stubs with the given faults/variants; all stopped at the end of the test."""
-    started: list[RunningStub] = []
-
-    def factory(
-        faults: Sequence[str] = (), variants: Sequence[str] = (), extra_args: Sequence[str] = ()
-    ) -> RunningStub:
-        stub = start_stub(
-            tmp_path / f"stub{len(started)}",
-            faults=tuple(faults),
-            variants=tuple(variants),
-            extra_args=tuple(extra_args),
-            startup_timeout_s=60,
-        )
-        started.append(stub)
-        return stub
-
-    yield factory
-    for stub in started:
-        stop_stub(stub)
 
 
 def config_file(stub: RunningStub, directory: Path, **overrides: Any) -> Path:

@@ -15,7 +15,6 @@ from proxykit import (
     ROOT,
     Client,
     config_file,
-    make_stub,  # noqa: F401 - the fixture
     start_proxy,
     writer,
 )
@@ -50,7 +49,7 @@ def test_an_unreachable_target_exits_2(tmp_path: Path) -> None:
     assert done.returncode == 2 and "does not answer" in done.stderr
 
 
-def test_a_target_that_dies_mid_session_gives_502_and_exit_2(make_stub, tmp_path: Path) -> None:  # noqa: F811
+def test_a_target_that_dies_mid_session_gives_502_and_exit_2(make_stub, tmp_path: Path) -> None:
     from paysuite_core.launcher import stop_stub
 
     stub = make_stub()
@@ -63,7 +62,7 @@ def test_a_target_that_dies_mid_session_gives_502_and_exit_2(make_stub, tmp_path
     assert run.report["exchanges"][0]["error"]
 
 
-def test_max_exchanges_stops_the_session(make_stub, tmp_path: Path) -> None:  # noqa: F811
+def test_max_exchanges_stops_the_session(make_stub, tmp_path: Path) -> None:
     stub = make_stub()
     run = start_proxy(stub.root_url, tmp_path / "reports", "--max-exchanges", "2")
     for _ in range(2):
@@ -75,7 +74,7 @@ def test_max_exchanges_stops_the_session(make_stub, tmp_path: Path) -> None:  # 
         assert (tmp_path / "reports" / name).is_file()
 
 
-def test_duration_stops_the_session(make_stub, tmp_path: Path) -> None:  # noqa: F811
+def test_duration_stops_the_session(make_stub, tmp_path: Path) -> None:
     stub = make_stub()
     done = _paysuite("proxy", "--target", stub.root_url, "--listen", "127.0.0.1:0",
                      "--duration", "1", "--report-dir", str(tmp_path / "r"))  # fmt: skip
@@ -83,7 +82,7 @@ def test_duration_stops_the_session(make_stub, tmp_path: Path) -> None:  # noqa:
     assert json.loads((tmp_path / "r" / "conformance.json").read_text())["exchanges"] == []
 
 
-def test_spec_violations_of_one_exchange(make_stub, tmp_path: Path) -> None:  # noqa: F811
+def test_spec_violations_of_one_exchange(make_stub, tmp_path: Path) -> None:
     """A request the document forbids is the client's violation; an answer that breaks the
     spec's seed view is the target's: each named with its own ID and Expected/Actual."""
     stub = make_stub(faults=("timestamp-format",))

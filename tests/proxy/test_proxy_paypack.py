@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from proxykit import config_file, make_stub, start_proxy  # noqa: F401 - make_stub: the fixture
+from proxykit import config_file, start_proxy
 
 from paysuite.clients import cache, matrix
 from paysuite.clients.cli import make_job
@@ -15,7 +15,7 @@ from paysuite.clients.cli import make_job
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sdk-clients")]
 
 
-def test_paypack_py_through_the_proxy_passes_every_exchange(make_stub, tmp_path: Path) -> None:  # noqa: F811
+def test_paypack_py_through_the_proxy_passes_every_exchange(make_stub, tmp_path: Path) -> None:
     stub = make_stub(extra_args=("--access-ttl", "2"))
     run = start_proxy(stub.root_url, tmp_path / "reports", config=config_file(stub, tmp_path))
     job = {**make_job(stub.config()), "base_url": run.base_url, "number": "0781112233",
@@ -41,7 +41,7 @@ def test_paypack_py_through_the_proxy_passes_every_exchange(make_stub, tmp_path:
     assert outcomes["AUTH-008"] == outcomes["PROXY-SCHEMA-RESP"] == "passed", outcomes
 
 
-def test_paypack_py_keeping_an_expired_token_working_is_auth_008(make_stub, tmp_path: Path) -> None:  # noqa: F811
+def test_paypack_py_keeping_an_expired_token_working_is_auth_008(make_stub, tmp_path: Path) -> None:
     """The same SDK flow against a stub whose tokens never expire: the find the SDK makes after
     the expiry wait is accepted with the old token, and the proxy names it."""
     stub = make_stub(faults=("tokens-never-expire",), extra_args=("--access-ttl", "2"))

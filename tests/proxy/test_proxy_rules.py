@@ -16,7 +16,6 @@ import pytest
 from proxykit import (
     Client,
     config_file,
-    make_stub,  # noqa: F401 - the fixture
     start_proxy,
     wait_processed,
     writer,
@@ -53,7 +52,7 @@ def _reuse_a_key(client: Client) -> tuple[str, str]:
     return first.json()["ref"], str(second.status_code)
 
 
-def test_a_rejected_reuse_passes(make_stub, tmp_path: Path) -> None:  # noqa: F811
+def test_a_rejected_reuse_passes(make_stub, tmp_path: Path) -> None:
     stub = make_stub()
     run, client = _session(stub, tmp_path, "clean")
     _, second = _reuse_a_key(client)
@@ -65,7 +64,7 @@ def test_a_rejected_reuse_passes(make_stub, tmp_path: Path) -> None:  # noqa: F8
     assert "IDEM-001" not in run.failed()
 
 
-def test_a_key_executed_twice_is_idem_001(make_stub, tmp_path: Path) -> None:  # noqa: F811
+def test_a_key_executed_twice_is_idem_001(make_stub, tmp_path: Path) -> None:
     stub = make_stub(faults=("idempotency-ignored",))
     run, client = _session(stub, tmp_path, "fault")
     first_ref, second = _reuse_a_key(client)
@@ -84,7 +83,7 @@ def test_a_key_executed_twice_is_idem_001(make_stub, tmp_path: Path) -> None:  #
 
 
 def test_a_rejected_reuse_executed_anyway_is_found_on_the_events_list(
-    make_stub,  # noqa: F811
+    make_stub,
     tmp_path: Path,
 ) -> None:
     """The traffic says 409; the judge's own count of created events says two transactions."""
@@ -106,7 +105,7 @@ def test_a_rejected_reuse_executed_anyway_is_found_on_the_events_list(
 
 
 def test_another_clients_payment_between_first_and_reuse_is_not_an_execution(
-    make_stub,  # noqa: F811
+    make_stub,
     tmp_path: Path,
 ) -> None:
     """The same customer paid the same amount by another client, outside the proxy, between the
@@ -126,7 +125,7 @@ def test_another_clients_payment_between_first_and_reuse_is_not_an_execution(
 
 
 def test_without_credentials_a_rejected_reuse_is_not_confirmed(
-    make_stub,  # noqa: F811
+    make_stub,
     tmp_path: Path,
 ) -> None:
     stub = make_stub(faults=("idempotency-rejected-but-executed",))
@@ -149,7 +148,7 @@ def _use_after_expiry(client: Client) -> int:
     return client.create(token=token).status_code
 
 
-def test_an_expired_token_refused_passes(make_stub, tmp_path: Path) -> None:  # noqa: F811
+def test_an_expired_token_refused_passes(make_stub, tmp_path: Path) -> None:
     stub = make_stub(extra_args=("--access-ttl", "2"))
     run, client = _session(stub, tmp_path, "clean")
     assert _use_after_expiry(client) == 401
@@ -158,7 +157,7 @@ def test_an_expired_token_refused_passes(make_stub, tmp_path: Path) -> None:  # 
     assert run.check("AUTH-008")["outcome"] == "passed"
 
 
-def test_an_expired_token_accepted_is_auth_008(make_stub, tmp_path: Path) -> None:  # noqa: F811
+def test_an_expired_token_accepted_is_auth_008(make_stub, tmp_path: Path) -> None:
     stub = make_stub(faults=("tokens-never-expire",), extra_args=("--access-ttl", "2"))
     run, client = _session(stub, tmp_path, "fault")
     assert _use_after_expiry(client) == 200
@@ -194,7 +193,7 @@ def httpx_send_of(client: Client) -> tokens.Send:
     return tokens.httpx_send(client.http, client.base_url)
 
 
-def test_rotation_kept_passes(make_stub, tmp_path: Path) -> None:  # noqa: F811
+def test_rotation_kept_passes(make_stub, tmp_path: Path) -> None:
     stub = make_stub()  # rotates, and declares it in its credentials file
     run, client = _session(stub, tmp_path, "clean")
     assert _refresh_twice(client) == (200, 401)
@@ -204,7 +203,7 @@ def test_rotation_kept_passes(make_stub, tmp_path: Path) -> None:  # noqa: F811
 
 
 def test_a_refresh_token_reused_under_declared_rotation_is_auth_012(
-    make_stub,  # noqa: F811
+    make_stub,
     tmp_path: Path,
 ) -> None:
     stub = make_stub(variants=("no-rotation",))
@@ -215,7 +214,7 @@ def test_a_refresh_token_reused_under_declared_rotation_is_auth_012(
     _only_failed(run, "AUTH-012")
 
 
-def test_rotation_not_declared_is_not_judged(make_stub, tmp_path: Path) -> None:  # noqa: F811
+def test_rotation_not_declared_is_not_judged(make_stub, tmp_path: Path) -> None:
     stub = make_stub(variants=("no-rotation",))
     assert "refresh_rotation: false" in stub.credentials_path.read_text(encoding="utf-8")
     run, client = _session(stub, tmp_path, "undeclared", refresh_rotation=None)
@@ -236,7 +235,7 @@ def _act_twice(client: Client) -> tuple[str, str]:
     return before, client.find(ref).json()["status"]
 
 
-def test_a_processed_transaction_that_stays_passes(make_stub, tmp_path: Path) -> None:  # noqa: F811
+def test_a_processed_transaction_that_stays_passes(make_stub, tmp_path: Path) -> None:
     stub = make_stub()
     run, client = _session(stub, tmp_path, "clean")
     assert _act_twice(client) == ("success", "success")
@@ -245,7 +244,7 @@ def test_a_processed_transaction_that_stays_passes(make_stub, tmp_path: Path) ->
     assert run.check("LIFE-004")["outcome"] == "passed"
 
 
-def test_a_processed_transaction_that_changes_is_life_004(make_stub, tmp_path: Path) -> None:  # noqa: F811
+def test_a_processed_transaction_that_changes_is_life_004(make_stub, tmp_path: Path) -> None:
     stub = make_stub(faults=("processed-changes-again",))
     run, client = _session(stub, tmp_path, "fault")
     assert _act_twice(client) == ("success", "failed")
@@ -266,7 +265,7 @@ def _confirm_and_list(client: Client, *, find: bool) -> str:
     return ref
 
 
-def test_find_agreeing_with_the_processed_event_passes(make_stub, tmp_path: Path) -> None:  # noqa: F811
+def test_find_agreeing_with_the_processed_event_passes(make_stub, tmp_path: Path) -> None:
     stub = make_stub()
     run, client = _session(stub, tmp_path, "clean")
     _confirm_and_list(client, find=True)
@@ -277,7 +276,7 @@ def test_find_agreeing_with_the_processed_event_passes(make_stub, tmp_path: Path
 
 
 def test_find_disagreeing_with_the_processed_event_is_life_002(
-    make_stub,  # noqa: F811
+    make_stub,
     tmp_path: Path,
 ) -> None:
     stub = make_stub(faults=("find-status-disagrees",))
@@ -290,7 +289,7 @@ def test_find_disagreeing_with_the_processed_event_is_life_002(
 
 
 def test_a_processed_event_nobody_found_is_confirmed_at_the_end(
-    make_stub,  # noqa: F811
+    make_stub,
     tmp_path: Path,
 ) -> None:
     stub = make_stub(faults=("find-status-disagrees",))
