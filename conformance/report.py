@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -202,15 +202,21 @@ def replay(results: Sequence[Any], *, target: str, reveal_secrets: bool) -> dict
 
 # --- terminal -------------------------------------------------------------------------------
 def scorecard(
-    results: Sequence[Any], verdict: Verdict, *, color: bool = False, with_verdict: bool = True
+    results: Sequence[Any],
+    verdict: Verdict,
+    *,
+    color: bool = False,
+    with_verdict: bool = True,
+    heading: str = "Conformance scorecard",
 ) -> str:
     """h2spec style: sections of the document, a line per check, totals, run errors, verdict.
 
     Under a failure, warning or error: its message and the Expected / Actual pair; under a pass
     with an observation: a dim ``·`` line (ANSI dim only with ``color``, CI logs stay clean).
-    ``with_verdict=False`` leaves the verdict line to the caller (to print it last of all).
+    ``with_verdict=False`` leaves the verdict line to the caller (to print it last of all);
+    ``heading`` names what was judged (the proxy and the webhook listener reuse this layout).
     """
-    lines = ["", "Conformance scorecard", "====================="]
+    lines = ["", heading, "=" * len(heading)]
     for section, members in _by_section(results):
         lines.append(section)
         for result in members:
@@ -300,7 +306,12 @@ def _check_json(result: Any, reveal: bool) -> dict[str, Any]:
 
 # --- junit.xml ------------------------------------------------------------------------------
 def to_junit(
-    results: Sequence[Any], *, verdict: Verdict, duration_s: float, reveal_secrets: bool = False
+    results: Sequence[Any],
+    *,
+    verdict: Verdict,
+    duration_s: float,
+    reveal_secrets: bool = False,
+    suite_name: str = "paysuite-conformance",
 ) -> str:
     """One testcase per check; a warning passes (with its WARNING shown); run errors are a case.
 
@@ -310,7 +321,7 @@ def to_junit(
     run_case = 1 if verdict.run_errors else 0
     suite = ET.Element(
         "testsuite",
-        name=f"paysuite-conformance-{verdict.profile}",
+        name=f"{suite_name}-{verdict.profile}",
         tests=str(len(results) + run_case),
         failures=str(counts["failed"]),
         errors=str(counts["errors"] + run_case),
@@ -537,6 +548,7 @@ def to_html(
     started_at: str,
     duration_s: float,
     reveal_secrets: bool = False,
+    title: str = "paysuite conformance report",
 ) -> str:
     """The report a person reads: verdict banner, scorecard table, then each problem's proof."""
     rows = []
@@ -559,9 +571,9 @@ def to_html(
     replay_info = replay(results, target=target, reveal_secrets=reveal_secrets)
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        "<title>paysuite conformance report</title>"
+        f"<title>{_e(title)}</title>"
         f"<style>{_CSS}</style></head><body>"
-        "<h1>paysuite conformance report</h1>"
+        f"<h1>{_e(title)}</h1>"
         f"<div class='meta'>Target <code>{_e(target)}</code> · profile "
         f"<b>{_e(verdict.profile)}</b> · started {_e(started_at)} · {duration_s:.1f} s</div>"
         f"{_banner(verdict, results)}"
@@ -583,13 +595,26 @@ def write_all(
     started_at: str,
     duration_s: float,
     reveal_secrets: bool = False,
+    title: str = "paysuite conformance report",
+    suite_name: str = "paysuite-conformance",
+    extra: Mapping[str, Any] | None = None,
 ) -> list[Path]:
-    """Write junit.xml, conformance.json and report.html; return their paths."""
+    """Write junit.xml, conformance.json and report.html; return their paths.
+
+    ``title``, ``suite_name`` and ``extra`` (keys added to conformance.json) let another judge
+    of the same rules (the proxy, its replay) write the same three reports under its own name.
+    """
     directory = Path(report_dir)
     directory.mkdir(parents=True, exist_ok=True)
     junit = directory / "junit.xml"
     junit.write_text(
-        to_junit(results, verdict=verdict, duration_s=duration_s, reveal_secrets=reveal_secrets),
+        to_junit(
+            results,
+            verdict=verdict,
+            duration_s=duration_s,
+            reveal_secrets=reveal_secrets,
+            suite_name=suite_name,
+        ),
         encoding="utf-8",
     )
     common: dict[str, Any] = {
@@ -600,8 +625,8 @@ def write_all(
         "reveal_secrets": reveal_secrets,
     }
     as_json = directory / "conformance.json"
-    text = json.dumps(to_json(results, **common), indent=2, ensure_ascii=False)
-    as_json.write_text(text + "\n", encoding="utf-8")
+    data = {**to_json(results, **common), **(extra or {})}
+    as_json.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     page = directory / "report.html"
-    page.write_text(to_html(results, **common), encoding="utf-8")
+    page.write_text(to_html(results, **common, title=title), encoding="utf-8")
     return [junit, as_json, page]

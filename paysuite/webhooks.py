@@ -219,7 +219,7 @@ def _finish(
             ledger.wait_for(arrived, args.settle)
     results = webhook_listen.judge(ledger, listing, expected)
     verdict = webhook_listen.decide(results)
-    print(report.scorecard(results, verdict, with_verdict=False))
+    print(report.scorecard(results, verdict, with_verdict=False, heading="Webhook scorecard"))
     duration = round(time.monotonic() - t0, 2)
     paths = report.write_all(
         results,
@@ -228,6 +228,9 @@ def _finish(
         target=config.base_url if config else f"webhooks on port {settings.port}",
         started_at=started.isoformat(timespec="seconds"),
         duration_s=duration,
+        title="paysuite webhook report",
+        suite_name="paysuite-webhooks",
+        extra={"mode": "webhooks listen"},
     )
     print(f"reports: {', '.join(str(p) for p in paths)}")
     print(report.verdict_line(verdict, results), flush=True)

@@ -91,11 +91,8 @@ def _proxy(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    try:
-        from proxy.replay import run_replay
-    except ImportError:  # the replay arrives on its own branch (issue 11, proxy-har)
-        print("paysuite replay: not available in this build", file=sys.stderr)
-        return 2
+    from proxy.replay import run_replay
+
     return int(run_replay(args))
 
 

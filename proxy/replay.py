@@ -459,9 +459,8 @@ def run_replay(args: Any, out: TextIO | None = None, err: TextIO | None = None) 
         return 2
     verdict, paths = write_reports(
         judge, args.report_dir, target=args.target, started=started,
-        duration_s=time.time() - started,
+        duration_s=time.time() - started, extra=_replay_facts(args.har_file, result.skipped),
     )  # fmt: skip
-    _mark_replay(paths, args.har_file, result.skipped)
     har = write_session_har(
         judge, result.exchanges, Path(args.report_dir) / "session.har", target=args.target
     )
@@ -473,22 +472,18 @@ def run_replay(args: Any, out: TextIO | None = None, err: TextIO | None = None) 
     return verdict.exit_code
 
 
-def _mark_replay(paths: list[Path], har_file: str, skipped: list[Skipped]) -> None:
-    """Say in conformance.json that this verdict is a replay's, of which file, and what of it
-    was not sent (the proxy's report writer knows live sessions only)."""
-    for path in paths:
-        if path.name != "conformance.json":
-            continue
-        data = json.loads(path.read_text(encoding="utf-8"))
-        data["mode"] = "replay"
-        data["replay"] = {
+def _replay_facts(har_file: str, skipped: list[Skipped]) -> dict[str, Any]:
+    """What conformance.json says of a replay: which file, and what of it was not sent."""
+    return {
+        "mode": "replay",
+        "replay": {
             "har": str(har_file),
             "not_replayed": [
                 {"seq": s.seq, "method": s.method, "url": s.url, "reason": s.reason}
                 for s in skipped
             ],
-        }
-        path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        },
+    }
 
 
 __all__ = [

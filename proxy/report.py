@@ -12,7 +12,6 @@ masked, curl with ``$PAYSUITE_TOKEN``).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -165,39 +164,38 @@ def exchange_verdicts(judge: Judge) -> list[dict[str, Any]]:
 
 
 def write_reports(
-    judge: Judge, report_dir: str | Path, *, target: str, started: float, duration_s: float
+    judge: Judge,
+    report_dir: str | Path,
+    *,
+    target: str,
+    started: float,
+    duration_s: float,
+    extra: dict[str, Any] | None = None,
 ) -> tuple[conform_report.Verdict, list[Path]]:
-    """Write junit.xml, conformance.json and report.html; return the verdict and the paths."""
+    """Write junit.xml, conformance.json and report.html in conform's formats, under the
+    proxy's name; conformance.json adds ``mode`` and every exchange's verdict (and ``extra``,
+    what a replay says of itself). Return the verdict and the paths."""
     rule_results = results(judge)
     verdict = verdict_of(judge, rule_results)
-    started_at = datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds")
-    directory = Path(report_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    junit = directory / "junit.xml"
-    text = conform_report.to_junit(rule_results, verdict=verdict, duration_s=duration_s)
-    junit.write_text(text.replace("paysuite-conformance-", "paysuite-proxy-"), encoding="utf-8")
-    common: dict[str, Any] = {
-        "verdict": verdict,
-        "target": target,
-        "started_at": started_at,
-        "duration_s": round(duration_s, 3),
-    }
-    data = conform_report.to_json(rule_results, **common)
-    data["mode"] = "proxy"
-    data["exchanges"] = exchange_verdicts(judge)
-    as_json = directory / "conformance.json"
-    as_json.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    page = directory / "report.html"
-    html = conform_report.to_html(rule_results, **common)
-    page.write_text(html.replace("paysuite conformance report", TITLE), encoding="utf-8")
-    return verdict, [junit, as_json, page]
+    paths = conform_report.write_all(
+        rule_results,
+        verdict=verdict,
+        report_dir=report_dir,
+        target=target,
+        started_at=datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
+        duration_s=round(duration_s, 3),
+        title=TITLE,
+        suite_name="paysuite-proxy",
+        extra={"mode": "proxy", "exchanges": exchange_verdicts(judge), **(extra or {})},
+    )
+    return verdict, paths
 
 
 def scorecard(judge: Judge) -> str:
     """The terminal scorecard (the conform layout), its verdict line last."""
     rule_results = results(judge)
     verdict = verdict_of(judge, rule_results)
-    text = conform_report.scorecard(rule_results, verdict, with_verdict=False).replace(
-        "Conformance scorecard\n=====================", "Proxy scorecard\n==============="
+    text = conform_report.scorecard(
+        rule_results, verdict, with_verdict=False, heading="Proxy scorecard"
     )
     return text + "\n" + conform_report.verdict_line(verdict, rule_results)
