@@ -17,10 +17,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
-
-import yaml
 
 from paysuite_core.target_config import (
     AmountRange,
@@ -30,10 +27,10 @@ from paysuite_core.target_config import (
     Privilege,
     TargetConfig,
     TargetConfigError,
-    parse_target_config,
+    WebhookTarget,
+    load_target_config,
     write_target_config,
 )
-from paysuite_core.yamlfile import read_yaml
 from stub_server import timefmt
 from stub_server.settings import CREDENTIALS_NAME, StubSettings
 from stub_server.store import DEFAULT_MODE, Store, WebhookEndpoint
@@ -71,7 +68,7 @@ def write_credentials(store: Store, settings: StubSettings, root_url: str, path:
     applications: tuple[Application, ...] = ()
     if path.exists():
         try:
-            existing = _read_applications(path)
+            existing = load_target_config(path, env={})
         except TargetConfigError:
             existing = None
         if existing is not None:
@@ -102,31 +99,22 @@ def write_credentials(store: Store, settings: StubSettings, root_url: str, path:
         number_pattern=settings.number_pattern,
         amount=AmountRange(min=settings.amount_min, max=settings.amount_max),
         refresh_rotation=not settings.variant("no-rotation"),  # RC-10: a refresh token works once
+        webhooks=webhook_target(store.webhook_endpoints()),
     )
-    written = write_target_config(replace(config), path, header=HEADER)
-    section = webhooks_section(store.webhook_endpoints())
-    if section is not None:
-        with open(written, "a", encoding="utf-8") as handle:
-            handle.write(yaml.safe_dump({"webhooks": section}, sort_keys=False))
-    return written
+    return write_target_config(replace(config), path, header=HEADER)
 
 
-def _read_applications(path: Path) -> TargetConfig:
-    """The file as written before, its ``webhooks`` section aside (rewritten each start)."""
-    data = read_yaml(path, TargetConfigError)
-    if isinstance(data, dict):
-        data.pop("webhooks", None)
-    return parse_target_config(data, env={})
-
-
-def webhooks_section(endpoints: list[WebhookEndpoint]) -> dict[str, Any] | None:
-    """The target configuration's ``webhooks`` section for one of ``endpoints``: ``listen``
-    (host:port of its URL, where paysuite's receiver binds), ``url``, ``secret`` and ``mode``."""
+def webhook_target(endpoints: list[WebhookEndpoint]) -> WebhookTarget | None:
+    """The target configuration's ``webhooks`` section for one of ``endpoints`` (the one of
+    mode ``development``, else the first): paysuite's receiver binds where its URL points."""
     if not endpoints:
         return None
     chosen = next((e for e in endpoints if e.mode == DEFAULT_MODE), endpoints[0])
     parts = urlsplit(chosen.url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    host = parts.hostname or "127.0.0.1"
-    listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    return {"listen": listen, "url": chosen.url, "secret": chosen.secret, "mode": chosen.mode}
+    return WebhookTarget(
+        listen_host=parts.hostname or "127.0.0.1",
+        listen_port=parts.port or (443 if parts.scheme == "https" else 80),
+        url=chosen.url,
+        secret=chosen.secret,
+        mode=chosen.mode,
+    )
