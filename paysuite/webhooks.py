@@ -37,13 +37,15 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "webhooks",
         help="receive and verify a target's webhook deliveries (paysuite webhooks listen)",
-        description="The receiving side of webhooks: see docs/webhooks.md.",
+        description="The receiving side of webhooks: a receiver that verifies each signed "
+        "delivery, deduplicates by event_id and judges what arrived (docs/webhooks.md in the "
+        "source repository).",
     )
     commands = parser.add_subparsers(dest="webhooks_command", metavar="COMMAND", required=True)
     listen = commands.add_parser(
         "listen",
         help="receive deliveries, verify each, compare with the events list at the end",
-        description=__doc__.split("\n\n")[1] if __doc__ else None,
+        description=__doc__.split("\n\n")[1].replace("``", "") if __doc__ else None,
     )
     listen.add_argument("--port", type=int, help="port to bind (default: the config's listen)")
     listen.add_argument("--host", help="loopback address to bind (default 127.0.0.1)")

@@ -18,6 +18,8 @@ def read_yaml(path: Path, error: type[Exception], what: str = "the configuration
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise error(f"{path}: cannot read {what} ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise error(f"{path}: cannot read {what} (not UTF-8 text: is it the right file?)") from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -17,7 +17,13 @@ from urllib.parse import urlsplit
 EXIT_STATUS = (
     "exit status: 0 every exchange followed the document; 1 a violation (the live line and the "
     "reports name the check ID and the exchanges); 2 usage or configuration error, a --listen "
-    "address that is not loopback, or a target that does not answer."
+    "address that is not loopback or cannot be bound, a target that does not answer, or no "
+    "exchange of the document's operations judged."
+)
+REPLAY_EXIT_STATUS = (
+    "exit status: 0 the replayed session followed the document; 1 a violation; 2 a file or "
+    "configuration that cannot be used, a target that does not answer, nothing replayable, or "
+    "(with no violation) a session not replayed whole."
 )
 
 
@@ -30,6 +36,8 @@ def _listen(value: str) -> tuple[str, int]:
     if not sep or not port.isdigit():
         raise UsageError(f"--listen {value!r}: expected HOST:PORT, e.g. 127.0.0.1:8081")
     host = host.strip("[]") or "127.0.0.1"
+    if int(port) > 65535:
+        raise UsageError(f"--listen {value!r}: port {port} is out of range (0-65535)")
     try:
         loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -56,7 +64,7 @@ def _proxy(args: argparse.Namespace) -> int:
     from paysuite_core.target_config import TargetConfigError, load_target_config
     from proxy.judge import Judge
     from proxy.server import ProxySettings
-    from proxy.session import SessionLimits, run_session
+    from proxy.session import ListenError, SessionLimits, run_session
 
     try:
         host, port = _listen(args.listen)
@@ -78,15 +86,19 @@ def _proxy(args: argparse.Namespace) -> int:
         max_body_bytes=args.max_body_bytes,
         upstream_timeout_s=args.upstream_timeout,
     )
-    outcome = run_session(
-        judge,
-        settings,
-        host=host,
-        port=port,
-        limits=SessionLimits(args.max_exchanges, args.duration),
-        report_dir=args.report_dir,
-        har_path=args.har,
-    )
+    try:
+        outcome = run_session(
+            judge,
+            settings,
+            host=host,
+            port=port,
+            limits=SessionLimits(args.max_exchanges, args.duration),
+            report_dir=args.report_dir,
+            har_path=args.har,
+        )
+    except ListenError as exc:
+        print(f"paysuite proxy: {exc}", file=sys.stderr, flush=True)
+        return 2
     return outcome.exit_code
 
 
@@ -155,7 +167,7 @@ def register(subparsers: Any) -> None:
         help="re-send a recorded HAR session to a target and judge it again",
         description="Re-send the exchanges of a `paysuite proxy` HAR file, in order, to "
         "--target, and judge them as the proxy does.",
-        epilog=EXIT_STATUS,
+        epilog=REPLAY_EXIT_STATUS,
     )
     replay.add_argument("har_file", metavar="FILE.har")
     replay.add_argument("--target", required=True, help="base URL to replay against")

@@ -114,14 +114,25 @@ class Rebuilder:
     keys: dict[str, str] = field(default_factory=dict)  # recorded key -> key sent now
 
     def url(self, recorded_url: str) -> str:
-        """The recorded URL moved onto ``target``, as ``paysuite proxy`` forwards."""
+        """The recorded URL moved onto ``target``, as ``paysuite proxy`` forwards. A ``target``
+        given as the API's base URL (``.../api``, as a configuration file writes it) where the
+        recorded paths already start with that path is not doubled (``/api/api/...``)."""
         base = self.target.rstrip("/")
         recorded_base = (self.recorded_target or "").rstrip("/")
         rest = recorded_url[len(recorded_base) :]
-        if recorded_base and recorded_url.startswith(recorded_base) and rest[:1] in ("", "/", "?"):
-            return base + rest
-        parts = urlsplit(recorded_url)
-        return base + parts.path + (f"?{parts.query}" if parts.query else "")
+        if not (
+            recorded_base and recorded_url.startswith(recorded_base) and rest[:1] in ("", "/", "?")
+        ):
+            parts = urlsplit(recorded_url)
+            rest = parts.path + (f"?{parts.query}" if parts.query else "")
+        base_path = urlsplit(base).path
+        if (
+            base_path
+            and rest.startswith(base_path)
+            and rest[len(base_path) : len(base_path) + 1] in ("", "/", "?")
+        ):
+            rest = rest[len(base_path) :]
+        return base + rest
 
     def rebuild(self, recorded: Exchange) -> Outgoing | Skipped:
         reason = self._bind_secret(recorded)
@@ -457,6 +468,12 @@ def run_replay(args: Any, out: TextIO | None = None, err: TextIO | None = None) 
     if not result.exchanges:
         print("paysuite replay: no exchange could be replayed (see the lines above)", file=err)
         return 2
+    if result.skipped:  # a session not reproduced whole proves nothing by passing
+        first = result.skipped[0]
+        judge.run_errors.append(
+            f"{len(result.skipped)} of {len(recorded.exchanges)} recorded exchange(s) were not "
+            f"replayed (first: #{first.seq} {first.reason}): the session was not reproduced whole"
+        )
     verdict, paths = write_reports(
         judge, args.report_dir, target=args.target, started=started,
         duration_s=time.time() - started, extra=_replay_facts(args.har_file, result.skipped),

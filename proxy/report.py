@@ -105,7 +105,8 @@ def results(judge: Judge) -> list[RuleResult]:
 
 def verdict_of(judge: Judge, rule_results: list[RuleResult]) -> conform_report.Verdict:
     """1 on any violation; 2 when nothing failed but the target left exchanges unanswered (no
-    verdict on those); else 0."""
+    verdict on those), or when no exchange of the document's operations was judged at all (a
+    client that never reached the proxy must not turn a CI job green); else 0."""
     run = sum(1 for r in rule_results if r.outcome in ("passed", "failed"))
     skipped = tuple((r.check.id, r.message) for r in rule_results if r.outcome == "skipped")
     coverage = conform_report.Coverage(run=run, total=len(rule_results), skipped=skipped)
@@ -114,6 +115,12 @@ def verdict_of(judge: Judge, rule_results: list[RuleResult]) -> conform_report.V
     if judge.unanswered:
         run_errors += (f"the target left {judge.unanswered} exchange(s) unanswered (502 to the "
                        "client)",)  # fmt: skip
+    judged = sum(1 for r in judge.observed if r.operation is not None and r.exchange.status != 0)
+    if not judged:
+        run_errors += (
+            f"no exchange of the document's operations was judged ({len(judge.observed)} "
+            "exchange(s) in all): did the client use the proxy's address as its base URL?",
+        )
     if failed:
         verdict, code = "fail", 1
         reason = f"{len(judge.violations)} violation(s) of {', '.join(failed)}"
@@ -177,11 +184,14 @@ def write_reports(
     what a replay says of itself). Return the verdict and the paths."""
     rule_results = results(judge)
     verdict = verdict_of(judge, rule_results)
+    # The API's base URL, where the report's exports authorize: the configuration knows it; the
+    # forwarded-to root does not name the API's path (/api)
+    api_base = judge.config.base_url if judge.config is not None else target
     paths = conform_report.write_all(
         rule_results,
         verdict=verdict,
         report_dir=report_dir,
-        target=target,
+        target=api_base,
         started_at=datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
         duration_s=round(duration_s, 3),
         title=TITLE,

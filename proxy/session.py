@@ -29,6 +29,10 @@ from proxy.server import ForwardingProxy, ProxySettings
 LISTENING_PREFIX = "paysuite proxy listening on "
 
 
+class ListenError(OSError):
+    """The proxy's address cannot be bound (taken, or not an address of this machine)."""
+
+
 @dataclass(frozen=True)
 class SessionLimits:
     max_exchanges: int | None = None
@@ -87,7 +91,11 @@ async def serve(
     runner = web.AppRunner(proxy.app(), access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
-    await site.start()
+    try:
+        await site.start()
+    except OSError as exc:  # the address is taken, or cannot be bound here
+        await runner.cleanup()  # closes the upstream client session too (on_cleanup)
+        raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     bound = runner.addresses[0]
     shown_host = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
     out.write(f"{LISTENING_PREFIX}http://{shown_host}:{bound[1]} -> {settings.target}\n")

@@ -65,8 +65,8 @@ def test_a_target_that_dies_mid_session_gives_502_and_exit_2(make_stub, tmp_path
 def test_max_exchanges_stops_the_session(make_stub, tmp_path: Path) -> None:
     stub = make_stub()
     run = start_proxy(stub.root_url, tmp_path / "reports", "--max-exchanges", "2")
-    for _ in range(2):
-        assert httpx.get(f"{run.url}/healthz", timeout=30).status_code == 200
+    for _ in range(2):  # refused for want of a token: judged, and as the document allows
+        assert httpx.get(f"{run.url}/api/events/transactions", timeout=30).status_code == 401
     run.process.wait(60)
     assert run.stop() == 0, run.output
     assert len(run.report["exchanges"]) == 2
@@ -78,8 +78,36 @@ def test_duration_stops_the_session(make_stub, tmp_path: Path) -> None:
     stub = make_stub()
     done = _paysuite("proxy", "--target", stub.root_url, "--listen", "127.0.0.1:0",
                      "--duration", "1", "--report-dir", str(tmp_path / "r"))  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert json.loads((tmp_path / "r" / "conformance.json").read_text())["exchanges"] == []
+    # no traffic at all is no verdict: a client that never reached the proxy must not pass CI
+    assert done.returncode == 2, done.stdout + done.stderr
+    report = json.loads((tmp_path / "r" / "conformance.json").read_text())
+    assert report["exchanges"] == [] and report["verdict"] == "error"
+    assert "no exchange of the document's operations was judged" in done.stdout
+
+
+def test_only_exchanges_outside_the_document_is_no_verdict(make_stub, tmp_path: Path) -> None:
+    stub = make_stub()
+    run = start_proxy(stub.root_url, tmp_path / "reports", "--max-exchanges", "1")
+    assert httpx.get(f"{run.url}/healthz", timeout=30).status_code == 200
+    run.process.wait(60)
+    assert run.stop() == 2, run.output
+    assert run.report["exchanges"][0]["verdict"] == "not judged"
+
+
+@pytest.mark.parametrize(
+    ("listen", "message"),
+    [("127.0.0.1:99999", "out of range"), ("TAKEN", "cannot listen on")],
+)
+def test_an_address_that_cannot_be_bound_is_one_line_and_exit_2(
+    make_stub, tmp_path: Path, listen: str, message: str
+) -> None:
+    stub = make_stub()
+    if listen == "TAKEN":
+        listen = stub.root_url.removeprefix("http://")  # the stub holds it
+    done = _paysuite("proxy", "--target", stub.root_url, "--listen", listen, "--duration", "1",
+                     "--report-dir", str(tmp_path / "r"))  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
 def test_spec_violations_of_one_exchange(make_stub, tmp_path: Path) -> None:

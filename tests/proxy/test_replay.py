@@ -76,9 +76,20 @@ def test_urls_move_onto_the_target_by_the_recorded_target() -> None:
     )
 
 
+def test_a_target_given_as_the_apis_base_url_is_not_doubled() -> None:
+    """--target copied from a configuration's base_url (``.../api``) onto a recording whose
+    paths already start with /api: one /api, not two."""
+    rebuilder = Rebuilder(target="http://127.0.0.1:7/api", recorded_target="http://127.0.0.1:9")
+    assert rebuilder.url("http://127.0.0.1:9/api/transactions/find/x") == (
+        "http://127.0.0.1:7/api/transactions/find/x"
+    )
+    assert rebuilder.url("http://127.0.0.1:9/apis/x") == "http://127.0.0.1:7/api/apis/x"
+
+
 def test_a_recorded_target_is_swapped_only_as_a_whole_origin_or_path() -> None:
     rebuilder = Rebuilder(target=NEW, recorded_target="http://127.0.0.1:80")
-    assert rebuilder.url("http://127.0.0.1:8080/api/x") == NEW + "/api/x"  # not port "80"+"80"
+    # not port "80"+"80"; the recorded /api is NEW's own /api, so it is not doubled either
+    assert rebuilder.url("http://127.0.0.1:8080/api/x") == NEW + "/x"
 
 
 def test_without_a_recorded_target_the_path_is_appended_to_the_target() -> None:

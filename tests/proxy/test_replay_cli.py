@@ -195,3 +195,28 @@ def test_paypack_py_session_is_masked_in_the_har_and_replays_clean(
     report = json.loads((tmp_path / "replay" / "conformance.json").read_text("utf-8"))
     judged = [row for row in report["exchanges"] if row["operation"] is not None]
     assert judged and all(row["verdict"] == "pass" for row in judged), judged
+
+
+def test_a_session_not_replayed_whole_is_no_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another stub has other client_ids: the recorded authorize cannot be replayed, so neither
+    can anything after it. Exchanges left out prove nothing by passing: exit 2, saying why."""
+    recorded_on = start_stub(tmp_path / "one", startup_timeout_s=60)
+    other = start_stub(tmp_path / "other", startup_timeout_s=60)
+    try:
+
+        def flow(client: Client) -> None:  # the sandbox call needs no token: it is replayed
+            reused_key(client)
+            client.sandbox("00000000-0000-4000-8000-000000000000", "confirm")
+
+        har = record(recorded_on, tmp_path / "live", flow)
+        capsys.readouterr()
+        assert replay(har, other, tmp_path / "elsewhere") == 2
+        out = capsys.readouterr().out
+        assert "not replayed" in out and "the session was not reproduced whole" in out, out
+        report = json.loads((tmp_path / "elsewhere" / "conformance.json").read_text())
+        assert report["verdict"] == "error" and report["replay"]["not_replayed"]
+    finally:
+        stop_stub(recorded_on)
+        stop_stub(other)
