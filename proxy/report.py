@@ -22,7 +22,7 @@ from conformance.checks import Check
 from conformance.evidence import Exchange as EvidenceExchange
 from conformance.evidence import redact_url
 from proxy.exchange import Exchange
-from proxy.judge import Judge
+from proxy.judge import Judge, Observed
 
 MAX_EVIDENCE = 10
 TITLE = "paysuite proxy report"
@@ -115,8 +115,7 @@ def verdict_of(judge: Judge, rule_results: list[RuleResult]) -> conform_report.V
     if judge.unanswered:
         run_errors += (f"the target left {judge.unanswered} exchange(s) unanswered (502 to the "
                        "client)",)  # fmt: skip
-    judged = sum(1 for r in judge.observed if r.operation is not None and r.exchange.status != 0)
-    if not judged:
+    if not any(map(_judged, judge.observed)):
         run_errors += (
             f"no exchange of the document's operations was judged ({len(judge.observed)} "
             "exchange(s) in all): did the client use the proxy's address as its base URL?",
@@ -140,6 +139,11 @@ def verdict_of(judge: Judge, rule_results: list[RuleResult]) -> conform_report.V
     )
 
 
+def _judged(record: Observed) -> bool:
+    """An answered exchange of one of the document's operations: something the rules judged."""
+    return record.operation is not None and record.exchange.status != 0
+
+
 def exchange_verdicts(judge: Judge) -> list[dict[str, Any]]:
     """Every exchange of the session with its verdict, for conformance.json's ``exchanges``."""
     rows = []
@@ -147,7 +151,7 @@ def exchange_verdicts(judge: Judge) -> list[dict[str, Any]]:
         exchange = record.exchange
         if record.violations:
             verdict = "fail"
-        elif record.operation is None or exchange.status == 0:
+        elif not _judged(record):
             verdict = "not judged"
         else:
             verdict = "pass"
