@@ -17,7 +17,7 @@ from webhookstub import free_port, hooked_stub
 from conformance.catalog import CATALOG
 from paysuite_core.launcher import RunningStub, stop_stub
 
-pytestmark = pytest.mark.slow
+# First tier (not marked slow): every change must keep the stub passing both profiles.
 
 
 @pytest.mark.parametrize("profile", ["seed", "reference"])
