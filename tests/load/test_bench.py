@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from load import bench
+from load.bench import BARE_GET, BARE_POST
 from stub_server.store import Store
 
 
@@ -100,6 +101,9 @@ def test_a_very_short_bench_prints_every_ratio(
     assert "where the stub's time goes under cashin load" in out
     assert "stub functions by cumulative time:" in out
     results = json.loads((tmp_path / "bench" / "bench.json").read_text())
-    assert {"stub cashin", "stub find", "bare handler (GET)"} <= set(results["measurements"])
+    measured = results["measurements"]
+    assert {"stub cashin", "stub find", BARE_GET, BARE_POST} <= set(measured)
+    # each ratio against the bare handler answering the very same request
+    assert measured["stub cashin"]["vs"] == BARE_POST and measured["stub find"]["vs"] == BARE_GET
     assert len(results["events_list"]["queries"]) == 10
     assert len(results["targets"]) == 4
