@@ -19,8 +19,11 @@ from typing import Any
 
 from load.limits import ClientLimits, ResponseTooLarge, TotalTimeout, read_capped
 
+#: ``json.loads``'s own decoder (the one it uses when given no options)
+_DECODER = json.JSONDecoder()
 
-@dataclass
+
+@dataclass(slots=True)
 class Reply:
     """What came back: status and body (``problem`` set when neither can be trusted)."""
 
@@ -30,7 +33,13 @@ class Reply:
     _resp: Any
 
     def json(self) -> Any:
-        return json.loads(self.body)
+        """``json.loads(body)``, without its encoding detection when the body starts with
+        ``{`` and an ASCII byte: then the detection's answer is UTF-8 (a JSON object in
+        UTF-16/32 has a NUL byte second), so the result, and any error, are the same."""
+        body = self.body
+        if body[:1] == b"{" and body[1:2] != b"\x00":
+            return _DECODER.decode(body.decode("utf-8", "surrogatepass"))
+        return json.loads(body)
 
     def success(self) -> None:
         self._resp.success()
@@ -72,13 +81,53 @@ def _transport_problem(error: BaseException | None, limits: ClientLimits) -> str
     return " ".join(f"no answer: {type(error).__name__}: {error}".split())[:300]
 
 
+#: what every request asks for when its caller names no encoding: the size limit applies to the
+#: bytes read, so the body must come as it is (a compressed body would be inflated unbounded)
+_IDENTITY = {"Accept-Encoding": "identity"}
+
+
 def request(
-    client: Any, limits: ClientLimits, method: str, path: str, *, name: str, **kwargs: Any
+    client: Any,
+    limits: ClientLimits,
+    method: str,
+    path: str,
+    *,
+    name: str,
+    timer: Any = None,
+    **kwargs: Any,
 ) -> BoundedRequest:
     """``with request(...) as reply``: ``None`` when nothing came back in time (already counted
     as a failure); else a ``Reply`` to judge with ``success()``/``failure()``. A reply with a
-    ``problem`` is already marked failed."""
-    return BoundedRequest(client, limits, method, path, name, kwargs)
+    ``problem`` is already marked failed.
+
+    ``timer``: a ``UserTimer`` of the calling user (its total-timeout timer, reused); without
+    one, a timer is made for this request. ``headers`` are not modified (a caller may pass the
+    same dictionary every time); ``Accept-Encoding: identity`` is added when they name none."""
+    return BoundedRequest(client, limits, method, path, name, kwargs, timer)
+
+
+class UserTimer:
+    """One user's total-timeout timer, started and cancelled around each of its requests.
+
+    Why: a ``gevent.Timeout`` made per request (a libev watcher created and freed each time) is
+    measurable on a load test's hot path; a user's requests run one after another in its own
+    greenlet, so one timer serves them all. Not for sharing between greenlets."""
+
+    __slots__ = ("seconds", "_timeout")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._timeout: Any = None
+
+    def start(self) -> Any:
+        """The started ``gevent.Timeout`` (the exception it raises is itself)."""
+        import gevent
+
+        timeout = self._timeout
+        if timeout is None:
+            timeout = self._timeout = gevent.Timeout(self.seconds)
+        timeout.start()
+        return timeout
 
 
 class BoundedRequest:
@@ -86,7 +135,7 @@ class BoundedRequest:
     ``contextmanager``, because it is on every request's path of a load test (a generator, its
     frame and the ``contextlib`` wrapper cost more than the rest of this code)."""
 
-    __slots__ = ("client", "limits", "method", "path", "name", "kwargs", "_ctx")
+    __slots__ = ("client", "limits", "method", "path", "name", "kwargs", "_ctx", "_timer")
 
     def __init__(
         self,
@@ -96,6 +145,7 @@ class BoundedRequest:
         path: str,
         name: str,
         kwargs: dict[str, Any],
+        timer: UserTimer | None = None,
     ) -> None:
         self.client = client
         self.limits = limits
@@ -104,16 +154,29 @@ class BoundedRequest:
         self.name = name
         self.kwargs = kwargs
         self._ctx: Any = None
+        self._timer = timer
+
+    def _start_timer(self) -> Any:
+        if self._timer is not None:
+            return self._timer.start()
+        import gevent  # here, not at import: load.auth is imported outside Locust too
+
+        timer = gevent.Timeout(self.limits.total_timeout_s)
+        timer.start()
+        return timer
 
     def __enter__(self) -> Reply | None:
         import gevent  # here, not at import: load.auth is imported outside Locust too
 
         kwargs = self.kwargs
         limits = self.limits
-        headers = {"Accept-Encoding": "identity", **(kwargs.pop("headers", None) or {})}
+        headers = kwargs.pop("headers", None)
+        if not headers:
+            headers = _IDENTITY
+        elif "Accept-Encoding" not in headers:
+            headers = {**_IDENTITY, **headers}
         started = time.perf_counter()
-        timer = gevent.Timeout(limits.total_timeout_s)
-        timer.start()
+        timer = self._start_timer()
         ctx = None
         try:
             ctx = self.client.request(
@@ -131,7 +194,7 @@ class BoundedRequest:
                 raise
         finally:
             if ctx is None:
-                timer.close()
+                timer.cancel()
         if ctx is None:
             _fire_failure(
                 self.client, self.method, self.name, started, TotalTimeout(limits.total_timeout_s)
@@ -165,7 +228,7 @@ class BoundedRequest:
         except Exception as exc:  # noqa: BLE001 - any transport error is this request's failure
             problem = f"reading the response failed: {type(exc).__name__}: {exc}"
         finally:
-            timer.close()
+            timer.cancel()
             if problem is not None:
                 resp.release()  # an unfinished body: the connection is closed, not reused
         resp.request_meta["response_time"] = (time.perf_counter() - started) * 1000

@@ -61,12 +61,13 @@ class PaysuiteUser(FastHttpUser):
         super().__init__(environment)
 
     def wait_time(self) -> float:
+        pause = self._pause
+        if pause is not None:  # ("constant", s): read once at start
+            return pause
         pacing = self.ctx.shape.pacing
         if pacing[0] == "throughput":
             return self._pacer(self)
-        if len(pacing) == 3:  # ("between", lo, hi)
-            return self.rng.uniform(pacing[1], pacing[2])
-        return float(pacing[1])  # ("constant", s)
+        return self.rng.uniform(pacing[1], pacing[2])  # ("between", lo, hi)
 
     def on_start(self) -> None:
         self.ctx = run_context.current()
@@ -83,7 +84,17 @@ class PaysuiteUser(FastHttpUser):
         if shape.pacing[0] == "throughput":
             per_user = float(shape.pacing[1]) / max(shape.users, 1)
             self._pacer = constant_throughput(per_user)
+        pacing = shape.pacing
+        self._pause: float | None = None
+        if pacing[0] != "throughput" and len(pacing) == 2:
+            self._pause = float(pacing[1])
+        # what a task does, and the names it counts under: decided once, not on every task
+        self._mode = "storm" if storm else "lifecycle" if lifecycle else "mix"
+        self._headers_token: str | None = None
+        self._headers: dict[str, str] = {}
+        self.timer = bounded.UserTimer(self.limits.total_timeout_s)
         self.ops, self.weights = self._allowed_mix(shape.mix)
+        self._started = {op: f"started:{op}" for op in (*self.ops, *KINDS)}
         # random.choices' own cumulative weights, computed once instead of on every task
         self._cum_weights = list(itertools.accumulate(self.weights))
         self._total_weight = self._cum_weights[-1]
@@ -113,20 +124,20 @@ class PaysuiteUser(FastHttpUser):
 
     @task
     def step(self) -> None:
-        shape = self.ctx.shape.name
-        if shape == "idempotency-storm":
+        mode = self._mode
+        if mode == "storm":
             op = self._creating_op()
         else:
             # what rng.choices(self.ops, self.weights)[0] draws, from the same random number
             draw = self.rng.random() * self._total_weight
             op = self.ops[bisect.bisect(self._cum_weights, draw, 0, len(self.ops) - 1)]
-            if shape == "lifecycle" and op not in KINDS:
+            if mode == "lifecycle" and op not in KINDS:
                 op = self._creating_op()
-        LEDGER.count(f"started:{op}")  # a run that completes none of them cannot pass
+        LEDGER.count(self._started[op])  # a run that completes none of them cannot pass
         try:
-            if shape == "idempotency-storm":
+            if mode == "storm":
                 self.storm_create()
-            elif shape == "lifecycle":
+            elif mode == "lifecycle":
                 self.lifecycle_round(op)
             elif op in KINDS:
                 self.create(op)
@@ -202,13 +213,15 @@ class PaysuiteUser(FastHttpUser):
         early should show up there, not be hidden by the retry.
         """
         for attempt in (1, 2):
+            sent = self._auth_headers()
             with bounded.request(
                 self.client,
                 self.limits,
                 method,
                 path,
-                headers={**self.tokens.headers(), **(headers or {})},
+                headers={**sent, **headers} if headers else sent,
                 name=name,
+                timer=self.timer,
                 **kwargs,
             ) as reply:
                 if reply is None or reply.problem is not None:
@@ -218,6 +231,17 @@ class PaysuiteUser(FastHttpUser):
                 reply.failure("401: token refused; refreshing")
             self.tokens.renew()
         return None
+
+    def _auth_headers(self) -> dict[str, str]:
+        """The token flow's headers (``Accept-Encoding: identity`` added, see ``load.bounded``),
+        made again only when the access token changes: ``access()`` still runs before every
+        request, so a token due for renewal is renewed exactly as before. Never modified by
+        its users (``bounded`` and Locust copy what they change)."""
+        access = self.tokens.access()
+        if access is not self._headers_token:
+            self._headers = {"Accept-Encoding": "identity", **self.tokens.headers()}
+            self._headers_token = access
+        return self._headers
 
     def _judge_create(self, resp: bounded.Reply, op: str, storm: bool) -> str | None:
         status = resp.status
