@@ -16,6 +16,7 @@ then poll find until the transaction leaves ``pending``, recording the time to p
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import itertools
 import random
@@ -281,9 +282,7 @@ class PaysuiteUser(FastHttpUser):
         if ref is None:
             self.events(filtered=False)
             return None
-        return self._send(
-            "GET", f"/transactions/find/{ref}", "find", lambda r: self._judge_json(r, "ref")
-        )
+        return self._send("GET", f"/transactions/find/{ref}", "find", _judge_found)
 
     def events(self, *, filtered: bool) -> None:
         params = ""
@@ -296,12 +295,7 @@ class PaysuiteUser(FastHttpUser):
             if self.numbers:
                 choices.append(f"client={self.rng.choice(self.numbers)}")
             params = "?" + self.rng.choice(choices)
-        self._send(
-            "GET",
-            f"/events/transactions{params}",
-            name,
-            lambda r: self._judge_json(r, "transactions"),
-        )
+        self._send("GET", f"/events/transactions{params}", name, _judge_listed)
 
     @staticmethod
     def _judge_json(resp: bounded.Reply, require: str) -> dict[str, Any] | None:
@@ -375,3 +369,8 @@ class PaysuiteUser(FastHttpUser):
                 return
             time.sleep(LIFECYCLE_POLL_S)
         LEDGER.count("lifecycle_timeouts")
+
+
+# the judges of find and the events list, made once (not a closure per request)
+_judge_found = functools.partial(PaysuiteUser._judge_json, require="ref")
+_judge_listed = functools.partial(PaysuiteUser._judge_json, require="transactions")
