@@ -100,34 +100,12 @@ def request(
     as a failure); else a ``Reply`` to judge with ``success()``/``failure()``. A reply with a
     ``problem`` is already marked failed.
 
-    ``timer``: a ``UserTimer`` of the calling user (its total-timeout timer, reused); without
-    one, a timer is made for this request. ``headers`` are not modified (a caller may pass the
+    ``timer``: the calling user's own ``gevent.Timeout`` of ``limits.total_timeout_s``, started
+    and cancelled around each of its requests (they run one after another in its greenlet), so
+    that a load test's hot path does not make and free a timer per request; without one, a
+    timer is made for this request. ``headers`` are not modified (a caller may pass the
     same dictionary every time); ``Accept-Encoding: identity`` is added when they name none."""
     return BoundedRequest(client, limits, method, path, name, kwargs, timer)
-
-
-class UserTimer:
-    """One user's total-timeout timer, started and cancelled around each of its requests.
-
-    Why: a ``gevent.Timeout`` made per request (a libev watcher created and freed each time) is
-    measurable on a load test's hot path; a user's requests run one after another in its own
-    greenlet, so one timer serves them all. Not for sharing between greenlets."""
-
-    __slots__ = ("seconds", "_timeout")
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._timeout: Any = None
-
-    def start(self) -> Any:
-        """The started ``gevent.Timeout`` (the exception it raises is itself)."""
-        import gevent
-
-        timeout = self._timeout
-        if timeout is None:
-            timeout = self._timeout = gevent.Timeout(self.seconds)
-        timeout.start()
-        return timeout
 
 
 class BoundedRequest:
@@ -145,7 +123,7 @@ class BoundedRequest:
         path: str,
         name: str,
         kwargs: dict[str, Any],
-        timer: UserTimer | None = None,
+        timer: Any = None,
     ) -> None:
         self.client = client
         self.limits = limits
@@ -155,15 +133,6 @@ class BoundedRequest:
         self.kwargs = kwargs
         self._ctx: Any = None
         self._timer = timer
-
-    def _start_timer(self) -> Any:
-        if self._timer is not None:
-            return self._timer.start()
-        import gevent  # here, not at import: load.auth is imported outside Locust too
-
-        timer = gevent.Timeout(self.limits.total_timeout_s)
-        timer.start()
-        return timer
 
     def __enter__(self) -> Reply | None:
         import gevent  # here, not at import: load.auth is imported outside Locust too
@@ -176,7 +145,8 @@ class BoundedRequest:
         elif "Accept-Encoding" not in headers:
             headers = {**_IDENTITY, **headers}
         started = time.perf_counter()
-        timer = self._start_timer()
+        timer = self._timer if self._timer is not None else gevent.Timeout(limits.total_timeout_s)
+        timer.start()
         ctx = None
         try:
             ctx = self.client.request(

@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import gevent
 from locust import task
 from locust.contrib.fasthttp import FastHttpUser
 from locust.env import Environment
@@ -93,7 +94,8 @@ class PaysuiteUser(FastHttpUser):
         self._mode = "storm" if storm else "lifecycle" if lifecycle else "mix"
         self._headers_token: str | None = None
         self._headers: dict[str, str] = {}
-        self.timer = bounded.UserTimer(self.limits.total_timeout_s)
+        # the total time-out of each of this user's requests: one timer, restarted each time
+        self.timer = gevent.Timeout(self.limits.total_timeout_s)
         self.ops, self.weights = self._allowed_mix(shape.mix)
         self._started = {op: f"started:{op}" for op in (*self.ops, *KINDS)}
         # random.choices' own cumulative weights, computed once instead of on every task
