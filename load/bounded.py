@@ -175,6 +175,7 @@ class BoundedRequest:
         try:
             return self._reply(resp, timer, started)
         except BaseException as exc:
+            timer.cancel()  # whatever escaped before _reply's own cancel: never left running
             self._ctx = None
             if not ctx.__exit__(type(exc), exc, exc.__traceback__):
                 raise
