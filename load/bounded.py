@@ -19,8 +19,11 @@ from typing import Any
 
 from load.limits import ClientLimits, ResponseTooLarge, TotalTimeout, read_capped
 
+#: ``json.loads``'s own decoder (the one it uses when given no options)
+_DECODER = json.JSONDecoder()
 
-@dataclass
+
+@dataclass(slots=True)
 class Reply:
     """What came back: status and body (``problem`` set when neither can be trusted)."""
 
@@ -30,7 +33,13 @@ class Reply:
     _resp: Any
 
     def json(self) -> Any:
-        return json.loads(self.body)
+        """``json.loads(body)``, without its encoding detection when the body starts with
+        ``{`` and an ASCII byte: then the detection's answer is UTF-8 (a JSON object in
+        UTF-16/32 has a NUL byte second), so the result, and any error, are the same."""
+        body = self.body
+        if body[:1] == b"{" and body[1:2] != b"\x00":
+            return _DECODER.decode(body.decode("utf-8", "surrogatepass"))
+        return json.loads(body)
 
     def success(self) -> None:
         self._resp.success()
@@ -72,13 +81,31 @@ def _transport_problem(error: BaseException | None, limits: ClientLimits) -> str
     return " ".join(f"no answer: {type(error).__name__}: {error}".split())[:300]
 
 
+#: what every request asks for when its caller names no encoding: the size limit applies to the
+#: bytes read, so the body must come as it is (a compressed body would be inflated unbounded)
+_IDENTITY = {"Accept-Encoding": "identity"}
+
+
 def request(
-    client: Any, limits: ClientLimits, method: str, path: str, *, name: str, **kwargs: Any
+    client: Any,
+    limits: ClientLimits,
+    method: str,
+    path: str,
+    *,
+    name: str,
+    timer: Any = None,
+    **kwargs: Any,
 ) -> BoundedRequest:
     """``with request(...) as reply``: ``None`` when nothing came back in time (already counted
     as a failure); else a ``Reply`` to judge with ``success()``/``failure()``. A reply with a
-    ``problem`` is already marked failed."""
-    return BoundedRequest(client, limits, method, path, name, kwargs)
+    ``problem`` is already marked failed.
+
+    ``timer``: the calling user's own ``gevent.Timeout`` of ``limits.total_timeout_s``, started
+    and cancelled around each of its requests (they run one after another in its greenlet), so
+    that a load test's hot path does not make and free a timer per request; without one, a
+    timer is made for this request. ``headers`` are not modified (a caller may pass the
+    same dictionary every time); ``Accept-Encoding: identity`` is added when they name none."""
+    return BoundedRequest(client, limits, method, path, name, kwargs, timer)
 
 
 class BoundedRequest:
@@ -86,7 +113,7 @@ class BoundedRequest:
     ``contextmanager``, because it is on every request's path of a load test (a generator, its
     frame and the ``contextlib`` wrapper cost more than the rest of this code)."""
 
-    __slots__ = ("client", "limits", "method", "path", "name", "kwargs", "_ctx")
+    __slots__ = ("client", "limits", "method", "path", "name", "kwargs", "_ctx", "_timer")
 
     def __init__(
         self,
@@ -96,6 +123,7 @@ class BoundedRequest:
         path: str,
         name: str,
         kwargs: dict[str, Any],
+        timer: Any = None,
     ) -> None:
         self.client = client
         self.limits = limits
@@ -104,15 +132,20 @@ class BoundedRequest:
         self.name = name
         self.kwargs = kwargs
         self._ctx: Any = None
+        self._timer = timer
 
     def __enter__(self) -> Reply | None:
         import gevent  # here, not at import: load.auth is imported outside Locust too
 
         kwargs = self.kwargs
         limits = self.limits
-        headers = {"Accept-Encoding": "identity", **(kwargs.pop("headers", None) or {})}
+        headers = kwargs.pop("headers", None)
+        if not headers:
+            headers = _IDENTITY
+        elif "Accept-Encoding" not in headers:
+            headers = {**_IDENTITY, **headers}
         started = time.perf_counter()
-        timer = gevent.Timeout(limits.total_timeout_s)
+        timer = self._timer if self._timer is not None else gevent.Timeout(limits.total_timeout_s)
         timer.start()
         ctx = None
         try:
@@ -131,7 +164,7 @@ class BoundedRequest:
                 raise
         finally:
             if ctx is None:
-                timer.close()
+                timer.cancel()
         if ctx is None:
             _fire_failure(
                 self.client, self.method, self.name, started, TotalTimeout(limits.total_timeout_s)
@@ -142,6 +175,7 @@ class BoundedRequest:
         try:
             return self._reply(resp, timer, started)
         except BaseException as exc:
+            timer.cancel()  # whatever escaped before _reply's own cancel: never left running
             self._ctx = None
             if not ctx.__exit__(type(exc), exc, exc.__traceback__):
                 raise
@@ -165,7 +199,7 @@ class BoundedRequest:
         except Exception as exc:  # noqa: BLE001 - any transport error is this request's failure
             problem = f"reading the response failed: {type(exc).__name__}: {exc}"
         finally:
-            timer.close()
+            timer.cancel()
             if problem is not None:
                 resp.release()  # an unfinished body: the connection is closed, not reused
         resp.request_meta["response_time"] = (time.perf_counter() - started) * 1000

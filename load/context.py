@@ -59,7 +59,10 @@ class RunContext:
 
     def merchant_refs(self, merchant: str) -> deque[str]:
         """Refs created in this process per merchant: what read-only users look up."""
-        return self.refs_by_merchant.setdefault(merchant, deque(maxlen=500))
+        refs = self.refs_by_merchant.get(merchant)
+        if refs is None:  # not setdefault: that would make a deque on every call (every find)
+            refs = self.refs_by_merchant[merchant] = deque(maxlen=500)
+        return refs
 
 
 _PLAN: LoadPlan | None = None

@@ -57,8 +57,26 @@ class TotalTimeout(Exception):
 
 def read_capped(read: Callable[[int], bytes], limit: int, deadline: float | None = None) -> bytes:
     """Read a body with ``read(n)`` until it ends; ``ResponseTooLarge`` one byte past ``limit``,
-    ``TotalTimeout`` (with 0 s) when ``deadline`` (``time.monotonic``) passes between reads."""
-    body = bytearray()
+    ``TotalTimeout`` (with 0 s) when ``deadline`` (``time.monotonic``) passes between reads.
+
+    A body that comes in one read (every small JSON answer) is returned as that read gave it,
+    without the copy into and out of a ``bytearray``: this is on every load request's path."""
+    if deadline is not None and time.monotonic() > deadline:
+        raise TotalTimeout(0)
+    first = read(min(READ_CHUNK, limit + 1))
+    if not first:
+        return b""
+    if len(first) > limit:
+        raise ResponseTooLarge(limit)
+    if deadline is not None and time.monotonic() > deadline:
+        raise TotalTimeout(0)
+    chunk = read(min(READ_CHUNK, limit + 1 - len(first)))
+    if not chunk:
+        return bytes(first)
+    body = bytearray(first)
+    body += chunk
+    if len(body) > limit:
+        raise ResponseTooLarge(limit)
     while True:
         if deadline is not None and time.monotonic() > deadline:
             raise TotalTimeout(0)

@@ -16,6 +16,7 @@ then poll find until the transaction leaves ``pending``, recording the time to p
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import itertools
 import random
@@ -25,6 +26,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import gevent
 from locust import task
 from locust.contrib.fasthttp import FastHttpUser
 from locust.env import Environment
@@ -61,12 +63,13 @@ class PaysuiteUser(FastHttpUser):
         super().__init__(environment)
 
     def wait_time(self) -> float:
+        pause = self._pause
+        if pause is not None:  # ("constant", s): read once at start
+            return pause
         pacing = self.ctx.shape.pacing
         if pacing[0] == "throughput":
             return self._pacer(self)
-        if len(pacing) == 3:  # ("between", lo, hi)
-            return self.rng.uniform(pacing[1], pacing[2])
-        return float(pacing[1])  # ("constant", s)
+        return self.rng.uniform(pacing[1], pacing[2])  # ("between", lo, hi)
 
     def on_start(self) -> None:
         self.ctx = run_context.current()
@@ -83,7 +86,18 @@ class PaysuiteUser(FastHttpUser):
         if shape.pacing[0] == "throughput":
             per_user = float(shape.pacing[1]) / max(shape.users, 1)
             self._pacer = constant_throughput(per_user)
+        pacing = shape.pacing
+        self._pause: float | None = None
+        if pacing[0] != "throughput" and len(pacing) == 2:
+            self._pause = float(pacing[1])
+        # what a task does, and the names it counts under: decided once, not on every task
+        self._mode = "storm" if storm else "lifecycle" if lifecycle else "mix"
+        self._headers_token: str | None = None
+        self._headers: dict[str, str] = {}
+        # the total time-out of each of this user's requests: one timer, restarted each time
+        self.timer = gevent.Timeout(self.limits.total_timeout_s)
         self.ops, self.weights = self._allowed_mix(shape.mix)
+        self._started = {op: f"started:{op}" for op in (*self.ops, *KINDS)}
         # random.choices' own cumulative weights, computed once instead of on every task
         self._cum_weights = list(itertools.accumulate(self.weights))
         self._total_weight = self._cum_weights[-1]
@@ -113,20 +127,20 @@ class PaysuiteUser(FastHttpUser):
 
     @task
     def step(self) -> None:
-        shape = self.ctx.shape.name
-        if shape == "idempotency-storm":
+        mode = self._mode
+        if mode == "storm":
             op = self._creating_op()
         else:
             # what rng.choices(self.ops, self.weights)[0] draws, from the same random number
             draw = self.rng.random() * self._total_weight
             op = self.ops[bisect.bisect(self._cum_weights, draw, 0, len(self.ops) - 1)]
-            if shape == "lifecycle" and op not in KINDS:
+            if mode == "lifecycle" and op not in KINDS:
                 op = self._creating_op()
-        LEDGER.count(f"started:{op}")  # a run that completes none of them cannot pass
+        LEDGER.count(self._started[op])  # a run that completes none of them cannot pass
         try:
-            if shape == "idempotency-storm":
+            if mode == "storm":
                 self.storm_create()
-            elif shape == "lifecycle":
+            elif mode == "lifecycle":
                 self.lifecycle_round(op)
             elif op in KINDS:
                 self.create(op)
@@ -202,13 +216,15 @@ class PaysuiteUser(FastHttpUser):
         early should show up there, not be hidden by the retry.
         """
         for attempt in (1, 2):
+            sent = self._auth_headers()
             with bounded.request(
                 self.client,
                 self.limits,
                 method,
                 path,
-                headers={**self.tokens.headers(), **(headers or {})},
+                headers={**sent, **headers} if headers else sent,
                 name=name,
+                timer=self.timer,
                 **kwargs,
             ) as reply:
                 if reply is None or reply.problem is not None:
@@ -218,6 +234,17 @@ class PaysuiteUser(FastHttpUser):
                 reply.failure("401: token refused; refreshing")
             self.tokens.renew()
         return None
+
+    def _auth_headers(self) -> dict[str, str]:
+        """The token flow's headers (``Accept-Encoding: identity`` added, see ``load.bounded``),
+        made again only when the access token changes: ``access()`` still runs before every
+        request, so a token due for renewal is renewed exactly as before. Never modified by
+        its users (``bounded`` and Locust copy what they change)."""
+        access = self.tokens.access()
+        if access is not self._headers_token:
+            self._headers = {"Accept-Encoding": "identity", **self.tokens.headers()}
+            self._headers_token = access
+        return self._headers
 
     def _judge_create(self, resp: bounded.Reply, op: str, storm: bool) -> str | None:
         status = resp.status
@@ -257,9 +284,7 @@ class PaysuiteUser(FastHttpUser):
         if ref is None:
             self.events(filtered=False)
             return None
-        return self._send(
-            "GET", f"/transactions/find/{ref}", "find", lambda r: self._judge_json(r, "ref")
-        )
+        return self._send("GET", f"/transactions/find/{ref}", "find", _judge_found)
 
     def events(self, *, filtered: bool) -> None:
         params = ""
@@ -272,12 +297,7 @@ class PaysuiteUser(FastHttpUser):
             if self.numbers:
                 choices.append(f"client={self.rng.choice(self.numbers)}")
             params = "?" + self.rng.choice(choices)
-        self._send(
-            "GET",
-            f"/events/transactions{params}",
-            name,
-            lambda r: self._judge_json(r, "transactions"),
-        )
+        self._send("GET", f"/events/transactions{params}", name, _judge_listed)
 
     @staticmethod
     def _judge_json(resp: bounded.Reply, require: str) -> dict[str, Any] | None:
@@ -351,3 +371,8 @@ class PaysuiteUser(FastHttpUser):
                 return
             time.sleep(LIFECYCLE_POLL_S)
         LEDGER.count("lifecycle_timeouts")
+
+
+# the judges of find and the events list, made once (not a closure per request)
+_judge_found = functools.partial(PaysuiteUser._judge_json, require="ref")
+_judge_listed = functools.partial(PaysuiteUser._judge_json, require="transactions")
