@@ -177,6 +177,8 @@ def _keys_in_database(stub: RunningStub) -> set[str]:
     return found
 
 
+# the attacks sign with guessed short keys on purpose; PyJWT warns about each of them
+@pytest.mark.filterwarnings("ignore::jwt.warnings.InsecureKeyLengthWarning")
 def test_token_attack_list(api: Api, stub: RunningStub) -> None:
     tokens = _attacks(api)  # expiry itself: test_stub_auth (it needs a 1 s TTL)
     claims = jwt.decode(api.pair(fresh=True)["access"], options={"verify_signature": False})
