@@ -59,30 +59,18 @@ def read_capped(read: Callable[[int], bytes], limit: int, deadline: float | None
     """Read a body with ``read(n)`` until it ends; ``ResponseTooLarge`` one byte past ``limit``,
     ``TotalTimeout`` (with 0 s) when ``deadline`` (``time.monotonic``) passes between reads.
 
-    A body that comes in one read (every small JSON answer) is returned as that read gave it,
-    without the copy into and out of a ``bytearray``: this is on every load request's path."""
-    if deadline is not None and time.monotonic() > deadline:
-        raise TotalTimeout(0)
-    first = read(min(READ_CHUNK, limit + 1))
-    if not first:
-        return b""
-    if len(first) > limit:
-        raise ResponseTooLarge(limit)
-    if deadline is not None and time.monotonic() > deadline:
-        raise TotalTimeout(0)
-    chunk = read(min(READ_CHUNK, limit + 1 - len(first)))
-    if not chunk:
-        return bytes(first)
-    body = bytearray(first)
-    body += chunk
-    if len(body) > limit:
-        raise ResponseTooLarge(limit)
+    The chunks are joined once at the end: a body that comes in one read (every small JSON
+    answer) is returned as that read gave it (``bytes.join`` of one ``bytes`` is that object),
+    without a copy into and out of a ``bytearray``: this is on every load request's path."""
+    chunks: list[bytes] = []
+    size = 0
     while True:
         if deadline is not None and time.monotonic() > deadline:
             raise TotalTimeout(0)
-        chunk = read(min(READ_CHUNK, limit + 1 - len(body)))
+        chunk = read(min(READ_CHUNK, limit + 1 - size))
         if not chunk:
-            return bytes(body)
-        body += chunk
-        if len(body) > limit:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
             raise ResponseTooLarge(limit)
