@@ -1,36 +1,55 @@
-"""One Locust request under ``ClientLimits``: total timeout, capped body, no redirects.
+"""A virtual user's HTTP client: bounded exchanges (``load.connection``), each one Locust request.
 
-Why a wrapper and not FastHttpSession alone: its ``network_timeout`` bounds each socket read,
-not the request (a body trickled a byte at a time never ends), and without ``stream=True`` it
-buffers the whole body (an endless chunked body grew the process past 1.5 GB). Here the request
-is made with ``stream=True`` and ``allow_redirects=False`` (public arguments of
-``FastHttpSession.request``), the body is read in chunks up to ``max_response_bytes``, and the
-whole exchange runs under a ``gevent.Timeout``. Every outcome is one Locust request event: a
-transport failure, a time-out or an oversized body is a failure with a readable reason, and the
-reported time and size cover the body too.
+``with client.request(method, path, name=...) as reply`` sends the request and reads its whole
+answer under ``ClientLimits`` (total timeout, capped body, no redirects); the block judges the
+reply with ``success()`` or ``failure(why)``; on leaving the block the exchange is reported to
+Locust once, through its ``request`` event: the public way for a client of one's own to feed
+Locust's statistics, failures table, web UI and distributed mode (Locust's "testing other
+systems" documentation). The reported time covers the body, not the judging.
+
+Why not Locust's ``FastHttpSession``: see ``load.connection``. A transport failure, a time-out,
+an oversized body or a redirect is a failed request with a reason a person can read; the block
+still runs, with ``reply.problem`` set.
 """
 
 from __future__ import annotations
 
-import json
+import json as jsonlib
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
-from load.limits import ClientLimits, ResponseTooLarge, TotalTimeout, read_capped
+from load.connection import Connection
+from load.limits import ClientLimits, ResponseTooLarge, TotalTimeout
 
 #: ``json.loads``'s own decoder (the one it uses when given no options)
-_DECODER = json.JSONDecoder()
+_DECODER = jsonlib.JSONDecoder()
+
+#: what every request asks for when its caller names no encoding: the size limit applies to the
+#: bytes read, so the body must come as it is (a compressed body would be inflated unbounded)
+_IDENTITY = {"Accept-Encoding": "identity"}
+
+
+class RequestFailed(Exception):
+    """A request judged failed; its message is the reason (what Locust's failures table shows).
+
+    Defined here rather than Locust's ``CatchResponseError``: importing anything of Locust
+    monkey-patches the process, and this module is imported (and tested) outside Locust too."""
 
 
 @dataclass(slots=True)
 class Reply:
-    """What came back: status and body (``problem`` set when neither can be trusted)."""
+    """What came back: status and body (``problem`` set when neither can be trusted: the reply
+    is then failed already, and ``success()``/``failure()`` do not change that)."""
 
     status: int
     body: bytes
     problem: str | None
-    _resp: Any
+    location: str | None = None
+    #: the judgement: None until given, True for success, else the failure's reason
+    verdict: bool | str | None = None
 
     def json(self) -> Any:
         """``json.loads(body)``, without its encoding detection when the body starts with
@@ -39,189 +58,180 @@ class Reply:
         body = self.body
         if body[:1] == b"{" and body[1:2] != b"\x00":
             return _DECODER.decode(body.decode("utf-8", "surrogatepass"))
-        return json.loads(body)
+        return jsonlib.loads(body)
 
     def success(self) -> None:
-        self._resp.success()
+        if self.problem is None:
+            self.verdict = True
 
     def failure(self, why: str) -> None:
-        self._resp.failure(why)
+        if self.problem is None:
+            self.verdict = why
 
-
-def _fire_failure(client: Any, method: str, name: str, started: float, exc: Exception) -> None:
-    client.request_event.fire(
-        request_type=method,
-        name=name,
-        response_time=(time.perf_counter() - started) * 1000,
-        response_length=0,
-        exception=exc,
-        context={},
-        response=None,
-        url=name,
-        start_time=time.time(),
-    )
+    def outcome(self) -> str | None:
+        """The failure's reason, or None for a success. A reply nobody judged is judged as
+        Locust judges one: a status of 400 or more fails."""
+        if self.problem is not None:
+            return self.problem
+        verdict = self.verdict
+        if verdict is True:
+            return None
+        if verdict is None:
+            return f"status {self.status}" if self.status >= 400 else None
+        return str(verdict)
 
 
 def _timed_out(error: BaseException | None) -> bool:
-    """A socket time-out, possibly wrapped (geventhttpclient's ``RetriesExceeded`` keeps it only
-    in its message, ``original=timed out``)."""
+    """A socket time-out, possibly wrapped by the transport."""
     seen = 0
     while error is not None and seen < 5:
-        if isinstance(error, TimeoutError) or str(error).endswith("original=timed out"):
+        if isinstance(error, TimeoutError) or str(error).endswith("timed out"):
             return True
         error, seen = error.__cause__ or error.__context__, seen + 1
     return False
 
 
-def _transport_problem(error: BaseException | None, limits: ClientLimits) -> str:
+def transport_problem(error: BaseException, limits: ClientLimits) -> str:
+    """Why nothing usable came back, in words (never "status 0")."""
     if _timed_out(error):
         return f"no answer: a read waited {limits.read_timeout_s:g} s (--read-timeout)"
-    if error is None:
-        return "no answer (connection failed)"
     return " ".join(f"no answer: {type(error).__name__}: {error}".split())[:300]
 
 
-#: what every request asks for when its caller names no encoding: the size limit applies to the
-#: bytes read, so the body must come as it is (a compressed body would be inflated unbounded)
-_IDENTITY = {"Accept-Encoding": "identity"}
+class Client:
+    """One virtual user's client for ``base_url`` (``scheme://host:port/prefix``): a keep-alive
+    connection to its origin (another for each other origin an absolute URL names), and the
+    Locust ``request`` event its exchanges are reported to.
+
+    Not shared between greenlets: a Locust user runs its requests one after another.
+    """
+
+    def __init__(
+        self, base_url: str, limits: ClientLimits, request_event: Any, *, insecure: bool = True
+    ) -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"not an http(s) base URL: {base_url!r}")
+        self.base_url = base_url.rstrip("/")
+        self.limits = limits
+        self.insecure = insecure
+        self._fire = request_event.fire
+        self._origin = f"{parts.scheme}://{parts.netloc}"
+        self._prefix = parts.path.rstrip("/")
+        self._connections: dict[str, Connection] = {}
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        name: str,
+        headers: Mapping[str, str] | None = None,
+        json: Any = None,
+    ) -> Exchange:
+        """``with request(...) as reply``: ``path`` is appended to the base URL, unless it is an
+        absolute ``http(s)://`` URL. ``headers`` are not modified (a caller may pass the same
+        mapping every time); ``Accept-Encoding: identity`` is added when they name no encoding,
+        and with ``json`` the ``Content-Type``/``Accept`` of JSON when they name none."""
+        return Exchange(self, method, path, name, headers, json)
+
+    def connection(self, origin: str) -> Connection:
+        connection = self._connections.get(origin)
+        if connection is None:
+            connection = Connection(origin, self.limits, insecure=self.insecure)
+            self._connections[origin] = connection
+        return connection
+
+    def close(self) -> None:
+        for connection in self._connections.values():
+            connection.close()
+        self._connections.clear()
 
 
-def request(
-    client: Any,
-    limits: ClientLimits,
-    method: str,
-    path: str,
-    *,
-    name: str,
-    timer: Any = None,
-    **kwargs: Any,
-) -> BoundedRequest:
-    """``with request(...) as reply``: ``None`` when nothing came back in time (already counted
-    as a failure); else a ``Reply`` to judge with ``success()``/``failure()``. A reply with a
-    ``problem`` is already marked failed.
+class Exchange:
+    """The context manager ``Client.request`` returns: the exchange happens on entry, its
+    report to Locust on exit, exactly once (not when the block is left by a ``BaseException``
+    that is not an ``Exception``: the user is being stopped, as Locust's own context does).
+    A class, not a generator-based ``contextmanager``: it is on every request's path."""
 
-    ``timer``: the calling user's own ``gevent.Timeout`` of ``limits.total_timeout_s``, started
-    and cancelled around each of its requests (they run one after another in its greenlet), so
-    that a load test's hot path does not make and free a timer per request; without one, a
-    timer is made for this request. ``headers`` are not modified (a caller may pass the
-    same dictionary every time); ``Accept-Encoding: identity`` is added when they name none."""
-    return BoundedRequest(client, limits, method, path, name, kwargs, timer)
-
-
-class BoundedRequest:
-    """The context manager ``request`` returns: a class rather than a generator-based
-    ``contextmanager``, because it is on every request's path of a load test (a generator, its
-    frame and the ``contextlib`` wrapper cost more than the rest of this code)."""
-
-    __slots__ = ("client", "limits", "method", "path", "name", "kwargs", "_ctx", "_timer")
+    __slots__ = ("client", "method", "path", "name", "headers", "json", "reply", "_meta")
 
     def __init__(
         self,
-        client: Any,
-        limits: ClientLimits,
+        client: Client,
         method: str,
         path: str,
         name: str,
-        kwargs: dict[str, Any],
-        timer: Any = None,
+        headers: Mapping[str, str] | None,
+        json: Any,
     ) -> None:
         self.client = client
-        self.limits = limits
         self.method = method
         self.path = path
         self.name = name
-        self.kwargs = kwargs
-        self._ctx: Any = None
-        self._timer = timer
+        self.headers = headers
+        self.json = json
+        self.reply: Reply | None = None
+        self._meta: tuple[float, float, str] = (0.0, 0.0, "")
 
-    def __enter__(self) -> Reply | None:
-        import gevent  # here, not at import: load.auth is imported outside Locust too
-
-        kwargs = self.kwargs
-        limits = self.limits
-        headers = kwargs.pop("headers", None)
+    def __enter__(self) -> Reply:
+        client = self.client
+        path = self.path
+        if path.startswith(("http://", "https://")):
+            parts = urlsplit(path)
+            origin = f"{parts.scheme}://{parts.netloc}"
+            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            url = path
+        else:
+            origin = client._origin
+            target = client._prefix + path
+            url = client.base_url + path
+        headers = self.headers
         if not headers:
             headers = _IDENTITY
         elif "Accept-Encoding" not in headers:
             headers = {**_IDENTITY, **headers}
+        body = None
+        if self.json is not None:
+            body = jsonlib.dumps(self.json).encode()
+            headers = {"Content-Type": "application/json", "Accept": "application/json", **headers}
+        start_time = time.time()
         started = time.perf_counter()
-        timer = self._timer if self._timer is not None else gevent.Timeout(limits.total_timeout_s)
-        timer.start()
-        ctx = None
         try:
-            ctx = self.client.request(
-                self.method,
-                self.path,
-                name=self.name,
-                headers=headers,
-                catch_response=True,
-                stream=True,
-                allow_redirects=False,
-                **kwargs,
+            status, data, location = client.connection(origin).exchange(
+                self.method, target, body, headers
             )
-        except gevent.Timeout as exc:
-            if exc is not timer:
-                raise
-        finally:
-            if ctx is None:
-                timer.cancel()
-        if ctx is None:
-            _fire_failure(
-                self.client, self.method, self.name, started, TotalTimeout(limits.total_timeout_s)
-            )
-            return None
-        resp = ctx.__enter__()
-        self._ctx = ctx
-        try:
-            return self._reply(resp, timer, started)
-        except BaseException as exc:
-            timer.cancel()  # whatever escaped before _reply's own cancel: never left running
-            self._ctx = None
-            if not ctx.__exit__(type(exc), exc, exc.__traceback__):
-                raise
-            raise _Suppressed() from exc
+        except (TotalTimeout, ResponseTooLarge) as exc:
+            reply = Reply(0, b"", str(exc))
+        except Exception as exc:  # noqa: BLE001 - any transport failure is this request's
+            reply = Reply(0, b"", transport_problem(exc, client.limits))
+        else:
+            reply = Reply(status, data, None, location)
+            if 300 <= status < 400:
+                reply.problem = (
+                    f"status {status} (a redirect to {location!r}; paysuite does not follow "
+                    "redirects)"
+                )
+        self._meta = (start_time, (time.perf_counter() - started) * 1000, url)
+        self.reply = reply
+        return reply
 
-    def _reply(self, resp: Any, timer: Any, started: float) -> Reply:
-        import gevent
-
-        limits = self.limits
-        status = int(resp.status_code or 0)
-        body, problem = b"", None
-        try:
-            if status:
-                body = read_capped(resp.read, limits.max_response_bytes)
-        except gevent.Timeout as exc:
-            if exc is not timer:
-                raise
-            problem = str(TotalTimeout(limits.total_timeout_s))
-        except ResponseTooLarge as exc:
-            problem = str(exc)
-        except Exception as exc:  # noqa: BLE001 - any transport error is this request's failure
-            problem = f"reading the response failed: {type(exc).__name__}: {exc}"
-        finally:
-            timer.cancel()
-            if problem is not None:
-                resp.release()  # an unfinished body: the connection is closed, not reused
-        resp.request_meta["response_time"] = (time.perf_counter() - started) * 1000
-        resp.request_meta["response_length"] = len(body)
-        if not status:  # nothing came back: say why in words, not "status 0"
-            problem = _transport_problem(getattr(resp, "error", None), limits)
-        if problem is not None:
-            resp.failure(problem)
-        elif 300 <= status < 400:
-            problem = f"status {status} (a redirect to {resp.headers.get('Location')!r}; "
-            problem += "paysuite does not follow redirects)"
-            resp.failure(problem)
-        return Reply(status, body, problem, resp)
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
-        ctx, self._ctx = self._ctx, None
-        if ctx is None:
-            return False
-        return bool(ctx.__exit__(exc_type, exc, tb))
-
-
-class _Suppressed(Exception):
-    """Never raised to a caller in practice: Locust's response context swallowed an exception
-    raised while the reply was being read, which a ``with`` statement cannot express from
-    ``__enter__``; raised instead so that the caller's block does not run without a reply."""
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        reply, self.reply = self.reply, None
+        if reply is None or (exc is not None and not isinstance(exc, Exception)):
+            return
+        why = reply.outcome()
+        if why is None and exc is not None and reply.verdict is None:
+            why = f"{type(exc).__name__}: {exc}"  # the block failed before judging
+        start_time, response_time, url = self._meta
+        self.client._fire(
+            request_type=self.method,
+            name=self.name,
+            response_time=response_time,
+            response_length=len(reply.body),
+            exception=None if why is None else RequestFailed(why),
+            context={},
+            response=reply,
+            url=url,
+            start_time=start_time,
+        )

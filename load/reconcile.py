@@ -10,7 +10,7 @@ created events listed for that number (``?client=``) must name exactly one trans
 Anything else is a loss and fails the run.
 
 It runs in the Locust master process after the load stops (gevent is already there): a bounded
-pool of greenlets, each with its own keep-alive connection (geventhttpclient), a time budget
+pool of greenlets, each with its own keep-alive connection (``load.connection``), a time budget
 after which the rest is reported as unchecked (which also fails: "nothing lost" cannot be
 claimed for what was not checked), and a progress line every few seconds for large ledgers.
 """
@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from load.ledger import CreateRecord
-from load.limits import ClientLimits, TotalTimeout, read_capped
+from load.limits import ClientLimits
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.tokens import PlainAnswer, Request, Send, TokenFlow
 
@@ -50,36 +50,24 @@ class _Response:
 
 
 class _Session:
-    """A keep-alive connection to the target (geventhttpclient, as Locust's FastHttpUser), each
-    call bounded by ``ClientLimits``: total time, body size (issue 13)."""
+    """A keep-alive connection to the target (``load.connection``, as the Locust users' own),
+    each call bounded by ``ClientLimits``: total time, body size (issue 13)."""
 
     def __init__(self, base_url: str, limits: ClientLimits | None = None) -> None:
-        from geventhttpclient import HTTPClient
+        from load.connection import Connection  # gevent: not imported where only read
 
+        parts = urlsplit(base_url)
         self.limits = limits or ClientLimits()
-        self._client = HTTPClient.from_url(
-            base_url,
-            concurrency=1,
-            connection_timeout=self.limits.connect_timeout_s,
-            network_timeout=self.limits.read_timeout_s,
-        )
+        self._connection = Connection(f"{parts.scheme}://{parts.netloc}", self.limits)
 
     def _call(
         self, method: str, url: str, body: bytes | None, headers: dict[str, str]
     ) -> _Response:
-        import gevent
-
         parts = urlsplit(url)
         uri = parts.path + (f"?{parts.query}" if parts.query else "")
         headers = {"Accept-Encoding": "identity", **headers}
-        limits = self.limits
-        with gevent.Timeout(limits.total_timeout_s, TotalTimeout(limits.total_timeout_s)):
-            response = self._client.request(method, uri, body=body, headers=headers)
-            try:
-                data = read_capped(response.read, limits.max_response_bytes)
-                return _Response(response.status_code, data)
-            finally:
-                response.release()  # an unfinished body closes the connection
+        status, data, _ = self._connection.exchange(method, uri, body, headers)
+        return _Response(status, data)
 
     def get(
         self, url: str, *, headers: dict[str, str], params: dict[str, Any] | None = None, **_: Any
@@ -93,7 +81,7 @@ class _Session:
         return self._call("POST", url, body, {"Content-Type": "application/json"})
 
     def close(self) -> None:
-        self._client.close()
+        self._connection.close()
 
 
 def _json_dumps(value: Any) -> str:

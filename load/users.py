@@ -1,4 +1,4 @@
-"""The virtual user: a FastHttpUser that behaves like a merchant integration.
+"""The virtual user: a Locust user that behaves like a merchant integration.
 
 Each user holds one application of the target configuration (round-robin), authorizes once, and
 runs the shape's weighted mix of operations its privilege allows: cashin, cashout, find (of refs
@@ -26,10 +26,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import gevent
-from locust import task
-from locust.contrib.fasthttp import FastHttpUser
+from locust import User, task
 from locust.env import Environment
+from locust.exception import LocustError
 from locust.user.wait_time import constant_throughput
 
 from load import bounded
@@ -44,23 +43,28 @@ KINDS = {"cashin": "CASHIN", "cashout": "CASHOUT"}
 LIFECYCLE_POLL_S = 0.25
 
 
-class PaysuiteUser(FastHttpUser):
-    """One merchant integration under load (see the module docstring)."""
+class PaysuiteUser(User):
+    """One merchant integration under load (see the module docstring).
+
+    Its requests go through ``load.bounded.Client`` (``self.http``): one keep-alive connection,
+    no hidden retries, every request bounded by the run's ``ClientLimits`` and reported to
+    Locust's statistics as any ``HttpUser``'s are."""
 
     # the target's base URL comes from --host or the configuration's base_url
     host = ""
-    # keep latencies honest: one connection per user, no hidden retries
-    concurrency = 1
-    max_retries = 0
-    network_timeout = ClientLimits.read_timeout_s
-    connection_timeout = ClientLimits.connect_timeout_s
+    #: do not verify a TLS certificate (as Locust's FastHttpUser): load targets are local
+    insecure = True
 
     def __init__(self, environment: Environment) -> None:
-        # FastHttpSession takes its per-operation timeouts from these at construction
-        self.limits = run_context.current_plan().limits
-        self.network_timeout = self.limits.read_timeout_s
-        self.connection_timeout = self.limits.connect_timeout_s
         super().__init__(environment)
+        if not self.host:
+            raise LocustError(
+                "You must specify the base host: --host, or base_url in --paysuite-config."
+            )
+        self.limits: ClientLimits = run_context.current_plan().limits
+        self.http = bounded.Client(
+            self.host, self.limits, environment.events.request, insecure=self.insecure
+        )
 
     def wait_time(self) -> float:
         pause = self._pause
@@ -78,9 +82,7 @@ class PaysuiteUser(FastHttpUser):
         storm = shape.name == "idempotency-storm"
         lifecycle = shape.name == "lifecycle"
         self.app = self.ctx.next_application(creators_only=storm or lifecycle)
-        self.tokens = token_flow(
-            self.client, self.app, self.ctx.config.access_token_ttl_s, limits=self.limits
-        )
+        self.tokens = token_flow(self.http, self.app, self.ctx.config.access_token_ttl_s)
         self.refs: deque[str] = deque(maxlen=200)
         self.numbers: deque[str] = deque(maxlen=50)
         if shape.pacing[0] == "throughput":
@@ -94,8 +96,6 @@ class PaysuiteUser(FastHttpUser):
         self._mode = "storm" if storm else "lifecycle" if lifecycle else "mix"
         self._headers_token: str | None = None
         self._headers: dict[str, str] = {}
-        # the total time-out of each of this user's requests: one timer, restarted each time
-        self.timer = gevent.Timeout(self.limits.total_timeout_s)
         self.ops, self.weights = self._allowed_mix(shape.mix)
         self._started = {op: f"started:{op}" for op in (*self.ops, *KINDS)}
         # random.choices' own cumulative weights, computed once instead of on every task
@@ -105,6 +105,9 @@ class PaysuiteUser(FastHttpUser):
             self.tokens.authorize()
         except AuthError:
             pass  # counted as a failed "authorize"; the first task tries again, rate-limited
+
+    def on_stop(self) -> None:
+        self.http.close()
 
     # -- the mix -------------------------------------------------------------------------------
     def _allowed_mix(self, mix: dict[str, float]) -> tuple[list[str], list[float]]:
@@ -217,17 +220,14 @@ class PaysuiteUser(FastHttpUser):
         """
         for attempt in (1, 2):
             sent = self._auth_headers()
-            with bounded.request(
-                self.client,
-                self.limits,
+            with self.http.request(
                 method,
                 path,
                 headers={**sent, **headers} if headers else sent,
                 name=name,
-                timer=self.timer,
                 **kwargs,
             ) as reply:
-                if reply is None or reply.problem is not None:
+                if reply.problem is not None:
                     return None  # counted as a failure with its reason already
                 if reply.status != 401 or attempt == 2:
                     return judge(reply)
@@ -239,7 +239,7 @@ class PaysuiteUser(FastHttpUser):
         """The token flow's headers (``Accept-Encoding: identity`` added, see ``load.bounded``),
         made again only when the access token changes: ``access()`` still runs before every
         request, so a token due for renewal is renewed exactly as before. Never modified by
-        its users (``bounded`` and Locust copy what they change)."""
+        its users (``bounded`` copies what it changes)."""
         access = self.tokens.access()
         if access is not self._headers_token:
             self._headers = {"Accept-Encoding": "identity", **self.tokens.headers()}
@@ -347,16 +347,14 @@ class PaysuiteUser(FastHttpUser):
             return
         if self.ctx.lifecycle_resolve == "driver" and customer.driver == "sandbox":
             assert customer.confirm is not None
-            with bounded.request(
-                self.client,
-                self.limits,
+            with self.http.request(
                 customer.confirm.method,
                 customer.confirm.url(ref),
                 headers={"Accept": "application/json"},
                 name="customer",
             ) as reply:
                 # 409: the target resolved it by itself first; the customer's answer still came
-                if reply is None or reply.problem is not None:
+                if reply.problem is not None:
                     pass
                 elif 200 <= reply.status < 300 or reply.status == 409:
                     reply.success()

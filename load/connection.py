@@ -1,0 +1,112 @@
+"""One keep-alive HTTP/1.1 connection to one origin, every exchange bounded by ``ClientLimits``.
+
+The load side's one HTTP client under gevent: each Locust user's requests (``load.bounded``) and
+the reconciliation's (``load.reconcile``) go through it.
+
+Why geventhttpclient's ``HTTPClient`` itself and not Locust's ``FastHttpSession`` (which is built
+on it): the session adds, on every request, what paysuite does not use (URL building, a cookie
+jar, redirect and retry handling, a response wrapper and its ``catch_response`` context), and a
+user that bounds its requests has to take the ``stream=True`` path on top. Measured on find
+against the stub, that came to about half again the CPU of a bare ``HTTPClient`` request, which
+made paysuite's own user, not the target, the limit of a load test (issue 10, docs/load.md).
+
+The bounds: the connect and read timeouts are ``HTTPClient``'s own (each socket operation); the
+total timeout is a ``gevent.Timeout`` over the whole exchange, head and body; the body is read
+with ``read_capped``; redirects are not followed (``HTTPClient`` follows none). An exchange that
+did not end cleanly discards the connection, so that the rest of a half-read answer can never be
+taken for the next one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import gevent
+from geventhttpclient import HTTPClient
+from geventhttpclient.url import URL
+
+from load.limits import ClientLimits, TotalTimeout, read_capped
+
+#: The ``User-Agent`` of every request the load side sends.
+USER_AGENT = "paysuite-load"
+
+
+class Connection:
+    """A keep-alive connection to ``origin`` (``scheme://host:port``), one exchange at a time.
+
+    ``insecure``: do not verify a TLS certificate (Locust's ``FastHttpUser`` default: load targets
+    are local stand-ins, often with self-signed certificates).
+    """
+
+    __slots__ = ("origin", "limits", "insecure", "_client", "_timer")
+
+    def __init__(self, origin: str, limits: ClientLimits, *, insecure: bool = True) -> None:
+        self.origin = origin
+        self.limits = limits
+        self.insecure = insecure
+        self._client = self._connect()
+        #: the total timeout, one timer restarted per exchange (not made and freed each time)
+        self._timer = gevent.Timeout(limits.total_timeout_s)
+
+    def _connect(self) -> HTTPClient:
+        url = URL(self.origin)
+        https = url.scheme == "https"
+        extra: dict[str, Any] = {"insecure": True} if https and self.insecure else {}
+        return HTTPClient.from_url(
+            url,
+            concurrency=1,
+            connection_timeout=self.limits.connect_timeout_s,
+            network_timeout=self.limits.read_timeout_s,
+            headers={"User-Agent": USER_AGENT},
+            **extra,
+        )
+
+    def exchange(
+        self, method: str, target: str, body: bytes | None, headers: Mapping[str, str]
+    ) -> tuple[int, bytes, str | None]:
+        """Send one request (``target``: path and query) and read its whole answer.
+
+        Returns the status, the body and the ``Location`` header. Raises ``TotalTimeout``,
+        ``ResponseTooLarge`` or the transport's own error (``OSError``, a parse error); after
+        any of them the connection is discarded and the next exchange opens a new one.
+        """
+        limits = self.limits
+        timer = self._timer
+        if timer.pending:  # an exchange started from inside another (never on the hot path)
+            timer = gevent.Timeout(limits.total_timeout_s)
+        timer.start()
+        response = None
+        try:
+            response = self._client.request(method, target, body=body, headers=headers)
+            data = read_capped(response.read, limits.max_response_bytes)
+            location = response.get("location")
+            if isinstance(location, list):  # a repeated header: the first, as a browser takes
+                location = location[0]
+            return response.status_code, data, location
+        except gevent.Timeout as exc:
+            # a time-out in the middle of sending leaves the pool's one slot taken: the whole
+            # client goes, not only the socket
+            self._discard()
+            if exc is not timer:
+                raise
+            if timer is self._timer:
+                # a gevent.Timeout that has fired fires at once when started again: a new one
+                self._timer = gevent.Timeout(limits.total_timeout_s)
+            raise TotalTimeout(limits.total_timeout_s) from None
+        except BaseException:
+            self._discard()
+            raise
+        finally:
+            timer.cancel()
+            if response is not None:
+                # a complete answer has already given the connection back; an unfinished one
+                # is closed here, never reused (geventhttpclient's ``should_close``)
+                response.release()
+
+    def _discard(self) -> None:
+        self._client.close()
+        self._client = self._connect()
+
+    def close(self) -> None:
+        self._client.close()
