@@ -115,9 +115,10 @@ class Client:
         self.base_url = base_url.rstrip("/")
         self.limits = limits
         self.insecure = insecure
-        self._fire = request_event.fire
-        self._origin = f"{parts.scheme}://{parts.netloc}"
-        self._prefix = parts.path.rstrip("/")
+        #: Locust's ``request`` event, fired once per exchange
+        self.report = request_event.fire
+        self.origin = f"{parts.scheme}://{parts.netloc}"
+        self.prefix = parts.path.rstrip("/")
         self._connections: dict[str, Connection] = {}
 
     def request(
@@ -183,8 +184,8 @@ class Exchange:
             target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             url = path
         else:
-            origin = client._origin
-            target = client._prefix + path
+            origin = client.origin
+            target = client.prefix + path
             url = client.base_url + path
         headers = self.headers
         if not headers:
@@ -224,7 +225,7 @@ class Exchange:
         if why is None and exc is not None and reply.verdict is None:
             why = f"{type(exc).__name__}: {exc}"  # the block failed before judging
         start_time, response_time, url = self._meta
-        self.client._fire(
+        self.client.report(
             request_type=self.method,
             name=self.name,
             response_time=response_time,
