@@ -16,11 +16,12 @@ from hostile import hostile_server
 from load.bounded import Client, Reply, RequestFailed
 from load.connection import Connection
 from load.limits import ClientLimits, ResponseTooLarge, TotalTimeout
+from paysuite_core.tokens import AUTHORIZE_PATH
 
 LIMITS = ClientLimits(
     connect_timeout_s=1.0, read_timeout_s=1.0, total_timeout_s=1.5, max_response_bytes=10_000
 )
-AUTHORIZE = "/api/auth/agents/authorize"
+AUTHORIZE = "/api" + AUTHORIZE_PATH
 
 
 class RecordedEvents:
@@ -91,7 +92,7 @@ def test_each_request_is_one_event_with_its_judgement() -> None:
     events = RecordedEvents()
     with hostile_server("auth-then-invalid-json") as server:
         client = Client(server.base_url, LIMITS, events)
-        with client.request("POST", "/auth/agents/authorize", name="authorize", json={}) as reply:
+        with client.request("POST", AUTHORIZE_PATH, name="authorize", json={}) as reply:
             pass  # not judged: a 200 succeeds, as Locust judges an unjudged response
         with client.request("GET", "/transactions/find/x", name="find") as reply:
             with pytest.raises(ValueError):
@@ -99,7 +100,7 @@ def test_each_request_is_one_event_with_its_judgement() -> None:
             reply.failure("2xx without 'ref'")
         with client.request("GET", "/transactions/find/y", name="find") as reply:
             reply.success()
-        assert server.requests[0].startswith("POST /api/auth/agents/authorize ")
+        assert server.requests[0].startswith(f"POST {AUTHORIZE} ")
         assert server.requests[1].startswith("GET /api/transactions/find/x ")
     assert [(e["name"], e["exception"]) for e in events.fired][::2] == [
         ("authorize", None),
