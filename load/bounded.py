@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from load.connection import Connection
-from load.limits import ClientLimits, ResponseTooLarge, TotalTimeout
+from load.limits import ClientLimits, ConnectTimeout, ReadTimeout, ResponseTooLarge, TotalTimeout
 
 #: ``json.loads``'s own decoder (the one it uses when given no options)
 _DECODER = jsonlib.JSONDecoder()
@@ -93,6 +93,8 @@ def _timed_out(error: BaseException | None) -> bool:
 
 def transport_problem(error: BaseException, limits: ClientLimits) -> str:
     """Why nothing usable came back, in words (never "status 0")."""
+    if isinstance(error, (ConnectTimeout, ReadTimeout)):
+        return f"no answer: {error}"
     if _timed_out(error):
         return f"no answer: a read waited {limits.read_timeout_s:g} s (--read-timeout)"
     return " ".join(f"no answer: {type(error).__name__}: {error}".split())[:300]

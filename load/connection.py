@@ -19,17 +19,28 @@ taken for the next one.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import gevent
+import gevent.ssl
 from geventhttpclient import HTTPClient
 from geventhttpclient.url import URL
 
-from load.limits import ClientLimits, TotalTimeout, read_capped
+from load.limits import ClientLimits, ConnectTimeout, ReadTimeout, TotalTimeout, read_capped
 
 #: The ``User-Agent`` of every request the load side sends.
 USER_AGENT = "paysuite-load"
+
+
+def _unverified_context(**_: Any) -> gevent.ssl.SSLContext:
+    """A TLS client context that accepts any certificate (``insecure``); gevent's, so that its
+    sockets cooperate in a process that was not monkey-patched too."""
+    context = gevent.ssl.SSLContext(gevent.ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = gevent.ssl.CERT_NONE
+    return context
 
 
 class Connection:
@@ -51,8 +62,11 @@ class Connection:
 
     def _connect(self) -> HTTPClient:
         url = URL(self.origin)
-        https = url.scheme == "https"
-        extra: dict[str, Any] = {"insecure": True} if https and self.insecure else {}
+        extra: dict[str, Any] = {}
+        if url.scheme == "https" and self.insecure:
+            # geventhttpclient's ``insecure`` only turns the host name check off; the certificate
+            # is still verified unless the context itself does not (as Locust's session does)
+            extra = {"insecure": True, "ssl_context_factory": _unverified_context}
         return HTTPClient.from_url(
             url,
             concurrency=1,
@@ -68,14 +82,16 @@ class Connection:
         """Send one request (``target``: path and query) and read its whole answer.
 
         Returns the status, the body and the ``Location`` header. Raises ``TotalTimeout``,
-        ``ResponseTooLarge`` or the transport's own error (``OSError``, a parse error); after
-        any of them the connection is discarded and the next exchange opens a new one.
+        ``ConnectTimeout``, ``ReadTimeout``, ``ResponseTooLarge`` or the transport's own error
+        (``OSError``, a parse error); after any of them the connection is discarded and the
+        next exchange opens a new one.
         """
         limits = self.limits
         timer = self._timer
         if timer.pending:  # an exchange started from inside another (never on the hot path)
             timer = gevent.Timeout(limits.total_timeout_s)
         timer.start()
+        started = time.perf_counter()
         response = None
         try:
             response = self._client.request(method, target, body=body, headers=headers)
@@ -94,6 +110,13 @@ class Connection:
                 # a gevent.Timeout that has fired fires at once when started again: a new one
                 self._timer = gevent.Timeout(limits.total_timeout_s)
             raise TotalTimeout(limits.total_timeout_s) from None
+        except TimeoutError as exc:
+            # the socket's own time-out, the same error for a connect and a read: a read time-out
+            # needs ``read_timeout_s`` of silence, so one that came sooner was the connect's
+            self._discard()
+            if time.perf_counter() - started < limits.read_timeout_s:
+                raise ConnectTimeout(limits.connect_timeout_s) from exc
+            raise ReadTimeout(limits.read_timeout_s) from exc
         except BaseException:
             self._discard()
             raise

@@ -48,6 +48,20 @@ class ResponseTooLarge(Exception):
         )
 
 
+class ConnectTimeout(TimeoutError):
+    """No connection within ``connect_timeout_s``."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"no connection within {seconds:g} s (--connect-timeout)")
+
+
+class ReadTimeout(TimeoutError):
+    """A read waited ``read_timeout_s`` for a byte of the answer."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"a read waited {seconds:g} s (--read-timeout)")
+
+
 class TotalTimeout(Exception):
     """The request did not complete within ``total_timeout_s``."""
 

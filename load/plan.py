@@ -154,6 +154,16 @@ def _duration(name: str, value: str | float | None) -> float | None:
         raise UsageError(f"--{name.replace('_', '-')}: {exc}") from None
 
 
+def _limit(name: str, value: float | None, default: float) -> float:
+    """A client limit as given, or its default when not given; 0 or less is a usage error
+    (not a silent default: ``--max-response-bytes 0`` does not mean 4 MiB)."""
+    if value is None:
+        return default
+    if value <= 0:
+        raise UsageError(f"--{name.replace('_', '-')}: must be more than 0, got {value:g}")
+    return value
+
+
 def build_plan(
     *,
     shape: str = DEFAULT_SHAPE,
@@ -275,12 +285,21 @@ def plan_from_args(args: argparse.Namespace) -> LoadPlan:
         shape = args.profile
     default = ClientLimits()
     limits = ClientLimits(
-        connect_timeout_s=_duration("connect_timeout", args.connect_timeout)
-        or default.connect_timeout_s,
-        read_timeout_s=_duration("read_timeout", args.read_timeout) or default.read_timeout_s,
-        total_timeout_s=_duration("total_timeout", args.total_timeout) or default.total_timeout_s,
-        max_response_bytes=args.max_response_bytes or default.max_response_bytes,
-    )
+        connect_timeout_s=_limit(
+            "connect_timeout", _duration("connect_timeout", args.connect_timeout),
+            default.connect_timeout_s,
+        ),
+        read_timeout_s=_limit(
+            "read_timeout", _duration("read_timeout", args.read_timeout), default.read_timeout_s
+        ),
+        total_timeout_s=_limit(
+            "total_timeout", _duration("total_timeout", args.total_timeout),
+            default.total_timeout_s,
+        ),
+        max_response_bytes=int(
+            _limit("max_response_bytes", args.max_response_bytes, default.max_response_bytes)
+        ),
+    )  # fmt: skip
     return build_plan(
         shape=shape or DEFAULT_SHAPE,
         config=Path(args.config) if args.config else None,

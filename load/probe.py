@@ -12,6 +12,7 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -35,8 +36,19 @@ class Answer:
 def post_json(url: str, payload: Any, limits: ClientLimits) -> Answer:
     """POST ``payload`` as JSON to ``url`` within ``limits``."""
     parts = urlsplit(url)
-    factory = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    conn = factory(parts.hostname or "", parts.port, timeout=limits.connect_timeout_s)
+    conn: http.client.HTTPConnection
+    if parts.scheme == "https":
+        # the virtual users verify no certificate (``load.connection``): nor does their pre-check
+        unverified = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        unverified.check_hostname = False
+        unverified.verify_mode = ssl.CERT_NONE
+        conn = http.client.HTTPSConnection(
+            parts.hostname or "", parts.port, timeout=limits.connect_timeout_s, context=unverified
+        )
+    else:
+        conn = http.client.HTTPConnection(
+            parts.hostname or "", parts.port, timeout=limits.connect_timeout_s
+        )
     expired = threading.Event()
 
     def watchdog() -> None:

@@ -47,8 +47,8 @@ class PaysuiteUser(User):
     """One merchant integration under load (see the module docstring).
 
     Its requests go through ``load.bounded.Client`` (``self.http``): one keep-alive connection,
-    no hidden retries, every request bounded by the run's ``ClientLimits`` and reported to
-    Locust's statistics as any ``HttpUser``'s are."""
+    no retries of paysuite's own, every request bounded by the run's ``ClientLimits`` and
+    reported to Locust's statistics as any ``HttpUser``'s are."""
 
     # the target's base URL comes from --host or the configuration's base_url
     host = ""

@@ -4,8 +4,13 @@ with the reason of its failure."""
 
 from __future__ import annotations
 
+import http.server
 import json
+import shutil
 import socket
+import ssl
+import subprocess
+import threading
 import time
 from typing import Any
 
@@ -16,6 +21,7 @@ from hostile import hostile_server
 from load.bounded import Client, Reply, RequestFailed
 from load.connection import Connection
 from load.limits import ClientLimits, ResponseTooLarge, TotalTimeout
+from load.probe import post_json
 from paysuite_core.tokens import AUTHORIZE_PATH
 
 LIMITS = ClientLimits(
@@ -162,3 +168,90 @@ def test_an_unjudged_reply_fails_from_400_on() -> None:
     judged = Reply(404, b"", None)
     judged.success()
     assert judged.outcome() is None
+
+
+def test_a_connect_that_never_completes_is_named_a_connect_timeout() -> None:
+    """A listener whose accept queue is full: the connect itself waits (the read never starts)."""
+    limits = ClientLimits(
+        connect_timeout_s=0.5, read_timeout_s=5.0, total_timeout_s=8.0, max_response_bytes=1000
+    )
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        fillers = []
+        try:
+            for _ in range(8):  # fill the backlog: later connects are not answered
+                filler = socket.socket()
+                filler.setblocking(False)
+                filler.connect_ex(("127.0.0.1", port))
+                fillers.append(filler)
+            time.sleep(0.2)
+            events = RecordedEvents()
+            client = Client(f"http://127.0.0.1:{port}/api", limits, events)
+            started = time.monotonic()
+            with client.request("GET", "/transactions/find/x", name="find") as reply:
+                pass
+            waited = time.monotonic() - started
+        finally:
+            for filler in fillers:
+                filler.close()
+    assert reply.problem == "no answer: no connection within 0.5 s (--connect-timeout)"
+    assert waited < limits.read_timeout_s
+
+
+@pytest.fixture(scope="module")
+def self_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A self-signed certificate and its key for 127.0.0.1 (the openssl command line)."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("no openssl command to make a self-signed certificate")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = str(folder / "cert.pem"), str(folder / "key.pem")
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-keyout", key, "-out", cert],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return cert, key
+
+
+def test_insecure_accepts_a_self_signed_certificate_and_secure_refuses_it(
+    self_signed: tuple[str, str],
+) -> None:
+    """As Locust's FastHttpUser: ``insecure`` (the users' default) verifies no certificate, and
+    neither does the run's pre-check."""
+    cert, key = self_signed
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            body = b'{"ref": "r"}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_POST = do_GET  # noqa: N815 - http.server's name
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"https://127.0.0.1:{server.server_address[1]}/api"
+    try:
+        events = RecordedEvents()
+        with Client(base, LIMITS, events).request("GET", "/x", name="x") as reply:
+            assert (reply.status, reply.problem) == (200, None)
+        with Client(base, LIMITS, events, insecure=False).request("GET", "/x", name="x") as reply:
+            assert reply.problem is not None and "CERTIFICATE_VERIFY_FAILED" in reply.problem
+        # and the pre-check before the users (stdlib http.client) accepts what they accept
+        assert post_json(f"{base}/x", {}, LIMITS).status == 200
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -89,6 +89,9 @@ def test_wrong_credentials(load_stub: RunningStub, tmp_path: Path) -> None:
         (["--target", "http://127.0.0.1:1/api"], "--target needs --config"),
         (["--users", "0"], "--users must be greater than 0"),
         (["--mix", "cashin=1,teleport=2"], "unknown operation 'teleport'"),
+        # a zero limit is not a silent default
+        (["--max-response-bytes", "0"], "--max-response-bytes: must be more than 0, got 0"),
+        (["--total-timeout", "0s"], "--total-timeout: must be more than 0, got 0"),
     ],
 )
 def test_usage_errors(tmp_path: Path, args: list[str], needle: str) -> None:
