@@ -97,7 +97,7 @@ class PaysuiteUser(User):
         self._headers_token: str | None = None
         self._headers: dict[str, str] = {}
         self.ops, self.weights = self._allowed_mix(shape.mix)
-        self._started = {op: f"started:{op}" for op in (*self.ops, *KINDS)}
+        self._started = {op: f"started:{op}" for op in (*self.ops, *KINDS, "events")}
         # random.choices' own cumulative weights, computed once instead of on every task
         self._cum_weights = list(itertools.accumulate(self.weights))
         self._total_weight = self._cum_weights[-1]
@@ -139,6 +139,8 @@ class PaysuiteUser(User):
             op = self.ops[bisect.bisect(self._cum_weights, draw, 0, len(self.ops) - 1)]
             if mode == "lifecycle" and op not in KINDS:
                 op = self._creating_op()
+            elif op == "find" and not (self.refs or self.ctx.merchant_refs(self.app.merchant)):
+                op = "events"  # nothing to find yet: counted as what is sent (find() does so)
         LEDGER.count(self._started[op])  # a run that completes none of them cannot pass
         try:
             if mode == "storm":
