@@ -145,25 +145,30 @@ def start_stub(
     reader.start()
     stub: RunningStub | None = None
     deadline = time.monotonic() + startup_timeout_s
-    announced.wait(startup_timeout_s)
-    root_url = next(
-        (line[len(LISTENING_PREFIX) :] for line in lines if line.startswith(LISTENING_PREFIX)),
-        None,
-    )
-    if root_url is not None:
-        stub = RunningStub(
-            root_url=root_url,
-            base_url=f"{root_url}/api",
-            credentials_path=credentials_path,
-            db_path=db_path,
-            process=process,
-            stderr_path=stderr_path,
-            _reader=reader,
+    try:
+        announced.wait(startup_timeout_s)
+        root_url = next(
+            (line[len(LISTENING_PREFIX) :] for line in lines if line.startswith(LISTENING_PREFIX)),
+            None,
         )
-        while time.monotonic() < deadline and process.poll() is None:
-            if _healthy(root_url, 2.0):
-                return stub
-            time.sleep(0.05)
+        if root_url is not None:
+            stub = RunningStub(
+                root_url=root_url,
+                base_url=f"{root_url}/api",
+                credentials_path=credentials_path,
+                db_path=db_path,
+                process=process,
+                stderr_path=stderr_path,
+                _reader=reader,
+            )
+            while time.monotonic() < deadline and process.poll() is None:
+                if _healthy(root_url, 2.0):
+                    return stub
+                time.sleep(0.05)
+    except KeyboardInterrupt:  # Ctrl-C while it starts: a stub in its own session would stay
+        process.kill()
+        process.wait(5)
+        raise
     if process.poll() is None:
         process.kill()
     process.wait(5)
