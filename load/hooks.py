@@ -25,7 +25,7 @@ from typing import Any
 from locust import events
 from locust.argument_parser import LocustArgumentParser
 from locust.env import Environment
-from locust.runners import WorkerRunner
+from locust.runners import STATE_RUNNING, STATE_SPAWNING, WorkerRunner
 
 from load import context as run_context
 from load import ledger, loopback
@@ -262,16 +262,19 @@ INTERRUPTED = "interrupted (Ctrl-C / SIGINT)"
 _interrupted = False
 
 
-def _note_sigint() -> None:
-    """Note a Ctrl-C, then let it raise KeyboardInterrupt as before: Locust quits on that (its
-    quitting event, hence the verdict), and the verdict says the run was interrupted."""
+def _note_sigint(environment: Environment) -> None:
+    """Note a Ctrl-C during a test, then let it raise KeyboardInterrupt as before: Locust quits
+    on that (its quitting event, hence the verdict), and the verdict says the run was
+    interrupted (not so a Ctrl-C that quits the web UI after a test ended by itself)."""
     previous = signal.getsignal(signal.SIGINT)
     if previous is not signal.default_int_handler:  # ignored, or someone else's: left alone
         return
 
     def note(signum: int, frame: Any) -> None:
         global _interrupted
-        _interrupted = True
+        runner = environment.runner
+        if runner is not None and runner.state in (STATE_SPAWNING, STATE_RUNNING):
+            _interrupted = True
         signal.default_int_handler(signum, frame)
 
     signal.signal(signal.SIGINT, note)
@@ -285,7 +288,7 @@ def on_init(environment: Environment, **_: Any) -> None:
     ledger.install(environment)
     if isinstance(runner, WorkerRunner) or options is None:
         return
-    _note_sigint()
+    _note_sigint(environment)
     _COMMON_GIVEN.clear()
     if not getattr(options, "paysuite_plan_file", ""):  # paysuite load's plan has them already
         _COMMON_GIVEN.update(
