@@ -293,8 +293,12 @@ def ramp_lines(shape_summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def finalize(environment: Environment, shape_class: LoadTestShape | None = None) -> dict[str, Any]:
-    """Compute everything, write load.json, print the verdict table, set the exit status."""
+def finalize(
+    environment: Environment, shape_class: LoadTestShape | None = None, stop_reason: str = ""
+) -> dict[str, Any]:
+    """Compute everything, write load.json, print the verdict table, set the exit status.
+
+    ``stop_reason``: why the run stopped when the shape did not stop it (a Ctrl-C)."""
     options = environment.parsed_options
     ctx = run_context.current()
     plan = ctx.plan
@@ -347,7 +351,7 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
         "users": max(TIMELINE.peak_users, 0) or shape.users,
         "peak_users": TIMELINE.peak_users,
         "shape_users": shape.users,
-        "stop_reason": shape_summary.get("stop_reason", ""),
+        "stop_reason": stop_reason or shape_summary.get("stop_reason", ""),
         "aborted": aborted,
         "operations": {
             name: {

@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -168,7 +169,8 @@ def bundled_stub(workdir: Path) -> Iterator[StartedStub]:
 
     say("starting the bundled stub (customers auto-resolve after 0.5 s)")
     try:
-        stub = start_stub(workdir, stub_config=BUNDLED_STUB_CONFIG)
+        # its own session: a Ctrl-C stops the load, not the target the reconciliation checks
+        stub = start_stub(workdir, stub_config=BUNDLED_STUB_CONFIG, own_session=True)
     except StubStartError as exc:
         raise UsageError(f"the bundled stub did not start: {str(exc).splitlines()[0]}") from None
     say(f"stub listening on {stub.root_url}")
@@ -217,6 +219,7 @@ def run_locust(plan: LoadPlan, plan_file: Path, log_path: Path | None = None) ->
                     worker_command(port), stdout=log, stderr=subprocess.STDOUT, env=env
                 )
             )
+    master: subprocess.Popen[bytes] | None = None
     try:
         if log_path is not None:
             master_log = open(log_path, "wb")  # noqa: SIM115 - closed below
@@ -224,13 +227,12 @@ def run_locust(plan: LoadPlan, plan_file: Path, log_path: Path | None = None) ->
             master = subprocess.Popen(cmd, env=env, stdout=master_log, stderr=subprocess.STDOUT)
         else:
             master = subprocess.Popen(cmd, env=env)
-        try:
-            code = master.wait(timeout=deadline_s)
-        except subprocess.TimeoutExpired:
-            master.kill()
-            master.wait(10)
-            say(f"Locust did not finish within {deadline_s:g} s; killed")
-            return 2
+        code = wait_for_master(master, time.monotonic() + deadline_s, plan.reconcile_timeout_s)
+    except KeyboardInterrupt:  # the second Ctrl-C (or one before the master started)
+        for proc in [*workers, *([master] if master is not None else [])]:
+            proc.kill()
+        say("interrupted again: Locust stopped without waiting for its reports")
+        raise
     finally:
         for proc in workers:
             try:
@@ -238,9 +240,42 @@ def run_locust(plan: LoadPlan, plan_file: Path, log_path: Path | None = None) ->
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
+        if master is not None and master.poll() is None:
+            master.kill()
+            master.wait(10)
         for log in logs:
             log.close()
     return code
+
+
+def wait_for_master(master: subprocess.Popen[bytes], deadline: float, reconcile_s: float) -> int:
+    """The master's exit status; 2 if it is still running at ``deadline`` (then killed).
+
+    A Ctrl-C reaches the master and its workers too (one process group): Locust stops the load,
+    and the master's quitting hook reconciles and writes load.json, as a plain Locust run does.
+    So the first Ctrl-C here waits for that (at most the reconciliation's budget and a margin,
+    within the deadline); a second one propagates and the caller kills Locust.
+    """
+    try:
+        return _wait(master, deadline)
+    except KeyboardInterrupt:
+        pass
+    deadline = min(deadline, time.monotonic() + reconcile_s + 60)
+    say(
+        f"interrupted: waiting up to {deadline - time.monotonic():.0f} s for Locust to stop the "
+        "load, reconcile and write its reports (Ctrl-C again to stop it now)"
+    )
+    return _wait(master, deadline)
+
+
+def _wait(master: subprocess.Popen[bytes], deadline: float) -> int:
+    try:
+        return master.wait(timeout=max(deadline - time.monotonic(), 0))
+    except subprocess.TimeoutExpired:
+        master.kill()
+        master.wait(10)
+        say(f"Locust did not finish in time (exit status {master.returncode}); killed")
+        return 2
 
 
 def outcome(plan: LoadPlan, code: int) -> LoadResult:

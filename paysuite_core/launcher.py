@@ -4,10 +4,16 @@ The stub announces itself on stdout (``paysuite stub listening on URL``); the la
 that line and a ``GET /healthz``, and on failure raises ``StubStartError`` carrying the stub's
 stderr, so a broken start explains itself. The stub's stderr goes to ``workdir/stub.stderr.log``
 (never a pipe that could fill up and stall it).
+
+``start_stub(own_session=True)`` keeps a terminal's Ctrl-C (SIGINT to the foreground process
+group) away from the stub, so a caller that handles Ctrl-C can still use it while it winds down
+(``paysuite load`` reconciles against its bundled stub); ``stop_stub`` still ends it, and on
+Linux it gets SIGTERM when the process that started it dies, so it cannot outlive its caller.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -61,6 +67,24 @@ def _healthy(root_url: str, timeout_s: float) -> bool:
         return False
 
 
+#: prctl(2) option: the signal the kernel sends a child when its parent dies
+_PR_SET_PDEATHSIG = 1
+
+
+def _end_with_parent(parent_pid: int) -> Any:
+    """A ``preexec_fn`` (Linux): SIGTERM to the child when the starting thread's process dies;
+    a stub in its own session no longer goes down with the terminal's process group."""
+    if not sys.platform.startswith("linux"):
+        return None
+
+    def preexec() -> None:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent_pid:  # the parent died before prctl: nobody to outlive
+            os._exit(1)
+
+    return preexec
+
+
 def start_stub(
     workdir: Path,
     *,
@@ -69,8 +93,13 @@ def start_stub(
     extra_args: Sequence[str] = (),
     stub_config: Mapping[str, Any] | None = None,
     startup_timeout_s: float = 20,
+    own_session: bool = False,
 ) -> RunningStub:
-    """Run ``python -m stub_server`` on a free port with its database in ``workdir``."""
+    """Run ``python -m stub_server`` on a free port with its database in ``workdir``.
+
+    ``own_session``: in a session (process group) of its own, out of reach of the terminal's
+    Ctrl-C, and (Linux) ended with SIGTERM if this process dies without ``stop_stub``.
+    """
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     db_path = workdir / "stub.db"
@@ -98,6 +127,8 @@ def start_stub(
             stdin=subprocess.DEVNULL,
             text=True,
             env=env,
+            start_new_session=own_session,
+            preexec_fn=_end_with_parent(os.getpid()) if own_session else None,
         )
     lines: list[str] = []
     announced = threading.Event()
@@ -114,25 +145,30 @@ def start_stub(
     reader.start()
     stub: RunningStub | None = None
     deadline = time.monotonic() + startup_timeout_s
-    announced.wait(startup_timeout_s)
-    root_url = next(
-        (line[len(LISTENING_PREFIX) :] for line in lines if line.startswith(LISTENING_PREFIX)),
-        None,
-    )
-    if root_url is not None:
-        stub = RunningStub(
-            root_url=root_url,
-            base_url=f"{root_url}/api",
-            credentials_path=credentials_path,
-            db_path=db_path,
-            process=process,
-            stderr_path=stderr_path,
-            _reader=reader,
+    try:
+        announced.wait(startup_timeout_s)
+        root_url = next(
+            (line[len(LISTENING_PREFIX) :] for line in lines if line.startswith(LISTENING_PREFIX)),
+            None,
         )
-        while time.monotonic() < deadline and process.poll() is None:
-            if _healthy(root_url, 2.0):
-                return stub
-            time.sleep(0.05)
+        if root_url is not None:
+            stub = RunningStub(
+                root_url=root_url,
+                base_url=f"{root_url}/api",
+                credentials_path=credentials_path,
+                db_path=db_path,
+                process=process,
+                stderr_path=stderr_path,
+                _reader=reader,
+            )
+            while time.monotonic() < deadline and process.poll() is None:
+                if _healthy(root_url, 2.0):
+                    return stub
+                time.sleep(0.05)
+    except KeyboardInterrupt:  # Ctrl-C while it starts: a stub in its own session would stay
+        process.kill()
+        process.wait(5)
+        raise
     if process.poll() is None:
         process.kill()
     process.wait(5)
@@ -154,6 +190,10 @@ def stop_stub(stub: RunningStub, *, kill: bool = False, timeout_s: float = 10) -
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(5)
+        except KeyboardInterrupt:  # Ctrl-C while it winds down: it must not be left behind
+            process.kill()
+            process.wait(5)
+            raise
     if stub._reader is not None:
         stub._reader.join(2)
     if process.stdout is not None:
