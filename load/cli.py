@@ -46,7 +46,9 @@ def register(subparsers: Any) -> None:
             "exit status: 0 every threshold met and nothing lost; 1 a threshold breached (or "
             "the run aborted by --abort-on-fail); 2 usage or configuration error, unreachable "
             "target, or no verdict; 3 the reconciliation failed: a create lost, mismatched, "
-            "duplicated or left unchecked (3 wins over 1 when both happen)."
+            "duplicated or left unchecked (3 wins over 1 when both happen); 130 interrupted "
+            "before the shape's end (Ctrl-C, SIGTERM), reports written, nothing failed in "
+            "what ran."
         ),
     )
     load.add_argument("--target", help="base URL of the target (overrides the config's base_url)")

@@ -36,6 +36,12 @@ if TYPE_CHECKING:  # this module is imported outside Locust too: no locust impor
 SCHEMA = "paysuite-load/1"
 _NONE = OperationStats(0, 0, 0.0, None, None, None)
 EXIT_PASSED, EXIT_BREACHED, EXIT_LOST = 0, 1, 3
+#: a run stopped before its shape ended it (Ctrl-C, SIGTERM, the web UI's Stop), in which
+#: nothing failed: what ran is reported, but a run cut short is not a pass (the shell's status
+#: for Ctrl-C)
+EXIT_INTERRUPTED = 130
+#: load.json's ``stop_reason`` of such a run
+INTERRUPTED = "interrupted before the shape's end (Ctrl-C, SIGTERM or the web UI's Stop)"
 #: how many of Locust's distinct failure messages load.json keeps
 FAILURES_KEPT = 50
 
@@ -239,6 +245,11 @@ def verdict_table(
     why = result_reasons(verdicts, r, aborted)
     if exit_code == 0:
         lines.append("paysuite: result: PASS (exit 0)")
+    elif exit_code == EXIT_INTERRUPTED:
+        lines.append(
+            f"paysuite: result: INTERRUPTED (exit {EXIT_INTERRUPTED}): {INTERRUPTED}; what ran "
+            "met every threshold and the reconciliation found nothing lost"
+        )
     else:
         meaning = {EXIT_BREACHED: "threshold breached", EXIT_LOST: "reconciliation failed"}
         lines.append(
@@ -293,12 +304,11 @@ def ramp_lines(shape_summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def finalize(
-    environment: Environment, shape_class: LoadTestShape | None = None, stop_reason: str = ""
-) -> dict[str, Any]:
+def finalize(environment: Environment, shape_class: LoadTestShape | None = None) -> dict[str, Any]:
     """Compute everything, write load.json, print the verdict table, set the exit status.
 
-    ``stop_reason``: why the run stopped when the shape did not stop it (a Ctrl-C)."""
+    A run its shape did not end (it names why it ended: duration, budget, abort, SLO break) was
+    interrupted: ``EXIT_INTERRUPTED`` unless something failed in what ran."""
     options = environment.parsed_options
     ctx = run_context.current()
     plan = ctx.plan
@@ -309,6 +319,7 @@ def finalize(
     ttp = time_to_processed_stats(LEDGER.time_to_processed)
     summary_of = getattr(shape_class, "summary", None)
     shape_summary: dict[str, Any] = summary_of() if callable(summary_of) else {}
+    interrupted = callable(summary_of) and not shape_summary.get("stop_reason")
     verdicts = judge(shape, slo, ops, total, ttp, shape_summary, dict(LEDGER.counters))
     TIMELINE.stop()
     aborted = TIMELINE.abort
@@ -327,6 +338,8 @@ def finalize(
     recon["reasons"] = failure_reasons(recon)
     recon["passed"] = not recon["reasons"]
     exit_code = exit_status(slo_passed, recon["passed"])
+    if interrupted and exit_code == EXIT_PASSED:
+        exit_code = EXIT_INTERRUPTED
 
     report_dir = plan.report_dir
     report_dir.mkdir(parents=True, exist_ok=True)
@@ -351,7 +364,7 @@ def finalize(
         "users": max(TIMELINE.peak_users, 0) or shape.users,
         "peak_users": TIMELINE.peak_users,
         "shape_users": shape.users,
-        "stop_reason": stop_reason or shape_summary.get("stop_reason", ""),
+        "stop_reason": INTERRUPTED if interrupted else shape_summary.get("stop_reason", ""),
         "aborted": aborted,
         "operations": {
             name: {
@@ -381,7 +394,8 @@ def finalize(
         },
         "slo": {"thresholds": slo, "verdicts": [v.to_dict() for v in verdicts]},
         "slo_passed": slo_passed,
-        "failed_because": result_reasons(verdicts, recon, aborted),
+        "failed_because": result_reasons(verdicts, recon, aborted)
+        + ([INTERRUPTED] if exit_code == EXIT_INTERRUPTED else []),
         "reconciliation": recon,
         "failures": collect_failures(environment.runner.stats),
         "timeline": TIMELINE.to_dict(),

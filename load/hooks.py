@@ -18,7 +18,6 @@ import argparse
 import atexit
 import logging
 import os
-import signal
 import sys
 from typing import Any
 
@@ -257,29 +256,6 @@ def _say(line: str) -> None:
     print(f"paysuite: {line}", flush=True)
 
 
-#: load.json's stop_reason when the run ended on Ctrl-C (SIGINT), as noted by ``_note_sigint``
-INTERRUPTED = "interrupted (Ctrl-C / SIGINT)"
-_interrupted = False
-
-
-def _note_sigint(environment: Environment) -> None:
-    """Note a Ctrl-C during a test, then let it raise KeyboardInterrupt as before: Locust quits
-    on that (its quitting event, hence the verdict), and the verdict says the run was
-    interrupted (not so a Ctrl-C that quits the web UI after a test ended by itself)."""
-    previous = signal.getsignal(signal.SIGINT)
-    if previous is not signal.default_int_handler:  # ignored, or someone else's: left alone
-        return
-
-    def note(signum: int, frame: Any) -> None:
-        global _interrupted
-        runner = environment.runner
-        if runner is not None and runner.state in (STATE_SPAWNING, STATE_RUNNING):
-            _interrupted = True
-        signal.default_int_handler(signum, frame)
-
-    signal.signal(signal.SIGINT, note)
-
-
 @events.init.add_listener
 def on_init(environment: Environment, **_: Any) -> None:
     global _BUILT_FROM
@@ -288,7 +264,6 @@ def on_init(environment: Environment, **_: Any) -> None:
     ledger.install(environment)
     if isinstance(runner, WorkerRunner) or options is None:
         return
-    _note_sigint(environment)
     _COMMON_GIVEN.clear()
     if not getattr(options, "paysuite_plan_file", ""):  # paysuite load's plan has them already
         _COMMON_GIVEN.update(
@@ -377,17 +352,17 @@ def on_quitting(environment: Environment, **_: Any) -> None:
     if not run_context.has_context():
         log.warning("paysuite: no test ran; no verdict")
         return
-    if _interrupted and environment.runner is not None:
-        # Locust quits on Ctrl-C with the users still running: stop them (test_stop: the
-        # workers' last ledger batches) so that no request is sent during the reconciliation
-        environment.runner.stop()
+    runner = environment.runner
+    if runner is not None and runner.state in (STATE_SPAWNING, STATE_RUNNING):
+        # Locust fires quitting before it stops its runner (a Ctrl-C of the web UI during a
+        # test): stop the users (test_stop: the workers' last ledger batches) so that no
+        # request is sent during the reconciliation
+        runner.stop()
     ledger.LEDGER.flush(environment)
     from load.finalize import finalize
 
     try:
-        finalize(
-            environment, environment.shape_class, stop_reason=INTERRUPTED if _interrupted else ""
-        )
+        finalize(environment, environment.shape_class)
     except Exception as exc:  # noqa: BLE001 - a broken report must not look like a pass
         log.exception("paysuite: could not finalize the run")
         print(f"paysuite: could not finalize the run: {exc}", file=sys.stderr, flush=True)

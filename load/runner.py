@@ -287,7 +287,8 @@ def outcome(plan: LoadPlan, code: int) -> LoadResult:
     summary = json.loads(load_json.read_text())
     exit_code = int(summary.get("exit_code", code))
     say(f"reports: {plan.report_dir.resolve()}/load.html, load.json, locust.html, locust_*.csv")
-    return LoadResult(exit_code if code in (0, 1, 3) else 2, plan.report_dir, summary, plan)
+    # 130: a Ctrl-C (or SIGTERM) ended a run in which nothing failed (load.finalize)
+    return LoadResult(exit_code if code in (0, 1, 3, 130) else 2, plan.report_dir, summary, plan)
 
 
 def _run_against_target(plan: LoadPlan, locust_log: Path | None) -> LoadResult:

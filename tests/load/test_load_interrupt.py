@@ -85,6 +85,8 @@ def test_ctrl_c_waits_for_the_verdict_and_keeps_the_bundled_stub_for_it(tmp_path
     assert "paysuite: interrupted: waiting" in output
     summary = json.loads((report_dir / "load.json").read_text())
     assert code == summary["exit_code"], output[-3000:]
+    # nothing failed in what ran, but a run cut short is not a pass
+    assert code == 130 and "paysuite: result: INTERRUPTED (exit 130)" in output, output[-3000:]
     assert summary["stop_reason"].startswith("interrupted"), summary["stop_reason"]
     recon = summary["reconciliation"]
     assert recon["acknowledged"] > 0
