@@ -107,8 +107,9 @@ class _Tokens:
     """One access token per merchant, shared by the checking greenlets (reads are open to every
     privilege, RC-12); authorize is slow on purpose on most targets, so it happens once.
 
-    The greenlets that waited for an authorize which got no answer share its failure instead of
-    each trying again in turn: on a silent target they would queue, one total timeout each."""
+    A token request that got no answer is not tried again by each greenlet that waited for it,
+    one total timeout each (a frozen target made 16 greenlets queue for 32 s): its failure is
+    theirs, and anyone's who asks before all of them have been told."""
 
     def __init__(self, config: TargetConfig) -> None:
         from gevent.lock import Semaphore
@@ -116,8 +117,10 @@ class _Tokens:
         self.config = config
         self.flows: dict[str, TokenFlow] = {}
         self._lock = Semaphore()
-        #: the last token request per merchant that got no answer
-        self._unanswered: dict[str, BaseException] = {}
+        #: per merchant, the greenlets waiting for the lock
+        self._waiting: dict[str, set[Any]] = defaultdict(set)
+        #: per merchant, a token request that got no answer and those still to be told
+        self._unanswered: dict[str, tuple[BaseException, set[Any]]] = {}
 
     @property
     def authorizes(self) -> int:
@@ -126,25 +129,40 @@ class _Tokens:
 
     def header(self, session: _Session, merchant: str, stale: str | None = None) -> dict[str, str]:
         """The merchant's bearer header; ``stale``: the token just refused, to be renewed."""
-        import gevent
+        from gevent import getcurrent
 
         # authorize/refresh on the caller's own connection: another greenlet's may be busy or
         # broken (a failed connect would hold its pool slot until the total timeout)
         send = _session_send(session, self.config.base_url)
-        failed_before = self._unanswered.get(merchant)
+        me = getcurrent()
+        waiting = self._waiting[merchant]
+        waiting.add(me)
         try:
-            with self._lock:
-                failed = self._unanswered.get(merchant)
-                if failed is not None and failed is not failed_before:
-                    raise failed  # it failed while this greenlet waited: the same request
-                token = self._access(send, merchant, stale)
-        except Exception as exc:
-            if exc is self._unanswered.get(merchant):
-                # gevent's lock is not fair: without this the greenlet that just failed would
-                # take it again before those waiting (who share its failure) are woken
-                gevent.sleep(0)
-            raise
+            self._lock.acquire()
+        finally:
+            waiting.discard(me)
+        try:
+            self._share_unanswered(merchant, me)
+            token = self._access(send, merchant, stale)
+        finally:
+            self._lock.release()
         return {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+
+    def _share_unanswered(self, merchant: str, me: Any) -> None:
+        """Raise the token request's failure while some who waited for it are yet to be told
+        (gevent's lock is not fair: one that failed can take it again before they wake)."""
+        unanswered = self._unanswered.get(merchant)
+        if unanswered is None:
+            return
+        failure, to_tell = unanswered
+        told = me in to_tell
+        to_tell.discard(me)
+        to_tell.difference_update([g for g in to_tell if g.dead])  # killed at the deadline
+        if not to_tell:
+            del self._unanswered[merchant]
+            if not told:
+                return
+        raise failure
 
     def _access(self, send: Send, merchant: str, stale: str | None) -> str:
         flow = self.flows.get(merchant)
@@ -160,8 +178,8 @@ class _Tokens:
                 flow.renew()
             return flow.access()
         except Exception as exc:
-            if no_answer(exc):
-                self._unanswered[merchant] = exc
+            if no_answer(exc) and self._waiting[merchant]:
+                self._unanswered[merchant] = (exc, set(self._waiting[merchant]))
             raise
 
 
