@@ -116,8 +116,9 @@ class _Tokens:
 
         self.config = config
         self.flows: dict[str, TokenFlow] = {}
-        self._lock = Semaphore()
-        #: per merchant, the greenlets waiting for the lock
+        #: one lock per merchant: a merchant's token requests do not wait for another's
+        self._locks: dict[str, Semaphore] = defaultdict(Semaphore)
+        #: per merchant, the greenlets waiting for its lock
         self._waiting: dict[str, set[Any]] = defaultdict(set)
         #: per merchant, a token request that got no answer and those still to be told
         self._unanswered: dict[str, tuple[BaseException, set[Any]]] = {}
@@ -137,15 +138,16 @@ class _Tokens:
         me = getcurrent()
         waiting = self._waiting[merchant]
         waiting.add(me)
+        lock = self._locks[merchant]
         try:
-            self._lock.acquire()
+            lock.acquire()
         finally:
             waiting.discard(me)
         try:
             self._share_unanswered(merchant, me)
             token = self._access(send, merchant, stale)
         finally:
-            self._lock.release()
+            lock.release()
         return {"Authorization": f"Bearer {token}", "Accept": "application/json"}
 
     def _share_unanswered(self, merchant: str, me: Any) -> None:
