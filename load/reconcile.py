@@ -13,6 +13,12 @@ It runs in the Locust master process after the load stops (gevent is already the
 pool of greenlets, each with its own keep-alive connection (``load.connection``), a time budget
 after which the rest is reported as unchecked (which also fails: "nothing lost" cannot be
 claimed for what was not checked), and a progress line every few seconds for large ledgers.
+
+The budget holds whatever the target does (a new-user trial froze the stub and waited 36 s on a
+5 s budget): at the deadline the checking greenlets are killed where they wait, the records they
+held counted unchecked and their connections closed; the storm count gets what is left of the
+budget. A target that gives no answer at all before any check succeeded (connections refused,
+or accepted and never answered) is gone: the rest is reported unchecked at once.
 """
 
 from __future__ import annotations
@@ -27,13 +33,22 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from load.ledger import CreateRecord
-from load.limits import ClientLimits
+from load.limits import ClientLimits, TotalTimeout
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.tokens import PlainAnswer, Request, Send, TokenFlow
 
 CREATED = "transaction:created"
 SAMPLE_LIMIT = 20
 PROGRESS_EVERY_S = 3.0
+#: How long past its budget the reconciliation may take: the killed greenlets' unwinding (each
+#: closes its connection) is waited for this long at most.
+BUDGET_MARGIN_S = 0.5
+
+
+def no_answer(exc: BaseException) -> bool:
+    """The target gave no answer at all: no connection, or a request that timed out (the total
+    timeout is ``TotalTimeout``, not an ``OSError``; a socket's own time-out is one)."""
+    return isinstance(exc, (OSError, TotalTimeout))
 
 
 class _Response:
@@ -90,14 +105,23 @@ def _json_dumps(value: Any) -> str:
 
 class _Tokens:
     """One access token per merchant, shared by the checking greenlets (reads are open to every
-    privilege, RC-12); authorize is slow on purpose on most targets, so it happens once."""
+    privilege, RC-12); authorize is slow on purpose on most targets, so it happens once.
+
+    A token request that got no answer is not tried again by each greenlet that waited for it,
+    one total timeout each (a frozen target made 16 greenlets queue for 32 s): its failure is
+    theirs, and anyone's who asks before all of them have been told."""
 
     def __init__(self, config: TargetConfig) -> None:
         from gevent.lock import Semaphore
 
         self.config = config
         self.flows: dict[str, TokenFlow] = {}
-        self._lock = Semaphore()
+        #: one lock per merchant: a merchant's token requests do not wait for another's
+        self._locks: dict[str, Semaphore] = defaultdict(Semaphore)
+        #: per merchant, the greenlets waiting for its lock
+        self._waiting: dict[str, set[Any]] = defaultdict(set)
+        #: per merchant, a token request that got no answer and those still to be told
+        self._unanswered: dict[str, tuple[BaseException, set[Any]]] = {}
 
     @property
     def authorizes(self) -> int:
@@ -106,22 +130,59 @@ class _Tokens:
 
     def header(self, session: _Session, merchant: str, stale: str | None = None) -> dict[str, str]:
         """The merchant's bearer header; ``stale``: the token just refused, to be renewed."""
+        from gevent import getcurrent
+
         # authorize/refresh on the caller's own connection: another greenlet's may be busy or
         # broken (a failed connect would hold its pool slot until the total timeout)
         send = _session_send(session, self.config.base_url)
-        with self._lock:
-            flow = self.flows.get(merchant)
-            if flow is None:
-                apps = [a for a in self.config.applications if a.merchant == merchant]
-                apps = apps or list(self.config.applications)
-                app = sorted(apps, key=lambda a: a.privilege != "read")[0]
-                flow = TokenFlow(send, app, fallback_ttl_s=self.config.access_token_ttl_s)
-                self.flows[merchant] = flow
-            flow.send = send
+        me = getcurrent()
+        waiting = self._waiting[merchant]
+        waiting.add(me)
+        lock = self._locks[merchant]
+        try:
+            lock.acquire()
+        finally:
+            waiting.discard(me)
+        try:
+            self._share_unanswered(merchant, me)
+            token = self._access(send, merchant, stale)
+        finally:
+            lock.release()
+        return {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+
+    def _share_unanswered(self, merchant: str, me: Any) -> None:
+        """Raise the token request's failure while some who waited for it are yet to be told
+        (gevent's lock is not fair: one that failed can take it again before they wake)."""
+        unanswered = self._unanswered.get(merchant)
+        if unanswered is None:
+            return
+        failure, to_tell = unanswered
+        told = me in to_tell
+        to_tell.discard(me)
+        to_tell.difference_update([g for g in to_tell if g.dead])  # killed at the deadline
+        if not to_tell:
+            del self._unanswered[merchant]
+            if not told:
+                return
+        raise failure
+
+    def _access(self, send: Send, merchant: str, stale: str | None) -> str:
+        flow = self.flows.get(merchant)
+        if flow is None:
+            apps = [a for a in self.config.applications if a.merchant == merchant]
+            apps = apps or list(self.config.applications)
+            app = sorted(apps, key=lambda a: a.privilege != "read")[0]
+            flow = TokenFlow(send, app, fallback_ttl_s=self.config.access_token_ttl_s)
+            self.flows[merchant] = flow
+        flow.send = send
+        try:
             if flow.pair is not None and flow.pair.access == stale:
                 flow.renew()
-            token = flow.access()
-        return {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+            return flow.access()
+        except Exception as exc:
+            if no_answer(exc) and self._waiting[merchant]:
+                self._unanswered[merchant] = (exc, set(self._waiting[merchant]))
+            raise
 
 
 def _session_send(session: _Session, base_url: str) -> Send:
@@ -303,8 +364,9 @@ def reconcile(
     done = 0
     tokens = _Tokens(config)
     listed_events: dict[str, set[str]] | None = {} if webhook_journal is not None else None
-    #: connection failures before any check succeeded: the target is gone (a Ctrl-C that also
-    #: stopped the bundled stub): the rest is reported unchecked at once, not after the budget
+    #: checks that got no answer (refused, timed out) before any check succeeded: the target is
+    #: gone (a Ctrl-C that also stopped the bundled stub, a frozen process): the rest is reported
+    #: unchecked at once, not after the budget
     unreachable = 0
     gone_after = max(1, min(concurrency, len(unique)))
 
@@ -325,8 +387,10 @@ def reconcile(
                     # total timeout): a fresh one for the next check
                     session.close()
                     session = _Session(config.base_url, limits)
-                    if isinstance(exc, OSError) and not outcomes.get("ok"):
+                    if no_answer(exc) and not outcomes.get("ok"):
                         unreachable += 1
+                # from here to ``done += 1`` nothing yields: a kill at the deadline (raised where
+                # a greenlet waits) leaves a record either counted here or unchecked, never both
                 kind = outcome.split(":", 1)[0]
                 outcomes[kind] += 1
                 if kind == "error":
@@ -342,25 +406,25 @@ def reconcile(
     greenlets = [gevent.spawn(worker) for _ in range(max(1, min(concurrency, len(unique))))]
     last = time.monotonic()
     while not all(g.dead for g in greenlets):
-        gevent.sleep(0.2)
+        now = time.monotonic()
+        if now >= deadline or unreachable >= gone_after:
+            # the checks under way would each wait up to the total timeout: stopped where they
+            # wait (their ``finally`` closes the connection), their records stay unchecked
+            gevent.killall(greenlets, block=True, timeout=BUDGET_MARGIN_S)
+            break
+        gevent.sleep(min(0.2, deadline - now))
         if time.monotonic() - last >= PROGRESS_EVERY_S:
             last = time.monotonic()
             progress(f"paysuite: reconciled {done}/{len(unique)}")
-    gevent.joinall(greenlets)
     unchecked = len(unique) - done
     target_gone = unreachable >= gone_after and unchecked > 0
+    if unchecked:
+        why = "the target stopped answering" if target_gone else "the time budget ran out"
+        progress(f"paysuite: reconciled {done}/{len(unique)}; {unchecked} unchecked ({why})")
     storm = storm_targets(records)
     server_side: dict[str, Any] = {}
     if storm:
-        progress(f"paysuite: counting the target's transactions for {len(storm)} storm keys")
-        session = _Session(config.base_url, limits)
-        try:
-            server_side = server_duplicates(session, tokens, config.base_url, storm)
-        except Exception as exc:  # noqa: BLE001 - an uncheckable storm fails like an unchecked create
-            server_side = {"storm_keys_checked": 0, "server_duplicate_keys": 0,
-                           "storm_check_error": f"{type(exc).__name__}: {exc}"}  # fmt: skip
-        finally:
-            session.close()
+        server_side = _count_storm(storm, config, tokens, limits, deadline, target_gone, progress)
     result = {
         "acknowledged": len(records),
         "unique_refs": len(unique),
@@ -391,6 +455,51 @@ def reconcile(
     result["reasons"] = failure_reasons(result)
     result["passed"] = not result["reasons"]
     return result
+
+
+def _count_storm(
+    storm: dict[tuple[str, str], set[str]],
+    config: TargetConfig,
+    tokens: _Tokens,
+    limits: ClientLimits | None,
+    deadline: float,
+    target_gone: bool,
+    progress: Callable[[str], None],
+) -> dict[str, Any]:
+    """``server_duplicates`` within what is left of the budget; not tried on a target gone."""
+    import gevent
+
+    def uncounted(why: str) -> dict[str, Any]:
+        # an uncountable storm fails like an unchecked create
+        return {"storm_keys_checked": 0, "server_duplicate_keys": 0, "storm_check_error": why}
+
+    if target_gone:
+        return uncounted("the target stopped answering")
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        return uncounted("the --reconcile-timeout budget ran out")
+    progress(f"paysuite: counting the target's transactions for {len(storm)} storm keys")
+    session = _Session(config.base_url, limits)
+    budget = gevent.Timeout(remaining)
+    budget.start()
+    try:
+        return server_duplicates(session, tokens, config.base_url, storm)
+    except gevent.Timeout as exc:
+        if exc is not budget:
+            raise
+        return uncounted("the --reconcile-timeout budget ran out")
+    except Exception as exc:  # noqa: BLE001 - reported, and fails the run
+        return uncounted(f"{type(exc).__name__}: {exc}")
+    finally:
+        budget.cancel()
+        session.close()
+
+
+def _gone_why(result: dict[str, Any]) -> str:
+    """How the target stopped answering, from the kinds of the checks' errors."""
+    kinds = result.get("error_kinds") or {}
+    timed_out = any(kind in kinds for kind in ("TotalTimeout", "TimeoutError", "timeout"))
+    return "no answer in time" if timed_out else "no connection"
 
 
 def failure_reasons(result: dict[str, Any]) -> list[str]:
@@ -428,7 +537,7 @@ def failure_reasons(result: dict[str, Any]) -> list[str]:
         reasons.append(f"{result['errors']} could not be checked (" + (top or "errors") + ")")
     if result.get("unchecked"):
         why = (
-            "the target stopped answering: no connection"
+            f"the target stopped answering: {_gone_why(result)}"
             if result.get("target_gone")
             else "the --reconcile-timeout budget ran out"
         )
