@@ -498,7 +498,10 @@ def _count_storm(
 def _gone_why(result: dict[str, Any]) -> str:
     """How the target stopped answering, from the kinds of the checks' errors."""
     kinds = result.get("error_kinds") or {}
-    timed_out = any(kind in kinds for kind in ("TotalTimeout", "TimeoutError", "timeout"))
+    timed_out = any(
+        kind in kinds
+        for kind in ("TotalTimeout", "ReadTimeout", "ConnectTimeout", "TimeoutError", "timeout")
+    )
     return "no answer in time" if timed_out else "no connection"
 
 
