@@ -18,6 +18,7 @@ import argparse
 import atexit
 import logging
 import os
+import signal
 import sys
 from typing import Any
 
@@ -256,6 +257,15 @@ def _say(line: str) -> None:
     print(f"paysuite: {line}", flush=True)
 
 
+def _sigterm_as_ctrl_c() -> None:
+    """A SIGTERM ends a run as a Ctrl-C does, with its verdict and reports. Locust 2.x installs
+    its own SIGTERM handler only once a headless shape has finished, so until then SIGTERM
+    killed the process with nothing written; its default (and the web UI's, which Locust
+    replaces with its own) is left alone where something else already handles it."""
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
 @events.init.add_listener
 def on_init(environment: Environment, **_: Any) -> None:
     global _BUILT_FROM
@@ -264,6 +274,7 @@ def on_init(environment: Environment, **_: Any) -> None:
     ledger.install(environment)
     if isinstance(runner, WorkerRunner) or options is None:
         return
+    _sigterm_as_ctrl_c()
     _COMMON_GIVEN.clear()
     if not getattr(options, "paysuite_plan_file", ""):  # paysuite load's plan has them already
         _COMMON_GIVEN.update(

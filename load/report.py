@@ -614,8 +614,9 @@ def render_page(summary: dict[str, Any], report_dir: Path) -> str:
     )
     auth = summary.get("auth") or {}
     total = summary.get("total") or {}
+    word = "PASS" if passed else "INTERRUPTED" if summary.get("exit_code") == 130 else "FAIL"
     headline = (
-        f"{'PASS' if passed else 'FAIL'} (exit {_cell(summary.get('exit_code'))}): thresholds "
+        f"{word} (exit {_cell(summary.get('exit_code'))}): thresholds "
         f"{'met' if summary.get('slo_passed') else 'breached'}, reconciliation "
         f"{'found nothing lost' if recon.get('passed') else 'FAILED'}"
     )

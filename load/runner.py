@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -38,6 +40,7 @@ from load.limits import ClientLimits
 from load.plan import LoadPlan, UsageError, write_plan
 from load.webhooks import receiving
 from paysuite_core import tokens
+from paysuite_core.launcher import end_with_parent
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.tokens import PlainAnswer
 
@@ -191,6 +194,14 @@ def run_locust(plan: LoadPlan, plan_file: Path, log_path: Path | None = None) ->
         (plan.report_dir / stale).unlink(missing_ok=True)
     deadline_s = shape.duration_s + plan.reconcile_timeout_s + 90 + 10 * plan.workers
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    # Locust in sessions of its own: a terminal's Ctrl-C reaches paysuite alone, which passes
+    # exactly one SIGINT to the master (``wait_for_master``); the master stops its workers
+    # itself, after their last statistics. SIGINT, not SIGTERM, if paysuite dies: Locust treats
+    # it as a Ctrl-C (reports written).
+    detached: dict[str, Any] = {
+        "start_new_session": True,
+        "preexec_fn": end_with_parent(os.getpid(), signal.SIGINT),
+    }
     cmd = locust_command(plan, plan_file)
     workers: list[subprocess.Popen[bytes]] = []
     logs = []
@@ -216,18 +227,25 @@ def run_locust(plan: LoadPlan, plan_file: Path, log_path: Path | None = None) ->
             logs.append(log)
             workers.append(
                 subprocess.Popen(
-                    worker_command(port), stdout=log, stderr=subprocess.STDOUT, env=env
-                )
+                    worker_command(port),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    **detached,
+                )  # fmt: skip
             )
     master: subprocess.Popen[bytes] | None = None
     try:
         if log_path is not None:
             master_log = open(log_path, "wb")  # noqa: SIM115 - closed below
             logs.append(master_log)
-            master = subprocess.Popen(cmd, env=env, stdout=master_log, stderr=subprocess.STDOUT)
+            master = subprocess.Popen(
+                cmd, env=env, stdout=master_log, stderr=subprocess.STDOUT, **detached
+            )
         else:
-            master = subprocess.Popen(cmd, env=env)
-        code = wait_for_master(master, time.monotonic() + deadline_s, plan.reconcile_timeout_s)
+            master = subprocess.Popen(cmd, env=env, **detached)
+        with _sigterm_as_ctrl_c():
+            code = wait_for_master(master, time.monotonic() + deadline_s, plan.reconcile_timeout_s)
     except KeyboardInterrupt:  # the second Ctrl-C (or one before the master started)
         for proc in [*workers, *([master] if master is not None else [])]:
             proc.kill()
@@ -251,21 +269,38 @@ def run_locust(plan: LoadPlan, plan_file: Path, log_path: Path | None = None) ->
 def wait_for_master(master: subprocess.Popen[bytes], deadline: float, reconcile_s: float) -> int:
     """The master's exit status; 2 if it is still running at ``deadline`` (then killed).
 
-    A Ctrl-C reaches the master and its workers too (one process group): Locust stops the load,
-    and the master's quitting hook reconciles and writes load.json, as a plain Locust run does.
-    So the first Ctrl-C here waits for that (at most the reconciliation's budget and a margin,
-    within the deadline); a second one propagates and the caller kills Locust.
+    Locust runs in a session of its own, so a Ctrl-C (or a SIGTERM, ``_sigterm_as_ctrl_c``)
+    reaches paysuite alone: the first is passed on to the master as one SIGINT, and Locust stops
+    the load as on its own Ctrl-C, its quitting hook reconciling and writing load.json; this
+    waits for that (at most the reconciliation's budget and a margin, within the deadline). A
+    second one propagates and the caller kills Locust.
     """
     try:
         return _wait(master, deadline)
     except KeyboardInterrupt:
         pass
+    if master.poll() is None:
+        master.send_signal(signal.SIGINT)
     deadline = min(deadline, time.monotonic() + reconcile_s + 60)
     say(
         f"interrupted: waiting up to {deadline - time.monotonic():.0f} s for Locust to stop the "
         "load, reconcile and write its reports (Ctrl-C again to stop it now)"
     )
     return _wait(master, deadline)
+
+
+@contextmanager
+def _sigterm_as_ctrl_c() -> Iterator[None]:
+    """A SIGTERM to paysuite (a CI job cancelled, ``kill``) ends the run as a Ctrl-C does: with
+    its reports, not with Locust left running and paysuite gone. Main thread only (signals)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _wait(master: subprocess.Popen[bytes], deadline: float) -> int:

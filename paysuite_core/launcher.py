@@ -71,14 +71,15 @@ def _healthy(root_url: str, timeout_s: float) -> bool:
 _PR_SET_PDEATHSIG = 1
 
 
-def _end_with_parent(parent_pid: int) -> Any:
-    """A ``preexec_fn`` (Linux): SIGTERM to the child when the starting thread's process dies;
-    a stub in its own session no longer goes down with the terminal's process group."""
+def end_with_parent(parent_pid: int, signum: int = signal.SIGTERM) -> Any:
+    """A ``preexec_fn`` (Linux; None elsewhere): ``signum`` to the child when the starting
+    thread's process dies; a child in its own session no longer goes down with the terminal's
+    process group, so it needs this not to outlive its parent."""
     if not sys.platform.startswith("linux"):
         return None
 
     def preexec() -> None:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signum)
         if os.getppid() != parent_pid:  # the parent died before prctl: nobody to outlive
             os._exit(1)
 
@@ -128,7 +129,7 @@ def start_stub(
             text=True,
             env=env,
             start_new_session=own_session,
-            preexec_fn=_end_with_parent(os.getpid()) if own_session else None,
+            preexec_fn=end_with_parent(os.getpid()) if own_session else None,
         )
     lines: list[str] = []
     announced = threading.Event()

@@ -3,7 +3,8 @@ reconciliation runs against a target that is still there, the reports are writte
 exits with the verdict's status only then.
 
 A terminal's Ctrl-C is SIGINT to the whole foreground process group: here ``paysuite load`` is
-started in a process group of its own and the group gets the SIGINT, as from a terminal.
+started in a process group of its own and the group gets the SIGINT, as from a terminal. A
+SIGTERM to paysuite alone (a cancelled CI job) ends the run the same way.
 """
 
 from __future__ import annotations
@@ -57,13 +58,25 @@ def _ends(pid: int, timeout_s: float) -> bool:
     return False
 
 
-def test_ctrl_c_waits_for_the_verdict_and_keeps_the_bundled_stub_for_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("how", "extra"),
+    [
+        ("ctrl-c", []),  # the terminal's SIGINT to the whole process group
+        ("sigterm", []),  # SIGTERM to paysuite alone (a cancelled CI job)
+        # Locust's workers in sessions of their own: the master stops them after their last
+        # statistics, so every acknowledged create is in the statistics too
+        ("ctrl-c", ["--workers", "2"]),
+    ],
+)
+def test_ctrl_c_waits_for_the_verdict_and_keeps_the_bundled_stub_for_it(
+    tmp_path: Path, how: str, extra: list[str]
+) -> None:
     report_dir = tmp_path / "report"
     log = tmp_path / "paysuite.log"
     with log.open("wb") as out:
         paysuite = subprocess.Popen(
             [sys.executable, "-m", "paysuite", "load", "--report-dir", str(report_dir),
-             "--duration", "30"],
+             "--duration", "30", *extra],
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: the SIGINT below is a terminal's
@@ -73,7 +86,10 @@ def test_ctrl_c_waits_for_the_verdict_and_keeps_the_bundled_stub_for_it(tmp_path
         time.sleep(3)  # some acknowledged creates to reconcile
         started = psutil.Process(paysuite.pid).children(recursive=True)
         assert any("stub_server" in " ".join(p.cmdline()) for p in started), started
-        os.killpg(paysuite.pid, signal.SIGINT)
+        if how == "ctrl-c":
+            os.killpg(paysuite.pid, signal.SIGINT)
+        else:
+            os.kill(paysuite.pid, signal.SIGTERM)
         code = paysuite.wait(timeout=90)
         written = (report_dir / "load.json").is_file()  # before anything else can write it
     finally:
@@ -93,6 +109,9 @@ def test_ctrl_c_waits_for_the_verdict_and_keeps_the_bundled_stub_for_it(tmp_path
     assert recon["checked"] == recon["found"] == recon["unique_refs"], recon
     assert "could not be checked" not in " ".join(recon["reasons"]), recon["reasons"]
     assert recon["passed"] is True, recon["reasons"]
+    ops = summary["operations"]
+    counted = sum(ops.get(op, {}).get("requests", 0) for op in ("cashin", "cashout"))
+    assert counted == recon["acknowledged"], (counted, recon["acknowledged"])
     time.sleep(0.5)
     assert not _alive(started), "left running after paysuite exited"
 
