@@ -19,6 +19,12 @@ The budget holds whatever the target does (a new-user trial froze the stub and w
 held counted unchecked and their connections closed; the storm count gets what is left of the
 budget. A target that gives no answer at all before any check succeeded (connections refused,
 or accepted and never answered) is gone: the rest is reported unchecked at once.
+
+A Ctrl-C during the reconciliation (a slow target can take the whole budget, 120 s by default)
+ends it the same way: the checks under way are killed, the rest reported unchecked as
+interrupted, the storm count and the webhook wait not started, and ``reconcile`` returns, so the
+reports are still written and the run still gets its verdict (a failure: what was not checked
+cannot be claimed). A second Ctrl-C while the checks are being stopped is not caught.
 """
 
 from __future__ import annotations
@@ -43,6 +49,16 @@ PROGRESS_EVERY_S = 3.0
 #: How long past its budget the reconciliation may take: the killed greenlets' unwinding (each
 #: closes its connection) is waited for this long at most.
 BUDGET_MARGIN_S = 0.5
+#: Why records were not checked, or a step not done, after a Ctrl-C.
+INTERRUPTED = "the reconciliation was interrupted (Ctrl-C)"
+#: The error kinds (exception class names, kept as such in load.json's ``error_kinds``) in the
+#: words a person reads in the verdict, with the option that bounds each.
+ERROR_WORDS = {
+    "TotalTimeout": "no complete response within the total timeout (--total-timeout)",
+    "ReadTimeout": "a read timed out (--read-timeout)",
+    "ConnectTimeout": "no connection in time (--connect-timeout)",
+    "ConnectionRefusedError": "connection refused",
+}
 
 
 def no_answer(exc: BaseException) -> bool:
@@ -405,26 +421,43 @@ def reconcile(
         progress(f"paysuite: reconciling {len(unique)} acknowledged creates on {config.base_url}")
     greenlets = [gevent.spawn(worker) for _ in range(max(1, min(concurrency, len(unique))))]
     last = time.monotonic()
-    while not all(g.dead for g in greenlets):
-        now = time.monotonic()
-        if now >= deadline or unreachable >= gone_after:
-            # the checks under way would each wait up to the total timeout: stopped where they
-            # wait (their ``finally`` closes the connection), their records stay unchecked
-            gevent.killall(greenlets, block=True, timeout=BUDGET_MARGIN_S)
-            break
-        gevent.sleep(min(0.2, deadline - now))
-        if time.monotonic() - last >= PROGRESS_EVERY_S:
-            last = time.monotonic()
-            progress(f"paysuite: reconciled {done}/{len(unique)}")
+    interrupted = False
+    try:
+        while not all(g.dead for g in greenlets):
+            now = time.monotonic()
+            if now >= deadline or unreachable >= gone_after:
+                # the checks under way would each wait up to the total timeout: stopped where
+                # they wait (their ``finally`` closes the connection), their records unchecked
+                gevent.killall(greenlets, block=True, timeout=BUDGET_MARGIN_S)
+                break
+            gevent.sleep(min(0.2, deadline - now))
+            if time.monotonic() - last >= PROGRESS_EVERY_S:
+                last = time.monotonic()
+                progress(f"paysuite: reconciled {done}/{len(unique)}")
+    except KeyboardInterrupt:
+        # Ctrl-C: stopped as at the deadline, and the verdict still given (the caller writes
+        # the reports); a second Ctrl-C during the killall propagates
+        interrupted = True
+        gevent.killall(greenlets, block=True, timeout=BUDGET_MARGIN_S)
     unchecked = len(unique) - done
-    target_gone = unreachable >= gone_after and unchecked > 0
+    target_gone = not interrupted and unreachable >= gone_after and unchecked > 0
     if unchecked:
-        why = "the target stopped answering" if target_gone else "the time budget ran out"
+        why = (
+            INTERRUPTED
+            if interrupted
+            else "the target stopped answering"
+            if target_gone
+            else "the time budget ran out"
+        )
         progress(f"paysuite: reconciled {done}/{len(unique)}; {unchecked} unchecked ({why})")
     storm = storm_targets(records)
     server_side: dict[str, Any] = {}
     if storm:
-        server_side = _count_storm(storm, config, tokens, limits, deadline, target_gone, progress)
+        server_side = _count_storm(
+            storm, config, tokens, limits, deadline, target_gone, progress, interrupted
+        )
+    # ``interrupted``: the checks were; a Ctrl-C in a later step is said by that step's error
+    stopped = interrupted or server_side.get("storm_check_error") == INTERRUPTED
     result = {
         "acknowledged": len(records),
         "unique_refs": len(unique),
@@ -437,6 +470,7 @@ def reconcile(
         "error_kinds": dict(sorted(error_kinds.items(), key=lambda kv: -kv[1])),
         "unchecked": unchecked,
         "target_gone": target_gone,
+        "interrupted": interrupted,
         **anomalies,
         **server_side,
         "samples": samples,
@@ -444,17 +478,33 @@ def reconcile(
         "authorizes": tokens.authorizes,
     }
     if webhook_journal is not None and listed_events is not None:
-        from load.webhooks import reconcile_webhooks
-
-        remaining = max(5.0, deadline - time.monotonic())
-        result.update(
-            reconcile_webhooks(listed_events, webhook_journal, time_budget_s=remaining,
-                               progress=progress)
-        )  # fmt: skip
+        result.update(_webhooks(listed_events, webhook_journal, deadline, progress, stopped))
     result["lost"] = result["missing"] + result["missing_created_event"]
     result["reasons"] = failure_reasons(result)
     result["passed"] = not result["reasons"]
     return result
+
+
+def _webhooks(
+    listed_events: dict[str, set[str]],
+    journal: Path,
+    deadline: float,
+    progress: Callable[[str], None],
+    interrupted: bool,
+) -> dict[str, Any]:
+    """``reconcile_webhooks`` for the events listed; after a Ctrl-C neither waited for nor
+    judged (a delivery still on its way would read as undelivered): said, and a failure."""
+    from load.webhooks import reconcile_webhooks
+
+    if not interrupted:
+        remaining = max(5.0, deadline - time.monotonic())
+        try:
+            return reconcile_webhooks(
+                listed_events, journal, time_budget_s=remaining, progress=progress
+            )
+        except KeyboardInterrupt:
+            pass
+    return {"webhook_check_error": INTERRUPTED}
 
 
 def _count_storm(
@@ -465,14 +515,18 @@ def _count_storm(
     deadline: float,
     target_gone: bool,
     progress: Callable[[str], None],
+    interrupted: bool = False,
 ) -> dict[str, Any]:
-    """``server_duplicates`` within what is left of the budget; not tried on a target gone."""
+    """``server_duplicates`` within what is left of the budget; not tried on a target gone nor
+    after a Ctrl-C, and a Ctrl-C during the count ends it."""
     import gevent
 
     def uncounted(why: str) -> dict[str, Any]:
         # an uncountable storm fails like an unchecked create
         return {"storm_keys_checked": 0, "server_duplicate_keys": 0, "storm_check_error": why}
 
+    if interrupted:
+        return uncounted(INTERRUPTED)
     if target_gone:
         return uncounted("the target stopped answering")
     remaining = deadline - time.monotonic()
@@ -488,6 +542,8 @@ def _count_storm(
         if exc is not budget:
             raise
         return uncounted("the --reconcile-timeout budget ran out")
+    except KeyboardInterrupt:
+        return uncounted(INTERRUPTED)
     except Exception as exc:  # noqa: BLE001 - reported, and fails the run
         return uncounted(f"{type(exc).__name__}: {exc}")
     finally:
@@ -536,17 +592,21 @@ def failure_reasons(result: dict[str, Any]) -> list[str]:
         reasons.append(f"{result['server_duplicate_keys']} storm keys executed twice on the target")
     if result.get("errors"):
         kinds = result.get("error_kinds") or {}
-        top = ", ".join(f"{n} {why}" for why, n in list(kinds.items())[:3])
+        top = ", ".join(f"{n} {ERROR_WORDS.get(why, why)}" for why, n in list(kinds.items())[:3])
         reasons.append(f"{result['errors']} could not be checked (" + (top or "errors") + ")")
     if result.get("unchecked"):
         why = (
-            f"the target stopped answering: {_gone_why(result)}"
+            INTERRUPTED
+            if result.get("interrupted")
+            else f"the target stopped answering: {_gone_why(result)}"
             if result.get("target_gone")
             else "the --reconcile-timeout budget ran out"
         )
         reasons.append(f"{result['unchecked']} could not be checked ({why})")
     if result.get("storm_check_error"):
         reasons.append(f"storm keys could not be counted ({result['storm_check_error']})")
+    if result.get("webhook_check_error"):
+        reasons.append(f"webhook deliveries were not checked ({result['webhook_check_error']})")
     if result.get("acknowledged_without_ref"):
         reasons.append(
             f"{result['acknowledged_without_ref']} creates acknowledged without a ref "

@@ -497,7 +497,7 @@ def test_exit_status_and_the_reasons_of_a_failed_reconciliation() -> None:
     assert exit_status(False, False) == exit_status(True, False) == 3
     after_ctrl_c = {"acknowledged": 36, "checked": 36, "found": 0, "errors": 36,
                     "error_kinds": {"ConnectionRefusedError": 36}}  # fmt: skip
-    assert failure_reasons(after_ctrl_c) == ["36 could not be checked (36 ConnectionRefusedError)"]
+    assert failure_reasons(after_ctrl_c) == ["36 could not be checked (36 connection refused)"]
     lost = {"lost": 3, "missing": 2, "missing_created_event": 1, "mismatched": 1, "unchecked": 4}
     assert failure_reasons(lost) == [
         "3 lost (2 not findable by ref, 1 without a transaction:created event)",
@@ -507,7 +507,7 @@ def test_exit_status_and_the_reasons_of_a_failed_reconciliation() -> None:
     recon = {**after_ctrl_c, "passed": False, "reasons": failure_reasons(after_ctrl_c)}
     slow = Verdict("cashin", "p95_ms", 500, 812.0, False)
     text = verdict_table([slow, Verdict("total", "min_rps", 2, 20.5, True)], recon, "smoke", 3)
-    assert "-> ✗ FAIL: 36 could not be checked (36 ConnectionRefusedError)" in text
+    assert "-> ✗ FAIL: 36 could not be checked (36 connection refused)" in text
     assert "result: FAIL (exit 3: reconciliation failed): threshold cashin p95_ms 812" in text
     assert threshold_line(slow).startswith("  ✗ cashin p95_ms<=500ms ....")
     assert threshold_line(slow).endswith(" p95=812ms")

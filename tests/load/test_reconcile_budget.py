@@ -78,6 +78,8 @@ def test_a_target_that_never_answers_authorize_is_gone_after_one_total_timeout(
     # told too), the rest were not tried
     errors, unchecked = result["errors"], result["unchecked"]
     assert errors >= 4 and result["error_kinds"] == {"TotalTimeout": errors}, result
+    timed_out = "no complete response within the total timeout (--total-timeout)"
+    assert f"{errors} could not be checked ({errors} {timed_out})" in result["reasons"], result
     assert unchecked == 12 - errors and unchecked > 0 and not result["passed"]
     gone = f"{unchecked} could not be checked (the target stopped answering: no answer in time)"
     assert gone in result["reasons"], result["reasons"]
