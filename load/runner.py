@@ -232,7 +232,7 @@ def run_locust(plan: LoadPlan, plan_file: Path, log_path: Path | None = None) ->
                     stderr=subprocess.STDOUT,
                     env=env,
                     **detached,
-                )  # fmt: skip
+                )
             )
     master: subprocess.Popen[bytes] | None = None
     try:
