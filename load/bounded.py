@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from load.connection import Connection
+from load.connection import Connection, origin_and_target
 from load.limits import ClientLimits, ConnectTimeout, ReadTimeout, ResponseTooLarge, TotalTimeout
 
 #: ``json.loads``'s own decoder (the one it uses when given no options)
@@ -81,22 +81,11 @@ class Reply:
         return str(verdict)
 
 
-def _timed_out(error: BaseException | None) -> bool:
-    """A socket time-out, possibly wrapped by the transport."""
-    seen = 0
-    while error is not None and seen < 5:
-        if isinstance(error, TimeoutError) or str(error).endswith("timed out"):
-            return True
-        error, seen = error.__cause__ or error.__context__, seen + 1
-    return False
-
-
-def transport_problem(error: BaseException, limits: ClientLimits) -> str:
-    """Why nothing usable came back, in words (never "status 0")."""
+def transport_problem(error: BaseException) -> str:
+    """Why nothing usable came back, in words (never "status 0"); ``load.connection`` has
+    already named a socket's time-out as the connect's or a read's."""
     if isinstance(error, (ConnectTimeout, ReadTimeout)):
         return f"no answer: {error}"
-    if _timed_out(error):
-        return f"no answer: a read waited {limits.read_timeout_s:g} s (--read-timeout)"
     return " ".join(f"no answer: {type(error).__name__}: {error}".split())[:300]
 
 
@@ -181,9 +170,7 @@ class Exchange:
         client = self.client
         path = self.path
         if path.startswith(("http://", "https://")):
-            parts = urlsplit(path)
-            origin = f"{parts.scheme}://{parts.netloc}"
-            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            origin, target = origin_and_target(path)
             url = path
         else:
             origin = client.origin
@@ -207,7 +194,7 @@ class Exchange:
         except (TotalTimeout, ResponseTooLarge) as exc:
             reply = Reply(0, b"", str(exc))
         except Exception as exc:  # noqa: BLE001 - any transport failure is this request's
-            reply = Reply(0, b"", transport_problem(exc, client.limits))
+            reply = Reply(0, b"", transport_problem(exc))
         else:
             reply = Reply(status, data, None, location)
             if 300 <= status < 400:

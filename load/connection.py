@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import gevent
 import gevent.ssl
@@ -32,6 +33,14 @@ from load.limits import ClientLimits, ConnectTimeout, ReadTimeout, TotalTimeout,
 
 #: The ``User-Agent`` of every request the load side sends.
 USER_AGENT = "paysuite-load"
+
+
+def origin_and_target(url: str) -> tuple[str, str]:
+    """An absolute URL's origin (``scheme://host:port``: its ``Connection``) and its request
+    target (path and query: what ``exchange`` sends)."""
+    parts = urlsplit(url)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return f"{parts.scheme}://{parts.netloc}", target
 
 
 def _unverified_context(**_: Any) -> gevent.ssl.SSLContext:

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from load.ledger import CreateRecord
 from load.limits import ClientLimits, TotalTimeout
@@ -85,19 +85,20 @@ class _Session:
     each call bounded by ``ClientLimits``: total time, body size (issue 13)."""
 
     def __init__(self, base_url: str, limits: ClientLimits | None = None) -> None:
-        from load.connection import Connection  # gevent: not imported where only read
+        # gevent: not imported where reconcile is only read
+        from load.connection import Connection, origin_and_target
 
-        parts = urlsplit(base_url)
         self.limits = limits or ClientLimits()
-        self._connection = Connection(f"{parts.scheme}://{parts.netloc}", self.limits)
+        self._connection = Connection(origin_and_target(base_url)[0], self.limits)
 
     def _call(
         self, method: str, url: str, body: bytes | None, headers: dict[str, str]
     ) -> _Response:
-        parts = urlsplit(url)
-        uri = parts.path + (f"?{parts.query}" if parts.query else "")
+        from load.connection import origin_and_target
+
         headers = {"Accept-Encoding": "identity", **headers}
-        status, data, _ = self._connection.exchange(method, uri, body, headers)
+        _, target = origin_and_target(url)
+        status, data, _ = self._connection.exchange(method, target, body, headers)
         return _Response(status, data)
 
     def get(
