@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from hostile import hostile_server, write_config
+from loadkit import hostile_ledger
 
 from load.ledger import CreateRecord
 from load.limits import ClientLimits
@@ -35,17 +36,6 @@ MARGIN_S = 1.0
 #: A total timeout shorter than the read timeout: a silent target ends in ``TotalTimeout``, not in
 #: the socket's own time-out (an ``OSError``, which was already taken for "gone").
 SILENT = ClientLimits(connect_timeout_s=1.0, read_timeout_s=10.0, total_timeout_s=1.0)
-
-
-def _records(count: int, storm: int = 0) -> list[CreateRecord]:
-    records: list[CreateRecord] = [
-        {"ref": f"ref-{i}", "key": f"key-{i}", "kind": "CASHIN", "number": f"07800000{i:02d}",
-         "amount": 100.0, "merchant": "HOSTILE", "t": float(i)}
-        for i in range(count)
-    ]  # fmt: skip
-    for record in records[:storm]:
-        record["storm"] = True
-    return records
 
 
 def _reconcile(behaviour: str, tmp_path: Path, records: list[CreateRecord], **kwargs: object):
@@ -67,7 +57,7 @@ def test_a_target_that_never_answers_authorize_is_gone_after_one_total_timeout(
     tmp_path: Path,
 ) -> None:
     """Every greenlet waited for the one authorize; its time-out is theirs too, not one each."""
-    records = _records(12, storm=2)
+    records = hostile_ledger(12, storm=2)
     result, elapsed, requests = _reconcile(
         "hang", tmp_path, records, concurrency=4, time_budget_s=30, limits=SILENT
     )
@@ -91,8 +81,9 @@ def test_finds_that_time_out_before_any_check_succeeded_mean_the_target_is_gone(
     tmp_path: Path,
 ) -> None:
     """Authorize answers, every find hangs: the time-outs count like refused connections."""
+    records = hostile_ledger(12)
     result, elapsed, _ = _reconcile(
-        "api-then-hang", tmp_path, _records(12), concurrency=4, time_budget_s=30, limits=SILENT
+        "api-then-hang", tmp_path, records, concurrency=4, time_budget_s=30, limits=SILENT
     )
     assert elapsed < SILENT.total_timeout_s + MARGIN_S, (elapsed, result)
     assert result["target_gone"] is True and result["authorizes"] == 1, result
@@ -107,7 +98,7 @@ def test_the_budget_ends_the_checks_in_flight(tmp_path: Path) -> None:
     slow = ClientLimits(connect_timeout_s=1.0, read_timeout_s=10.0, total_timeout_s=5.0)
     budget = 1.0
     result, elapsed, _ = _reconcile(
-        "auth-then-hang", tmp_path, _records(6, storm=2), concurrency=3, time_budget_s=budget,
+        "auth-then-hang", tmp_path, hostile_ledger(6, storm=2), concurrency=3, time_budget_s=budget,
         limits=slow,
     )  # fmt: skip
     assert elapsed < budget + MARGIN_S, (elapsed, result)

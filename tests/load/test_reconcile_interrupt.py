@@ -19,6 +19,7 @@ from typing import Any
 import gevent
 import pytest
 from hostile import hostile_server, write_config
+from loadkit import hostile_ledger
 
 from load.ledger import CreateRecord
 from load.limits import ClientLimits
@@ -30,17 +31,6 @@ CTRL_C_AFTER_S = 0.5
 MARGIN_S = 1.0
 #: Every check would wait far longer than the test: only the Ctrl-C can end them in time.
 PATIENT = ClientLimits(connect_timeout_s=1.0, read_timeout_s=30.0, total_timeout_s=20.0)
-
-
-def _records(count: int, storm: int = 0) -> list[CreateRecord]:
-    records: list[CreateRecord] = [
-        {"ref": f"ref-{i}", "key": f"key-{i}", "kind": "CASHIN", "number": f"07800000{i:02d}",
-         "amount": 100.0, "merchant": "HOSTILE", "t": float(i)}
-        for i in range(count)
-    ]  # fmt: skip
-    for record in records[:storm]:
-        record["storm"] = True
-    return records
 
 
 def _reconcile_with_ctrl_c(
@@ -75,7 +65,7 @@ def _reconcile_with_ctrl_c(
 
 def test_ctrl_c_while_the_checks_wait_ends_them_and_still_gives_a_verdict(tmp_path: Path) -> None:
     """The target never answers: every check waits (for the one authorize) when Ctrl-C comes."""
-    records = _records(11, storm=2)
+    records = hostile_ledger(11, storm=2)
     result, elapsed, lines = _reconcile_with_ctrl_c("hang", tmp_path, records)
     assert CTRL_C_AFTER_S <= elapsed < CTRL_C_AFTER_S + MARGIN_S, (elapsed, result)
     assert result["interrupted"] is True, result
@@ -91,7 +81,7 @@ def test_ctrl_c_while_the_checks_wait_ends_them_and_still_gives_a_verdict(tmp_pa
 
 def test_ctrl_c_after_some_checks_keeps_what_they_found(tmp_path: Path) -> None:
     """Authorize answers, the finds hang: nothing is counted twice nor lost from the counts."""
-    records = _records(6)
+    records = hostile_ledger(6)
     result, elapsed, _ = _reconcile_with_ctrl_c("auth-then-hang", tmp_path, records)
     assert elapsed < CTRL_C_AFTER_S + MARGIN_S, (elapsed, result)
     assert result["interrupted"] is True and result["authorizes"] == 1, result
