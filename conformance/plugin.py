@@ -38,7 +38,7 @@ import pytest
 
 from conformance.checks import PROFILES, Check, entry_of
 from conformance.evidence import Evidence
-from conformance.outcome import CouldNotCheck, NotApplicable
+from conformance.outcome import CheckFailed, CouldNotCheck, NotApplicable
 
 if TYPE_CHECKING:
     from conformance.options import Options
@@ -72,6 +72,9 @@ class CheckResult:
     actual: str = ""  # what the target did instead
     note: str = ""  # an observation that is no failure ("bare token: accepted")
     gating: bool = True  # False: a failure that does not fail the run (a warning)
+    #: A skip because the configuration cannot meet what the check needs (no writer, one
+    #: merchant, no customer driver): counted apart from the coverage, never against it.
+    not_applicable: bool = False
 
 
 @dataclass
@@ -290,7 +293,19 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         return (yield)
     except NotApplicable as exc:
         # The check's own traceback, so that pytest shows where it stepped aside.
-        raise pytest.skip.Exception(str(exc)).with_traceback(exc.__traceback__) from None
+        raise _not_applicable_skip(str(exc)).with_traceback(exc.__traceback__) from None
+
+
+def _not_applicable_skip(reason: str) -> BaseException:
+    """pytest's skip, marked as "the configuration cannot meet this check's needs"."""
+    skip = pytest.skip.Exception(reason)
+    skip.paysuite_not_applicable = True  # type: ignore[attr-defined]
+    return skip
+
+
+def _is_not_applicable(call: pytest.CallInfo[None]) -> bool:
+    value = call.excinfo.value if call.excinfo is not None else None
+    return bool(getattr(value, "paysuite_not_applicable", False))
 
 
 # --- fixtures of the checks ------------------------------------------------------------------
@@ -332,7 +347,9 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
 def configured(target: Target) -> Target:
     """The target, when applications are configured (else the check skips)."""
     if target.config is None:
-        pytest.skip("no applications configured: pass --config with the target's applications")
+        raise _not_applicable_skip(
+            "no applications configured: pass --config with the target's applications"
+        )
     return target
 
 
@@ -425,6 +442,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     result: CheckResult | None = None
     if report.when == "setup" and report.skipped:
         result = CheckResult(check, "skipped", _skip_reason(report))
+        result.not_applicable = _is_not_applicable(call)
     elif report.when in ("setup", "teardown") and report.failed:
         if previous is None or previous.outcome == "passed":
             result = _error_result(state, check, check_id, call)
@@ -433,7 +451,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             result = CheckResult(check, "passed")
         elif report.skipped:
             result = CheckResult(check, "skipped", _skip_reason(report))
-        elif call.excinfo is not None and isinstance(call.excinfo.value, AssertionError):
+            result.not_applicable = _is_not_applicable(call)
+        elif call.excinfo is not None and isinstance(call.excinfo.value, CheckFailed):
+            # Only the suite's own failure fails a check: a stray ``assert`` (or any other
+            # exception) in a check is a defect of the suite, reported as an error.
             exc = call.excinfo.value
             result = CheckResult(check, "failed", _failure_message(call))
             result.evidence = _proof(state, check_id, exc)
@@ -555,6 +576,8 @@ def _progress(config: pytest.Config, state: RunState, check_id: str) -> None:
     from conformance.report import severity
 
     shown = "warning" if severity(result) == "warning" else result.outcome
+    if result.not_applicable:
+        shown = "n/a"  # the configuration cannot meet what the check needs
     line = (
         f"[{state.done:>{width}}/{total}] {check_id:<9} {result.check.level:<6} "
         f"{shown:<7} {result.check.title}"
@@ -601,6 +624,11 @@ def decide(state: RunState) -> Any:
         total=len(in_profile),
         skipped=tuple((r.check.id, r.message) for r in in_profile if r.outcome == "skipped"),
         minimum=state.options.min_coverage,
+        not_applicable=tuple(
+            (r.check.id, r.message)
+            for r in in_profile
+            if r.outcome == "skipped" and r.not_applicable
+        ),
     )
     failed = [r.check.id for r in ordered if r.outcome == "failed" and r.gating]
     errors = [r.check.id for r in ordered if r.outcome == "error" and r.gating]
@@ -622,6 +650,10 @@ def decide(state: RunState) -> Any:
         return make("fail", 1, f"{len(failed)} {levels} check(s) failed: {', '.join(failed)}")
     if coverage.total == 0 and not state.run_errors:
         return make("error", 2, "no check of the profile was selected: nothing was judged")
+    if coverage.applicable == 0 and not state.run_errors:
+        return make(
+            "error", 2, "no selected check applies to this configuration: nothing was judged"
+        )
     if state.run_errors or errors:  # what could not be judged says nothing about the target
         parts = list(state.run_errors[:1])
         if errors:
@@ -631,10 +663,11 @@ def decide(state: RunState) -> Any:
         return make(
             "fail",
             1,
-            f"only {coverage.run} of {coverage.total} checks ran ({coverage.ratio:.0%}), below "
-            f"--min-coverage {options.min_coverage:.0%}: see why each was skipped",
+            f"only {coverage.run} of {coverage.applicable} applicable checks ran "
+            f"({coverage.ratio:.0%}), below --min-coverage {options.min_coverage:.0%}: see why "
+            "each was skipped",
         )
-    return make("pass", 0, f"{coverage.run} of {coverage.total} checks ran, no gating failure")
+    return make("pass", 0, f"{coverage.run} of {coverage.applicable} checks ran, no gating failure")
 
 
 @pytest.hookimpl(trylast=True)

@@ -46,19 +46,31 @@ class Coverage:
     total: int  # checks of the profile selected for this run
     skipped: tuple[tuple[str, str], ...] = ()  # (check id, why it did not run)
     minimum: float | None = None  # --min-coverage, a share in [0, 1]
+    #: (check id, why): skipped because the configuration cannot meet what the check needs
+    #: (read-only credentials, one merchant, no customer driver). A subset of ``skipped``,
+    #: counted apart: a run with the credentials QA was given is judged on what they reach.
+    not_applicable: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def applicable(self) -> int:
+        """The profile's checks this configuration can run."""
+        return self.total - len(self.not_applicable)
 
     @property
     def ratio(self) -> float:
-        """Share of the profile's checks that ran; 0 when there were none (nothing was judged)."""
-        return self.run / self.total if self.total else 0.0
+        """Share of the applicable checks that ran; 0 when there were none (nothing judged)."""
+        return self.run / self.applicable if self.applicable else 0.0
 
     def text(self) -> str:
         """``52/54 (96%)``, floored so that a single unrun check never reads as 100%."""
         percent = int(self.ratio * 100 + 1e-9)
-        line = f"{self.run}/{self.total} ({percent}%"
+        line = f"{self.run}/{self.applicable} ({percent}%"
         if self.minimum is not None:
             line += f", minimum {int(self.minimum * 100 + 1e-9)}%"
-        return line + ")"
+        line += ")"
+        if self.not_applicable:
+            line += f", {len(self.not_applicable)} not applicable to this configuration"
+        return line
 
 
 @dataclass(frozen=True)
@@ -273,6 +285,8 @@ def to_json(
             "ratio": round(coverage.ratio, 4),
             "minimum": coverage.minimum,
             "skipped": [{"id": cid, "reason": why} for cid, why in coverage.skipped],
+            "applicable": coverage.applicable,
+            "not_applicable": [{"id": cid, "reason": why} for cid, why in coverage.not_applicable],
         },
         "run_errors": list(verdict.run_errors),
         "target": target,
@@ -294,6 +308,7 @@ def _check_json(result: Any, reveal: bool) -> dict[str, Any]:
         "profile": check.profile,
         "quote": check.quote,
         "outcome": result.outcome,
+        "not_applicable": bool(getattr(result, "not_applicable", False)),
         "gating": _gating(result),
         "severity": severity(result),
         "message": result.message,

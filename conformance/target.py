@@ -19,7 +19,7 @@ from conformance.api import EVENTS, data_of, find_path, kind_path
 from conformance.customer import Customer, Outcome
 from conformance.evidence import Evidence
 from conformance.http import Limits, RecordingClient, Reply
-from conformance.outcome import precondition
+from conformance.outcome import not_applicable, precondition
 from paysuite_core import tokens
 from paysuite_core.request_data import AmountSource, NumberSource, same_number
 from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, Application, TargetConfig
@@ -122,6 +122,34 @@ class Target:
         return (
             self.app("read-write") or self.app("read") or self.app("cashin") or self.app("cashout")
         )
+
+    # --- what a check needs from the configuration -----------------------------------
+    # Each returns what was asked for or skips the check as not applicable, with the reason:
+    # a configuration that holds only what QA was given (often a read application) gets a
+    # verdict on what it can reach, never a failure for what it cannot.
+    def need_config(self) -> TargetConfig:
+        if self.config is None:
+            not_applicable(
+                "no applications configured: pass --config with the target's applications"
+            )
+        return self.config
+
+    def need_reader(self) -> Application:
+        app = self.reader()
+        if app is None:
+            not_applicable("no application configured")
+        return app
+
+    def need_writer(self, kind: str = "CASHIN") -> Application:
+        app = self.writer(kind)
+        if app is None:
+            not_applicable(f"no application may {kind.lower()} (read-write or {kind.lower()})")
+        return app
+
+    def need_customer(self) -> Customer:
+        if self.customer is None:
+            not_applicable("no customer driver configured")
+        return self.customer
 
     def amount(self) -> int | float:
         """An amount the target accepts: an integer in [min, max], near the minimum."""

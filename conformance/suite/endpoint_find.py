@@ -83,8 +83,7 @@ def find_answers_the_lookup_fields(configured: Target) -> None:
 )
 def find_with_an_unknown_ref_is_rejected(configured: Target) -> None:
     target = configured
-    app = target.reader()
-    assert app is not None
+    app = target.need_reader()
     for ref in (str(uuid.uuid4()), "not-a-ref"):
         reply = target.find(ref, app)
         expect(

@@ -300,8 +300,8 @@ def the_status_filter_returns_only_that_status(configured: Target) -> None:
     number = target.number()
     _, pending = target.created("CASHIN", app, number=number)
     confirmed = None
-    assert target.customer is not None
-    if target.customer.unavailable_reason() is None and target.customer.driver != "magic-numbers":
+    customer = target.need_customer()
+    if customer.unavailable_reason() is None and customer.driver != "magic-numbers":
         _, confirmed = target.created("CASHIN", app, number=number)
         target.resolve(confirmed["ref"], "confirm")
         target.wait_processed(confirmed["ref"], app)

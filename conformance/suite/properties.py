@@ -45,6 +45,8 @@ def _verdict(target: Target, cache: dict, check_id: str) -> None:
     from conformance.http import TargetUnreachable
 
     result = _run(target, cache)
+    for operation, why in result.excluded.items():
+        target.note(f"{operation} not generated: {why}")
     if result.unanswered:
         # The target stopped answering under generated traffic: an error of the run, never a
         # pass of whichever checks happened to see no failure before it went away.

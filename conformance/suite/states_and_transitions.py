@@ -37,8 +37,7 @@ def _app(target: Target):
 
 
 def _need_driver(target: Target) -> None:
-    assert target.customer is not None
-    reason = target.customer.unavailable_reason()
+    reason = target.need_customer().unavailable_reason()
     if reason:
         not_applicable(reason)
 
@@ -54,9 +53,8 @@ def _processed(
     from conformance.customer import DriverUnavailable
 
     _need_driver(target)
-    assert target.customer is not None
     app = _app(target)
-    number = target.customer.number_for(outcome, target.number())  # type: ignore[arg-type]
+    number = target.need_customer().number_for(outcome, target.number())  # type: ignore[arg-type]
     created_reply, created = target.created("CASHIN", app, number=number)
     ref = created["ref"]
     try:

@@ -54,8 +54,7 @@ def _hooks(target: Target) -> tuple[WebhookTarget, RunningReceiver, Application]
 
 
 def _need_driver(target: Target) -> None:
-    assert target.customer is not None
-    reason = target.customer.unavailable_reason()
+    reason = target.need_customer().unavailable_reason()
     if reason:
         not_applicable(reason)
 

@@ -129,11 +129,14 @@ def test_json_carries_verdict_and_coverage(written: dict[str, Any]) -> None:
         "ratio": 0.75,
         "minimum": 0.5,
         "skipped": [{"id": "EVT-008", "reason": "reference choice"}],
+        "applicable": 4,
+        "not_applicable": [],
     }
     assert data["summary"] == {"passed": 1, "failed": 1, "warnings": 1, "skipped": 1, "errors": 1}
     checks = {c["id"]: c for c in data["checks"]}
     expected_keys = {"id", "title", "level", "section", "profile", "quote", "outcome", "gating"}
     expected_keys |= {"severity", "message", "expected", "actual", "note", "evidence"}
+    expected_keys |= {"not_applicable"}
     assert all(set(c) == expected_keys for c in data["checks"])
     assert (checks["TXN-002"]["expected"], checks["TXN-002"]["actual"]) == (
         "kind = CASHOUT",
