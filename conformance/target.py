@@ -11,7 +11,7 @@ import random
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar
 
@@ -305,8 +305,16 @@ class Target:
         exclude: set[str] | None = None,
         *,
         expect: int | None = None,
+        sent: Collection[tuple[str, Any]] | None = None,
+        own_refs: Collection[str] = (),
     ) -> list[dict]:
         """``transaction:created`` events of ``number`` (minus the refs in ``exclude``).
+
+        ``sent``: the (kind, amount) of each creation the check sent for ``number``; when given,
+        only events that are the check's own count: one of the refs its creations were answered
+        (``own_refs``), or a transaction of one of those requests' own kind and amount. Another
+        client's payment to a shared number (a configured list cycles) is then not counted as
+        an execution, and a reuse executed as its own kind (a cashin's key on a cashout) is.
 
         ``expect``: how many the check awaits. An implementation may record its events a moment
         after it answers (an outbox, a queue): the count is polled until it reaches ``expect``
@@ -322,6 +330,7 @@ class Target:
                 if same_number(data_of(e).get("client"), number)
                 and e.get("event_kind") == "transaction:created"
                 and str(data_of(e).get("ref")) not in skip
+                and (sent is None or _own_event(data_of(e), sent, own_refs))
             ]
 
         if not expect:
@@ -388,3 +397,22 @@ class Target:
 
     def fresh_key(self) -> str:
         return uuid.uuid4().hex
+
+
+def _own_event(data: dict, sent: Collection[tuple[str, Any]], own_refs: Collection[str]) -> bool:
+    """A created event that one of a check's own creations made: its ref was answered to the
+    check, or it has the kind and amount of one of the requests the check sent."""
+    if str(data.get("ref")) in own_refs:
+        return True
+    return any(data.get("kind") == kind and _same_amount(data.get("amount"), amount)
+               for kind, amount in sent)  # fmt: skip
+
+
+def _same_amount(one: Any, other: Any) -> bool:
+    """Amounts as numbers (100 and 100.0 are one amount; a text amount is read as a number)."""
+    if isinstance(one, bool) or isinstance(other, bool):
+        return one == other
+    try:
+        return float(one) == float(other)
+    except (TypeError, ValueError):
+        return one == other
