@@ -399,20 +399,22 @@ class Target:
         return uuid.uuid4().hex
 
 
-def _own_event(data: dict, sent: Collection[tuple[str, Any]], own_refs: Collection[str]) -> bool:
+def _own_event(
+    data: dict[str, Any], sent: Collection[tuple[str, Any]], own_refs: Collection[str]
+) -> bool:
     """A created event that one of a check's own creations made: its ref was answered to the
     check, or it has the kind and amount of one of the requests the check sent."""
     if str(data.get("ref")) in own_refs:
         return True
-    return any(data.get("kind") == kind and _same_amount(data.get("amount"), amount)
+    return any(data.get("kind") == kind and same_amount(data.get("amount"), amount)
                for kind, amount in sent)  # fmt: skip
 
 
-def _same_amount(one: Any, other: Any) -> bool:
+def same_amount(one: Any, other: Any) -> bool:
     """Amounts as numbers (100 and 100.0 are one amount; a text amount is read as a number)."""
     if isinstance(one, bool) or isinstance(other, bool):
-        return one == other
+        return bool(one == other)
     try:
         return float(one) == float(other)
     except (TypeError, ValueError):
-        return one == other
+        return bool(one == other)
