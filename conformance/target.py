@@ -412,8 +412,8 @@ def _own_event(
 
 def same_amount(one: Any, other: Any) -> bool:
     """Amounts as numbers (100 and 100.0 are one amount; a text amount is read as a number)."""
-    if isinstance(one, bool) or isinstance(other, bool):
-        return bool(one == other)
+    if isinstance(one, bool) or isinstance(other, bool):  # a boolean is no amount
+        return type(one) is type(other) and one == other
     try:
         return float(one) == float(other)
     except (TypeError, ValueError):
