@@ -84,7 +84,7 @@ class Confirmer:
         self._labels: dict[str, str] = {}  # a token's merchant -> the configuration's label
         #: check ID (or ``EVERY_RULE``) -> what the confirmations found out, for the report
         self.notes: defaultdict[str, list[str]] = defaultdict(list)
-        #: one reproduction per pattern of operations and channels: the pattern -> its key
+        #: one settlement per pattern of operations and channels: the pattern -> its first key
         self._reproduced: dict[tuple[Any, ...], str] = {}
 
     def close(self) -> None:
@@ -136,9 +136,10 @@ class Confirmer:
                 self._note(
                     check,
                     f"key {use.key!r} ({seqs}): the same pattern as key "
-                    f"{self._reproduced[pattern]!r}, reproduced once",
+                    f"{self._reproduced[pattern]!r}, settled once (see its note)",
                 )
             return []
+        self._reproduced[pattern] = use.key
         writers = self._writers(use.merchant, {s.kind for s in steps})
         if writers is None:
             kinds = " and ".join(sorted({s.kind for s in steps}))
@@ -150,7 +151,6 @@ class Confirmer:
                     "(read-only credentials)",
                 )
             return []
-        self._reproduced[pattern] = use.key
         evidence = self._record()
         try:
             return self._run(use, steps, checks, writers, evidence)
@@ -182,7 +182,9 @@ class Confirmer:
         key = target.fresh_key()
         replies: list[tuple[Step, Reply]] = []
         for step in steps:
-            body = {**step.body, "number": numbers[str(step.number)]}
+            body = dict(step.body)
+            if "number" in body:  # a body without one is sent as it was (and refused)
+                body["number"] = numbers[str(step.number)]
             app = writers.creators[step.kind]
             replies.append(
                 (step, target.create(step.kind, app, body=body, key=key, key_in=step.key_in))
