@@ -202,6 +202,7 @@ class Confirmer:
         first_ref = str(first.get("ref"))
         first_number = numbers[str(first_step.number)]
         executed: list[dict[str, Any]] = []
+        noted = len(target.notes)  # the target notes what it left out of a shared number's count
         for own in numbers.values():
             sent = [(s.kind, s.amount) for s, _ in replies if numbers[str(s.number)] == own]
             executed += target.created_events_for_number(
@@ -214,6 +215,11 @@ class Confirmer:
             )
         refs = list(dict.fromkeys([first_ref, *(str(data_of(e).get("ref")) for e in executed)]))
         accepted = [(s, r) for s, r in replies[1:] if r.ok]
+        left_out = target.notes[noted:]
+        if shared and left_out and not accepted:
+            for check in checks:
+                self._note(check, f"key {use.key!r} ({seqs}): " + "; ".join(left_out))
+            return []
         if len(refs) == 1 and not accepted:
             statuses = ", ".join(str(r.status) for _, r in replies[1:])
             app = writers.creators[first_step.kind]
@@ -223,16 +229,6 @@ class Confirmer:
                     f"confirmed by reproduction: key {use.key!r} ({seqs}) replayed by the judge's "
                     f"application {app.client_id} on its own number {first_number} with a fresh "
                     f"key: the reuse answered {statuses}, one transaction ({first_ref})",
-                )
-            return []
-        if shared and not accepted:
-            for check in checks:
-                self._note(
-                    check,
-                    f"unconfirmed: key {use.key!r} ({seqs}): {len(refs)} "
-                    f"transactions of the reproduction's kinds and amounts on "
-                    f"{first_number}, a number of the configured list that other clients "
-                    "may pay too",
                 )
             return []
         return self._violations(use, replies, refs, first_ref, first_number, executed, evidence)

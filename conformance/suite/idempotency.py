@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from conformance.api import data_of, kind_path, reuse_problems
+from conformance.api import kind_path, reuse_problems
 from conformance.checks import Section, check
 from conformance.outcome import expect, not_applicable, precondition
 
@@ -34,25 +34,6 @@ def _refs(*replies: Reply) -> set[str]:
     return {str(r.get("ref")) for r in replies if r.ok and isinstance(r.body, dict)}
 
 
-def _own_on_shared(
-    target: Target, number: str, created: list[dict], own_refs: set[str]
-) -> list[dict]:
-    """``created`` as the check may count it. On a number drawn fresh for the check, every
-    creation is its own. On a number of the configured list (other clients pay it too), a
-    creation that no answer of the check named cannot be told from another client's payment of
-    the same kind and amount: it is noted "unconfirmed" and not counted, never a failure."""
-    if target.numbers.unique:
-        return created
-    own = [e for e in created if str(data_of(e).get("ref")) in own_refs]
-    if len(own) < len(created):
-        target.note(
-            f"unconfirmed: {len(created) - len(own)} transaction(s) of this check's kind and "
-            f"amount on {number} that no answer named: a number of the configured list, which "
-            "other clients may pay too, so they were not counted as executions"
-        )
-    return own
-
-
 def _reuse(target: Target, first_kind: str, second_kind: str, key_in: str) -> list[str]:
     """Two requests with one key; describe what went wrong (empty when conformant)."""
     app = (
@@ -68,12 +49,10 @@ def _reuse(target: Target, first_kind: str, second_kind: str, key_in: str) -> li
     precondition(first.ok, f"the first {first_kind.lower()} answered {first.status}", first)
     # The same request again (a client's retry): the document says it is rejected.
     second = target.create(second_kind, app, number=number, amount=amount, key=key, key_in=key_in)
-    own = _refs(first, second)
     created = target.created_events_for_number(
         app, number, seen, expect=1, sent={(first_kind, amount), (second_kind, amount)},
-        own_refs=own,
+        own_refs=_refs(first, second),
     )  # fmt: skip
-    created = _own_on_shared(target, number, created, own)
     refs = [str(e.get("data", {}).get("ref")) for e in created]
     problems = reuse_problems(second_kind, key_in, second.status, refs, number)
     if problems:
@@ -130,11 +109,9 @@ def a_key_over_32_characters_is_rejected(configured: Target) -> None:
     expect(
         too_long.rejected, f"a 33-character key answered {too_long.status}, expected 4xx", too_long
     )
-    own = _refs(too_long)
     created = target.created_events_for_number(
-        app, number, seen, sent={("CASHIN", amount)}, own_refs=own
+        app, number, seen, sent={("CASHIN", amount)}, own_refs=_refs(too_long)
     )
-    created = _own_on_shared(target, number, created, own)
     expect(
         not created,
         f"a request with a 33-character key created {len(created)} transaction(s)",
@@ -190,11 +167,9 @@ def concurrent_requests_with_one_key_create_one_transaction(configured: Target) 
     precondition(replies, "none of 50 concurrent requests got an answer")
     accepted = [r for r in replies if r.ok]
     odd = [r for r in replies if not r.ok and not r.rejected]
-    own = _refs(*accepted)
     created = target.created_events_for_number(
-        app, number, seen, expect=1, sent={("CASHIN", amount)}, own_refs=own
+        app, number, seen, expect=1, sent={("CASHIN", amount)}, own_refs=_refs(*accepted)
     )
-    created = _own_on_shared(target, number, created, own)
     unanswered = len(sent) - len(replies)
     if unanswered or odd:
         # Refusing or failing some of 50 simultaneous requests is about load, not this rule
@@ -247,11 +222,9 @@ def without_a_key_each_request_creates_a_transaction(configured: Target) -> None
         first,
         second,
     )
-    own = _refs(first, second)
     created = target.created_events_for_number(
-        app, number, seen, expect=2, sent={("CASHIN", amount)}, own_refs=own
+        app, number, seen, expect=2, sent={("CASHIN", amount)}, own_refs=_refs(first, second)
     )
-    created = _own_on_shared(target, number, created, own)
     expect(
         len(created) == 2,
         f"{len(created)} transactions recorded for two keyless requests",

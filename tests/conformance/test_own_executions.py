@@ -3,7 +3,8 @@
 ``Target.created_events_for_number(..., sent=..., own_refs=...)`` is what IDEM-001..006 count
 with: on a number another client may pay too (a configured list cycles), an event counts only
 when a ref the check's creations were answered names it, or when it has the kind and amount of
-one of the check's own requests. Pure logic, shown on a hand-made events list.
+one of the check's own requests; on a configured list (shared with other clients), only a ref
+an answer named, the rest noted "unconfirmed". Pure logic, shown on a hand-made events list.
 """
 
 from __future__ import annotations
@@ -23,11 +24,29 @@ def created(ref: str, kind: str, amount: Any, number: str = NUMBER) -> dict[str,
     }
 
 
-def count(events: list[dict[str, Any]], **kwargs: Any) -> list[str]:
+def fake_target(events: list[dict[str, Any]], *, unique: bool = True) -> Any:
+    """What ``created_events_for_number`` uses of a ``Target``: the events list, the numbers'
+    kind (drawn fresh or a configured list) and the check's notes."""
+    fake = SimpleNamespace(
+        events_of=lambda app, **filters: events,
+        numbers=SimpleNamespace(unique=unique),
+        notes=[],
+    )
+    fake._created_on = lambda app, number: Target._created_on(fake, app, number)  # type: ignore[arg-type]
+    fake.note = fake.notes.append
+    return fake
+
+
+def count(events: list[dict[str, Any]], *, unique: bool = True, **kwargs: Any) -> list[str]:
     """The refs ``created_events_for_number`` keeps of ``events`` (no polling: expect=None)."""
-    fake = SimpleNamespace(events_of=lambda app, **filters: events)
-    kept = Target.created_events_for_number(fake, None, NUMBER, **kwargs)  # type: ignore[arg-type]
+    fake = fake_target(events, unique=unique)
+    kept = Target.created_events_for_number(fake, None, NUMBER, **kwargs)
+    assert bool(fake.notes) == (not unique and len(kept) < len(count_all(events, **kwargs)))
     return [e["data"]["ref"] for e in kept]
+
+
+def count_all(events: list[dict[str, Any]], **kwargs: Any) -> list[dict[str, Any]]:
+    return Target.created_events_for_number(fake_target(events), None, NUMBER, **kwargs)
 
 
 EVENTS = [
@@ -59,6 +78,19 @@ def test_an_answered_ref_counts_whatever_its_kind() -> None:
 
 def test_excluded_refs_stay_excluded() -> None:
     assert count(EVENTS, exclude={"mine-1"}, sent=[("CASHIN", 137)], own_refs={"mine-1"}) == []
+
+
+def test_on_a_configured_list_only_answered_refs_count_the_rest_is_unconfirmed() -> None:
+    """A shared number: another client's cashout of the check's amount, or a cashout reusing the
+    check's key, look the same from the list. Neither is counted; the check notes it."""
+    sent = [("CASHIN", 137), ("CASHOUT", 137)]
+    fake = fake_target(EVENTS, unique=False)
+    kept = Target.created_events_for_number(fake, None, NUMBER, sent=sent, own_refs={"mine-1"})
+    assert [e["data"]["ref"] for e in kept] == ["mine-1"]
+    (note,) = fake.notes
+    assert note.startswith("unconfirmed: 2 transaction(s) on 0781234567") and "configured" in note
+    # without strangers, nothing to note
+    assert count(EVENTS, unique=False, sent=[("CASHIN", 137)], own_refs={"mine-1"}) == ["mine-1"]
 
 
 def test_amounts_compare_as_numbers() -> None:
