@@ -1,9 +1,10 @@
-"""The idempotency checks judge only their own traffic on a shared number (issue 20, item 3).
+"""Counts of executions judge only the suite's own traffic on a shared number (issue 20, item 3).
 
 With ``numbers:`` (a configured list instead of a pattern) the suite's customer numbers are not
 its own: other applications of the same merchant may pay them at the same time. Here they do,
-with the very kinds and amount the suite uses, throughout an IDEM run against the correct stub:
-no check fails; a creation no answer of the check named is noted "unconfirmed", not counted.
+with the very kinds and amount the suite uses, throughout a run of the checks that count
+executions (IDEM, PRIV, TXN) against the correct stub: no check fails; a creation no answer of
+the check named is noted "unconfirmed", not counted.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class OtherApps:
         self.thread.join(timeout=30)
 
 
-def test_idempotency_on_a_shared_number_list_amid_other_apps_payments(
+def test_counts_on_a_shared_number_list_amid_other_apps_payments(
     make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stub = make_stub()
@@ -79,7 +80,9 @@ def test_idempotency_on_a_shared_number_list_amid_other_apps_payments(
     config.write_text(yaml.safe_dump(data), encoding="utf-8")
     merchant = next(a["merchant"] for a in data["applications"] if a["privilege"] == "read-write")
     with OtherApps(stub, merchant) as others:
-        outcome = conform(capsys, tmp_path / "shared", config=config, strict=True, only="IDEM")
+        outcome = conform(
+            capsys, tmp_path / "shared", config=config, strict=True, only="IDEM,PRIV,TXN"
+        )
     assert len(others.paid) >= 20 and set(others.paid) == {200}, others.paid[:10]
     checks = outcome.report["checks"]
     bad = [
