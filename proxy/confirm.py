@@ -178,7 +178,8 @@ class Confirmer:
         for step in steps:
             if str(step.number) not in numbers:
                 numbers[str(step.number)] = target.number()
-        known = {own: target.known_refs(writers.reader, own) for own in numbers.values()}
+        owns = list(dict.fromkeys(numbers.values()))  # a configured list may repeat one
+        known = {own: target.known_refs(writers.reader, own) for own in owns}
         key = target.fresh_key()
         replies: list[tuple[Step, Reply]] = []
         for step in steps:
@@ -203,7 +204,7 @@ class Confirmer:
         first_number = numbers[str(first_step.number)]
         executed: list[dict[str, Any]] = []
         noted = len(target.notes)  # the target notes what it left out of a shared number's count
-        for own in numbers.values():
+        for own in owns:
             sent = [(s.kind, s.amount) for s, _ in replies if numbers[str(s.number)] == own]
             executed += target.created_events_for_number(
                 writers.reader,
@@ -272,7 +273,8 @@ class Confirmer:
                     check,
                     f"the reuse of key {use.key!r} answered {step.exchange.status or 'nothing'}; "
                     f"reproduced by the judge on its own number with a fresh key, the "
-                    f"{step.kind.lower()} reuse answered {reply.status}, yet "
+                    f"{step.kind.lower()} reuse answered {reply.status}"
+                    + (": " if reply.ok else ", yet ")
                     + "; ".join(problems),
                     observed,
                     expected="the reuse rejected (4xx) and one transaction for the key",

@@ -53,6 +53,7 @@ class FakeTarget:
     all the same), ``refuse_first`` refuses every creation; the numbers are shared or not."""
 
     executes_other_kind: bool = False
+    accepts_reuse: bool = False
     refuse_first: bool = False
     unique: bool = True
     sent: list[Sent] = field(default_factory=list)
@@ -83,6 +84,8 @@ class FakeTarget:
         if self.refuse_first:
             return FakeReply(403, {"status": 403})
         first_kind = self.keys.get(key)
+        if first_kind is not None and self.accepts_reuse:
+            return FakeReply(200, {**CREATED, "kind": kind, "ref": self._execute(kind, body)})
         if first_kind is not None:
             if self.executes_other_kind and first_kind != kind:
                 self._execute(kind, body)
@@ -175,6 +178,20 @@ def test_each_request_keeps_its_own_kind_and_channel_and_blames_its_own_check(
     ]
     assert "cashout reuse answered 409, yet 2 transactions were created" in found[0].message
     assert [e.seq for e in found[0].exchanges] == [o.exchange.seq for o in judge.observed]
+
+
+def test_a_reuse_the_reproduction_sees_accepted_is_a_violation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The client's reuse was rejected, the judge's is accepted: the rule is broken either way."""
+    fake = FakeTarget(accepts_reuse=True)
+    judge = session(fake, monkeypatch, "read-write")
+    judge.observe(creation("/transactions/cashin", 200))
+    judge.observe(creation("/transactions/cashin", 409))
+    (found,) = judge.finish()
+    assert found.check.id == "IDEM-001"
+    assert "the cashin reuse answered 200: a second cashin reusing the header key" in found.message
+    assert "2 transactions were created for number 0790000001" in found.message
 
 
 def test_one_pattern_is_reproduced_once(monkeypatch: pytest.MonkeyPatch) -> None:
