@@ -11,7 +11,7 @@ import random
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar
 
@@ -324,7 +324,16 @@ class Target:
         """
         if self.numbers.unique:
             return set()
-        return {str(data_of(e).get("ref")) for e in self.created_events_for_number(app, number)}
+        return {str(data_of(e).get("ref")) for e in self._created_on(app, number)}
+
+    def _created_on(self, app: Application, number: str) -> list[dict]:
+        """Every ``transaction:created`` event the list shows for ``number``, whoever made it."""
+        return [
+            e
+            for e in self.events_of(app, client=number)
+            if same_number(data_of(e).get("client"), number)
+            and e.get("event_kind") == "transaction:created"
+        ]
 
     def created_events_for_number(
         self,
@@ -333,8 +342,21 @@ class Target:
         exclude: set[str] | None = None,
         *,
         expect: int | None = None,
+        sent: Collection[tuple[str, Any]] | None = None,
+        own_refs: Collection[str] = (),
     ) -> list[dict]:
         """``transaction:created`` events of ``number`` (minus the refs in ``exclude``).
+
+        ``sent``: the (kind, amount) of each creation the check sent for ``number``; when given,
+        only events that are the check's own count: one of the refs its creations were answered
+        (``own_refs``), or a transaction of one of those requests' own kind and amount. Another
+        client's payment to a shared number (a configured list cycles) is then not counted as
+        an execution, and a reuse executed as its own kind (a cashin's key on a cashout) is.
+
+        A number of the configured list (``numbers``, not drawn fresh) is shared with the
+        target's other clients: there a creation that no answer of the check named
+        (``own_refs``) cannot be told from another client's payment, so it is not counted and
+        the check notes "unconfirmed" instead (a note, never a failure).
 
         ``expect``: how many the check awaits. An implementation may record its events a moment
         after it answers (an outbox, a queue): the count is polled until it reaches ``expect``
@@ -342,22 +364,38 @@ class Target:
         execution is seen too.
         """
         skip = exclude or set()
+        shared = not self.numbers.unique
+        strangers: list[str] = []
 
         def read() -> list[dict]:
-            return [
+            found = [
                 e
-                for e in self.events_of(app, client=number)
-                if same_number(data_of(e).get("client"), number)
-                and e.get("event_kind") == "transaction:created"
-                and str(data_of(e).get("ref")) not in skip
+                for e in self._created_on(app, number)
+                if str(data_of(e).get("ref")) not in skip
+                and (sent is None or _own_event(data_of(e), sent, own_refs))
             ]
+            if not shared:
+                return found
+            strangers[:] = [
+                str(data_of(e).get("ref"))
+                for e in found
+                if str(data_of(e).get("ref")) not in own_refs
+            ]
+            return [e for e in found if str(data_of(e).get("ref")) in own_refs]
 
         if not expect:
-            return read()
-        found = self.wait_until(read, lambda items: len(items) >= expect, EVENTUAL_S)
-        if len(found) == expect:
-            time.sleep(SETTLE_S)
             found = read()
+        else:
+            found = self.wait_until(read, lambda items: len(items) >= expect, EVENTUAL_S)
+            if len(found) == expect:
+                time.sleep(SETTLE_S)
+                found = read()
+        if strangers:
+            self.note(
+                f"unconfirmed: {len(strangers)} transaction(s) on {number} that no answer of this "
+                "check named were not counted as its executions: a number of the configured list, "
+                "which other clients may pay too"
+            )
         return found
 
     # --- webhooks -------------------------------------------------------------------------
@@ -416,3 +454,24 @@ class Target:
 
     def fresh_key(self) -> str:
         return uuid.uuid4().hex
+
+
+def _own_event(
+    data: dict[str, Any], sent: Collection[tuple[str, Any]], own_refs: Collection[str]
+) -> bool:
+    """A created event that one of a check's own creations made: its ref was answered to the
+    check, or it has the kind and amount of one of the requests the check sent."""
+    if str(data.get("ref")) in own_refs:
+        return True
+    return any(data.get("kind") == kind and same_amount(data.get("amount"), amount)
+               for kind, amount in sent)  # fmt: skip
+
+
+def same_amount(one: Any, other: Any) -> bool:
+    """Amounts as numbers (100 and 100.0 are one amount; a text amount is read as a number)."""
+    if isinstance(one, bool) or isinstance(other, bool):  # a boolean is no amount
+        return type(one) is type(other) and one == other
+    try:
+        return float(one) == float(other)
+    except (TypeError, ValueError):
+        return bool(one == other)

@@ -130,8 +130,10 @@ def register(subparsers: Any) -> None:
     )
     proxy.add_argument(
         "--config",
-        help="target configuration YAML: credentials for the judge's own confirmations, and "
-        "refresh_rotation (AUTH-012 is judged only when it is declared)",
+        help="target configuration YAML: credentials for the judge's own confirmations (a "
+        "rejected key reuse is reproduced on a number of its own with an application that may "
+        "create; without one it is noted unconfirmed), and refresh_rotation (AUTH-012 is judged "
+        "only when it is declared)",
     )
     proxy.add_argument(
         "--listen", default="127.0.0.1:8081", help="loopback HOST:PORT (default 127.0.0.1:8081)"

@@ -1,43 +1,77 @@
 """What the traffic alone cannot settle, asked of the target through the judge's own client.
 
 Two questions remain at the end of a session: was a reuse that the target *rejected* executed
-anyway (IDEM-001: count the ``transaction:created`` events of that customer number around the
-reuse), and does find agree with a processed event that nobody looked up through the proxy
-(LIFE-002/003)? Both need credentials, so they are asked only when the target configuration
-gives applications; the client is the conformance suite's own ``Target`` (its token policy, its
-bounded recording client, its evidence), so a confirmation is shown the same way as a check's.
+anyway (IDEM-001, and as the suite splits the rule IDEM-002/004/005), and does find agree with a
+processed event that nobody looked up through the proxy (LIFE-002/003)? Both need credentials,
+so they are asked only when the target configuration gives applications; the client is the
+conformance suite's own ``Target`` (its token policy, its bounded recording client, its
+evidence), so a confirmation is shown the same way as a check's.
+
+Why a rejected reuse is *reproduced* rather than looked for. The proxy watches a client that
+chose its own customer number: other applications of the same merchant, outside the proxy, may
+pay the same amount to the same number at any moment (a till, a batch job, a replay of another
+session). No count of ``transaction:created`` events on *that* number can tell their payment
+from a second execution of the reuse, however narrow the window of time. So the judge asks the
+same question where only it can be the payer: it replays the observed pattern (the same
+operations in the same order, each request's own body and key channel, one fresh key) with an
+application of the configuration, on a number of its own (``Target.number``: drawn fresh from
+the configured pattern), and counts the executions there: the refs its creations were answered,
+and the created events of each request's own kind and amount on its own number. More than one is
+a violation of the observed reuse's rule (the reuse whose kind and amount the extra transaction
+has names the check: a cashin key reused on a cashout is IDEM-002). When the question cannot be
+asked that way (no application may create the kinds needed, the numbers come from a configured
+list other clients share, the reproduction's first creation is refused), the rule says
+"unconfirmed" with the reason: a note, never a failure and never a claim that it held.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
-from conformance import timestamps
 from conformance.api import data_of, reuse_problems, same_outcome
+from conformance.checks import Check
 from conformance.evidence import Evidence
-from conformance.http import TargetUnreachable
+from conformance.http import Reply, TargetUnreachable
 from conformance.outcome import CouldNotCheck
-from conformance.target import Target
+from conformance.target import Target, same_amount
 from paysuite_core.target_config import Application, TargetConfig
+from proxy.exchange import Exchange
 from proxy.routes import route_of, token_claims
-from proxy.rules import Violation
-from proxy.stateful import (
-    KeyUse,
-    Seen,
-    Transaction,
-    answered_at,
-    disagreement,
-    key_location,
-    reuse_check,
-)
+from proxy.rules import CANCELLED, CONFIRMED, Violation
+from proxy.stateful import KeyUse, Seen, Transaction, disagreement, key_location, reuse_check
 
-#: How far a created event's time may lie outside a rejected reuse's own span (from its request
-#: reaching the proxy to its answer) and still count as that reuse's execution: the target's
-#: clock and the proxy's differ a little. Only the reuse's own span is searched, never the time
-#: between the first request and the reuse, so the customer's other payments (made outside the
-#: proxy, by other clients) are not mistaken for it; a larger clock skew misses an execution
-#: rather than inventing one.
-SKEW_S = 1.0
+#: The reuses of one key the reproduction sends at most (a client that retried a key a hundred
+#: times shows the same pattern after the first few).
+MAX_REUSES = 5
+#: A note that applies to every rule (an application that could not be authorized).
+EVERY_RULE = "*"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One creation of an observed key use, as the reproduction sends it again."""
+
+    exchange: Exchange  # the proxied creation
+    kind: str  # CASHIN | CASHOUT: the request's own operation
+    key_in: str  # header | query
+    body: dict[str, Any]  # the request's own body (its number is swapped for the judge's)
+    number: Any  # the number the client sent
+
+    @property
+    def amount(self) -> Any:
+        return self.body.get("amount")
+
+
+@dataclass(frozen=True)
+class Writers:
+    """The applications of one merchant that reproduce a key use: one creator per kind needed,
+    and one that reads the events list."""
+
+    merchant: str
+    creators: dict[str, Application]
+    reader: Application
 
 
 class Confirmer:
@@ -47,7 +81,11 @@ class Confirmer:
         self.config = config
         self.target = Target(config, config.base_url, profile=profile)
         self._by_merchant: dict[str, Application] | None = None
-        self.problems: list[str] = []
+        self._labels: dict[str, str] = {}  # a token's merchant -> the configuration's label
+        #: check ID (or ``EVERY_RULE``) -> what the confirmations found out, for the report
+        self.notes: defaultdict[str, list[str]] = defaultdict(list)
+        #: one settlement per pattern of operations and channels: the pattern -> its first key
+        self._reproduced: dict[tuple[Any, ...], str] = {}
 
     def close(self) -> None:
         self.target.client.close()
@@ -57,6 +95,9 @@ class Confirmer:
         self.target.current = evidence
         return evidence
 
+    def _note(self, check: Check | str, text: str) -> None:
+        self.notes[check if isinstance(check, str) else check.id].append(text)
+
     def app_for(self, merchant: str | None) -> Application | None:
         """A reading application of the merchant the proxied token belonged to."""
         if self._by_merchant is None:
@@ -65,79 +106,223 @@ class Confirmer:
                 try:
                     claims = token_claims(self.target.token(app)) or {}
                 except (CouldNotCheck, TargetUnreachable) as exc:
-                    self.problems.append(f"authorize {app.client_id}: {exc}")
+                    self._note(EVERY_RULE, f"authorize {app.client_id}: {exc}")
                     continue
                 if claims.get("merchant"):
-                    self._by_merchant.setdefault(f"merchant:{claims['merchant']}", app)
+                    key = f"merchant:{claims['merchant']}"
+                    self._by_merchant.setdefault(key, app)
+                    self._labels.setdefault(key, app.merchant)
         if merchant in self._by_merchant:
             return self._by_merchant[merchant]
         if len(self.config.merchants()) == 1:  # opaque tokens: one merchant, no doubt
             return self.config.applications[0]
         return None
 
-    def executions(self, use: KeyUse, seen_refs: set[str]) -> Violation | None:
-        """IDEM-001 for a rejected reuse: was a transaction created anyway while it was handled?
+    # --- IDEM-001/002/004/005: a rejected reuse ---------------------------------------------
+    def reproduce(self, use: KeyUse) -> list[Violation]:
+        """Settle a reuse the target rejected (or left unanswered): reproduce its pattern with
+        the judge's own application on a number of its own, and count the executions there.
 
-        Counted: ``transaction:created`` events of the key's number, kind and amount, created
-        within a reuse's own span (give or take ``SKEW_S``), whose ref no answer through the
-        proxy carried (``seen_refs``: the first creation's and every other one's)."""
-        body = use.first.request_json()
-        number = body.get("number") if isinstance(body, dict) else None
-        app = self.app_for(use.merchant)
-        if not isinstance(number, str) or app is None:
-            self.problems.append(f"key {use.key!r}: no application of its merchant to count with")
-            return None
+        Returns the violations the reproduction proved (none when the rule held, or when it
+        could not be confirmed: the notes say which)."""
+        steps = _steps(use)
+        checks = list(dict.fromkeys(reuse_check(use.first, s.exchange) for s in steps[1:]))
+        seqs = ", ".join(f"#{s.exchange.seq}" for s in steps)
+        if any(not s.kind for s in steps):
+            return []  # not a creation: nothing to reproduce (route_of said so already)
+        pattern = _pattern(steps)
+        if pattern in self._reproduced:
+            for check in checks:
+                self._note(
+                    check,
+                    f"key {use.key!r} ({seqs}): the same pattern as key "
+                    f"{self._reproduced[pattern]!r}, settled once (see its note)",
+                )
+            return []
+        self._reproduced[pattern] = use.key
+        writers = self._writers(use.merchant, {s.kind for s in steps})
+        if writers is None:
+            kinds = " and ".join(sorted({s.kind for s in steps}))
+            for check in checks:
+                self._note(
+                    check,
+                    f"unconfirmed: key {use.key!r} ({seqs}): no application in "
+                    f"the configuration may create {kinds} to reproduce the reuse "
+                    "(read-only credentials)",
+                )
+            return []
         evidence = self._record()
         try:
-            events = self.target.created_events_for_number(app, number)
+            return self._run(use, steps, checks, writers, evidence)
         except (CouldNotCheck, TargetUnreachable) as exc:
-            self.problems.append(f"key {use.key!r}: the events list could not be read ({exc})")
-            return None
-        spans = [(reuse.started - SKEW_S, answered_at(reuse) + SKEW_S) for reuse in use.reuses]
-        route = route_of(use.first)
-        kind = route.kind if route else None
-        executed = [
-            event
-            for event in events
-            if any(_within(event, start, end) for start, end in spans)
-            and str(data_of(event).get("ref")) not in seen_refs
-            and data_of(event).get("amount") == body.get("amount")
-            and (kind is None or data_of(event).get("kind") == kind)
-        ]
-        if not executed:
-            return None
-        first_ref = str((use.first.response_json() or {}).get("ref"))
-        refs = [first_ref, *(str(data_of(e).get("ref")) for e in executed)]
-        last = use.reuses[-1]
-        last_route = route_of(last)
-        problems = reuse_problems(
-            last_route.operation if last_route else "creation",
-            key_location(last),
-            None,
-            refs,
-            number,
-        )
-        return Violation(
-            reuse_check(use.first, last),
-            f"the reuse of key {use.key!r} answered {last.status}, yet " + "; ".join(problems),
-            (use.first, *use.reuses),
-            expected="one transaction for the key",
-            actual=f"{len(refs)} transactions: {', '.join(refs)}",
-            confirmations=tuple(evidence.to_list()),
-        )
+            for check in checks:
+                self._note(
+                    check,
+                    f"unconfirmed: key {use.key!r} ({seqs}): the reproduction "
+                    f"could not run ({exc})",
+                )
+            return []
 
+    def _run(
+        self,
+        use: KeyUse,
+        steps: list[Step],
+        checks: list[Check],
+        writers: Writers,
+        evidence: Evidence,
+    ) -> list[Violation]:
+        target = self.target
+        seqs = ", ".join(f"#{s.exchange.seq}" for s in steps)
+        shared = not target.numbers.unique
+        numbers: dict[str, str] = {}  # the client's number -> the judge's own
+        for step in steps:
+            if str(step.number) not in numbers:
+                numbers[str(step.number)] = target.number()
+        owns = list(dict.fromkeys(numbers.values()))  # a configured list may repeat one
+        known = {own: target.known_refs(writers.reader, own) for own in owns}
+        key = target.fresh_key()
+        replies: list[tuple[Step, Reply]] = []
+        for step in steps:
+            body = dict(step.body)
+            if "number" in body:  # a body without one is sent as it was (and refused)
+                body["number"] = numbers[str(step.number)]
+            app = writers.creators[step.kind]
+            replies.append(
+                (step, target.create(step.kind, app, body=body, key=key, key_in=step.key_in))
+            )
+        first_step, first = replies[0]
+        if not first.ok:
+            for check in checks:
+                self._note(
+                    check,
+                    f"unconfirmed: key {use.key!r} ({seqs}): the reproduction's "
+                    f"first {first_step.kind.lower()} answered {first.status}",
+                )
+            return []
+        own_refs = {str(r.get("ref")) for _, r in replies if r.ok and isinstance(r.body, dict)}
+        first_ref = str(first.get("ref"))
+        first_number = numbers[str(first_step.number)]
+        executed: list[dict[str, Any]] = []
+        noted = len(target.notes)  # the target notes what it left out of a shared number's count
+        for own in owns:
+            sent = [(s.kind, s.amount) for s, _ in replies if numbers[str(s.number)] == own]
+            executed += target.created_events_for_number(
+                writers.reader,
+                own,
+                known[own],
+                expect=1 if own == first_number else None,
+                sent=sent,
+                own_refs=own_refs,
+            )
+        refs = list(dict.fromkeys([first_ref, *(str(data_of(e).get("ref")) for e in executed)]))
+        accepted = [(s, r) for s, r in replies[1:] if r.ok]
+        left_out = target.notes[noted:]
+        if shared and left_out and not accepted:
+            for check in checks:
+                self._note(check, f"key {use.key!r} ({seqs}): " + "; ".join(left_out))
+            return []
+        if len(refs) == 1 and not accepted:
+            statuses = ", ".join(str(r.status) for _, r in replies[1:])
+            app = writers.creators[first_step.kind]
+            for check in checks:
+                self._note(
+                    check,
+                    f"confirmed by reproduction: key {use.key!r} ({seqs}) replayed by the judge's "
+                    f"application {app.client_id} on its own number {first_number} with a fresh "
+                    f"key: the reuse answered {statuses}, one transaction ({first_ref})",
+                )
+            return []
+        return self._violations(use, replies, refs, first_ref, first_number, executed, evidence)
+
+    def _violations(
+        self,
+        use: KeyUse,
+        replies: list[tuple[Step, Reply]],
+        refs: list[str],
+        first_ref: str,
+        number: str,
+        executed: list[dict[str, Any]],
+        evidence: Evidence,
+    ) -> list[Violation]:
+        """One violation per check the reproduction broke: a reuse it answered 2xx names its own
+        check; an extra transaction names the check of the reuse whose kind and amount it has."""
+        blamed: dict[str, tuple[Step, Reply]] = {}
+        for step, reply in replies[1:]:
+            if reply.ok:
+                blamed.setdefault(reuse_check(use.first, step.exchange).id, (step, reply))
+        for event in executed:
+            data = data_of(event)
+            if str(data.get("ref")) == first_ref:
+                continue
+            culprit = next(
+                (
+                    (s, r)
+                    for s, r in replies[1:]
+                    if data.get("kind") == s.kind and same_amount(data.get("amount"), s.amount)
+                ),
+                replies[-1],
+            )
+            blamed.setdefault(reuse_check(use.first, culprit[0].exchange).id, culprit)
+        found = []
+        observed = (use.first, *use.reuses)
+        for step, reply in blamed.values():
+            check = reuse_check(use.first, step.exchange)
+            problems = reuse_problems(step.kind, step.key_in, reply.status, refs, number)
+            found.append(
+                Violation(
+                    check,
+                    f"the reuse of key {use.key!r} answered {step.exchange.status or 'nothing'}; "
+                    f"reproduced by the judge on its own number with a fresh key, the "
+                    f"{step.kind.lower()} reuse answered {reply.status}"
+                    + (": " if reply.ok else ", yet ")
+                    + "; ".join(problems),
+                    observed,
+                    expected="the reuse rejected (4xx) and one transaction for the key",
+                    actual=f"{reply.status}; {len(refs)} transactions: {', '.join(refs)}",
+                    confirmations=tuple(evidence.to_list()),
+                )
+            )
+        return found
+
+    def _writers(self, merchant: str | None, kinds: set[str]) -> Writers | None:
+        """Applications of one merchant that may create every kind in ``kinds`` (read-write
+        first, then the specific privilege), the observed merchant's first; None when the
+        configuration has none (read-only credentials)."""
+        self.app_for(merchant)  # learns which configured merchant the token's claim names
+        labels = list(self.config.merchants())
+        mine = self._labels.get(merchant or "")
+        if mine in labels:
+            labels.remove(mine)
+            labels.insert(0, mine)
+        for label in labels:
+            apps = [a for a in self.config.applications if a.merchant == label]
+            creators: dict[str, Application] = {}
+            for kind in kinds:
+                able = [a for a in apps if _may_create(a, kind)]
+                able.sort(key=lambda a: a.privilege != "read-write")
+                if able:
+                    creators[kind] = able[0]
+            if len(creators) == len(kinds):
+                readers = [a for a in apps if a.privilege in ("read-write", "read")]
+                reader = readers[0] if readers else next(iter(creators.values()))
+                return Writers(label, creators, reader)
+        return None
+
+    # --- LIFE-002/003 ---------------------------------------------------------------------
     def find_agrees(self, tx: Transaction) -> Violation | None:
         """LIFE-002/003 for a processed event nobody looked up: find it now and compare."""
         assert tx.event is not None
         app = self.app_for(tx.merchant)
         if app is None:
-            self.problems.append(f"{tx.ref}: no application of its merchant to find it with")
+            for check in (CONFIRMED, CANCELLED):
+                self._note(check, f"{tx.ref}: no application of its merchant to find it with")
             return None
         evidence = self._record()
         try:
             reply = self.target.find(tx.ref, app)
         except (CouldNotCheck, TargetUnreachable) as exc:
-            self.problems.append(f"{tx.ref}: find could not be made ({exc})")
+            for check in (CONFIRMED, CANCELLED):
+                self._note(check, f"{tx.ref}: find could not be made ({exc})")
             return None
         status = reply.get("status")
         if not reply.ok or status in (None, "pending"):
@@ -150,10 +335,35 @@ class Confirmer:
         )
 
 
-def _within(event: dict[str, Any], start: float, end: float) -> bool:
-    stamp = timestamps.parse(event.get("created_at")) or timestamps.parse(
-        data_of(event).get("created_at")
+def _may_create(app: Application, kind: str) -> bool:
+    return app.can_cashin() if kind == "CASHIN" else app.can_cashout()
+
+
+def _steps(use: KeyUse) -> list[Step]:
+    """The key's first creation and its reuses (at most ``MAX_REUSES``), as requests to send."""
+    first_body = use.first.request_json()
+    first_body = first_body if isinstance(first_body, dict) else {}
+    steps = []
+    for exchange in (use.first, *use.reuses[:MAX_REUSES]):
+        route = route_of(exchange)
+        body = exchange.request_json()
+        body = dict(body) if isinstance(body, dict) else dict(first_body)
+        steps.append(
+            Step(
+                exchange,
+                route.kind if route and route.creation else "",
+                key_location(exchange),
+                body,
+                body.get("number"),
+            )
+        )
+    return steps
+
+
+def _pattern(steps: list[Step]) -> tuple[Any, ...]:
+    """What a reproduction depends on: each step's operation and key channel, and whether its
+    amount and number are the first's. Two keys of one pattern are reproduced once."""
+    first = steps[0]
+    return tuple(
+        (s.kind, s.key_in, s.amount == first.amount, s.number == first.number) for s in steps
     )
-    if stamp is None or stamp.zone is None:
-        return False  # no instant to place it by: not counted (no false alarm on a doubt)
-    return start <= stamp.moment.timestamp() <= end

@@ -37,7 +37,10 @@ from proxy.rules import (
 from proxy.spec_rules import SpecView
 from proxy.stateful import ExpiryRule, IdempotencyRule, LifecycleRule, RotationRule
 
-UNCONFIRMED = "no --config with credentials: a rejected reuse was not confirmed on the events list"
+UNCONFIRMED = (
+    "unconfirmed: no --config with credentials, so a rejected reuse was not confirmed by "
+    "reproducing it on a number of the judge's own"
+)
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ class Judge:
         self.run_errors: list[str] = []
         self._request_judged = 0
         self._response_judged = 0
-        self._confirm_notes: list[str] = []
+        self._confirm_notes: dict[str, list[str]] = {}  # check ID (or "*") -> notes
         self._stateful: tuple[Callable[[Exchange, Route], list[Violation]], ...] = (
             self.expiry.observe,
             self.rotation.observe,
@@ -126,17 +129,15 @@ class Judge:
         confirmer = Confirmer(self.config, profile=self.profile)
         found: list[Violation] = []
         try:
-            seen_refs = set(self.idempotency.refs)
             for use in self.idempotency.unsettled():
-                violation = confirmer.executions(use, seen_refs)
-                found += [violation] if violation else []
+                found += confirmer.reproduce(use)
             for tx in self.lifecycle.unconfirmed():
                 self.lifecycle.exercised_event += 1
                 violation = confirmer.find_agrees(tx)
                 found += [violation] if violation else []
         finally:
             confirmer.close()
-        self._confirm_notes = confirmer.problems
+        self._confirm_notes = dict(confirmer.notes)
         self._keep(found)
         return found
 
@@ -152,7 +153,7 @@ class Judge:
     def rule_states(self) -> list[RuleState]:
         """Every rule of ``proxy.rules.RULES``: judged on how much, or why not."""
         unconfirmed: tuple[str, ...] = ()
-        if not self.confirm:
+        if not self.confirm and self.idempotency.unsettled():
             unconfirmed = (UNCONFIRMED,)
         exercised: dict[str, tuple[int, str, tuple[str, ...]]] = {
             SCHEMA_REQUEST.id: (self._request_judged, "", ()),
@@ -168,13 +169,13 @@ class Judge:
             CANCELLED.id: (self.lifecycle.exercised_event, "", ()),
             FINAL_ONCE_PROCESSED.id: (self.lifecycle.exercised_final, "", ()),
         }
-        notes = tuple(self._confirm_notes)
+        every = tuple(self._confirm_notes.get("*", ()))
         return [
             RuleState(
                 check,
                 exercised[check.id][0],
                 exercised[check.id][1],
-                exercised[check.id][2] + notes,
+                exercised[check.id][2] + tuple(self._confirm_notes.get(check.id, ())) + every,
             )  # fmt: skip
             for check in RULES
         ]

@@ -65,6 +65,8 @@ def install(stub: StubApp, faults: Collection[str], rng: random.Random) -> None:
     elif "idempotency-racy" in faults:
         persist = _overwrite_insert(stub.store)
         racy = True
+    elif "key-reuse-other-kind-executes" in faults:
+        persist = _other_kind_executed_then_rejected(persist, stub.store)
     if "drop-acknowledged" in faults:
         persist = _dropping(persist, rng, settings.drop_rate)
     if racy:  # the check and the window come before anything else of the store
@@ -151,6 +153,24 @@ def _executed_then_rejected(store: Store) -> Persist:
             raise key_reused(new.key)
 
     return persist
+
+
+def _other_kind_executed_then_rejected(persist: Persist, store: Store) -> Persist:
+    """A key reused on the other kind is refused in the answer only (the transaction was
+    inserted first); on its own kind the rule holds. The kind a key was first used with is kept
+    by this hook alone (a fault needs no column of its own)."""
+    first_kinds: dict[tuple[str, str], str] = {}
+
+    async def persist_other_kind(new: NewTransaction) -> None:
+        slot = (new.key_scope or new.merchant, new.key)
+        first = first_kinds.get(slot)
+        if first is not None and first != new.kind and store.key_used(*slot):
+            await store.create_transaction(new, key_mode="overwrite")
+            raise key_reused(new.key)
+        await persist(new)
+        first_kinds.setdefault(slot, new.kind)
+
+    return persist_other_kind
 
 
 def _check_then_insert(persist: Persist, store: Store) -> Persist:

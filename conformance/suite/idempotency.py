@@ -2,7 +2,9 @@
 1. Cashin" (IDEM-001..007): a key executes once, whatever the path and the timing.
 
 Every proof counts ``transaction:created`` events for a customer number used by this check
-alone, so "not executed twice" is observed, not inferred from a status code.
+alone, so "not executed twice" is observed, not inferred from a status code; and only its own
+events: a ref its creations were answered, or the kind and amount of one of its own requests
+(a configured list of numbers is shared with other clients).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from conformance.checks import Section, check
 from conformance.outcome import expect, not_applicable, precondition
 
 if TYPE_CHECKING:
+    from conformance.http import Reply
     from conformance.target import Target
 
 
@@ -24,6 +27,11 @@ def _writer(target: Target, *kinds: str):
     if app is None:
         not_applicable(f"no application may {' and '.join(k.lower() for k in kinds)}")
     return app
+
+
+def _refs(*replies: Reply) -> set[str]:
+    """The refs the check's own creations were answered: its executions, whatever their kind."""
+    return {str(r.get("ref")) for r in replies if r.ok and isinstance(r.body, dict)}
 
 
 def _reuse(target: Target, first_kind: str, second_kind: str, key_in: str) -> list[str]:
@@ -41,7 +49,10 @@ def _reuse(target: Target, first_kind: str, second_kind: str, key_in: str) -> li
     precondition(first.ok, f"the first {first_kind.lower()} answered {first.status}", first)
     # The same request again (a client's retry): the document says it is rejected.
     second = target.create(second_kind, app, number=number, amount=amount, key=key, key_in=key_in)
-    created = target.created_events_for_number(app, number, seen, expect=1)
+    created = target.created_events_for_number(
+        app, number, seen, expect=1, sent={(first_kind, amount), (second_kind, amount)},
+        own_refs=_refs(first, second),
+    )  # fmt: skip
     refs = [str(e.get("data", {}).get("ref")) for e in created]
     problems = reuse_problems(second_kind, key_in, second.status, refs, number)
     if problems:
@@ -92,11 +103,14 @@ def a_key_over_32_characters_is_rejected(configured: Target) -> None:
     number = target.number()
     seen = target.known_refs(app, number)
     long_key = (target.fresh_key() + "x")[:33]  # a hex uuid is 32 characters: one more
-    too_long = target.create("CASHIN", app, number=number, key=long_key)
+    amount = target.amount()
+    too_long = target.create("CASHIN", app, number=number, amount=amount, key=long_key)
     expect(
         too_long.rejected, f"a 33-character key answered {too_long.status}, expected 4xx", too_long
     )
-    created = target.created_events_for_number(app, number, seen)
+    created = target.created_events_for_number(
+        app, number, seen, sent={("CASHIN", amount)}, own_refs=_refs(too_long)
+    )
     expect(
         not created,
         f"a request with a 33-character key created {len(created)} transaction(s)",
@@ -152,7 +166,9 @@ def concurrent_requests_with_one_key_create_one_transaction(configured: Target) 
     precondition(replies, "none of 50 concurrent requests got an answer")
     accepted = [r for r in replies if r.ok]
     odd = [r for r in replies if not r.ok and not r.rejected]
-    created = target.created_events_for_number(app, number, seen, expect=1)
+    created = target.created_events_for_number(
+        app, number, seen, expect=1, sent={("CASHIN", amount)}, own_refs=_refs(*accepted)
+    )
     unanswered = len(sent) - len(replies)
     if unanswered or odd:
         # Refusing or failing some of 50 simultaneous requests is about load, not this rule
@@ -205,7 +221,9 @@ def without_a_key_each_request_creates_a_transaction(configured: Target) -> None
         first,
         second,
     )
-    created = target.created_events_for_number(app, number, seen, expect=2)
+    created = target.created_events_for_number(
+        app, number, seen, expect=2, sent={("CASHIN", amount)}, own_refs=_refs(first, second)
+    )
     expect(
         len(created) == 2,
         f"{len(created)} transactions recorded for two keyless requests",

@@ -180,6 +180,17 @@ def idempotency_rejected_but_executed(s: InProcessStub) -> None:
     assert s.api.events(client=number).json()["total"] == 2
 
 
+def key_reuse_other_kind_executes(s: InProcessStub) -> None:
+    number = new_number()
+    first = s.api.create("cashin", number=number, key="k-other-kind")
+    same_kind = s.api.create("cashin", number=number, key="k-other-kind")
+    other_kind = s.api.create("cashout", number=number, key="k-other-kind")
+    assert first.status_code == 200
+    assert same_kind.status_code == 409 and other_kind.status_code == 409
+    kinds = sorted(e["data"]["kind"] for e in s.api.events(client=number).json()["transactions"])
+    assert kinds == ["CASHIN", "CASHOUT"]  # the cashout executed despite its 409
+
+
 def processed_changes_again(s: InProcessStub) -> None:
     ref = s.api.create().json()["ref"]
     assert s.api.sandbox(ref, "confirm").status_code == 200
@@ -261,6 +272,7 @@ FAULT_CHECKS: dict[str, tuple[Callable[[InProcessStub], None], dict]] = {
     "processed-event-missing": (processed_event_missing, {}),
     "processed-changes-again": (processed_changes_again, {}),
     "idempotency-rejected-but-executed": (idempotency_rejected_but_executed, {}),
+    "key-reuse-other-kind-executes": (key_reuse_other_kind_executes, {}),
     "find-status-disagrees": (find_status_disagrees, {}),
     "filter-ignored": (filter_ignored, {}),
     "cross-merchant-visible": (cross_merchant_visible, {}),
