@@ -10,6 +10,13 @@ The bearer token comes from an auth provider that authorizes with a configured a
 endpoint before the declared access lifetime runs out. Positive creations get a fresh
 Idempotency-Key on every send (a ``before_call`` hook), so a generated key that happens to repeat
 does not turn a valid request into a legitimate 409.
+
+A target that rate-limits is honoured through the run's throttle (``paysuite_core.throttle``):
+the same ``before_call`` hook mounts a transport adapter (requests' public ``Session.mount``) on
+the engine's session that paces each request while the target asked to wait and sends a ``429``
+again after its ``Retry-After``, so the engine judges the answer that follows. A 429 the throttle
+no longer retries (its budget spent) is never a PROP failure: those cases are not judged, and
+the PROP checks are errors that say so.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import httpx
 from conformance.spec_patch import operations, patch_spec
 from conformance.target import checking_flow
 from paysuite_core import tokens
+from paysuite_core.throttle import THROTTLED, Throttle, send_honouring
 
 CHAIN_CHECK = "paysuite_chain_holds"
 CHECK_TO_ID = {
@@ -85,6 +93,8 @@ class PropRun:
     unanswered: list[str] = field(default_factory=list)
     #: Why the run stopped before its end (its time budget), or "" when it ran to the end.
     stopped: str = ""
+    #: Answers that were still 429 once the throttle stopped retrying: cases not judged.
+    throttled_out: int = 0
 
     def add(self, failure: PropFailure) -> None:
         bucket = self.failures.setdefault(failure.check_id, [])
@@ -124,6 +134,46 @@ _FRESH_KEYS = threading.Event()
 _HOOK_REGISTERED = False
 #: monotonic time after which the running property run sends nothing more (None: no budget).
 _DEADLINE: list[float | None] = [None]
+#: The running property run's throttle (the run's one ``Throttle``), None outside a run.
+_THROTTLE: list[Throttle | None] = [None]
+
+
+def _throttled_adapter() -> Any:
+    """A requests transport adapter that honours the run's throttle (pace, then retry a 429).
+
+    ``HTTPAdapter.send`` is requests' public extension point; a 429 left after the throttle
+    gives up is returned as it is, and ``_collect`` keeps it out of every PROP verdict.
+    """
+    from requests.adapters import HTTPAdapter
+
+    class ThrottledAdapter(HTTPAdapter):
+        def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+            throttle, deadline = _THROTTLE[0], _DEADLINE[0]
+            if throttle is None:
+                return super().send(request, *args, **kwargs)
+            return send_honouring(
+                throttle,
+                lambda: super(ThrottledAdapter, self).send(request, *args, **kwargs),
+                lambda response: int(response.status_code),
+                lambda response: response.headers,
+                deadline=deadline,
+                give_up=lambda response: response,
+            )
+
+    return ThrottledAdapter()
+
+
+def _honour_rate_limits(session: Any) -> None:
+    """Mount the throttled adapter on the engine's session, once per session."""
+    if session is None or not hasattr(session, "mount"):
+        return
+    adapter = session.get_adapter("http://")
+    if getattr(adapter, "paysuite_throttled", False):
+        return
+    throttled = _throttled_adapter()
+    throttled.paysuite_throttled = True
+    for prefix in ("http://", "https://"):
+        session.mount(prefix, throttled)
 
 
 class PropertyBudgetExceeded(RuntimeError):
@@ -143,6 +193,8 @@ def _register_hook() -> None:
         deadline = _DEADLINE[0]
         if deadline is not None and time.monotonic() > deadline:
             raise PropertyBudgetExceeded("the property run used its time budget")
+        if _THROTTLE[0] is not None and isinstance(kwargs, dict):
+            _honour_rate_limits(kwargs.get("session"))
         if case.operation.path not in CREATION_PATHS:
             return
         meta = getattr(case, "meta", None)
@@ -287,10 +339,10 @@ def _one_key_location(case: Any, meta: Any) -> None:
 class _Tokens:
     """Token pairs per application for the generated requests (kept out of the evidence)."""
 
-    def __init__(self, base_url: str, ttl_s: float) -> None:
+    def __init__(self, base_url: str, ttl_s: float, throttle: Throttle | None = None) -> None:
         self.lock = threading.Lock()
         self.client = httpx.Client(timeout=30)
-        self.send = tokens.httpx_send(self.client, base_url)
+        self.send = tokens.httpx_send(self.client, base_url, throttle=throttle)
         self.ttl_s = ttl_s
         self.flows: dict[str, tokens.TokenFlow] = {}
 
@@ -396,7 +448,9 @@ def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = N
     schema = schemathesis.openapi.from_dict(
         patched, config=build_config(target.seed, target.profile, target.base_url)
     )
-    suite_tokens = _Tokens(target.base_url, float(target.config.access_token_ttl_s))
+    suite_tokens = _Tokens(
+        target.base_url, float(target.config.access_token_ttl_s), getattr(target, "throttle", None)
+    )
     secured = {
         path
         for path, _method, operation in operations(patched)
@@ -417,6 +471,7 @@ def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = N
 
     schema.auth(refresh_interval=None)(SuiteAuth)
     _DEADLINE[0] = deadline
+    _THROTTLE[0] = getattr(target, "throttle", None)
     _FRESH_KEYS.set()
     restore = _authorize_as_root()
     try:
@@ -439,6 +494,7 @@ def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = N
         restore()
         _FRESH_KEYS.clear()
         _DEADLINE[0] = None
+        _THROTTLE[0] = None
         suite_tokens.client.close()
     if deadline is not None and time.monotonic() > deadline:
         result.stopped = (
@@ -503,6 +559,8 @@ def _collect(result: PropRun, event: Any, profile: str) -> None:
         label = f"{node.value.method} {node.value.path}" if node is not None else recorder.label
         key = (label, phase, interaction.response.status_code)
         result.responses[key] = result.responses.get(key, 0) + 1
+        if interaction.response.status_code == THROTTLED:
+            result.throttled_out += 1
     for case_id, nodes in recorder.checks.items():
         for node in nodes:
             info = node.failure_info
@@ -530,6 +588,8 @@ def _collect(result: PropRun, event: Any, profile: str) -> None:
                 }
             if _seed_tolerates(profile, node.name, status):
                 continue
+            if status == THROTTLED:
+                continue  # the target's rate limit, not an answer to the case: not judged
             message = str(getattr(failure, "message", ""))
             if (
                 node.name == "content_type_conformance"
