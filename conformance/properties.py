@@ -12,11 +12,11 @@ Idempotency-Key on every send (a ``before_call`` hook), so a generated key that 
 does not turn a valid request into a legitimate 409.
 
 A target that rate-limits is honoured through the run's throttle (``paysuite_core.throttle``):
-the same ``before_call`` hook mounts a transport adapter (requests' public ``Session.mount``) on
-the engine's session that paces each request while the target asked to wait and sends a ``429``
-again after its ``Retry-After``, so the engine judges the answer that follows. A 429 the throttle
-no longer retries (its budget spent) is never a PROP failure: those cases are not judged, and
-the PROP checks are errors that say so.
+the same ``before_call`` hook paces each request while the target asked to wait, and an
+``after_call`` hook sends a ``429``'s request again after its ``Retry-After`` and puts the answer
+that follows in its place, so the engine judges that one. A 429 the throttle no longer retries
+(its budget spent) is never a PROP failure: those cases are not judged, and the PROP checks are
+errors that say so.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import httpx
 from conformance.spec_patch import operations, patch_spec
 from conformance.target import checking_flow
 from paysuite_core import tokens
-from paysuite_core.throttle import THROTTLED, Throttle, send_honouring
+from paysuite_core.throttle import THROTTLED, Throttle, retry_after_of
 
 CHAIN_CHECK = "paysuite_chain_holds"
 CHECK_TO_ID = {
@@ -138,42 +138,47 @@ _DEADLINE: list[float | None] = [None]
 _THROTTLE: list[Throttle | None] = [None]
 
 
-def _throttled_adapter() -> Any:
-    """A requests transport adapter that honours the run's throttle (pace, then retry a 429).
+#: The session that sends a throttled request again (one per property run).
+_RESENDER: list[Any] = [None]
 
-    ``HTTPAdapter.send`` is requests' public extension point; a 429 left after the throttle
-    gives up is returned as it is, and ``_collect`` keeps it out of every PROP verdict.
+
+def _send_again(response: Any) -> None:
+    """After a ``429``: wait as the run's throttle says and send the same request again, until
+    the answer is not a 429 or the throttle gives up; the answer replaces the 429 in place.
+
+    schemathesis 4.x's ``after_call`` hook is where a response may be changed ("you need to
+    modify the response in-place"): the engine then judges and records the answer that came
+    after the rate limit. The request is the very one sent (``response.request``, a prepared
+    ``requests`` request: its auth header, body and Idempotency-Key unchanged).
     """
-    from requests.adapters import HTTPAdapter
+    import requests
+    from schemathesis import Response
 
-    class ThrottledAdapter(HTTPAdapter):
-        def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
-            throttle, deadline = _THROTTLE[0], _DEADLINE[0]
-            if throttle is None:
-                return super().send(request, *args, **kwargs)
-            return send_honouring(
-                throttle,
-                lambda: super(ThrottledAdapter, self).send(request, *args, **kwargs),
-                lambda response: int(response.status_code),
-                lambda response: response.headers,
-                deadline=deadline,
-                give_up=lambda response: response,
-            )
-
-    return ThrottledAdapter()
-
-
-def _honour_rate_limits(session: Any) -> None:
-    """Mount the throttled adapter on the engine's session, once per session."""
-    if session is None or not hasattr(session, "mount"):
+    throttle, deadline = _THROTTLE[0], _DEADLINE[0]
+    if throttle is None or response.status_code != THROTTLED:
         return
-    adapter = session.get_adapter("http://")
-    if getattr(adapter, "paysuite_throttled", False):
-        return
-    throttled = _throttled_adapter()
-    throttled.paysuite_throttled = True
-    for prefix in ("http://", "https://"):
-        session.mount(prefix, throttled)
+    if _RESENDER[0] is None:
+        _RESENDER[0] = requests.Session()
+    session = _RESENDER[0]
+    attempt = 0
+    current = response
+    while current.status_code == THROTTLED:
+        asked = retry_after_of({k: ", ".join(v) for k, v in current.headers.items()})
+        decision = throttle.throttled(asked, attempt, deadline=deadline)
+        if not decision.retry:
+            return  # left a 429: ``_collect`` keeps it out of every verdict
+        time.sleep(decision.wait_s)
+        attempt += 1
+        sent = session.send(response.request, timeout=30, allow_redirects=False)
+        current = Response.from_requests(sent, verify=response.verify)
+    for name in Response.__slots__:
+        try:
+            value = getattr(current, name)
+        except AttributeError:  # a lazily filled cache the fresh answer has not filled yet
+            if hasattr(response, name):
+                delattr(response, name)
+            continue
+        setattr(response, name, value)
 
 
 class PropertyBudgetExceeded(RuntimeError):
@@ -193,8 +198,11 @@ def _register_hook() -> None:
         deadline = _DEADLINE[0]
         if deadline is not None and time.monotonic() > deadline:
             raise PropertyBudgetExceeded("the property run used its time budget")
-        if _THROTTLE[0] is not None and isinstance(kwargs, dict):
-            _honour_rate_limits(kwargs.get("session"))
+        throttle = _THROTTLE[0]
+        if throttle is not None:  # pace: the target asked to wait, after another request's 429
+            pause = throttle.pause_s(deadline)
+            if pause > 0:
+                time.sleep(pause)
         if case.operation.path not in CREATION_PATHS:
             return
         meta = getattr(case, "meta", None)
@@ -208,6 +216,11 @@ def _register_hook() -> None:
                 for name in list(container):
                     if name.lower() == "idempotency-key":
                         container[name] = key
+
+    @schemathesis.hook("after_call")
+    def paysuite_honour_rate_limits(context: Any, case: Any, response: Any) -> None:
+        if _FRESH_KEYS.is_set():
+            _send_again(response)
 
     @schemathesis.check
     class paysuite_chain_holds:  # noqa: N801 - schemathesis names failures after the class
@@ -495,6 +508,9 @@ def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = N
         _FRESH_KEYS.clear()
         _DEADLINE[0] = None
         _THROTTLE[0] = None
+        if _RESENDER[0] is not None:
+            _RESENDER[0].close()
+            _RESENDER[0] = None
         suite_tokens.client.close()
     if deadline is not None and time.monotonic() > deadline:
         result.stopped = (
