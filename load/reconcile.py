@@ -387,11 +387,14 @@ def reconcile(
     progress: Callable[[str], None] = print,
     limits: ClientLimits | None = None,
     webhook_journal: Path | None = None,
+    max_throttle_wait_s: float | None = None,
 ) -> dict[str, Any]:
     """Check every acknowledged create on the target; returns the counts for load.json.
 
     ``webhook_journal``: the run's receiver journal (``load.webhooks``): then every event listed
-    for an acknowledged create must also have been delivered by webhook."""
+    for an acknowledged create must also have been delivered by webhook.
+    ``max_throttle_wait_s``: how long, in all, it may wait for a target that answers 429
+    (default: its whole ``time_budget_s``, which bounds it anyway)."""
     import gevent
     import gevent.queue
 
@@ -408,7 +411,7 @@ def reconcile(
     tokens = _Tokens(config)
     #: rate limits honoured (``paysuite_core.throttle``): a 429 is waited for within the budget,
     #: by every checking greenlet at the pace the target asked for
-    throttle = Throttle(time_budget_s)
+    throttle = Throttle(time_budget_s if max_throttle_wait_s is None else max_throttle_wait_s)
     listed_events: dict[str, set[str]] | None = {} if webhook_journal is not None else None
     #: checks that got no answer (refused, timed out) before any check succeeded: the target is
     #: gone (a Ctrl-C that also stopped the bundled stub, a frozen process): the rest is reported
