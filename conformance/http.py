@@ -7,6 +7,11 @@ failure can show the requests that prove it. Transport errors are recorded too a
 Nothing a hostile target does can make the suite hang or grow: every request has a connect, a
 read and a total deadline (``Limits``), the body is read in chunks and abandoned past
 ``max_body_bytes``, and a check may carry a time budget after which its next request stops it.
+
+A rate-limited target is honoured: a ``429`` is waited for as the run's throttle decides
+(``paysuite_core.throttle``: ``Retry-After``, the ``--max-throttle-wait`` budget) and the request
+sent again; the check sees the answer after it. One the throttle no longer retries is an error
+of the check (``ThrottledOut``), never a failure: no check is about rate limits.
 """
 
 from __future__ import annotations
