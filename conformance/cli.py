@@ -60,6 +60,12 @@ def register(subparsers: Any) -> None:
         metavar="DURATION",
         help="stop the run after this; the rest are errors, reports written (default 30m)",
     )
+    parser.add_argument(
+        "--max-throttle-wait",
+        metavar="DURATION",
+        help="the run's total wait for a target that answers 429 (Retry-After honoured); past "
+        "it a throttled check is an error (default 120s; 0: never wait)",
+    )
     limits = parser.add_argument_group("request limits (a hostile target cannot hang the run)")
     limits.add_argument("--connect-timeout", metavar="S", help="seconds to connect (10)")
     limits.add_argument("--read-timeout", metavar="S", help="seconds between two bytes (30)")

@@ -7,6 +7,11 @@ failure can show the requests that prove it. Transport errors are recorded too a
 Nothing a hostile target does can make the suite hang or grow: every request has a connect, a
 read and a total deadline (``Limits``), the body is read in chunks and abandoned past
 ``max_body_bytes``, and a check may carry a time budget after which its next request stops it.
+
+A rate-limited target is honoured: a ``429`` is waited for as the run's throttle decides
+(``paysuite_core.throttle``: ``Retry-After``, the ``--max-throttle-wait`` budget) and the request
+sent again; the check sees the answer after it. One the throttle no longer retries is an error
+of the check (``ThrottledOut``), never a failure: no check is about rate limits.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import httpx
 
 from conformance.evidence import Evidence, Exchange
 from conformance.outcome import CouldNotCheck
+from paysuite_core.throttle import THROTTLED, Decision, Throttle, retry_after_of
 
 DEFAULT_TIMEOUT_S = 30.0
 USER_AGENT = "paysuite-conformance"
@@ -50,6 +56,26 @@ class ResponseTooLarge(CouldNotCheck):
 
 class CheckBudgetExceeded(CouldNotCheck):
     """The check used its time budget; its next request was not sent."""
+
+
+class ThrottledOut(CouldNotCheck):
+    """The target kept answering 429 past the run's --max-throttle-wait: not judged."""
+
+
+def _throttled_out(decision: Decision, reply: Reply) -> CouldNotCheck:
+    """Why a throttled request is not sent again, as the check's error (never a failure)."""
+    what = f"{reply.exchange.method} {reply.exchange.url}"
+    if decision.why.startswith("the target throttled past"):
+        return ThrottledOut(f"{decision.why}: {what} answered 429", [reply.exchange])
+    return CheckBudgetExceeded(
+        f"the check used its time budget (--check-timeout) while the target throttled: {what} "
+        f"answered 429 and asked for {decision.wait_s:.1f} s more",
+        [reply.exchange],
+    )
+
+
+def _joined(first: str | None, second: str) -> str:
+    return f"{first}; {second}" if first else second
 
 
 class BoundedBody:
@@ -181,10 +207,13 @@ class RecordingClient:
         base_url: str,
         sink: Callable[[], Evidence | None],
         limits: Limits | None = None,
+        throttle: Throttle | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._sink = sink
         self.limits = limits or Limits()
+        #: The run's throttle: a 429 is waited for and sent again (None: a 429 is an answer).
+        self.throttle = throttle
         self._client = self._new_client()
         # One worker thread sends each request, so the total deadline holds even while the
         # target trickles its headers (httpx's own timeouts are per read).
@@ -211,6 +240,54 @@ class RecordingClient:
         headers: dict[str, str | None] | None = None,
         params: dict[str, Any] | None = None,
         note: str | None = None,
+    ) -> Reply:
+        """One exchange, sent again after each ``429`` as the run's throttle allows.
+
+        A 429 is the target's rate limit, never an answer to the rule a check judges: the
+        check sees the answer that came after it. The throttled attempts leave the evidence
+        (the final exchange's note says how many there were); when the throttle gives up, the
+        check could not judge its rule (``ThrottledOut``, or ``CheckBudgetExceeded`` when its
+        ``--check-timeout`` comes first), with the last 429 as proof.
+        """
+        attempt = 0
+        waited = 0.0
+        while True:
+            if self.throttle is not None:
+                pause = self.throttle.pause_s(self.check_deadline)
+                if pause > 0:
+                    time.sleep(pause)
+                    waited += pause
+            reply = self._send_once(method, path, token, json, content, headers, params, note)
+            if self.throttle is None or reply.status != THROTTLED:
+                if attempt:
+                    reply.exchange.note = _joined(
+                        reply.exchange.note,
+                        f"sent {attempt + 1} times: the target answered 429 {attempt} time(s) "
+                        f"before this (waited {waited:.1f} s)",
+                    )
+                return reply
+            decision = self.throttle.throttled(
+                retry_after_of(reply.headers), attempt, deadline=self.check_deadline
+            )
+            if not decision.retry:
+                raise _throttled_out(decision, reply)
+            evidence = self._sink()
+            if evidence is not None:  # the next attempt stands for this one
+                evidence.exchanges[:] = [e for e in evidence.exchanges if e is not reply.exchange]
+            time.sleep(decision.wait_s)
+            waited += decision.wait_s
+            attempt += 1
+
+    def _send_once(
+        self,
+        method: str,
+        path: str,
+        token: str | None,
+        json: Any,
+        content: str | bytes | None,
+        headers: dict[str, str | None] | None,
+        params: dict[str, Any] | None,
+        note: str | None,
     ) -> Reply:
         if self.check_deadline is not None and time.monotonic() > self.check_deadline:
             raise CheckBudgetExceeded(
@@ -288,6 +365,9 @@ async def async_requests(
     calls: list[dict[str, Any]],
     evidence: Evidence | None,
     limits: Limits | None = None,
+    *,
+    throttle: Throttle | None = None,
+    deadline: float | None = None,
 ) -> list[Reply | None]:
     """Send ``calls`` (each the keyword arguments of ``RecordingClient.request``) concurrently.
 
@@ -295,7 +375,9 @@ async def async_requests(
     Bounded like ``RecordingClient``: each answer within ``limits.total_s`` and its size limit.
     A request that got no answer (a server that refuses so many connections at once) is
     ``None``, its exchange recording why: the race is judged on the answers and on what the
-    target recorded, not on how many connections it accepts.
+    target recorded, not on how many connections it accepts. A ``429`` is sent again as
+    ``throttle`` allows (each request sleeps with ``asyncio.sleep``; ``deadline``: the check's
+    budget); when it gives up, the race could not be judged (``ThrottledOut``).
     """
     import asyncio
 
@@ -349,10 +431,35 @@ async def async_requests(
             )
             return Reply(status, headers, data, exchange)
 
+        async def honoured(request: httpx.Request, exchange: Exchange) -> Reply:
+            """``send``, again after each 429 as the throttle allows (the race's own sleep)."""
+            tries = 0
+            while True:
+                reply = await send(request, exchange)
+                if throttle is None or reply.status != THROTTLED:
+                    if tries:
+                        reply.exchange.note = _joined(
+                            reply.exchange.note, f"sent again after {tries} time(s) 429"
+                        )
+                    return reply
+                decision = throttle.throttled(
+                    retry_after_of(reply.headers), tries, deadline=deadline
+                )
+                if not decision.retry:
+                    raise _throttled_out(decision, reply)
+                await asyncio.sleep(decision.wait_s)
+                tries += 1  # the same exchange records the answer to the next attempt
+
         async def attempt(request: httpx.Request, exchange: Exchange) -> Reply | None:
             try:
-                return await send(request, exchange)
+                return await honoured(request, exchange)
             except (TargetUnreachable, ResponseTooLarge):
                 return None
 
-        return list(await asyncio.gather(*(attempt(r, e) for r, e in prepared)))
+        results = await asyncio.gather(
+            *(attempt(r, e) for r, e in prepared), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return [result for result in results if not isinstance(result, BaseException)]

@@ -15,6 +15,7 @@ from typing import Any
 
 from conformance.catalog import UnknownCheckError, parse_only
 from conformance.http import Limits
+from paysuite_core.throttle import DEFAULT_MAX_WAIT_S
 
 DEFAULT_SEED = 20261121
 #: Below this share of the profile's checks run, the gate fails: a run that skips most of the
@@ -25,6 +26,8 @@ DEFAULT_MIN_COVERAGE = 0.5
 DEFAULT_CHECK_TIMEOUT_S = 300.0
 #: After this the run stops: the checks not yet run are errors and every report is written.
 DEFAULT_MAX_DURATION_S = 1800.0
+#: ``--max-throttle-wait``: the run's total waiting for a target that answers 429 (rate limits).
+DEFAULT_MAX_THROTTLE_WAIT_S = DEFAULT_MAX_WAIT_S
 #: The request limits' command-line names (``--connect-timeout``, ...).
 LIMIT_OPTIONS = ("connect_timeout", "read_timeout", "total_timeout", "max_response_bytes")
 
@@ -49,6 +52,7 @@ class Options:
     check_timeout_s: float = DEFAULT_CHECK_TIMEOUT_S
     max_duration_s: float = DEFAULT_MAX_DURATION_S
     limits: Limits = field(default_factory=Limits)
+    max_throttle_wait_s: float = DEFAULT_MAX_THROTTLE_WAIT_S
 
     @classmethod
     def parse(
@@ -66,6 +70,7 @@ class Options:
         check_timeout: str | float | None = None,
         max_duration: str | float | None = None,
         limits: Mapping[str, str | None] | None = None,
+        max_throttle_wait: str | float | None = None,
     ) -> Options:
         """``Options`` from command-line values (strings, ``None`` for the defaults)."""
         try:
@@ -87,6 +92,7 @@ class Options:
             ),
             max_duration_s=parse_seconds(max_duration, "--max-duration", DEFAULT_MAX_DURATION_S),
             limits=parse_limits(dict(limits or {})),
+            max_throttle_wait_s=parse_wait(max_throttle_wait),
         )
 
     @classmethod
@@ -105,6 +111,7 @@ class Options:
             check_timeout=getattr(args, "check_timeout", None),
             max_duration=getattr(args, "max_duration", None),
             limits={name: getattr(args, name, None) for name in LIMIT_OPTIONS},
+            max_throttle_wait=getattr(args, "max_throttle_wait", None),
         )
 
     @classmethod
@@ -123,6 +130,7 @@ class Options:
             check_timeout=config.getoption("conformance_check_timeout", None),
             max_duration=config.getoption("conformance_max_duration", None),
             limits={name: config.getoption(f"conformance_{name}", None) for name in LIMIT_OPTIONS},
+            max_throttle_wait=config.getoption("conformance_max_throttle_wait", None),
         )
 
 
@@ -157,6 +165,14 @@ def parse_seconds(text: str | float | None, flag: str, default: float) -> float:
     if value <= 0:
         raise SetupError(f"{flag}: {raw!r} is not a positive duration")
     return value
+
+
+def parse_wait(text: str | float | None) -> float:
+    """``--max-throttle-wait``: a duration like ``--check-timeout``, or ``0``: never wait (a
+    target's 429 then makes the check an error at once)."""
+    if text is not None and str(text).strip() in ("0", "0s"):
+        return 0.0
+    return parse_seconds(text, "--max-throttle-wait", DEFAULT_MAX_THROTTLE_WAIT_S)
 
 
 def parse_limits(values: Mapping[str, str | None]) -> Limits:

@@ -173,6 +173,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="stop the run after this, reports written (default 30m)",
     )
+    group.addoption(
+        "--max-throttle-wait",
+        dest="conformance_max_throttle_wait",
+        metavar="DURATION",
+        default=None,
+        help="the run's total wait for a target that answers 429 (default 120s; 0: never)",
+    )
     for name, text in (
         ("connect-timeout", "seconds to connect (default 10)"),
         ("read-timeout", "seconds between two bytes of an answer (default 30)"),
@@ -418,6 +425,7 @@ def pytest_collection_modifyitems(
         seed=options.seed,
         started_stub=state.prepared.stub is not None,
         limits=options.limits,
+        throttle=state.prepared.throttle,
     )
     _write(
         config,
@@ -634,6 +642,8 @@ def decide(state: RunState) -> Any:
     errors = [r.check.id for r in ordered if r.outcome == "error" and r.gating]
     options = state.options
 
+    throttle = getattr(state.target, "throttle", None)
+
     def make(verdict: str, exit_code: int, reason: str) -> Any:
         return Verdict(
             verdict=verdict,
@@ -643,6 +653,7 @@ def decide(state: RunState) -> Any:
             coverage=coverage,
             run_errors=tuple(state.run_errors),
             reason=reason,
+            throttling=throttle.stats() if throttle is not None else None,
         )
 
     if failed:

@@ -20,10 +20,18 @@ from urllib.parse import urlsplit
 import httpx
 
 from conformance.api import EVENTS
-from conformance.http import Limits, RecordingClient, Reply, ResponseTooLarge, TargetUnreachable
+from conformance.http import (
+    Limits,
+    RecordingClient,
+    Reply,
+    ResponseTooLarge,
+    TargetUnreachable,
+    ThrottledOut,
+)
 from conformance.options import Options, SetupError
 from paysuite_core import tokens
 from paysuite_core.target_config import TargetConfig, TargetConfigError, load_target_config
+from paysuite_core.throttle import Throttle
 
 __all__ = [
     "BUNDLED_STUB_ACCESS_TTL_S",
@@ -46,6 +54,8 @@ class Prepared:
 
     config: TargetConfig | None
     base_url: str
+    #: The run's one throttle (``--max-throttle-wait``): the pre-flight's 429s count in it too.
+    throttle: Throttle = field(default_factory=Throttle)
     stub: Any = None
     stub_dir: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
 
@@ -90,21 +100,26 @@ def _describe(reply: Reply) -> str:
     return f"{reply.status} {media} {text[:160]!r}"
 
 
-def preflight(config: TargetConfig, limits: Limits | None = None) -> None:
+def preflight(
+    config: TargetConfig, limits: Limits | None = None, throttle: Throttle | None = None
+) -> None:
     """Before any check: the target answers JSON at the API's paths and takes every application.
 
     A run against a server that is not this API, or with credentials the target refuses, would
     otherwise end in dozens of failures that all say the same thing in the words of other rules.
-    The requests are bounded like every other of the suite's (``conformance.http.Limits``).
+    The requests are bounded like every other of the suite's (``conformance.http.Limits``),
+    and a 429 is waited for within the run's ``throttle`` like every other.
     """
     base = config.base_url
-    client = RecordingClient(base, lambda: None, limits)
+    client = RecordingClient(base, lambda: None, limits, throttle)
 
     def send(method: str, path: str, **kwargs: Any) -> Reply:
         try:
             reply = client.request(method, path, **kwargs)
         except TargetUnreachable as exc:
             raise SetupError(f"cannot reach the target {base}: {exc}") from None
+        except ThrottledOut as exc:
+            raise SetupError(f"the pre-flight could not run: {exc}") from None
         except ResponseTooLarge as exc:
             raise SetupError(f"the target at {base} does not answer like this API: {exc}") from None
         if 300 <= reply.status < 400:
@@ -166,7 +181,7 @@ NO_APPLICATIONS = (
 )
 
 
-def check_target(options: Options) -> TargetConfig | None:
+def check_target(options: Options, throttle: Throttle | None = None) -> TargetConfig | None:
     """Everything about a given target that makes a run pointless, as ``SetupError``.
 
     ``None`` means the bundled stub will be started (neither ``--target`` nor ``--config``).
@@ -178,23 +193,27 @@ def check_target(options: Options) -> TargetConfig | None:
         check_reachable(target_url(options))
         raise SetupError(NO_APPLICATIONS)
     check_reachable(config.base_url, options.limits.connect_s)
-    preflight(config, options.limits)
+    preflight(config, options.limits, throttle)
     return config
 
 
 def prepare(options: Options) -> Prepared:
-    """Load the configuration or start the bundled stub, then run the pre-flight."""
-    config = check_target(options)
+    """Load the configuration or start the bundled stub, then run the pre-flight.
+
+    The run's throttle is made here, so the pre-flight's waits count in the same budget."""
+    throttle = Throttle(options.max_throttle_wait_s)
+    config = check_target(options, throttle)
     if config is None:
         prepared = start_bundled_stub()
+        prepared.throttle = throttle
         assert prepared.config is not None
         try:
-            preflight(prepared.config, options.limits)
+            preflight(prepared.config, options.limits, throttle)
         except BaseException:  # a refused pre-flight or Ctrl-C: the stub must not outlive it
             prepared.close()
             raise
         return prepared
-    return Prepared(config=config, base_url=config.base_url)
+    return Prepared(config=config, base_url=config.base_url, throttle=throttle)
 
 
 def start_bundled_stub() -> Prepared:

@@ -10,6 +10,13 @@ The bearer token comes from an auth provider that authorizes with a configured a
 endpoint before the declared access lifetime runs out. Positive creations get a fresh
 Idempotency-Key on every send (a ``before_call`` hook), so a generated key that happens to repeat
 does not turn a valid request into a legitimate 409.
+
+A target that rate-limits is honoured through the run's throttle (``paysuite_core.throttle``):
+the same ``before_call`` hook paces each request while the target asked to wait, and an
+``after_call`` hook sends a ``429``'s request again after its ``Retry-After`` and puts the answer
+that follows in its place, so the engine judges that one. A 429 the throttle no longer retries
+(its budget spent) is never a PROP failure: those cases are not judged, and the PROP checks are
+errors that say so.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import httpx
 from conformance.spec_patch import operations, patch_spec
 from conformance.target import checking_flow
 from paysuite_core import tokens
+from paysuite_core.throttle import THROTTLED, Throttle, retry_after_of
 
 CHAIN_CHECK = "paysuite_chain_holds"
 CHECK_TO_ID = {
@@ -88,6 +96,8 @@ class PropRun:
     #: Operations left out because no configured application may perform them (read-only
     #: credentials, a cashin-only application): nothing to judge there, nothing demanded.
     excluded: dict[str, str] = field(default_factory=dict)
+    #: Answers that were still 429 once the throttle stopped retrying: cases not judged.
+    throttled_out: int = 0
 
     def add(self, failure: PropFailure) -> None:
         bucket = self.failures.setdefault(failure.check_id, [])
@@ -131,6 +141,51 @@ _FRESH_KEYS = threading.Event()
 _HOOK_REGISTERED = False
 #: monotonic time after which the running property run sends nothing more (None: no budget).
 _DEADLINE: list[float | None] = [None]
+#: The running property run's throttle (the run's one ``Throttle``), None outside a run.
+_THROTTLE: list[Throttle | None] = [None]
+
+
+#: The session that sends a throttled request again (one per property run).
+_RESENDER: list[Any] = [None]
+
+
+def _send_again(response: Any) -> None:
+    """After a ``429``: wait as the run's throttle says and send the same request again, until
+    the answer is not a 429 or the throttle gives up; the answer replaces the 429 in place.
+
+    schemathesis 4.x's ``after_call`` hook is where a response may be changed ("you need to
+    modify the response in-place"): the engine then judges and records the answer that came
+    after the rate limit. The request is the very one sent (``response.request``, a prepared
+    ``requests`` request: its auth header, body and Idempotency-Key unchanged).
+    """
+    import requests
+    from schemathesis import Response
+
+    throttle, deadline = _THROTTLE[0], _DEADLINE[0]
+    if throttle is None or response.status_code != THROTTLED:
+        return
+    if _RESENDER[0] is None:
+        _RESENDER[0] = requests.Session()
+    session = _RESENDER[0]
+    attempt = 0
+    current = response
+    while current.status_code == THROTTLED:
+        asked = retry_after_of({k: ", ".join(v) for k, v in current.headers.items()})
+        decision = throttle.throttled(asked, attempt, deadline=deadline)
+        if not decision.retry:
+            return  # left a 429: ``_collect`` keeps it out of every verdict
+        time.sleep(decision.wait_s)
+        attempt += 1
+        sent = session.send(response.request, timeout=30, allow_redirects=False)
+        current = Response.from_requests(sent, verify=response.verify)
+    for name in Response.__slots__:
+        try:
+            value = getattr(current, name)
+        except AttributeError:  # a lazily filled cache the fresh answer has not filled yet
+            if hasattr(response, name):
+                delattr(response, name)
+            continue
+        setattr(response, name, value)
 
 
 class PropertyBudgetExceeded(RuntimeError):
@@ -150,6 +205,11 @@ def _register_hook() -> None:
         deadline = _DEADLINE[0]
         if deadline is not None and time.monotonic() > deadline:
             raise PropertyBudgetExceeded("the property run used its time budget")
+        throttle = _THROTTLE[0]
+        if throttle is not None:  # pace: the target asked to wait, after another request's 429
+            pause = throttle.pause_s(deadline)
+            if pause > 0:
+                time.sleep(pause)
         if case.operation.path not in CREATION_PATHS:
             return
         meta = getattr(case, "meta", None)
@@ -163,6 +223,11 @@ def _register_hook() -> None:
                 for name in list(container):
                     if name.lower() == "idempotency-key":
                         container[name] = key
+
+    @schemathesis.hook("after_call")
+    def paysuite_honour_rate_limits(context: Any, case: Any, response: Any) -> None:
+        if _FRESH_KEYS.is_set():
+            _send_again(response)
 
     @schemathesis.check
     class paysuite_chain_holds:  # noqa: N801 - schemathesis names failures after the class
@@ -294,10 +359,10 @@ def _one_key_location(case: Any, meta: Any) -> None:
 class _Tokens:
     """Token pairs per application for the generated requests (kept out of the evidence)."""
 
-    def __init__(self, base_url: str, ttl_s: float) -> None:
+    def __init__(self, base_url: str, ttl_s: float, throttle: Throttle | None = None) -> None:
         self.lock = threading.Lock()
         self.client = httpx.Client(timeout=30)
-        self.send = tokens.httpx_send(self.client, base_url)
+        self.send = tokens.httpx_send(self.client, base_url, throttle=throttle)
         self.ttl_s = ttl_s
         self.flows: dict[str, tokens.TokenFlow] = {}
 
@@ -408,7 +473,9 @@ def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = N
             kind = path.rsplit("/", 1)[-1]
             result.excluded[f"POST {path}"] = f"no configured application may {kind}"
             schema = schema.exclude(path=path)
-    suite_tokens = _Tokens(target.base_url, float(target.config.access_token_ttl_s))
+    suite_tokens = _Tokens(
+        target.base_url, float(target.config.access_token_ttl_s), getattr(target, "throttle", None)
+    )
     secured = {
         path
         for path, _method, operation in operations(patched)
@@ -429,6 +496,7 @@ def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = N
 
     schema.auth(refresh_interval=None)(SuiteAuth)
     _DEADLINE[0] = deadline
+    _THROTTLE[0] = getattr(target, "throttle", None)
     _FRESH_KEYS.set()
     restore = _authorize_as_root()
     try:
@@ -451,6 +519,10 @@ def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = N
         restore()
         _FRESH_KEYS.clear()
         _DEADLINE[0] = None
+        _THROTTLE[0] = None
+        if _RESENDER[0] is not None:
+            _RESENDER[0].close()
+            _RESENDER[0] = None
         suite_tokens.client.close()
     if deadline is not None and time.monotonic() > deadline:
         result.stopped = (
@@ -515,6 +587,8 @@ def _collect(result: PropRun, event: Any, profile: str) -> None:
         label = f"{node.value.method} {node.value.path}" if node is not None else recorder.label
         key = (label, phase, interaction.response.status_code)
         result.responses[key] = result.responses.get(key, 0) + 1
+        if interaction.response.status_code == THROTTLED:
+            result.throttled_out += 1
     for case_id, nodes in recorder.checks.items():
         for node in nodes:
             info = node.failure_info
@@ -542,6 +616,8 @@ def _collect(result: PropRun, event: Any, profile: str) -> None:
                 }
             if _seed_tolerates(profile, node.name, status):
                 continue
+            if status == THROTTLED:
+                continue  # the target's rate limit, not an answer to the case: not judged
             message = str(getattr(failure, "message", ""))
             if (
                 node.name == "content_type_conformance"

@@ -23,6 +23,7 @@ from typing import Any
 
 from conformance import catalog
 from conformance.evidence import item_form, replay_exports
+from paysuite_core.throttle import ThrottleStats
 
 OUTCOMES = ("passed", "failed", "skipped", "error")
 SEVERITIES = ("pass", "fail", "warning", "skip", "error")
@@ -84,6 +85,8 @@ class Verdict:
     coverage: Coverage
     run_errors: tuple[str, ...] = ()  # problems of the run, not of one check
     reason: str = ""  # one line: why this verdict
+    #: How often the target answered 429 and how long the run waited (None: not a suite run).
+    throttling: ThrottleStats | None = None
 
 
 # --- per result -----------------------------------------------------------------------------
@@ -165,6 +168,8 @@ def verdict_line(verdict: Verdict, results: Sequence[Any]) -> str:
     if verdict.run_errors:
         count = len(verdict.run_errors)
         parts.append(f"{count} run error{'s' if count != 1 else ''}")
+    if verdict.throttling is not None and verdict.throttling.throttled:
+        parts.append(verdict.throttling.text())
     parts.append(f"coverage {verdict.coverage.text()}")
     return f"VERDICT: {verdict.verdict.upper()} — {'; '.join(parts)} — exit {verdict.exit_code}"
 
@@ -289,6 +294,7 @@ def to_json(
             "not_applicable": [{"id": cid, "reason": why} for cid, why in coverage.not_applicable],
         },
         "run_errors": list(verdict.run_errors),
+        **({"throttling": verdict.throttling.to_dict()} if verdict.throttling is not None else {}),
         "target": target,
         "started_at": started_at,
         "duration_s": duration_s,
@@ -459,6 +465,12 @@ def _banner(verdict: Verdict, results: Sequence[Any]) -> str:
     ]
     if warnings:
         facts.insert(1, f"{warnings} warning{'s' if warnings != 1 else ''}")
+    if verdict.throttling is not None:
+        facts.append(
+            f"<span id='throttling'>{_e(verdict.throttling.text())}</span>"
+            if verdict.throttling.throttled
+            else "<span id='throttling'>the target did not throttle (no 429)</span>"
+        )
     errors = ""
     if verdict.run_errors:
         errors = (

@@ -23,6 +23,7 @@ from conformance.outcome import not_applicable, precondition
 from paysuite_core import tokens
 from paysuite_core.request_data import AmountSource, NumberSource, same_number
 from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, Application, TargetConfig
+from paysuite_core.throttle import Throttle
 from paysuite_core.tokens import Send, TokenFlow, TokenPair
 from paysuite_core.webhook_receiver import RunningReceiver
 
@@ -57,6 +58,7 @@ class Target:
         seed: int = 0,
         started_stub: bool = False,
         limits: Limits | None = None,
+        throttle: Throttle | None = None,
     ) -> None:
         self.config = config
         self.base_url = base_url.rstrip("/")
@@ -67,7 +69,12 @@ class Target:
         #: Observations of the running check that are no failure (what the target chose).
         self.notes: list[str] = []
         self.limits = limits or Limits()
-        self.client = RecordingClient(self.base_url, lambda: self.current, self.limits)
+        #: The run's throttle (rate limits honoured, ``paysuite_core.throttle``): every request
+        #: of the checks, the customer driver's and the proxy's look-ups go through it.
+        self.throttle = throttle if throttle is not None else Throttle()
+        self.client = RecordingClient(
+            self.base_url, lambda: self.current, self.limits, self.throttle
+        )
         # Fresh numbers on every run: a persistent target must not see a number twice.
         self.numbers = NumberSource(
             config.effective_number_pattern if config else RWANDA_MOBILE_PATTERN,

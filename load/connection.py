@@ -86,11 +86,18 @@ class Connection:
         )
 
     def exchange(
-        self, method: str, target: str, body: bytes | None, headers: Mapping[str, str]
+        self,
+        method: str,
+        target: str,
+        body: bytes | None,
+        headers: Mapping[str, str],
+        *,
+        header: str = "location",
     ) -> tuple[int, bytes, str | None]:
         """Send one request (``target``: path and query) and read its whole answer.
 
-        Returns the status, the body and the ``Location`` header. Raises ``TotalTimeout``,
+        Returns the status, the body and the ``Location`` header (or the one named by
+        ``header``: the reconciliation reads ``Retry-After``). Raises ``TotalTimeout``,
         ``ConnectTimeout``, ``ReadTimeout``, ``ResponseTooLarge`` or the transport's own error
         (``OSError``, a parse error); after any of them the connection is discarded and the
         next exchange opens a new one.
@@ -105,7 +112,7 @@ class Connection:
         try:
             response = self._client.request(method, target, body=body, headers=headers)
             data = read_capped(response.read, limits.max_response_bytes)
-            location = response.get("location")
+            location = response.get(header)
             if isinstance(location, list):  # a repeated header: the first, as a browser takes
                 location = location[0]
             return response.status_code, data, location

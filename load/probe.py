@@ -31,6 +31,7 @@ class Answer:
     status: int
     body: bytes
     location: str | None
+    retry_after: str | None = None
 
 
 def post_json(url: str, payload: Any, limits: ClientLimits) -> Answer:
@@ -97,7 +98,9 @@ def post_json(url: str, payload: Any, limits: ClientLimits) -> Answer:
                 ) from None
             raise ProbeError(f"no usable answer after {time.monotonic() - started:.1f} s "
                              f"({_reason(exc)})") from None  # fmt: skip
-        return Answer(response.status, data, response.getheader("Location"))
+        return Answer(
+            response.status, data, response.getheader("Location"), response.getheader("Retry-After")
+        )
     finally:
         timer.cancel()
         conn.close()

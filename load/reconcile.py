@@ -41,6 +41,7 @@ from urllib.parse import urlencode
 from load.ledger import CreateRecord
 from load.limits import ClientLimits, TotalTimeout
 from paysuite_core.target_config import TargetConfig
+from paysuite_core.throttle import Throttle, send_honouring
 from paysuite_core.tokens import PlainAnswer, Request, Send, TokenFlow
 
 CREATED = "transaction:created"
@@ -58,6 +59,7 @@ ERROR_WORDS = {
     "ReadTimeout": "a read timed out (--read-timeout)",
     "ConnectTimeout": "no connection in time (--connect-timeout)",
     "ConnectionRefusedError": "connection refused",
+    "ThrottleExhausted": "the target kept answering 429 past the time left (--reconcile-timeout)",
 }
 
 
@@ -84,21 +86,45 @@ class _Session:
     """A keep-alive connection to the target (``load.connection``, as the Locust users' own),
     each call bounded by ``ClientLimits``: total time, body size (issue 13)."""
 
-    def __init__(self, base_url: str, limits: ClientLimits | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        limits: ClientLimits | None = None,
+        throttle: Throttle | None = None,
+        deadline: float | None = None,
+    ) -> None:
         # gevent: not imported where reconcile is only read
         from load.connection import Connection, origin_and_target
 
         self.limits = limits or ClientLimits()
         self._connection = Connection(origin_and_target(base_url)[0], self.limits)
+        #: the reconciliation's throttle: a 429 is waited for (gevent.sleep) and sent again
+        self.throttle = throttle
+        self.deadline = deadline
 
     def _call(
         self, method: str, url: str, body: bytes | None, headers: dict[str, str]
     ) -> _Response:
+        """One exchange; a 429 is sent again after its Retry-After as the throttle allows, and
+        one it no longer retries raises ``ThrottleExhausted`` (the record is an error)."""
+        import gevent
+
         from load.connection import origin_and_target
 
         headers = {"Accept-Encoding": "identity", **headers}
         _, target = origin_and_target(url)
-        status, data, _ = self._connection.exchange(method, target, body, headers)
+
+        def once() -> tuple[int, bytes, str | None]:
+            return self._connection.exchange(method, target, body, headers, header="retry-after")
+
+        status, data, _ = send_honouring(
+            self.throttle,
+            once,
+            lambda answer: answer[0],
+            lambda answer: {"Retry-After": answer[2]} if answer[2] is not None else None,
+            sleep=gevent.sleep,
+            deadline=self.deadline,
+        )
         return _Response(status, data)
 
     def get(
@@ -361,11 +387,14 @@ def reconcile(
     progress: Callable[[str], None] = print,
     limits: ClientLimits | None = None,
     webhook_journal: Path | None = None,
+    max_throttle_wait_s: float | None = None,
 ) -> dict[str, Any]:
     """Check every acknowledged create on the target; returns the counts for load.json.
 
     ``webhook_journal``: the run's receiver journal (``load.webhooks``): then every event listed
-    for an acknowledged create must also have been delivered by webhook."""
+    for an acknowledged create must also have been delivered by webhook.
+    ``max_throttle_wait_s``: how long, in all, it may wait for a target that answers 429
+    (default: its whole ``time_budget_s``, which bounds it anyway)."""
     import gevent
     import gevent.queue
 
@@ -380,6 +409,9 @@ def reconcile(
     deadline = started + time_budget_s
     done = 0
     tokens = _Tokens(config)
+    #: rate limits honoured (``paysuite_core.throttle``): a 429 is waited for within the budget,
+    #: by every checking greenlet at the pace the target asked for
+    throttle = Throttle(time_budget_s if max_throttle_wait_s is None else max_throttle_wait_s)
     listed_events: dict[str, set[str]] | None = {} if webhook_journal is not None else None
     #: checks that got no answer (refused, timed out) before any check succeeded: the target is
     #: gone (a Ctrl-C that also stopped the bundled stub, a frozen process): the rest is reported
@@ -389,7 +421,7 @@ def reconcile(
 
     def worker() -> None:
         nonlocal done, unreachable
-        session = _Session(config.base_url, limits)
+        session = _Session(config.base_url, limits, throttle, deadline)
         try:
             while time.monotonic() < deadline and unreachable < gone_after:
                 try:
@@ -403,7 +435,7 @@ def reconcile(
                     # a failed connection is not reused (its pool slot would wait for the
                     # total timeout): a fresh one for the next check
                     session.close()
-                    session = _Session(config.base_url, limits)
+                    session = _Session(config.base_url, limits, throttle, deadline)
                     if no_answer(exc) and not outcomes.get("ok"):
                         unreachable += 1
                 # from here to ``done += 1`` nothing yields: a kill at the deadline (raised where
@@ -455,7 +487,7 @@ def reconcile(
     server_side: dict[str, Any] = {}
     if storm:
         server_side = _count_storm(
-            storm, config, tokens, limits, deadline, target_gone, progress, interrupted
+            storm, config, tokens, limits, deadline, target_gone, progress, interrupted, throttle
         )
     # ``interrupted``: the checks were; a Ctrl-C in a later step is said by that step's error
     stopped = interrupted or server_side.get("storm_check_error") == INTERRUPTED
@@ -477,7 +509,10 @@ def reconcile(
         "samples": samples,
         "elapsed_s": round(time.monotonic() - started, 2),
         "authorizes": tokens.authorizes,
+        "throttling": throttle.stats().to_dict(),
     }
+    if throttle.stats().throttled:
+        progress(f"paysuite: reconciliation: {throttle.stats().text()}")
     if webhook_journal is not None and listed_events is not None:
         result.update(_webhooks(listed_events, webhook_journal, deadline, progress, stopped))
     result["lost"] = result["missing"] + result["missing_created_event"]
@@ -517,6 +552,7 @@ def _count_storm(
     target_gone: bool,
     progress: Callable[[str], None],
     interrupted: bool = False,
+    throttle: Throttle | None = None,
 ) -> dict[str, Any]:
     """``server_duplicates`` within what is left of the budget; not tried on a target gone nor
     after a Ctrl-C, and a Ctrl-C during the count ends it."""
@@ -534,7 +570,7 @@ def _count_storm(
     if remaining <= 0:
         return uncounted("the --reconcile-timeout budget ran out")
     progress(f"paysuite: counting the target's transactions for {len(storm)} storm keys")
-    session = _Session(config.base_url, limits)
+    session = _Session(config.base_url, limits, throttle, deadline)
     budget = gevent.Timeout(remaining)
     budget.start()
     try:

@@ -42,6 +42,7 @@ from load.webhooks import receiving
 from paysuite_core import tokens
 from paysuite_core.launcher import end_with_parent
 from paysuite_core.target_config import TargetConfig
+from paysuite_core.throttle import Throttle, send_honouring
 from paysuite_core.tokens import PlainAnswer
 
 __all__ = ["LoadResult", "UsageError", "run"]
@@ -96,13 +97,21 @@ def check_loopback(config: TargetConfig) -> None:
 def preflight(config: TargetConfig, limits: ClientLimits | None = None) -> None:
     """Authorize once with the first application: reachable target, accepted credentials, an
     answer that is a token pair. Bounded by ``limits`` (issue 13): no redirect followed, no body
-    read past the size limit, no wait past the total timeout."""
+    read past the size limit, no wait past the total timeout. A 429 is waited for as it asks
+    (``paysuite_core.throttle``, its default budget) and sent again."""
     limits = limits or ClientLimits()
     app = config.applications[0]
+    throttle = Throttle()
 
     @contextmanager
     def probe_send(request: tokens.Request) -> Iterator[PlainAnswer]:
-        got = probe.post_json(config.base_url + request.path, request.json, limits)
+        got = send_honouring(
+            throttle,
+            lambda: probe.post_json(config.base_url + request.path, request.json, limits),
+            lambda answer: answer.status,
+            lambda answer: {"Retry-After": answer.retry_after} if answer.retry_after else None,
+            give_up=lambda answer: answer,
+        )
         yield PlainAnswer(got.status, got.body, got.location)
 
     try:
@@ -119,6 +128,11 @@ def preflight(config: TargetConfig, limits: ClientLimits | None = None) -> None:
         raise UsageError(
             f"the target answered authorize with a redirect (HTTP {answer.status} to "
             f"{answer.location!r}); paysuite does not follow redirects: fix base_url"
+        )
+    if answer.status == 429:
+        raise UsageError(
+            f"the target kept answering authorize with HTTP 429 (rate limited): "
+            f"{throttle.stats().text()}"
         )
     if not 200 <= answer.status < 300:
         raise UsageError(f"the target answered authorize with HTTP {answer.status}")

@@ -30,6 +30,7 @@ from datetime import datetime
 from typing import Any, ClassVar, Protocol
 
 from paysuite_core.target_config import Application
+from paysuite_core.throttle import Throttle, send_honouring
 
 AUTHORIZE_PATH = "/auth/agents/authorize"
 #: The document's heading first, then the path of its examples and of the published SDKs.
@@ -300,15 +301,25 @@ class PlainAnswer:
         return json.loads(self.body)
 
 
-def httpx_send(client: Any, base_url: str) -> Send:
-    """A ``Send`` over an ``httpx.Client`` (or any client with httpx's ``request``)."""
+def httpx_send(client: Any, base_url: str, *, throttle: Throttle | None = None) -> Send:
+    """A ``Send`` over an ``httpx.Client`` (or any client with httpx's ``request``).
+
+    ``throttle``: a 429 is sent again as the run's throttle allows (``paysuite_core.throttle``);
+    one it no longer retries is the answer (the flow then says the authorize failed: 429).
+    """
     base = base_url.rstrip("/")
 
     @contextmanager
     def send(request: Request) -> Iterator[Answer | None]:
         headers = {k: v for k, v in request.headers.items() if v is not None}
-        response = client.request(
-            request.method, base + request.path, json=request.json, headers=headers
+        response = send_honouring(
+            throttle,
+            lambda: client.request(
+                request.method, base + request.path, json=request.json, headers=headers
+            ),
+            lambda answer: int(answer.status_code),
+            lambda answer: answer.headers,
+            give_up=lambda answer: answer,
         )
         yield PlainAnswer(response.status_code, response.content, response.headers.get("location"))
 

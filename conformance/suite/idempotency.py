@@ -161,7 +161,12 @@ def concurrent_requests_with_one_key_create_one_transaction(configured: Target) 
         }
         for _ in range(50)
     ]
-    sent = asyncio.run(async_requests(target.base_url, calls, target.current, target.limits))
+    sent = asyncio.run(
+        async_requests(
+            target.base_url, calls, target.current, target.limits,
+            throttle=target.throttle, deadline=target.client.check_deadline,
+        )
+    )  # fmt: skip
     replies = [reply for reply in sent if reply is not None]
     precondition(replies, "none of 50 concurrent requests got an answer")
     accepted = [r for r in replies if r.ok]

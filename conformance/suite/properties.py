@@ -57,7 +57,7 @@ def _verdict(target: Target, cache: dict, check_id: str) -> None:
     if result.stopped:
         raise CouldNotCheck(result.stopped)
     failures = result.failures.get(check_id, [])
-    if failures:
+    if failures:  # judged on answers that were not 429: the target's own, whatever came later
         error = CheckFailed(
             f"{len(failures)} distinct failure(s): " + " | ".join(f.line() for f in failures),
             expected=EXPECTED[check_id],
@@ -65,6 +65,13 @@ def _verdict(target: Target, cache: dict, check_id: str) -> None:
         )
         error.extra_evidence = [f.evidence() for f in failures]
         raise error
+    if result.throttled_out:
+        # A 429 past --max-throttle-wait is the target's rate limit, not an answer: what it
+        # stood for was not judged, and an operation never seen to succeed proves nothing.
+        raise CouldNotCheck(
+            f"the target throttled past --max-throttle-wait: {result.throttled_out} generated "
+            "request(s) still answered 429 and were not judged"
+        )
     from conformance.properties import unexercised
 
     problems = unexercised(result)

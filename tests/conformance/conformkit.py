@@ -46,6 +46,7 @@ def conform(
     only: str | None = None,
     seed: int | None = None,
     min_coverage: str | None = None,
+    max_throttle_wait: str | None = None,
 ) -> Outcome:
     """Run ``paysuite conform`` in this process (a nested pytest session) and collect it."""
     args = argparse.Namespace(
@@ -59,6 +60,7 @@ def conform(
         seed=seed,
         min_coverage=min_coverage,
         reveal_secrets=False,
+        max_throttle_wait=max_throttle_wait,
     )
     capsys.readouterr()
     status = conform_run(args)

@@ -89,6 +89,9 @@ CHOICES: dict[str, str] = {
     "framework-errors": "a path or method no route serves gets the web framework's own "
     "plain-text 404/405 (the API's own errors stay JSON)",
     "async-events": "events are recorded 0.8 s after the request was answered (an outbox)",
+    "rate-limit": "each application (the client_id of its token or of the authorize body) gets "
+    "a burst of 40 requests refilled at 25 a second; beyond it 429 with Retry-After: 1 and a "
+    "JSON error body (the customer simulator is not limited)",
 }
 #: How late the ``async-events`` choice records an event.
 ASYNC_EVENT_DELAY_S = 0.8
@@ -603,9 +606,81 @@ async def errors_to_json(request: web.Request, handler: Handler) -> web.StreamRe
 STATE_KEY = web.AppKey("state", State)
 
 
+# --- the rate-limit choice (an API gateway in front of the service) ---------------------------
+#: "Rate limits: not shown": a gateway's usual answer, per application, as a token bucket.
+RATE_LIMIT_BURST = 40
+RATE_LIMIT_PER_S = 25.0
+RATE_LIMIT_RETRY_AFTER = "1"
+
+
+@dataclass
+class Bucket:
+    """A token bucket: ``tokens`` left, refilled at ``RATE_LIMIT_PER_S`` up to the burst."""
+
+    tokens: float = float(RATE_LIMIT_BURST)
+    at: float = field(default_factory=time.monotonic)
+
+    def take(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(RATE_LIMIT_BURST, self.tokens + (now - self.at) * RATE_LIMIT_PER_S)
+        self.at = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+
+def rate_limit_key(request: web.Request, body: bytes) -> str:
+    """Whose bucket a request draws on: the application named by its token (access or refresh,
+    read without verifying, as a gateway in front of the service would), else by the authorize
+    body's client_id, else the caller's address (a request that names no application)."""
+    header = request.headers.get("Authorization", "").strip()
+    token = header.partition(" ")[2].strip() or header
+    token = request.match_info.get("refresh_token", token)
+    if token:
+        try:
+            claims = jwt.decode(token, options={"verify_signature": False})
+            if isinstance(claims.get("id"), str):
+                return claims["id"]
+        except jwt.InvalidTokenError:
+            pass
+    if request.path.endswith("/auth/agents/authorize"):
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            payload = None
+        if isinstance(payload, dict) and isinstance(payload.get("client_id"), str):
+            return payload["client_id"]
+    return f"address:{request.remote}"
+
+
+def rate_limiter() -> Any:
+    """The ``rate-limit`` choice's middleware: 429 with Retry-After once a bucket is empty."""
+    buckets: dict[str, Bucket] = {}
+
+    @web.middleware
+    async def rate_limit(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not request.path.startswith("/api/"):
+            return await handler(request)  # the customer simulator stands for the customer
+        authorize = request.path.endswith("/auth/agents/authorize") and request.can_read_body
+        body = await request.read() if authorize else b""  # aiohttp keeps it for the handler
+        bucket = buckets.setdefault(rate_limit_key(request, body), Bucket())
+        if not bucket.take():
+            return web.json_response(
+                {"status": 429, "message": "rate limit exceeded"},
+                status=429,
+                headers={"Retry-After": RATE_LIMIT_RETRY_AFTER},
+            )
+        return await handler(request)
+
+    return rate_limit
+
+
 def build_app(state: State, outer_middlewares: Sequence[Any] = ()) -> web.Application:
     """The aiohttp application; ``outer_middlewares`` wrap it (dies.py counts requests there)."""
-    app = web.Application(middlewares=[*outer_middlewares, errors_to_json])
+    limits = [rate_limiter()] if state.chose("rate-limit") else []
+    # inside errors_to_json: a body the limiter cannot read is answered like any other error
+    app = web.Application(middlewares=[*outer_middlewares, errors_to_json, *limits])
     app[STATE_KEY] = state
     app.router.add_post("/api/transactions/cashin", cashin)
     app.router.add_post("/api/transactions/cashout", cashout)
