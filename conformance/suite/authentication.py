@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from conformance.api import (
@@ -134,22 +135,22 @@ def _a_listed_ref(target: Target, app: Application) -> str | None:
     return None
 
 
-def refreshed_pairs(target: Target, app: Application) -> list[tuple[str, Reply]]:
+def refreshed_pairs(target: Target, app: Application) -> Iterator[tuple[str, Reply]]:
     """A pair refreshed on each refresh path that serves one: (path template, its answer).
 
     Each path gets a pair of its own, authorized just before (rotation may spend a refresh
-    token). A path that answers no token pair (404 where it is not served) is left out: AUTH-009
-    judges the paths themselves, the checks calling this judge what a served pair may do.
+    token), and is refreshed only when the caller asks for the next one, so that the caller
+    uses each refreshed token at once (a target may give access tokens a few seconds of life).
+    A path that answers no token pair (404 where it is not served) is left out: AUTH-009 judges
+    the paths themselves, the checks calling this judge what a served pair may do.
     """
-    served: list[tuple[str, Reply]] = []
     for template in REFRESH_PATHS:
         refresh_token = target.pair(app, fresh=True).refresh
         precondition(refresh_token, f"authorize gave application {app.client_id} no refresh token")
         reply = target.refresh(str(refresh_token), template)
         access = reply.get("access") if reply.ok else None
         if isinstance(access, str) and access:
-            served.append((template, reply))
-    return served
+            yield template, reply
 
 
 def _secret_variants(secret: str) -> dict[str, str]:

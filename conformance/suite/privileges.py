@@ -8,6 +8,7 @@ list unfiltered and under each filter.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from conformance.api import data_of
@@ -48,13 +49,13 @@ def _denied(
             proof.append(reply)
 
 
-def _tokens_of(target: Target, app: Application) -> list[tuple[str, str | None]]:
+def _tokens_of(target: Target, app: Application) -> Iterator[tuple[str, str | None]]:
     """The tokens a privilege must hold for: authorize's, and the one each refresh path that
-    serves a pair renews it to (a refresh returns the same application's pair)."""
-    tokens: list[tuple[str, str | None]] = [("", None)]
+    serves a pair renews it to (a refresh returns the same application's pair). Each is
+    obtained when the caller moves on to it, so it is used within its lifetime."""
+    yield "", None
     for template, reply in refreshed_pairs(target, app):
-        tokens.append((f" with the token refreshed on GET {template}", reply.get("access")))
-    return tokens
+        yield f" with the token refreshed on GET {template}", reply.get("access")
 
 
 def _denied_with_every_token(target: Target, app: Application, kinds: tuple[str, ...]) -> None:
