@@ -575,6 +575,13 @@ def a_refreshed_pair_is_the_same_merchants(configured: Target) -> None:
                 )
                 proof.extend((reply, found))
     if other is not None:
+        authorized = target.find(ref, other)
+        precondition(
+            not authorized.ok,
+            f"merchant {other.merchant}'s authorized token already finds merchant "
+            f"{owner.merchant}'s transaction (ISO-001)",
+            authorized,
+        )
         for template, reply in refreshed_pairs(target, other):
             judged = True
             access = reply.get("access")
