@@ -40,4 +40,5 @@ DEFECT_CHECKS: dict[str, frozenset[str]] = {
     "agents-refresh-unusable": frozenset({"AUTH-008", "AUTH-009"}),
     "kind-filter-leaks-merchants": frozenset({"ISO-002"}),
     "status-filter-leaks-merchants": frozenset({"ISO-002"}),
+    "refresh-merchant-last-app": frozenset({"PRIV-001", "PRIV-002", "PRIV-003"}),
 }

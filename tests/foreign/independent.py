@@ -90,6 +90,8 @@ DEFECTS: dict[str, str] = {
     "kind-filter-leaks-merchants": "with a kind filter the events list drops its merchant scope",
     "status-filter-leaks-merchants": "with a status filter the events list drops its merchant "
     "scope",
+    "refresh-merchant-last-app": "refresh issues the pair of the merchant's last application "
+    "(M1's cashout one), whatever the token's privilege",
 }
 
 #: Other conformant choices where the document is silent, switched on with ``--choice NAME``
@@ -593,6 +595,8 @@ async def refresh(request: web.Request) -> web.Response:
         app = next(a for a in state.apps.values() if a.privilege == app.privilege)
     if state.has("refresh-merchant-app"):
         app = next(a for a in state.apps.values() if a.merchant == app.merchant)
+    if state.has("refresh-merchant-last-app"):
+        app = [a for a in state.apps.values() if a.merchant == app.merchant][-1]
     return web.json_response(state.token_pair(app))
 
 

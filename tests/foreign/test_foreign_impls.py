@@ -659,6 +659,13 @@ def _status_filter_leaks_merchants(s: Session) -> bool:
     return _filter_leaks(s, status="pending")
 
 
+def _refresh_merchant_last_app(s: Session) -> bool:
+    body = {"amount": 100, "number": new_number()}
+    headers = _refreshed_bearer(s, "read-write")
+    url = f"{s.base}/transactions/cashin"
+    return s.client.post(url, json=body, headers=headers).status_code >= 300
+
+
 PROBES: dict[str, Callable[[Session], bool]] = {
     "key-reuse-executes": _key_reuse_executes,
     "wrong-kind-on-cashout": _wrong_kind_on_cashout,
@@ -689,6 +696,7 @@ PROBES: dict[str, Callable[[Session], bool]] = {
     "agents-refresh-unusable": _agents_refresh_unusable,
     "kind-filter-leaks-merchants": _kind_filter_leaks_merchants,
     "status-filter-leaks-merchants": _status_filter_leaks_merchants,
+    "refresh-merchant-last-app": _refresh_merchant_last_app,
 }
 
 
