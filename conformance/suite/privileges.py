@@ -124,7 +124,8 @@ def each_privilege_allows_what_it_names(configured: Target) -> None:
                     continue  # authorize's token: created with just above
                 reply = target.create(kind, app, key=target.fresh_key(), token=access)
                 if not reply.ok:
-                    problems.append(f"{app.privilege} {kind.lower()}{how} answered {reply.status}")
+                    what = f"a {app.privilege} application's {kind.lower()}{how}"
+                    problems.append(f"{what} answered {reply.status}")
                     proof.append(reply)
         if app.privilege in ("cashin", "cashout") and not target.reference:
             continue  # whether a cashin/cashout application may read is RC-12, not the document
