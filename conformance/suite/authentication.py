@@ -575,32 +575,22 @@ def a_refreshed_pair_is_the_same_merchants(configured: Target) -> None:
                 )
                 proof.extend((reply, found))
     if other is not None:
-        authorized = target.find(ref, other)
+        seen, replies = _sees(target, other, ref, target.token(other))
         precondition(
-            not authorized.ok,
-            f"merchant {other.merchant}'s authorized token already finds merchant "
-            f"{owner.merchant}'s transaction (ISO-001)",
-            authorized,
+            not seen,
+            f"merchant {other.merchant}'s authorized token already {seen} merchant "
+            f"{owner.merchant}'s transaction (ISO-001, ISO-002)",
+            *replies,
         )
         for template, reply in refreshed_pairs(target, other):
             judged = True
-            access = reply.get("access")
-            found = target.find(ref, other, token=access)
-            listed = target.client.get(EVENTS, token=access, params={"ref": ref})
-            records = listed.get("transactions") if listed.ok else None
-            listed_refs = (
-                [data_of(e).get("ref") for e in records if isinstance(e, dict)]
-                if isinstance(records, list)
-                else []
-            )
-            seen = ref in listed_refs
-            if found.ok or seen:
+            seen, replies = _sees(target, other, ref, reply.get("access"))
+            if seen:
                 problems.append(
-                    f"merchant {other.merchant}'s token refreshed on GET {template} "
-                    + ("found" if found.ok else "listed")
-                    + f" merchant {owner.merchant}'s transaction"
+                    f"merchant {other.merchant}'s token refreshed on GET {template} {seen} "
+                    f"merchant {owner.merchant}'s transaction"
                 )
-                proof.extend((reply, found, listed))
+                proof.extend((reply, *replies))
     precondition(judged, "no refresh path returned a working token pair (AUTH-009)")
     expect(
         not problems,
@@ -609,6 +599,17 @@ def a_refreshed_pair_is_the_same_merchants(configured: Target) -> None:
         expected="a refreshed pair that acts for its own application's merchant only",
         actual="; ".join(problems),
     )
+
+
+def _sees(target: Target, app: Application, ref: str, token: str) -> tuple[str, list[Reply]]:
+    """Whether ``token`` (of ``app``) reaches transaction ``ref``: "found" (find answered it),
+    "listed" (the list by ``ref`` shows it) or "" (neither); and the two replies."""
+    found = target.find(ref, app, token=token)
+    listed = target.client.get(EVENTS, token=token, params={"ref": ref})
+    records = listed.get("transactions") if listed.ok else None
+    items = records if isinstance(records, list) else []
+    refs = [data_of(e).get("ref") for e in items if isinstance(e, dict)]
+    return ("found" if found.ok else "listed" if ref in refs else ""), [found, listed]
 
 
 def _refresh_candidates(pair: TokenPair) -> dict[str, str]:
