@@ -88,7 +88,8 @@ FAULTS: dict[str, Fault] = {
     ),
     "refresh-as-access": Fault("a refresh token is accepted as an access token", _ids("AUTH-010")),
     "signature-not-verified": Fault(
-        "JWT signatures are not checked (alg none is accepted)", _ids("AUTH-007")
+        "JWT signatures are not checked (alg none is accepted)",
+        _ids("AUTH-007", "AUTH-015"),  # refresh tokens too: refresh takes a forged one
     ),
     "wrong-kind": Fault(
         "cashout answers and stores kind CASHIN",

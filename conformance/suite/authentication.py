@@ -1,24 +1,35 @@
 """The document's "Authentication" section, with "Endpoints: 5. Authorize an application" and
-"6. Refresh tokens" (AUTH-001..013).
+"6. Refresh tokens" (AUTH-001..016).
 
-The token pair, bad credentials, requests without or with a bad token, refresh (either path,
-rotation), the access token's expiry and ``expires``.
+The token pair, bad credentials (a client_secret matches byte for byte), requests without or with
+a bad token, the ``Bearer`` scheme in any case, refresh (each path a target serves: what it
+returns, what it refuses, rotation), the access token's expiry and ``expires``.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from conformance.api import AUTHORIZE, CASHIN, CASHOUT, EVENTS, REFRESH_PATHS, find_path
+from conformance.api import (
+    AUTHORIZE,
+    CASHIN,
+    CASHOUT,
+    EVENTS,
+    REFRESH_PATHS,
+    data_of,
+    find_path,
+    kind_path,
+)
 from conformance.checks import Section, check
 from conformance.jwt_forgeries import forgeries, is_jwt, parts
 from conformance.outcome import expect, fail, not_applicable, precondition
 
 if TYPE_CHECKING:
     from conformance.http import Reply
-    from conformance.target import Target
+    from conformance.target import Target, TokenPair
     from paysuite_core.target_config import Application
 
 
@@ -110,13 +121,48 @@ def _probe_creations(
 
 def _a_visible_ref(target: Target, app: Application) -> str:
     """A ref ``app`` may read (the newest listed), or an unknown one when none is listed."""
+    return _a_listed_ref(target, app) or str(uuid.uuid4())
+
+
+def _a_listed_ref(target: Target, app: Application) -> str | None:
+    """A ref on the first page of ``app``'s events list, or None."""
     listing = target.list_events(app)
     records = listing.get("transactions") if listing.ok else None
     for record in records if isinstance(records, list) else []:
         ref = record.get("data", {}).get("ref") if isinstance(record, dict) else None
         if isinstance(ref, str) and ref:
             return ref
-    return str(uuid.uuid4())
+    return None
+
+
+def refreshed_pairs(target: Target, app: Application) -> Iterator[tuple[str, Reply]]:
+    """A pair refreshed on each refresh path that serves one: (path template, its answer).
+
+    Each path gets a pair of its own, authorized just before (rotation may spend a refresh
+    token), and is refreshed only when the caller asks for the next one, so that the caller
+    uses each refreshed token at once (a target may give access tokens a few seconds of life).
+    A path that answers no token pair (404 where it is not served) is left out: AUTH-009 judges
+    the paths themselves, the checks calling this judge what a served pair may do.
+    """
+    for template in REFRESH_PATHS:
+        refresh_token = target.pair(app, fresh=True).refresh
+        precondition(refresh_token, f"authorize gave application {app.client_id} no refresh token")
+        reply = target.refresh(str(refresh_token), template)
+        access = reply.get("access") if reply.ok else None
+        if isinstance(access, str) and access:
+            yield template, reply
+
+
+def _secret_variants(secret: str) -> dict[str, str]:
+    """Secrets that differ from ``secret`` by one thing a lax comparison would overlook."""
+    variants = {
+        "the secret with one character more": secret + "x",
+        "the secret in another letter case": secret.swapcase(),
+        "the secret without its last character": secret[:-1],
+        "the secret with a trailing space": secret + " ",
+        "the secret with a trailing newline": secret + "\n",
+    }
+    return {label: value for label, value in variants.items() if value != secret}
 
 
 @check(
@@ -168,16 +214,32 @@ def authorize_returns_the_token_pair(configured: Target) -> None:
     "AUTH-002",
     "MUST",
     Section.AUTHENTICATION_2,
-    "authorize with a wrong client_secret is rejected",
+    "authorize with a wrong client_secret is rejected: another case, a prefix, trailing whitespace",
     "The token is obtained by posting the application's client_id and client_secret to the "
     "authorize endpoint.",
 )
 def authorize_with_a_wrong_secret_is_rejected(configured: Target) -> None:
+    """The secret is compared byte for byte: another case, a prefix, a trailing space or
+    newline is another secret (a comparison that lowercases, trims or stops early is not)."""
     target = configured
     app = target.need_reader()
-    reply = target.authorize(app, secret=app.client_secret + "x")
-    expect(reply.rejected, f"a wrong client_secret answered {reply.status}, expected 4xx", reply)
-    expect(not reply.get("access"), "a wrong client_secret still got an access token", reply)
+    problems: list[str] = []
+    proof: list[Reply] = []
+    for label, secret in _secret_variants(app.client_secret).items():
+        reply = target.authorize(app, secret=secret)
+        if not reply.rejected or reply.get("access"):
+            problems.append(
+                f"{label} answered {reply.status}"
+                + (" with an access token" if reply.get("access") else ", expected a 4xx")
+            )
+            proof.append(reply)
+    expect(
+        not problems,
+        "; ".join(problems),
+        *proof,
+        expected="every client_secret other than the application's, byte for byte, refused (4xx)",
+        actual="; ".join(problems),
+    )
 
 
 @check(
@@ -276,82 +338,101 @@ def protected_operations_reject_tampered_or_unsigned_tokens(configured: Target) 
     "again.",
 )
 def an_expired_access_token_is_rejected_a_refreshed_one_works(configured: Target) -> None:
+    """One wait serves every path: a pair per refresh path is authorized before it, and after it
+    each path that answers a pair must answer one that works (at least one path must)."""
     target = configured
     ttl = float(target.need_config().access_token_ttl_s)
     if ttl > target.max_wait_s:
         not_applicable(f"access_token_ttl_s {ttl:g} exceeds max_wait_s {target.max_wait_s:g}")
     app = target.writer() or target.need_reader()
-    pair = target.pair(app, fresh=True)
-    before = _reads_ok(target, pair.access)
+    pairs = [target.pair(app, fresh=True) for _ in REFRESH_PATHS]
+    before = _reads_ok(target, pairs[0].access)
     precondition(before.ok, f"a fresh access token was refused: {before.status}", before)
     time.sleep(ttl + 2.0)  # exp has a one-second granularity
-    probe = _protected_probe(target, f"Bearer {pair.access}", "an expired access token")
+    probe = _protected_probe(target, f"Bearer {pairs[0].access}", "an expired access token")
     problems = probe.problems
-    refreshed = None
-    for template in REFRESH_PATHS:
-        reply = target.refresh(pair.refresh, template)
-        if reply.ok and isinstance(reply.get("access"), str):
-            refreshed = reply
-            break
-    if refreshed is None:
+    proof: list[Reply] = []
+    served = []
+    for template, pair in zip(REFRESH_PATHS, pairs, strict=True):
+        precondition(pair.refresh, f"authorize gave application {app.client_id} no refresh token")
+        reply = target.refresh(str(pair.refresh), template)
+        if not (reply.ok and isinstance(reply.get("access"), str)):
+            continue  # a path the target does not serve (AUTH-009 judges the paths)
+        served.append(template)
+        after = _reads_ok(target, reply.get("access"))
+        if not after.ok:
+            problems.append(
+                f"the access token refreshed on GET {template} was refused: {after.status}"
+            )
+            proof.extend((reply, after))
+    if not served:
         fail(
             "after the access token expired, no refresh path returned a new pair; "
-            + "; ".join(problems)
+            + "; ".join(problems),
+            *probe.proof[:4],
         )
-    after = _reads_ok(target, refreshed.get("access"))
-    if not after.ok:
-        problems.append(f"the refreshed access token was refused: {after.status}")
-    expect(not problems, "; ".join(problems), *probe.proof[:4], refreshed, after)
+    expect(not problems, "; ".join(problems), *probe.proof[:4], *proof)
 
 
 @check(
     "AUTH-009",
     "MUST",
     Section.ENDPOINT_REFRESH,
-    "refresh without Authorization returns a working pair (at least one refresh path)",
+    "refresh without Authorization returns a working pair (at least one path; every path "
+    "that answers a pair)",
     "Method and path: GET {base_url}/auth/agents/refresh/{refresh_token}. [...] its examples "
     "call GET {base_url}/auth/refresh/{refresh_token}. [...] Headers: Accept. No "
     "Authorization header. Response: the token pair.",
 )
 def refresh_without_authorization_returns_a_working_pair(configured: Target) -> None:
+    """Either path may be the one served; but a path that answers 2xx answers "the token pair",
+    so a broken pair on one path is not excused by a working one on the other."""
     target = configured
     app = target.need_reader()
     working, notes, proof = [], [], []
+    broken: list[str] = []
     for template in REFRESH_PATHS:
         pair = target.pair(app, fresh=True)  # a fresh pair per path: rotation may apply
-        reply = target.refresh(pair.refresh, template)
+        precondition(pair.refresh, f"authorize gave application {app.client_id} no refresh token")
+        reply = target.refresh(str(pair.refresh), template)
         proof.append(reply)
         if not reply.ok:
             notes.append(f"{template}: {reply.status}")
             continue
-        body = reply.body if isinstance(reply.body, dict) else {}
-        missing = [k for k in ("access", "refresh", "expires") if k not in body]
-        if missing:
-            notes.append(f"{template}: the pair lacks {', '.join(missing)}")
-            continue
-        if not is_jwt(body["access"]) or _claims_problem(body["access"]):
-            notes.append(
-                f"{template}: the new access is not a working JWT "
-                f"({_claims_problem(body['access']) or repr(body['access'])[:40]})"
-            )
-            continue
-        if not isinstance(body["refresh"], str) or not body["refresh"]:
-            notes.append(f"{template}: the new refresh is {body['refresh']!r}")
-            continue
-        listing = _reads_ok(target, body["access"])
-        proof.append(listing)
-        if not listing.ok:
-            notes.append(f"{template}: the refreshed access token was refused ({listing.status})")
+        problem = _refreshed_pair_problem(target, reply, proof)
+        if problem:
+            broken.append(f"GET {template} answered {reply.status} but {problem}")
             continue
         working.append(template)
     expect(
-        working,
-        "no refresh path returned a working token pair: " + "; ".join(notes),
+        working and not broken,
+        "; ".join(broken) or "no refresh path returned a working token pair: " + "; ".join(notes),
         *proof,
-        expected="a new token pair (JWT access that the events list takes) on either path",
-        actual="; ".join(notes),
+        expected="a new token pair (JWT access that the events list takes) on either path, and "
+        "on every path that answers 2xx",
+        actual="; ".join(broken + notes),
     )
     configured.note("refresh paths serving a pair: " + ", ".join(working))
+
+
+def _refreshed_pair_problem(target: Target, reply: Reply, proof: list[Reply]) -> str | None:
+    """What is wrong with the pair a refresh answered 2xx with, or None when it works."""
+    body = reply.body if isinstance(reply.body, dict) else {}
+    missing = [k for k in ("access", "refresh", "expires") if k not in body]
+    if missing:
+        return f"the pair lacks {', '.join(missing)}"
+    if not is_jwt(body["access"]) or _claims_problem(body["access"]):
+        return (
+            "the new access is not a working JWT "
+            f"({_claims_problem(body['access']) or repr(body['access'])[:40]})"
+        )
+    if not isinstance(body["refresh"], str) or not body["refresh"]:
+        return f"the new refresh is {body['refresh']!r}"
+    listing = _reads_ok(target, body["access"])
+    proof.append(listing)
+    if not listing.ok:
+        return f"the refreshed access token was refused by the events list ({listing.status})"
+    return None
 
 
 @check(
@@ -439,4 +520,209 @@ def expires_is_the_unix_time_of_expiry(configured: Target) -> None:
         abs(expires - expected) < 120,
         f"expires {expires} is not now + access_token_ttl_s ({expected:.0f})",
         reply,
+    )
+
+
+def _a_reader_of(target: Target, merchant: str, fallback: Application) -> Application | None:
+    """An application of ``merchant`` that may read: read-write or read, or (reference profile,
+    RC-12) ``fallback`` itself; None when the document leaves its reading open."""
+    reader = target.app("read-write", merchant=merchant) or target.app("read", merchant=merchant)
+    if reader is None and target.reference:
+        return fallback
+    return reader
+
+
+@check(
+    "AUTH-014",
+    "MUST",
+    Section.ENDPOINT_REFRESH,
+    "a refreshed pair acts for the same application's merchant: it finds that merchant's "
+    "transaction, and another merchant's refreshed pair does not (each refresh path)",
+    "After that the client obtains a new pair through the refresh endpoint with its refresh "
+    "token, without using the client_secret again. [...] Response: the token pair.",
+)
+def a_refreshed_pair_is_the_same_merchants(configured: Target) -> None:
+    """A refresh renews the application's own pair: a pair for another application (another
+    merchant's) is a session taken over. Judged where the configuration can see it: a reader of
+    the transaction's merchant finds it with its refreshed token, and an application of another
+    merchant, refreshed, neither finds nor lists it."""
+    target = configured
+    owner = target.need_writer("CASHIN")
+    _, created = target.created("CASHIN", owner)
+    ref = created["ref"]
+    reader = _a_reader_of(target, owner.merchant, owner)
+    other = next((a for a in target.apps() if a.merchant != owner.merchant), None)
+    if reader is None and other is None:
+        not_applicable(
+            f"no application that may read merchant {owner.merchant}'s transactions and none "
+            "of a second merchant"
+        )
+    problems: list[str] = []
+    proof: list[Reply] = []
+    judged = False
+    if reader is not None:
+        before = target.find(ref, reader)
+        precondition(before.ok, f"find answered {before.status} (FIND-001)", before)
+        for template, reply in refreshed_pairs(target, reader):
+            if not _reads_ok(target, reply.get("access")).ok:
+                continue  # a pair that works nowhere is AUTH-009's finding, not a merchant's
+            judged = True
+            found = target.find(ref, reader, token=reply.get("access"))
+            if not found.ok:
+                problems.append(
+                    f"the {reader.privilege} application's token refreshed on GET {template} "
+                    f"did not find its merchant's transaction ({found.status})"
+                )
+                proof.extend((reply, found))
+    if other is not None:
+        seen, replies = _sees(target, other, ref, target.token(other))
+        precondition(
+            not seen,
+            f"merchant {other.merchant}'s authorized token already {seen} merchant "
+            f"{owner.merchant}'s transaction (ISO-001, ISO-002)",
+            *replies,
+        )
+        for template, reply in refreshed_pairs(target, other):
+            judged = True
+            seen, replies = _sees(target, other, ref, reply.get("access"))
+            if seen:
+                problems.append(
+                    f"merchant {other.merchant}'s token refreshed on GET {template} {seen} "
+                    f"merchant {owner.merchant}'s transaction"
+                )
+                proof.extend((reply, *replies))
+    precondition(judged, "no refresh path returned a working token pair (AUTH-009)")
+    expect(
+        not problems,
+        "; ".join(problems),
+        *proof,
+        expected="a refreshed pair that acts for its own application's merchant only",
+        actual="; ".join(problems),
+    )
+
+
+def _sees(target: Target, app: Application, ref: str, token: str) -> tuple[str, list[Reply]]:
+    """Whether ``token`` (of ``app``) reaches transaction ``ref``: "found" (find answered it),
+    "listed" (the list by ``ref`` shows it) or "" (neither); and the two replies."""
+    found = target.find(ref, app, token=token)
+    listed = target.client.get(EVENTS, token=token, params={"ref": ref})
+    records = listed.get("transactions") if listed.ok else None
+    items = records if isinstance(records, list) else []
+    refs = [data_of(e).get("ref") for e in items if isinstance(e, dict)]
+    return ("found" if found.ok else "listed" if ref in refs else ""), [found, listed]
+
+
+def _refresh_candidates(pair: TokenPair) -> dict[str, str]:
+    """What the refresh endpoint must refuse, by name: the access token, forgeries of the
+    refresh token (or, when it is opaque, one character changed), and garbage."""
+    refresh = str(pair.refresh or "")
+    candidates = {"an access token": pair.access}
+    if parts(refresh) is not None:
+        for name, forged in forgeries(refresh).items():
+            candidates[f"a refresh token with {name}"] = forged
+    elif len(refresh) > 2:
+        index = len(refresh) // 2
+        flipped = "A" if refresh[index] != "A" else "B"
+        candidates["a refresh token with one character changed"] = (
+            refresh[:index] + flipped + refresh[index + 1 :]
+        )
+    candidates["garbage"] = "not-a-token"
+    candidates["a three-segment non-JWT"] = "a.b.c"
+    return candidates
+
+
+@check(
+    "AUTH-015",
+    "MUST",
+    Section.ENDPOINT_REFRESH,
+    "refresh refuses an access token, a tampered or unsigned refresh token and garbage "
+    "(each refresh path)",
+    "After that the client obtains a new pair through the refresh endpoint with its refresh "
+    "token, without using the client_secret again.",
+)
+def refresh_refuses_what_is_not_a_refresh_token(configured: Target) -> None:
+    """Only the application's own refresh token renews its pair: a refresh that takes an access
+    token makes a 15-minute token last for ever, and one that takes a forgery hands a pair to
+    whoever writes one. Refused means no token pair came back (any status but a 2xx with
+    ``access``); on a path the target does not serve, everything is refused."""
+    target = configured
+    app = target.need_reader()
+    pair = target.pair(app, fresh=True)
+    problems: list[str] = []
+    proof: list[Reply] = []
+    for template in REFRESH_PATHS:
+        for label, token in _refresh_candidates(pair).items():
+            reply = target.refresh(token, template)
+            if reply.ok and reply.get("access"):
+                problems.append(f"GET {template} with {label} answered a token pair")
+                proof.append(reply)
+    expect(
+        not problems,
+        "; ".join(problems),
+        *proof[:6],
+        expected="no token pair for anything but a refresh token the target issued",
+        actual="; ".join(problems),
+    )
+
+
+@check(
+    "AUTH-016",
+    "SHOULD",
+    Section.AUTHENTICATION_1,
+    "the Bearer scheme is matched case-insensitively (bearer, BEARER) on every protected operation",
+    "Requests are authenticated with a JWT access token, sent as Authorization: Bearer "
+    "<ACCESS_TOKEN>. [RFC 9110 §11.1: the auth-scheme is a case-insensitive token; RFC 6750 "
+    "§2.1 uses it for Bearer.]",
+)
+def the_bearer_scheme_is_case_insensitive(configured: Target) -> None:
+    """A client that writes ``bearer`` follows HTTP; refusing it is an interoperability bug,
+    not a document rule (a SHOULD). Each operation the configuration may perform is sent once
+    with each spelling and must be accepted: the creations with a writer of their kind, find
+    and the list with an application that may read (read-write or read; any, by RC-12, in the
+    reference profile)."""
+    target = configured
+    writers = [(kind, target.writer(kind)) for kind in ("CASHIN", "CASHOUT")]
+    reader = target.app("read-write") or target.app("read")
+    if reader is None and target.reference:
+        reader = target.reader()
+    if reader is None and not any(app for _, app in writers):
+        not_applicable("no application configured")
+    problems: list[str] = []
+    proof: list[Reply] = []
+
+    def accepted(reply: Reply, what: str, scheme: str) -> None:
+        if not reply.ok:
+            problems.append(f"{what} with '{scheme} <access token>' answered {reply.status}")
+            proof.append(reply)
+
+    reads: list[tuple[str, Application]] = []
+    if reader is not None:
+        maker = target.writer("CASHIN")
+        if maker is not None and maker.merchant == reader.merchant:
+            ref: str | None = target.created("CASHIN", maker)[1]["ref"]
+        else:
+            ref = _a_listed_ref(target, reader)
+        reads = [(EVENTS, reader)] + ([(find_path(ref), reader)] if ref else [])
+    for scheme in ("bearer", "BEARER"):
+        for kind, app in writers:
+            if app is not None:
+                reply = target.client.post(
+                    kind_path(kind),
+                    json={"amount": target.amount(), "number": target.number()},
+                    headers={
+                        "Authorization": f"{scheme} {target.token(app)}",
+                        "Idempotency-Key": target.fresh_key(),
+                    },
+                )
+                accepted(reply, f"POST {kind_path(kind)}", scheme)
+        for path, app in reads:
+            token = target.token(app)
+            reply = target.client.get(path, headers={"Authorization": f"{scheme} {token}"})
+            accepted(reply, f"GET {path}", scheme)
+    expect(
+        not problems,
+        "; ".join(problems),
+        *proof[:6],
+        expected="'bearer <token>' and 'BEARER <token>' accepted like 'Bearer <token>'",
+        actual="; ".join(problems),
     )

@@ -29,4 +29,16 @@ DEFECT_CHECKS: dict[str, frozenset[str]] = {
     "events-leak-merchants": frozenset({"ISO-002"}),
     "text-errors": frozenset({"FMT-006"}),
     "bad-json-500": frozenset({"ERR-001"}),
+    # -- authentication and privileges (issue 20, auth area) --
+    "secret-case-insensitive": frozenset({"AUTH-002"}),
+    "secret-trimmed": frozenset({"AUTH-002"}),
+    "refresh-accepts-access": frozenset({"AUTH-015"}),
+    "refresh-signature-unchecked": frozenset({"AUTH-015"}),
+    "refresh-by-privilege": frozenset({"AUTH-014"}),
+    "refresh-merchant-app": frozenset({"PRIV-001", "PRIV-003", "PRIV-004"}),
+    "bearer-case-sensitive": frozenset({"AUTH-016"}),
+    "agents-refresh-unusable": frozenset({"AUTH-008", "AUTH-009"}),
+    "kind-filter-leaks-merchants": frozenset({"ISO-002"}),
+    "status-filter-leaks-merchants": frozenset({"ISO-002"}),
+    "refresh-merchant-last-app": frozenset({"PRIV-001", "PRIV-002", "PRIV-003"}),
 }

@@ -74,6 +74,24 @@ DEFECTS: dict[str, str] = {
     "events-leak-merchants": "the events list shows every merchant's events",
     "text-errors": "error responses are text/plain instead of JSON",
     "bad-json-500": "a body that is not JSON makes cashin and cashout answer 500",
+    # -- authentication and privileges (issue 20, auth area) --
+    "secret-case-insensitive": "authorize compares the client_secret ignoring letter case",
+    "secret-trimmed": "authorize strips whitespace around the client_secret it is given",
+    "refresh-accepts-access": "refresh takes any valid token of the service, an access token too",
+    "refresh-signature-unchecked": "refresh reads the refresh token's claims unverified",
+    "refresh-by-privilege": "refresh issues the pair of the first application with the token's "
+    "privilege (for M2's read-write application, M1's)",
+    "refresh-merchant-app": "refresh issues the pair of the merchant's first application "
+    "(read-write), whatever the token's privilege",
+    "bearer-case-sensitive": "only the exact word 'Bearer' is taken as the scheme: "
+    "'bearer <token>' is refused",
+    "agents-refresh-unusable": "/auth/agents/refresh/{token} is served too, but the access token "
+    "it answers is signed with a key the API does not take",
+    "kind-filter-leaks-merchants": "with a kind filter the events list drops its merchant scope",
+    "status-filter-leaks-merchants": "with a status filter the events list drops its merchant "
+    "scope",
+    "refresh-merchant-last-app": "refresh issues the pair of the merchant's last application "
+    "(M1's cashout one), whatever the token's privilege",
 }
 
 #: Other conformant choices where the document is silent, switched on with ``--choice NAME``
@@ -253,30 +271,39 @@ class State:
         self.app_order.append(app.client_id)
         return app
 
-    def token_pair(self, app: App) -> dict[str, Any]:
-        """A fresh pair; claims as the live service's (id, merchant, perm, sub, iat, exp)."""
+    def token_pair(self, app: App, key: bytes | None = None) -> dict[str, Any]:
+        """A fresh pair; claims as the live service's (id, merchant, perm, sub, iat, exp).
+        ``key``: what the access token is signed with (the service's own key by default)."""
         iat = int(time.time())
         base = {"id": app.client_id, "merchant": app.merchant, "perm": app.privilege, "iat": iat}
         access_exp = iat + self.access_ttl_s
-        access = jwt.encode({**base, "sub": "access", "exp": access_exp}, self.secret, "HS256")
+        access_key = self.secret if key is None else key
+        access = jwt.encode({**base, "sub": "access", "exp": access_exp}, access_key, "HS256")
         refresh_exp = iat + REFRESH_TTL_S
         refresh = jwt.encode({**base, "sub": "refresh", "exp": refresh_exp}, self.secret, "HS256")
         return {"access": access, "refresh": refresh, "expires": access_exp}
 
-    def decode(self, token: str, subject: str, *, verify_exp: bool = True) -> App:
+    def decode(
+        self, token: str, subject: str, *, verify_exp: bool = True, verify_signature: bool = True
+    ) -> App:
         """The application a token of that subject names, or a 401."""
         try:
             claims = jwt.decode(
                 token,
                 self.secret,
                 algorithms=["HS256"],
-                options={"verify_exp": verify_exp, "require": ["exp", "iat", "sub", "id"]},
+                options={
+                    "verify_exp": verify_exp,
+                    "verify_signature": verify_signature,
+                    "require": ["exp", "iat", "sub", "id"],
+                },
             )
         except jwt.ExpiredSignatureError:
             raise ApiError(401, f"{subject} token expired") from None
         except jwt.InvalidTokenError:
             raise ApiError(401, f"invalid {subject} token") from None
-        if claims.get("sub") != subject:
+        lax = subject == "refresh" and self.has("refresh-accepts-access")
+        if claims.get("sub") != subject and not lax:
             raise ApiError(401, f"a {subject} token is required")
         app = self.apps.get(str(claims.get("id")))
         if app is None:
@@ -330,7 +357,8 @@ def authenticate(request: web.Request) -> App:
         return state.apps[state.app_order[0]]
     scheme, _, rest = header.partition(" ")
     if rest:
-        if scheme.lower() != "bearer":
+        exact = state.has("bearer-case-sensitive")
+        if scheme != "Bearer" and (exact or scheme.lower() != "bearer"):
             raise ApiError(401, "unsupported authorization scheme")
         token = rest.strip()
     else:
@@ -519,7 +547,11 @@ async def list_events(request: web.Request) -> web.Response:
             raise ApiError(400, "amount must be a number")
         echoed["amount"] = as_number(amount)
         tests.append(lambda e: e.data.get("amount") == amount)
-    leak = state.has("events-leak-merchants")
+    leak = (
+        state.has("events-leak-merchants")
+        or (state.has("kind-filter-leaks-merchants") and "kind" in request.query)
+        or (state.has("status-filter-leaks-merchants") and "status" in request.query)
+    )
     matching = [
         e
         for e in state.events
@@ -545,6 +577,10 @@ async def authorize(request: web.Request) -> web.Response:
             raise ApiError(400, f"{name} must be a non-empty string")
     app = state.apps.get(client_id)
     expected = app.client_secret if app else secrets.token_urlsafe(24)
+    if state.has("secret-trimmed"):
+        client_secret = client_secret.strip()
+    if state.has("secret-case-insensitive"):
+        expected, client_secret = expected.lower(), client_secret.lower()
     given = client_secret.encode("utf-8", "surrogatepass")
     if not hmac.compare_digest(expected.encode(), given) or app is None:
         raise ApiError(401, "invalid client credentials")
@@ -556,8 +592,25 @@ async def refresh(request: web.Request) -> web.Response:
     state = state_of(request)
     if state.has("refresh-dead"):
         raise ApiError(401, "invalid refresh token")
-    app = state.decode(request.match_info["refresh_token"], "refresh")
+    verify = not state.has("refresh-signature-unchecked")
+    app = state.decode(request.match_info["refresh_token"], "refresh", verify_signature=verify)
+    if state.has("refresh-by-privilege"):
+        app = next(a for a in state.apps.values() if a.privilege == app.privilege)
+    if state.has("refresh-merchant-app"):
+        app = next(a for a in state.apps.values() if a.merchant == app.merchant)
+    if state.has("refresh-merchant-last-app"):
+        app = [a for a in state.apps.values() if a.merchant == app.merchant][-1]
     return web.json_response(state.token_pair(app))
+
+
+async def agents_refresh(request: web.Request) -> web.Response:
+    """The ``agents-refresh-unusable`` defect's second refresh path: a pair whose access token
+    is signed with a key of its own, which no protected operation takes."""
+    state = state_of(request)
+    app = state.decode(request.match_info["refresh_token"], "refresh")
+    return web.json_response(
+        state.token_pair(app, key=b"a key of the agents path only, not the API's")
+    )
 
 
 async def customer_action(request: web.Request) -> web.Response:
@@ -688,6 +741,8 @@ def build_app(state: State, outer_middlewares: Sequence[Any] = ()) -> web.Applic
     app.router.add_get("/api/events/transactions", list_events)
     app.router.add_post("/api/auth/agents/authorize", authorize)
     app.router.add_get("/api/auth/refresh/{refresh_token}", refresh)
+    if state.has("agents-refresh-unusable"):
+        app.router.add_get("/api/auth/agents/refresh/{refresh_token}", agents_refresh)
     app.router.add_post("/sim/customer/{ref}", customer_action)
     return app
 

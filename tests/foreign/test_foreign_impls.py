@@ -586,6 +586,86 @@ def _bad_json_500(s: Session) -> bool:
     return s.client.post(url, content=b"{nope", headers=s.headers()).status_code >= 500
 
 
+# -- authentication and privileges (issue 20, auth area) --
+
+
+def _authorize_with(s: Session, secret: str) -> bool:
+    app = s.app()
+    body = {"client_id": app.client_id, "client_secret": secret}
+    return s.client.post(f"{s.base}/auth/agents/authorize", json=body).status_code == 200
+
+
+def _secret_case_insensitive(s: Session) -> bool:
+    return _authorize_with(s, s.app().client_secret.swapcase())
+
+
+def _secret_trimmed(s: Session) -> bool:
+    return _authorize_with(s, s.app().client_secret + " ")
+
+
+def _refresh_accepts_access(s: Session) -> bool:
+    return s.client.get(f"{s.base}/auth/refresh/{s.pair()['access']}").status_code == 200
+
+
+def _refresh_signature_unchecked(s: Session) -> bool:
+    claims = jwt.decode(s.pair()["refresh"], options={"verify_signature": False})
+    forged = jwt.encode(claims, "not-the-service-key-but-long-enough-for-hs256", "HS256")
+    return s.client.get(f"{s.base}/auth/refresh/{forged}").status_code == 200
+
+
+def _refreshed_bearer(s: Session, privilege: str, merchant: str = "M1") -> dict[str, str]:
+    refresh = s.pair(privilege, merchant)["refresh"]
+    access = s.client.get(f"{s.base}/auth/refresh/{refresh}").json()["access"]
+    return {"Authorization": f"Bearer {access}"}
+
+
+def _refresh_by_privilege(s: Session) -> bool:
+    ref = s.created_ref()
+    headers = _refreshed_bearer(s, "read-write", "M2")
+    return s.client.get(f"{s.base}/transactions/find/{ref}", headers=headers).status_code == 200
+
+
+def _refresh_merchant_app(s: Session) -> bool:
+    body = {"amount": 100, "number": new_number()}
+    headers = _refreshed_bearer(s, "read")
+    url = f"{s.base}/transactions/cashin"
+    return s.client.post(url, json=body, headers=headers).status_code < 300
+
+
+def _bearer_case_sensitive(s: Session) -> bool:
+    lower = {"Authorization": f"bearer {s.pair()['access']}"}
+    return s.client.get(f"{s.base}/events/transactions", headers=lower).status_code != 200
+
+
+def _agents_refresh_unusable(s: Session) -> bool:
+    answer = s.client.get(f"{s.base}/auth/agents/refresh/{s.pair()['refresh']}")
+    if answer.status_code != 200:
+        return False  # the path is not served: nothing unusable is handed out
+    headers = {"Authorization": f"Bearer {answer.json()['access']}"}
+    return s.client.get(f"{s.base}/events/transactions", headers=headers).status_code != 200
+
+
+def _filter_leaks(s: Session, **filters: str) -> bool:
+    number = new_number()
+    s.created_ref(number=number)
+    return s.events(merchant="M2", client=number, **filters)["total"] != 0
+
+
+def _kind_filter_leaks_merchants(s: Session) -> bool:
+    return _filter_leaks(s, kind="CASHIN")
+
+
+def _status_filter_leaks_merchants(s: Session) -> bool:
+    return _filter_leaks(s, status="pending")
+
+
+def _refresh_merchant_last_app(s: Session) -> bool:
+    body = {"amount": 100, "number": new_number()}
+    headers = _refreshed_bearer(s, "read-write")
+    url = f"{s.base}/transactions/cashin"
+    return s.client.post(url, json=body, headers=headers).status_code >= 300
+
+
 PROBES: dict[str, Callable[[Session], bool]] = {
     "key-reuse-executes": _key_reuse_executes,
     "wrong-kind-on-cashout": _wrong_kind_on_cashout,
@@ -605,6 +685,18 @@ PROBES: dict[str, Callable[[Session], bool]] = {
     "events-leak-merchants": _events_leak_merchants,
     "text-errors": _text_errors,
     "bad-json-500": _bad_json_500,
+    # -- authentication and privileges (issue 20, auth area) --
+    "secret-case-insensitive": _secret_case_insensitive,
+    "secret-trimmed": _secret_trimmed,
+    "refresh-accepts-access": _refresh_accepts_access,
+    "refresh-signature-unchecked": _refresh_signature_unchecked,
+    "refresh-by-privilege": _refresh_by_privilege,
+    "refresh-merchant-app": _refresh_merchant_app,
+    "bearer-case-sensitive": _bearer_case_sensitive,
+    "agents-refresh-unusable": _agents_refresh_unusable,
+    "kind-filter-leaks-merchants": _kind_filter_leaks_merchants,
+    "status-filter-leaks-merchants": _status_filter_leaks_merchants,
+    "refresh-merchant-last-app": _refresh_merchant_last_app,
 }
 
 
