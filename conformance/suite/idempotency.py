@@ -357,45 +357,50 @@ RACE_SIZE = 24
 
 
 def _race(target: Target, channel: Literal["header", "query"], size: int) -> None:
-    """``size`` simultaneous creations with one key, for each kind a configured application may
-    create (all in flight at once): one of each burst is accepted and one transaction created."""
+    """``size`` simultaneous creations with one key (all in flight before any answer is read),
+    for each kind a configured application may create: of each burst one is accepted and one
+    transaction created. The bursts go one after the other, each with a token just issued, so
+    that neither a short token lifetime nor twice the load refuses a burst for another reason."""
     import asyncio
 
     from conformance.http import async_requests
 
     amounts = _amounts(target)
     bursts: list[tuple[str, _Trail, int | float]] = []
-    calls: list[dict[str, Any]] = []
+    answers: list[tuple[str, list[Reply | None]]] = []
+    where = "key" if channel == "header" else "query key"
     for kind, app in _writers(target):
         trail = _Trail(target, app, amounts)  # a number of its own: the count is this burst's
         key, amount = target.fresh_key(), next(amounts)
-        token = target.pair(app, fresh=True).access
         keyed: dict[str, Any] = (
             {"headers": {"Idempotency-Key": key}}
             if channel == "header"
             else {"params": {"Idempotency-Key": key}}
         )
-        calls += [
-            {
-                "method": "POST",
-                "path": kind_path(kind),
-                "json": {"amount": amount, "number": trail.number},
-                "token": token,
-                **keyed,
-            }
-            for _ in range(size)
-        ]
-        bursts.append((kind, trail, amount))
-    sent = asyncio.run(async_requests(target.base_url, calls, target.current, target.limits))
-    where = "key" if channel == "header" else "query key"
-    answers: list[tuple[str, list[Reply | None]]] = []
-    for index, (kind, trail, amount) in enumerate(bursts):
-        mine = sent[index * size : (index + 1) * size]
+        call = {
+            "method": "POST",
+            "path": kind_path(kind),
+            "json": {"amount": amount, "number": trail.number},
+            "token": target.pair(app, fresh=True).access,
+            **keyed,
+        }
+        mine = asyncio.run(
+            async_requests(target.base_url, [call] * size, target.current, target.limits)
+        )
         replies = [reply for reply in mine if reply is not None]
         what = f"{size} concurrent {kind.lower()} requests with one {where}"
         precondition(replies, f"none of {what} got an answer")
         accepted = [r for r in replies if r.ok]
+        refused = {r.status for r in replies if not r.ok}
+        # Refused all for the token or the rate (401, 403, 429) is about the burst, not the key.
+        precondition(
+            accepted or not refused <= {401, 403, 429},
+            f"{what}: every one was refused ({', '.join(map(str, sorted(refused)))}), none for "
+            "its key",
+            *replies[:2],
+        )
         trail.sent.append(_Sent(what, kind, amount, "either", (accepted or replies)[0]))
+        bursts.append((kind, trail, amount))
         answers.append((what, mine))
     _count(target, [trail for _, trail, _ in bursts], expected=len(bursts))
     problems: list[str] = []
