@@ -327,7 +327,7 @@ def _length_limit(target: Target, channel: Literal["header", "query"]) -> None:
     "SHOULD",
     Section.ENDPOINT_CASHIN,
     "the Idempotency-Key query parameter is honoured as the header is: a reuse through either "
-    "channel is rejected (cashin and cashout)",
+    "channel, or on the other kind, is rejected (cashin and cashout)",
     "The examples also pass it as a query parameter named Idempotency-Key.",
 )
 def the_query_parameter_key_is_honoured(configured: Target) -> None:
@@ -350,6 +350,13 @@ def the_query_parameter_key_is_honoured(configured: Target) -> None:
     )
     trail.send(f"{k} with another query key", kind, "accept", query=in_query)
     trail.send(f"{k} reusing that query key in the header", kind, "reject", header=in_query)
+    if app.privilege == "read-write":  # one application of both kinds: IDEM-002's query cell
+        other = "CASHOUT" if kind == "CASHIN" else "CASHIN"
+        across = target.fresh_key()
+        trail.send(f"{k} with a third query key", kind, "accept", query=across)
+        trail.send(
+            f"{other.lower()} reusing it as the query parameter", other, "reject", query=across
+        )
     _count(target, list(trails.values()))
     _judge(
         list(trails.values()),
