@@ -378,7 +378,7 @@ def concurrent_requests_with_one_key_create_one_transaction(configured: Target) 
 
 
 #: How many requests with one key each race sends per kind (the query channel's: half).
-RACE_SIZE = 24
+RACE_SIZE = 16
 
 
 def _burst(
