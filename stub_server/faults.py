@@ -58,12 +58,12 @@ def _ids(*check_ids: str) -> frozenset[str]:
 FAULTS: dict[str, Fault] = {
     "idempotency-ignored": Fault(
         "a reused Idempotency-Key creates a second transaction",
-        _ids("IDEM-001", "IDEM-002", "IDEM-004", "IDEM-005"),
+        _ids("IDEM-001", "IDEM-002", "IDEM-004", "IDEM-005", "IDEM-008", "IDEM-009", "IDEM-013"),
     ),
     "idempotency-rejected-but-executed": Fault(
         "a reused Idempotency-Key is answered 409 as the rule says, but the transaction is "
         "created anyway",
-        _ids("IDEM-001", "IDEM-002", "IDEM-004", "IDEM-005"),
+        _ids("IDEM-001", "IDEM-002", "IDEM-004", "IDEM-005", "IDEM-008", "IDEM-009", "IDEM-013"),
     ),
     "key-reuse-other-kind-executes": Fault(
         "a key reused on the other kind (a cashin's key on a cashout, or the reverse) is answered "
@@ -74,14 +74,14 @@ FAULTS: dict[str, Fault] = {
     "idempotency-racy": Fault(
         "check-then-insert with an await between: concurrent requests with one key create "
         "duplicates (sequential reuse is still rejected with 409)",
-        _ids("IDEM-005"),
+        _ids("IDEM-005", "IDEM-013"),
     ),
     "long-keys-accepted": Fault(
-        "Idempotency-Key longer than 32 characters is accepted", _ids("IDEM-003")
+        "Idempotency-Key longer than 32 characters is accepted", _ids("IDEM-003", "IDEM-012")
     ),
     "query-key-ignored": Fault(
         "the Idempotency-Key query parameter is ignored (a new key is generated)",
-        _ids("IDEM-004"),
+        _ids("IDEM-004", "IDEM-012", "IDEM-013"),
     ),
     "tokens-never-expire": Fault(
         "the exp claim of access and refresh tokens is not checked", _ids("AUTH-008")
@@ -96,7 +96,8 @@ FAULTS: dict[str, Fault] = {
         _ids("TXN-002", "PROP-009"),  # the stateful chain: find answers another kind than sent
     ),
     "refs-reused": Fault(
-        "every second creation reuses the previous transaction's ref", _ids("FMT-001")
+        "every second creation reuses the previous transaction's ref",
+        _ids("FMT-001", "IDEM-006"),  # IDEM-006: three keyless creations answered two refs
     ),
     "status-stuck-pending": Fault(
         "confirm/cancel answer 200 but the status stays pending and no processed event is recorded",

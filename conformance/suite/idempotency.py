@@ -1,23 +1,39 @@
 """The document's "Errors", rule 1, and the Idempotency-Key of "Limits" and "Endpoints:
-1. Cashin" (IDEM-001..007): a key executes once, whatever the path and the timing.
+1. Cashin" (IDEM-001..014): a key executes once, whatever the path and the timing.
 
 Every proof counts ``transaction:created`` events for a customer number used by this check
 alone, so "not executed twice" is observed, not inferred from a status code; and only its own
 events: a ref its creations were answered, or the kind and amount of one of its own requests
 (a configured list of numbers is shared with other clients).
+
+A rule the document states for "cashin and cashout" is checked on each kind a configured
+application may create, and a rule about the key on each channel it can come through (the
+header; the query parameter of the examples, a SHOULD; both at once). The newer checks send their
+creations through ``_Trail``: each creation with an amount of its own on the check's own number,
+so that every execution found is attributed to the request that caused it (by its amount).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
-from conformance.api import kind_path, reuse_problems
+from conformance.api import data_of, kind_path, reuse_problems
 from conformance.checks import Section, check
 from conformance.outcome import expect, not_applicable, precondition
 
 if TYPE_CHECKING:
     from conformance.http import Reply
     from conformance.target import Target
+    from paysuite_core.target_config import Application
+
+KINDS = ("CASHIN", "CASHOUT")
+#: What a check demands of one creation it sent: a 2xx, a 4xx, or either (the document leaves
+#: the answer open); whatever the answer, a rejected creation executes nothing and an accepted
+#: one executes once.
+Must = Literal["accept", "reject", "either"]
 
 
 def _writer(target: Target, *kinds: str):
@@ -27,6 +43,194 @@ def _writer(target: Target, *kinds: str):
     if app is None:
         not_applicable(f"no application may {' and '.join(k.lower() for k in kinds)}")
     return app
+
+
+def _writers(target: Target, *, specific: bool = False) -> list[tuple[str, Application]]:
+    """(kind, application) for cashin and for cashout, each where a configured application may
+    create it: a rule the document states for "cashin and cashout" is checked on both kinds the
+    configuration reaches, never on one only.
+
+    ``specific``: the kind's own application (cashin, cashout) before read-write, so that the
+    checks between them run with each privilege that may create (the coverage matrix in
+    docs/coverage/creations.md says which check runs with which)."""
+    found = []
+    for kind in KINDS:
+        own = target.app(kind.lower())
+        app = (own or target.app("read-write")) if specific else target.writer(kind)
+        if app is not None:
+            found.append((kind, app))
+    if not found:
+        not_applicable("no application may cashin or cashout")
+    return found
+
+
+def _amounts(target: Target) -> Iterator[int | float]:
+    """Amounts the target accepts, each different from the others of one check: a creation's
+    kind and amount then name the request that executed it."""
+    low, high = target.amounts.low, min(target.amounts.high, max(target.amounts.low * 100, 1000))
+    if high - low < 64:  # bounds too narrow to tell requests apart: the totals still count
+        while True:
+            yield target.amount()
+    yield from target.rng.sample(range(low, high + 1), 64)
+    while True:
+        yield target.amount()
+
+
+def _same_amount(one: Any, other: Any) -> bool:
+    """One amount, whatever its JSON spelling (100 and 100.0); a boolean is no amount."""
+    if isinstance(one, bool) or not isinstance(one, (int, float)):
+        return False
+    return float(one) == float(other)
+
+
+@dataclass
+class _Sent:
+    """One creation a check sent, what the check demands of it, and its executions."""
+
+    what: str
+    kind: str
+    amount: int | float
+    must: Must
+    reply: Reply
+    refs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Trail:
+    """The creations one check sends for one customer number, through one application."""
+
+    target: Target
+    app: Application
+    amounts: Iterator[int | float]
+    number: str = ""
+    seen: set[str] = field(default_factory=set)
+    sent: list[_Sent] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.number = self.target.number()
+        self.seen = self.target.known_refs(self.app, self.number)
+
+    def send(
+        self,
+        what: str,
+        kind: str,
+        must: Must,
+        *,
+        header: str | None = None,
+        query: str | None = None,
+    ) -> _Sent:
+        """POST one creation, its key in the header, the query parameter, or both (two
+        different keys too, which ``Target.create`` cannot send)."""
+        amount = next(self.amounts)
+        reply = self.target.client.post(
+            kind_path(kind),
+            json={"amount": amount, "number": self.number},
+            headers={} if header is None else {"Idempotency-Key": header},
+            params=None if query is None else {"Idempotency-Key": query},
+            token=self.target.token(self.app),
+        )
+        sent = _Sent(what, kind, amount, must, reply)
+        self.sent.append(sent)
+        return sent
+
+    def created(self) -> list[dict[str, Any]]:
+        """The number's created events, read by an application of the creator's merchant that
+        the document lets read (read-write or read) where one is configured: whether a cashin
+        or cashout application may read is a reference choice (RC-12)."""
+        target, merchant = self.target, self.app.merchant
+        reader = target.app("read-write", "read", merchant=merchant) or self.app
+        own = {str(sent.reply.get("ref")) for sent in self.sent if sent.reply.ok}
+        return target.created_events_for_number(
+            reader, self.number, self.seen, sent=[(s.kind, s.amount) for s in self.sent],
+            own_refs=own,
+        )  # fmt: skip
+
+    def attribute(self, events: list[dict[str, Any]]) -> int:
+        """Give each sent creation the executions of its amount (each of a trail's creations has
+        one of its own; the kind is not matched, so a wrong kind stays TXN-002's finding);
+        return how many of ``events`` are the trail's."""
+        matched: set[int] = set()
+        for sent in self.sent:
+            mine = [
+                index
+                for index, event in enumerate(events)
+                if _same_amount(data_of(event).get("amount"), sent.amount)
+            ]
+            sent.refs = [str(data_of(events[index]).get("ref")) for index in mine]
+            matched.update(mine)
+        return len(matched)
+
+
+def _trails(target: Target, writers: list[tuple[str, Application]]) -> dict[str, _Trail]:
+    """One trail per application among ``writers`` (one number each)."""
+    amounts = _amounts(target)
+    trails: dict[str, _Trail] = {}
+    for _, app in writers:
+        trails.setdefault(app.client_id, _Trail(target, app, amounts))
+    return trails
+
+
+def _count(target: Target, trails: Sequence[_Trail], expected: int | None = None) -> None:
+    """Attribute every execution of the trails' creations: polled until ``expected`` (by default
+    one per accepted creation) are listed, as an implementation may record its events a moment
+    after it answers, then read once more after a settle, so that a late second execution is
+    seen too."""
+    from conformance.target import EVENTUAL_S, SETTLE_S
+
+    if expected is None:
+        expected = sum(1 for trail in trails for sent in trail.sent if sent.reply.ok)
+
+    def read() -> list[list[dict[str, Any]]]:
+        return [trail.created() for trail in trails]
+
+    def ours(found: list[list[dict[str, Any]]]) -> int:
+        return sum(trail.attribute(events) for trail, events in zip(trails, found, strict=True))
+
+    found = target.wait_until(read, lambda f: ours(f) >= expected, EVENTUAL_S)
+    if ours(found) == expected:
+        time.sleep(SETTLE_S)
+        ours(read())
+
+
+def _judge(trails: Sequence[_Trail], expected: str) -> None:
+    """Fail with every creation that was answered or executed against what the check demands:
+    a rejected creation executes nothing, an accepted one once."""
+    problems: list[str] = []
+    proof: list[Reply] = []
+    for trail in trails:
+        answered: dict[str, _Sent] = {}
+        for sent in trail.sent:
+            ref = sent.reply.get("ref") if sent.reply.ok else None
+            if isinstance(ref, str) and ref in answered and not sent.refs:
+                # An earlier creation's answer replayed: accepted, yet nothing executed.
+                problems.append(
+                    f"{sent.what}: answered ref {ref}, as {answered[ref].what} was, and executed "
+                    "nothing"
+                )
+                proof += [answered[ref].reply, sent.reply]
+            elif isinstance(ref, str):
+                answered[ref] = sent
+    for sent in (sent for trail in trails for sent in trail.sent):
+        status, executed = sent.reply.status, len(sent.refs)
+        wrong = []
+        if sent.must == "reject" and not sent.reply.rejected:
+            wrong.append(f"answered {status}, expected a rejection (4xx)")
+        elif sent.must == "accept" and not sent.reply.ok:
+            wrong.append(f"answered {status}, expected a 2xx")
+        if sent.reply.ok and executed > 1:
+            wrong.append(f"executed {executed} times (refs {', '.join(sent.refs)})")
+        elif not sent.reply.ok and executed:
+            wrong.append(f"answered {status}, yet executed (refs {', '.join(sent.refs)})")
+        if wrong:
+            problems.append(f"{sent.what}: {'; '.join(dict.fromkeys(wrong))}")
+            proof.append(sent.reply)
+    expect(
+        not problems,
+        "; ".join(problems),
+        *proof[:4],
+        expected=expected,
+        actual="; ".join(problems),
+    )
 
 
 def _refs(*replies: Reply) -> set[str]:
@@ -69,9 +273,9 @@ def _reuse(target: Target, first_kind: str, second_kind: str, key_in: str) -> li
     "rejected, and the transaction is not executed twice.",
 )
 def a_reused_key_is_rejected_and_not_executed_twice(configured: Target) -> None:
-    _reuse(configured, "CASHIN", "CASHIN", "header")
-    if configured.writer("CASHOUT") is not None:
-        _reuse(configured, "CASHOUT", "CASHOUT", "header")
+    # Each kind an application may create: a cashout-only configuration is judged too.
+    for kind, _ in _writers(configured):
+        _reuse(configured, kind, kind, "header")
 
 
 @check(
@@ -94,107 +298,198 @@ def a_key_used_by_cashin_is_rejected_on_cashout(configured: Target) -> None:
     "IDEM-003",
     "MUST",
     Section.LIMITS,
-    "an Idempotency-Key of 33 characters is rejected; one of 32 is accepted",
+    "an Idempotency-Key header of 33 characters is rejected; one of 32 is accepted (cashin and "
+    "cashout)",
     "Idempotency-Key length: at most 32 characters (cashin and cashout).",
 )
 def a_key_over_32_characters_is_rejected(configured: Target) -> None:
-    target = configured
-    app = _writer(target, "CASHIN")
-    number = target.number()
-    seen = target.known_refs(app, number)
-    long_key = (target.fresh_key() + "x")[:33]  # a hex uuid is 32 characters: one more
-    amount = target.amount()
-    too_long = target.create("CASHIN", app, number=number, amount=amount, key=long_key)
-    expect(
-        too_long.rejected, f"a 33-character key answered {too_long.status}, expected 4xx", too_long
+    _length_limit(configured, "header")
+
+
+def _length_limit(target: Target, channel: Literal["header", "query"]) -> None:
+    """The Limits row "at most 32 characters", which names cashin and cashout: on each kind, a
+    key of 33 characters is rejected and executes nothing, one of exactly 32 is accepted."""
+    writers = _writers(target, specific=channel == "header")
+    trails = _trails(target, writers)
+    for kind, app in writers:
+        trail = trails[app.client_id]
+        long_key = (target.fresh_key() + "x")[:33]  # a hex uuid is 32 characters: one more
+        exact = target.fresh_key()[:32].ljust(32, "k")
+        where = "header" if channel == "header" else "query parameter"
+        trail.send(
+            f"{kind.lower()} with a 33-character {where} key",
+            kind,
+            "reject",
+            **{channel: long_key},
+        )
+        trail.send(
+            f"{kind.lower()} with a 32-character {where} key",
+            kind,
+            "accept",
+            **{channel: exact},
+        )
+    _count(target, list(trails.values()))
+    _judge(
+        list(trails.values()),
+        "a 33-character key rejected (4xx) and executed nothing; a 32-character key accepted, "
+        "on cashin and cashout",
     )
-    created = target.created_events_for_number(
-        app, number, seen, sent={("CASHIN", amount)}, own_refs=_refs(too_long)
-    )
-    expect(
-        not created,
-        f"a request with a 33-character key created {len(created)} transaction(s)",
-        too_long,
-    )
-    exact = target.create("CASHIN", app, key=target.fresh_key()[:32].ljust(32, "k"))
-    expect(exact.ok, f"a 32-character key answered {exact.status}, expected a 2xx", exact)
 
 
 @check(
     "IDEM-004",
     "SHOULD",
     Section.ENDPOINT_CASHIN,
-    "the Idempotency-Key query parameter is honoured",
+    "the Idempotency-Key query parameter is honoured as the header is: a reuse through either "
+    "channel, or on the other kind, is rejected (cashin and cashout)",
     "The examples also pass it as a query parameter named Idempotency-Key.",
 )
 def the_query_parameter_key_is_honoured(configured: Target) -> None:
-    _reuse(configured, "CASHIN", "CASHIN", "query")
+    """The query parameter is the document's key passed another way, not a second key space: a
+    key used through it is rejected when reused through it or the header, and the reverse."""
+    target = configured
+    writers = _writers(target)
+    trails = _trails(target, writers)
+    for kind, app in writers:
+        trail, k = trails[app.client_id], kind.lower()
+        key = target.fresh_key()
+        trail.send(f"{k} with a query key", kind, "accept", query=key)
+        trail.send(f"{k} reusing that query key", kind, "reject", query=key)
+    kind, app = writers[0]
+    trail, k = trails[app.client_id], kind.lower()
+    in_header, in_query = target.fresh_key(), target.fresh_key()
+    trail.send(f"{k} with a header key", kind, "accept", header=in_header)
+    trail.send(
+        f"{k} reusing that header key as the query parameter", kind, "reject", query=in_header
+    )
+    trail.send(f"{k} with another query key", kind, "accept", query=in_query)
+    trail.send(f"{k} reusing that query key in the header", kind, "reject", header=in_query)
+    if app.privilege == "read-write":  # one application of both kinds: IDEM-002's query cell
+        other = "CASHOUT" if kind == "CASHIN" else "CASHIN"
+        across = target.fresh_key()
+        trail.send(f"{k} with a third query key", kind, "accept", query=across)
+        trail.send(
+            f"{other.lower()} reusing it as the query parameter", other, "reject", query=across
+        )
+    _count(target, list(trails.values()))
+    _judge(
+        list(trails.values()),
+        "a key sent as the query parameter is the key: reused through the query or the header "
+        "(and a header key reused through the query) it is rejected and executes nothing",
+    )
 
 
 @check(
     "IDEM-005",
     "MUST",
     Section.ERRORS_1,
-    "concurrent requests with one key create exactly one transaction",
+    "concurrent requests with one key create exactly one transaction (cashin and cashout)",
     "Cashin and cashout requests accept an optional idempotency key so that one request "
     "executes at most once.",
 )
 def concurrent_requests_with_one_key_create_one_transaction(configured: Target) -> None:
+    _race(configured, "header", RACE_SIZE)
+
+
+#: How many requests with one key each race sends per kind (the query channel's: half).
+RACE_SIZE = 16
+
+
+def _burst(
+    target: Target,
+    kind: str,
+    app: Application,
+    channel: Literal["header", "query"],
+    number: str,
+    amount: int | float,
+    size: int,
+) -> list[Reply | None]:
+    """``size`` identical creations with one new key, all in flight before any answer is read,
+    with a token just issued."""
     import asyncio
 
     from conformance.http import async_requests
 
-    target = configured
-    app = _writer(target, "CASHIN")
-    number = target.number()
-    seen = target.known_refs(app, number)
     key = target.fresh_key()
-    token = target.pair(app, fresh=True).access
-    amount = target.amount()
-    calls = [
-        {
-            "method": "POST",
-            "path": kind_path("CASHIN"),
-            "json": {"amount": amount, "number": number},
-            "headers": {"Idempotency-Key": key},
-            "token": token,
-        }
-        for _ in range(50)
-    ]
-    sent = asyncio.run(
+    call = {
+        "method": "POST",
+        "path": kind_path(kind),
+        "json": {"amount": amount, "number": number},
+        "token": target.pair(app, fresh=True).access,
+        **({"headers": {"Idempotency-Key": key}} if channel == "header" else {}),
+        **({"params": {"Idempotency-Key": key}} if channel == "query" else {}),
+    }
+    return asyncio.run(
         async_requests(
-            target.base_url, calls, target.current, target.limits,
+            target.base_url, [call] * size, target.current, target.limits,
             throttle=target.throttle, deadline=target.client.check_deadline,
         )
     )  # fmt: skip
-    replies = [reply for reply in sent if reply is not None]
-    precondition(replies, "none of 50 concurrent requests got an answer")
-    accepted = [r for r in replies if r.ok]
-    odd = [r for r in replies if not r.ok and not r.rejected]
-    created = target.created_events_for_number(
-        app, number, seen, expect=1, sent={("CASHIN", amount)}, own_refs=_refs(*accepted)
-    )
-    unanswered = len(sent) - len(replies)
-    if unanswered or odd:
-        # Refusing or failing some of 50 simultaneous requests is about load, not this rule
-        # (PROP-001 and ERR-001 judge 5xx); what the key let execute is what counts.
-        target.note(f"{unanswered} got no answer, {len(odd)} answered 5xx or other")
-    precondition(
-        accepted or created or not (unanswered or odd),
-        f"no request was accepted and nothing created: {unanswered} got no answer, "
-        f"{len(odd)} answered neither 2xx nor 4xx",
-        *odd[:2],
-    )
-    problems = []
-    if len(accepted) > 1 or (len(accepted) == 0 and len(replies) == len(sent) and not odd):
-        problems.append(f"{len(accepted)} of 50 concurrent requests with one key were accepted")
-    if len(created) != 1:
-        problems.append(f"{len(created)} transactions were created for number {number}")
+
+
+def _race(target: Target, channel: Literal["header", "query"], size: int) -> None:
+    """``size`` simultaneous creations with one key (all in flight before any answer is read),
+    for each kind a configured application may create: of each burst one is accepted and one
+    transaction created. The bursts go one after the other, each with a token just issued, so
+    that neither a short token lifetime nor twice the load refuses a burst for another reason."""
+    amounts = _amounts(target)
+    bursts: list[tuple[str, _Trail, int | float]] = []
+    answers: list[tuple[str, list[Reply | None]]] = []
+    where = "key" if channel == "header" else "query key"
+    for kind, app in _writers(target, specific=channel == "query"):
+        trail = _Trail(target, app, amounts)  # a number of its own: the count is this burst's
+        amount = next(amounts)
+        what = f"{size} concurrent {kind.lower()} requests with one {where}"
+        for attempt in range(2):
+            mine = _burst(target, kind, app, channel, trail.number, amount, size)
+            replies = [reply for reply in mine if reply is not None]
+            precondition(replies, f"none of {what} got an answer")
+            accepted = [r for r in replies if r.ok]
+            refused = {r.status for r in replies if not r.ok}
+            # Refused all for the token or the rate (401, 403, 429) is about the burst, not the
+            # key: once more with a token just issued (a short lifetime may end mid-burst).
+            if accepted or not refused <= {401, 403, 429}:
+                break
+            precondition(
+                attempt == 0,
+                f"{what}: every one was refused ({', '.join(map(str, sorted(refused)))}), "
+                "twice, none for its key",
+                *replies[:2],
+            )
+        trail.sent.append(_Sent(what, kind, amount, "either", (accepted or replies)[0]))
+        bursts.append((kind, trail, amount))
+        answers.append((what, mine))
+    _count(target, [trail for _, trail, _ in bursts], expected=len(bursts))
+    problems: list[str] = []
+    proof: list[Reply] = []
+    for (what, mine), (_, trail, _) in zip(answers, bursts, strict=True):
+        replies = [reply for reply in mine if reply is not None]
+        accepted = [r for r in replies if r.ok]
+        odd = [r for r in replies if not r.ok and not r.rejected]
+        created = trail.sent[0].refs
+        unanswered = len(mine) - len(replies)
+        if unanswered or odd:
+            # Refusing or failing some of the simultaneous requests is about load, not this rule
+            # (PROP-001 and ERR-001 judge 5xx); what the key let execute is what counts.
+            target.note(f"{what}: {unanswered} got no answer, {len(odd)} answered 5xx or other")
+        precondition(
+            accepted or created or not (unanswered or odd),
+            f"{what}: no request was accepted and nothing created: {unanswered} got no answer, "
+            f"{len(odd)} answered neither 2xx nor 4xx",
+            *odd[:2],
+        )
+        if len(accepted) > 1 or (len(accepted) == 0 and len(replies) == len(mine) and not odd):
+            problems.append(f"{what}: {len(accepted)} were accepted")
+            proof += accepted[:3]
+        if len(created) != 1:
+            problems.append(f"{what}: {len(created)} transactions were created for {trail.number}")
+            proof += odd[:2]
     expect(
         not problems,
         "; ".join(problems),
-        *(accepted[:3] + odd[:2]),
-        expected="exactly one request accepted and one transaction created",
+        *proof[:5],
+        expected="of each burst with one key, exactly one request accepted and one transaction "
+        "created",
         actual="; ".join(problems),
     )
 
@@ -203,37 +498,54 @@ def concurrent_requests_with_one_key_create_one_transaction(configured: Target) 
     "IDEM-006",
     "MUST",
     Section.ENDPOINT_CASHIN,
-    "without a key, two identical requests create two transactions",
+    "without a key, identical requests each create a transaction, under a ref of its own "
+    "(cashin and cashout)",
     "Idempotency-Key: Unique string, maximum length 32. Generated by the service when omitted.",
 )
 def without_a_key_each_request_creates_a_transaction(configured: Target) -> None:
+    """Three identical keyless requests per kind: each is a new request (the service generates
+    its key), so three transactions under three refs. One ref answered to two of them is a
+    failure, not an unjudged check: either one transaction was executed for both, or two share
+    the "unique reference key". Three, not two: a target that hands out every second ref twice
+    shows it within any three consecutive creations."""
     target = configured
-    app = _writer(target, "CASHIN")
-    number = target.number()
-    seen = target.known_refs(app, number)
-    amount = target.amount()
-    first = target.create("CASHIN", app, number=number, amount=amount)
-    second = target.create("CASHIN", app, number=number, amount=amount)
+    writers = _writers(target, specific=True)
+    trails = _trails(target, writers)
+    for kind, app in writers:
+        trail = trails[app.client_id]
+        amount = next(trail.amounts)
+        for n in ("a", "the same", "and again the same"):
+            reply = target.create(kind, app, number=trail.number, amount=amount)
+            what = f"{n} {kind.lower()} without a key"
+            trail.sent.append(_Sent(what, kind, amount, "accept", reply))
+    _count(target, list(trails.values()))
+    problems: list[str] = []
+    proof: list[Reply] = []
+    for trail in trails.values():
+        for group in (trail.sent[i : i + 3] for i in range(0, len(trail.sent), 3)):
+            k = group[0].kind.lower()
+            refs = [sent.reply.get("ref") for sent in group]
+            if not all(sent.reply.ok for sent in group):
+                statuses = ", ".join(str(sent.reply.status) for sent in group)
+                problems.append(f"three {k} requests without a key answered {statuses}")
+            elif len(set(map(str, refs))) != len(refs):
+                problems.append(
+                    f"three {k} requests without a key were answered refs "
+                    f"{', '.join(map(str, refs))}: one ref for two requests"
+                )
+            elif len(group[0].refs) != len(group):
+                problems.append(
+                    f"{len(group[0].refs)} {k} transaction(s) recorded for three keyless requests"
+                )
+            else:
+                continue
+            proof += [sent.reply for sent in group]
     expect(
-        first.ok and second.ok,
-        f"two requests without a key answered {first.status} and {second.status}",
-        first,
-        second,
-    )
-    precondition(
-        first.get("ref") != second.get("ref"),
-        f"both requests returned ref {first.get('ref')} (FMT-001: refs are unique)",
-        first,
-        second,
-    )
-    created = target.created_events_for_number(
-        app, number, seen, expect=2, sent={("CASHIN", amount)}, own_refs=_refs(first, second)
-    )
-    expect(
-        len(created) == 2,
-        f"{len(created)} transactions recorded for two keyless requests",
-        first,
-        second,
+        not problems,
+        "; ".join(problems),
+        *proof[:6],
+        expected="three transactions under three refs for three identical requests without a key",
+        actual="; ".join(problems),
     )
 
 
@@ -266,4 +578,285 @@ def a_key_is_scoped_to_its_merchant(configured: Target) -> None:
         other,
         expected="2xx: keys of different merchants never collide",
         actual=str(other.status),
+    )
+
+
+BOTH_CHANNELS = (
+    "Idempotency-Key: Unique string, maximum length 32. [...] The examples also pass it as a "
+    "query parameter named Idempotency-Key. A second cashin or cashout request that reuses an "
+    "idempotency key already used is rejected, and the transaction is not executed twice."
+)
+
+
+@check(
+    "IDEM-008",
+    "MUST",
+    Section.ERRORS_1,
+    "one key sent in the header and the query at once is that key: rejected once used, and "
+    "used for a later request with it in the header (cashin and cashout)",
+    BOTH_CHANNELS,
+)
+def one_key_in_both_channels_is_that_key(configured: Target) -> None:
+    """A client that sends its key both ways sends one key, whichever channel the target reads:
+    a key already used is rejected that way too, and a key first sent that way is used. Whether
+    the target accepts a key in both channels is left open (a refusal is noted)."""
+    target = configured
+    writers = _writers(target, specific=True)
+    trails = _trails(target, writers)
+    for kind, app in writers:
+        trail, k = trails[app.client_id], kind.lower()
+        used, new = target.fresh_key(), target.fresh_key()
+        trail.send(f"{k} with a header key", kind, "accept", header=used)
+        trail.send(
+            f"{k} reusing it in the header and the query at once",
+            kind,
+            "reject",
+            header=used,
+            query=used,
+        )
+        both = trail.send(
+            f"{k} with a new key in the header and the query at once",
+            kind,
+            "either",
+            header=new,
+            query=new,
+        )
+        if both.reply.ok:
+            trail.send(f"{k} reusing that key in the header alone", kind, "reject", header=new)
+        else:
+            target.note(
+                f"{k} with one key in both header and query answered "
+                f"{both.reply.status}: refused, which the document leaves open"
+            )
+    _count(target, list(trails.values()))
+    _judge(
+        list(trails.values()),
+        "a used key sent in both channels is rejected and executes nothing; a key first sent "
+        "in both is rejected when reused in the header",
+    )
+
+
+@check(
+    "IDEM-009",
+    "MUST",
+    Section.ERRORS_1,
+    "different keys in the header and the query: the request executes at most once and its "
+    "repetition is rejected (cashin and cashout)",
+    BOTH_CHANNELS,
+)
+def different_keys_in_the_two_channels_execute_once(configured: Target) -> None:
+    """Two different keys in one request may be refused as ambiguous or resolved either way (the
+    document says nothing); but the client did send keys, so whichever the target honoured, the
+    same request sent again reuses it and must not execute again."""
+    target = configured
+    writers = _writers(target)
+    trails = _trails(target, writers)
+    for kind, app in writers:
+        trail, k = trails[app.client_id], kind.lower()
+        header, query = target.fresh_key(), target.fresh_key()
+        first = trail.send(
+            f"{k} with one key in the header and another in the query",
+            kind,
+            "either",
+            header=header,
+            query=query,
+        )
+        again = "reject" if first.reply.ok else "either"
+        trail.send(f"{k} repeating both keys", kind, again, header=header, query=query)
+        if not first.reply.ok:
+            target.note(
+                f"{k} with different header and query keys answered "
+                f"{first.reply.status}: refused as ambiguous"
+            )
+    _count(target, list(trails.values()))
+    _judge(
+        list(trails.values()),
+        "the request with two different keys executes at most once; sent again it is rejected "
+        "and executes nothing",
+    )
+
+
+@check(
+    "IDEM-010",
+    "MUST",
+    Section.ENDPOINT_CASHIN,
+    "keys match byte for byte: a key differing from a used one only in letter case is another "
+    "key, accepted and executed (cashin and cashout)",
+    "Idempotency-Key: string [...] Unique string, maximum length 32.",
+)
+def a_key_in_another_case_is_another_key(configured: Target) -> None:
+    """The document makes the key a string: two strings that differ are two keys (the IETF
+    Idempotency-Key draft makes it an sf-string, compared exactly). A target that folds case
+    would answer a client's new payment "already used" and never make it. The key is no UUID
+    (one is 36 characters, over the limit), so RFC 9562's case-insensitive UUIDs do not apply.
+
+    If the other-case key is refused, a never-used key of the same shape tells a reuse (the
+    failure) from a target that refuses keys of that shape (left open: noted)."""
+    target = configured
+    writers = _writers(target, specific=True)
+    trails = _trails(target, writers)
+    for kind, app in writers:
+        trail, k = trails[app.client_id], kind.lower()
+        key = "Idem" + target.fresh_key()[:24]
+        trail.send(f"{k} with key {key}", kind, "accept", header=key)
+        control = ("Idem" + target.fresh_key()[:24]).swapcase()
+        _another_key(
+            target, trail, kind, key.swapcase(), control, header=True, how="in another letter case"
+        )
+    _count(target, list(trails.values()))
+    _judge(
+        list(trails.values()),
+        "a key that differs only in letter case from a used one accepted and executed once",
+    )
+
+
+def _another_key(
+    target: Target,
+    trail: _Trail,
+    kind: str,
+    variant: str,
+    control: str,
+    *,
+    header: bool,
+    how: str,
+) -> None:
+    """Send ``variant`` (a used key, altered); when it is refused, send ``control`` (a key of
+    the same shape never used): accepted, it proves the refusal was a reuse, and the variant is
+    then judged as a creation that had to be accepted."""
+    k = kind.lower()
+    channel = {"header": variant} if header else {"query": variant}
+    sent = trail.send(f"{k} with the key {how} ({variant!r})", kind, "either", **channel)
+    if sent.reply.ok or not sent.reply.rejected:
+        return
+    probe = {"header": control} if header else {"query": control}
+    fresh = trail.send(
+        f"{k} with a never-used key of that shape ({control!r})", kind, "either", **probe
+    )
+    if fresh.reply.ok:
+        sent.must = "accept"
+    else:
+        target.note(
+            f"{k}: keys shaped like {control!r} are refused ({fresh.reply.status}), "
+            "so the variant's refusal is no reuse"
+        )
+
+
+@check(
+    "IDEM-011",
+    "SHOULD",
+    Section.ENDPOINT_CASHIN,
+    "a query key differing from a used one by a trailing space is another key (cashin and cashout)",
+    "Idempotency-Key: string [...] Unique string. The examples also pass it as a query "
+    "parameter named Idempotency-Key.",
+)
+def a_query_key_with_a_trailing_space_is_another_key(configured: Target) -> None:
+    """Only the query channel can carry a trailing space: HTTP strips it from a header value
+    (RFC 9110, 5.5), so a header can never tell "k " from "k". As a string "k " is another key;
+    a target that trims keys refuses a new payment as a reuse. A SHOULD: the query channel itself
+    is one (IDEM-004), and trimming may be a target's normalisation of that channel."""
+    target = configured
+    writers = _writers(target)
+    trails = _trails(target, writers)
+    for kind, app in writers:
+        trail, k = trails[app.client_id], kind.lower()
+        key = target.fresh_key()[:24]
+        trail.send(f"{k} with query key {key!r}", kind, "accept", query=key)
+        _another_key(
+            target,
+            trail,
+            kind,
+            key + " ",
+            target.fresh_key()[:24] + " ",
+            header=False,
+            how="with a trailing space",
+        )
+    _count(target, list(trails.values()))
+    _judge(
+        list(trails.values()),
+        "a query key that differs from a used one by a trailing space accepted and executed once",
+    )
+
+
+@check(
+    "IDEM-012",
+    "SHOULD",
+    Section.LIMITS,
+    "an Idempotency-Key query parameter of 33 characters is rejected; one of 32 is accepted "
+    "(cashin and cashout)",
+    "Idempotency-Key length: at most 32 characters (cashin and cashout). The examples also pass "
+    "it as a query parameter named Idempotency-Key.",
+)
+def a_query_key_over_32_characters_is_rejected(configured: Target) -> None:
+    _length_limit(configured, "query")
+
+
+@check(
+    "IDEM-013",
+    "SHOULD",
+    Section.ERRORS_1,
+    "concurrent requests with one query key create exactly one transaction (cashin and cashout)",
+    "Cashin and cashout requests accept an optional idempotency key so that one request "
+    "executes at most once. The examples also pass it as a query parameter.",
+)
+def concurrent_requests_with_one_query_key_create_one_transaction(configured: Target) -> None:
+    _race(configured, "query", RACE_SIZE // 2)
+
+
+@check(
+    "IDEM-014",
+    "MUST",
+    Section.RESOURCES_APPLICATION,
+    "a key another merchant used never reveals that merchant's transaction, however keys are "
+    "scoped (cashin and cashout)",
+    "A second cashin or cashout request that reuses an idempotency key already used is "
+    "rejected. [Whose keys are compared: not shown.] An application is created by the merchant.",
+)
+def another_merchants_key_reveals_nothing(configured: Target) -> None:
+    """Keys may be the merchant's (RC-6: the second merchant's request executes) or the
+    service's (it is rejected): both are open. Either way the answer is about the second
+    merchant's own request: it never carries the first merchant's transaction (its ref), as a
+    replayed response or a rejection that names the transaction holding the key would."""
+    target = configured
+    leaks: list[str] = []
+    proof: list[Reply] = []
+    judged = 0
+    for kind in KINDS:
+        creators: dict[str, Application] = {}
+        for app in target.apps("read-write", kind.lower()):
+            creators.setdefault(app.merchant, app)
+        if len(creators) < 2:
+            continue
+        (mine, first), (theirs, second) = list(creators.items())[:2]
+        key = target.fresh_key()
+        one = target.create(kind, first, key=key)
+        ref = one.get("ref")
+        precondition(
+            one.ok and isinstance(ref, str) and ref,
+            f"merchant {mine}'s {kind.lower()} answered {one.status}",
+            one,
+        )
+        other = target.create(kind, second, key=key)
+        judged += 1
+        target.note(
+            f"merchant {theirs}'s {kind.lower()} with merchant {mine}'s key answered {other.status}"
+        )
+        places = [name for name, value in other.headers.items() if ref in value]
+        if ref in other.text:
+            places.append("body")
+        if places:
+            leaks.append(
+                f"merchant {theirs}'s {kind.lower()} reusing merchant {mine}'s key "
+                f"answered {other.status} with {mine}'s ref {ref} in its "
+                f"{', '.join(places)}"
+            )
+            proof += [one, other]
+    if not judged:
+        not_applicable("no two merchants' applications may create the same kind")
+    expect(
+        not leaks,
+        "; ".join(leaks),
+        *proof[:4],
+        expected="an answer about the second merchant's own request, without the first "
+        "merchant's ref",
+        actual="; ".join(leaks),
     )

@@ -41,4 +41,19 @@ DEFECT_CHECKS: dict[str, frozenset[str]] = {
     "kind-filter-leaks-merchants": frozenset({"ISO-002"}),
     "status-filter-leaks-merchants": frozenset({"ISO-002"}),
     "refresh-merchant-last-app": frozenset({"PRIV-001", "PRIV-002", "PRIV-003"}),
+    # -- creations and idempotency (issue 20, idemchecks) --
+    # (an over-long key accepted also fails PROP-005 in a full run: the property phase sends one)
+    "cashout-long-key-accepted": frozenset({"IDEM-003", "IDEM-012"}),
+    "cashout-query-key-ignored": frozenset({"IDEM-004", "IDEM-012", "IDEM-013"}),
+    "cashout-key-race": frozenset({"IDEM-005", "IDEM-013"}),
+    "cashout-keyless-replayed": frozenset({"IDEM-006"}),
+    "cashout-missing-amount-accepted": frozenset({"TXN-003"}),
+    "both-channel-keys-joined": frozenset({"IDEM-008"}),
+    "differing-keys-ignored": frozenset({"IDEM-009"}),
+    "keys-case-insensitive": frozenset({"IDEM-010"}),
+    "keys-stripped": frozenset({"IDEM-011"}),
+    "query-key-any-length": frozenset({"IDEM-012"}),
+    "query-key-race": frozenset({"IDEM-013"}),
+    "reuse-names-ref": frozenset({"IDEM-014"}),
+    "key-channels-apart": frozenset({"IDEM-004"}),
 }

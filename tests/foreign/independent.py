@@ -92,6 +92,25 @@ DEFECTS: dict[str, str] = {
     "scope",
     "refresh-merchant-last-app": "refresh issues the pair of the merchant's last application "
     "(M1's cashout one), whatever the token's privilege",
+    # -- creations and idempotency (issue 20, idemchecks): a rule on one kind or one channel --
+    "cashout-long-key-accepted": "the 32-character key limit is checked on cashin only",
+    "cashout-query-key-ignored": "cashout ignores the Idempotency-Key query parameter",
+    "cashout-key-race": "cashout checks the key, awaits a balance look-up, then records the key",
+    "cashout-keyless-replayed": "a keyless cashout repeating an earlier one's amount and number "
+    "is answered that cashout's response (same ref) and executes nothing",
+    "cashout-missing-amount-accepted": "a cashout without amount is accepted (stored as 0)",
+    "both-channel-keys-joined": "a key in both header and query is recorded as the two values "
+    "joined by a comma (as repeated fields combine), matching neither alone",
+    "differing-keys-ignored": "when the header and query keys differ, the request is treated "
+    "as keyless (a key is generated)",
+    "keys-case-insensitive": "idempotency keys are compared case-insensitively (lower-cased)",
+    "keys-stripped": "idempotency keys are compared with surrounding whitespace removed",
+    "query-key-any-length": "the 32-character limit is checked on the header only",
+    "query-key-race": "a query-parameter key is checked, then recorded after an await",
+    "reuse-names-ref": "the 409 for a reused key names the transaction that used it (its ref), "
+    "whichever merchant that was",
+    "key-channels-apart": "header keys and query keys are kept apart: a key used in one channel "
+    "may be used again in the other",
 }
 
 #: Other conformant choices where the document is silent, switched on with ``--choice NAME``
@@ -252,6 +271,10 @@ class State:
         self.transactions: dict[str, Transaction] = {}
         self.events: list[Event] = []
         self.used_keys: set[str] = set()
+        #: The ref each key created (the ``reuse-names-ref`` defect names it).
+        self.key_refs: dict[str, str] = {}
+        #: Keyless cashouts by merchant, amount and number (``cashout-keyless-replayed``).
+        self.keyless_cashouts: dict[tuple[str, Any, str], Transaction] = {}
         self.lock = asyncio.Lock()
 
     def has(self, defect: str) -> bool:
@@ -380,16 +403,51 @@ async def json_object(request: web.Request) -> dict[str, Any]:
     return payload
 
 
-def idempotency_key(request: web.Request) -> str | None:
+def idempotency_key(request: web.Request, kind: str = "CASHIN") -> str | None:
     """The key from the header, else the query parameter the examples use; empty is absent."""
-    key = request.headers.get("Idempotency-Key") or request.query.get("Idempotency-Key") or None
-    if (
-        key is not None
-        and len(key) > MAX_KEY_LENGTH
-        and not state_of(request).has("long-key-accepted")
-    ):
+    state = state_of(request)
+    header = request.headers.get("Idempotency-Key") or None
+    query = request.query.get("Idempotency-Key") or None
+    if kind == "CASHOUT" and state.has("cashout-query-key-ignored"):
+        query = None
+    key = header or query
+    unlimited = (
+        state.has("long-key-accepted")
+        or (kind == "CASHOUT" and state.has("cashout-long-key-accepted"))
+        or (header is None and state.has("query-key-any-length"))
+    )
+    if key is not None and len(key) > MAX_KEY_LENGTH and not unlimited:
         raise ApiError(400, f"Idempotency-Key is longer than {MAX_KEY_LENGTH} characters")
+    return _defective_key(state, key, header, query)
+
+
+def _defective_key(
+    state: State, key: str | None, header: str | None, query: str | None
+) -> str | None:
+    """The key as each idempotency defect would record it (unchanged without one)."""
+    if header is not None and query is not None:
+        if state.has("both-channel-keys-joined"):
+            return f"{header},{query}"
+        if state.has("differing-keys-ignored") and header != query:
+            return None
+    if key is not None and state.has("keys-case-insensitive"):
+        return key.lower()
+    if key is not None and state.has("keys-stripped"):
+        return key.strip() or None
+    if key is not None and header is None and state.has("key-channels-apart"):
+        return f"query:{key}"
     return key
+
+
+def racy_key(request: web.Request, kind: str) -> bool:
+    """Whether a race defect records this request's key after an await (outside the lock)."""
+    state = state_of(request)
+    from_query = not request.headers.get("Idempotency-Key") and bool(
+        request.query.get("Idempotency-Key")
+    )
+    return (kind == "CASHOUT" and state.has("cashout-key-race")) or (
+        from_query and state.has("query-key-race")
+    )
 
 
 def valid_amount(value: Any) -> int | float:
@@ -424,26 +482,56 @@ async def create(request: web.Request, kind: str) -> web.Response:
         rights = rights | {"CASHOUT"}
     if kind not in rights:
         raise ApiError(403, f"the {app.privilege} privilege cannot create a {kind}")
-    key = idempotency_key(request)
+    key = idempotency_key(request, kind)
     payload = await json_object(request)
-    amount = valid_amount(payload.get("amount"))
+    if (
+        kind == "CASHOUT"
+        and "amount" not in payload
+        and state.has("cashout-missing-amount-accepted")
+    ):
+        amount: int | float = 0
+    else:
+        amount = valid_amount(payload.get("amount"))
     number = valid_number(payload.get("number"), state)
+    replay = (app.merchant, amount, number)
+    replayed = key is None and kind == "CASHOUT" and state.has("cashout-keyless-replayed")
+    if replayed:
+        txn = state.keyless_cashouts.get(replay)
+        if txn is not None:
+            return web.json_response(creation_body(txn), status=201)
+    if key is not None and racy_key(request, kind):
+        if key in state.used_keys:
+            raise ApiError(409, "this Idempotency-Key has already been used")
+        await asyncio.sleep(0.02)  # the deliberate gap between the check and the record
+        state.used_keys.add(key)
+        key = None
     async with state.lock:
         if key is not None and key in state.used_keys:
             if state.has("key-reuse-executes"):
                 state.create(app, kind, amount, number)
-            raise ApiError(409, "this Idempotency-Key has already been used")
+            message = "this Idempotency-Key has already been used"
+            if state.has("reuse-names-ref"):
+                message += f" by transaction {state.key_refs.get(key)}"
+            raise ApiError(409, message)
         if key is not None:
             state.used_keys.add(key)
         txn = state.create(app, kind, amount, number)
-    body = {
+        if key is not None:
+            state.key_refs[key] = txn.ref
+    if replayed:
+        state.keyless_cashouts.setdefault(replay, txn)
+    return web.json_response(creation_body(txn), status=201)
+
+
+def creation_body(txn: Transaction) -> dict[str, Any]:
+    """The creation response: the transaction as it was created."""
+    return {
         "amount": txn.amount,
         "created_at": txn.stamp(txn.created_ns),
         "kind": txn.kind,
         "ref": txn.ref,
         "status": txn.status,
     }
-    return web.json_response(body, status=201)
 
 
 async def cashin(request: web.Request) -> web.Response:

@@ -664,6 +664,118 @@ def _refresh_merchant_last_app(s: Session) -> bool:
     headers = _refreshed_bearer(s, "read-write")
     url = f"{s.base}/transactions/cashin"
     return s.client.post(url, json=body, headers=headers).status_code >= 300
+# -- creations and idempotency (issue 20, idemchecks) --
+
+
+def _post(
+    s: Session,
+    kind: str = "cashin",
+    *,
+    header: str | None = None,
+    query: str | None = None,
+    amount: Any = 100,
+    number: str | None = None,
+) -> httpx.Response:
+    """A creation with its key in the header, the query parameter, or both."""
+    headers = s.headers()
+    if header is not None:
+        headers["Idempotency-Key"] = header
+    return s.client.post(
+        f"{s.base}/transactions/{kind}",
+        params=None if query is None else {"Idempotency-Key": query},
+        json={"amount": amount, "number": number or new_number()},
+        headers=headers,
+    )
+
+
+def _cashout_long_key_accepted(s: Session) -> bool:
+    return s.create("cashout", key="x" * 33).status_code < 300
+
+
+def _cashout_query_key_ignored(s: Session) -> bool:
+    key = secrets.token_hex(8)
+    assert _post(s, "cashout", query=key).status_code == 201
+    return _post(s, "cashout", query=key).status_code < 300
+
+
+def _burst(s: Session, kind: str, size: int = 8, **keys: str) -> int:
+    """How many of ``size`` simultaneous creations with one key executed."""
+    number = new_number()
+    headers = s.headers()
+    if "header" in keys:
+        headers["Idempotency-Key"] = keys["header"]
+    params = {"Idempotency-Key": keys["query"]} if "query" in keys else None
+
+    async def burst() -> None:
+        async with httpx.AsyncClient(timeout=5) as client:
+            url = f"{s.base}/transactions/{kind}"
+            body = {"amount": 5, "number": number}
+            calls = [
+                client.post(url, params=params, headers=headers, json=body) for _ in range(size)
+            ]
+            await asyncio.gather(*calls)
+
+    asyncio.run(burst())
+    return int(s.events(client=number)["total"])
+
+
+def _cashout_key_race(s: Session) -> bool:
+    return _burst(s, "cashout", header=secrets.token_hex(8)) > 1
+
+
+def _cashout_keyless_replayed(s: Session) -> bool:
+    number = new_number()
+    first = s.create("cashout", number=number, amount=150)
+    second = s.create("cashout", number=number, amount=150)
+    return first.json()["ref"] == second.json()["ref"]
+
+
+def _cashout_missing_amount_accepted(s: Session) -> bool:
+    return s.create("cashout", body={"number": new_number()}).status_code < 300
+
+
+def _both_channel_keys_joined(s: Session) -> bool:
+    key = secrets.token_hex(8)
+    assert _post(s, header=key).status_code == 201
+    return _post(s, header=key, query=key).status_code < 300
+
+
+def _differing_keys_ignored(s: Session) -> bool:
+    header, query = secrets.token_hex(8), secrets.token_hex(8)
+    assert _post(s, header=header, query=query).status_code == 201
+    return _post(s, header=header, query=query).status_code < 300
+
+
+def _keys_case_insensitive(s: Session) -> bool:
+    key = "Idem" + secrets.token_hex(8)
+    assert _post(s, header=key).status_code == 201
+    return _post(s, header=key.swapcase()).status_code == 409
+
+
+def _keys_stripped(s: Session) -> bool:
+    key = secrets.token_hex(8)
+    assert _post(s, query=key).status_code == 201
+    return _post(s, query=key + " ").status_code == 409
+
+
+def _query_key_any_length(s: Session) -> bool:
+    return _post(s, query="q" * 33).status_code < 300
+
+
+def _query_key_race(s: Session) -> bool:
+    return _burst(s, "cashin", query=secrets.token_hex(8)) > 1
+
+
+def _reuse_names_ref(s: Session) -> bool:
+    key = secrets.token_hex(8)
+    ref = s.created_ref(key=key)
+    return ref in s.create(key=key, merchant="M2").text
+
+
+def _key_channels_apart(s: Session) -> bool:
+    key = secrets.token_hex(8)
+    assert _post(s, header=key).status_code == 201
+    return _post(s, query=key).status_code < 300
 
 
 PROBES: dict[str, Callable[[Session], bool]] = {
@@ -697,6 +809,20 @@ PROBES: dict[str, Callable[[Session], bool]] = {
     "kind-filter-leaks-merchants": _kind_filter_leaks_merchants,
     "status-filter-leaks-merchants": _status_filter_leaks_merchants,
     "refresh-merchant-last-app": _refresh_merchant_last_app,
+    # -- creations and idempotency (issue 20, idemchecks) --
+    "cashout-long-key-accepted": _cashout_long_key_accepted,
+    "cashout-query-key-ignored": _cashout_query_key_ignored,
+    "cashout-key-race": _cashout_key_race,
+    "cashout-keyless-replayed": _cashout_keyless_replayed,
+    "cashout-missing-amount-accepted": _cashout_missing_amount_accepted,
+    "both-channel-keys-joined": _both_channel_keys_joined,
+    "differing-keys-ignored": _differing_keys_ignored,
+    "keys-case-insensitive": _keys_case_insensitive,
+    "keys-stripped": _keys_stripped,
+    "query-key-any-length": _query_key_any_length,
+    "query-key-race": _query_key_race,
+    "reuse-names-ref": _reuse_names_ref,
+    "key-channels-apart": _key_channels_apart,
 }
 
 
