@@ -44,7 +44,7 @@ def lookup_problems(body: object) -> list[str]:
     "FIND-001",
     "MUST",
     Section.ENDPOINT_FIND,
-    "find answers the lookup fields, typed, with the values created",
+    "find answers the lookup fields, typed, with the values created, for a cashin and a cashout",
     "Response: the transaction lookup response. (amount, client, fee, kind, merchant, ref, "
     "status, timestamp)",
 )

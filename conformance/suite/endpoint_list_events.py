@@ -311,7 +311,7 @@ def the_kind_filter_returns_only_that_kind(configured: Target) -> None:
     "EVT-006",
     "MUST",
     Section.ENDPOINT_EVENTS,
-    "the status filter returns only events of that status",
+    "the status filter finds each status (pending, success, failed) and returns only it",
     "Query parameters, all optional filters: status (string), transaction status.",
 )
 def the_status_filter_returns_only_that_status(configured: Target) -> None:
@@ -412,7 +412,8 @@ def _settled(target: Target, app, ref: str, outcome: str) -> object:
     "EVT-007",
     "MUST",
     Section.ENDPOINT_EVENTS,
-    "total matches the events; limit and offset page consistently",
+    "total counts the matching events (a processed transaction's two); limit and offset "
+    "page consistently",
     "total: integer (total number of matching events); limit: integer (page size).",
 )
 def total_matches_and_limit_offset_page_consistently(configured: Target) -> None:

@@ -55,7 +55,7 @@ def _creators(target: Target) -> list[tuple[str, Application]]:
     "FMT-001",
     "MUST",
     Section.RESOURCES,
-    "refs are UUID-shaped and unique across creations",
+    "refs are UUID-shaped and unique across every creation of the run (both kinds, each merchant)",
     "ref: Unique reference key, UUID-shaped, generated at creation.",
 )
 def refs_are_uuid_shaped_and_unique(configured: Target) -> None:

@@ -143,7 +143,8 @@ def _check_processed_event(found: Reply, events: list[dict], created: dict) -> N
     "LIFE-001",
     "MUST",
     Section.STATES,
-    "creation records a transaction:created event with the created data, status pending",
+    "each creation, cashin and cashout, records a transaction:created event with the created "
+    "data, status pending",
     "(none) -> pending: Event transaction:created is recorded. The response carries ref and "
     "status pending.",
 )
@@ -195,7 +196,8 @@ def creation_records_a_created_event(configured: Target) -> None:
     "LIFE-002",
     "MUST",
     Section.STATES,
-    "after confirmation: success (or successful) and exactly one processed event",
+    "after confirmation (cashin and cashout): success (or successful) and exactly one "
+    "processed event",
     "pending -> customer confirms -> success (typically). Event transaction:processed is recorded.",
 )
 def confirmation_processes_to_success(configured: Target) -> None:
@@ -216,7 +218,7 @@ def confirmation_processes_to_success(configured: Target) -> None:
     "LIFE-003",
     "MUST",
     Section.STATES,
-    "after cancellation: failed and exactly one processed event",
+    "after cancellation (cashin and cashout): failed and exactly one processed event",
     "pending -> customer cancels -> failed (typically). Event transaction:processed is recorded.",
 )
 def cancellation_processes_to_failed(configured: Target) -> None:
@@ -237,7 +239,7 @@ def cancellation_processes_to_failed(configured: Target) -> None:
     "LIFE-004",
     "MUST",
     Section.STATES,
-    "a processed transaction does not change again",
+    "a processed cashin or cashout does not change again",
     "It stays there until the customer confirms or cancels. [...] transaction:processed: "
     "The customer confirms or cancels. A new event is created.",
 )
