@@ -23,6 +23,17 @@ if TYPE_CHECKING:
     from paysuite_core.target_config import Application
 
 
+PROCESSED = "transaction:processed"
+
+
+def _kinds(target: Target) -> list[str]:
+    """The kinds some application may create: a rule of both is judged on both."""
+    kinds = [kind for kind in ("CASHIN", "CASHOUT") if target.writer(kind) is not None]
+    if not kinds:
+        not_applicable("no application may create transactions")
+    return kinds
+
+
 def _app(target: Target):
     app = target.writer("CASHIN")
     if app is None:
@@ -169,18 +180,20 @@ def event_ids_are_uuid_shaped_and_unique(configured: Target) -> None:
     "created_at: ISO 8601 timestamp in UTC with fractional seconds.",
 )
 def creation_created_at_is_an_instant_with_fraction(configured: Target) -> None:
+    """A cashin's and a cashout's: one creation response for both."""
     target = configured
-    now = datetime.now(UTC)
-    reply, created = target.created("CASHIN", _app(target))
-    problem = timestamps.instant_with_fraction(created.get("created_at"))
-    problem = problem or timestamps.not_recent(created.get("created_at"), now)
-    expect(
-        problem is None,
-        f"creation created_at: {problem}",
-        reply,
-        expected="the moment of creation: ISO 8601 with fractional seconds and a zone",
-        actual=repr(created.get("created_at")),
-    )
+    for kind in _kinds(target):
+        now = datetime.now(UTC)
+        reply, created = target.created(kind, target.need_writer(kind))
+        problem = timestamps.instant_with_fraction(created.get("created_at"))
+        problem = problem or timestamps.not_recent(created.get("created_at"), now)
+        expect(
+            problem is None,
+            f"{kind.lower()} created_at: {problem}",
+            reply,
+            expected="the moment of creation: ISO 8601 with fractional seconds and a zone",
+            actual=repr(created.get("created_at")),
+        )
 
 
 @check(
@@ -191,47 +204,62 @@ def creation_created_at_is_an_instant_with_fraction(configured: Target) -> None:
     "timestamp: ISO 8601 timestamp with a numeric UTC offset and fractional seconds.",
 )
 def find_timestamp_has_a_numeric_offset_and_fraction(configured: Target) -> None:
+    """A cashin's and a cashout's: one lookup response for both."""
     target = configured
-    app = _app(target)
-    now = datetime.now(UTC)
-    _, created = target.created("CASHIN", app)
-    reply = target.find(created["ref"], app)
-    precondition(reply.ok, f"find answered {reply.status} (FIND-001)", reply)
-    problem = timestamps.numeric_offset_with_fraction(reply.get("timestamp"))
-    problem = problem or timestamps.not_recent(reply.get("timestamp"), now)
-    expect(
-        problem is None,
-        f"find timestamp: {problem}",
-        reply,
-        expected="the moment of creation: ISO 8601, fraction, numeric offset (+hh:mm)",
-        actual=repr(reply.get("timestamp")),
+    for kind in _kinds(target):
+        app = target.need_writer(kind)
+        now = datetime.now(UTC)
+        _, created = target.created(kind, app)
+        reply = target.find(created["ref"], app)
+        precondition(reply.ok, f"find answered {reply.status} (FIND-001)", reply)
+        problem = timestamps.numeric_offset_with_fraction(reply.get("timestamp"))
+        problem = problem or timestamps.not_recent(reply.get("timestamp"), now)
+        expect(
+            problem is None,
+            f"find timestamp of a {kind.lower()}: {problem}",
+            reply,
+            expected="the moment of creation: ISO 8601, fraction, numeric offset (+hh:mm)",
+            actual=repr(reply.get("timestamp")),
+        )
+
+
+Stamps = list[tuple[str, object]]
+
+
+def _event_stamps(target: Target) -> tuple[Stamps, Stamps, Reply, Reply]:
+    """(label, value) of every timestamp of a new cashin's and a new cashout's events (the
+    cashin confirmed and the cashout cancelled when a sandbox driver can), and of their
+    creation answers, with the first creation and the last listing that show them."""
+    customer = target.customer
+    driver = (
+        customer is not None
+        and customer.unavailable_reason() is None
+        and customer.driver == "sandbox"
     )
-
-
-def _event_stamps(target: Target) -> tuple[list[tuple[str, object]], Reply, Reply]:
-    """(label, value) of every timestamp of a new transaction's events (processed when the
-    driver can), with the creation and the listing that show them."""
-    app = _app(target)
-    number = target.number()
-    created_reply, created = target.created("CASHIN", app, number=number)
-    customer = target.need_customer()
-    if customer.unavailable_reason() is None and customer.driver == "sandbox":
-        target.resolve(created["ref"], "confirm")
-        target.wait_processed(created["ref"], app)
-    events = target.events_for_ref(app, created["ref"], wait=True)
-    listing = target.list_events(app, ref=created["ref"])
-    precondition(events, "no event is listed for a new transaction (LIFE-001)", listing)
-    stamps: list[tuple[str, object]] = []
-    for event in events:
-        kind = event.get("event_kind")
-        stamps.append((f"{kind} created_at", event.get("created_at")))
-        data = data_of(event)
-        for name in ("created_at", "processed_at"):
-            value = data.get(name)
-            if name == "processed_at" and kind != "transaction:processed" and not value:
-                continue  # nothing processed yet: null, absent or empty are all honest
-            stamps.append((f"{kind} data.{name}", value))
-    return stamps, created_reply, listing
+    stamps: Stamps = []
+    creations: Stamps = []
+    replies: list[Reply] = []
+    for kind, outcome in zip(_kinds(target), ("confirm", "cancel"), strict=False):
+        app = target.need_writer(kind)
+        created_reply, created = target.created(kind, app, number=target.number())
+        if driver:
+            target.resolve(created["ref"], outcome)  # type: ignore[arg-type]
+            target.wait_processed(created["ref"], app)
+        events = target.events_for_ref(app, created["ref"], wait=True)
+        listing = target.list_events(app, ref=created["ref"])
+        replies += [created_reply, listing]
+        precondition(events, f"no event is listed for a new {kind.lower()} (LIFE-001)", listing)
+        creations.append((f"{kind.lower()} creation created_at", created.get("created_at")))
+        for event in events:
+            label = f"{kind.lower()} {event.get('event_kind')}"
+            stamps.append((f"{label} created_at", event.get("created_at")))
+            data = data_of(event)
+            for name in ("created_at", "processed_at"):
+                value = data.get(name)
+                if name == "processed_at" and event.get("event_kind") != PROCESSED and not value:
+                    continue  # nothing processed yet: null, absent or empty are all honest
+                stamps.append((f"{label} data.{name}", value))
+    return stamps, creations, replies[0], replies[-1]
 
 
 @check(
@@ -244,7 +272,7 @@ def _event_stamps(target: Target) -> tuple[list[tuple[str, object]], Reply, Repl
 )
 def event_timestamps_are_iso_8601_instants(configured: Target) -> None:
     now = datetime.now(UTC)
-    stamps, _, listing = _event_stamps(configured)
+    stamps, _, _, listing = _event_stamps(configured)
     problems = [
         f"{label}: {problem}"
         for label, value in stamps
@@ -269,9 +297,8 @@ def event_timestamps_are_iso_8601_instants(configured: Target) -> None:
     "timestamps: the same instant, another offset.]",
 )
 def utc_timestamps_are_written_in_utc(configured: Target) -> None:
-    stamps, created_reply, listing = _event_stamps(configured)
-    created = created_reply.body if isinstance(created_reply.body, dict) else {}
-    stamps = [("creation created_at", created.get("created_at")), *stamps]
+    events, creations, created_reply, listing = _event_stamps(configured)
+    stamps = [*creations, *events]
     problems = []
     for label, value in stamps:
         stamp = timestamps.parse(value)
@@ -364,10 +391,7 @@ def a_transaction_reads_the_same_everywhere(configured: Target) -> None:
     one ref names one transaction, so each field the creation answer, find and the events
     share must agree, timestamps as instants in whatever offset each is written."""
     target = configured
-    kinds = [kind for kind in ("CASHIN", "CASHOUT") if target.writer(kind) is not None]
-    if not kinds:
-        not_applicable("no application may create transactions")
-    for kind, outcome in zip(kinds, ("confirm", "cancel"), strict=False):
+    for kind, outcome in zip(_kinds(target), ("confirm", "cancel"), strict=False):
         created_reply, found, events = _appearances(target, kind, outcome)
         created = created_reply.body
         problems = disagreements(created, found.body, events)
@@ -397,10 +421,7 @@ def find_timestamp_is_the_creation_instant(configured: Target) -> None:
     """A cashin and a cashout, still pending: whether ``timestamp`` names the creation or
     the last change, it is the creation instant then (the lookup's own time is neither)."""
     target = configured
-    kinds = [kind for kind in ("CASHIN", "CASHOUT") if target.writer(kind) is not None]
-    if not kinds:
-        not_applicable("no application may create transactions")
-    for kind in kinds:
+    for kind in _kinds(target):
         app = target.need_writer(kind)
         created_reply, created = target.created(kind, app)
         found = target.find(created["ref"], app)
