@@ -41,25 +41,22 @@ def _app(target: Target):
     return app
 
 
-def _creators(target: Target) -> list[tuple[str, Application]]:
-    """(kind, application) for each kind some application may create, and one more for a
-    second merchant when one is configured: a ref names one transaction service-wide."""
-    made = [(kind, app) for kind in ("CASHIN", "CASHOUT") if (app := target.writer(kind))]
-    if made:
-        owner = made[0][1].merchant
-        other = next(
-            (
-                (kind, app)
-                for app in target.apps("read-write", "cashin", "cashout")
-                if app.merchant != owner
-                for kind in ("CASHIN", "CASHOUT")
-                if (app.can_cashin() if kind == "CASHIN" else app.can_cashout())
-            ),
-            None,
-        )
-        if other is not None:
-            made.append(other)
-    return made
+def _creators(
+    target: Target,
+) -> tuple[list[tuple[str, Application]], list[tuple[str, Application]]]:
+    """(kind, application) for each kind some application may create, and for a second
+    merchant when one is configured (at most one): a ref names one transaction service-wide."""
+    own = [(kind, app) for kind in ("CASHIN", "CASHOUT") if (app := target.writer(kind))]
+    if not own:
+        return own, []
+    other = [
+        (kind, app)
+        for app in target.apps("read-write", "cashin", "cashout")
+        if app.merchant != own[0][1].merchant
+        for kind in ("CASHIN", "CASHOUT")
+        if (app.can_cashin() if kind == "CASHIN" else app.can_cashout())
+    ]
+    return own, other[:1]
 
 
 @check(
@@ -75,11 +72,11 @@ def refs_are_uuid_shaped_and_unique(configured: Target) -> None:
     whole run counts: a ref handed out again by any check's creation fails here, whichever
     check drew it (those checks stop as errors, this rule fails)."""
     target = configured
-    creators = _creators(target)
-    if not creators:
+    own, other = _creators(target)
+    if not own:
         not_applicable("no application may create transactions")
-    replies = [target.create(kind, app) for _ in range(4) for kind, app in creators[:2]]
-    replies += [target.create(kind, app) for kind, app in creators[2:]]
+    replies = [target.create(kind, app) for _ in range(4) for kind, app in own]
+    replies += [target.create(kind, app) for kind, app in other]
     dupes = target.ref_reuses  # these creations' and every earlier one's of the run
     if dupes:
         first = dupes[0]
