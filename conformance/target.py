@@ -88,6 +88,11 @@ class Target:
         self._flows: dict[str, TokenFlow] = {}
         #: Every ref a creation returned in this run, to tell a reused ref from a new one.
         self.refs_seen: set[str] = set()
+        #: Each ref's first creation, and every later creation that answered a ref again: a
+        #: reuse makes the other checks errors ("could not check"), and FMT-001 fails on it
+        #: whichever check's creation drew it.
+        self.ref_origins: dict[str, Reply] = {}
+        self.ref_reuses: list[Reply] = []
         self.customer = Customer(config.customer, self.client) if config else None
         self._receiver: RunningReceiver | None = None
         self._closing = ExitStack()
@@ -250,6 +255,10 @@ class Target:
         if isinstance(ref, str):
             reply.ref_reused = ref in self.refs_seen
             self.refs_seen.add(ref)
+            if reply.ref_reused:
+                self.ref_reuses.append(reply)
+            else:
+                self.ref_origins[ref] = reply
         return reply
 
     def created(self, kind: str, app: Application, **kwargs: Any) -> tuple[Reply, dict]:

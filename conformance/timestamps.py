@@ -115,3 +115,20 @@ def not_recent(text: object, now: datetime, tolerance_s: float = RECENT_S) -> st
     return (
         f"{text!r} is {abs(drift) / 3600:.1f} h {'after' if drift > 0 else 'before'} the creation"
     )
+
+
+def granularity(stamp: Stamp) -> timedelta:
+    """How far a written instant may stand from the real one: one unit of its last written
+    digit (a whole second without a fraction), never finer than the microsecond ``parse``
+    keeps."""
+    return timedelta(microseconds=10 ** (6 - min(stamp.fraction_digits, 6)))
+
+
+def same_instant(one: object, other: object) -> bool | None:
+    """Whether two timestamps name one instant, whatever offset each is written in, up to the
+    granularity of both (``...12.123456Z`` and ``...14.123456789+02:00`` agree); ``None`` when
+    either names no instant (no date-time, or no zone: the shape rules report those)."""
+    first, second = parse(one), parse(other)
+    if first is None or second is None or first.zone is None or second.zone is None:
+        return None
+    return abs(first.moment - second.moment) <= granularity(first) + granularity(second)

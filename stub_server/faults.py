@@ -93,7 +93,9 @@ FAULTS: dict[str, Fault] = {
     ),
     "wrong-kind": Fault(
         "cashout answers and stores kind CASHIN",
-        _ids("TXN-002", "PROP-009"),  # the stateful chain: find answers another kind than sent
+        # the stateful chain: find answers another kind than sent; FIND-001 and LIFE-001 judge
+        # a cashout too (find and the created event read CASHIN)
+        _ids("TXN-002", "PROP-009", "FIND-001", "LIFE-001"),
     ),
     "refs-reused": Fault(
         "every second creation reuses the previous transaction's ref",

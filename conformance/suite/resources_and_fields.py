@@ -1,7 +1,8 @@
 """The document's "Resources and their fields", with the JSON bodies of "Endpoints"
-(FMT-001..007).
+(FMT-001..009).
 
-UUID refs and event ids, the three timestamp shapes, UTC, JSON everywhere.
+UUID refs (unique across the whole run) and event ids, the three timestamp shapes, UTC, JSON
+everywhere, and one transaction reading the same wherever it appears.
 """
 
 from __future__ import annotations
@@ -13,11 +14,24 @@ from typing import TYPE_CHECKING
 from conformance import timestamps
 from conformance.api import AUTHORIZE, CASHIN, EVENTS, REFRESH_PATHS, UUID_RE, data_of, find_path
 from conformance.checks import Section, check
-from conformance.outcome import expect, not_applicable, precondition
+from conformance.outcome import expect, fail, not_applicable, precondition
+from paysuite_core.request_data import same_number
 
 if TYPE_CHECKING:
     from conformance.http import Reply
     from conformance.target import Target
+    from paysuite_core.target_config import Application
+
+
+PROCESSED = "transaction:processed"
+
+
+def _kinds(target: Target) -> list[str]:
+    """The kinds some application may create: a rule of both is judged on both."""
+    kinds = [kind for kind in ("CASHIN", "CASHOUT") if target.writer(kind) is not None]
+    if not kinds:
+        not_applicable("no application may create transactions")
+    return kinds
 
 
 def _app(target: Target):
@@ -27,30 +41,65 @@ def _app(target: Target):
     return app
 
 
+def _creators(
+    target: Target,
+) -> tuple[list[tuple[str, Application]], list[tuple[str, Application]]]:
+    """(kind, application) for each kind some application may create, and for a second
+    merchant when one is configured (at most one): a ref names one transaction service-wide."""
+    own = [(kind, app) for kind in ("CASHIN", "CASHOUT") if (app := target.writer(kind))]
+    if not own:
+        return own, []
+    other = [
+        (kind, app)
+        for app in target.apps("read-write", "cashin", "cashout")
+        if app.merchant != own[0][1].merchant
+        for kind in ("CASHIN", "CASHOUT")
+        if (app.can_cashin() if kind == "CASHIN" else app.can_cashout())
+    ]
+    return own, other[:1]
+
+
 @check(
     "FMT-001",
     "MUST",
     Section.RESOURCES,
-    "refs are UUID-shaped and unique across creations",
+    "refs are UUID-shaped and unique across every creation of the run (both kinds, each merchant)",
     "ref: Unique reference key, UUID-shaped, generated at creation.",
 )
 def refs_are_uuid_shaped_and_unique(configured: Target) -> None:
+    """Cashins and cashouts interleaved (a cashout handed the previous cashin's ref, or the
+    reverse, is caught), one of another merchant when configured; and every creation of the
+    whole run counts: a ref handed out again by any check's creation fails here, whichever
+    check drew it (those checks stop as errors, this rule fails)."""
     target = configured
-    app = _app(target)
-    replies = [target.create("CASHIN", app) for _ in range(6)]
-    if target.writer("CASHOUT") is not None:
-        replies += [target.create("CASHOUT", target.writer("CASHOUT")) for _ in range(2)]
+    own, other = _creators(target)
+    if not own:
+        not_applicable("no application may create transactions")
+    replies = [target.create(kind, app) for _ in range(4) for kind, app in own]
+    replies += [target.create(kind, app) for kind, app in other]
+    dupes = target.ref_reuses  # these creations' and every earlier one's of the run
+    if dupes:
+        first = dupes[0]
+        origin = target.ref_origins.get(str(first.get("ref")))
+        fail(
+            f"ref {first.get('ref')} was returned by two creations "
+            f"({len(dupes)} reuse(s) among the {len(target.refs_seen) + len(dupes)} "
+            "creations of this run)",
+            origin,
+            first,
+            expected="a new ref for every creation",
+            actual=f"{first.exchange.method} {first.exchange.url} answered ref "
+            f"{first.get('ref')}, already answered to an earlier creation",
+        )
     refused = [r for r in replies if not (r.ok and isinstance(r.get("ref"), str))]
     precondition(not refused, "a creation failed, so its ref cannot be judged", *refused[:1])
-    refs = [r.get("ref") for r in replies]
     bad = [r for r in replies if not UUID_RE.match(str(r.get("ref")))]
-    expect(not bad, f"ref {bad[0].get('ref')!r} is not UUID-shaped" if bad else "", *bad[:1])
-    dupes = [r for i, r in enumerate(replies) if r.get("ref") in refs[:i] or r.ref_reused]
     expect(
-        not dupes,
-        f"ref {dupes[0].get('ref') if dupes else ''} was returned twice by "
-        f"{len(replies)} creations",
-        *dupes[:2],
+        not bad,
+        f"ref {bad[0].get('ref')!r} is not UUID-shaped" if bad else "",
+        *bad[:1],
+        expected="a UUID-shaped ref (8-4-4-4-12 hexadecimal digits)",
+        actual=repr(bad[0].get("ref")) if bad else "",
     )
 
 
@@ -128,18 +177,20 @@ def event_ids_are_uuid_shaped_and_unique(configured: Target) -> None:
     "created_at: ISO 8601 timestamp in UTC with fractional seconds.",
 )
 def creation_created_at_is_an_instant_with_fraction(configured: Target) -> None:
+    """A cashin's and a cashout's: one creation response for both."""
     target = configured
-    now = datetime.now(UTC)
-    reply, created = target.created("CASHIN", _app(target))
-    problem = timestamps.instant_with_fraction(created.get("created_at"))
-    problem = problem or timestamps.not_recent(created.get("created_at"), now)
-    expect(
-        problem is None,
-        f"creation created_at: {problem}",
-        reply,
-        expected="the moment of creation: ISO 8601 with fractional seconds and a zone",
-        actual=repr(created.get("created_at")),
-    )
+    for kind in _kinds(target):
+        now = datetime.now(UTC)
+        reply, created = target.created(kind, target.need_writer(kind))
+        problem = timestamps.instant_with_fraction(created.get("created_at"))
+        problem = problem or timestamps.not_recent(created.get("created_at"), now)
+        expect(
+            problem is None,
+            f"{kind.lower()} created_at: {problem}",
+            reply,
+            expected="the moment of creation: ISO 8601 with fractional seconds and a zone",
+            actual=repr(created.get("created_at")),
+        )
 
 
 @check(
@@ -150,47 +201,62 @@ def creation_created_at_is_an_instant_with_fraction(configured: Target) -> None:
     "timestamp: ISO 8601 timestamp with a numeric UTC offset and fractional seconds.",
 )
 def find_timestamp_has_a_numeric_offset_and_fraction(configured: Target) -> None:
+    """A cashin's and a cashout's: one lookup response for both."""
     target = configured
-    app = _app(target)
-    now = datetime.now(UTC)
-    _, created = target.created("CASHIN", app)
-    reply = target.find(created["ref"], app)
-    precondition(reply.ok, f"find answered {reply.status} (FIND-001)", reply)
-    problem = timestamps.numeric_offset_with_fraction(reply.get("timestamp"))
-    problem = problem or timestamps.not_recent(reply.get("timestamp"), now)
-    expect(
-        problem is None,
-        f"find timestamp: {problem}",
-        reply,
-        expected="the moment of creation: ISO 8601, fraction, numeric offset (+hh:mm)",
-        actual=repr(reply.get("timestamp")),
+    for kind in _kinds(target):
+        app = target.need_writer(kind)
+        now = datetime.now(UTC)
+        _, created = target.created(kind, app)
+        reply = target.find(created["ref"], app)
+        precondition(reply.ok, f"find answered {reply.status} (FIND-001)", reply)
+        problem = timestamps.numeric_offset_with_fraction(reply.get("timestamp"))
+        problem = problem or timestamps.not_recent(reply.get("timestamp"), now)
+        expect(
+            problem is None,
+            f"find timestamp of a {kind.lower()}: {problem}",
+            reply,
+            expected="the moment of creation: ISO 8601, fraction, numeric offset (+hh:mm)",
+            actual=repr(reply.get("timestamp")),
+        )
+
+
+Stamps = list[tuple[str, object]]
+
+
+def _event_stamps(target: Target) -> tuple[Stamps, Stamps, Reply, Reply]:
+    """(label, value) of every timestamp of a new cashin's and a new cashout's events (the
+    cashin confirmed and the cashout cancelled when a sandbox driver can), and of their
+    creation answers, with the first creation and the last listing that show them."""
+    customer = target.customer
+    driver = (
+        customer is not None
+        and customer.unavailable_reason() is None
+        and customer.driver == "sandbox"
     )
-
-
-def _event_stamps(target: Target) -> tuple[list[tuple[str, object]], Reply, Reply]:
-    """(label, value) of every timestamp of a new transaction's events (processed when the
-    driver can), with the creation and the listing that show them."""
-    app = _app(target)
-    number = target.number()
-    created_reply, created = target.created("CASHIN", app, number=number)
-    customer = target.need_customer()
-    if customer.unavailable_reason() is None and customer.driver == "sandbox":
-        target.resolve(created["ref"], "confirm")
-        target.wait_processed(created["ref"], app)
-    events = target.events_for_ref(app, created["ref"], wait=True)
-    listing = target.list_events(app, ref=created["ref"])
-    precondition(events, "no event is listed for a new transaction (LIFE-001)", listing)
-    stamps: list[tuple[str, object]] = []
-    for event in events:
-        kind = event.get("event_kind")
-        stamps.append((f"{kind} created_at", event.get("created_at")))
-        data = data_of(event)
-        for name in ("created_at", "processed_at"):
-            value = data.get(name)
-            if name == "processed_at" and kind != "transaction:processed" and not value:
-                continue  # nothing processed yet: null, absent or empty are all honest
-            stamps.append((f"{kind} data.{name}", value))
-    return stamps, created_reply, listing
+    stamps: Stamps = []
+    creations: Stamps = []
+    replies: list[Reply] = []
+    for kind, outcome in zip(_kinds(target), ("confirm", "cancel"), strict=False):
+        app = target.need_writer(kind)
+        created_reply, created = target.created(kind, app, number=target.number())
+        if driver:
+            target.resolve(created["ref"], outcome)  # type: ignore[arg-type]
+            target.wait_processed(created["ref"], app)
+        events = target.events_for_ref(app, created["ref"], wait=True)
+        listing = target.list_events(app, ref=created["ref"])
+        replies += [created_reply, listing]
+        precondition(events, f"no event is listed for a new {kind.lower()} (LIFE-001)", listing)
+        creations.append((f"{kind.lower()} creation created_at", created.get("created_at")))
+        for event in events:
+            label = f"{kind.lower()} {event.get('event_kind')}"
+            stamps.append((f"{label} created_at", event.get("created_at")))
+            data = data_of(event)
+            for name in ("created_at", "processed_at"):
+                value = data.get(name)
+                if name == "processed_at" and event.get("event_kind") != PROCESSED and not value:
+                    continue  # nothing processed yet: null, absent or empty are all honest
+                stamps.append((f"{label} data.{name}", value))
+    return stamps, creations, replies[0], replies[-1]
 
 
 @check(
@@ -203,7 +269,7 @@ def _event_stamps(target: Target) -> tuple[list[tuple[str, object]], Reply, Repl
 )
 def event_timestamps_are_iso_8601_instants(configured: Target) -> None:
     now = datetime.now(UTC)
-    stamps, _, listing = _event_stamps(configured)
+    stamps, _, _, listing = _event_stamps(configured)
     problems = [
         f"{label}: {problem}"
         for label, value in stamps
@@ -228,9 +294,8 @@ def event_timestamps_are_iso_8601_instants(configured: Target) -> None:
     "timestamps: the same instant, another offset.]",
 )
 def utc_timestamps_are_written_in_utc(configured: Target) -> None:
-    stamps, created_reply, listing = _event_stamps(configured)
-    created = created_reply.body if isinstance(created_reply.body, dict) else {}
-    stamps = [("creation created_at", created.get("created_at")), *stamps]
+    events, creations, created_reply, listing = _event_stamps(configured)
+    stamps = [*creations, *events]
     problems = []
     for label, value in stamps:
         stamp = timestamps.parse(value)
@@ -244,6 +309,135 @@ def utc_timestamps_are_written_in_utc(configured: Target) -> None:
         expected="Z or +00:00 where the document says UTC",
         actual=problems[0] if problems else "",
     )
+
+
+def _appearances(target: Target, kind: str, outcome: str) -> tuple[Reply, Reply, list[dict]]:
+    """A new ``kind``, processed by the customer's ``outcome`` when a driver can: its
+    creation answer, find's answer and every event listed for it."""
+    app = target.need_writer(kind)
+    customer = target.customer
+    driver = customer is not None and customer.unavailable_reason() is None
+    number = target.number()
+    if driver:
+        number = customer.number_for(outcome, number)  # type: ignore[union-attr,arg-type]
+    created_reply, created = target.created(kind, app, number=number)
+    ref = created["ref"]
+    if driver:
+        target.resolve(ref, outcome)  # type: ignore[arg-type]
+        settled = target.wait_processed(ref, app)
+        precondition(
+            settled.get("status") not in (None, "pending"),
+            f"the {kind.lower()} never left pending after the customer's {outcome} (LIFE-002/003)",
+            settled,
+        )
+    found = target.find(ref, app)
+    precondition(
+        found.ok, f"find of the new {kind.lower()} answered {found.status} (FIND-001)", found
+    )
+    events = target.eventually(
+        lambda: target.events_for_ref(app, ref), lambda items: len(items) >= (2 if driver else 1)
+    )
+    precondition(events, f"no event is listed for the new {kind.lower()} (LIFE-001)")
+    return created_reply, found, events
+
+
+def disagreements(created: dict, found: dict, events: list[dict]) -> list[str]:
+    """Where one transaction reads differently in its creation answer, find's answer and each
+    event's ``data``: ref, kind and amount everywhere, the customer (in any notation) and the
+    merchant between find and the events, and ``created_at`` as one instant. The status and
+    the fee may change between stages; what each must be is LIFE's rule."""
+    problems = []
+    for name in ("ref", "kind", "amount"):
+        if name in found and found.get(name) != created.get(name):
+            problems.append(f"find {name} {found.get(name)!r} but creation {created.get(name)!r}")
+    for event in events:
+        data = data_of(event)
+        label = event.get("event_kind")
+        for name in ("ref", "kind", "amount"):
+            if data.get(name) != created.get(name):
+                problems.append(
+                    f"{label} data.{name} {data.get(name)!r} but creation {created.get(name)!r}"
+                )
+        if not same_number(data.get("client"), found.get("client")):
+            problems.append(
+                f"{label} data.client {data.get('client')!r} but find {found.get('client')!r}"
+            )
+        if data.get("merchant") != found.get("merchant"):
+            problems.append(
+                f"{label} data.merchant {data.get('merchant')!r} but find {found.get('merchant')!r}"
+            )
+        if timestamps.same_instant(data.get("created_at"), created.get("created_at")) is False:
+            problems.append(
+                f"{label} data.created_at {data.get('created_at')!r} is another instant than "
+                f"the creation's created_at {created.get('created_at')!r}"
+            )
+    return problems
+
+
+@check(
+    "FMT-008",
+    "MUST",
+    Section.RESOURCES,
+    "a transaction reads the same in its creation answer, find and every event",
+    "A transaction is identified by a unique reference key (ref). [Creation: amount, "
+    "created_at, kind, ref; lookup: amount, client, kind, merchant, ref; event data: ref, "
+    "kind, merchant, client, amount, created_at: the fields of that one transaction.]",
+)
+def a_transaction_reads_the_same_everywhere(configured: Target) -> None:
+    """A cashin confirmed and a cashout cancelled (or both pending without a customer driver):
+    one ref names one transaction, so each field the creation answer, find and the events
+    share must agree, timestamps as instants in whatever offset each is written."""
+    target = configured
+    for kind, outcome in zip(_kinds(target), ("confirm", "cancel"), strict=False):
+        created_reply, found, events = _appearances(target, kind, outcome)
+        created = created_reply.body
+        problems = disagreements(created, found.body, events)
+        if problems:
+            fail(
+                f"the {kind.lower()} {created.get('ref')} reads differently: "
+                + "; ".join(problems[:4]),
+                created_reply,
+                found,
+                target.list_events(target.need_writer(kind), ref=created.get("ref")),
+                expected="the same ref, kind, amount, client, merchant and creation instant "
+                "everywhere",
+                actual=problems[0],
+            )
+
+
+@check(
+    "FMT-009",
+    "SHOULD",
+    Section.RESOURCES,
+    "find's timestamp of a pending transaction is the instant of its creation",
+    "timestamp: ISO 8601 timestamp with a numeric UTC offset and fractional seconds. "
+    "[Which moment it names is not shown; for a transaction still pending, its creation is "
+    "the only moment there is.]",
+)
+def find_timestamp_is_the_creation_instant(configured: Target) -> None:
+    """A cashin and a cashout, still pending: whether ``timestamp`` names the creation or
+    the last change, it is the creation instant then (the lookup's own time is neither)."""
+    target = configured
+    for kind in _kinds(target):
+        app = target.need_writer(kind)
+        created_reply, created = target.created(kind, app)
+        found = target.find(created["ref"], app)
+        precondition(found.ok, f"find answered {found.status} (FIND-001)", found)
+        precondition(
+            found.get("status") == "pending",
+            f"the new {kind.lower()} is already {found.get('status')!r}",
+            found,
+        )
+        agree = timestamps.same_instant(found.get("timestamp"), created.get("created_at"))
+        expect(
+            agree is not False,
+            f"find's timestamp {found.get('timestamp')!r} of the pending {kind.lower()} is "
+            f"another instant than its creation's created_at {created.get('created_at')!r}",
+            created_reply,
+            found,
+            expected=f"the instant {created.get('created_at')}, in any offset",
+            actual=str(found.get("timestamp")),
+        )
 
 
 def _is_json(reply: Reply) -> bool:

@@ -1,5 +1,6 @@
-"""The document's "States and transitions" (LIFE-001..005): pending until the customer acts,
-then processed exactly once.
+"""The document's "States and transitions" (LIFE-001..006): pending until the customer acts,
+then processed exactly once, each stage recorded by an event dated no earlier than the stage;
+every rule on a cashin and on a cashout.
 
 The customer is played by the configured driver (sandbox, magic numbers, a command, or the
 operator); without one the checks after creation skip.
@@ -20,6 +21,7 @@ from conformance.api import (
 )
 from conformance.checks import Section, check
 from conformance.outcome import CouldNotCheck, expect, fail, not_applicable, precondition
+from paysuite_core.request_data import same_number
 
 if TYPE_CHECKING:
     from conformance.http import Reply
@@ -29,11 +31,20 @@ PROCESSED = "transaction:processed"
 CREATED = "transaction:created"
 
 
-def _app(target: Target):
-    app = target.writer("CASHIN")
+def _app(target: Target, kind: str = "CASHIN"):
+    app = target.writer(kind)
     if app is None:
-        not_applicable("no application may cashin")
+        not_applicable(f"no application may {kind.lower()}")
     return app
+
+
+def _kinds(target: Target) -> list[str]:
+    """The kinds some application may create: the document states the lifecycle for cashin
+    and cashout alike, so each rule is judged on both when the configuration allows."""
+    kinds = [kind for kind in ("CASHIN", "CASHOUT") if target.writer(kind) is not None]
+    if not kinds:
+        not_applicable("no application may create transactions")
+    return kinds
 
 
 def _need_driver(target: Target) -> None:
@@ -43,9 +54,10 @@ def _need_driver(target: Target) -> None:
 
 
 def _processed(
-    target: Target, outcome: str, *, judged: bool = True
+    target: Target, outcome: str, *, kind: str = "CASHIN", judged: bool = True
 ) -> tuple[Reply, dict, Reply, list[dict]]:
-    """Create, have the customer act, wait for the outcome; returns creation, find, events.
+    """Create a ``kind``, have the customer act, wait for the outcome; returns creation, find,
+    events.
 
     ``judged``: whether a transaction left pending is this check's failure (LIFE-002/003) or
     only a precondition of it (a check about what happens *after* processing).
@@ -53,9 +65,9 @@ def _processed(
     from conformance.customer import DriverUnavailable
 
     _need_driver(target)
-    app = _app(target)
+    app = _app(target, kind)
     number = target.need_customer().number_for(outcome, target.number())  # type: ignore[arg-type]
-    created_reply, created = target.created("CASHIN", app, number=number)
+    created_reply, created = target.created(kind, app, number=number)
     ref = created["ref"]
     try:
         target.resolve(ref, outcome)  # type: ignore[arg-type]
@@ -66,11 +78,11 @@ def _processed(
     if found.get("status") == "pending":
         precondition(
             judged,
-            f"the transaction never left pending after the customer's {outcome} (LIFE-002/003)",
+            f"the {kind.lower()} never left pending after the customer's {outcome} (LIFE-002/003)",
             found,
         )
         fail(
-            f"the transaction is still pending {target.driver_timeout():g} s after the "
+            f"the {kind.lower()} is still pending {target.driver_timeout():g} s after the "
             f"customer's {outcome} (the driver's call succeeded)",
             created_reply,
             found,
@@ -102,11 +114,18 @@ def _check_processed_event(found: Reply, events: list[dict], created: dict) -> N
         actual=str(data.get("status")),
     )
     for name in ("amount", "kind", "client", "ref"):
+        same = (
+            same_number(data.get(name), found.get(name))
+            if name == "client"
+            else data.get(name) == found.get(name)
+        )
         expect(
-            data.get(name) == found.get(name),
+            same,
             f"processed event data.{name} {data.get(name)!r} differs from find's "
             f"{found.get(name)!r}",
             found,
+            expected=f"{name} {found.get(name)!r}, as find answers it",
+            actual=f"data.{name} {data.get(name)!r}",
         )
     # Whether the timestamps are well formed is FMT-005's rule; the order of two readable
     # ones is the lifecycle's.
@@ -124,111 +143,145 @@ def _check_processed_event(found: Reply, events: list[dict], created: dict) -> N
     "LIFE-001",
     "MUST",
     Section.STATES,
-    "creation records a transaction:created event with the created data, status pending",
+    "each creation, cashin and cashout, records a transaction:created event with the created "
+    "data, status pending",
     "(none) -> pending: Event transaction:created is recorded. The response carries ref and "
     "status pending.",
 )
 def creation_records_a_created_event(configured: Target) -> None:
+    """A cashin and a cashout each: "cashin or cashout request accepted" is one row of the
+    table, and a service may record events on one code path only."""
     target = configured
-    app = _app(target)
-    number = target.number()
-    amount = target.amount()
-    reply, created = target.created("CASHIN", app, number=number, amount=amount)
-    expect(
-        created.get("status") == "pending", f"status {created.get('status')!r} at creation", reply
-    )
-    events = target.wait_until(
-        lambda: target.events_for_ref(app, created["ref"]),
-        lambda items: bool(items),
-        timeout_s=10,
-    )
-    made = [e for e in events if e.get("event_kind") == CREATED]
-    expect(
-        len(made) == 1,
-        f"{len(made)} transaction:created events for {created['ref']}, expected exactly one",
-        reply,
-    )
-    wrong = created_values_differ(
-        data_of(made[0]), created["ref"], "CASHIN", amount, number, prefix="data."
-    )
-    expect(not wrong, "the created event: " + "; ".join(wrong), reply)
+    for kind in _kinds(target):
+        app = _app(target, kind)
+        number = target.number()
+        amount = target.amount()
+        reply, created = target.created(kind, app, number=number, amount=amount)
+        expect(
+            created.get("status") == "pending",
+            f"status {created.get('status')!r} at the {kind.lower()}'s creation",
+            reply,
+            expected="pending",
+            actual=repr(created.get("status")),
+        )
+        events = target.wait_until(
+            lambda app=app, ref=created["ref"]: target.events_for_ref(app, ref),
+            lambda items: bool(items),
+            timeout_s=10,
+        )
+        made = [e for e in events if e.get("event_kind") == CREATED]
+        if len(made) != 1:
+            listing = target.list_events(app, ref=created["ref"])
+            fail(
+                f"{len(made)} transaction:created events for the {kind.lower()} "
+                f"{created['ref']}, expected exactly one",
+                reply,
+                listing,
+                expected="exactly one transaction:created event",
+                actual=f"{len(made)} ({len(events)} event(s) listed for the ref)",
+            )
+        wrong = created_values_differ(
+            data_of(made[0]), created["ref"], kind, amount, number, prefix="data."
+        )
+        expect(
+            not wrong,
+            f"the {kind.lower()}'s created event: " + "; ".join(wrong),
+            reply,
+            expected=f"the values created: kind {kind}, amount {amount}, client {number}, pending",
+            actual="; ".join(wrong),
+        )
 
 
 @check(
     "LIFE-002",
     "MUST",
     Section.STATES,
-    "after confirmation: success (or successful) and exactly one processed event",
+    "after confirmation (cashin and cashout): success (or successful) and exactly one "
+    "processed event",
     "pending -> customer confirms -> success (typically). Event transaction:processed is recorded.",
 )
 def confirmation_processes_to_success(configured: Target) -> None:
-    _, created, found, events = _processed(configured, "confirm")
-    expect(
-        found.get("status") in SUCCESS_STATUSES,
-        f"after confirmation the status is {found.get('status')!r}, expected success "
-        "(or successful)",
-        found,
-    )
-    _check_processed_event(found, events, created)
+    for kind in _kinds(configured):
+        _, created, found, events = _processed(configured, "confirm", kind=kind)
+        expect(
+            found.get("status") in SUCCESS_STATUSES,
+            f"after confirmation the {kind.lower()}'s status is {found.get('status')!r}, "
+            "expected success (or successful)",
+            found,
+            expected="success or successful",
+            actual=repr(found.get("status")),
+        )
+        _check_processed_event(found, events, created)
 
 
 @check(
     "LIFE-003",
     "MUST",
     Section.STATES,
-    "after cancellation: failed and exactly one processed event",
+    "after cancellation (cashin and cashout): failed and exactly one processed event",
     "pending -> customer cancels -> failed (typically). Event transaction:processed is recorded.",
 )
 def cancellation_processes_to_failed(configured: Target) -> None:
-    _, created, found, events = _processed(configured, "cancel")
-    expect(
-        found.get("status") == "failed",
-        f"after cancellation the status is {found.get('status')!r}, expected failed",
-        found,
-    )
-    _check_processed_event(found, events, created)
+    for kind in _kinds(configured):
+        _, created, found, events = _processed(configured, "cancel", kind=kind)
+        expect(
+            found.get("status") == "failed",
+            f"after cancellation the {kind.lower()}'s status is {found.get('status')!r}, "
+            "expected failed",
+            found,
+            expected="failed",
+            actual=repr(found.get("status")),
+        )
+        _check_processed_event(found, events, created)
 
 
 @check(
     "LIFE-004",
     "MUST",
     Section.STATES,
-    "a processed transaction does not change again",
+    "a processed cashin or cashout does not change again",
     "It stays there until the customer confirms or cancels. [...] transaction:processed: "
     "The customer confirms or cancels. A new event is created.",
 )
 def a_processed_transaction_does_not_change_again(configured: Target) -> None:
+    """A confirmed cashin and a confirmed cashout are each cancelled afterwards; one wait
+    serves both."""
     from conformance.customer import DriverUnavailable
 
     target = configured
-    _, created, found, _ = _processed(target, "confirm", judged=False)
-    app = _app(target)
-    ref = created["ref"]
+    processed = [
+        (kind, *_processed(target, "confirm", kind=kind, judged=False)[1:3])
+        for kind in _kinds(target)
+    ]
     if target.customer is not None and target.customer.driver in ("sandbox", "command"):
-        try:
-            target.resolve(ref, "cancel")
-        except (DriverUnavailable, CouldNotCheck):
-            pass  # refusing to act again is a fine answer
+        for _, created, _ in processed:
+            try:
+                target.resolve(created["ref"], "cancel")
+            except (DriverUnavailable, CouldNotCheck):
+                pass  # refusing to act again is a fine answer
     time.sleep(1.0)
-    again = target.find(ref, app)
-    changed = status_changed(found.get("status"), again.get("status"))
-    expect(
-        changed is None,
-        f"{changed} after a second customer action",
-        found,
-        again,
-        expected=f"status stays {found.get('status')!r}",
-        actual=str(again.get("status")),
-    )
-    processed = [e for e in target.events_for_ref(app, ref) if e.get("event_kind") == PROCESSED]
-    # Exactly one processed event is LIFE-002's rule; a second one is this rule's.
-    expect(
-        len(processed) <= 1,
-        f"{len(processed)} processed events after a second customer action",
-        again,
-        expected="at most the one processed event of the first action",
-        actual=f"{len(processed)} processed events",
-    )
+    for kind, created, found in processed:
+        app = _app(target, kind)
+        ref = created["ref"]
+        again = target.find(ref, app)
+        changed = status_changed(found.get("status"), again.get("status"))
+        expect(
+            changed is None,
+            f"the {kind.lower()}: {changed} after a second customer action",
+            found,
+            again,
+            expected=f"status stays {found.get('status')!r}",
+            actual=str(again.get("status")),
+        )
+        events = [e for e in target.events_for_ref(app, ref) if e.get("event_kind") == PROCESSED]
+        # Exactly one processed event is LIFE-002's rule; a second one is this rule's.
+        expect(
+            len(events) <= 1,
+            f"{len(events)} processed events for the {kind.lower()} after a second customer action",
+            again,
+            expected="at most the one processed event of the first action",
+            actual=f"{len(events)} processed events",
+        )
 
 
 @check(
@@ -241,13 +294,71 @@ def a_processed_transaction_does_not_change_again(configured: Target) -> None:
     "reference",
 )
 def a_confirmed_transaction_reads_exactly_success(configured: Target) -> None:
-    _, _, found, events = _processed(configured, "confirm", judged=False)
-    statuses = {found.get("status")} | {
-        data_of(e).get("status") for e in events if e.get("event_kind") == PROCESSED
-    }
-    expect(
-        statuses == {"success"},
-        f"confirmed transaction reads {sorted(map(str, statuses))}, "
-        "RC-17 chooses exactly 'success'",
-        found,
+    for kind in _kinds(configured):
+        _, _, found, events = _processed(configured, "confirm", kind=kind, judged=False)
+        statuses = {found.get("status")} | {
+            data_of(e).get("status") for e in events if e.get("event_kind") == PROCESSED
+        }
+        expect(
+            statuses == {"success"},
+            f"the confirmed {kind.lower()} reads {sorted(map(str, statuses))}, "
+            "RC-17 chooses exactly 'success'",
+            found,
+            expected="success",
+            actual=", ".join(sorted(map(str, statuses))),
+        )
+
+
+def dated_before_its_stage(event: dict) -> str | None:
+    """How an event's own ``created_at`` falls before the stage it records (the created
+    event before ``data.created_at``, the processed one before ``data.processed_at``), beyond
+    the granularity of both stamps; ``None`` when it does not or a stamp is unreadable (the
+    shape is FMT-005's rule)."""
+    stage = {CREATED: "created_at", PROCESSED: "processed_at"}.get(event.get("event_kind"))
+    if stage is None:
+        return None
+    own = timestamps.parse(event.get("created_at"))
+    when = timestamps.parse(data_of(event).get(stage))
+    if own is None or when is None or own.zone is None or when.zone is None:
+        return None
+    if own.moment + timestamps.granularity(own) + timestamps.granularity(when) >= when.moment:
+        return None
+    early = (when.moment - own.moment).total_seconds()
+    return (
+        f"the {event.get('event_kind')} event of {data_of(event).get('ref')} is dated "
+        f"{own.text}, {early:.6f} s before the stage it records (data.{stage} {when.text})"
     )
+
+
+@check(
+    "LIFE-006",
+    "MUST",
+    Section.EVENTS,
+    "an event is not dated before the stage it records",
+    "transaction:created: recorded when the transaction is created by cashin or cashout. "
+    "transaction:processed: recorded when the customer confirms or cancels. A new event is "
+    "created.",
+)
+def an_event_is_not_dated_before_its_stage(configured: Target) -> None:
+    """A confirmed cashin and a cancelled cashout (their created events only, without a
+    customer driver): an event recorded late is fine, one dated before its stage is not. A
+    creation and the customer's action are a round trip apart at least, far more than the
+    granularity of stamps with a fraction (the slack allowed for each stamp's last digit)."""
+    target = configured
+    driver = target.customer is not None and target.customer.unavailable_reason() is None
+    for kind, outcome in zip(_kinds(target), ("confirm", "cancel"), strict=False):
+        app = _app(target, kind)
+        if driver:
+            _, created, _, events = _processed(target, outcome, kind=kind, judged=False)
+        else:
+            _, created = target.created(kind, app)
+            events = target.events_for_ref(app, created["ref"], wait=True)
+        precondition(events, f"no event is listed for the new {kind.lower()} (LIFE-001)")
+        problems = [p for e in events if (p := dated_before_its_stage(e)) is not None]
+        if problems:
+            fail(
+                "; ".join(problems),
+                target.list_events(app, ref=created["ref"]),
+                expected="each event's created_at at or after the stage it records",
+                actual=problems[0],
+            )

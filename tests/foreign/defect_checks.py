@@ -56,4 +56,16 @@ DEFECT_CHECKS: dict[str, frozenset[str]] = {
     "query-key-race": frozenset({"IDEM-013"}),
     "reuse-names-ref": frozenset({"IDEM-014"}),
     "key-channels-apart": frozenset({"IDEM-004"}),
+    # -- evtchecks: find, the events list, fields/formats and the lifecycle (issue 20) --
+    "total-counts-transactions": frozenset({"EVT-007"}),
+    "cashout-reuses-cashin-ref": frozenset({"FMT-001"}),
+    "envelope-event-kind-underscore": frozenset({"EVT-011"}),
+    "events-dated-at-creation": frozenset({"LIFE-006"}),
+    "snapshot-created-at-is-event-time": frozenset({"FMT-008"}),
+    "find-timestamp-now": frozenset({"FMT-009"}),
+    "cashout-created-event-says-cashin": frozenset({"LIFE-001", "FMT-008"}),
+    "cashout-amount-negative": frozenset({"FIND-001", "FMT-008", "LIFE-001"}),
+    "cashout-not-processed": frozenset({"LIFE-002", "LIFE-003"}),
+    "find-records-event": frozenset({"EVT-012"}),
+    "failed-filter-misses": frozenset({"EVT-006"}),
 }

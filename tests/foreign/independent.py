@@ -111,6 +111,27 @@ DEFECTS: dict[str, str] = {
     "whichever merchant that was",
     "key-channels-apart": "header keys and query keys are kept apart: a key used in one channel "
     "may be used again in the other",
+    # -- evtchecks: find, the events list, fields/formats and the lifecycle (issue 20) --
+    "total-counts-transactions": "the envelope's total counts the matching transactions, "
+    "not their events",
+    "cashout-reuses-cashin-ref": "a cashout answers and stores the ref of the merchant's "
+    "previous cashin",
+    "envelope-event-kind-underscore": "the envelope always carries amount, client, kind, ref, "
+    "status and the event kind, this one spelled event_kind",
+    "events-dated-at-creation": "every event's created_at is its transaction's creation time",
+    "snapshot-created-at-is-event-time": "an event's data.created_at is the event's own time, "
+    "not the transaction's creation",
+    "find-timestamp-now": "find answers timestamp as the moment of the lookup",
+    "cashout-created-event-says-cashin": "a cashout's transaction:created event records "
+    "kind CASHIN (the cashin's event code, copied)",
+    "cashout-amount-negative": "a cashout is stored with a negative amount: find and its "
+    "events show -amount (the creation answer the amount sent)",
+    "cashout-not-processed": "the customer's confirm or cancel of a cashout is answered but "
+    "the cashout stays pending",
+    "find-records-event": "each find of a pending transaction records another "
+    "transaction:created event",
+    "failed-filter-misses": "the status filter looks for the internal word cancelled when "
+    "asked for failed, so status=failed lists nothing",
 }
 
 #: Other conformant choices where the document is silent, switched on with ``--choice NAME``
@@ -275,6 +296,7 @@ class State:
         self.key_refs: dict[str, str] = {}
         #: Keyless cashouts by merchant, amount and number (``cashout-keyless-replayed``).
         self.keyless_cashouts: dict[tuple[str, Any, str], Transaction] = {}
+        self.last_cashin: dict[str, str] = {}
         self.lock = asyncio.Lock()
 
     def has(self, defect: str) -> bool:
@@ -335,7 +357,14 @@ class State:
 
     def record(self, txn: Transaction, event_kind: str, at_ns: int) -> None:
         event_id = txn.shared_event_id if self.has("duplicate-event-ids") else str(uuid.uuid4())
-        event = Event(event_id, event_kind, at_ns, txn.merchant, txn.snapshot())
+        data = txn.snapshot()
+        if event_kind == "transaction:created" and self.has("cashout-created-event-says-cashin"):
+            data["kind"] = "CASHIN"
+        if self.has("snapshot-created-at-is-event-time"):
+            data["created_at"] = txn.stamp(at_ns)
+        if self.has("events-dated-at-creation"):
+            at_ns = txn.created_ns
+        event = Event(event_id, event_kind, at_ns, txn.merchant, data)
         if self.chose("async-events"):
             asyncio.get_running_loop().call_later(ASYNC_EVENT_DELAY_S, self.events.append, event)
         else:
@@ -346,8 +375,15 @@ class State:
         if kind == "CASHOUT" and self.has("wrong-kind-on-cashout"):
             kind = "CASHIN"
         now = time.time_ns()
+        ref = str(uuid.uuid4())
+        if kind == "CASHOUT" and self.has("cashout-reuses-cashin-ref"):
+            ref = self.last_cashin.get(app.merchant, ref)
+        elif kind == "CASHIN":
+            self.last_cashin[app.merchant] = ref
+        if kind == "CASHOUT" and self.has("cashout-amount-negative"):
+            amount = -amount
         txn = Transaction(
-            ref=str(uuid.uuid4()),
+            ref=ref,
             kind=kind,
             amount=amount,
             client="250" + significant(number) if self.chose("normalize-numbers") else number,
@@ -520,13 +556,14 @@ async def create(request: web.Request, kind: str) -> web.Response:
             state.key_refs[key] = txn.ref
     if replayed:
         state.keyless_cashouts.setdefault(replay, txn)
-    return web.json_response(creation_body(txn), status=201)
+    # The amount sent (stored too, but for the cashout-amount-negative defect).
+    return web.json_response(creation_body(txn, amount), status=201)
 
 
-def creation_body(txn: Transaction) -> dict[str, Any]:
-    """The creation response: the transaction as it was created."""
+def creation_body(txn: Transaction, amount: int | float | None = None) -> dict[str, Any]:
+    """The creation response: the transaction as it was created (``amount``: as it was sent)."""
     return {
-        "amount": txn.amount,
+        "amount": txn.amount if amount is None else amount,
         "created_at": txn.stamp(txn.created_ns),
         "kind": txn.kind,
         "ref": txn.ref,
@@ -549,11 +586,14 @@ async def find(request: web.Request) -> web.Response:
     if txn is None or (txn.merchant != app.merchant and not state.has("find-other-merchant")):
         raise ApiError(404, "no transaction with this ref")  # the same answer: no existence leak
     suffix = "Z" if state.has("find-timestamp-z") else "+00:00"
+    moment = time.time_ns() if state.has("find-timestamp-now") else txn.created_ns
     timestamp = (
-        local_text(txn.created_ns)
+        local_text(moment)
         if state.chose("local-offsets") and not state.has("find-timestamp-z")
-        else utc_text(txn.created_ns, suffix)
+        else utc_text(moment, suffix)
     )
+    if state.has("find-records-event") and txn.status == "pending":
+        state.record(txn, "transaction:created", time.time_ns())
     return web.json_response(
         {
             "amount": txn.amount,
@@ -622,7 +662,10 @@ async def list_events(request: web.Request) -> web.Response:
             tests.append(lambda e, a=attribute, v=value: e.data.get(a) == v)
     if (status := request.query.get("status")) is not None:
         echoed["status"] = status
-        tests.append(lambda e: e.data.get("status") == status)
+        internal = (
+            "cancelled" if status == "failed" and state.has("failed-filter-misses") else status
+        )
+        tests.append(lambda e: e.data.get("status") == internal)
     if (event_kind := request.query.get("event-kind")) is not None:
         echoed["event-kind"] = event_kind
         tests.append(lambda e: e.event_kind == event_kind)
@@ -646,11 +689,18 @@ async def list_events(request: web.Request) -> web.Response:
         if (leak or e.merchant == app.merchant) and all(test(e) for test in tests)
     ]
     page = matching[offset : offset + limit]
+    total = len(page) if state.has("total-wrong") else len(matching)
+    if state.has("total-counts-transactions"):
+        total = len({e.data.get("ref") for e in matching})
+    if state.has("envelope-event-kind-underscore"):
+        blank = {"amount": 0, "client": "", "event-kind": "", "kind": "", "ref": "", "status": ""}
+        echoed = {**blank, **echoed}
+        echoed["event_kind"] = echoed.pop("event-kind")
     envelope: dict[str, Any] = {
         **echoed,
         "limit": limit,
         "offset": offset,
-        "total": len(page) if state.has("total-wrong") else len(matching),
+        "total": total,
         "transactions": [e.render() for e in page],
     }
     return web.json_response(dict(sorted(envelope.items())))
@@ -713,6 +763,8 @@ async def customer_action(request: web.Request) -> web.Response:
             raise ApiError(404, "no transaction with this ref")
         if txn.status != "pending" and not state.has("processed-twice"):
             raise ApiError(409, f"the transaction is already {txn.status}")
+        if txn.kind == "CASHOUT" and state.has("cashout-not-processed"):
+            return web.json_response({"ref": txn.ref, "status": txn.status})
         txn.status = STATUS_CONFIRMED if action == "confirm" else STATUS_CANCELLED
         txn.processed_ns = time.time_ns()
         state.record(txn, "transaction:processed", txn.processed_ns)

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -776,6 +777,77 @@ def _key_channels_apart(s: Session) -> bool:
     key = secrets.token_hex(8)
     assert _post(s, header=key).status_code == 201
     return _post(s, query=key).status_code < 300
+# -- evtchecks: find, the events list, fields/formats and the lifecycle (issue 20) --
+
+
+def _total_counts_transactions(s: Session) -> bool:
+    number = new_number()
+    ref = s.created_ref(number=number)
+    assert s.customer(ref, "confirm").status_code == 200
+    return s.events(client=number)["total"] != 2
+
+
+def _cashout_reuses_cashin_ref(s: Session) -> bool:
+    return s.created_ref("cashin") == s.created_ref("cashout")
+
+
+def _envelope_event_kind_underscore(s: Session) -> bool:
+    envelope = s.events(ref=s.created_ref())
+    return "event_kind" in envelope and "event-kind" not in envelope
+
+
+def _stamp(text: str) -> datetime:
+    """An ISO 8601 instant of this server (9 fraction digits) to the microsecond."""
+    return datetime.fromisoformat(re.sub(r"(\.\d{6})\d*", r"\1", text.replace("Z", "+00:00")))
+
+
+def _events_dated_at_creation(s: Session) -> bool:
+    ref = s.created_ref()
+    assert s.customer(ref, "confirm").status_code == 200
+    (processed,) = s.events(ref=ref, **{"event-kind": "transaction:processed"})["transactions"]
+    return _stamp(processed["created_at"]) < _stamp(processed["data"]["processed_at"])
+
+
+def _snapshot_created_at_is_event_time(s: Session) -> bool:
+    created = s.create().json()
+    assert s.customer(created["ref"], "confirm").status_code == 200
+    stamps = {_stamp(e["data"]["created_at"]) for e in s.events(ref=created["ref"])["transactions"]}
+    return stamps != {_stamp(created["created_at"])}
+
+
+def _find_timestamp_now(s: Session) -> bool:
+    created = s.create().json()
+    time.sleep(0.01)
+    found = s.find(created["ref"]).json()
+    return _stamp(found["timestamp"]) != _stamp(created["created_at"])
+
+
+def _cashout_created_event_says_cashin(s: Session) -> bool:
+    (created,) = s.events(ref=s.created_ref("cashout"))["transactions"]
+    return created["data"]["kind"] != "CASHOUT"
+
+
+def _cashout_amount_negative(s: Session) -> bool:
+    return s.find(s.created_ref("cashout", amount=100)).json()["amount"] != 100
+
+
+def _cashout_not_processed(s: Session) -> bool:
+    ref = s.created_ref("cashout")
+    assert s.customer(ref, "confirm").status_code == 200
+    return s.find(ref).json()["status"] == "pending"
+
+
+def _find_records_event(s: Session) -> bool:
+    ref = s.created_ref()
+    s.find(ref)
+    return s.events(ref=ref)["total"] != 1
+
+
+def _failed_filter_misses(s: Session) -> bool:
+    number = new_number()
+    ref = s.created_ref(number=number)
+    assert s.customer(ref, "cancel").status_code == 200
+    return s.events(client=number, status="failed")["total"] == 0
 
 
 PROBES: dict[str, Callable[[Session], bool]] = {
@@ -823,6 +895,18 @@ PROBES: dict[str, Callable[[Session], bool]] = {
     "query-key-race": _query_key_race,
     "reuse-names-ref": _reuse_names_ref,
     "key-channels-apart": _key_channels_apart,
+    # -- evtchecks --
+    "total-counts-transactions": _total_counts_transactions,
+    "cashout-reuses-cashin-ref": _cashout_reuses_cashin_ref,
+    "envelope-event-kind-underscore": _envelope_event_kind_underscore,
+    "events-dated-at-creation": _events_dated_at_creation,
+    "snapshot-created-at-is-event-time": _snapshot_created_at_is_event_time,
+    "find-timestamp-now": _find_timestamp_now,
+    "cashout-created-event-says-cashin": _cashout_created_event_says_cashin,
+    "cashout-amount-negative": _cashout_amount_negative,
+    "cashout-not-processed": _cashout_not_processed,
+    "find-records-event": _find_records_event,
+    "failed-filter-misses": _failed_filter_misses,
 }
 
 
