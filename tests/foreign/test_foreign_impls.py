@@ -665,6 +665,8 @@ def _refresh_merchant_last_app(s: Session) -> bool:
     headers = _refreshed_bearer(s, "read-write")
     url = f"{s.base}/transactions/cashin"
     return s.client.post(url, json=body, headers=headers).status_code >= 300
+
+
 # -- creations and idempotency (issue 20, idemchecks) --
 
 
@@ -777,6 +779,8 @@ def _key_channels_apart(s: Session) -> bool:
     key = secrets.token_hex(8)
     assert _post(s, header=key).status_code == 201
     return _post(s, query=key).status_code < 300
+
+
 # -- evtchecks: find, the events list, fields/formats and the lifecycle (issue 20) --
 
 
