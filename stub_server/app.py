@@ -94,7 +94,11 @@ def build_app(stub: StubApp, *, background: bool = True) -> web.Application:
             tasks.append(asyncio.create_task(resolve_due_forever(stub)))
         if background:
             dispatcher = Dispatcher(
-                stub.store, stub.render, settings.webhook_retry, stub.webhook_hooks
+                stub.store,
+                stub.render,
+                settings.webhook_retry,
+                stub.webhook_hooks,
+                signature_formats=settings.webhook_signatures,
             )
             tasks.append(asyncio.create_task(dispatcher.run_forever()))
         yield
