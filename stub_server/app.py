@@ -98,7 +98,6 @@ def build_app(stub: StubApp, *, background: bool = True) -> web.Application:
                 stub.render,
                 settings.webhook_retry,
                 stub.webhook_hooks,
-                signature_formats=settings.webhook_signatures,
             )
             tasks.append(asyncio.create_task(dispatcher.run_forever()))
         yield

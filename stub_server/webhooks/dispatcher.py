@@ -82,6 +82,9 @@ class DeliveryHooks:
     #: When set, a created delivery waits (up to this long) for its processed one, and the
     #: two are sent processed first.
     out_of_order_hold_s: float | None = None
+    #: The signature headers a delivery carries (``SIGNATURE_FORMATS``; the stub config's
+    #: ``webhook_signatures``).
+    signature_formats: tuple[str, ...] = SIGNATURE_FORMATS
 
 
 @dataclass
@@ -148,14 +151,12 @@ class Dispatcher:
         hooks: DeliveryHooks,
         *,
         lane_concurrency: int = LANE_CONCURRENCY,
-        signature_formats: tuple[str, ...] = SIGNATURE_FORMATS,
     ) -> None:
         self.store = store
         self.render = render
         self.policy = policy
         self.hooks = hooks
         self.lane_concurrency = lane_concurrency
-        self.signature_formats = signature_formats
         self.lanes: dict[str, Lane] = {}
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[object]] = set()
@@ -360,9 +361,9 @@ class Dispatcher:
         secrets = [self.hooks.signing_secret(one) for one in endpoint.signing_secrets(
             timefmt.now_us())]  # fmt: skip
         headers = {}
-        if "paysuite" in self.signature_formats:
+        if "paysuite" in self.hooks.signature_formats:
             headers[webhook_signature.SIGNATURE_HEADER] = webhook_signature.sign(secrets, body)
-        if "live" in self.signature_formats:
+        if "live" in self.hooks.signature_formats:
             headers[webhook_signature.LIVE_SIGNATURE_HEADER] = webhook_signature.sign_live(
                 secrets[-1], body
             )

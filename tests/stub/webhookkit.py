@@ -191,3 +191,15 @@ def webhook_out_of_order(stub: Any) -> None:
         assert stub.api.sandbox(ref, "confirm").status_code == 200
         first, second = receiver.wait_for(2)
         assert [first.record["event_kind"], second.record["event_kind"]] == [PROCESSED, CREATED]
+
+
+def webhook_live_signature_only(stub: Any) -> None:
+    """The delivery carries a valid X-Paypack-Signature and no timestamped Paysuite-Signature."""
+    with endpoint_on(stub) as receiver:
+        stub.api.create("cashin")
+        (arrival,) = receiver.wait_for(1)
+        secret = endpoint_secret(stub)
+        assert arrival.headers.get(webhook_signature.LIVE_SIGNATURE_HEADER) == (
+            webhook_signature.sign_live(secret, arrival.body)
+        )
+        assert webhook_signature.SIGNATURE_HEADER not in arrival.headers, arrival.headers
