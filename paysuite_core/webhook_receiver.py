@@ -341,8 +341,11 @@ class JsonErrors(web.RequestHandler):
     ) -> web.StreamResponse:
         if request.writer.output_size > 0 or status >= 500:
             return super().handle_error(request, status, exc, message)
-        reason = (message or str(exc or "") or "malformed HTTP request").splitlines()[0][:200]
-        code = "header_too_large" if "too long" in reason.lower() else "bad_request"
+        text = (message or str(exc or "") or "malformed HTTP request").strip()
+        reason = text.splitlines()[0].split(": ", 1)[0].rstrip(":")[:200]
+        too_long = type(exc).__name__ == "LineTooLong" or reason.startswith("Got more than")
+        code = "header_too_large" if too_long else "bad_request"
+        status = 431 if too_long else status
         response = _error(status, code, f"malformed HTTP request: {reason}")
         response.force_close()
         return response

@@ -69,6 +69,8 @@ def routes(stub: StubApp) -> list[Route]:
         table.append(("POST", sandbox_path, sandbox.settle))
         deliveries = WebhookDeliveryHandlers(stub)
         table.append(("GET", "/_sandbox/webhooks/deliveries", deliveries.list_deliveries))
+        resend_path = "/_sandbox/webhooks/deliveries/{event_id}/resend"
+        table.append(("POST", resend_path, deliveries.resend))
     return table
 
 
