@@ -299,6 +299,7 @@ class WebhookReceiver:
                 return web.json_response(answer, status=status)
             handler, content, kind = await forward.send(request.app[SESSION], request.headers, body)
             judgement.base["handler"] = handler
+            judgement.status = handler.status  # what the sender was answered
             self.settle(judgement)
             return web.Response(status=handler.status, body=content, headers={"Content-Type": kind})
 

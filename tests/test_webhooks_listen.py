@@ -7,14 +7,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from webhookstub import cashin, free_port, hooked_stub
 
 from paysuite_core.launcher import RunningStub, stop_stub
+from paysuite_core.webhook_signature import sign_live
 
 LISTEN = [sys.executable, "-m", "paysuite", "webhooks", "listen"]
 
@@ -195,3 +199,111 @@ def test_a_sigkilled_stub_delivers_every_pending_event_after_its_restart(tmp_pat
     checks = checks_of(reports)
     assert checks["WEBHOOK-001"]["outcome"] == "passed", checks["WEBHOOK-001"]
     assert "6 listed events" in checks["WEBHOOK-001"]["note"]
+
+
+class Handler:
+    """A developer's own webhook handler behind ``--forward-to``: ``answer(event_id, n)`` is
+    the status of the n-th (1, 2, ...) delivery of an event; it records what it got."""
+
+    def __init__(self, answer: Callable[[str, int], int], delay_s: float = 0.0) -> None:
+        self.got: list[tuple[dict[str, str], bytes]] = []
+        handler = self
+
+        class H(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                handler.got.append((dict(self.headers.items()), body))
+                event_id = json.loads(body)["event_id"]
+                n = sum(json.loads(b)["event_id"] == event_id for _, b in handler.got)
+                time.sleep(delay_s)
+                status = answer(event_id, n)
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/shop/webhook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def forwarded_rows(report_dir: Path) -> list[dict[str, Any]]:
+    report = json.loads((report_dir / "conformance.json").read_text(encoding="utf-8"))
+    rows: list[dict[str, Any]] = report["forwarded"]
+    return rows
+
+
+@pytest.mark.slow
+def test_forward_to_shows_a_handler_failing_its_first_attempt_and_the_retry(
+    stubs, tmp_path: Path
+) -> None:
+    port = free_port()
+    stub = stubs(port)
+    handler = Handler(lambda event_id, n: 500 if n == 1 else 200)
+    reports = tmp_path / "reports"
+    try:
+        listener = Listener(
+            ["--config", str(stub.credentials_path), "--forward-to", handler.url,
+             "--max-events", "2", "--duration", "60", "--report-dir", str(reports)],
+            tmp_path,
+        )  # fmt: skip
+        ref = cashin(stub)
+        status, out, err = listener.finish()
+    finally:
+        handler.close()
+    print(out)
+    assert status == 0, out + err
+    assert f"forwarding verified deliveries to {handler.url}" in out
+    rows = forwarded_rows(reports)
+    assert [r["kind"] for r in rows] == ["transaction:created", "transaction:processed"]
+    for row in rows:
+        assert row["ref"] == ref and row["handler_acknowledged"]
+        first, second = row["deliveries"][:2]
+        assert (first["verdict"], first["handler_status"], first["answered_sender"]) == (
+            "verified", 500, 500)  # fmt: skip
+        assert (second["verdict"], second["handler_status"]) == ("duplicate", 200)
+        assert second["attempt"] == "2"  # the stub's retry, told by the handler's 500
+    assert "#1 verified: handler 500 in" in out and "#2 duplicate: handler 200 in" in out
+    secret = stub.config().webhooks.secret  # type: ignore[union-attr]
+    for headers, body in handler.got:  # byte for byte, headers included: still verifies
+        assert headers["X-Paypack-Signature"] == sign_live(secret, body)
+    assert len(handler.got) == 4
+
+
+@pytest.mark.slow
+def test_forward_to_a_handler_that_fails_for_ever_is_bounded_and_reported(
+    stubs, tmp_path: Path
+) -> None:
+    port = free_port()
+    stub = stubs(port)
+    handler = Handler(lambda event_id, n: 500, delay_s=0.2)  # slow, and never accepts
+    reports = tmp_path / "reports"
+    started = time.monotonic()
+    try:
+        listener = Listener(
+            ["--config", str(stub.credentials_path), "--forward-to", handler.url,
+             "--events", "transaction:processed", "--max-events", "2", "--duration", "4",
+             "--settle", "0.5", "--report-dir", str(reports)],
+            tmp_path,
+        )  # fmt: skip
+        cashin(stub)
+        status, out, err = listener.finish()
+    finally:
+        handler.close()
+    assert time.monotonic() - started < 30
+    assert status == 0, out + err  # the target retried as it should: the handler is reported
+    created, processed = forwarded_rows(reports)
+    assert not any(d["forwarded"] for d in created["deliveries"])  # --events
+    assert "not forwarded (--events)" in out
+    attempts = processed["deliveries"]
+    assert len(attempts) >= 3 and not processed["handler_acknowledged"]
+    assert {d["handler_status"] for d in attempts} == {500}
+    assert all(d["handler_ms"] >= 200 for d in attempts)  # the slow handler's time recorded
+    assert all(json.loads(b)["event_kind"] == "transaction:processed" for _, b in handler.got)
