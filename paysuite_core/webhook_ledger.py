@@ -64,8 +64,9 @@ class Arrival:
     mode: str | None
     event: dict[str, Any] | None
     body: bytes = field(repr=False)
-    #: The signature formats the delivery carried and that verified: ``paysuite`` (timestamped
-    #: ``Paysuite-Signature``), ``live`` (``X-Paypack-Signature``) or ``paysuite+live``.
+    #: The signature formats the delivery carried (all verified when the verdict is verified or
+    #: duplicate): ``paysuite`` (timestamped ``Paysuite-Signature``), ``live``
+    #: (``X-Paypack-Signature``), ``paysuite+live``; "" for none.
     signature: str = ""
     #: With ``--forward-to``: the developer's handler's answer (None: not forwarded).
     handler: HandlerAnswer | None = None

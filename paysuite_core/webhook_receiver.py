@@ -146,6 +146,18 @@ class Forwarder:
         return HandlerAnswer(status, elapsed, why), body_out, "application/json"
 
 
+def carried(headers: Mapping[str, str]) -> str:
+    """The signature formats a delivery carries (``paysuite``, ``live``, ``paysuite+live``, or
+    "" for none), whether they verify or not: which headers a sender sends is its choice of
+    format, judged apart from whether they hold."""
+    formats = [
+        name
+        for name, header in (("paysuite", SIGNATURE_HEADER), ("live", LIVE_SIGNATURE_HEADER))
+        if headers.get(header)
+    ]
+    return "+".join(formats)
+
+
 @dataclass
 class Judgement:
     """What the receiver made of one delivery, before it is recorded."""
@@ -207,8 +219,9 @@ class WebhookReceiver:
             if len(headers.get(name) or "") > MAX_SIGNATURE_CHARS:
                 why = f"{name} is over {MAX_SIGNATURE_CHARS} characters"
                 return self._refusal(base, 431, "rejected", "signature_too_long", why)
+        base["signature"] = carried(headers)
         try:
-            base["signature"] = verify_any(self.secret, headers, body, tolerance_s=self.tolerance_s)
+            verify_any(self.secret, headers, body, tolerance_s=self.tolerance_s)
         except SignatureError as exc:
             return self._refusal(base, 401, "rejected", "invalid_signature", str(exc))
         if event is None or not isinstance(body_id, str):

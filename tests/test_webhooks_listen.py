@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from webhookstub import cashin, free_port, hooked_stub
 
@@ -307,3 +308,89 @@ def test_forward_to_a_handler_that_fails_for_ever_is_bounded_and_reported(
     assert {d["handler_status"] for d in attempts} == {500}
     assert all(d["handler_ms"] >= 200 for d in attempts)  # the slow handler's time recorded
     assert all(json.loads(b)["event_kind"] == "transaction:processed" for _, b in handler.got)
+
+
+@pytest.mark.slow
+def test_the_listener_follows_a_stub_restarted_on_a_new_port_and_blames_no_one_for_a_forgery(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    workdir = tmp_path / "stub"
+    reports = tmp_path / "reports"
+    first = hooked_stub(workdir, port)
+    listener = Listener(
+        ["--config", str(first.credentials_path), "--max-events", "2", "--duration", "60",
+         "--report-dir", str(reports)],
+        tmp_path,
+    )  # fmt: skip
+    stop_stub(first)
+    restarted = hooked_stub(workdir, port)  # the same database, another API port
+    try:
+        assert restarted.base_url != first.base_url
+        forged = json.dumps(
+            {"event_id": "forged-1", "event_kind": "transaction:processed", "created_at": "x",
+             "data": {"ref": "not-a-real-ref", "status": "successful"}}
+        ).encode()  # fmt: skip
+        answer = httpx.post(
+            f"http://127.0.0.1:{port}/hooks", content=forged,
+            headers={"X-Paypack-Signature": "bm90IGEgc2lnbmF0dXJl"}, timeout=5,
+        )  # fmt: skip
+        assert answer.status_code == 401 and answer.json()["code"] == "invalid_signature"
+        ref = cashin(restarted)
+        status, out, err = listener.finish()
+    finally:
+        stop_stub(restarted)
+    assert status == 0, out + err
+    assert f"(configuration re-read: the target is now {restarted.base_url})" in out
+    assert "× rejected" in out and "finding: 1 forged deliveries" in out
+    checks = checks_of(reports)
+    assert checks["WEBHOOK-001"]["outcome"] == "passed", checks["WEBHOOK-001"]
+    assert checks["WEBHOOK-002"]["outcome"] == "passed", checks["WEBHOOK-002"]
+    assert "1 forged ones rejected, not the target's" in checks["WEBHOOK-002"]["note"]
+    assert sum(f"ref={ref}" in line for line in out.splitlines() if "✔ verified" in line) == 2
+
+
+@pytest.mark.slow
+def test_trigger_makes_the_deliveries_and_resend_repeats_one(stubs, tmp_path: Path) -> None:
+    port = free_port()
+    stub = stubs(port)
+    creds = str(stub.credentials_path)
+    listener = Listener(
+        ["--config", creds, "--duration", "10", "--settle", "1",
+         "--report-dir", str(tmp_path / "reports")],
+        tmp_path,
+    )  # fmt: skip
+    command = [sys.executable, "-m", "paysuite", "webhooks"]
+    trigger = subprocess.run(
+        [*command, "trigger", "--config", creds], capture_output=True, text=True, timeout=60
+    )
+    assert trigger.returncode == 0, trigger.stdout + trigger.stderr
+    ref = trigger.stdout.split()[2]
+    assert "created cashin" in trigger.stdout and f"confirmed {ref}: status success" in (
+        trigger.stdout
+    )
+    log_url = f"{stub.root_url}/_sandbox/webhooks/deliveries"
+    deadline = time.monotonic() + 15
+    rows: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        rows = httpx.get(log_url, params={"ref": ref}, timeout=5).json()["deliveries"]
+        if len(rows) == 2 and all(r["status"] == "delivered" for r in rows):
+            break
+        time.sleep(0.1)
+    processed = next(r for r in rows if r["event_kind"] == "transaction:processed")
+    resend = subprocess.run(
+        [*command, "resend", processed["event_id"], "--config", creds],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert resend.returncode == 0, resend.stderr
+    assert f"resending transaction:processed {processed['event_id']}" in resend.stdout
+    unknown = subprocess.run(
+        [*command, "resend", "no-such-event", "--config", creds],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert unknown.returncode == 1 and "404" in unknown.stderr
+    status, out, err = listener.finish()
+    assert status == 0, out + err
+    summary = next(line for line in out.splitlines() if "events received" in line)
+    assert summary.startswith("2 events received: 2 verified"), out
+    assert f"= duplicate transaction:processed {processed['event_id']}" in out

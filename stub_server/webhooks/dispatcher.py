@@ -8,7 +8,8 @@ in event order (created before processed); different transactions go concurrentl
 
 One endpoint cannot stall another (issue 21): each endpoint (mode) has its own lane, with its
 own concurrency (``LANE_CONCURRENCY`` transactions at a time) and its own circuit breaker
-(``CircuitBreaker``: after ``BREAKER_FAILURES`` failed attempts in a row the endpoint is left
+(``CircuitBreaker``: after ``BREAKER_FAILURES`` attempts in a row that got no answer, a refused
+connection, a 5xx or a 429 (``stalls``), the endpoint is left
 alone for a cool-down that doubles while it keeps failing; then one trial delivery decides). A
 never-answering endpoint holds its own lane's slots for ``timeout_s`` at most and then is not
 tried at all while its breaker is open; the others' deliveries are read from the outbox per
@@ -85,6 +86,16 @@ class DeliveryHooks:
     #: The signature headers a delivery carries (``SIGNATURE_FORMATS``; the stub config's
     #: ``webhook_signatures``).
     signature_formats: tuple[str, ...] = SIGNATURE_FORMATS
+
+
+def stalls(error: str) -> bool:
+    """Whether a failed attempt says the endpoint is down or overloaded (no answer, a refused
+    connection, 5xx, 429): what the breaker counts. A receiver that answers another 4xx at once
+    (a signature it refuses) stalls no one; its deliveries back off one by one."""
+    if not error.startswith("HTTP "):
+        return True
+    status = error[5:8]
+    return status.startswith("5") or status == "429"
 
 
 @dataclass
@@ -334,7 +345,7 @@ class Dispatcher:
                 copy = {**record, "event_id": uuid4_text()}
                 await self.post(endpoint, json_body(copy), str(copy["event_id"]), 1)
             return
-        if lane.breaker.failed(time.monotonic()):
+        if stalls(error) and lane.breaker.failed(time.monotonic()):
             log.warning("webhook endpoint %s %s failed %d attempts in a row: not tried for "
                         "%.1f s", endpoint.mode, endpoint.url, lane.breaker.failures,
                         lane.breaker.open_until - time.monotonic())  # fmt: skip

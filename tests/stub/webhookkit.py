@@ -54,10 +54,17 @@ class Receiver:
         self.answer = answer
         self.delay_s = delay_s
         self.arrivals: list[Arrival] = []
+        self.heads = 0  # HEADs received (the stub pings a new endpoint so)
         self._lock = threading.Lock()
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_HEAD(self) -> None:  # noqa: N802 - as merchants' receivers: 200, no check
+                with receiver._lock:
+                    receiver.heads += 1
+                self.send_response(200)
+                self.end_headers()
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 with receiver._lock:
