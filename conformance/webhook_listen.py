@@ -52,8 +52,8 @@ CLOCK_SLACK_S = 2.0
 #: The most pages (of 100) of the events list read per merchant.
 MAX_PAGES = 500
 RETRY_SKIP = (
-    "no delivery was failed on purpose: pass --fail-first to see each event retried (or run "
-    "`paysuite conform --profile reference`)"
+    "no delivery was failed on purpose (nor by a --forward-to handler): pass --fail-first to "
+    "see each event retried (or run `paysuite conform --profile reference`)"
 )
 NOTHING = "no delivery arrived"
 NO_CONFIG = "no --config: the deliveries are not compared with the events list"
@@ -273,9 +273,20 @@ def _in_order(ledger: Ledger) -> CheckResult:
     )
 
 
+def handler_failed(arrival: Arrival) -> bool:
+    """A verified delivery that ``--forward-to``'s handler failed: the sender was answered the
+    handler's error, so it must come again as a refused one must."""
+    handler = arrival.handler
+    return handler is not None and not 200 <= handler.status < 300
+
+
 def _retried(ledger: Ledger) -> CheckResult:
     arrivals = ledger.arrivals()
-    refused = [a for a in arrivals if a.verdict == "refused"]
+    firsts: dict[str | None, Arrival] = {}  # the first failed attempt of each event: a
+    for a in arrivals:  # sender that gives up after its last attempt is not judged here
+        if a.verdict == "refused" or handler_failed(a):
+            firsts.setdefault(a.body_event_id, a)
+    refused = list(firsts.values())
     if not refused:
         return _result("005", "skipped", RETRY_SKIP)
     never = [
@@ -287,9 +298,9 @@ def _retried(ledger: Ledger) -> CheckResult:
         return _result(
             "005",
             "failed",
-            f"{len(never)} of {len(refused)} deliveries answered 503 never came again: "
+            f"{len(never)} of {len(refused)} deliveries answered an error never came again: "
             + ", ".join(f"{a.kind} {a.body_event_id} ref={a.ref}" for a in never[:5]),
-            expected="another attempt of the same event_id after the 503",
+            expected="another attempt of the same event_id after the error answer",
             actual=f"{len(never)} not retried",
         )
     return _result("005", "passed", note=f"{len(refused)} refused deliveries retried")

@@ -131,3 +131,14 @@ def test_a_forgery_blames_nobody_and_an_unknown_signed_event_is_a_finding() -> N
     assert {r.check.id: r.outcome for r in judge(ledger, Listing(listed), listed)}[
         "WEBHOOK-002"
     ] == "failed"
+
+
+def test_a_forward_to_handler_s_failure_is_a_failed_attempt_whose_retry_is_judged() -> None:
+    from paysuite_core.webhook_ledger import HandlerAnswer
+
+    ledger = Ledger()
+    arrive(ledger, record("c", CREATED), status=500, handler=HandlerAnswer(500, 3.0))
+    assert outcomes(ledger, None, [])["WEBHOOK-005"] == "failed"
+    arrive(ledger, record("c", CREATED), "duplicate", status=500, attempt="2",
+           handler=HandlerAnswer(500, 2.0))  # fmt: skip
+    assert outcomes(ledger, None, [])["WEBHOOK-005"] == "passed"  # the last one may be the end
