@@ -92,6 +92,11 @@ def register(subparsers: Any) -> None:
         help="compare only transactions a delivery named (other modes' traffic meanwhile)",
     )
     listen.add_argument(
+        "--strict",
+        action="store_true",
+        help="a warning (WEBHOOK-006: deliveries signed only the live way) fails the run too",
+    )
+    listen.add_argument(
         "--forward-to",
         metavar="URL",
         help="pass each verified delivery on to your own handler, byte for byte, and answer "
@@ -371,7 +376,7 @@ def _finish(
             )
             ledger.wait_for(arrived, args.settle)
     results = webhook_listen.judge(ledger, listing, expected)
-    verdict = webhook_listen.decide(results)
+    verdict = webhook_listen.decide(results, strict=args.strict)
     findings = webhook_listen.findings(ledger, listing)
     print(report.scorecard(results, verdict, with_verdict=False, heading="Webhook scorecard"))
     for finding in findings:

@@ -394,3 +394,29 @@ def test_trigger_makes_the_deliveries_and_resend_repeats_one(stubs, tmp_path: Pa
     summary = next(line for line in out.splitlines() if "events received" in line)
     assert summary.startswith("2 events received: 2 verified"), out
     assert f"= duplicate transaction:processed {processed['event_id']}" in out
+
+
+@pytest.mark.slow
+def test_a_target_signing_only_the_live_way_is_judged_on_it(tmp_path: Path) -> None:
+    """No timestamp: WEBHOOK-002 holds on X-Paypack-Signature, WEBHOOK-006 is a warning (the
+    live service's own format), a failure with --strict."""
+    port = free_port()
+    stub = hooked_stub(tmp_path / "stub", port, stub_config={"webhook_signatures": ["live"]})
+    reports = tmp_path / "reports"
+    try:
+        listener = Listener(
+            ["--config", str(stub.credentials_path), "--max-events", "2", "--duration", "60",
+             "--report-dir", str(reports)],
+            tmp_path,
+        )  # fmt: skip
+        cashin(stub)
+        status, out, err = listener.finish()
+    finally:
+        stop_stub(stub)
+    assert status == 0, out + err
+    assert out.count("sig live ->") == 2 and "signatures: live x2" in out
+    checks = checks_of(reports)
+    assert checks["WEBHOOK-002"]["outcome"] == "passed"
+    assert checks["WEBHOOK-006"]["outcome"] == "failed"
+    assert "can be replayed" in checks["WEBHOOK-006"]["message"]
+    assert "VERDICT: PASS" in out and "1 warning" in out
