@@ -187,6 +187,14 @@ def findings(ledger: Ledger, listing: Listing | None) -> list[str]:
             f"{len(fakes)} forged deliveries (no valid signature, an event the list does not "
             f"show) rejected; not the target's: {_describe(fakes)}"
         )
+    mismatched = [a for a in ledger.arrivals() if a.signature == "paysuite+live-mismatch"]
+    if mismatched:
+        notes.append(
+            f"{len(mismatched)} deliveries verified on Paysuite-Signature carried an "
+            "X-Paypack-Signature that does not verify with the secret: a receiver written for "
+            "the live service would refuse them (during a rotation's overlap it is the previous "
+            f"secret's; give the listener both): {_describe(mismatched)}"
+        )
     if known is not None:
         strangers = [a for a in ledger.accepted() if a.body_event_id not in known]
         if strangers:

@@ -64,6 +64,7 @@ from paysuite_core.webhook_signature import (
     SIGNATURE_HEADER,
     SignatureError,
     verify_any,
+    verify_live,
 )
 
 #: Hosts the receiver may bind: it serves the machine it runs on, nothing else.
@@ -146,6 +147,19 @@ class Forwarder:
         return HandlerAnswer(status, elapsed, why), body_out, "application/json"
 
 
+#: The ``signature`` of a delivery accepted on its ``Paysuite-Signature`` whose
+#: ``X-Paypack-Signature`` does not verify: a receiver written for the live service refuses it.
+LIVE_MISMATCH = "paysuite+live-mismatch"
+
+
+def live_holds(secret: str | Sequence[str], headers: Mapping[str, str], body: bytes) -> bool:
+    try:
+        verify_live(secret, headers.get(LIVE_SIGNATURE_HEADER), body)
+    except SignatureError:
+        return False
+    return True
+
+
 def carried(headers: Mapping[str, str]) -> str:
     """The signature formats a delivery carries (``paysuite``, ``live``, ``paysuite+live``, or
     "" for none), whether they verify or not: which headers a sender sends is its choice of
@@ -222,6 +236,8 @@ class WebhookReceiver:
         base["signature"] = carried(headers)
         try:
             verify_any(self.secret, headers, body, tolerance_s=self.tolerance_s)
+            if base["signature"] == "paysuite+live" and not live_holds(self.secret, headers, body):
+                base["signature"] = LIVE_MISMATCH  # accepted on the timestamped one: reported
         except SignatureError as exc:
             return self._refusal(base, 401, "rejected", "invalid_signature", str(exc))
         if event is None or not isinstance(body_id, str):

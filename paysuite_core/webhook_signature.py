@@ -117,16 +117,19 @@ def verify_any(
     tolerance_s: float = DEFAULT_TOLERANCE_S,
     now: float | None = None,
 ) -> Format:
-    """Verify every signature format the delivery carries (at least one); return which.
+    """Verify a delivery's signature in the format it carries; return the formats carried.
 
-    ``headers``: case-insensitive, as HTTP's are. A delivery carrying both must hold under both:
-    one forged header beside a valid one is still a forgery."""
+    ``headers``: case-insensitive, as HTTP's are. When ``Paysuite-Signature`` is there it
+    decides, stale or not: a replayed delivery keeps a valid ``X-Paypack-Signature`` for ever,
+    so the live header cannot overrule an old timestamp; beside a valid timestamped signature
+    the live one adds nothing (during a rotation's overlap it is made with the old secret).
+    Without it, ``X-Paypack-Signature`` must hold."""
     ours, live = headers.get(SIGNATURE_HEADER), headers.get(LIVE_SIGNATURE_HEADER)
     if not ours and not live:
         raise SignatureError(f"no {SIGNATURE_HEADER} or {LIVE_SIGNATURE_HEADER} header")
     if ours:
         verify(secret, ours, body, tolerance_s=tolerance_s, now=now)
-    if live:
+    else:
         verify_live(secret, live, body)
     return "paysuite+live" if ours and live else "paysuite" if ours else "live"
 

@@ -216,16 +216,24 @@ def test_either_format_verifies_and_the_arrival_says_which(live: RunningReceiver
     assert "sig live" in live.lines[0]  # type: ignore[attr-defined]
     forged = live_send(live, event("l2"), secret="whsec_other")
     assert forged.status_code == 401 and "X-Paypack-Signature" in forged.json()["message"]
-    # one forged header beside a valid one is still a forgery
-    bad_pair = {
-        "Paysuite-Signature": sign(SECRET, body),
-        "X-Paypack-Signature": sign_live("x", body),
+    # with both, the timestamped one decides: a replay keeps a valid live signature for ever
+    stale = {
+        "Paysuite-Signature": sign(SECRET, body, int(time.time()) - 3600),
+        "X-Paypack-Signature": sign_live(SECRET, body),
     }
-    assert httpx.post(live.url, content=body, headers=bad_pair, timeout=5).status_code == 401
+    replayed = httpx.post(live.url, content=body, headers=stale, timeout=5)
+    assert replayed.status_code == 401 and "stale signature" in replayed.json()["message"]
 
 
 def test_a_rotated_secret_and_the_old_one_both_verify() -> None:
     old, new = new_secret(), new_secret()
+    with running(WebhookReceiver(new)) as served:  # a receiver that switched already
+        body = json.dumps(event("r0")).encode()
+        overlap = {"Paysuite-Signature": sign([new, old], body),
+                   "X-Paypack-Signature": sign_live(old, body)}  # fmt: skip
+        assert httpx.post(served.url, content=body, headers=overlap, timeout=5).status_code == 200
+        (arrival,) = served.ledger.arrivals()
+        assert arrival.signature == "paysuite+live-mismatch"  # reported by the listener
     with running(WebhookReceiver([new, old])) as served:
         body = json.dumps(event("r1")).encode()
         two = {"Paysuite-Signature": sign([new, old], body)}

@@ -143,3 +143,12 @@ def test_a_forward_to_handler_s_failure_is_a_failed_attempt_whose_retry_is_judge
     arrive(ledger, record("c", CREATED), "duplicate", status=500, attempt="2",
            handler=HandlerAnswer(500, 2.0))  # fmt: skip
     assert outcomes(ledger, None, [])["WEBHOOK-005"] == "passed"  # the last one may be the end
+
+
+def test_a_live_signature_that_does_not_hold_beside_a_valid_one_is_a_finding() -> None:
+    ledger = Ledger()
+    arrive(ledger, record("c", CREATED), signature="paysuite+live-mismatch")
+    results = {r.check.id: r.outcome for r in judge(ledger, None, [])}
+    assert results["WEBHOOK-002"] == "passed" and results["WEBHOOK-006"] == "passed"
+    (note,) = findings(ledger, None)
+    assert "X-Paypack-Signature that does not verify" in note
