@@ -137,6 +137,11 @@ def test_without_a_secret_or_port_the_listener_says_what_is_missing(tmp_path: Pa
     )  # fmt: skip
     assert remote.returncode == 2 and "not a loopback address" in remote.stderr
     assert "Traceback" not in no_secret.stderr + no_port.stderr + remote.stderr
+    events_alone = subprocess.run(
+        [*LISTEN, "--secret", "whsec_x", "--port", "0", "--events", "transaction:processed"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert events_alone.returncode == 2 and "give --forward-to URL" in events_alone.stderr
 
 
 def test_an_unreachable_target_is_no_verdict_not_a_traceback(tmp_path: Path) -> None:
