@@ -82,7 +82,7 @@ def test_demo_flow_the_listener_shows_both_events_verified(stubs, tmp_path: Path
     checks = checks_of(reports)
     assert {cid: c["outcome"] for cid, c in checks.items()} == {
         "WEBHOOK-001": "passed", "WEBHOOK-002": "passed", "WEBHOOK-003": "passed",
-        "WEBHOOK-004": "passed", "WEBHOOK-005": "skipped",
+        "WEBHOOK-004": "passed", "WEBHOOK-005": "skipped", "WEBHOOK-006": "passed",
     }  # fmt: skip
     assert "2 listed events" in checks["WEBHOOK-001"]["note"]
     assert (reports / "junit.xml").exists() and (reports / "report.html").exists()
