@@ -6,11 +6,20 @@ conformance checks, so that one rule has one ID wherever it is judged:
 
 - WEBHOOK-001 every event the events list shows in the window arrived, as the list shows it
   (needs ``--config``: the list is read through the project's token client);
-- WEBHOOK-002 every delivery verified with the secret (stale and bad signatures named);
+- WEBHOOK-002 every delivery the target made verified with the secret, in either format
+  (stale and bad signatures named). With ``--config``, a delivery that verifies with no
+  secret and names an event the list does not show is not the target's: it is reported as a
+  forgery (rejected, 401) and blames nobody;
 - WEBHOOK-003 no event arrived under two event_ids (nor under one the list does not show);
 - WEBHOOK-004 no transaction's processed event first attempted before its created one;
 - WEBHOOK-005 every delivery refused on purpose came again: judged only with ``--fail-first``
-  (the listener answers 503 to the first attempt of each event), skipped otherwise.
+  (the listener answers 503 to the first attempt of each event), skipped otherwise;
+- WEBHOOK-006 every delivery carried the timestamped ``Paysuite-Signature``: a target that signs
+  only the live service's way (``X-Paypack-Signature``) is judged on that format and told here
+  that nothing in it ages (a SHOULD finding, not a failure of the signature rule).
+
+``findings`` names what is not a rule's failure but worth a line: validly signed deliveries of
+events the list does not show (someone holding the secret, or another target on this port).
 
 "The window" is the events created while the listener ran (``created_at`` at or after its
 start, less ``CLOCK_SLACK_S``), plus every event of a transaction it heard of; with
@@ -43,11 +52,13 @@ CLOCK_SLACK_S = 2.0
 #: The most pages (of 100) of the events list read per merchant.
 MAX_PAGES = 500
 RETRY_SKIP = (
-    "no delivery was failed on purpose: pass --fail-first to see each event retried (or run "
-    "`paysuite conform --profile reference`)"
+    "no delivery was failed on purpose (nor by a --forward-to handler): pass --fail-first to "
+    "see each event retried (or run `paysuite conform --profile reference`)"
 )
 NOTHING = "no delivery arrived"
 NO_CONFIG = "no --config: the deliveries are not compared with the events list"
+#: The codes of a delivery refused for its signature.
+SIGNATURE_CODES = ("invalid_signature", "signature_too_long")
 
 
 @dataclass
@@ -121,36 +132,117 @@ def _result(number: str, outcome: str, message: str = "", **extra: Any) -> Check
 
 
 def _describe(arrivals: list[Arrival]) -> str:
-    return "; ".join(f"{a.kind} {a.body_event_id} ref={a.ref}: {a.reason}" for a in arrivals[:5])
+    return "; ".join(
+        f"{a.kind} {a.body_event_id} ref={a.ref}" + (f": {a.reason}" if a.reason else "")
+        for a in arrivals[:5]
+    )
 
 
 def judge(
     ledger: Ledger, listing: Listing | None, expected: list[dict[str, Any]]
 ) -> list[CheckResult]:
-    """The five WEBHOOK results for what arrived (``listing`` None: no --config)."""
+    """The six WEBHOOK results for what arrived (``listing`` None: no --config)."""
     if not ledger.arrivals():
         nothing = [_result(cid, "skipped", NOTHING) for cid in ("002", "003", "004")]
-        return [_delivered(ledger, listing, expected), *nothing, _retried(ledger)]
+        untimed = _result("006", "skipped", NOTHING)
+        return [_delivered(ledger, listing, expected), *nothing, _retried(ledger), untimed]
     return [
         _delivered(ledger, listing, expected),
-        _signed(ledger),
+        _signed(ledger, listing),
         _one_id_each(ledger, expected if listing is not None else None),
         _in_order(ledger),
         _retried(ledger),
+        _timestamped(ledger),
     ]
 
 
-def _signed(ledger: Ledger) -> CheckResult:
+def _known_ids(listing: Listing | None) -> set[str] | None:
+    """The event_ids the list shows; None when there is no list to tell the target's own
+    deliveries from others'."""
+    if listing is None or listing.error:
+        return None
+    return {str(e.get("event_id")) for e in listing.events}
+
+
+def forged(ledger: Ledger, listing: Listing | None) -> list[Arrival]:
+    """Deliveries that verified with no secret and name no event the list shows: the target
+    never made them, so they blame nobody (rejected, 401, and reported)."""
+    known = _known_ids(listing)
+    if known is None:
+        return []
+    return [
+        a
+        for a in ledger.arrivals()
+        if a.verdict == "rejected" and a.code in SIGNATURE_CODES and a.body_event_id not in known
+    ]
+
+
+def findings(ledger: Ledger, listing: Listing | None) -> list[str]:
+    """What is no rule's failure but worth a line in the report."""
+    known = _known_ids(listing)
+    notes = []
+    fakes = forged(ledger, listing)
+    if fakes:
+        notes.append(
+            f"{len(fakes)} forged deliveries (no valid signature, an event the list does not "
+            f"show) rejected; not the target's: {_describe(fakes)}"
+        )
+    mismatched = [a for a in ledger.arrivals() if a.signature == "paysuite+live-mismatch"]
+    if mismatched:
+        notes.append(
+            f"{len(mismatched)} deliveries verified on Paysuite-Signature carried an "
+            "X-Paypack-Signature that does not verify with the secret: a receiver written for "
+            "the live service would refuse them (during a rotation's overlap it is the previous "
+            f"secret's; give the listener both): {_describe(mismatched)}"
+        )
+    if known is not None:
+        strangers = [a for a in ledger.accepted() if a.body_event_id not in known]
+        if strangers:
+            notes.append(
+                f"{len(strangers)} validly signed deliveries of events the events list does not "
+                "show (someone else holds the secret, or another sender uses this port): "
+                + "; ".join(f"{a.kind} {a.body_event_id} ref={a.ref}" for a in strangers[:5])
+            )
+    return notes
+
+
+def _signed(ledger: Ledger, listing: Listing | None) -> CheckResult:
     arrivals = ledger.arrivals()
-    bad = [a for a in arrivals if a.code == "invalid_signature"]
+    fakes = {a.seq for a in forged(ledger, listing)}
+    bad = [a for a in arrivals if a.code in SIGNATURE_CODES and a.seq not in fakes]
+    formats = sorted({a.signature for a in arrivals if a.signature})
+    note = f"{len(arrivals) - len(fakes)} deliveries verified ({', '.join(formats) or 'none'})"
+    if fakes:
+        note += f"; {len(fakes)} forged ones rejected, not the target's"
     if not bad:
-        return _result("002", "passed", note=f"{len(arrivals)} deliveries verified")
+        return _result("002", "passed", note=note)
     return _result(
         "002",
         "failed",
-        f"{len(bad)} of {len(arrivals)} deliveries failed verification: {_describe(bad)}",
-        expected="a Paysuite-Signature that verifies with the secret, recent",
+        f"{len(bad)} of {len(arrivals) - len(fakes)} deliveries failed verification: "
+        f"{_describe(bad)}",
+        expected="a Paysuite-Signature (recent) or an X-Paypack-Signature that verifies with "
+        "the secret",
         actual=bad[0].reason,
+    )
+
+
+def _timestamped(ledger: Ledger) -> CheckResult:
+    accepted = [a for a in ledger.arrivals() if a.verdict in ("verified", "duplicate")]
+    if not accepted:
+        return _result("006", "skipped", "no delivery verified: no signature format to judge")
+    untimed = [a for a in accepted if a.signature == "live"]
+    if not untimed:
+        return _result("006", "passed", note=f"{len(accepted)} deliveries carried a timestamp")
+    return _result(
+        "006",
+        "failed",
+        gating=False,  # the live service's own format: a warning, a failure only with --strict
+        message=f"{len(untimed)} of {len(accepted)} verified deliveries were signed only with "
+        "X-Paypack-Signature: nothing in it ages, so a captured delivery can be replayed "
+        f"(a SHOULD: the live format holds otherwise): {_describe(untimed)}",
+        expected="a timestamped Paysuite-Signature on every delivery",
+        actual="X-Paypack-Signature only",
     )
 
 
@@ -190,9 +282,20 @@ def _in_order(ledger: Ledger) -> CheckResult:
     )
 
 
+def handler_failed(arrival: Arrival) -> bool:
+    """A verified delivery that ``--forward-to``'s handler failed: the sender was answered the
+    handler's error, so it must come again as a refused one must."""
+    handler = arrival.handler
+    return handler is not None and not 200 <= handler.status < 300
+
+
 def _retried(ledger: Ledger) -> CheckResult:
     arrivals = ledger.arrivals()
-    refused = [a for a in arrivals if a.verdict == "refused"]
+    firsts: dict[str | None, Arrival] = {}  # the first failed attempt of each event: a
+    for a in arrivals:  # sender that gives up after its last attempt is not judged here
+        if a.verdict == "refused" or handler_failed(a):
+            firsts.setdefault(a.body_event_id, a)
+    refused = list(firsts.values())
     if not refused:
         return _result("005", "skipped", RETRY_SKIP)
     never = [
@@ -204,9 +307,9 @@ def _retried(ledger: Ledger) -> CheckResult:
         return _result(
             "005",
             "failed",
-            f"{len(never)} of {len(refused)} deliveries answered 503 never came again: "
+            f"{len(never)} of {len(refused)} deliveries answered an error never came again: "
             + ", ".join(f"{a.kind} {a.body_event_id} ref={a.ref}" for a in never[:5]),
-            expected="another attempt of the same event_id after the 503",
+            expected="another attempt of the same event_id after the error answer",
             actual=f"{len(never)} not retried",
         )
     return _result("005", "passed", note=f"{len(refused)} refused deliveries retried")
@@ -262,19 +365,22 @@ def _delivered(
     )
 
 
-def decide(results: Sequence[CheckResult]) -> Verdict:
-    """Fail (1) on a failed rule, no verdict (2) when the list could not be read, else pass."""
+def decide(results: Sequence[CheckResult], *, strict: bool = False) -> Verdict:
+    """Fail (1) on a failed rule, no verdict (2) when the list could not be read, else pass.
+
+    A non-gating failure (WEBHOOK-006: the live service's own signature format, which has no
+    replay protection) is a warning that fails the run only with ``strict``."""
     ran = [r for r in results if r.outcome in ("passed", "failed")]
     coverage = Coverage(
         run=len(ran),
         total=len(results),
         skipped=tuple((r.check.id, r.message) for r in results if r.outcome == "skipped"),
     )
-    failed = [r.check.id for r in results if r.outcome == "failed"]
+    failed = [r.check.id for r in results if r.outcome == "failed" and (r.gating or strict)]
     errors = [r.check.id for r in results if r.outcome == "error"]
 
     def make(verdict: str, code: int, reason: str) -> Verdict:
-        return Verdict(verdict, code, "reference", True, coverage, reason=reason)
+        return Verdict(verdict, code, "reference", strict, coverage, reason=reason)
 
     if failed:
         return make("fail", 1, f"{len(failed)} webhook check(s) failed: {', '.join(failed)}")

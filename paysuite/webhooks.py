@@ -1,14 +1,23 @@
-"""``paysuite webhooks listen``: receive a target's webhook deliveries, verify them, judge them.
+"""``paysuite webhooks listen|trigger|resend``: the receiving side of webhooks.
 
-A merchant's side of the integration, on loopback: point a target's endpoint (the stub's
-``webhooks: {development: URL}``) at the listener and every delivery prints one line, verified
-or why not (stale, bad signature, malformed, a duplicate acknowledged once). At the end, with
-``--config``, the deliveries are compared with the events list (``conformance.webhook_listen``)
-and the verdict is written as ``paysuite conform`` writes its own: junit.xml, conformance.json
-and report.html in ``--report-dir``. Exit status: 0 pass, 1 a rule failed, 2 no verdict
-(nothing arrived, the list could not be read) or a usage error.
+``listen``: a merchant's side of the integration, on loopback. Point a target's endpoint (the
+stub's ``webhooks: {development: URL}``) at the listener and every delivery prints one line,
+verified (and in which signature format: the timestamped ``Paysuite-Signature``, the live
+service's ``X-Paypack-Signature``, or both) or why not (stale, bad signature, malformed, a
+duplicate acknowledged once). With ``--forward-to URL`` (as ``stripe listen`` does) each
+verified delivery goes on, byte for byte with its headers, to the developer's own handler, and
+the sender gets the handler's answer. At the end, with ``--config``, the deliveries are compared
+with the events list (``conformance.webhook_listen``) and the verdict is written as ``paysuite
+conform`` writes its own: junit.xml, conformance.json and report.html in ``--report-dir``. Exit
+status: 0 pass, 1 a rule failed, 2 no verdict (nothing arrived, the list could not be read) or
+a usage error.
 
 It stops after ``--duration``, after ``--max-events`` distinct events, or on Ctrl-C / SIGTERM.
+The ``--config`` file is re-read when it changes (a stub restarted on a new port rewrites it).
+
+``trigger`` (as ``stripe trigger``) makes the deliveries a handler needs: a cashin or cashout,
+confirmed or cancelled through the configuration's customer driver. ``resend EVENT_ID`` asks
+the stub to deliver an event again (``POST /_sandbox/webhooks/deliveries/{event_id}/resend``).
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +91,59 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="compare only transactions a delivery named (other modes' traffic meanwhile)",
     )
+    listen.add_argument(
+        "--strict",
+        action="store_true",
+        help="a warning (WEBHOOK-006: deliveries signed only the live way) fails the run too",
+    )
+    listen.add_argument(
+        "--forward-to",
+        metavar="URL",
+        help="pass each verified delivery on to your own handler, byte for byte, and answer "
+        "the sender with the handler's status",
+    )
+    listen.add_argument(
+        "--events",
+        action="append",
+        metavar="KINDS",
+        help="forward only these event kinds (comma-separated, e.g. transaction:processed)",
+    )
+    listen.add_argument(
+        "--forward-timeout",
+        type=float,
+        metavar="S",
+        help="how long the handler may take to answer (default 10)",
+    )
     listen.set_defaults(func=run_listen)
+    trigger = commands.add_parser(
+        "trigger",
+        help="create a transaction and confirm or cancel it: the deliveries a handler needs",
+        description="Create a cashin (or cashout) on the --config target with X-Webhook-Mode "
+        "(default: the config's webhooks mode, else development), then have the customer "
+        "confirm or cancel it through the configuration's customer driver, so that the target "
+        "delivers a transaction:created and a transaction:processed event.",
+    )
+    trigger.add_argument("--config", metavar="FILE", required=True, help="target configuration")
+    trigger.add_argument("--kind", choices=("cashin", "cashout"), default="cashin")
+    trigger.add_argument(
+        "--outcome", choices=("confirm", "cancel", "none"), default="confirm",
+        help="what the customer does (none: leave it pending, one created event)",
+    )  # fmt: skip
+    trigger.add_argument("--mode", help="X-Webhook-Mode to send")
+    trigger.add_argument("--amount", type=int, help="amount (default: one the target accepts)")
+    trigger.add_argument("--number", help="customer number (default: one the target accepts)")
+    trigger.add_argument("--count", type=int, default=1, help="how many transactions (1)")
+    trigger.set_defaults(func=run_trigger)
+    resend = commands.add_parser(
+        "resend",
+        help="deliver an event again (the stub's sandbox)",
+        description="Ask the bundled stub to deliver EVENT_ID again, under the same event_id "
+        "(a delivered or abandoned one too): how a handler's deduplication is tried.",
+    )
+    resend.add_argument("event_id", metavar="EVENT_ID")
+    resend.add_argument("--config", metavar="FILE", help="the stub's credentials file")
+    resend.add_argument("--stub", metavar="URL", help="the stub's root URL (instead of --config)")
+    resend.set_defaults(func=run_resend)
 
 
 class UsageError(ValueError):
@@ -98,6 +159,7 @@ class ListenSettings:
     host: str
     port: int
     tolerance_s: float
+    config_path: str | None = None
 
 
 def _settings(args: argparse.Namespace) -> ListenSettings:
@@ -120,7 +182,15 @@ def _settings(args: argparse.Namespace) -> ListenSettings:
         raise UsageError("no port: pass --port, or a --config whose webhooks section has listen")
     if not 0 <= port < 65536:
         raise UsageError(f"--port {port}: not a port number")
-    for name in ("duration", "max_events", "tolerance"):
+    if args.events and not args.forward_to:
+        raise UsageError("--events filters what --forward-to forwards: give --forward-to URL")
+    if args.forward_to:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(args.forward_to)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UsageError(f"--forward-to {args.forward_to!r}: expected an http(s) URL")
+    for name in ("duration", "max_events", "tolerance", "forward_timeout"):
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise UsageError(f"--{name.replace('_', '-')}: must be greater than 0, got {value}")
@@ -130,7 +200,52 @@ def _settings(args: argparse.Namespace) -> ListenSettings:
         host=args.host or (hooks.listen_host if hooks else "127.0.0.1"),
         port=port,
         tolerance_s=args.tolerance or (hooks.tolerance_s if hooks else DEFAULT_TOLERANCE_S),
+        config_path=args.config,
     )
+
+
+class ConfigWatch:
+    """The ``--config`` file, re-read when it changes: a stub restarted on a new port rewrites
+    it (new ``base_url``), ``paysuite stub webhooks rotate`` then a restart writes a new secret.
+    The receiver then accepts the new secret beside the old ones (deliveries already signed
+    with the old one are still the target's)."""
+
+    def __init__(self, settings: ListenSettings, receiver: Any) -> None:
+        self.settings = settings
+        self.receiver = receiver
+        self.config = settings.config
+        self._stamp = self._read_stamp()
+
+    def _read_stamp(self) -> tuple[int, int] | None:
+        if self.settings.config_path is None:
+            return None
+        try:
+            st = os.stat(self.settings.config_path)
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def poll(self) -> None:
+        """Re-read the file if it changed since the last look (a bad file is kept out)."""
+        from paysuite_core.target_config import TargetConfigError, load_target_config
+
+        stamp = self._read_stamp()
+        if stamp is None or stamp == self._stamp or self.settings.config_path is None:
+            return
+        self._stamp = stamp
+        try:
+            config = load_target_config(self.settings.config_path)
+        except TargetConfigError as exc:
+            print(f"(configuration not re-read: {exc})", flush=True)
+            return
+        old = self.config
+        self.config = config
+        secrets = [self.receiver.secret] if isinstance(self.receiver.secret, str) else list(
+            self.receiver.secret)  # fmt: skip
+        if config.webhooks is not None and config.webhooks.secret not in secrets:
+            self.receiver.secret = [config.webhooks.secret, *secrets]
+        if old is None or old.base_url != config.base_url:
+            print(f"(configuration re-read: the target is now {config.base_url})", flush=True)
 
 
 def run_listen(args: argparse.Namespace) -> int:
@@ -145,7 +260,16 @@ def run_listen(args: argparse.Namespace) -> int:
     def show(arrival: Any) -> None:
         print(arrival.line(), flush=True)
 
-    receiver = WebhookReceiver(settings.secret, tolerance_s=settings.tolerance_s, on_arrival=show)
+    from paysuite_core.webhook_receiver import FORWARD_TIMEOUT_S, Forwarder
+
+    forward = None
+    if args.forward_to:
+        kinds = frozenset(k.strip() for group in args.events or [] for k in group.split(",") if k)
+        forward = Forwarder(args.forward_to, kinds, args.forward_timeout or FORWARD_TIMEOUT_S)
+    receiver = WebhookReceiver(
+        settings.secret, tolerance_s=settings.tolerance_s, on_arrival=show, forward=forward
+    )
+    watch = ConfigWatch(settings, receiver)
     if args.fail_first:
         refused: set[str] = set()
 
@@ -164,8 +288,12 @@ def run_listen(args: argparse.Namespace) -> int:
     try:
         with running(receiver, settings.host, settings.port) as served:
             print(f"paysuite webhooks listening on {served.url} (Ctrl-C to stop)", flush=True)
-            _wait(served.ledger, args, stop)
-            return _finish(served.ledger, settings, args, started, t0)
+            if forward is not None:
+                only = f" ({', '.join(sorted(forward.events))} only)" if forward.events else ""
+                print(f"forwarding verified deliveries to {forward.url}{only}", flush=True)
+            _wait(served.ledger, args, stop, watch)
+            watch.poll()
+            return _finish(served.ledger, replace(settings, config=watch.config), args, started, t0)
     except ReceiverStartError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
@@ -173,21 +301,38 @@ def run_listen(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _wait(ledger: Ledger, args: argparse.Namespace, stop: threading.Event) -> None:
-    """Until --duration, --max-events, SIGTERM or Ctrl-C."""
+def done_events(ledger: Ledger, forwarding: bool) -> int:
+    """Distinct events done with: verified; with --forward-to, the handler acknowledged one of
+    its deliveries (2xx) or it was not forwarded (--events), so that a handler failing an
+    attempt keeps the listener for the retry."""
+    if not forwarding:
+        return len(ledger.accepted())
+    done = {
+        a.body_event_id
+        for a in ledger.arrivals()
+        if a.verdict in ("verified", "duplicate")
+        and (a.handler is None or 200 <= a.handler.status < 300)
+    }
+    return len(done)
+
+
+def _wait(
+    ledger: Ledger, args: argparse.Namespace, stop: threading.Event, watch: ConfigWatch
+) -> None:
+    """Until --duration, --max-events, SIGTERM or Ctrl-C; the config is re-read meanwhile."""
     limit = args.duration if args.duration is not None else float("inf")
     deadline = time.monotonic() + limit
+    forwarding = bool(args.forward_to)
+
+    def enough(seen: Ledger) -> bool:
+        return args.max_events is not None and done_events(seen, forwarding) >= args.max_events
+
     try:
         while not stop.is_set() and time.monotonic() < deadline:
-            if args.max_events is not None and len(ledger.accepted()) >= args.max_events:
+            watch.poll()
+            if enough(ledger):
                 return
-            ledger.wait_for(
-                lambda seen: (
-                    args.max_events is not None and len(seen.accepted()) >= args.max_events
-                ),
-                min(0.5, max(0.0, deadline - time.monotonic())),
-                stop=stop,
-            )
+            ledger.wait_for(enough, min(0.5, max(0.0, deadline - time.monotonic())), stop=stop)
     except KeyboardInterrupt:
         print("(interrupted: judging what arrived)", flush=True)
 
@@ -198,11 +343,22 @@ def _finish(
     from conformance import report, webhook_listen
 
     counts = ledger.counts()
+    formats: dict[str, int] = {}
+    for arrival in ledger.arrivals():
+        if arrival.signature:
+            formats[arrival.signature] = formats.get(arrival.signature, 0) + 1
+    seen = ", ".join(f"{name} x{n}" for name, n in sorted(formats.items())) or "none verified"
     print(
         f"{len(ledger.accepted())} events received: {counts['verified']} verified, "
-        f"{counts['duplicate']} duplicates acknowledged, {counts['rejected']} rejected",
+        f"{counts['duplicate']} duplicates acknowledged, {counts['rejected']} rejected; "
+        f"signatures: {seen}",
         flush=True,
     )
+    forwarded = forward_report(ledger) if args.forward_to else []
+    if forwarded:
+        print(f"\nForwarded to {args.forward_to}:")
+        for row in forwarded:
+            print(f"  {row['line']}")
     config = settings.config
     listing, expected = None, []
     if config is not None:
@@ -220,8 +376,11 @@ def _finish(
             )
             ledger.wait_for(arrived, args.settle)
     results = webhook_listen.judge(ledger, listing, expected)
-    verdict = webhook_listen.decide(results)
+    verdict = webhook_listen.decide(results, strict=args.strict)
+    findings = webhook_listen.findings(ledger, listing)
     print(report.scorecard(results, verdict, with_verdict=False, heading="Webhook scorecard"))
+    for finding in findings:
+        print(f"finding: {finding}")
     duration = round(time.monotonic() - t0, 2)
     paths = report.write_all(
         results,
@@ -232,8 +391,148 @@ def _finish(
         duration_s=duration,
         title="paysuite webhook report",
         suite_name="paysuite-webhooks",
-        extra={"mode": "webhooks listen"},
+        extra={
+            "mode": "webhooks listen",
+            "signatures": formats,
+            "findings": findings,
+            "forwarded": [{k: v for k, v in row.items() if k != "line"} for row in forwarded],
+        },
     )
     print(f"reports: {', '.join(str(p) for p in paths)}")
     print(report.verdict_line(verdict, results), flush=True)
     return verdict.exit_code
+
+
+def forward_report(ledger: Ledger) -> list[dict[str, Any]]:
+    """Per event, in order of first arrival: its deliveries, whether each verified, and what
+    the handler answered (status and time, or why there was no answer)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for arrival in ledger.arrivals():
+        key = arrival.body_event_id or f"(delivery {arrival.seq})"
+        row = rows.setdefault(
+            key,
+            {"event_id": key, "kind": arrival.kind, "ref": arrival.ref, "deliveries": []},
+        )
+        handler = arrival.handler
+        row["deliveries"].append(
+            {
+                "attempt": arrival.attempt,
+                "verdict": arrival.verdict,
+                "answered_sender": arrival.status,
+                "handler_status": handler.status if handler else None,
+                "handler_ms": handler.elapsed_ms if handler else None,
+                "handler_error": handler.error if handler else "",
+                "forwarded": handler is not None,
+            }
+        )
+    for row in rows.values():
+        parts = []
+        for d in row["deliveries"]:
+            if d["forwarded"]:
+                what = (
+                    d["handler_error"] or f"handler {d['handler_status']} in {d['handler_ms']:g} ms"
+                )
+            elif d["verdict"] in ("verified", "duplicate"):
+                what = "not forwarded (--events)"
+            else:
+                what = f"{d['verdict']}, answered {d['answered_sender']}"
+            parts.append(f"#{d['attempt'] or '?'} {d['verdict']}: {what}")
+        acknowledged = any(
+            d["handler_status"] is not None and 200 <= d["handler_status"] < 300
+            for d in row["deliveries"]
+        )
+        row["handler_acknowledged"] = acknowledged
+        row["line"] = (
+            f"{row['kind'] or '?'} {row['event_id']} ref={row['ref'] or '?'}: "
+            f"{len(row['deliveries'])} deliveries; " + "; ".join(parts)
+        )
+    return list(rows.values())
+
+
+def run_trigger(args: argparse.Namespace) -> int:
+    """Create, then confirm or cancel, ``--count`` transactions: their deliveries follow."""
+    from conformance.customer import DriverUnavailable
+    from conformance.http import TargetUnreachable
+    from conformance.outcome import CouldNotCheck
+    from conformance.target import Target
+    from paysuite_core.target_config import TargetConfigError, load_target_config
+
+    prog = "paysuite webhooks trigger"
+    try:
+        config = load_target_config(args.config)
+    except TargetConfigError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    if args.count < 1:
+        print(f"{prog}: --count must be at least 1", file=sys.stderr)
+        return 2
+    mode = args.mode or (config.webhooks.mode if config.webhooks else "development")
+    target = Target(config, config.base_url)
+    app = target.writer(args.kind.upper())
+    if app is None:
+        print(f"{prog}: no application of {args.config} may {args.kind}", file=sys.stderr)
+        return 2
+    customer = target.customer
+    if args.outcome != "none" and customer is not None and customer.unavailable_reason():
+        print(f"{prog}: cannot {args.outcome}: {customer.unavailable_reason()}", file=sys.stderr)
+        return 2
+    try:
+        for _ in range(args.count):
+            number = args.number or target.number()
+            if args.outcome != "none" and customer is not None:
+                number = customer.number_for(args.outcome, number)
+            reply = target.create(
+                args.kind.upper(), app, amount=args.amount, number=number, webhook_mode=mode
+            )
+            ref = reply.get("ref") if reply.ok else None
+            if not isinstance(ref, str):
+                print(f"{prog}: the {args.kind} was refused: {reply.status} {reply.text[:300]}",
+                      file=sys.stderr)  # fmt: skip
+                return 1
+            print(f"created {args.kind} {ref} (X-Webhook-Mode: {mode})", flush=True)
+            if args.outcome == "none":
+                continue
+            target.resolve(ref, args.outcome)
+            found = target.wait_processed(ref, app)
+            status = found.get("status") if found.ok else f"find answered {found.status}"
+            print(f"{args.outcome}ed {ref}: status {status}", flush=True)
+    except (DriverUnavailable, CouldNotCheck) as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 1
+    except TargetUnreachable as exc:
+        print(f"{prog}: the target did not answer: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        target.close()
+    return 0
+
+
+def run_resend(args: argparse.Namespace) -> int:
+    """``POST {stub}/_sandbox/webhooks/deliveries/{event_id}/resend``."""
+    import httpx
+
+    from paysuite_core.target_config import TargetConfigError, load_target_config
+
+    prog = "paysuite webhooks resend"
+    root = args.stub
+    if root is None and args.config:
+        try:
+            root = load_target_config(args.config).base_url.removesuffix("/").removesuffix("/api")
+        except TargetConfigError as exc:
+            print(f"{prog}: {exc}", file=sys.stderr)
+            return 2
+    if root is None:
+        print(f"{prog}: give --config (the stub's credentials file) or --stub URL", file=sys.stderr)
+        return 2
+    url = f"{root.rstrip('/')}/_sandbox/webhooks/deliveries/{args.event_id}/resend"
+    try:
+        answer = httpx.post(url, timeout=10, trust_env=False)
+    except httpx.HTTPError as exc:
+        print(f"{prog}: {url}: {exc}", file=sys.stderr)
+        return 2
+    if answer.status_code != 200:
+        print(f"{prog}: {answer.status_code} {answer.text[:300]}", file=sys.stderr)
+        return 1
+    for row in answer.json().get("deliveries", []):
+        print(f"resending {row['event_kind']} {row['event_id']} ref={row['ref']} to {row['url']}")
+    return 0

@@ -30,6 +30,21 @@ PROCESSED = "transaction:processed"
 
 
 @dataclass(frozen=True)
+class HandlerAnswer:
+    """What the developer's own handler answered a forwarded delivery (``--forward-to``):
+    its status and time, or the listener's 502/504 and ``error`` when it did not answer."""
+
+    status: int
+    elapsed_ms: float
+    error: str = ""
+
+    def text(self) -> str:
+        if self.error:
+            return f"handler gave no answer ({self.error}) after {self.elapsed_ms:g} ms"
+        return f"handler {self.status} in {self.elapsed_ms:g} ms"
+
+
+@dataclass(frozen=True)
 class Arrival:
     """One delivery as it reached the receiver, and what the receiver made of it.
 
@@ -49,6 +64,12 @@ class Arrival:
     mode: str | None
     event: dict[str, Any] | None
     body: bytes = field(repr=False)
+    #: The signature formats the delivery carried (all verified when the verdict is verified or
+    #: duplicate): ``paysuite`` (timestamped ``Paysuite-Signature``), ``live``
+    #: (``X-Paypack-Signature``), ``paysuite+live``; "" for none.
+    signature: str = ""
+    #: With ``--forward-to``: the developer's handler's answer (None: not forwarded).
+    handler: HandlerAnswer | None = None
 
     @property
     def ref(self) -> str | None:
@@ -72,7 +93,11 @@ class Arrival:
         mark = {"verified": "✔", "duplicate": "=", "rejected": "×", "refused": "↻"}[self.verdict]
         what = f"{self.kind or '?'} {self.event_id or '(no event id)'} ref={self.ref or '?'}"
         where = f"attempt {self.attempt or '?'} mode {self.mode or '?'}"
+        if self.signature:
+            where += f" sig {self.signature}"
         text = f"{mark} {self.verdict:<9} {what} {where} -> {self.status}"
+        if self.handler is not None:
+            text += f" ({self.handler.text()})"
         return f"{text}: {self.reason}" if self.reason else text
 
 
@@ -87,6 +112,14 @@ def journal_line(arrival: Arrival) -> str:
             "event_id": arrival.event_id,
             "attempt": arrival.attempt,
             "mode": arrival.mode,
+            "signature": arrival.signature,
+            "handler": None
+            if arrival.handler is None
+            else {
+                "status": arrival.handler.status,
+                "elapsed_ms": arrival.handler.elapsed_ms,
+                "error": arrival.handler.error,
+            },
             "event": {
                 "event_id": arrival.body_event_id,
                 "event_kind": arrival.kind,
@@ -163,6 +196,9 @@ class Ledger:
             except ValueError:
                 continue  # a line being written as this reads it
             item.pop("received_at", None)
+            handler = item.pop("handler", None)
+            if isinstance(handler, dict):
+                item["handler"] = HandlerAnswer(**handler)
             ledger.record(body=b"", **item)
         return ledger
 

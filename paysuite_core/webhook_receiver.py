@@ -3,15 +3,29 @@
 A delivery is answered as the contract in ``paysuite_core.webhook_signature`` asks of any
 receiver, so that a sender's retry logic is exercised as a real merchant would exercise it:
 
-- 401 with ``{"code": "invalid_signature", "message": ...}`` when the signature is missing,
-  wrong or stale (older than ``tolerance_s``): the message says which;
+- 401 with ``{"code": "invalid_signature", "message": ...}`` when no signature verifies with
+  any of the secrets, or the timestamped one is stale (older than ``tolerance_s``): the message
+  says which. Either format is verified (``Paysuite-Signature`` with its timestamp, the live
+  service's ``X-Paypack-Signature``), every one the delivery carries, and the arrival records
+  which it saw;
 - 400 with ``{"code": "malformed_delivery", ...}`` when the body is not an event record or its
-  event_id is not the ``Paysuite-Event-Id`` header's;
+  event_id is not the ``Paysuite-Event-Id`` header's (when that header is sent: the live
+  format has none);
 - 200 ``{"received": ID, "duplicate": false}`` for a verified delivery, and ``"duplicate":
   true`` for a verified repeat of an event_id already accepted (acknowledged, so the sender
   stops, and recorded once: deduplication by event_id);
 - 503 ``{"code": "refused_on_purpose"}`` when a check asked the receiver to fail a delivery
-  (``refuse``), to see the sender retry.
+  (``refuse``), to see the sender retry;
+- with a ``Forwarder`` (``paysuite webhooks listen --forward-to``), each verified delivery is
+  passed on byte for byte to the developer's own handler and the sender gets the handler's
+  answer; the arrival records it (status, time, or why there was none);
+- ``HEAD`` on any path: 200, no signature asked (the live dashboard pings a webhook URL so).
+
+Hardened as the stub is (issue 21): a signature header over ``MAX_SIGNATURE_CHARS`` is a 431
+``signature_too_long``, a body over ``MAX_BODY_BYTES`` a 413 ``delivery_too_large``, a body that
+does not arrive within ``BODY_TIMEOUT_S`` a 408, HTTP that aiohttp cannot parse (a header line
+over its limit) a JSON 400, and a connection that sends no request head within
+``IDLE_TIMEOUT_S`` is closed (slowloris).
 
 It runs in a thread of its own (``running``) so that synchronous callers (the conformance
 checks, the ``listen`` command) drive it without an event loop; it binds loopback only.
@@ -20,24 +34,37 @@ checks, the ``listen`` command) drive it without an event loop; it binds loopbac
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
-from collections.abc import Callable, Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+import aiohttp
 from aiohttp import web
 
-from paysuite_core.webhook_ledger import Arrival, Ledger, journal_line, parse_event
+from paysuite_core.webhook_ledger import (
+    Arrival,
+    HandlerAnswer,
+    Ledger,
+    Verdict,
+    journal_line,
+    parse_event,
+)
 from paysuite_core.webhook_signature import (
     ATTEMPT_HEADER,
     DEFAULT_TOLERANCE_S,
     EVENT_ID_HEADER,
+    LIVE_SIGNATURE_HEADER,
+    MAX_SIGNATURE_CHARS,
     MODE_HEADER,
     SIGNATURE_HEADER,
     SignatureError,
-    verify,
+    verify_any,
+    verify_live,
 )
 
 #: Hosts the receiver may bind: it serves the machine it runs on, nothing else.
@@ -46,6 +73,23 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 #: How long a stop waits for deliveries still being answered (aiohttp's default is 60 s).
 SHUTDOWN_S = 2.0
+#: The largest delivery body taken (an event record is well under 2 KiB).
+MAX_BODY_BYTES = 1024 * 1024
+#: A body that has not arrived this long after its head is a slow client: 408, closed.
+BODY_TIMEOUT_S = 10.0
+#: A connection without a complete request head this long after it opened (or after its last
+#: answer) is closed: idle keep-alive and slowloris alike (aiohttp's keepalive_timeout).
+IDLE_TIMEOUT_S = 10.0
+#: The longest header line aiohttp's parser takes; longer is a JSON 400 (``JsonErrors``).
+MAX_FIELD_BYTES = 16 * 1024
+#: How long the developer's handler may take to answer a forwarded delivery.
+FORWARD_TIMEOUT_S = 10.0
+#: Headers not forwarded: the hop's own (RFC 9110 section 7.6.1) and those the forwarding
+#: connection sets itself.
+HOP_HEADERS = frozenset(
+    {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te",
+     "trailer", "upgrade", "proxy-connection", "proxy-authorization", "expect"}
+)  # fmt: skip
 
 
 class ReceiverStartError(RuntimeError):
@@ -61,16 +105,100 @@ class Refusal:
 
 
 @dataclass
-class WebhookReceiver:
-    """The receiving logic, independent of how it is served (``app()`` gives the aiohttp app)."""
+class Forwarder:
+    """Where verified deliveries go on to (``--forward-to``), and which event kinds."""
 
-    secret: str
+    url: str
+    events: frozenset[str] = frozenset()  # empty: every kind
+    timeout_s: float = FORWARD_TIMEOUT_S
+
+    def wants(self, event: dict[str, Any] | None) -> bool:
+        kind = (event or {}).get("event_kind")
+        return not self.events or kind in self.events
+
+    async def send(
+        self, session: aiohttp.ClientSession, headers: Mapping[str, str], body: bytes
+    ) -> tuple[HandlerAnswer, bytes, str]:
+        """POST ``body`` unchanged with the delivery's headers; the handler's answer, its body
+        and content type (a 502/504 of the listener's own when there was no answer)."""
+        sent = {k: v for k, v in headers.items() if k.lower() not in HOP_HEADERS}
+        started = time.monotonic()
+        try:
+            async with session.post(
+                self.url,
+                data=body,
+                headers=sent,
+                allow_redirects=False,
+                skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
+                timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+            ) as response:
+                content = await response.content.read(MAX_BODY_BYTES)
+                elapsed = round((time.monotonic() - started) * 1000, 1)
+                kind = response.headers.get("Content-Type", "application/octet-stream")
+                return HandlerAnswer(response.status, elapsed), content, kind
+        except TimeoutError:
+            why = f"no answer within {self.timeout_s:g} s"
+            status = 504
+        except (aiohttp.ClientError, OSError) as exc:
+            why = f"{type(exc).__name__}: {exc}"
+            status = 502
+        elapsed = round((time.monotonic() - started) * 1000, 1)
+        body_out = json.dumps({"code": "handler_unreachable", "message": why}).encode()
+        return HandlerAnswer(status, elapsed, why), body_out, "application/json"
+
+
+#: The ``signature`` of a delivery accepted on its ``Paysuite-Signature`` whose
+#: ``X-Paypack-Signature`` does not verify: a receiver written for the live service refuses it.
+LIVE_MISMATCH = "paysuite+live-mismatch"
+
+
+def live_holds(secret: str | Sequence[str], headers: Mapping[str, str], body: bytes) -> bool:
+    try:
+        verify_live(secret, headers.get(LIVE_SIGNATURE_HEADER), body)
+    except SignatureError:
+        return False
+    return True
+
+
+def carried(headers: Mapping[str, str]) -> str:
+    """The signature formats a delivery carries (``paysuite``, ``live``, ``paysuite+live``, or
+    "" for none), whether they verify or not: which headers a sender sends is its choice of
+    format, judged apart from whether they hold."""
+    formats = [
+        name
+        for name, header in (("paysuite", SIGNATURE_HEADER), ("live", LIVE_SIGNATURE_HEADER))
+        if headers.get(header)
+    ]
+    return "+".join(formats)
+
+
+@dataclass
+class Judgement:
+    """What the receiver made of one delivery, before it is recorded."""
+
+    base: dict[str, Any]
+    status: int
+    verdict: Verdict
+    code: str = ""
+    message: str = ""
+    answer: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class WebhookReceiver:
+    """The receiving logic, independent of how it is served (``app()`` gives the aiohttp app).
+
+    ``secret``: the endpoint's signing secret, or several (a rotation's old and new: a
+    signature that verifies with any of them holds)."""
+
+    secret: str | Sequence[str]
     tolerance_s: float = DEFAULT_TOLERANCE_S
     ledger: Ledger = field(default_factory=Ledger)
     on_arrival: Callable[[Arrival], None] | None = None
     #: A file to append each arrival to as one JSON line (``Ledger.from_journal`` reads it):
     #: how another process (the load's Locust master) learns what arrived.
     journal: Path | None = None
+    forward: Forwarder | None = None
     _refusals: list[Refusal] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -87,42 +215,64 @@ class WebhookReceiver:
                     return True
         return False
 
-    def receive(self, headers: Mapping[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
-        """Judge one delivery, record it, and say what to answer (status, JSON body).
+    def judge(self, headers: Mapping[str, str], body: bytes) -> Judgement:
+        """Judge one delivery (nothing recorded yet).
 
         ``headers``: case-insensitive, as HTTP's are (aiohttp's ``CIMultiDictProxy``)."""
         event = parse_event(body)
         header_id = headers.get(EVENT_ID_HEADER)
-        base = {
-            "event_id": header_id,
+        body_id = event.get("event_id") if event is not None else None
+        base: dict[str, Any] = {
+            "event_id": header_id or (body_id if isinstance(body_id, str) else None),
             "attempt": headers.get(ATTEMPT_HEADER),
             "mode": headers.get(MODE_HEADER),
             "event": event,
             "body": body,
         }
+        for name in (SIGNATURE_HEADER, LIVE_SIGNATURE_HEADER):
+            if len(headers.get(name) or "") > MAX_SIGNATURE_CHARS:
+                why = f"{name} is over {MAX_SIGNATURE_CHARS} characters"
+                return self._refusal(base, 431, "rejected", "signature_too_long", why)
+        base["signature"] = carried(headers)
         try:
-            verify(self.secret, headers.get(SIGNATURE_HEADER), body, tolerance_s=self.tolerance_s)
+            verify_any(self.secret, headers, body, tolerance_s=self.tolerance_s)
+            if base["signature"] == "paysuite+live" and not live_holds(self.secret, headers, body):
+                base["signature"] = LIVE_MISMATCH  # accepted on the timestamped one: reported
         except SignatureError as exc:
-            return self._answer(base, 401, "rejected", "invalid_signature", str(exc))
-        body_id = event.get("event_id") if event is not None else None
+            return self._refusal(base, 401, "rejected", "invalid_signature", str(exc))
         if event is None or not isinstance(body_id, str):
             why = "the body is not an event record (a JSON object with a string event_id)"
-            return self._answer(base, 400, "rejected", "malformed_delivery", why)
-        if header_id != body_id:
+            return self._refusal(base, 400, "rejected", "malformed_delivery", why)
+        if header_id is not None and header_id != body_id:
             why = f"{EVENT_ID_HEADER} {header_id!r} is not the body's event_id {body_id!r}"
-            return self._answer(base, 400, "rejected", "malformed_delivery", why)
+            return self._refusal(base, 400, "rejected", "malformed_delivery", why)
         if self._take_refusal(event):
             why = "refused on purpose: the sender must retry"
-            return self._answer(base, 503, "refused", "refused_on_purpose", why)
+            return self._refusal(base, 503, "refused", "refused_on_purpose", why)
         duplicate = self.ledger.is_accepted(body_id)
-        self._record(base, 200, "duplicate" if duplicate else "verified", "")
-        return 200, {"received": body_id, "duplicate": duplicate}
+        return Judgement(
+            base,
+            200,
+            "duplicate" if duplicate else "verified",
+            answer={"received": body_id, "duplicate": duplicate},
+        )
 
-    def _answer(
-        self, base: dict[str, Any], status: int, verdict: str, code: str, message: str
-    ) -> tuple[int, dict[str, Any]]:
-        self._record(base, status, verdict, message, code)
-        return status, {"code": code, "message": message}
+    @staticmethod
+    def _refusal(
+        base: dict[str, Any], status: int, verdict: Verdict, code: str, message: str
+    ) -> Judgement:
+        return Judgement(base, status, verdict, code, message, {"code": code, "message": message})
+
+    def settle(self, judgement: Judgement) -> tuple[int, dict[str, Any]]:
+        """Record a judgement; the status and JSON body to answer."""
+        self._record(
+            judgement.base, judgement.status, judgement.verdict, judgement.message, judgement.code
+        )
+        return judgement.status, judgement.answer
+
+    def receive(self, headers: Mapping[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
+        """Judge one delivery, record it, and say what to answer (status, JSON body)."""
+        return self.settle(self.judge(headers, body))
 
     def _record(
         self, base: dict[str, Any], status: int, verdict: str, reason: str, code: str = ""
@@ -136,17 +286,117 @@ class WebhookReceiver:
         if self.on_arrival is not None:
             self.on_arrival(arrival)
 
+    async def _read_body(self, request: web.Request) -> bytes | web.Response:
+        """The body, or the JSON answer to one too large or too slow."""
+        if (request.content_length or 0) > MAX_BODY_BYTES:
+            return _error(413, "delivery_too_large", f"the body exceeds {MAX_BODY_BYTES} bytes")
+        try:
+            async with asyncio.timeout(BODY_TIMEOUT_S):
+                body = await request.content.read(MAX_BODY_BYTES + 1)
+                while len(body) <= MAX_BODY_BYTES and not request.content.at_eof():
+                    more = await request.content.read(MAX_BODY_BYTES + 1 - len(body))
+                    if not more:
+                        break
+                    body += more
+        except TimeoutError:
+            answer = _error(
+                408, "request_timeout", f"the body did not arrive in {BODY_TIMEOUT_S:g} s"
+            )
+            answer.force_close()
+            return answer
+        if len(body) > MAX_BODY_BYTES:
+            answer = _error(413, "delivery_too_large", f"the body exceeds {MAX_BODY_BYTES} bytes")
+            answer.force_close()
+            return answer
+        return body
+
     def app(self) -> web.Application:
         """Any path takes a POST: the endpoint URL a target is given may carry one."""
 
         async def handle(request: web.Request) -> web.Response:
-            body = await request.read()
-            status, answer = self.receive(request.headers, body)
-            return web.json_response(answer, status=status)
+            body = await self._read_body(request)
+            if isinstance(body, web.Response):
+                return body
+            judgement = self.judge(request.headers, body)
+            forward = self.forward
+            if (
+                forward is None
+                or judgement.status != 200
+                or not forward.wants(judgement.base["event"])
+            ):
+                status, answer = self.settle(judgement)
+                return web.json_response(answer, status=status)
+            handler, content, kind = await forward.send(request.app[SESSION], request.headers, body)
+            judgement.base["handler"] = handler
+            judgement.status = handler.status  # what the sender was answered
+            self.settle(judgement)
+            return web.Response(status=handler.status, body=content, headers={"Content-Type": kind})
 
-        application = web.Application()
+        async def ping(request: web.Request) -> web.Response:
+            return web.Response(status=200)  # the dashboard's HEAD: no signature asked
+
+        async def session_ctx(app: web.Application) -> Any:
+            async with aiohttp.ClientSession(trust_env=False) as session:
+                app[SESSION] = session
+                yield
+
+        application = web.Application(client_max_size=MAX_BODY_BYTES + 1)
+        application.cleanup_ctx.append(session_ctx)
+        application.router.add_route("HEAD", "/{tail:.*}", ping)
         application.router.add_post("/{tail:.*}", handle)
         return application
+
+
+SESSION: web.AppKey[aiohttp.ClientSession] = web.AppKey("forward_session", aiohttp.ClientSession)
+
+
+def _error(status: int, code: str, message: str) -> web.Response:
+    return web.json_response({"code": code, "message": message}, status=status)
+
+
+class JsonErrors(web.RequestHandler):
+    """aiohttp's connection protocol, answering HTTP it cannot parse (a header line over
+    ``MAX_FIELD_BYTES``, a garbage request line) with the receiver's JSON body instead of a
+    plain-text 400. Adds no state, so a handler instance is re-classed (as the stub's
+    ``protocol`` module does); an aiohttp that refuses keeps its plain-text answers."""
+
+    __slots__ = ()
+
+    def handle_error(
+        self,
+        request: web.BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        if request.writer.output_size > 0 or status >= 500:
+            return super().handle_error(request, status, exc, message)
+        text = (message or str(exc or "") or "malformed HTTP request").strip()
+        reason = text.splitlines()[0].split(": ", 1)[0].rstrip(":")[:200]
+        too_long = type(exc).__name__ == "LineTooLong" or reason.startswith("Got more than")
+        code = "header_too_large" if too_long else "bad_request"
+        status = 431 if too_long else status
+        response = _error(status, code, f"malformed HTTP request: {reason}")
+        response.force_close()
+        return response
+
+
+class JsonErrorServer(web.Server):
+    handler_class: ClassVar[type[web.RequestHandler]] = JsonErrors
+
+    def __call__(self) -> web.RequestHandler:
+        handler = super().__call__()
+        handler.__class__ = self.handler_class
+        return handler
+
+
+def _json_errors(runner: web.BaseRunner) -> None:
+    server = runner.server
+    try:
+        if server is not None:
+            server.__class__ = JsonErrorServer
+    except TypeError:  # an aiohttp whose layout differs: plain-text 400s, nothing else lost
+        pass
 
 
 @dataclass
@@ -182,9 +432,15 @@ def running(
 
     async def start() -> web.AppRunner:
         runner = web.AppRunner(
-            receiver.app(), access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_S
+            receiver.app(),
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=SHUTDOWN_S,
+            keepalive_timeout=IDLE_TIMEOUT_S,
+            max_field_size=MAX_FIELD_BYTES,
         )
         await runner.setup()
+        _json_errors(runner)
         site = web.TCPSite(runner, host, port)
         await site.start()
         state["port"] = runner.addresses[0][1]  # the bound port, also when asked for 0

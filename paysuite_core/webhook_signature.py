@@ -11,19 +11,32 @@ this is a reference choice (docs/reference-choices.md), modelled on Stripe's sig
   (a replayed delivery), and compares digests in constant time.
 
 The timestamp is inside the signed bytes so that a captured delivery cannot be replayed later
-with a fresh ``t``; several ``v1=`` entries are accepted so that an endpoint can roll its secret.
+with a fresh ``t``; several ``v1=`` entries are accepted so that an endpoint can roll its secret
+(during a rotation's overlap the stub signs with both secrets: two ``v1=`` entries).
+
+The live service's format (FIELD-NOTES.md, what merchants' receivers verify) is carried beside
+it on every delivery: ``X-Paypack-Signature: <base64 HMAC-SHA256(secret, raw body)>``, no
+timestamp and no scheme prefix. A receiver written for the live service verifies that header
+unchanged; it protects the body but not against a replay (nothing in it ages), which is why
+the timestamped header stays. ``verify_any`` verifies whichever of the two a delivery carries
+and says which it saw.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import secrets
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 #: The header that carries the signature.
 SIGNATURE_HEADER = "Paysuite-Signature"
+#: The live service's header: base64 HMAC-SHA256 over the raw body, no timestamp (FIELD-NOTES.md).
+LIVE_SIGNATURE_HEADER = "X-Paypack-Signature"
 #: The event's id, repeated in a header so that a receiver can deduplicate before parsing.
 EVENT_ID_HEADER = "Paysuite-Event-Id"
 #: 1 for the first attempt at a delivery, 2 for the first retry, and so on.
@@ -34,6 +47,17 @@ MODE_HEADER = "Paysuite-Webhook-Mode"
 DEFAULT_TOLERANCE_S = 300
 #: Signing secrets start with this, so a secret pasted in the wrong place is recognisable.
 SECRET_PREFIX = "whsec_"
+#: A signature header longer than this is refused unread: a few v1= entries fit many times over.
+MAX_SIGNATURE_CHARS = 2048
+
+#: Which signature formats a delivery carried and verified: ``paysuite`` (timestamped),
+#: ``live`` (``X-Paypack-Signature``), or both.
+Format = Literal["paysuite", "live", "paysuite+live"]
+Secrets = str | Sequence[str]
+
+
+def _secrets(secret: Secrets) -> tuple[str, ...]:
+    return (secret,) if isinstance(secret, str) else tuple(secret)
 
 
 class SignatureError(ValueError):
@@ -57,14 +81,61 @@ def _digest(secret: str, timestamp: int, body: bytes) -> str:
     return hmac.new(secret.encode("utf-8"), message, hashlib.sha256).hexdigest()
 
 
-def sign(secret: str, body: bytes, timestamp: int | None = None) -> str:
-    """The ``Paysuite-Signature`` value for ``body`` signed now (or at ``timestamp``)."""
+def sign(secret: Secrets, body: bytes, timestamp: int | None = None) -> str:
+    """The ``Paysuite-Signature`` value for ``body`` signed now (or at ``timestamp``); one
+    ``v1=`` entry per secret (two during a rotation's overlap, the newest first)."""
     moment = int(time.time()) if timestamp is None else timestamp
-    return f"t={moment},v1={_digest(secret, moment, body)}"
+    entries = ",".join(f"v1={_digest(one, moment, body)}" for one in _secrets(secret))
+    return f"t={moment},{entries}"
+
+
+def sign_live(secret: str, body: bytes) -> str:
+    """The ``X-Paypack-Signature`` value: base64 of HMAC-SHA256(secret, raw body)."""
+    digest = hmac.new(secret.encode("utf-8"), body, hashlib.sha256).digest()
+    return base64.b64encode(digest).decode("ascii")
+
+
+def verify_live(secret: Secrets, header: str | None, body: bytes) -> None:
+    """Check an ``X-Paypack-Signature``; raise :class:`SignatureError` saying what is wrong."""
+    if not header:
+        raise SignatureError(f"no {LIVE_SIGNATURE_HEADER} header")
+    if len(header) > MAX_SIGNATURE_CHARS:
+        raise SignatureError(f"{LIVE_SIGNATURE_HEADER} is {len(header)} characters long")
+    given = header.strip()
+    if not any(hmac.compare_digest(sign_live(one, body), given) for one in _secrets(secret)):
+        raise SignatureError(
+            f"signature mismatch: {LIVE_SIGNATURE_HEADER} is not the base64 HMAC-SHA256 of the "
+            "body with this secret"
+        )
+
+
+def verify_any(
+    secret: Secrets,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    tolerance_s: float = DEFAULT_TOLERANCE_S,
+    now: float | None = None,
+) -> Format:
+    """Verify a delivery's signature in the format it carries; return the formats carried.
+
+    ``headers``: case-insensitive, as HTTP's are. When ``Paysuite-Signature`` is there it
+    decides, stale or not: a replayed delivery keeps a valid ``X-Paypack-Signature`` for ever,
+    so the live header cannot overrule an old timestamp; beside a valid timestamped signature
+    the live one adds nothing (during a rotation's overlap it is made with the old secret).
+    Without it, ``X-Paypack-Signature`` must hold."""
+    ours, live = headers.get(SIGNATURE_HEADER), headers.get(LIVE_SIGNATURE_HEADER)
+    if not ours and not live:
+        raise SignatureError(f"no {SIGNATURE_HEADER} or {LIVE_SIGNATURE_HEADER} header")
+    if ours:
+        verify(secret, ours, body, tolerance_s=tolerance_s, now=now)
+    else:
+        verify_live(secret, live, body)
+    return "paysuite+live" if ours and live else "paysuite" if ours else "live"
 
 
 def verify(
-    secret: str,
+    secret: Secrets,
     header: str | None,
     body: bytes,
     *,
@@ -74,6 +145,8 @@ def verify(
     """Check a delivery's signature; raise :class:`SignatureError` saying what is wrong."""
     if not header:
         raise SignatureError(f"no {SIGNATURE_HEADER} header")
+    if len(header) > MAX_SIGNATURE_CHARS:
+        raise SignatureError(f"{SIGNATURE_HEADER} is {len(header)} characters long")
     timestamp: int | None = None
     candidates: list[str] = []
     for part in header.split(","):
@@ -95,8 +168,8 @@ def verify(
             f"stale signature: t={timestamp} is {abs(clock - timestamp):.0f} s from this "
             f"receiver's clock (tolerance {tolerance_s:g} s)"
         )
-    expected = _digest(secret, timestamp, body)
-    if not any(hmac.compare_digest(expected, candidate) for candidate in candidates):
+    expected = [_digest(one, timestamp, body) for one in _secrets(secret)]
+    if not any(hmac.compare_digest(e, c) for e in expected for c in candidates):
         raise SignatureError(
             "signature mismatch: no v1= value is the HMAC-SHA256 of the body with this secret"
         )

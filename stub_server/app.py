@@ -69,6 +69,8 @@ def routes(stub: StubApp) -> list[Route]:
         table.append(("POST", sandbox_path, sandbox.settle))
         deliveries = WebhookDeliveryHandlers(stub)
         table.append(("GET", "/_sandbox/webhooks/deliveries", deliveries.list_deliveries))
+        resend_path = "/_sandbox/webhooks/deliveries/{event_id}/resend"
+        table.append(("POST", resend_path, deliveries.resend))
     return table
 
 
@@ -94,7 +96,10 @@ def build_app(stub: StubApp, *, background: bool = True) -> web.Application:
             tasks.append(asyncio.create_task(resolve_due_forever(stub)))
         if background:
             dispatcher = Dispatcher(
-                stub.store, stub.render, settings.webhook_retry, stub.webhook_hooks
+                stub.store,
+                stub.render,
+                settings.webhook_retry,
+                stub.webhook_hooks,
             )
             tasks.append(asyncio.create_task(dispatcher.run_forever()))
         yield

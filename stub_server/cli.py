@@ -65,7 +65,7 @@ def register_webhooks(
     """``paysuite stub webhooks add|list`` (RC-40)."""
     webhooks = commands.add_parser("webhooks", help="manage webhook endpoints")
     webhooks_commands = webhooks.add_subparsers(
-        dest="webhooks_command", metavar="{add,list}", required=True
+        dest="webhooks_command", metavar="{add,list,rotate}", required=True
     )
     add = webhooks_commands.add_parser(
         "add",
@@ -73,7 +73,8 @@ def register_webhooks(
         description="Add (or replace) the webhook endpoint of a mode (the X-Webhook-Mode of a "
         "transaction; none means development). Prints the new signing secret once, on a line "
         "'secret: whsec_...'. A running stub picks the endpoint up within a second. The URL "
-        "must be loopback unless PAYSUITE_ALLOW_REMOTE_WEBHOOKS=1.",
+        "must be loopback unless PAYSUITE_ALLOW_REMOTE_WEBHOOKS=1. The URL is sent a HEAD, as "
+        "the live dashboard does; one that does not answer it is reported (and still added).",
     )
     add.add_argument("--db", dest="webhooks_db", metavar="PATH", help="an existing database file")
     add.add_argument("--mode", required=True, help="e.g. development or production")
@@ -86,6 +87,22 @@ def register_webhooks(
         "--db", dest="webhooks_db", metavar="PATH", help="an existing database file"
     )
     listing.set_defaults(func=run_webhooks_list)
+    rotate = webhooks_commands.add_parser(
+        "rotate",
+        help="a new signing secret; the old one keeps signing for --overlap",
+        description="Give a mode's endpoint a new signing secret, printed once. Until the "
+        "overlap ends, deliveries are signed with both: Paysuite-Signature carries a v1= per "
+        "secret (the new first), X-Paypack-Signature (one value) keeps the old one. A running "
+        "stub picks it up within a second.",
+    )
+    rotate.add_argument(
+        "--db", dest="webhooks_db", metavar="PATH", help="an existing database file"
+    )
+    rotate.add_argument("--mode", default="development", help="(default development)")
+    rotate.add_argument(
+        "--overlap", default="24h", help="how long the old secret still signs: 24h, 30m, 0 (24h)"
+    )
+    rotate.set_defaults(func=run_webhooks_rotate)
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -326,6 +343,51 @@ def run_webhooks_add(args: argparse.Namespace) -> int:
     print(f"url: {endpoint.url}")
     print(f"secret: {endpoint.secret}")
     print("(the signing secret is shown only now)", file=sys.stderr)
+    _report_ping(endpoint.url)
+    return 0
+
+
+def _report_ping(url: str) -> None:
+    """Send the HEAD the live dashboard sends a new webhook URL, and say how it went."""
+    from stub_server.webhooks.endpoints import ping
+
+    problem = ping(url)
+    if problem is None:
+        print(f"HEAD {url}: answered")
+    else:
+        print(
+            f"warning: {url} does not answer a HEAD ({problem}): deliveries will fail until a "
+            "receiver answers there",
+            file=sys.stderr,
+        )
+
+
+def run_webhooks_rotate(args: argparse.Namespace) -> int:
+    from stub_server import timefmt
+    from stub_server.webhooks.endpoint_url import EndpointUrlError
+    from stub_server.webhooks.endpoints import parse_duration, rotate_endpoint
+
+    try:
+        overlap_s = parse_duration(args.overlap)
+    except EndpointUrlError as exc:
+        print(f"paysuite stub webhooks rotate: --overlap: {exc}", file=sys.stderr)
+        return 2
+    store = _webhooks_store(args, "rotate")
+    if isinstance(store, int):
+        return store
+    try:
+        endpoint = rotate_endpoint(store, args.mode, overlap_s, timefmt.now_us())
+    except EndpointUrlError as exc:
+        print(f"paysuite stub webhooks rotate: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    print(f"mode: {endpoint.mode}")
+    print(f"secret: {endpoint.secret}")
+    if endpoint.previous_until_us is not None:
+        until = timefmt.utc_text(endpoint.previous_until_us)
+        print(f"the previous secret also signs until {until}")
+    print("(the new signing secret is shown only now)", file=sys.stderr)
     return 0
 
 

@@ -95,6 +95,8 @@ def install(stub: StubApp, faults: Collection[str], rng: random.Random) -> None:
         delivery.duplicate_new_id = True
     if "webhook-out-of-order" in faults:
         delivery.out_of_order_hold_s = OUT_OF_ORDER_HOLD_S
+    if "webhook-live-signature-only" in faults:
+        delivery.signature_formats = ("live",)
     if "processed-changes-again" in faults:
         hooks.may_settle = _any_status
         hooks.sandbox_settle = _settle_again

@@ -155,6 +155,10 @@ FAULTS: dict[str, Fault] = {
         "a transaction's created delivery waits for its processed one, which is sent first",
         _ids("WEBHOOK-004"),
     ),
+    "webhook-live-signature-only": Fault(
+        "deliveries carry only X-Paypack-Signature (no timestamp: a captured one replays)",
+        _ids("WEBHOOK-006"),
+    ),
 }
 
 #: Under ``webhook-out-of-order``, how long a created delivery waits for its processed one.

@@ -113,10 +113,13 @@ class StubSettings:
     #: Where the request log goes (appended); None is stderr.
     access_log_file: str | None = None
     #: Webhook endpoints from the config file, (mode, URL) pairs (RC-40); the database keeps
-    #: them, with their secrets, from the first start on.
+    #: them from the first start on, their secrets in ``<db>.webhook-secrets``.
     webhooks: tuple[tuple[str, str], ...] = ()
     #: How failed webhook deliveries are retried (``stub_server.webhooks.retry_policy``).
     webhook_retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: The signature headers every delivery carries: ``paysuite`` (Paysuite-Signature, with
+    #: its timestamp) and ``live`` (X-Paypack-Signature, what merchants' receivers verify).
+    webhook_signatures: tuple[str, ...] = ("paysuite", "live")
 
     @property
     def number_regex(self) -> re.Pattern[str]:
@@ -301,6 +304,17 @@ def _webhook_retry(raw: Any) -> RetryPolicy:
     return policy
 
 
+def _webhook_signatures(raw: Any) -> tuple[str, ...]:
+    """``[paysuite, live]`` (the default), or either alone."""
+    names = raw if isinstance(raw, list) else [raw]
+    known = ("paysuite", "live")
+    if not names or any(name not in known for name in names):
+        raise SettingsError(
+            f"webhook_signatures: expected a list of paysuite and/or live, got {raw!r}"
+        )
+    return tuple(name for name in known if name in names)
+
+
 def _names(value: Any, where: str) -> list[str]:
     if value is None:
         return []
@@ -317,7 +331,7 @@ KNOWN_KEYS = frozenset(
         "amount", "number_pattern", "fee_rate", "utc_offset", "pending_timeout_s", "sandbox",
         "max_body_bytes", "auto_resolve", "faults", "drop_rate", "variants", "strict_auth",
         "idle_timeout_s", "body_timeout_s", "listen_backlog", "authorize_limits",
-        "access_log", "access_log_file", "webhooks", "webhook_retry",
+        "access_log", "access_log_file", "webhooks", "webhook_retry", "webhook_signatures",
     }
 )  # fmt: skip
 
@@ -393,6 +407,8 @@ def settings_from_mapping(
         changes["webhooks"] = _webhooks(data["webhooks"])
     if "webhook_retry" in data:
         changes["webhook_retry"] = _webhook_retry(data["webhook_retry"])
+    if "webhook_signatures" in data:
+        changes["webhook_signatures"] = _webhook_signatures(data["webhook_signatures"])
     try:
         if "faults" in data:
             changes["faults"] = check_names(_names(data["faults"], "faults"), FAULTS, "fault")

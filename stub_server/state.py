@@ -113,7 +113,7 @@ class StubApp:
         self.global_key_scope = GLOBAL_KEY_SCOPE if variant("global-keys") else None
         self.hooks = RuleHooks(persist=strict_insert(self.store))
         #: The webhook dispatcher's rule hooks, which the ``webhook-*`` faults replace.
-        self.webhook_hooks = DeliveryHooks()
+        self.webhook_hooks = DeliveryHooks(signature_formats=settings.webhook_signatures)
         #: Endpoints of the config file created by this start: their secrets, shown once.
         self.new_webhook_endpoints: list[WebhookEndpoint] = sync_configured(
             self.store, settings.webhooks, timefmt.now_us()

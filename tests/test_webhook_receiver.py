@@ -17,7 +17,7 @@ from paysuite_core.webhook_receiver import (
     WebhookReceiver,
     running,
 )
-from paysuite_core.webhook_signature import new_secret, sign
+from paysuite_core.webhook_signature import new_secret, sign, sign_live
 
 SECRET = new_secret()
 
@@ -189,3 +189,185 @@ def test_an_oversized_delivery_is_refused_without_a_500(live: RunningReceiver) -
     reply = send(live, b'{"event_id": "big", "pad": "' + b"x" * (2 * 1024**2) + b'"}')
     assert reply.status_code == 413
     assert live.ledger.arrivals() == []
+
+
+# -- issue 21: either signature format, forwarding, hardening ---------------------------------
+
+
+def live_send(
+    receiver: RunningReceiver, record: dict[str, Any], secret: str = SECRET
+) -> httpx.Response:
+    """A delivery as the live service makes it: X-Paypack-Signature only, no event-id header."""
+    body = json.dumps(record).encode()
+    headers = {"Content-Type": "application/json", "X-Paypack-Signature": sign_live(secret, body)}
+    return httpx.post(receiver.url + "hooks", content=body, headers=headers, timeout=5)
+
+
+def test_either_format_verifies_and_the_arrival_says_which(live: RunningReceiver) -> None:
+    assert live_send(live, event("l1")).status_code == 200
+    assert send(live, event("p1")).status_code == 200
+    body = json.dumps(event("b1")).encode()
+    both = {
+        "Paysuite-Signature": sign(SECRET, body),
+        "X-Paypack-Signature": sign_live(SECRET, body),
+    }
+    assert httpx.post(live.url, content=body, headers=both, timeout=5).status_code == 200
+    assert [a.signature for a in live.ledger.arrivals()] == ["live", "paysuite", "paysuite+live"]
+    assert "sig live" in live.lines[0]  # type: ignore[attr-defined]
+    forged = live_send(live, event("l2"), secret="whsec_other")
+    assert forged.status_code == 401 and "X-Paypack-Signature" in forged.json()["message"]
+    # with both, the timestamped one decides: a replay keeps a valid live signature for ever
+    stale = {
+        "Paysuite-Signature": sign(SECRET, body, int(time.time()) - 3600),
+        "X-Paypack-Signature": sign_live(SECRET, body),
+    }
+    replayed = httpx.post(live.url, content=body, headers=stale, timeout=5)
+    assert replayed.status_code == 401 and "stale signature" in replayed.json()["message"]
+
+
+def test_a_rotated_secret_and_the_old_one_both_verify() -> None:
+    old, new = new_secret(), new_secret()
+    with running(WebhookReceiver(new)) as served:  # a receiver that switched already
+        body = json.dumps(event("r0")).encode()
+        overlap = {"Paysuite-Signature": sign([new, old], body),
+                   "X-Paypack-Signature": sign_live(old, body)}  # fmt: skip
+        assert httpx.post(served.url, content=body, headers=overlap, timeout=5).status_code == 200
+        (arrival,) = served.ledger.arrivals()
+        assert arrival.signature == "paysuite+live-mismatch"  # reported by the listener
+    with running(WebhookReceiver([new, old])) as served:
+        body = json.dumps(event("r1")).encode()
+        two = {"Paysuite-Signature": sign([new, old], body)}
+        assert httpx.post(served.url, content=body, headers=two, timeout=5).status_code == 200
+        assert live_send(served, event("r2"), secret=old).status_code == 200
+        assert live_send(served, event("r3"), secret=new).status_code == 200
+
+
+def test_a_head_is_answered_without_a_signature(live: RunningReceiver) -> None:
+    assert httpx.head(live.url + "webhooks/paypack", timeout=5).status_code == 200
+    assert live.ledger.arrivals() == []
+
+
+def test_over_long_and_over_size_deliveries_get_json_codes(live: RunningReceiver) -> None:
+    long_sig = httpx.post(
+        live.url, content=b"{}", headers={"X-Paypack-Signature": "A" * 5000}, timeout=5
+    )
+    assert long_sig.status_code == 431 and long_sig.json()["code"] == "signature_too_long"
+    huge_header = httpx.post(
+        live.url, content=b"{}", headers={"Paysuite-Signature": "v1=" + "a" * 40_000}, timeout=5
+    )
+    assert huge_header.status_code == 431 and huge_header.json()["code"] == "header_too_large"
+    assert "aaaa" not in huge_header.text  # the header is not echoed back
+    big = httpx.post(live.url, content=b"x" * (2 * 1024**2), timeout=10)
+    assert big.status_code == 413 and big.json()["code"] == "delivery_too_large"
+
+
+def test_a_slowloris_connection_is_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    from paysuite_core import webhook_receiver
+
+    monkeypatch.setattr(webhook_receiver, "IDLE_TIMEOUT_S", 0.5)
+    with running(WebhookReceiver(SECRET)) as served:
+        with socket.create_connection(("127.0.0.1", served.port), timeout=5) as sock:
+            sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\n")  # and never the rest of the head
+            started = time.monotonic()
+            sock.settimeout(5)
+            assert sock.recv(1024) == b""  # closed by the receiver, not by our timeout
+            assert time.monotonic() - started < 4
+
+
+class Handler:
+    """A developer's webhook handler: records what it got, answers ``statuses`` in turn."""
+
+    def __init__(self, statuses: list[int], delay_s: float = 0.0) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.got: list[tuple[dict[str, str], bytes]] = []
+        handler = self
+
+        class H(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                handler.got.append((dict(self.headers.items()), body))
+                time.sleep(delay_s)
+                status = statuses[min(len(handler.got), len(statuses)) - 1]
+                answer = json.dumps({"handled": status < 300}).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/my/handler"
+        import threading
+
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_forwarding_passes_bytes_and_headers_and_answers_with_the_handler_s_status() -> None:
+    from paysuite_core.webhook_receiver import Forwarder
+
+    handler = Handler([500, 200])
+    try:
+        with running(WebhookReceiver(SECRET, forward=Forwarder(handler.url))) as served:
+            record = event("f1")
+            first = send(served, record)
+            second = send(served, record, attempt=2)
+            assert (first.status_code, second.status_code) == (500, 200)
+            assert first.json() == {"handled": False}  # the handler's own body
+            assert len(handler.got) == 2
+            headers, body = handler.got[0]
+            assert body == json.dumps(record).encode()  # byte for byte
+            assert headers["Paysuite-Event-Id"] == "f1" and headers["Paysuite-Signature"]
+            assert headers["Paysuite-Delivery-Attempt"] == "1"
+            arrivals = served.ledger.arrivals()
+            assert [(a.verdict, a.handler.status) for a in arrivals if a.handler] == [
+                ("verified", 500), ("duplicate", 200)
+            ]  # fmt: skip
+            forged = send(served, event("f2"), secret="whsec_other")
+            assert forged.status_code == 401 and len(handler.got) == 2  # not forwarded
+    finally:
+        handler.close()
+
+
+def test_a_slow_or_absent_handler_is_timed_and_bounded() -> None:
+    from paysuite_core.webhook_receiver import Forwarder
+
+    slow = Handler([200], delay_s=0.3)
+    try:
+        with running(WebhookReceiver(SECRET, forward=Forwarder(slow.url, timeout_s=2))) as served:
+            assert send(served, event("s1")).status_code == 200
+            (arrival,) = served.ledger.arrivals()
+            assert arrival.handler is not None and arrival.handler.elapsed_ms >= 300
+        with running(WebhookReceiver(SECRET, forward=Forwarder(slow.url, timeout_s=0.1))) as served:
+            late = send(served, event("s2"))
+            assert late.status_code == 504 and late.json()["code"] == "handler_unreachable"
+    finally:
+        slow.close()
+    with running(WebhookReceiver(SECRET, forward=Forwarder("http://127.0.0.1:9/"))) as served:
+        gone = send(served, event("s3"))
+        assert gone.status_code == 502
+        assert "Cannot connect" in served.ledger.arrivals()[0].handler.text()  # type: ignore[union-attr]
+
+
+def test_events_filter_what_is_forwarded() -> None:
+    from paysuite_core.webhook_receiver import Forwarder
+
+    handler = Handler([200])
+    try:
+        forward = Forwarder(handler.url, frozenset({PROCESSED}))
+        with running(WebhookReceiver(SECRET, forward=forward)) as served:
+            assert send(served, event("c1", CREATED)).status_code == 200
+            assert send(served, event("p1", PROCESSED)).status_code == 200
+            assert [json.loads(body)["event_id"] for _, body in handler.got] == ["p1"]
+    finally:
+        handler.close()

@@ -7,14 +7,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from webhookstub import cashin, free_port, hooked_stub
 
 from paysuite_core.launcher import RunningStub, stop_stub
+from paysuite_core.webhook_signature import sign_live
 
 LISTEN = [sys.executable, "-m", "paysuite", "webhooks", "listen"]
 
@@ -77,7 +82,7 @@ def test_demo_flow_the_listener_shows_both_events_verified(stubs, tmp_path: Path
     checks = checks_of(reports)
     assert {cid: c["outcome"] for cid, c in checks.items()} == {
         "WEBHOOK-001": "passed", "WEBHOOK-002": "passed", "WEBHOOK-003": "passed",
-        "WEBHOOK-004": "passed", "WEBHOOK-005": "skipped",
+        "WEBHOOK-004": "passed", "WEBHOOK-005": "skipped", "WEBHOOK-006": "passed",
     }  # fmt: skip
     assert "2 listed events" in checks["WEBHOOK-001"]["note"]
     assert (reports / "junit.xml").exists() and (reports / "report.html").exists()
@@ -132,6 +137,11 @@ def test_without_a_secret_or_port_the_listener_says_what_is_missing(tmp_path: Pa
     )  # fmt: skip
     assert remote.returncode == 2 and "not a loopback address" in remote.stderr
     assert "Traceback" not in no_secret.stderr + no_port.stderr + remote.stderr
+    events_alone = subprocess.run(
+        [*LISTEN, "--secret", "whsec_x", "--port", "0", "--events", "transaction:processed"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert events_alone.returncode == 2 and "give --forward-to URL" in events_alone.stderr
 
 
 def test_an_unreachable_target_is_no_verdict_not_a_traceback(tmp_path: Path) -> None:
@@ -195,3 +205,223 @@ def test_a_sigkilled_stub_delivers_every_pending_event_after_its_restart(tmp_pat
     checks = checks_of(reports)
     assert checks["WEBHOOK-001"]["outcome"] == "passed", checks["WEBHOOK-001"]
     assert "6 listed events" in checks["WEBHOOK-001"]["note"]
+
+
+class Handler:
+    """A developer's own webhook handler behind ``--forward-to``: ``answer(event_id, n)`` is
+    the status of the n-th (1, 2, ...) delivery of an event; it records what it got."""
+
+    def __init__(self, answer: Callable[[str, int], int], delay_s: float = 0.0) -> None:
+        self.got: list[tuple[dict[str, str], bytes]] = []
+        handler = self
+
+        class H(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                handler.got.append((dict(self.headers.items()), body))
+                event_id = json.loads(body)["event_id"]
+                n = sum(json.loads(b)["event_id"] == event_id for _, b in handler.got)
+                time.sleep(delay_s)
+                status = answer(event_id, n)
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/shop/webhook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def forwarded_rows(report_dir: Path) -> list[dict[str, Any]]:
+    report = json.loads((report_dir / "conformance.json").read_text(encoding="utf-8"))
+    rows: list[dict[str, Any]] = report["forwarded"]
+    return rows
+
+
+@pytest.mark.slow
+def test_forward_to_shows_a_handler_failing_its_first_attempt_and_the_retry(
+    stubs, tmp_path: Path
+) -> None:
+    port = free_port()
+    stub = stubs(port)
+    handler = Handler(lambda event_id, n: 500 if n == 1 else 200)
+    reports = tmp_path / "reports"
+    try:
+        listener = Listener(
+            ["--config", str(stub.credentials_path), "--forward-to", handler.url,
+             "--max-events", "2", "--duration", "60", "--report-dir", str(reports)],
+            tmp_path,
+        )  # fmt: skip
+        ref = cashin(stub)
+        status, out, err = listener.finish()
+    finally:
+        handler.close()
+    print(out)
+    assert status == 0, out + err
+    assert f"forwarding verified deliveries to {handler.url}" in out
+    rows = forwarded_rows(reports)
+    assert [r["kind"] for r in rows] == ["transaction:created", "transaction:processed"]
+    for row in rows:
+        assert row["ref"] == ref and row["handler_acknowledged"]
+        first, second = row["deliveries"][:2]
+        assert (first["verdict"], first["handler_status"], first["answered_sender"]) == (
+            "verified", 500, 500)  # fmt: skip
+        assert (second["verdict"], second["handler_status"]) == ("duplicate", 200)
+        assert second["attempt"] == "2"  # the stub's retry, told by the handler's 500
+    assert "#1 verified: handler 500 in" in out and "#2 duplicate: handler 200 in" in out
+    secret = stub.config().webhooks.secret  # type: ignore[union-attr]
+    for headers, body in handler.got:  # byte for byte, headers included: still verifies
+        assert headers["X-Paypack-Signature"] == sign_live(secret, body)
+    assert len(handler.got) == 4
+
+
+@pytest.mark.slow
+def test_forward_to_a_handler_that_fails_for_ever_is_bounded_and_reported(
+    stubs, tmp_path: Path
+) -> None:
+    port = free_port()
+    stub = stubs(port)
+    handler = Handler(lambda event_id, n: 500, delay_s=0.2)  # slow, and never accepts
+    reports = tmp_path / "reports"
+    started = time.monotonic()
+    try:
+        listener = Listener(
+            ["--config", str(stub.credentials_path), "--forward-to", handler.url,
+             "--events", "transaction:processed", "--max-events", "2", "--duration", "4",
+             "--settle", "0.5", "--report-dir", str(reports)],
+            tmp_path,
+        )  # fmt: skip
+        cashin(stub)
+        status, out, err = listener.finish()
+    finally:
+        handler.close()
+    assert time.monotonic() - started < 30
+    assert status == 0, out + err  # the target retried as it should: the handler is reported
+    created, processed = forwarded_rows(reports)
+    assert not any(d["forwarded"] for d in created["deliveries"])  # --events
+    assert "not forwarded (--events)" in out
+    attempts = processed["deliveries"]
+    assert len(attempts) >= 3 and not processed["handler_acknowledged"]
+    assert {d["handler_status"] for d in attempts} == {500}
+    assert all(d["handler_ms"] >= 200 for d in attempts)  # the slow handler's time recorded
+    assert all(json.loads(b)["event_kind"] == "transaction:processed" for _, b in handler.got)
+
+
+@pytest.mark.slow
+def test_the_listener_follows_a_stub_restarted_on_a_new_port_and_blames_no_one_for_a_forgery(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    workdir = tmp_path / "stub"
+    reports = tmp_path / "reports"
+    first = hooked_stub(workdir, port)
+    listener = Listener(
+        ["--config", str(first.credentials_path), "--max-events", "2", "--duration", "60",
+         "--report-dir", str(reports)],
+        tmp_path,
+    )  # fmt: skip
+    stop_stub(first)
+    restarted = hooked_stub(workdir, port)  # the same database, another API port
+    try:
+        assert restarted.base_url != first.base_url
+        forged = json.dumps(
+            {"event_id": "forged-1", "event_kind": "transaction:processed", "created_at": "x",
+             "data": {"ref": "not-a-real-ref", "status": "successful"}}
+        ).encode()  # fmt: skip
+        answer = httpx.post(
+            f"http://127.0.0.1:{port}/hooks", content=forged,
+            headers={"X-Paypack-Signature": "bm90IGEgc2lnbmF0dXJl"}, timeout=5,
+        )  # fmt: skip
+        assert answer.status_code == 401 and answer.json()["code"] == "invalid_signature"
+        ref = cashin(restarted)
+        status, out, err = listener.finish()
+    finally:
+        stop_stub(restarted)
+    assert status == 0, out + err
+    assert f"(configuration re-read: the target is now {restarted.base_url})" in out
+    assert "× rejected" in out and "finding: 1 forged deliveries" in out
+    checks = checks_of(reports)
+    assert checks["WEBHOOK-001"]["outcome"] == "passed", checks["WEBHOOK-001"]
+    assert checks["WEBHOOK-002"]["outcome"] == "passed", checks["WEBHOOK-002"]
+    assert "1 forged ones rejected, not the target's" in checks["WEBHOOK-002"]["note"]
+    assert sum(f"ref={ref}" in line for line in out.splitlines() if "✔ verified" in line) == 2
+
+
+@pytest.mark.slow
+def test_trigger_makes_the_deliveries_and_resend_repeats_one(stubs, tmp_path: Path) -> None:
+    port = free_port()
+    stub = stubs(port)
+    creds = str(stub.credentials_path)
+    listener = Listener(
+        ["--config", creds, "--duration", "10", "--settle", "1",
+         "--report-dir", str(tmp_path / "reports")],
+        tmp_path,
+    )  # fmt: skip
+    command = [sys.executable, "-m", "paysuite", "webhooks"]
+    trigger = subprocess.run(
+        [*command, "trigger", "--config", creds], capture_output=True, text=True, timeout=60
+    )
+    assert trigger.returncode == 0, trigger.stdout + trigger.stderr
+    ref = trigger.stdout.split()[2]
+    assert "created cashin" in trigger.stdout and f"confirmed {ref}: status success" in (
+        trigger.stdout
+    )
+    log_url = f"{stub.root_url}/_sandbox/webhooks/deliveries"
+    deadline = time.monotonic() + 15
+    rows: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        rows = httpx.get(log_url, params={"ref": ref}, timeout=5).json()["deliveries"]
+        if len(rows) == 2 and all(r["status"] == "delivered" for r in rows):
+            break
+        time.sleep(0.1)
+    processed = next(r for r in rows if r["event_kind"] == "transaction:processed")
+    resend = subprocess.run(
+        [*command, "resend", processed["event_id"], "--config", creds],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert resend.returncode == 0, resend.stderr
+    assert f"resending transaction:processed {processed['event_id']}" in resend.stdout
+    unknown = subprocess.run(
+        [*command, "resend", "no-such-event", "--config", creds],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert unknown.returncode == 1 and "404" in unknown.stderr
+    status, out, err = listener.finish()
+    assert status == 0, out + err
+    summary = next(line for line in out.splitlines() if "events received" in line)
+    assert summary.startswith("2 events received: 2 verified"), out
+    assert f"= duplicate transaction:processed {processed['event_id']}" in out
+
+
+@pytest.mark.slow
+def test_a_target_signing_only_the_live_way_is_judged_on_it(tmp_path: Path) -> None:
+    """No timestamp: WEBHOOK-002 holds on X-Paypack-Signature, WEBHOOK-006 is a warning (the
+    live service's own format), a failure with --strict."""
+    port = free_port()
+    stub = hooked_stub(tmp_path / "stub", port, stub_config={"webhook_signatures": ["live"]})
+    reports = tmp_path / "reports"
+    try:
+        listener = Listener(
+            ["--config", str(stub.credentials_path), "--max-events", "2", "--duration", "60",
+             "--report-dir", str(reports)],
+            tmp_path,
+        )  # fmt: skip
+        cashin(stub)
+        status, out, err = listener.finish()
+    finally:
+        stop_stub(stub)
+    assert status == 0, out + err
+    assert out.count("sig live ->") == 2 and "signatures: live x2" in out
+    checks = checks_of(reports)
+    assert checks["WEBHOOK-002"]["outcome"] == "passed"
+    assert checks["WEBHOOK-006"]["outcome"] == "failed"
+    assert "can be replayed" in checks["WEBHOOK-006"]["message"]
+    assert "VERDICT: PASS" in out and "1 warning" in out

@@ -12,6 +12,12 @@ the signing secret, the mode to send); otherwise they skip with that reason.
 Each check judges one rule and looks away from the others, so that a defect fails one check:
 WEBHOOK-001 counts a delivery whatever its signature (WEBHOOK-002 judges that), and compares
 only the ids the events list shows (an extra id is WEBHOOK-004's).
+
+A signature verifies in either format (``paysuite_core.webhook_signature.verify_any``): the
+timestamped ``Paysuite-Signature`` or the live service's ``X-Paypack-Signature``, which
+merchants' receivers verify (FIELD-NOTES.md). A target that signs only the live way passes
+WEBHOOK-002 and is told by WEBHOOK-006 that nothing in its signature ages: a captured delivery
+can be replayed (a SHOULD finding; the document obliges no signature at all).
 """
 
 from __future__ import annotations
@@ -173,8 +179,9 @@ def both_events_are_delivered_as_listed(configured: Target) -> None:
     "WEBHOOK-002",
     "SHOULD",
     Section.WEBHOOKS,
-    "every delivery is signed with the endpoint's secret over its timestamp and raw body",
-    QUOTE + " Reference choice: Paysuite-Signature: t=<unix>,v1=<HMAC-SHA256(secret, t.body)>.",
+    "every delivery is signed with the endpoint's secret, in either signature format",
+    QUOTE + " Reference choice: Paysuite-Signature: t=<unix>,v1=<HMAC-SHA256(secret, t.body)>;"
+    " the live service's X-Paypack-Signature: base64 HMAC-SHA256(secret, body) (field notes).",
     profile="reference",
 )
 def every_delivery_is_signed(configured: Target) -> None:
@@ -195,8 +202,8 @@ def every_delivery_is_signed(configured: Target) -> None:
         f"{len(bad)} deliveries of {ref} failed verification with the configured secret: "
         + "; ".join(f"{a.kind} attempt {a.attempt}: {a.reason}" for a in bad),
         reply,
-        expected="a Paysuite-Signature that verifies with webhooks.secret, within "
-        f"{hooks.tolerance_s:g} s",
+        expected="a Paysuite-Signature (within "
+        f"{hooks.tolerance_s:g} s) or an X-Paypack-Signature that verifies with webhooks.secret",
         actual=bad[0].reason if bad else "",
     )
 
@@ -322,4 +329,39 @@ def a_failed_delivery_is_retried(configured: Target) -> None:
         reply,
         expected=f"another attempt of the same event_id after the {first.status}",
         actual=f"no retry in {time.monotonic() - started:.0f} s",
+    )
+
+
+@check(
+    "WEBHOOK-006",
+    "SHOULD",
+    Section.WEBHOOKS,
+    "every delivery carries a timestamped signature, so that a captured one cannot be replayed",
+    QUOTE + " Reference choice: Paysuite-Signature's t= is inside the signed bytes and a "
+    "receiver refuses an old one; X-Paypack-Signature alone signs the body only.",
+    profile="reference",
+)
+def every_delivery_carries_a_timestamped_signature(configured: Target) -> None:
+    target = configured
+    hooks, receiver, app = _hooks(target)
+    reply, ref, kinds = _transaction(target, hooks, app, confirm=False)
+    listed = _listed(target, app, ref, kinds)
+    arrived = _await_ids(target, receiver, [str(e.get("event_id")) for e in listed])
+    precondition(
+        arrived,
+        f"not every event of {ref} reached {hooks.url} within {target.max_wait_s:g} s "
+        f"(WEBHOOK-001): {_summary(receiver.ledger.arrivals(ref))}",
+        reply,
+    )
+    # which headers were sent, verified or not: whether they hold is WEBHOOK-002's question
+    untimed = [a for a in receiver.ledger.arrivals(ref) if "paysuite" not in a.signature]
+    expect(
+        not untimed,
+        f"{len(untimed)} deliveries of {ref} carried no Paysuite-Signature (only "
+        "X-Paypack-Signature, or nothing): nothing in the signature ages, so a receiver cannot "
+        "tell a replayed delivery from a new one: "
+        + "; ".join(f"{a.kind} attempt {a.attempt}" for a in untimed),
+        reply,
+        expected="a Paysuite-Signature with its t= on every delivery (beside any other)",
+        actual=f"signature formats: {sorted({a.signature or 'none' for a in untimed})}",
     )

@@ -1,4 +1,5 @@
-"""The webhook delivery log: ``GET /_sandbox/webhooks/deliveries`` (RC-40).
+"""The webhook delivery log: ``GET /_sandbox/webhooks/deliveries`` (RC-40), and
+``POST /_sandbox/webhooks/deliveries/{event_id}/resend`` (``paysuite webhooks resend``).
 
 Not in the interface document, which leaves webhook delivery "not shown": a test or an operator
 sees here what the stub sent, to where, how often, and why an attempt failed, without running a
@@ -11,7 +12,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from stub_server import timefmt
-from stub_server.errors import json_response, validation_error
+from stub_server.errors import ApiError, json_response, validation_error
 from stub_server.state import StubApp
 from stub_server.store import DELIVERY_STATUSES, Delivery
 
@@ -76,3 +77,15 @@ class WebhookDeliveryHandlers:
                 "deliveries": [render_delivery(d) for d in page],
             }
         )
+
+    async def resend(self, request: web.Request) -> web.Response:
+        """Deliver an event again, under the same event_id: its deliveries are made pending,
+        due now (a delivered or abandoned one too); 404 for an event never delivered."""
+        event_id = request.match_info["event_id"]
+        rows = self.stub.store.resend(event_id, timefmt.now_us())
+        sendable = [d for d in rows if d.url is not None]
+        if not sendable:
+            raise ApiError(
+                404, "not_found", f"no delivery of event {event_id} to an endpoint to send again"
+            )
+        return json_response({"deliveries": [render_delivery(d) for d in sendable]})

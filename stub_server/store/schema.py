@@ -113,6 +113,8 @@ CREATE TABLE IF NOT EXISTS webhook_outbox (
     created_us INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS outbox_due ON webhook_outbox(next_attempt_us) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS outbox_mode_due ON webhook_outbox(mode, next_attempt_us)
+    WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS outbox_ref ON webhook_outbox(ref);
 CREATE INDEX IF NOT EXISTS outbox_event ON webhook_outbox(event_id);
 """

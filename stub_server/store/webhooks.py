@@ -8,6 +8,11 @@ the commit and the POST loses nothing: the dispatcher (``stub_server.webhooks.di
 finds the row ``pending`` on the next start. A row is written only when at least one endpoint
 exists (``webhook_urls`` is empty otherwise), so a stub without webhooks pays one dict check per
 event and nothing more.
+
+The endpoints' signing secrets are not in the database: ``store.webhook_secrets`` keeps them in
+a 0600 file beside it (a database gets copied); ``webhook_endpoints`` has the mode and URL.
+Deliveries are due per mode (``outbox_mode_due``), so that the dispatcher gives each endpoint
+its own lane and one endpoint's backlog never hides another's due deliveries.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from dataclasses import dataclass
 
 from stub_server.store.group_commit import GroupCommitDatabase
 from stub_server.store.records import EVENT_COLUMNS, EventRecord
+from stub_server.store.webhook_secrets import EndpointSecrets, SecretsFile
 from stub_server.store.where import SqlValue, where_clause
 
 #: The mode of a transaction created without ``X-Webhook-Mode`` (RC-40).
@@ -37,6 +43,18 @@ class WebhookEndpoint:
     mode: str
     url: str
     secret: str
+    #: During a rotation's overlap: the previous secret, and until when it still signs.
+    previous: str | None = None
+    previous_until_us: int | None = None
+
+    @property
+    def secrets(self) -> EndpointSecrets:
+        return EndpointSecrets(self.secret, self.previous, self.previous_until_us)
+
+    def signing_secrets(self, now_us: int) -> tuple[str, ...]:
+        """What a delivery made now is signed with: the current secret, then the previous one
+        while the overlap lasts."""
+        return self.secrets.signing(now_us)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +85,9 @@ class WebhookOutbox(GroupCommitDatabase):
 
     def __init__(self, path: str) -> None:
         super().__init__(path)
+        #: The endpoints' secrets, out of the database (``store.webhook_secrets``).
+        self.webhook_secrets = SecretsFile(path)
+        self._move_secrets_out()
         #: mode -> URL of every endpoint, read at start and by ``reload_webhook_urls``.
         self.webhook_urls: dict[str, str] = {}
         #: Called after a pending delivery is enqueued (the dispatcher's wake-up).
@@ -82,24 +103,52 @@ class WebhookOutbox(GroupCommitDatabase):
         self.webhook_urls = urls
         return changed
 
-    def webhook_endpoints(self) -> list[WebhookEndpoint]:
+    def _move_secrets_out(self) -> None:
+        """Earlier versions kept secrets in ``webhook_endpoints.secret``: move each into the
+        secrets file (unless the file has one already), then wipe the column's bytes."""
         rows = self.conn.execute(
-            "SELECT mode, url, secret FROM webhook_endpoints ORDER BY mode"
+            "SELECT mode, secret FROM webhook_endpoints WHERE secret != ''"
         ).fetchall()
-        return [WebhookEndpoint(*row) for row in rows]
+        if not rows:
+            return
+        for mode, secret in rows:
+            if self.webhook_secrets.get(mode) is None:
+                self.webhook_secrets.put(mode, EndpointSecrets(secret))
+        self.conn.execute("PRAGMA secure_delete = ON")  # the freed bytes are zeroed
+        try:
+            self.conn.execute("UPDATE webhook_endpoints SET secret = ''")
+            self.conn.execute("VACUUM")  # no page of the old table survives in the file
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # nor in the WAL
+        finally:
+            self.conn.execute("PRAGMA secure_delete = OFF")
+
+    def _endpoint(self, mode: str, url: str) -> WebhookEndpoint | None:
+        secrets = self.webhook_secrets.get(mode)
+        if secrets is None:  # an endpoint whose secret file was lost: it cannot sign
+            return None
+        return WebhookEndpoint(
+            mode, url, secrets.secret, secrets.previous, secrets.previous_until_us
+        )
+
+    def webhook_endpoints(self) -> list[WebhookEndpoint]:
+        rows = self.conn.execute("SELECT mode, url FROM webhook_endpoints ORDER BY mode").fetchall()
+        found = [self._endpoint(mode, url) for mode, url in rows]
+        return [e for e in found if e is not None]
 
     def webhook_endpoint(self, mode: str) -> WebhookEndpoint | None:
         row = self.conn.execute(
-            "SELECT mode, url, secret FROM webhook_endpoints WHERE mode = ?", (mode,)
+            "SELECT mode, url FROM webhook_endpoints WHERE mode = ?", (mode,)
         ).fetchone()
-        return None if row is None else WebhookEndpoint(*row)
+        return None if row is None else self._endpoint(row[0], row[1])
 
     def put_webhook_endpoint(self, endpoint: WebhookEndpoint, now_us: int) -> None:
-        """Add the endpoint of ``endpoint.mode``, or replace its URL and secret."""
+        """Add the endpoint of ``endpoint.mode``, or replace its URL and secrets: the secrets
+        go to the secrets file first, the database gets the mode and URL only."""
+        self.webhook_secrets.put(endpoint.mode, endpoint.secrets)
         self.conn.execute(
-            "INSERT INTO webhook_endpoints (mode, url, secret, created_us) VALUES (?, ?, ?, ?)"
-            " ON CONFLICT (mode) DO UPDATE SET url = excluded.url, secret = excluded.secret",
-            (endpoint.mode, endpoint.url, endpoint.secret, now_us),
+            "INSERT INTO webhook_endpoints (mode, url, secret, created_us) VALUES (?, ?, '', ?)"
+            " ON CONFLICT (mode) DO UPDATE SET url = excluded.url, secret = ''",
+            (endpoint.mode, endpoint.url, now_us),
         )
         self.reload_webhook_urls()
 
@@ -133,16 +182,29 @@ class WebhookOutbox(GroupCommitDatabase):
             self.on_enqueue()
 
     # -- the dispatcher's side -------------------------------------------------------------
-    def due_deliveries(self, now_us: int, limit: int) -> list[Delivery]:
-        """Pending deliveries due by ``now_us``, earliest due first (for first attempts: event
-        order). Read along ``outbox_due``, so a large backlog costs no sort."""
+    def due_deliveries(
+        self, now_us: int, limit: int, exclude_refs: Collection[str] = (), *, mode: str
+    ) -> list[Delivery]:
+        """Pending deliveries of ``mode`` due by ``now_us``, earliest due first (for first
+        attempts: event order), leaving out the transactions ``exclude_refs`` (being
+        delivered). Read along ``outbox_mode_due``, so a large backlog costs no sort."""
+        marks = ", ".join("?" * len(exclude_refs))
         rows = self.conn.execute(
-            f"SELECT {DELIVERY_COLUMNS} FROM webhook_outbox INDEXED BY outbox_due"
-            " WHERE status = 'pending' AND next_attempt_us <= ?"
-            " ORDER BY next_attempt_us, id LIMIT ?",
-            (now_us, limit),
+            f"SELECT {DELIVERY_COLUMNS} FROM webhook_outbox INDEXED BY outbox_mode_due"
+            " WHERE status = 'pending' AND mode = ? AND next_attempt_us <= ?"
+            + (f" AND ref NOT IN ({marks})" if exclude_refs else "")
+            + " ORDER BY next_attempt_us, id LIMIT ?",
+            (mode, now_us, *exclude_refs, limit),
         ).fetchall()
         return [Delivery(*row) for row in rows]
+
+    def pending_modes(self) -> list[str]:
+        """The modes that have pending deliveries (a handful: one per endpoint, at most)."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT mode FROM webhook_outbox INDEXED BY outbox_mode_due"
+            " WHERE status = 'pending'"
+        ).fetchall()
+        return [str(row[0]) for row in rows]
 
     def pending_deliveries_of(self, ref: str) -> list[Delivery]:
         """Every pending delivery of the transaction ``ref``, in event order."""
@@ -153,18 +215,30 @@ class WebhookOutbox(GroupCommitDatabase):
         ).fetchall()
         return [Delivery(*row) for row in rows]
 
-    def next_delivery_due(self, exclude_refs: Collection[str] = ()) -> int | None:
-        """When the earliest pending delivery is due (microseconds), if any, leaving out the
-        transactions ``exclude_refs`` (those being delivered: a handful)."""
+    def next_delivery_due(self, mode: str, exclude_refs: Collection[str] = ()) -> int | None:
+        """When the earliest pending delivery of ``mode`` is due (microseconds), if any,
+        leaving out the transactions ``exclude_refs`` (those being delivered: a handful)."""
         marks = ", ".join("?" * len(exclude_refs))
         row = self.conn.execute(
-            "SELECT next_attempt_us FROM webhook_outbox INDEXED BY outbox_due"
-            " WHERE status = 'pending'"
+            "SELECT next_attempt_us FROM webhook_outbox INDEXED BY outbox_mode_due"
+            " WHERE status = 'pending' AND mode = ?"
             + (f" AND ref NOT IN ({marks})" if exclude_refs else "")
             + " ORDER BY next_attempt_us LIMIT 1",
-            tuple(exclude_refs),
+            (mode, *exclude_refs),
         ).fetchone()
         return None if row is None else int(row[0])
+
+    def resend(self, event_id: str, now_us: int) -> list[Delivery]:
+        """Make the deliveries of ``event_id`` pending again, due now (``paysuite webhooks
+        resend``): a delivered or abandoned event is sent once more, same event_id."""
+        self.conn.execute(
+            "UPDATE webhook_outbox SET status = 'pending', next_attempt_us = ?, delivered_us = NULL"
+            " WHERE event_id = ? AND url IS NOT NULL",
+            (now_us, event_id),
+        )
+        if self.on_enqueue is not None:
+            self.on_enqueue()
+        return self.deliveries(event_id=event_id)[1]
 
     def delivery_event(self, event_seq: int) -> EventRecord | None:
         row = self.conn.execute(

@@ -4,8 +4,23 @@ At-least-once (RC-40): a delivery leaves ``pending`` only when a receiver answer
 (``delivered``) or its last attempt failed (``abandoned``); an attempt cut short by a stop or a
 SIGKILL was not recorded, so it is made again after the restart, with the same event_id, which
 is how a receiver deduplicates. Deliveries of one transaction are attempted one after the other
-in event order (created before processed); different transactions go concurrently, at most
-``concurrency`` at a time.
+in event order (created before processed); different transactions go concurrently.
+
+One endpoint cannot stall another (issue 21): each endpoint (mode) has its own lane, with its
+own concurrency (``LANE_CONCURRENCY`` transactions at a time) and its own circuit breaker
+(``CircuitBreaker``: after ``BREAKER_FAILURES`` attempts in a row that got no answer, a refused
+connection, a 5xx or a 429 (``stalls``), the endpoint is left
+alone for a cool-down that doubles while it keeps failing; then one trial delivery decides). A
+never-answering endpoint holds its own lane's slots for ``timeout_s`` at most and then is not
+tried at all while its breaker is open; the others' deliveries are read from the outbox per
+mode, so a backlog of thousands never hides their due rows. Deliveries whose endpoint's breaker
+is open stay ``pending`` without spending an attempt.
+
+Every delivery carries two signatures (``paysuite_core.webhook_signature``): the timestamped
+``Paysuite-Signature`` and the live service's ``X-Paypack-Signature`` that merchants' receivers
+verify (FIELD-NOTES.md); the stub config's ``webhook_signatures`` can keep either alone. When an
+endpoint appears or its URL changes, the dispatcher sends it a ``HEAD`` as the live dashboard
+does, and logs an endpoint that does not answer it.
 
 The fault switches of delivery (``stub_server.faults``: ``webhook-*``) are fields of
 ``DeliveryHooks``, set by ``stub_server.fault_hooks``; the defaults are the rules.
@@ -17,8 +32,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
 
 import aiohttp
 
@@ -39,6 +55,15 @@ POLL_S = 1.0
 BATCH = 200
 #: How much of a failed answer's body goes into the log's ``last_error``.
 ERROR_BODY_CHARS = 200
+#: Transactions delivered at once to one endpoint.
+LANE_CONCURRENCY = 4
+#: Failed attempts in a row that open an endpoint's circuit breaker.
+BREAKER_FAILURES = 5
+#: How long the HEAD sent to a new endpoint may take.
+PING_TIMEOUT_S = 5.0
+#: The signature formats a delivery may carry: ``paysuite`` (Paysuite-Signature, timestamped)
+#: and ``live`` (X-Paypack-Signature, the live service's).
+SIGNATURE_FORMATS = ("paysuite", "live")
 
 
 def _same(secret: str) -> str:
@@ -49,7 +74,7 @@ def _same(secret: str) -> str:
 class DeliveryHooks:
     """The points where a webhook fault switch replaces a rule of delivery."""
 
-    #: The secret a delivery is signed with, from the endpoint's.
+    #: The secret a delivery is signed with, from each of the endpoint's.
     signing_secret: Callable[[str], str] = _same
     #: Whether a failed attempt is retried (before ``max_attempts``).
     retries: bool = True
@@ -58,10 +83,76 @@ class DeliveryHooks:
     #: When set, a created delivery waits (up to this long) for its processed one, and the
     #: two are sent processed first.
     out_of_order_hold_s: float | None = None
+    #: The signature headers a delivery carries (``SIGNATURE_FORMATS``; the stub config's
+    #: ``webhook_signatures``).
+    signature_formats: tuple[str, ...] = SIGNATURE_FORMATS
+
+
+def stalls(error: str) -> bool:
+    """Whether a failed attempt says the endpoint is down or overloaded (no answer, a refused
+    connection, 5xx, 429): what the breaker counts. A receiver that answers another 4xx at once
+    (a signature it refuses) stalls no one; its deliveries back off one by one."""
+    if not error.startswith("HTTP "):
+        return True
+    status = error[5:8]
+    return status.startswith("5") or status == "429"
+
+
+@dataclass
+class CircuitBreaker:
+    """An endpoint's breaker: closed (deliver), open (leave it alone until ``open_until``),
+    then half-open (one trial delivery: a success closes it, a failure opens it again for
+    twice as long, up to the retry policy's cap)."""
+
+    base_s: float
+    cap_s: float
+    failures: int = 0
+    trips: int = 0
+    open_until: float = 0.0
+
+    def is_open(self, now: float) -> bool:
+        return now < self.open_until
+
+    def half_open(self, now: float) -> bool:
+        return self.trips > 0 and self.failures >= BREAKER_FAILURES and not self.is_open(now)
+
+    def succeeded(self) -> None:
+        self.failures = 0
+        self.trips = 0
+        self.open_until = 0.0
+
+    def failed(self, now: float) -> bool:
+        """Count one failed attempt; True when it opened the breaker (attempts already under
+        way when it opened add nothing to its cool-down)."""
+        self.failures += 1
+        if self.failures < BREAKER_FAILURES or self.is_open(now):
+            return False
+        cool_s = min(self.cap_s, max(self.base_s, 0.05) * 2.0 ** min(self.trips, 30))
+        self.trips += 1
+        self.open_until = now + cool_s
+        return True
+
+
+@dataclass
+class Lane:
+    """One endpoint's share of the dispatcher: its transactions under way and its breaker."""
+
+    mode: str
+    breaker: CircuitBreaker
+    limit: int = LANE_CONCURRENCY
+    busy: set[str] = field(default_factory=set)
+    pinged_url: str | None = None
+
+    def free(self, now: float) -> int:
+        """How many more transactions may start on this lane now."""
+        if self.breaker.is_open(now):
+            return 0
+        limit = 1 if self.breaker.half_open(now) else self.limit
+        return max(0, limit - len(self.busy))
 
 
 class Dispatcher:
-    """One per running stub: the outbox's consumer."""
+    """One per running stub: the outbox's consumer, one lane per endpoint."""
 
     def __init__(
         self,
@@ -70,23 +161,30 @@ class Dispatcher:
         policy: RetryPolicy,
         hooks: DeliveryHooks,
         *,
-        concurrency: int = 8,
+        lane_concurrency: int = LANE_CONCURRENCY,
     ) -> None:
         self.store = store
         self.render = render
         self.policy = policy
         self.hooks = hooks
-        self.concurrency = concurrency
+        self.lane_concurrency = lane_concurrency
+        self.lanes: dict[str, Lane] = {}
         self._wake = asyncio.Event()
-        self._busy_refs: set[str] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[object]] = set()
         self._session: aiohttp.ClientSession | None = None
-        self._endpoints_read = time.monotonic()
+        self._endpoints_read = 0.0
         store.on_enqueue = self._wake.set
+
+    def lane(self, mode: str) -> Lane:
+        lane = self.lanes.get(mode)
+        if lane is None:
+            breaker = CircuitBreaker(self.policy.base_s, self.policy.cap_s)
+            lane = self.lanes[mode] = Lane(mode, breaker, self.lane_concurrency)
+        return lane
 
     async def run_forever(self) -> None:
         timeout = aiohttp.ClientTimeout(total=self.policy.timeout_s)
-        connector = aiohttp.TCPConnector(limit=self.concurrency * 2)
+        connector = aiohttp.TCPConnector(limit=0)  # the lanes bound the connections
         async with aiohttp.ClientSession(
             timeout=timeout, connector=connector, trust_env=False
         ) as session:
@@ -94,6 +192,7 @@ class Dispatcher:
             try:
                 while True:
                     self._wake.clear()
+                    self._read_endpoints()
                     self._dispatch_due()
                     await self._sleep()
             finally:
@@ -104,17 +203,58 @@ class Dispatcher:
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
 
+    def _read_endpoints(self) -> None:
+        """Every ``POLL_S``: re-read the endpoints (``paysuite stub webhooks add`` writes them
+        from another process) and ping any endpoint that is new or has a new URL."""
+        if time.monotonic() - self._endpoints_read < POLL_S:
+            return
+        self.store.reload_webhook_urls()
+        self._endpoints_read = time.monotonic()
+        for mode, url in self.store.webhook_urls.items():
+            lane = self.lane(mode)
+            if lane.pinged_url != url:
+                lane.pinged_url = url
+                lane.breaker.succeeded()  # a new address starts with a closed breaker
+                self._start(self.ping(mode, url))
+
+    def _start(self, work: Coroutine[Any, Any, object]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def ping(self, mode: str, url: str) -> str | None:
+        """``HEAD url``, as the live dashboard pings a webhook URL; None when it answered
+        2xx, else why not (logged: the endpoint will not receive deliveries as it is)."""
+        assert self._session is not None, "run_forever() first"
+        try:
+            check_endpoint_url(url)
+            async with self._session.head(
+                url, allow_redirects=False, timeout=aiohttp.ClientTimeout(total=PING_TIMEOUT_S)
+            ) as response:
+                problem = None if 200 <= response.status < 300 else f"HTTP {response.status}"
+        except EndpointUrlError as exc:
+            problem = str(exc)
+        except TimeoutError:
+            problem = f"no answer within {PING_TIMEOUT_S:g} s"
+        except (aiohttp.ClientError, OSError) as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+        if problem is not None:
+            log.warning("webhook endpoint %s %s does not answer a HEAD: %s", mode, url, problem)
+        return problem
+
     async def _sleep(self) -> None:
-        """Until a delivery not already under way is due, a wake-up (a new delivery, a
-        finished one) or ``POLL_S``; the endpoints are re-read every ``POLL_S``."""
-        if time.monotonic() - self._endpoints_read >= POLL_S:
-            self.store.reload_webhook_urls()
-            self._endpoints_read = time.monotonic()
+        """Until a delivery that a lane may start is due, a wake-up (a new delivery, a
+        finished one) or ``POLL_S``; an open breaker wakes the loop when it half-opens."""
+        now_mono = time.monotonic()
         delay = POLL_S
-        if len(self._busy_refs) < self.concurrency:
-            due = self.store.next_delivery_due(exclude_refs=self._busy_refs)
-            if due is not None:
-                delay = min(POLL_S, max(0.0, (due - timefmt.now_us()) / 1e6))
+        now_us = timefmt.now_us()
+        for mode, lane in self.lanes.items():
+            if lane.breaker.is_open(now_mono):
+                delay = min(delay, lane.breaker.open_until - now_mono)
+            elif lane.free(now_mono) > 0 and mode in self.store.webhook_urls:
+                due = self.store.next_delivery_due(mode, exclude_refs=lane.busy)
+                if due is not None:
+                    delay = min(delay, max(0.0, (due - now_us) / 1e6))
         if delay <= 0:
             await asyncio.sleep(0)  # more due than one batch: go on, but let requests in
             return
@@ -122,26 +262,28 @@ class Dispatcher:
             await asyncio.wait_for(self._wake.wait(), timeout=delay)
 
     def _dispatch_due(self) -> None:
-        """Start delivering the due transactions not already under way, while slots last."""
-        if len(self._busy_refs) >= self.concurrency:
-            return  # a finished delivery wakes the loop again
+        """Start delivering the due transactions not already under way, lane by lane, while
+        each lane has slots."""
         now = timefmt.now_us()
-        groups: dict[str, list[Delivery]] = {}
-        for delivery in self.store.due_deliveries(now, BATCH):
-            if delivery.ref not in self._busy_refs:
+        now_mono = time.monotonic()
+        for mode in self.store.pending_modes():
+            lane = self.lane(mode)
+            free = lane.free(now_mono)
+            if free <= 0:
+                continue
+            groups: dict[str, list[Delivery]] = {}
+            for delivery in self.store.due_deliveries(now, BATCH, lane.busy, mode=mode):
                 groups.setdefault(delivery.ref, []).append(delivery)
-        for ref, deliveries in groups.items():
-            if len(self._busy_refs) >= self.concurrency:
-                return
-            deliveries.sort(key=lambda d: d.id)  # both due (retries): still in event order
-            if self.hooks.out_of_order_hold_s is not None:
-                deliveries = self._out_of_order(ref, deliveries, now)
-                if not deliveries:
-                    continue
-            self._busy_refs.add(ref)
-            task = asyncio.create_task(self._deliver_in_turn(ref, deliveries))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            for ref, deliveries in groups.items():
+                if lane.free(now_mono) <= 0:
+                    break
+                deliveries.sort(key=lambda d: d.id)  # both due (retries): still in event order
+                if self.hooks.out_of_order_hold_s is not None:
+                    deliveries = self._out_of_order(ref, deliveries, now)
+                    if not deliveries:
+                        continue
+                lane.busy.add(ref)
+                self._start(self._deliver_in_turn(lane, ref, deliveries))
 
     def _out_of_order(self, ref: str, deliveries: list[Delivery], now: int) -> list[Delivery]:
         """Fault ``webhook-out-of-order``: hold a never-tried created delivery until its
@@ -165,18 +307,20 @@ class Dispatcher:
             next_attempt_us=until_us, delivered_us=None,
         )  # fmt: skip
 
-    async def _deliver_in_turn(self, ref: str, deliveries: list[Delivery]) -> None:
+    async def _deliver_in_turn(self, lane: Lane, ref: str, deliveries: list[Delivery]) -> None:
         try:
             for delivery in deliveries:
-                await self._attempt(delivery)
+                if lane.breaker.is_open(time.monotonic()):
+                    break  # the rest waits, pending, until the breaker half-opens
+                await self._attempt(lane, delivery)
         except Exception:  # a bug must not stop the other deliveries; the row stays pending
             log.exception("webhook delivery of %s failed unexpectedly", ref)
         finally:
-            self._busy_refs.discard(ref)
+            lane.busy.discard(ref)
             self._wake.set()
 
-    async def _attempt(self, delivery: Delivery) -> None:
-        """One attempt at ``delivery``, and its outcome recorded."""
+    async def _attempt(self, lane: Lane, delivery: Delivery) -> None:
+        """One attempt at ``delivery``, and its outcome recorded (and told to the breaker)."""
         store = self.store
         endpoint = store.webhook_endpoint(delivery.mode)
         event = store.delivery_event(delivery.event_seq)
@@ -192,6 +336,7 @@ class Dispatcher:
         error = await self.post(endpoint, json_body(record), event.event_id, attempt)
         now = timefmt.now_us()
         if error is None:
+            lane.breaker.succeeded()
             store.record_attempt(
                 delivery.id, attempts=attempt, status="delivered", url=endpoint.url,
                 last_error=None, next_attempt_us=None, delivered_us=now,
@@ -200,6 +345,10 @@ class Dispatcher:
                 copy = {**record, "event_id": uuid4_text()}
                 await self.post(endpoint, json_body(copy), str(copy["event_id"]), 1)
             return
+        if stalls(error) and lane.breaker.failed(time.monotonic()):
+            log.warning("webhook endpoint %s %s failed %d attempts in a row: not tried for "
+                        "%.1f s", endpoint.mode, endpoint.url, lane.breaker.failures,
+                        lane.breaker.open_until - time.monotonic())  # fmt: skip
         if attempt >= self.policy.max_attempts or not self.hooks.retries:
             log.warning("webhook %s abandoned after %d attempt(s): %s", event.event_id,
                         attempt, error)  # fmt: skip
@@ -213,6 +362,24 @@ class Dispatcher:
             next_attempt_us=now + int(self.policy.delay_s(attempt) * 1e6), delivered_us=None,
         )  # fmt: skip
 
+    def signature_headers(self, endpoint: WebhookEndpoint, body: bytes) -> dict[str, str]:
+        """The signature headers of one delivery made now, in the configured formats.
+
+        During a rotation's overlap ``Paysuite-Signature`` carries a ``v1=`` per secret (the new
+        one first); ``X-Paypack-Signature`` has room for one value, so it is made with the
+        previous secret until the overlap ends: the receivers written for the live service
+        keep verifying with the secret they were given until they switch."""
+        secrets = [self.hooks.signing_secret(one) for one in endpoint.signing_secrets(
+            timefmt.now_us())]  # fmt: skip
+        headers = {}
+        if "paysuite" in self.hooks.signature_formats:
+            headers[webhook_signature.SIGNATURE_HEADER] = webhook_signature.sign(secrets, body)
+        if "live" in self.hooks.signature_formats:
+            headers[webhook_signature.LIVE_SIGNATURE_HEADER] = webhook_signature.sign_live(
+                secrets[-1], body
+            )
+        return headers
+
     async def post(
         self, endpoint: WebhookEndpoint, body: bytes, event_id: str, attempt: int
     ) -> str | None:
@@ -225,9 +392,7 @@ class Dispatcher:
             return str(exc)
         headers = {
             "Content-Type": "application/json",
-            webhook_signature.SIGNATURE_HEADER: webhook_signature.sign(
-                self.hooks.signing_secret(endpoint.secret), body
-            ),
+            **self.signature_headers(endpoint, body),
             webhook_signature.EVENT_ID_HEADER: event_id,
             webhook_signature.ATTEMPT_HEADER: str(attempt),
             webhook_signature.MODE_HEADER: endpoint.mode,

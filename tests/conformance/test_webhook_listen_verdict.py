@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.webhook_listen import NO_CONFIG, RETRY_SKIP, Listing, decide, judge
+from conformance.webhook_listen import (
+    NO_CONFIG,
+    RETRY_SKIP,
+    Listing,
+    decide,
+    findings,
+    judge,
+)
 from paysuite_core.webhook_ledger import CREATED, PROCESSED, Ledger
 
 
@@ -33,7 +40,7 @@ def test_without_a_config_the_list_comparison_is_skipped_and_the_rest_judged() -
     results = judge(ledger, None, [])
     assert [(r.check.id, r.outcome) for r in results] == [
         ("WEBHOOK-001", "skipped"), ("WEBHOOK-002", "passed"), ("WEBHOOK-003", "passed"),
-        ("WEBHOOK-004", "passed"), ("WEBHOOK-005", "skipped"),
+        ("WEBHOOK-004", "passed"), ("WEBHOOK-005", "skipped"), ("WEBHOOK-006", "passed"),
     ]  # fmt: skip
     assert results[0].message == NO_CONFIG and results[4].message == RETRY_SKIP
     assert decide(results).exit_code == 0
@@ -91,3 +98,57 @@ def test_the_window_is_what_was_stamped_since_the_start_and_what_was_heard_of() 
     fresh = {**record("c-new", CREATED, "new"), "created_at": "2026-06-01T00:00:01.000Z"}
     started = datetime(2026, 6, 1, tzinfo=UTC)
     assert in_window([old, stale, fresh], ledger, started) == [old, fresh]
+
+
+def test_a_live_only_target_passes_002_and_gets_the_replay_finding_006() -> None:
+    ledger = Ledger()
+    arrive(ledger, record("c", CREATED), signature="live")
+    arrive(ledger, record("p", PROCESSED), signature="live")
+    listed = [record("c", CREATED), record("p", PROCESSED)]
+    results = {r.check.id: r for r in judge(ledger, Listing(listed), listed)}
+    assert results["WEBHOOK-002"].outcome == "passed" and "live" in results["WEBHOOK-002"].note
+    assert results["WEBHOOK-006"].outcome == "failed"
+    assert "can be replayed" in results["WEBHOOK-006"].message
+    assert decide(list(results.values())).exit_code == 0  # a warning: the live format's own
+    assert decide(list(results.values()), strict=True).exit_code == 1
+
+
+def test_a_forgery_blames_nobody_and_an_unknown_signed_event_is_a_finding() -> None:
+    ledger = Ledger()
+    arrive(ledger, record("c", CREATED), signature="paysuite+live")
+    forged = record("fake", CREATED, "r-nobody")
+    arrive(ledger, forged, "rejected", status=401, code="invalid_signature", reason="mismatch")
+    stranger = record("other", CREATED, "r-other")
+    arrive(ledger, stranger, signature="paysuite+live")
+    listed = [record("c", CREATED)]
+    results = {r.check.id: r for r in judge(ledger, Listing(listed), listed)}
+    assert results["WEBHOOK-002"].outcome == "passed", results["WEBHOOK-002"].message
+    assert "1 forged ones rejected" in results["WEBHOOK-002"].note
+    notes = findings(ledger, Listing(listed))
+    assert len(notes) == 2 and "forged" in notes[0] and "other" in notes[1]
+    # the same forged delivery of an event the list DOES show is the target's failure
+    arrive(ledger, record("c", CREATED), "rejected", status=401, code="invalid_signature",
+           reason="mismatch")  # fmt: skip
+    assert {r.check.id: r.outcome for r in judge(ledger, Listing(listed), listed)}[
+        "WEBHOOK-002"
+    ] == "failed"
+
+
+def test_a_forward_to_handler_s_failure_is_a_failed_attempt_whose_retry_is_judged() -> None:
+    from paysuite_core.webhook_ledger import HandlerAnswer
+
+    ledger = Ledger()
+    arrive(ledger, record("c", CREATED), status=500, handler=HandlerAnswer(500, 3.0))
+    assert outcomes(ledger, None, [])["WEBHOOK-005"] == "failed"
+    arrive(ledger, record("c", CREATED), "duplicate", status=500, attempt="2",
+           handler=HandlerAnswer(500, 2.0))  # fmt: skip
+    assert outcomes(ledger, None, [])["WEBHOOK-005"] == "passed"  # the last one may be the end
+
+
+def test_a_live_signature_that_does_not_hold_beside_a_valid_one_is_a_finding() -> None:
+    ledger = Ledger()
+    arrive(ledger, record("c", CREATED), signature="paysuite+live-mismatch")
+    results = {r.check.id: r.outcome for r in judge(ledger, None, [])}
+    assert results["WEBHOOK-002"] == "passed" and results["WEBHOOK-006"] == "passed"
+    (note,) = findings(ledger, None)
+    assert "X-Paypack-Signature that does not verify" in note

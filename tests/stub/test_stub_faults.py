@@ -22,6 +22,7 @@ from webhookkit import (
     FAST_RETRY,
     webhook_bad_signature,
     webhook_duplicate_new_id,
+    webhook_live_signature_only,
     webhook_no_retry,
     webhook_out_of_order,
 )
@@ -285,6 +286,7 @@ FAULT_CHECKS: dict[str, tuple[Callable[[InProcessStub], None], dict]] = {
     "webhook-no-retry": (webhook_no_retry, {"webhook_retry": FAST_RETRY}),
     "webhook-duplicate-new-id": (webhook_duplicate_new_id, {}),
     "webhook-out-of-order": (webhook_out_of_order, {}),
+    "webhook-live-signature-only": (webhook_live_signature_only, {}),
 }
 
 
@@ -303,7 +305,7 @@ def test_fault_breaks_its_rule(inproc, fault: str) -> None:
     [
         "idempotency-ignored", "wrong-kind", "drop-acknowledged", "early-expiry",
         "webhook-bad-signature", "webhook-no-retry", "webhook-duplicate-new-id",
-        "webhook-out-of-order",
+        "webhook-out-of-order", "webhook-live-signature-only",
     ],
 )  # fmt: skip
 def test_faults_are_off_by_default(inproc, fault: str) -> None:

@@ -50,6 +50,7 @@ EVERY_SETTING = {
     "access_log_file": "access.jsonl",
     "webhooks": {"development": "http://127.0.0.1:9911/", "production": "http://[::1]:9912/p"},
     "webhook_retry": {"base_s": 0.5, "cap_s": 8, "max_attempts": 3, "timeout_s": 2},
+    "webhook_signatures": ["live"],
 }
 
 
@@ -79,6 +80,7 @@ def test_the_config_file_sets_every_setting(tmp_path: Path) -> None:
         ("development", "http://127.0.0.1:9911/"), ("production", "http://[::1]:9912/p"),
     )  # fmt: skip
     retry = s.webhook_retry
+    assert s.webhook_signatures == ("live",)
     assert (retry.base_s, retry.cap_s, retry.max_attempts, retry.timeout_s) == (0.5, 8, 3, 2)
     assert [retry.delay_s(n) for n in (1, 2, 3, 4, 5, 6)] == [0.5, 1, 2, 4, 8, 8]
     for name in ("host", "port", "db", "access_ttl_s", "fee_rate", "sandbox", "max_body_bytes",
@@ -106,6 +108,8 @@ def test_the_config_file_sets_every_setting(tmp_path: Path) -> None:
         ({"webhook_retry": {"max_attempts": 0}}, "webhook_retry.max_attempts"),
         ({"webhook_retry": {"base_s": 9, "cap_s": 1}}, "cap_s"),
         ({"webhook_retry": {"jitter": 1}}, "jitter"),
+        ({"webhook_signatures": ["hex"]}, "webhook_signatures"),
+        ({"webhook_signatures": []}, "webhook_signatures"),
     ],
 )
 def test_bad_values_name_the_key(config: dict, names: str) -> None:

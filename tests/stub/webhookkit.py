@@ -54,10 +54,17 @@ class Receiver:
         self.answer = answer
         self.delay_s = delay_s
         self.arrivals: list[Arrival] = []
+        self.heads = 0  # HEADs received (the stub pings a new endpoint so)
         self._lock = threading.Lock()
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_HEAD(self) -> None:  # noqa: N802 - as merchants' receivers: 200, no check
+                with receiver._lock:
+                    receiver.heads += 1
+                self.send_response(200)
+                self.end_headers()
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 with receiver._lock:
@@ -191,3 +198,15 @@ def webhook_out_of_order(stub: Any) -> None:
         assert stub.api.sandbox(ref, "confirm").status_code == 200
         first, second = receiver.wait_for(2)
         assert [first.record["event_kind"], second.record["event_kind"]] == [PROCESSED, CREATED]
+
+
+def webhook_live_signature_only(stub: Any) -> None:
+    """The delivery carries a valid X-Paypack-Signature and no timestamped Paysuite-Signature."""
+    with endpoint_on(stub) as receiver:
+        stub.api.create("cashin")
+        (arrival,) = receiver.wait_for(1)
+        secret = endpoint_secret(stub)
+        assert arrival.headers.get(webhook_signature.LIVE_SIGNATURE_HEADER) == (
+            webhook_signature.sign_live(secret, arrival.body)
+        )
+        assert webhook_signature.SIGNATURE_HEADER not in arrival.headers, arrival.headers
