@@ -69,7 +69,7 @@ FAULTS: dict[str, Fault] = {
         "a key reused on the other kind (a cashin's key on a cashout, or the reverse) is answered "
         "409 as the rule says, but that transaction is created anyway; a reuse on the same kind "
         "is rejected and creates nothing",
-        _ids("IDEM-002"),
+        _ids("IDEM-002", "IDEM-004"),
     ),
     "idempotency-racy": Fault(
         "check-then-insert with an await between: concurrent requests with one key create "

@@ -52,7 +52,7 @@ def _writers(target: Target, *, specific: bool = False) -> list[tuple[str, Appli
 
     ``specific``: the kind's own application (cashin, cashout) before read-write, so that the
     checks between them run with each privilege that may create (the coverage matrix in
-    docs/coverage/creations.md says which check runs with which)."""
+    docs/conformance.md, *Coverage matrix*, says which check runs with which)."""
     found = []
     for kind in KINDS:
         own = target.app(kind.lower())

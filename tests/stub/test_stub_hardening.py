@@ -136,7 +136,8 @@ def _attempt(http: httpx.Client, client_id: str, secret: str = "wrong") -> httpx
 
 
 def test_wrong_secrets_are_limited_per_client_id(inproc) -> None:
-    limits = {"per_client": {"burst": 3, "per_s": 0.5}, "per_peer": {"burst": 100, "per_s": 1}}
+    # One attempt back every 10 s: four slow hashes on a loaded machine stay inside one refill.
+    limits = {"per_client": {"burst": 3, "per_s": 0.1}, "per_peer": {"burst": 100, "per_s": 1}}
     server = inproc(authorize_limits=limits)
     app, other = server.applications
     http = server.api.http
@@ -144,7 +145,7 @@ def test_wrong_secrets_are_limited_per_client_id(inproc) -> None:
     limited = _attempt(http, app.client_id)
     assert limited.status_code == 429
     assert limited.json()["code"] == "too_many_attempts" and limited.json()["status"] == 429
-    assert 1 <= int(limited.headers["Retry-After"]) <= 2
+    assert 1 <= int(limited.headers["Retry-After"]) <= 10
     # the right secret is limited too (it has never been verified): no guessing loophole
     assert _attempt(http, app.client_id, app.client_secret).status_code == 429
     assert _attempt(http, other.client_id, other.client_secret).status_code == 200
