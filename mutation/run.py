@@ -17,11 +17,14 @@ never reaches another, and a worker killed half-way leaves no mutated file behin
 you work in. The work is handed out through cosmic-ray's own client of that distributor
 (``cosmic_ray.distribution.http.send_request``) and every result is stored as it arrives.
 
-The test command of a mutant: ``paysuite conform --profile reference`` with neither --target nor
---config, so it starts the bundled stub, from the worker's cwd, that is from the mutated copy
-(``python -m stub_server`` finds the cwd's package first); the suite itself is this tree's
-installed one. Killed = exit status != 0 (1: a check failed; 2: no verdict, e.g. the stub did
-not start); a mutant still running after the timeout is killed too and counted apart (timeout).
+The test command of a mutant: ``paysuite conform --profile reference --strict`` with neither
+--target nor --config, so it starts the bundled stub, from the worker's cwd, that is from the
+mutated copy (``python -m stub_server`` finds the cwd's package first); the suite itself is this
+tree's installed one. ``--strict``: a failed SHOULD check fails the run too, so the reference
+profile's checks of the stub's documented choices can kill a mutant (the stub, the reference
+implementation, passes them all). Killed = exit status != 0 (1: a check failed; 2: no verdict,
+e.g. the stub did not start); a mutant still running after the timeout is killed too and counted
+apart (timeout).
 A baseline run of the unmutated copy must pass first: a red suite would "kill" every mutant.
 """
 
@@ -57,7 +60,7 @@ COPY_IGNORE = shutil.ignore_patterns(
 )  # fmt: skip
 #: The conform run of one mutant: the reference profile sees the stub's documented choices too.
 CONFORM_ARGS = (
-    "conform", "--profile", "reference", "--report-dir", "reports/mutant",
+    "conform", "--profile", "reference", "--strict", "--report-dir", "reports/mutant",
     "--check-timeout", "120s", "--max-duration", "250s",
 )  # fmt: skip
 
