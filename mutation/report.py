@@ -136,7 +136,9 @@ def table(mutants: Sequence[Mutant]) -> str:
     return "\n".join(lines)
 
 
-def survivors(mutants: Sequence[Mutant], classified: dict[str, dict[str, str]]) -> str:
+def survivors(
+    mutants: Sequence[Mutant], classified: dict[str, dict[str, str]], *, diffs: bool = True
+) -> str:
     alive = [m for m in mutants if m.outcome == "survived"]
     if not alive:
         return "No survivor."
@@ -154,20 +156,24 @@ def survivors(mutants: Sequence[Mutant], classified: dict[str, dict[str, str]]) 
         parts.append(
             f"- **{mutant.where}** `{mutant.operator}` #{mutant.occurrence}: **{label}**"
             + (f". {why}" if why else "")
-            + (f"\n\n  ```diff\n  {diff.replace(chr(10), chr(10) + '  ')}\n  ```" if diff else "")
+            + (
+                f"\n\n  ```diff\n  {diff.replace(chr(10), chr(10) + '  ')}\n  ```"
+                if diff and diffs
+                else ""
+            )
         )
     summary = ", ".join(f"{count} {kind}" for kind, count in sorted(by_class.items()))
     return f"{len(alive)} survivors: {summary}.\n\n" + "\n".join(parts)
 
 
-def render(session: Path, classification: Path) -> str:
+def render(session: Path, classification: Path, *, diffs: bool = True) -> str:
     mutants = load(session)
     classified = load_classification(classification)
     return (
         "### Counts\n\n"
         + table(mutants)
         + "\n\n### Survivors\n\n"
-        + survivors(mutants, classified)
+        + survivors(mutants, classified, diffs=diffs)
         + "\n"
     )
 
@@ -177,11 +183,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--session", type=Path, default=SESSION)
     parser.add_argument("--classification", type=Path, default=CLASSIFICATION)
     parser.add_argument("--out", type=Path, help="write the markdown here too")
+    parser.add_argument(
+        "--brief", action="store_true", help="one line per survivor, without its diff"
+    )
     args = parser.parse_args(argv)
     if not args.session.exists():
         print(f"no session at {args.session}: run python mutation/run.py first", file=sys.stderr)
         return 2
-    text = render(args.session, args.classification)
+    text = render(args.session, args.classification, diffs=not args.brief)
     print(text, end="")
     if args.out is not None:
         args.out.write_text(text, encoding="utf-8")

@@ -19,12 +19,12 @@ you work in. The work is handed out through cosmic-ray's own client of that dist
 
 The test command of a mutant: ``paysuite conform --profile reference --strict`` with neither
 --target nor --config, so it starts the bundled stub, from the worker's cwd, that is from the
-mutated copy (``python -m stub_server`` finds the cwd's package first); the suite itself is this
-tree's installed one. ``--strict``: a failed SHOULD check fails the run too, so the reference
-profile's checks of the stub's documented choices can kill a mutant (the stub, the reference
-implementation, passes them all). Killed = exit status != 0 (1: a check failed; 2: no verdict,
-e.g. the stub did not start); a mutant still running after the timeout is killed too and counted
-apart (timeout).
+mutated copy (``python -m stub_server`` finds the cwd's package first); the suite too is the
+copy's (``python -m paysuite``), a snapshot of the tree taken when the run started.
+``--strict``: a failed SHOULD check fails the run too, so the reference profile's checks of the
+stub's documented choices can kill a mutant (the stub, the reference implementation, passes them
+all). Killed = exit status != 0 (1: a check failed; 2: no verdict, e.g. the stub did not
+start); a mutant still running after the timeout is killed too and counted apart (timeout).
 A baseline run of the unmutated copy must pass first: a red suite would "kill" every mutant.
 """
 
@@ -84,7 +84,10 @@ def venv_tool(name: str) -> str:
 
 
 def test_command() -> str:
-    return shlex.join([venv_tool("paysuite"), *CONFORM_ARGS])
+    """``python -m paysuite conform ...``: run from a worker's copy, ``-m`` puts the copy first on
+    ``sys.path``, so the suite too is the copy's snapshot (the tree may change during a long
+    run) and the bundled stub the copy's mutated one."""
+    return shlex.join([sys.executable, "-m", "paysuite", *CONFORM_ARGS])
 
 
 def timeout_s() -> float:
