@@ -153,14 +153,28 @@ def start_worker(index: int) -> Worker:
     raise SystemExit(f"worker {index} did not listen on {url} within 30 s: see {log}")
 
 
+def descendants(pid: int) -> list[int]:
+    """The processes a worker started: its conform run (cosmic-ray starts the test command in a
+    session of its own, which a signal to the worker's group would miss) and that run's stub."""
+    try:
+        import psutil  # a dependency of locust, so of paysuite
+    except ImportError:
+        return []
+    try:
+        return [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
 def stop_workers(workers: Sequence[Worker]) -> None:
-    """End the workers this driver started, and the conform runs they started (own sessions)."""
+    """End the workers this driver started, with the conform runs and stubs they started."""
     for worker in workers:
         if worker.process.poll() is None:
-            try:
-                os.killpg(worker.process.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+            for pid in [*descendants(worker.process.pid), worker.process.pid]:
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
     for worker in workers:
         try:
             worker.process.wait(10)
