@@ -398,7 +398,10 @@ def pytest_collection_modifyitems(
                 )
     if drop:
         config.hook.pytest_deselected(items=drop)
-    keep.sort(key=lambda item: order.get(_check_id(item) or "", len(order)))
+    # The expiry check runs last: its token pairs are issued when the run starts (below), so
+    # the token ages while every other check runs, not in a wait of its own.
+    order[EXPIRY_CHECK] = len(order)
+    keep.sort(key=lambda item: order.get(_check_id(item) or "", len(order) + 1))
     items[:] = keep
     state.selected = [cid for cid in (_check_id(item) for item in keep) if cid]
     state.nodeids = {item.nodeid: cid for item in keep if (cid := _check_id(item))}
@@ -427,12 +430,31 @@ def pytest_collection_modifyitems(
         limits=options.limits,
         throttle=state.prepared.throttle,
     )
+    if EXPIRY_CHECK in state.selected:
+        _start_expiry_clock(state.target)
     _write(
         config,
         f"paysuite conform: {len(state.selected)} checks, profile {options.profile}, "
         f"target {state.target.base_url}"
         + (" (bundled stub)" if state.prepared.stub is not None else ""),
     )
+
+
+EXPIRY_CHECK = "AUTH-008"
+
+
+def _start_expiry_clock(target: Target) -> None:
+    """Issue the expiry check's token pairs now; when that cannot be done (no application that
+    may read, a TTL too long to wait for, no answer), the check does it itself and says why."""
+    from conformance.suite.authentication import start_expiry_clock
+
+    config = target.config
+    if config is None or float(config.access_token_ttl_s) > target.max_wait_s:
+        return
+    try:
+        start_expiry_clock(target)
+    except Exception:  # noqa: BLE001 - the check itself reports what stops it
+        target.expiry_clock = None
 
 
 @pytest.hookimpl(hookwrapper=True)

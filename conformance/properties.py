@@ -50,6 +50,13 @@ CHECK_TO_ID = {
 }
 MAX_EXAMPLES = 50
 STATEFUL_MAX_STEPS = 6
+#: The budget against the bundled stub (``paysuite conform`` with neither --target nor --config):
+#: the deterministic examples and coverage phases run whole (every operation, every documented
+#: boundary and negative part); fuzzing and the stateful chains get fewer examples, so a run of
+#: the stub's self-check (and of each mutant of the mutation score) stays near 10 s. Nor are
+#: failing examples shrunk there: shrinking finds nothing new, and one schemathesis error on a
+#: generated events-list query (reference profile) cost 5-25 s of it.
+BUNDLED_MAX_EXAMPLES = 10
 FAILURES_KEPT_PER_CHECK = 5
 CREATION_PATHS = ("/transactions/cashin", "/transactions/cashout")
 
@@ -387,7 +394,9 @@ def _app_for(target: Any, path: str) -> Any:
 
 
 # --- the run -----------------------------------------------------------------------------------
-def build_config(seed: int, profile: str, base_url: str) -> Any:
+def build_config(
+    seed: int, profile: str, base_url: str, max_examples: int = MAX_EXAMPLES, shrink: bool = True
+) -> Any:
     import schemathesis
 
     checks: dict[str, Any] = {
@@ -423,7 +432,8 @@ def build_config(seed: int, profile: str, base_url: str) -> Any:
             "workers": 1,
             "generation": {
                 "mode": "all",
-                "max-examples": MAX_EXAMPLES,
+                "max-examples": max_examples,
+                "no-shrink": not shrink,
                 "deterministic": True,
                 "unique-inputs": True,
                 "database": "none",
@@ -465,9 +475,15 @@ def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = N
         spec, base_url=target.base_url, config=target.config, profile=target.profile
     )
     _register_hook()  # before the config names the chain check
-    schema = schemathesis.openapi.from_dict(
-        patched, config=build_config(target.seed, target.profile, target.base_url)
+    bundled = bool(getattr(target, "started_stub", False))
+    config = build_config(
+        target.seed,
+        target.profile,
+        target.base_url,
+        BUNDLED_MAX_EXAMPLES if bundled else MAX_EXAMPLES,
+        shrink=not bundled,
     )
+    schema = schemathesis.openapi.from_dict(patched, config=config)
     for path in CREATION_PATHS:
         if _app_for(target, path) is None:
             kind = path.rsplit("/", 1)[-1]

@@ -1,0 +1,318 @@
+"""Drive the mutation score: cosmic-ray mutants of the stub, judged by ``paysuite conform``.
+
+    python mutation/run.py                 # every pending mutant, 2 workers
+    python mutation/run.py --sample 30     # 30 pending mutants drawn at random (a quick run)
+    python mutation/run.py --workers 1     # one worker (a machine that is busy)
+    python mutation/report.py              # the table and the survivors, in markdown
+
+The session is cosmic-ray's sqlite work database (``mutation/results/session.sqlite``): the first
+run creates it (``cosmic-ray init`` over ``stub_server/rules`` and ``stub_server/handlers``, then
+``cr-filter-operators`` with the config's exclusions); every later run continues with the mutants
+that have no result yet, so an interrupted run (Ctrl-C, a session that ends) loses at most the
+mutants that were running. ``--fresh`` starts a new session.
+
+Parallel: each worker is a ``cosmic-ray http-worker`` (cosmic-ray's http distributor) running in
+its own copy of the tree, made anew at every start, so a mutant applied on disk by one worker
+never reaches another, and a worker killed half-way leaves no mutated file behind in the tree
+you work in. The work is handed out through cosmic-ray's own client of that distributor
+(``cosmic_ray.distribution.http.send_request``) and every result is stored as it arrives.
+
+The test command of a mutant: ``paysuite conform --profile reference --strict`` with neither
+--target nor --config, so it starts the bundled stub, from the worker's cwd, that is from the
+mutated copy (``python -m stub_server`` finds the cwd's package first); the suite too is the
+copy's (``python -m paysuite``), a snapshot of the tree taken when the run started.
+``--strict``: a failed SHOULD check fails the run too, so the reference profile's checks of the
+stub's documented choices can kill a mutant (the stub, the reference implementation, passes them
+all). Killed = exit status != 0 (1: a check failed; 2: no verdict, e.g. the stub did not
+start); a mutant still running after the timeout is killed too and counted apart (timeout).
+A baseline run of the unmutated copy must pass first: a red suite would "kill" every mutant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HERE = ROOT / "mutation"
+CONFIG = HERE / "cosmic-ray.toml"
+RESULTS = HERE / "results"
+SESSION = RESULTS / "session.sqlite"
+#: Where the workers' copies of the tree live (not committed: .gitignore).
+WORK = HERE / ".work"
+#: Not copied into a worker's tree: environments, history, outputs, this folder.
+COPY_IGNORE = shutil.ignore_patterns(
+    ".venv", "venv", ".git", ".tox", "mutation", "reports", "__pycache__", "*.pyc",
+    ".pytest_cache", ".ruff_cache", ".mypy_cache", ".hypothesis", "*.egg-info", "*.db*",
+)  # fmt: skip
+#: The conform run of one mutant: the reference profile sees the stub's documented choices too.
+CONFORM_ARGS = (
+    "conform", "--profile", "reference", "--strict", "--report-dir", "reports/mutant",
+    "--check-timeout", "120s", "--max-duration", "250s",
+)  # fmt: skip
+
+
+@dataclass
+class Worker:
+    url: str
+    tree: Path
+    process: subprocess.Popen[bytes]
+    log: Path
+
+
+def venv_tool(name: str) -> str:
+    """A console script of the environment this driver runs in (cosmic-ray, paysuite)."""
+    path = Path(sys.executable).parent / name
+    if not path.exists():
+        raise SystemExit(
+            f"{path} not found: install the mutation extra first (pip install -e '.[mutation]')"
+        )
+    return str(path)
+
+
+def test_command() -> str:
+    """``python -m paysuite conform ...``: run from a worker's copy, ``-m`` puts the copy first on
+    ``sys.path``, so the suite too is the copy's snapshot (the tree may change during a long
+    run) and the bundled stub the copy's mutated one."""
+    return shlex.join([sys.executable, "-m", "paysuite", *CONFORM_ARGS])
+
+
+def timeout_s() -> float:
+    with open(CONFIG, "rb") as handle:
+        return float(tomllib.load(handle)["cosmic-ray"]["timeout"])
+
+
+def run_tool(*argv: str) -> None:
+    """A cosmic-ray command line tool, from the tree's root (the config's module paths)."""
+    subprocess.run(argv, cwd=ROOT, check=True)
+
+
+def ensure_session(session: Path, fresh: bool) -> None:
+    """Create the session (init + operator filter) unless it exists and ``fresh`` is false."""
+    if session.exists() and not fresh:
+        return
+    session.parent.mkdir(parents=True, exist_ok=True)
+    session.unlink(missing_ok=True)
+    run_tool(venv_tool("cosmic-ray"), "init", str(CONFIG), str(session))
+    run_tool(venv_tool("cr-filter-operators"), str(session), str(CONFIG))
+
+
+def make_tree(index: int) -> Path:
+    """A fresh copy of the tree for worker ``index`` (a stale one may hold a mutant)."""
+    tree = WORK / f"worker-{index}"
+    if tree.exists():
+        shutil.rmtree(tree)
+    shutil.copytree(ROOT, tree, ignore=COPY_IGNORE)
+    return tree
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_worker(index: int) -> Worker:
+    tree = make_tree(index)
+    port = free_port()
+    log = WORK / f"worker-{index}.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [venv_tool("cosmic-ray"), "http-worker", "--port", str(port)],
+            cwd=tree,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"),
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"worker {index} ended at start: see {log}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return Worker(url, tree, process, log)
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise SystemExit(f"worker {index} did not listen on {url} within 30 s: see {log}")
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes a worker started: its conform run (cosmic-ray starts the test command in a
+    session of its own, which a signal to the worker's group would miss) and that run's stub."""
+    try:
+        import psutil  # a dependency of locust, so of paysuite
+    except ImportError:
+        return []
+    try:
+        return [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def stop_workers(workers: Sequence[Worker]) -> None:
+    """End the workers this driver started, with the conform runs and stubs they started."""
+    for worker in workers:
+        if worker.process.poll() is None:
+            for pid in [*descendants(worker.process.pid), worker.process.pid]:
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+    for worker in workers:
+        try:
+            worker.process.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.process.pid, signal.SIGKILL)
+            worker.process.wait(5)
+
+
+def baseline(tree: Path, command: str, timeout: float) -> float:
+    """The unmutated copy must pass: otherwise every mutant would count as killed."""
+    started = time.monotonic()
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    try:
+        done = subprocess.run(
+            shlex.split(command), cwd=tree, env=env, capture_output=True, text=True,
+            timeout=timeout,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"baseline: the unmutated stub took over {timeout:g} s") from None
+    elapsed = time.monotonic() - started
+    if done.returncode != 0:
+        tail = "\n".join(done.stdout.splitlines()[-15:])
+        raise SystemExit(f"baseline: conform failed on the unmutated stub:\n{tail}")
+    return elapsed
+
+
+def describe(item: object) -> str:
+    mutation = item.mutations[0]  # type: ignore[attr-defined]
+    line = mutation.start_pos[0]
+    operator = mutation.operator_name.removeprefix("core/")
+    return f"{mutation.module_path}:{line} {operator}#{mutation.occurrence}"
+
+
+async def dispatch(
+    session: Path, items: Sequence[object], workers: Sequence[Worker], command: str, timeout: float
+) -> dict[str, int]:
+    """Hand ``items`` to the free workers; store each result in the session as it arrives."""
+    from cosmic_ray.distribution.http import send_request
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+
+    counts = {"killed": 0, "survived": 0, "timeout": 0, "other": 0}
+    free: asyncio.Queue[str] = asyncio.Queue()
+    for worker in workers:
+        free.put_nowait(worker.url)
+    total = len(items)
+    started = time.monotonic()
+
+    with use_db(str(session), WorkDB.Mode.open) as db:
+
+        async def one(number: int, item: object) -> None:
+            url = await free.get()
+            begun = time.monotonic()
+            try:
+                result = await send_request(url, item, command, timeout)  # type: ignore[arg-type]
+            except Exception as exc:  # noqa: BLE001 - a worker that failed: abnormal, retried later
+                result = WorkResult(worker_outcome=WorkerOutcome.ABNORMAL, output=str(exc))
+            finally:
+                free.put_nowait(url)
+            if result.worker_outcome == WorkerOutcome.ABNORMAL:
+                verdict = "other"  # not stored: the next run tries it again
+            else:
+                db.set_result(item.job_id, result)  # type: ignore[attr-defined]
+                if result.test_outcome == TestOutcome.KILLED:
+                    verdict = "timeout" if result.output == "timeout" else "killed"
+                elif result.test_outcome == TestOutcome.SURVIVED:
+                    verdict = "survived"
+                else:
+                    verdict = "other"
+            counts[verdict] += 1
+            elapsed = time.monotonic() - started
+            print(
+                f"[{number}/{total}] {verdict:8} {time.monotonic() - begun:5.1f} s  "
+                f"{describe(item)}  (elapsed {elapsed / 60:.1f} min)",
+                flush=True,
+            )
+
+        await asyncio.gather(*(one(n, item) for n, item in enumerate(items, 1)))
+    return counts
+
+
+def pending(session: Path, sample: int | None, seed: int) -> list[object]:
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        items = sorted(db.pending_work_items, key=lambda item: item.job_id)
+    if sample is not None and sample < len(items):
+        items = random.Random(seed).sample(items, sample)
+    return list(items)
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python mutation/run.py",
+        description="Run the pending cosmic-ray mutants of the stub against paysuite conform.",
+    )
+    parser.add_argument("--sample", type=int, metavar="N", help="only N pending mutants, at random")
+    parser.add_argument("--workers", type=int, default=2, metavar="N", help="parallel workers (2)")
+    parser.add_argument("--seed", type=int, default=20, help="seed of --sample's draw (20)")
+    parser.add_argument("--session", type=Path, default=SESSION, help="the sqlite session")
+    parser.add_argument("--fresh", action="store_true", help="start a new session")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the unmutated run")
+    args = parser.parse_args(argv)
+    if args.workers < 1 or (args.sample is not None and args.sample < 1):
+        parser.error("--workers and --sample must be at least 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(argv)
+    session = args.session.resolve()
+    ensure_session(session, args.fresh)
+    items = pending(session, args.sample, args.seed)
+    print(f"session {session}: {len(items)} mutant(s) to run", flush=True)
+    if not items:
+        return 0
+    command, timeout = test_command(), timeout_s()
+    WORK.mkdir(parents=True, exist_ok=True)
+    workers: list[Worker] = []
+    try:
+        for index in range(min(args.workers, len(items))):
+            workers.append(start_worker(index))
+        if not args.no_baseline:
+            took = baseline(workers[0].tree, command, timeout)
+            print(f"baseline: conform passes on the unmutated stub ({took:.1f} s)", flush=True)
+        started = time.monotonic()
+        counts = asyncio.run(dispatch(session, items, workers, command, timeout))
+    except KeyboardInterrupt:
+        print("interrupted: the results so far are in the session; run again to go on")
+        return 130
+    finally:
+        stop_workers(workers)
+    minutes = (time.monotonic() - started) / 60
+    summary = ", ".join(f"{count} {name}" for name, count in counts.items())
+    print(f"done in {minutes:.1f} min with {len(workers)} worker(s): {summary}")
+    print("table and survivors: python mutation/report.py")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
