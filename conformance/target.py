@@ -32,6 +32,12 @@ T = TypeVar("T")
 EVENTUAL_S = 5.0
 #: How long after the awaited count it looks again, for a late second execution.
 SETTLE_S = 0.2
+#: The same for the bundled stub, which records every event in the transaction that answers
+#: the request: nothing arrives late there, and the look again still catches a double write.
+BUNDLED_SETTLE_S = 0.05
+#: How long a check waits for a change that should not come (a processed status changing).
+QUIET_S = 1.0
+BUNDLED_QUIET_S = 0.25
 
 __all__ = ["Target", "TokenPair", "checking_flow"]
 
@@ -65,6 +71,9 @@ class Target:
         self.profile = profile
         self.seed = seed
         self.started_stub = started_stub
+        #: Waits for what an implementation records late; the bundled stub records nothing late.
+        self.settle_s = BUNDLED_SETTLE_S if started_stub else SETTLE_S
+        self.quiet_s = BUNDLED_QUIET_S if started_stub else QUIET_S
         self.current: Evidence | None = None
         #: Observations of the running check that are no failure (what the target chose).
         self.notes: list[str] = []
@@ -406,7 +415,7 @@ class Target:
         else:
             found = self.wait_until(read, lambda items: len(items) >= expect, EVENTUAL_S)
             if len(found) == expect:
-                time.sleep(SETTLE_S)
+                time.sleep(self.settle_s)
                 found = read()
         if strangers:
             self.note(

@@ -175,7 +175,7 @@ def _count(target: Target, trails: Sequence[_Trail], expected: int | None = None
     one per accepted creation) are listed, as an implementation may record its events a moment
     after it answers, then read once more after a settle, so that a late second execution is
     seen too."""
-    from conformance.target import EVENTUAL_S, SETTLE_S
+    from conformance.target import EVENTUAL_S
 
     if expected is None:
         expected = sum(1 for trail in trails for sent in trail.sent if sent.reply.ok)
@@ -188,7 +188,7 @@ def _count(target: Target, trails: Sequence[_Trail], expected: int | None = None
 
     found = target.wait_until(read, lambda f: ours(f) >= expected, EVENTUAL_S)
     if ours(found) == expected:
-        time.sleep(SETTLE_S)
+        time.sleep(target.settle_s)
         ours(read())
 
 

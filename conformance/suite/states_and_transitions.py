@@ -259,7 +259,7 @@ def a_processed_transaction_does_not_change_again(configured: Target) -> None:
                 target.resolve(created["ref"], "cancel")
             except (DriverUnavailable, CouldNotCheck):
                 pass  # refusing to act again is a fine answer
-    time.sleep(1.0)
+    time.sleep(target.quiet_s)
     for kind, created, found in processed:
         app = _app(target, kind)
         ref = created["ref"]
