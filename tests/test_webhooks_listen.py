@@ -38,8 +38,17 @@ class Listener:
         )
 
     def finish(self, timeout_s: float = 60) -> tuple[int, str, str]:
-        out, err = self.process.communicate(timeout=timeout_s)
-        return self.process.returncode, out, err
+        """Wait for the exit, then read the rest of the output through the same text buffers:
+        ``communicate`` reads the raw pipe and would lose lines ``readline`` already buffered
+        (the output is a few lines, well under a pipe's capacity)."""
+        try:
+            self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise
+        assert self.process.stdout is not None and self.process.stderr is not None
+        return self.process.returncode, self.process.stdout.read(), self.process.stderr.read()
 
 
 @pytest.fixture

@@ -146,18 +146,30 @@ class _Trail:
         )  # fmt: skip
 
     def attribute(self, events: list[dict[str, Any]]) -> int:
-        """Give each sent creation the executions of its amount (each of a trail's creations has
-        one of its own; the kind is not matched, so a wrong kind stays TXN-002's finding);
-        return how many of ``events`` are the trail's."""
-        matched: set[int] = set()
+        """Give each sent creation its executions; return how many of ``events`` are the
+        trail's. An event under a ref a creation was answered belongs to the first creation
+        answered it; any other is given by amount (each of a trail's creations has one of its
+        own where the configured bounds allow; the kind is not matched, so a wrong kind stays
+        TXN-002's finding). With equal amounts (narrow bounds) a rejected creation is thus
+        never blamed for an accepted one's transaction."""
+        answered: dict[str, _Sent] = {}
         for sent in self.sent:
-            mine = [
-                index
-                for index, event in enumerate(events)
-                if _same_amount(data_of(event).get("amount"), sent.amount)
-            ]
-            sent.refs = [str(data_of(events[index]).get("ref")) for index in mine]
-            matched.update(mine)
+            ref = sent.reply.get("ref") if sent.reply.ok else None
+            if isinstance(ref, str):
+                answered.setdefault(ref, sent)
+            sent.refs = []
+        matched: set[int] = set()
+        for index, event in enumerate(events):
+            data = data_of(event)
+            ref = str(data.get("ref"))
+            owner = answered.get(ref)
+            owners = [owner] if owner is not None else [
+                sent for sent in self.sent if _same_amount(data.get("amount"), sent.amount)
+            ]  # fmt: skip
+            for sent in owners:
+                sent.refs.append(ref)
+            if owners:
+                matched.add(index)
         return len(matched)
 
 

@@ -72,14 +72,18 @@ def test_no_driver_skips_with_the_reason(
     _rewrite(config, {"driver": "none"})
     outcome = conform(capsys, tmp_path / "r", config=config, only="LIFE", min_coverage="0")
     assert outcome.status == 0
-    assert outcome.ids("passed") == {"LIFE-001"}
-    # The default gate: one of four lifecycle checks is not enough to call it a pass.
+    assert outcome.ids("passed") == {"LIFE-001", "LIFE-006"}
+    # The default gate counts what the configuration cannot serve apart: without a driver the
+    # lifecycle checks that need one are not applicable, not missing coverage.
     gated = conform(capsys, tmp_path / "gated", config=config, only="LIFE")
-    assert gated.status == 1 and "--min-coverage" in gated.report["reason"]
-    assert gated.report["coverage"]["run"] == 1 and gated.report["coverage"]["total"] == 4
+    coverage = gated.report["coverage"]
+    assert gated.status == 0, gated.report["reason"]
+    assert (coverage["run"], coverage["total"], coverage["applicable"]) == (2, 5, 2)
+    assert {item["id"] for item in coverage["not_applicable"]} == {"LIFE-002", "LIFE-003", "LIFE-004"}
     skipped = [c for c in outcome.report["checks"] if c["outcome"] == "skipped"]
     assert {c["id"] for c in skipped} == {"LIFE-002", "LIFE-003", "LIFE-004", "LIFE-005"}
     assert all("customer.driver is none" in c["message"] for c in skipped if c["id"] != "LIFE-005")
+    assert all(c["not_applicable"] == (c["id"] != "LIFE-005") for c in skipped)
 
 
 def test_a_driver_that_fails_is_an_error_not_a_lifecycle_failure(

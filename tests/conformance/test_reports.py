@@ -50,16 +50,18 @@ def test_json_structure(failing_run: Outcome) -> None:
     report = failing_run.report
     assert set(report) == {
         "verdict", "exit_code", "profile", "strict", "reason", "coverage", "run_errors",
-        "target", "started_at", "duration_s", "summary", "replay", "checks",
+        "target", "started_at", "duration_s", "summary", "replay", "checks", "throttling",
     }  # fmt: skip
     assert set(report["summary"]) == {"passed", "failed", "warnings", "skipped", "errors"}
     assert report["profile"] == "seed" and report["target"].endswith("/api")
     assert (report["verdict"], report["exit_code"], report["strict"]) == ("fail", 1, False)
-    assert set(report["coverage"]) == {"run", "total", "ratio", "minimum", "skipped"}
+    assert set(report["coverage"]) == {
+        "run", "total", "ratio", "minimum", "skipped", "applicable", "not_applicable",
+    }  # fmt: skip
     for check in report["checks"]:
         assert set(check) == {
             "id", "title", "level", "section", "profile", "quote", "outcome", "gating",
-            "severity", "message", "expected", "actual", "note", "evidence",
+            "severity", "message", "expected", "actual", "note", "evidence", "not_applicable",
         }  # fmt: skip
         for item in check["evidence"]:
             assert {"request", "response", "curl"} <= set(item)
