@@ -256,11 +256,25 @@ async def dispatch(
     return counts
 
 
-def pending(session: Path, sample: int | None, seed: int) -> list[object]:
+def pending(
+    session: Path, sample: int | None, seed: int, survivors: bool = False
+) -> list[object]:
+    """The mutants to run: those without a result, or (``survivors``) those that survived the
+    suite of an earlier run, judged again by today's checks (killed ones stay killed: a check
+    added never makes a kill undone, and the suite's own tests keep every check's teeth)."""
     from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome
 
     with use_db(str(session), WorkDB.Mode.open) as db:
-        items = sorted(db.pending_work_items, key=lambda item: item.job_id)
+        if survivors:
+            chosen = [
+                item
+                for item, result in db.completed_work_items
+                if result is not None and result.test_outcome == TestOutcome.SURVIVED
+            ]
+        else:
+            chosen = list(db.pending_work_items)
+        items = sorted(chosen, key=lambda item: item.job_id)
     if sample is not None and sample < len(items):
         items = random.Random(seed).sample(items, sample)
     return list(items)
@@ -277,6 +291,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--session", type=Path, default=SESSION, help="the sqlite session")
     parser.add_argument("--fresh", action="store_true", help="start a new session")
     parser.add_argument("--no-baseline", action="store_true", help="skip the unmutated run")
+    parser.add_argument(
+        "--survivors",
+        action="store_true",
+        help="judge the survivors of earlier runs again (after checks were added)",
+    )
     args = parser.parse_args(argv)
     if args.workers < 1 or (args.sample is not None and args.sample < 1):
         parser.error("--workers and --sample must be at least 1")
@@ -287,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     session = args.session.resolve()
     ensure_session(session, args.fresh)
-    items = pending(session, args.sample, args.seed)
+    items = pending(session, args.sample, args.seed, args.survivors)
     print(f"session {session}: {len(items)} mutant(s) to run", flush=True)
     if not items:
         return 0
