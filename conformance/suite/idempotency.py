@@ -147,25 +147,28 @@ class _Trail:
 
     def attribute(self, events: list[dict[str, Any]]) -> int:
         """Give each sent creation its executions; return how many of ``events`` are the
-        trail's. An event under a ref a creation was answered belongs to the first creation
-        answered it; any other is given by amount (each of a trail's creations has one of its
-        own where the configured bounds allow; the kind is not matched, so a wrong kind stays
-        TXN-002's finding). With equal amounts (narrow bounds) a rejected creation is thus
-        never blamed for an accepted one's transaction."""
-        answered: dict[str, _Sent] = {}
+        trail's. An event under a ref a creation was answered belongs to that creation (of two
+        answered one ref, the one of its amount, else the first); any other is given by amount
+        (each of a trail's creations has one of its own where the configured bounds allow; the
+        kind is not matched, so a wrong kind stays TXN-002's finding). With equal amounts
+        (narrow bounds) a rejected creation is thus never blamed for an accepted one's
+        transaction."""
+        answered: dict[str, list[_Sent]] = {}
         for sent in self.sent:
             ref = sent.reply.get("ref") if sent.reply.ok else None
             if isinstance(ref, str):
-                answered.setdefault(ref, sent)
+                answered.setdefault(ref, []).append(sent)
             sent.refs = []
         matched: set[int] = set()
         for index, event in enumerate(events):
             data = data_of(event)
             ref = str(data.get("ref"))
-            owner = answered.get(ref)
-            owners = [owner] if owner is not None else [
-                sent for sent in self.sent if _same_amount(data.get("amount"), sent.amount)
-            ]  # fmt: skip
+            by_amount = [s for s in self.sent if _same_amount(data.get("amount"), s.amount)]
+            if ref in answered:  # one ref answered twice: its amount tells the two apart
+                named = answered[ref]
+                owners = [next((s for s in named if s in by_amount), named[0])]
+            else:
+                owners = by_amount
             for sent in owners:
                 sent.refs.append(ref)
             if owners:
