@@ -376,41 +376,65 @@ def an_expired_access_token_is_rejected_a_refreshed_one_works(configured: Target
     app = target.writer() or target.need_reader()
     clock = target.expiry_clock
     target.expiry_clock = None
-    if clock is None or clock.app != app:
-        clock = start_expiry_clock(target, app)
+    early = clock is not None and clock.app == app
+    outcome = _expire_and_refresh(target, clock if early else start_expiry_clock(target, app), ttl)
+    if early and not outcome.served:
+        # The pairs were issued when the run started, and the application has authorized anew
+        # many times since: a target that keeps one live refresh token per application has
+        # rightly dropped them. Judged again on pairs the check issues and waits for itself.
+        outcome = _expire_and_refresh(target, start_expiry_clock(target, app), ttl)
+    if not outcome.served:
+        fail(
+            "after the access token expired, no refresh path returned a new pair; "
+            + "; ".join(outcome.problems),
+            *outcome.probe.proof[:4],
+        )
+    expect(
+        not outcome.problems,
+        "; ".join(outcome.problems),
+        *outcome.probe.proof[:4],
+        *outcome.proof,
+    )
+
+
+@dataclass
+class _Expired:
+    """What AUTH-008 saw: the expired token's probe, the paths that refreshed, what went wrong."""
+
+    probe: Probe
+    served: list[str]
+    problems: list[str]
+    proof: list[Reply]
+
+
+def _expire_and_refresh(target: Target, clock: ExpiryClock, ttl: float) -> _Expired:
+    """Wait out the clock's access token, probe it everywhere, refresh on each path."""
     precondition(
         clock.fresh.ok, f"a fresh access token was refused: {clock.fresh.status}", clock.fresh
     )
-    pairs = clock.pairs
     # exp has a one-second granularity (RFC 7519 NumericDate): minted after the request left,
-    # the token has expired ttl + 1 s after its answer came; a little slack on top. The clock
-    # started with the run, so what the other checks took is not waited again.
+    # the token has expired ttl + 1 s after its answer came; a little slack on top. A clock
+    # started with the run has aged while the other checks ran: that is not waited again.
     left = ttl + EXP_GRANULARITY_S + EXPIRY_SLACK_S - (time.monotonic() - clock.started)
     if left > 0:
         time.sleep(left)
-    probe = _protected_probe(target, f"Bearer {pairs[0].access}", "an expired access token")
-    problems = probe.problems
-    proof: list[Reply] = []
-    served = []
-    for template, pair in zip(REFRESH_PATHS, pairs, strict=True):
-        precondition(pair.refresh, f"authorize gave application {app.client_id} no refresh token")
+    probe = _protected_probe(target, f"Bearer {clock.pairs[0].access}", "an expired access token")
+    outcome = _Expired(probe, [], probe.problems, [])
+    for template, pair in zip(REFRESH_PATHS, clock.pairs, strict=True):
+        precondition(
+            pair.refresh, f"authorize gave application {clock.app.client_id} no refresh token"
+        )
         reply = target.refresh(str(pair.refresh), template)
         if not (reply.ok and isinstance(reply.get("access"), str)):
             continue  # a path the target does not serve (AUTH-009 judges the paths)
-        served.append(template)
+        outcome.served.append(template)
         after = _reads_ok(target, reply.get("access"))
         if not after.ok:
-            problems.append(
+            outcome.problems.append(
                 f"the access token refreshed on GET {template} was refused: {after.status}"
             )
-            proof.extend((reply, after))
-    if not served:
-        fail(
-            "after the access token expired, no refresh path returned a new pair; "
-            + "; ".join(problems),
-            *probe.proof[:4],
-        )
-    expect(not problems, "; ".join(problems), *probe.proof[:4], *proof)
+            outcome.proof.extend((reply, after))
+    return outcome
 
 
 @check(
