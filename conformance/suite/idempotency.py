@@ -207,6 +207,12 @@ def _count(target: Target, trails: Sequence[_Trail], expected: int | None = None
         ours(read())
 
 
+def _count_and_judge(target: Target, trails: dict[str, _Trail], expected: str) -> None:
+    """Attribute the trails' executions (``_count``), then judge each creation (``_judge``)."""
+    _count(target, list(trails.values()))
+    _judge(list(trails.values()), expected)
+
+
 def _judge(trails: Sequence[_Trail], expected: str) -> None:
     """Fail with every creation that was answered or executed against what the check demands:
     a rejected creation executes nothing, an accepted one once."""
@@ -343,9 +349,9 @@ def _length_limit(target: Target, channel: Literal["header", "query"]) -> None:
             "accept",
             **{channel: exact},
         )
-    _count(target, list(trails.values()))
-    _judge(
-        list(trails.values()),
+    _count_and_judge(
+        target,
+        trails,
         "a 33-character key rejected (4xx) and executed nothing; a 32-character key accepted, "
         "on cashin and cashout",
     )
@@ -386,9 +392,9 @@ def the_query_parameter_key_is_honoured(configured: Target) -> None:
         trail.send(
             f"{other.lower()} reusing it as the query parameter", other, "reject", query=across
         )
-    _count(target, list(trails.values()))
-    _judge(
-        list(trails.values()),
+    _count_and_judge(
+        target,
+        trails,
         "a key sent as the query parameter is the key: reused through the query or the header "
         "(and a header key reused through the query) it is rejected and executes nothing",
     )
@@ -643,9 +649,9 @@ def one_key_in_both_channels_is_that_key(configured: Target) -> None:
                 f"{k} with one key in both header and query answered "
                 f"{both.reply.status}: refused, which the document leaves open"
             )
-    _count(target, list(trails.values()))
-    _judge(
-        list(trails.values()),
+    _count_and_judge(
+        target,
+        trails,
         "a used key sent in both channels is rejected and executes nothing; a key first sent "
         "in both is rejected when reused in the header",
     )
@@ -683,9 +689,9 @@ def different_keys_in_the_two_channels_execute_once(configured: Target) -> None:
                 f"{k} with different header and query keys answered "
                 f"{first.reply.status}: refused as ambiguous"
             )
-    _count(target, list(trails.values()))
-    _judge(
-        list(trails.values()),
+    _count_and_judge(
+        target,
+        trails,
         "the request with two different keys executes at most once; sent again it is rejected "
         "and executes nothing",
     )
@@ -718,9 +724,9 @@ def a_key_in_another_case_is_another_key(configured: Target) -> None:
         _another_key(
             target, trail, kind, key.swapcase(), control, header=True, how="in another letter case"
         )
-    _count(target, list(trails.values()))
-    _judge(
-        list(trails.values()),
+    _count_and_judge(
+        target,
+        trails,
         "a key that differs only in letter case from a used one accepted and executed once",
     )
 
@@ -785,9 +791,9 @@ def a_query_key_with_a_trailing_space_is_another_key(configured: Target) -> None
             header=False,
             how="with a trailing space",
         )
-    _count(target, list(trails.values()))
-    _judge(
-        list(trails.values()),
+    _count_and_judge(
+        target,
+        trails,
         "a query key that differs from a used one by a trailing space accepted and executed once",
     )
 
