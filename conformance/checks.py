@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 Level = Literal["MUST", "SHOULD"]
 Profile = Literal["seed", "reference"]
@@ -103,6 +103,36 @@ def check(
         return func
 
     return declare
+
+
+#: Checks judged at the end of the run on what they set up when it starts: time passes while
+#: every other check runs, not in a wait of their own (a token ages, a transaction is left
+#: alone, a spent refresh token outlives the target's housekeeping). Check ID -> its set-up,
+#: which keeps what it made in ``target.early[check ID]``; one that fails leaves the check to
+#: set up for itself and to say what stops it.
+EARLY_SETUPS: dict[str, Callable[[Any], None]] = {}
+
+#: The check that runs last of all: its wait, if any, is shortened by every check before it.
+LAST = "AUTH-008"
+
+S = TypeVar("S", bound=Callable[[Any], None])
+
+
+def set_up_early(check_id: str) -> Callable[[S], S]:
+    """Register the run-start set-up of check ``check_id`` (see ``EARLY_SETUPS``)."""
+
+    def register(func: S) -> S:
+        EARLY_SETUPS[check_id] = func
+        return func
+
+    return register
+
+
+def late_order(check_ids: list[str]) -> list[str]:
+    """``check_ids`` with the checks set up early moved to the end, ``LAST`` last of all."""
+    early = [cid for cid in check_ids if cid in EARLY_SETUPS]
+    early.sort(key=lambda cid: cid == LAST)
+    return [cid for cid in check_ids if cid not in EARLY_SETUPS] + early
 
 
 def entry_of(obj: object) -> Check | None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import concurrent.futures
 import json as jsonlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -173,13 +173,13 @@ def _charset(headers: httpx.Headers) -> str:
 
 def _prepare(
     method: str,
-    headers: dict[str, str | None] | None,
+    headers: dict[str, str | bytes | None] | None,
     json: Any,
     content: str | bytes | None,
     token: str | None,
-) -> tuple[dict[str, str], str | bytes | None]:
+) -> tuple[dict[str, str | bytes], str | bytes | None]:
     # "Send Accept: application/json and Content-Type: application/json on every call."
-    merged = {
+    merged: dict[str, str | bytes] = {
         "Accept": "application/json",
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
@@ -197,6 +197,24 @@ def _prepare(
         if value is not None:
             merged[name] = value
     return merged, body
+
+
+def _wire(headers: dict[str, str | bytes]) -> httpx.Headers:
+    """The headers as httpx sends them; a bytes value goes as it is (a check's non-text one)."""
+    return httpx.Headers(
+        [
+            (name.encode("ascii"), value if isinstance(value, bytes) else value.encode("ascii"))
+            for name, value in headers.items()
+        ]
+    )
+
+
+def _shown(headers: dict[str, str | bytes]) -> dict[str, str]:
+    """The headers as the evidence shows them: bytes that are not text as Latin-1."""
+    return {
+        name: value.decode("latin-1") if isinstance(value, bytes) else value
+        for name, value in headers.items()
+    }
 
 
 class RecordingClient:
@@ -237,11 +255,15 @@ class RecordingClient:
         token: str | None = None,
         json: Any = None,
         content: str | bytes | None = None,
-        headers: dict[str, str | None] | None = None,
+        headers: dict[str, str | bytes | None] | None = None,
         params: dict[str, Any] | None = None,
         note: str | None = None,
+        chunked: bool = False,
     ) -> Reply:
         """One exchange, sent again after each ``429`` as the run's throttle allows.
+
+        Header values may be bytes, to send what is not text; ``chunked`` sends the body
+        without a Content-Length, in ``Transfer-Encoding: chunked``.
 
         A 429 is the target's rate limit, never an answer to the rule a check judges: the
         check sees the answer that came after it. The throttled attempts leave the evidence
@@ -257,7 +279,9 @@ class RecordingClient:
                 if pause > 0:
                     time.sleep(pause)
                     waited += pause
-            reply = self._send_once(method, path, token, json, content, headers, params, note)
+            reply = self._send_once(
+                method, path, token, json, content, headers, params, note, chunked
+            )
             if self.throttle is None or reply.status != THROTTLED:
                 if attempt:
                     reply.exchange.note = _joined(
@@ -285,9 +309,10 @@ class RecordingClient:
         token: str | None,
         json: Any,
         content: str | bytes | None,
-        headers: dict[str, str | None] | None,
+        headers: dict[str, str | bytes | None] | None,
         params: dict[str, Any] | None,
         note: str | None,
+        chunked: bool = False,
     ) -> Reply:
         if self.check_deadline is not None and time.monotonic() > self.check_deadline:
             raise CheckBudgetExceeded(
@@ -295,10 +320,17 @@ class RecordingClient:
             )
         url = self.url(path)
         merged, body = _prepare(method, headers, json, content, token)
+        sent: str | bytes | Iterator[bytes] | None = body
+        if chunked and body is not None:
+            # An iterator has no length: httpx sends it chunked.
+            sent = iter([body.encode() if isinstance(body, str) else body])
         request = self._client.build_request(
-            method, url, headers=merged, content=body, params=params
+            method, url, headers=_wire(merged), content=sent, params=params
         )
-        exchange = Exchange.build(method, str(request.url), merged, body, note=note)
+        shown = _shown(merged)
+        if chunked:
+            shown["Transfer-Encoding"] = "chunked"
+        exchange = Exchange.build(method, str(request.url), shown, body, note=note)
         evidence = self._sink()
         if evidence is not None:
             evidence.add(exchange)
@@ -394,9 +426,9 @@ async def async_requests(
                 method, call.get("headers"), call.get("json"), None, call.get("token")
             )
             request = client.build_request(
-                method, url, headers=merged, content=body, params=call.get("params")
+                method, url, headers=_wire(merged), content=body, params=call.get("params")
             )
-            exchange = Exchange.build(method, str(request.url), merged, body)
+            exchange = Exchange.build(method, str(request.url), _shown(merged), body)
             if evidence is not None:
                 evidence.add(exchange)
             prepared.append((request, exchange))

@@ -398,9 +398,11 @@ def pytest_collection_modifyitems(
                 )
     if drop:
         config.hook.pytest_deselected(items=drop)
-    # The expiry check runs last: its token pairs are issued when the run starts (below), so
-    # the token ages while every other check runs, not in a wait of its own.
-    order[EXPIRY_CHECK] = len(order)
+    # Checks set up early run last (their set-ups run below, when the run starts), so that
+    # time passes for them while every other check runs, not in a wait of their own.
+    from conformance.checks import late_order
+
+    order = {cid: index for index, cid in enumerate(late_order(list(order)))}
     keep.sort(key=lambda item: order.get(_check_id(item) or "", len(order) + 1))
     items[:] = keep
     state.selected = [cid for cid in (_check_id(item) for item in keep) if cid]
@@ -430,8 +432,14 @@ def pytest_collection_modifyitems(
         limits=options.limits,
         throttle=state.prepared.throttle,
     )
-    if EXPIRY_CHECK in state.selected:
-        _start_expiry_clock(state.target)
+    _set_up_early(
+        state.target,
+        [
+            cid
+            for cid in state.selected
+            if options.profile == "reference" or catalog.get(cid).profile != "reference"
+        ],
+    )
     _write(
         config,
         f"paysuite conform: {len(state.selected)} checks, profile {options.profile}, "
@@ -440,21 +448,19 @@ def pytest_collection_modifyitems(
     )
 
 
-EXPIRY_CHECK = "AUTH-008"
+def _set_up_early(target: Target, selected: list[str]) -> None:
+    """Run the early set-ups of the selected checks. One that cannot be done (no application
+    that may act, no answer) leaves its check to set up for itself and to say what stops it."""
+    from conformance.checks import EARLY_SETUPS
 
-
-def _start_expiry_clock(target: Target) -> None:
-    """Issue the expiry check's token pairs now; when that cannot be done (no application that
-    may read, a TTL too long to wait for, no answer), the check does it itself and says why."""
-    from conformance.suite.authentication import start_expiry_clock
-
-    config = target.config
-    if config is None or float(config.access_token_ttl_s) > target.max_wait_s:
-        return
-    try:
-        start_expiry_clock(target)
-    except Exception:  # noqa: BLE001 - the check itself reports what stops it
-        target.expiry_clock = None
+    for check_id in selected:
+        set_up = EARLY_SETUPS.get(check_id)
+        if set_up is None:
+            continue
+        try:
+            set_up(target)
+        except Exception:  # noqa: BLE001 - the check itself reports what stops it
+            target.early.pop(check_id, None)
 
 
 @pytest.hookimpl(hookwrapper=True)

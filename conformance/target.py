@@ -104,8 +104,8 @@ class Target:
         self.ref_reuses: list[Reply] = []
         self.customer = Customer(config.customer, self.client) if config else None
         self._receiver: RunningReceiver | None = None
-        #: AUTH-008's pairs, issued when the run starts (``authentication.ExpiryClock``).
-        self.expiry_clock: Any = None
+        #: What the checks set up when the run starts, by check ID (``checks.EARLY_SETUPS``).
+        self.early: dict[str, Any] = {}
         self._closing = ExitStack()
 
     def note(self, text: str) -> None:

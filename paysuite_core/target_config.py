@@ -51,7 +51,7 @@ class TargetConfigError(ValueError):
 KNOWN_KEYS: dict[str, frozenset[str]] = {
     "": frozenset(
         {"base_url", "applications", "customer", "access_token_ttl_s", "max_wait_s", "numbers",
-         "number_pattern", "amount", "webhooks", "refresh_rotation"}
+         "number_pattern", "amount", "webhooks", "refresh_rotation", "fee_rate"}
     ),
     "applications[]": frozenset({"client_id", "client_secret", "privilege", "merchant"}),
     "customer": frozenset(
@@ -178,6 +178,9 @@ class TargetConfig:
     #: Whether the target declares that a refresh token works once (RC-10); None: not declared,
     #: so a rule that depends on it (the proxy's AUTH-012) is not judged.
     refresh_rotation: bool | None = None
+    #: The target's fee rate, where it declares one: the reference profile judges the fee as
+    #: RC-15 computes it, ``round(amount * fee_rate, 2)`` (0.023 when not declared).
+    fee_rate: float | None = None
 
     @property
     def effective_number_pattern(self) -> str:
@@ -232,6 +235,8 @@ class TargetConfig:
             data["webhooks"] = self.webhooks.to_dict()
         if self.refresh_rotation is not None:
             data["refresh_rotation"] = self.refresh_rotation
+        if self.fee_rate is not None:
+            data["fee_rate"] = self.fee_rate
         return data
 
 
@@ -429,6 +434,11 @@ def parse_target_config(
     rotation = data.get("refresh_rotation")
     if rotation is not None and not isinstance(rotation, bool):
         raise TargetConfigError(f"refresh_rotation: expected true or false, got {rotation!r}")
+    fee_rate = data.get("fee_rate")
+    if fee_rate is not None:
+        fee_rate = _number(fee_rate, "fee_rate", positive=False)
+        if fee_rate < 0:
+            raise TargetConfigError(f"fee_rate: must be 0 or more, got {fee_rate!r}")
     return TargetConfig(
         base_url=_check_url(base_url or data.get("base_url"), "base_url"),
         applications=applications,
@@ -440,6 +450,7 @@ def parse_target_config(
         amount=amount,
         webhooks=_webhooks(data.get("webhooks")),
         refresh_rotation=rotation,
+        fee_rate=fee_rate,
     )
 
 

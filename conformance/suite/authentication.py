@@ -24,7 +24,7 @@ from conformance.api import (
     find_path,
     kind_path,
 )
-from conformance.checks import Section, check
+from conformance.checks import Section, check, set_up_early
 from conformance.jwt_forgeries import forgeries, is_jwt, parts
 from conformance.outcome import expect, fail, not_applicable, precondition
 
@@ -341,14 +341,20 @@ class ExpiryClock:
 
 
 def start_expiry_clock(target: Target, app: Application | None = None) -> ExpiryClock:
-    """Issue AUTH-008's pairs now. The plugin calls this when the run starts and runs AUTH-008
-    last, so the token ages while every other check runs instead of in a wait of its own."""
+    """Issue AUTH-008's pairs now."""
     app = app or target.writer() or target.need_reader()
     pairs = [target.pair(app, fresh=True) for _ in REFRESH_PATHS]
     started = time.monotonic()
-    clock = ExpiryClock(app, pairs, _reads_ok(target, pairs[0].access), started)
-    target.expiry_clock = clock
-    return clock
+    return ExpiryClock(app, pairs, _reads_ok(target, pairs[0].access), started)
+
+
+@set_up_early("AUTH-008")
+def issue_the_expiry_pairs(target: Target) -> None:
+    """AUTH-008 runs last on pairs issued when the run starts: the token ages while every other
+    check runs instead of in a wait of its own (unless the TTL is too long to wait for)."""
+    config = target.config
+    if config is not None and float(config.access_token_ttl_s) <= target.max_wait_s:
+        target.early["AUTH-008"] = start_expiry_clock(target)
 
 
 #: AUTH-008: ``exp`` is a whole second (NumericDate), so a token may outlive its ttl by < 1 s.
@@ -374,8 +380,7 @@ def an_expired_access_token_is_rejected_a_refreshed_one_works(configured: Target
     if ttl > target.max_wait_s:
         not_applicable(f"access_token_ttl_s {ttl:g} exceeds max_wait_s {target.max_wait_s:g}")
     app = target.writer() or target.need_reader()
-    clock = target.expiry_clock
-    target.expiry_clock = None
+    clock = target.early.pop("AUTH-008", None)
     early = clock is not None and clock.app == app
     outcome = _expire_and_refresh(target, clock if early else start_expiry_clock(target, app), ttl)
     if early and not outcome.served:
@@ -538,17 +543,18 @@ def both_refresh_paths_are_served(configured: Target) -> None:
     "AUTH-012",
     "SHOULD",
     Section.ENDPOINT_REFRESH,
-    "a used refresh token stops working: rotation (RC-10)",
+    "a used refresh token stops working, at once and for the rest of the run: rotation (RC-10)",
     "After that the client obtains a new pair through the refresh endpoint with its refresh token.",
     "reference",
 )
 def a_used_refresh_token_stops_working(configured: Target) -> None:
+    """Judged at once and again at the end of the run on a token spent when it started: a
+    target that forgets its spent tokens (a clean-up of expired ones that drops them all) lets
+    one work again a while later."""
     target = configured
     app = target.need_reader()
     pair = target.pair(app, fresh=True)
-    first = target.refresh(pair.refresh, REFRESH_PATHS[1])
-    if not first.ok:
-        first = target.refresh(pair.refresh, REFRESH_PATHS[0])
+    first = _refresh_on_either_path(target, pair.refresh)
     precondition(first.ok, f"refresh answered {first.status} (AUTH-009)", first)
     again = target.refresh(pair.refresh, REFRESH_PATHS[1])
     expect(
@@ -557,6 +563,40 @@ def a_used_refresh_token_stops_working(configured: Target) -> None:
         first,
         again,
     )
+    spent = target.early.pop("AUTH-012", None)
+    if isinstance(spent, SpentRefresh):
+        later = target.refresh(spent.token, REFRESH_PATHS[1])
+        age = time.monotonic() - spent.at
+        expect(
+            later.rejected,
+            f"a refresh token spent {age:.0f} s before (when the run started) was accepted "
+            f"again ({later.status}); RC-10 rotates it for good",
+            spent.first,
+            later,
+        )
+
+
+@dataclass
+class SpentRefresh:
+    """AUTH-012's refresh token, spent when the run started."""
+
+    token: str
+    first: Reply
+    at: float
+
+
+def _refresh_on_either_path(target: Target, token: str) -> Reply:
+    first = target.refresh(token, REFRESH_PATHS[1])
+    return first if first.ok else target.refresh(token, REFRESH_PATHS[0])
+
+
+@set_up_early("AUTH-012")
+def spend_a_refresh_token(target: Target) -> None:
+    """Spend a refresh token when the run starts, for AUTH-012 to try again at its end."""
+    pair = target.pair(target.need_reader(), fresh=True)
+    first = _refresh_on_either_path(target, pair.refresh)
+    if first.ok:
+        target.early["AUTH-012"] = SpentRefresh(pair.refresh, first, time.monotonic())
 
 
 @check(
@@ -739,11 +779,45 @@ def refresh_refuses_what_is_not_a_refresh_token(configured: Target) -> None:
 )
 def the_bearer_scheme_is_case_insensitive(configured: Target) -> None:
     """A client that writes ``bearer`` follows HTTP; refusing it is an interoperability bug,
-    not a document rule (a SHOULD). Each operation the configuration may perform is sent once
-    with each spelling and must be accepted: the creations with a writer of their kind, find
-    and the list with an application that may read (read-write or read; any, by RC-12, in the
-    reference profile)."""
-    target = configured
+    not a document rule (a SHOULD)."""
+    problems, proof = _every_operation_accepts(configured, ("bearer {}", "BEARER {}"))
+    expect(
+        not problems,
+        "; ".join(problems),
+        *proof[:6],
+        expected="'bearer <token>' and 'BEARER <token>' accepted like 'Bearer <token>'",
+        actual="; ".join(problems),
+    )
+
+
+@check(
+    "AUTH-017",
+    "SHOULD",
+    Section.AUTHENTICATION_1,
+    "a bare access token (no scheme) is accepted on every protected operation (RC-33)",
+    "Requests are authenticated with a JWT access token, sent as Authorization: Bearer "
+    "<ACCESS_TOKEN>. [The live service accepts a bare token, which its JavaScript SDK sends.]",
+    "reference",
+)
+def a_bare_token_is_accepted(configured: Target) -> None:
+    """RC-33 follows the live service, so that paypack-js works against the stub."""
+    problems, proof = _every_operation_accepts(configured, ("{}",))
+    expect(
+        not problems,
+        "; ".join(problems),
+        *proof[:6],
+        expected="'Authorization: <access token>' accepted like 'Bearer <access token>' (RC-33)",
+        actual="; ".join(problems),
+    )
+
+
+def _every_operation_accepts(
+    target: Target, spellings: tuple[str, ...]
+) -> tuple[list[str], list[Reply]]:
+    """Send each operation the configuration may perform once with each spelling of the
+    Authorization value (``{}`` stands for the access token): the creations with a writer of
+    their kind, find and the list with an application that may read (read-write or read; any,
+    by RC-12, in the reference profile). Returns what was refused, and the proof."""
     writers = [(kind, target.writer(kind)) for kind in ("CASHIN", "CASHOUT")]
     reader = target.app("read-write") or target.app("read")
     if reader is None and target.reference:
@@ -753,9 +827,9 @@ def the_bearer_scheme_is_case_insensitive(configured: Target) -> None:
     problems: list[str] = []
     proof: list[Reply] = []
 
-    def accepted(reply: Reply, what: str, scheme: str) -> None:
+    def accepted(reply: Reply, what: str, label: str) -> None:
         if not reply.ok:
-            problems.append(f"{what} with '{scheme} <access token>' answered {reply.status}")
+            problems.append(f"{what} with {label} answered {reply.status}")
             proof.append(reply)
 
     reads: list[tuple[str, Application]] = []
@@ -766,26 +840,22 @@ def the_bearer_scheme_is_case_insensitive(configured: Target) -> None:
         else:
             ref = _a_listed_ref(target, reader)
         reads = [(EVENTS, reader)] + ([(find_path(ref), reader)] if ref else [])
-    for scheme in ("bearer", "BEARER"):
+    for spelling in spellings:
+        label = repr(spelling.format("<access token>"))
         for kind, app in writers:
             if app is not None:
                 reply = target.client.post(
                     kind_path(kind),
                     json={"amount": target.amount(), "number": target.number()},
                     headers={
-                        "Authorization": f"{scheme} {target.token(app)}",
+                        "Authorization": spelling.format(target.token(app)),
                         "Idempotency-Key": target.fresh_key(),
                     },
                 )
-                accepted(reply, f"POST {kind_path(kind)}", scheme)
+                accepted(reply, f"POST {kind_path(kind)}", label)
         for path, app in reads:
-            token = target.token(app)
-            reply = target.client.get(path, headers={"Authorization": f"{scheme} {token}"})
-            accepted(reply, f"GET {path}", scheme)
-    expect(
-        not problems,
-        "; ".join(problems),
-        *proof[:6],
-        expected="'bearer <token>' and 'BEARER <token>' accepted like 'Bearer <token>'",
-        actual="; ".join(problems),
-    )
+            reply = target.client.get(
+                path, headers={"Authorization": spelling.format(target.token(app))}
+            )
+            accepted(reply, f"GET {path}", label)
+    return problems, proof

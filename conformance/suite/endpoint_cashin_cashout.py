@@ -1,10 +1,11 @@
-"""The document's "Endpoints: 1. Cashin (deposit)" and "2. Cashout (withdraw)" (TXN-001..004).
+"""The document's "Endpoints: 1. Cashin (deposit)" and "2. Cashout (withdraw)" (TXN-001..005).
 
 Cashin and cashout answer the creation response; bad bodies create nothing.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from conformance.api import AUTHORIZE, EVENTS, find_path
@@ -143,3 +144,43 @@ def every_success_answers_200(configured: Target) -> None:
         + "; ".join(f"{r.exchange.method} {r.exchange.url} -> {r.status}" for r in wrong),
         *wrong,
     )
+
+
+#: TXN-005 sends ten times this (10**401): far past any bound, a float or an int64.
+HUGE_AMOUNT = 10**400
+
+
+@check(
+    "TXN-005",
+    "MUST",
+    Section.ENDPOINT_CASHIN,
+    "a creation refuses an amount or answers that amount, however large: never another amount "
+    "(cashin and cashout)",
+    "Response: the transaction creation response [...] amount: the requested amount.",
+)
+def a_creation_answers_the_amount_sent_however_large(configured: Target) -> None:
+    """An amount of 402 digits is refused by any bound; a parser that shortens what it cannot
+    hold must not turn it into a small amount that the creation then accepts. A float's
+    ``Infinity`` or ``null`` answer is not another amount: only a finite one below it is."""
+    target = configured
+    kinds = [kind for kind in ("CASHIN", "CASHOUT") if target.writer(kind) is not None]
+    if not kinds:
+        not_applicable("no application may create transactions")
+    for kind in kinds:
+        reply = target.create(
+            kind, target.need_writer(kind), amount=HUGE_AMOUNT * 10, key=target.fresh_key()
+        )
+        answered = reply.get("amount") if reply.ok else None
+        shortened = (
+            isinstance(answered, (int, float))
+            and not isinstance(answered, bool)
+            and math.isfinite(answered)
+            and answered < HUGE_AMOUNT
+        )
+        expect(
+            not shortened,
+            f"{kind.lower()} of amount 10**401 answered {reply.status} with amount {answered!r}",
+            reply,
+            expected="refused (4xx), or the amount sent",
+            actual=f"{reply.status}, amount {answered!r}",
+        )

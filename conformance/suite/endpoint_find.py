@@ -1,4 +1,4 @@
-"""The document's "Endpoints: 3. Find a transaction" (FIND-001..002).
+"""The document's "Endpoints: 3. Find a transaction" (FIND-001..003).
 
 The lookup response, its types and values; unknown refs.
 """
@@ -110,4 +110,49 @@ def find_with_an_unknown_ref_is_rejected(configured: Target) -> None:
             reply.rejected,
             f"find of unknown ref {ref!r} answered {reply.status}, expected a 4xx",
             reply,
+        )
+
+
+#: RC-15's fee rate, the live sample's (fee 2.3 on 100), unless the target declares its own.
+REFERENCE_FEE_RATE = 0.023
+#: Half a cent and a hair: the fee may be rounded either way at the last cent, no further.
+FEE_TOLERANCE = 0.0051
+
+
+@check(
+    "FIND-003",
+    "SHOULD",
+    Section.ENDPOINT_FIND,
+    "the fee is the amount times the fee rate, to the cent, for a cashin and a cashout (RC-15)",
+    "Response: the transaction lookup response. (amount, client, fee, kind, merchant, ref, "
+    "status, timestamp) [How the fee is computed: not shown.]",
+    "reference",
+)
+def the_fee_is_the_amount_times_the_rate(configured: Target) -> None:
+    """An amount off the round hundreds, so that a fee rounded to a tenth or worked out from
+    another formula differs from RC-15's by more than a rounding at the last cent."""
+    target = configured
+    rate = target.need_config().fee_rate
+    rate = REFERENCE_FEE_RATE if rate is None else rate
+    kinds = [kind for kind in ("CASHIN", "CASHOUT") if target.writer(kind) is not None]
+    if not kinds:
+        not_applicable("no application may create transactions")
+    bounds = target.need_config().amount
+    amount = min(max(int(bounds.min) + 1, 101), int(bounds.max))
+    for kind in kinds:
+        app = target.need_writer(kind)
+        created_reply, created = target.created(kind, app, amount=amount)
+        reply = target.find(created["ref"], app)
+        fee = reply.get("fee") if reply.ok else None
+        expected = amount * rate
+        expect(
+            isinstance(fee, (int, float))
+            and not isinstance(fee, bool)
+            and abs(fee - expected) <= FEE_TOLERANCE,
+            f"the fee of a {kind.lower()} of {amount} is {fee!r}; RC-15 makes it "
+            f"round({amount} * {rate:g}, 2) = {round(expected, 2):g}",
+            created_reply,
+            reply,
+            expected=f"fee {round(expected, 2):g} ({amount} * fee_rate {rate:g}, to the cent)",
+            actual=f"fee {fee!r}",
         )

@@ -18,6 +18,7 @@ from paysuite_core.request_data import same_number
 if TYPE_CHECKING:
     from conformance.http import Reply
     from conformance.target import Target
+    from paysuite_core.target_config import Application
 
 EVENT_KINDS = ("transaction:created", "transaction:processed")
 PROCESSED = "transaction:processed"
@@ -595,6 +596,41 @@ def the_default_page_holds_up_to_20_events(configured: Target) -> None:
         expected="limit 20 and min(20, total) events",
         actual=f"limit {reply.get('limit')!r}, {len(items)} events of {total}",
     )
+    if isinstance(total, int) and total > FAR_OFFSET:
+        _far_offsets_reach_far(target, app)
+    else:
+        target.note(f"EVT-010: {total} events, too few to page past offset {FAR_OFFSET}")
+
+
+#: EVT-010 pages this far: past the first few pages, where an offset clamped or wrapped shows.
+FAR_OFFSET = 90
+
+
+def _far_offsets_reach_far(target: Target, app: Application) -> None:
+    """RC-23: ``offset`` skips that many events, however many: one event at each of a few far
+    offsets must be the event a complete page shows there (an offset clamped to a smaller one
+    answers an earlier event). Judged on one page of 100 read right before, so that an event
+    recorded meanwhile shifts both alike; one recorded between the reads is told apart by its
+    creation time (newest first)."""
+    page = target.list_events(app, limit=100)
+    precondition(page.ok, f"the events list with limit 100 answered {page.status}", page)
+    items = page.get("transactions") or []
+    for offset in (65, FAR_OFFSET):
+        if offset >= len(items):
+            return
+        one = target.list_events(app, limit=1, offset=offset)
+        precondition(one.ok, f"the events list with offset {offset} answered {one.status}", one)
+        got = (one.get("transactions") or [{}])[0].get("event_id")
+        window = [item.get("event_id") for item in items[max(0, offset - 3) : offset + 1]]
+        expect(
+            got in window,
+            f"offset {offset} answered event {got}, not the one a page of 100 shows at "
+            f"{offset} ({items[offset].get('event_id')})",
+            page,
+            one,
+            expected=f"the event at position {offset} of the full page (RC-23)",
+            actual=f"event {got}",
+        )
 
 
 #: The keys as the document spells them: the envelope's, an event record's and its data's.

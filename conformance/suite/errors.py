@@ -1,10 +1,12 @@
-"""The document's "Errors", rule 2 (ERR-001..003); rule 1, idempotency, is ``idempotency.py``.
+"""The document's "Errors", rule 2 (ERR-001..005); rule 1, idempotency, is ``idempotency.py``.
 
-Malformed input never breaks the server; the reference error catalogue.
+Malformed input never breaks the server, nor does input that is odd but well framed; the
+reference error catalogue and body limits.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from conformance.api import AUTHORIZE, CASHIN, CASHOUT, EVENTS, find_path
@@ -44,8 +46,14 @@ def malformed_input_is_a_4xx_never_a_5xx(configured: Target) -> None:
     if not paths:
         not_applicable("no application may cashin or cashout")
     problems, proof = [], []
+    number = json.dumps(target.number())
     for path, auth in (*paths, (AUTHORIZE, None)):
-        for label, body in MALFORMED.items():
+        cases = dict(MALFORMED)
+        if auth is not None:
+            # Not JSON, though lenient parsers take them: NaN passes every bound comparison.
+            cases["amount NaN"] = f'{{"amount": NaN, "number": {number}}}'
+            cases["amount Infinity"] = f'{{"amount": Infinity, "number": {number}}}'
+        for label, body in cases.items():
             reply = target.client.post(
                 path, content=body, token=auth, headers={"Idempotency-Key": target.fresh_key()}
             )
@@ -57,6 +65,23 @@ def malformed_input_is_a_4xx_never_a_5xx(configured: Target) -> None:
         "malformed input not rejected with a 4xx: " + "; ".join(problems[:6]),
         *proof[:4],
     )
+
+
+#: RC-29: request bodies up to this many bytes are served, larger ones answered 413.
+BODY_LIMIT = 64 * 1024
+
+
+def _just_over(maximum: float) -> float:
+    """The smallest whole amount over ``maximum``."""
+    return int(maximum) + 1
+
+
+def _padded_body(target: Target, size: int) -> str:
+    """A valid cashin body of exactly ``size`` bytes: an unknown field (ignored, RC-30) pads it."""
+    head = {"amount": target.amount(), "number": target.number(), "padding": ""}
+    bare = len(json.dumps(head))
+    head["padding"] = "x" * (size - bare)
+    return json.dumps(head)
 
 
 def _provoke(target: Target) -> list[tuple[str, int, str, Reply]]:
@@ -97,6 +122,65 @@ def _provoke(target: Target) -> list[tuple[str, int, str, Reply]]:
             404,
             "transaction_not_found",
             client.get(find_path("00000000-0000-4000-8000-000000000000"), token=token),
+        ),
+        (
+            "'Bearer' alone",
+            401,
+            "missing_token",
+            client.get(EVENTS, headers={"Authorization": "Bearer"}),
+        ),
+        (
+            "a valid token under the Basic scheme",
+            401,
+            "missing_token",
+            client.get(EVENTS, headers={"Authorization": f"Basic {token}"}),
+        ),
+        (
+            "a bare value that is no token",
+            401,
+            "invalid_token",
+            client.get(EVENTS, headers={"Authorization": "abc"}),
+        ),
+        ("an empty key", 400, "invalid_idempotency_key", target.create("CASHIN", writer, key="")),
+        (
+            "a key with a control character",
+            400,
+            "invalid_idempotency_key",
+            target.create("CASHIN", writer, key="ab\x01cd", key_in="query"),
+        ),
+        (
+            "a key sent twice",
+            400,
+            "ambiguous_idempotency_key",
+            client.post(
+                CASHIN,
+                json={"amount": target.amount(), "number": number},
+                params={"Idempotency-Key": [target.fresh_key(), target.fresh_key()]},
+                token=token,
+            ),
+        ),
+        (
+            "an amount over the maximum",
+            400,
+            "validation_error",
+            target.create("CASHIN", writer, amount=_just_over(target.need_config().amount.max)),
+        ),
+        (
+            "a body over 64 KiB",
+            413,
+            "payload_too_large",
+            client.post(CASHIN, content=_padded_body(target, BODY_LIMIT + 1), token=token),
+        ),
+        (
+            "a JavaScript body",
+            415,
+            "unsupported_media_type",
+            client.post(
+                CASHIN,
+                json={"amount": target.amount(), "number": number},
+                headers={"Content-Type": "application/javascript"},
+                token=token,
+            ),
         ),
         ("unknown route", 404, "not_found", client.get("/no/such/route", token=token)),
         ("wrong method", 405, "method_not_allowed", client.get(CASHIN, token=token)),
@@ -166,3 +250,111 @@ def error_statuses_and_codes_follow_the_catalogue(configured: Target) -> None:
             )
             proof.append(reply)
     expect(not problems, "RC-4 catalogue: " + "; ".join(problems[:6]), *proof[:4])
+
+
+@check(
+    "ERR-004",
+    "SHOULD",
+    Section.ERRORS_2,
+    "odd but well-framed requests get a 2xx or a 4xx, never a 5xx: a chunked body, an unknown "
+    "content coding, a key that is not text, a lone surrogate, a huge offset",
+    "Error response bodies, HTTP error status codes and error codes [...]: not shown. [RFC 9110 "
+    "§15.6: a 5xx says the server failed; a request it cannot serve is the client's 4xx.]",
+)
+def odd_requests_are_answered_2xx_or_4xx(configured: Target) -> None:
+    """Each request is well framed HTTP that a client or a gateway may send; the server may
+    serve it or refuse it, but not fail on it, nor answer a status outside 2xx and 4xx."""
+    target = configured
+    client = target.client
+    reader = target.writer() or target.need_reader()
+    probes: list[tuple[str, Reply]] = [
+        (
+            "GET /events/transactions with offset 2**63",
+            client.get(EVENTS, params={"offset": str(2**63)}, token=target.token(reader)),
+        ),
+        (
+            "authorize with a client_id holding a lone surrogate",
+            client.post(AUTHORIZE, content='{"client_id": "\\ud800x", "client_secret": "x"}'),
+        ),
+    ]
+    for path, kind in ((CASHIN, "CASHIN"), (CASHOUT, "CASHOUT")):
+        app = target.writer(kind)
+        if app is None:
+            continue
+        token = target.token(app)
+        body = json.dumps({"amount": target.amount(), "number": target.number()})
+        probes += [
+            (
+                f"POST {path} with a chunked body",
+                client.post(
+                    path,
+                    content=body,
+                    chunked=True,
+                    headers={"Idempotency-Key": target.fresh_key()},
+                    token=token,
+                ),
+            ),
+            (
+                f"POST {path} with Content-Encoding: gzip on a plain body",
+                client.post(
+                    path,
+                    content=body,
+                    headers={"Content-Encoding": "gzip", "Idempotency-Key": target.fresh_key()},
+                    token=token,
+                ),
+            ),
+            (
+                f"POST {path} with an Idempotency-Key of bytes that are not UTF-8",
+                client.post(
+                    path,
+                    content=body,
+                    headers={"Idempotency-Key": b"\xff\xfe" + target.fresh_key()[:8].encode()},
+                    token=token,
+                ),
+            ),
+        ]
+    bad = [(what, reply) for what, reply in probes if not (reply.ok or reply.rejected)]
+    expect(
+        not bad,
+        "; ".join(f"{what} answered {reply.status}" for what, reply in bad),
+        *[reply for _, reply in bad][:4],
+        expected="a 2xx (served) or a 4xx (refused)",
+        actual=", ".join(str(reply.status) for _, reply in bad),
+    )
+
+
+@check(
+    "ERR-005",
+    "SHOULD",
+    Section.ERRORS_2,
+    "a body of 64 KiB is served and one byte more is refused with 413 (RC-29)",
+    "Rate limits, amount bounds and maximum page size: not shown.",
+    "reference",
+)
+def a_body_of_64_kib_is_served(configured: Target) -> None:
+    target = configured
+    app = target.writer("CASHIN")
+    if app is None:
+        not_applicable("no application may cashin")
+    token = target.token(app)
+    at = target.client.post(
+        CASHIN,
+        content=_padded_body(target, BODY_LIMIT),
+        headers={"Idempotency-Key": target.fresh_key()},
+        token=token,
+    )
+    over = target.client.post(
+        CASHIN,
+        content=_padded_body(target, BODY_LIMIT + 1),
+        headers={"Idempotency-Key": target.fresh_key()},
+        token=token,
+    )
+    expect(
+        at.ok and over.status == 413,
+        f"a body of {BODY_LIMIT} bytes answered {at.status}, one of {BODY_LIMIT + 1} bytes "
+        f"{over.status}",
+        at,
+        over,
+        expected=f"{BODY_LIMIT} bytes served (2xx); {BODY_LIMIT + 1} bytes refused with 413",
+        actual=f"{at.status}; {over.status}",
+    )

@@ -1,5 +1,5 @@
 """The document's "Errors", rule 1, and the Idempotency-Key of "Limits" and "Endpoints:
-1. Cashin" (IDEM-001..014): a key executes once, whatever the path and the timing.
+1. Cashin" (IDEM-001..015): a key executes once, whatever the path and the timing.
 
 Every proof counts ``transaction:created`` events for a customer number used by this check
 alone, so "not executed twice" is observed, not inferred from a status code; and only its own
@@ -880,4 +880,40 @@ def another_merchants_key_reveals_nothing(configured: Target) -> None:
         expected="an answer about the second merchant's own request, without the first "
         "merchant's ref",
         actual="; ".join(leaks),
+    )
+
+
+@check(
+    "IDEM-015",
+    "SHOULD",
+    Section.ERRORS_1,
+    "with a key in the header and another in the query, the header's is the one used (RC-6; "
+    "cashin and cashout)",
+    BOTH_CHANNELS,
+    "reference",
+)
+def the_header_key_wins_over_the_query_key(configured: Target) -> None:
+    """RC-6 resolves IDEM-009's ambiguity: the header's key is recorded, the query's is not
+    (the header is what the document names first, and what the SDKs send). Sent alone later,
+    the header's key is a reuse and the query's a new key."""
+    target = configured
+    writers = _writers(target)
+    trails = _trails(target, writers)
+    for kind, app in writers:
+        trail, k = trails[app.client_id], kind.lower()
+        header, query = target.fresh_key(), target.fresh_key()
+        trail.send(
+            f"{k} with key A in the header and key B in the query",
+            kind,
+            "accept",
+            header=header,
+            query=query,
+        )
+        trail.send(f"{k} with key A alone, in the header", kind, "reject", header=header)
+        trail.send(f"{k} with key B alone, in the query", kind, "accept", query=query)
+    _count_and_judge(
+        target,
+        trails,
+        "the header's key A is recorded (A alone is a reuse); the query's B is not (B alone is "
+        "a new key, executed once)",
     )

@@ -1,4 +1,4 @@
-"""The document's "States and transitions" (LIFE-001..006): pending until the customer acts,
+"""The document's "States and transitions" (LIFE-001..007): pending until the customer acts,
 then processed exactly once, each stage recorded by an event dated no earlier than the stage;
 every rule on a cashin and on a cashout.
 
@@ -9,6 +9,7 @@ operator); without one the checks after creation skip.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from conformance import timestamps
@@ -19,7 +20,7 @@ from conformance.api import (
     event_disagrees_with_find,
     status_changed,
 )
-from conformance.checks import Section, check
+from conformance.checks import Section, check, set_up_early
 from conformance.outcome import CouldNotCheck, expect, fail, not_applicable, precondition
 from paysuite_core.request_data import same_number
 
@@ -362,3 +363,68 @@ def an_event_is_not_dated_before_its_stage(configured: Target) -> None:
                 expected="each event's created_at at or after the stage it records",
                 actual=problems[0],
             )
+
+
+#: LIFE-007 judges a transaction left alone this long at most: a time-out ("not shown") may
+#: end a pending transaction after minutes, never within a customer's time to answer.
+LEFT_ALONE_MAX_S = 60.0
+#: LIFE-007's own wait, when the run could not leave a transaction alone from its start.
+LEFT_ALONE_WAIT_S = 1.5
+
+
+@dataclass
+class LeftAlone:
+    """LIFE-007's transactions, created when the run started and left to themselves."""
+
+    created: list[tuple[str, Reply]]
+    at: float
+
+
+@set_up_early("LIFE-007")
+def leave_transactions_alone(target: Target) -> None:
+    """Create one transaction of each kind when the run starts, for LIFE-007 to find at its end."""
+    created = []
+    for kind in ("CASHIN", "CASHOUT"):
+        app = target.writer(kind)
+        if app is not None:
+            reply = target.create(kind, app, key=target.fresh_key())
+            if reply.ok and isinstance(reply.get("ref"), str):
+                created.append((kind, reply))
+    if created:
+        target.early["LIFE-007"] = LeftAlone(created, time.monotonic())
+
+
+@check(
+    "LIFE-007",
+    "MUST",
+    Section.STATES,
+    "a transaction nobody acts on stays pending (cashin and cashout, left alone for the run)",
+    "Every transaction starts in the status pending. It stays there until the customer "
+    "confirms or cancels.",
+)
+def a_transaction_stays_pending_until_the_customer_acts(configured: Target) -> None:
+    """The transactions were created when the run started and no customer acted on them: a
+    target that settles on its own (a time-out that has already passed, an outcome drawn at
+    creation) shows it by now. Past ``LEFT_ALONE_MAX_S`` a time-out may have ended them, so
+    the check leaves new ones alone for ``LEFT_ALONE_WAIT_S`` instead."""
+    target = configured
+    kinds = _kinds(target)
+    early = target.early.pop("LIFE-007", None)
+    if not isinstance(early, LeftAlone) or time.monotonic() - early.at > LEFT_ALONE_MAX_S:
+        made = [(kind, target.created(kind, _app(target, kind))[0]) for kind in kinds]
+        early = LeftAlone(made, time.monotonic())
+        time.sleep(LEFT_ALONE_WAIT_S)
+    age = time.monotonic() - early.at
+    for kind, creation in early.created:
+        app = _app(target, kind)
+        found = target.find(str(creation.get("ref")), app)
+        precondition(found.ok, f"find answered {found.status} (FIND-001)", found)
+        expect(
+            found.get("status") == "pending",
+            f"a {kind.lower()} nobody confirmed or cancelled reads {found.get('status')!r} "
+            f"{age:.1f} s after its creation",
+            creation,
+            found,
+            expected="status pending until the customer confirms or cancels",
+            actual=f"status {found.get('status')!r}",
+        )
