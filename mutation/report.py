@@ -1,4 +1,5 @@
-"""The mutation score in markdown: the table, then every survivor with its classification.
+"""The mutation score in markdown: the table, every survivor with its classification, then the
+earlier survivors that a check added for them killed.
 
     python mutation/report.py                     # the session in mutation/results/
     python mutation/report.py --out mutation/results/score.md
@@ -166,6 +167,20 @@ def survivors(
     return f"{len(alive)} survivors: {summary}.\n\n" + "\n".join(parts)
 
 
+def killed_by_added_checks(mutants: Sequence[Mutant], classified: dict[str, dict[str, str]]) -> str:
+    """The survivors of an earlier run that a check added for them killed: the proof that each
+    observable survivor got its check (``killed-by-check`` in classification.toml)."""
+    lines = [
+        f"- **{m.where}** `{m.operator}` #{m.occurrence}: {classified[m.key]['why'].strip()}"
+        for m in mutants
+        if m.outcome in ("killed", "timeout", "no-verdict")
+        and classified.get(m.key, {}).get("class") == "killed-by-check"
+    ]
+    if not lines:
+        return "None."
+    return f"{len(lines)} mutants.\n\n" + "\n".join(lines)
+
+
 def render(session: Path, classification: Path, *, diffs: bool = True) -> str:
     mutants = load(session)
     classified = load_classification(classification)
@@ -174,6 +189,8 @@ def render(session: Path, classification: Path, *, diffs: bool = True) -> str:
         + table(mutants)
         + "\n\n### Survivors\n\n"
         + survivors(mutants, classified, diffs=diffs)
+        + "\n\n### Survivors of an earlier run, killed by a check added for them\n\n"
+        + killed_by_added_checks(mutants, classified)
         + "\n"
     )
 

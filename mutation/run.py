@@ -256,8 +256,22 @@ async def dispatch(
     return counts
 
 
+def classified_as(item: object, wanted: str) -> bool:
+    """Whether ``mutation/classification.toml`` classifies ``item`` as ``wanted``."""
+    from report import CLASSIFICATION, load_classification  # mutation/report.py, beside this
+
+    mutation = item.mutations[0]  # type: ignore[attr-defined]
+    operator = mutation.operator_name.removeprefix("core/")
+    key = f"{mutation.module_path}:{operator}:{mutation.occurrence}"
+    return load_classification(CLASSIFICATION).get(key, {}).get("class") == wanted
+
+
 def pending(
-    session: Path, sample: int | None, seed: int, survivors: bool = False
+    session: Path,
+    sample: int | None,
+    seed: int,
+    survivors: bool = False,
+    only_class: str | None = None,
 ) -> list[object]:
     """The mutants to run: those without a result, or (``survivors``) those that survived the
     suite of an earlier run, judged again by today's checks (killed ones stay killed: a check
@@ -274,6 +288,8 @@ def pending(
             ]
         else:
             chosen = list(db.pending_work_items)
+        if only_class is not None:
+            chosen = [item for item in chosen if classified_as(item, only_class)]
         items = sorted(chosen, key=lambda item: item.job_id)
     if sample is not None and sample < len(items):
         items = random.Random(seed).sample(items, sample)
@@ -296,7 +312,16 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="judge the survivors of earlier runs again (after checks were added)",
     )
+    parser.add_argument(
+        "--only-class",
+        metavar="CLASS",
+        choices=("observable", "not-observable", "equivalent"),
+        help="with --survivors: only the survivors classification.toml puts in CLASS (e.g. "
+        "observable, once checks were added for them)",
+    )
     args = parser.parse_args(argv)
+    if args.only_class and not args.survivors:
+        parser.error("--only-class goes with --survivors")
     if args.workers < 1 or (args.sample is not None and args.sample < 1):
         parser.error("--workers and --sample must be at least 1")
     return args
@@ -306,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     session = args.session.resolve()
     ensure_session(session, args.fresh)
-    items = pending(session, args.sample, args.seed, args.survivors)
+    items = pending(session, args.sample, args.seed, args.survivors, args.only_class)
     print(f"session {session}: {len(items)} mutant(s) to run", flush=True)
     if not items:
         return 0

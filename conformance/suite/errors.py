@@ -7,6 +7,7 @@ reference error catalogue and body limits.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from conformance.api import AUTHORIZE, CASHIN, CASHOUT, EVENTS, find_path
@@ -16,6 +17,7 @@ from conformance.outcome import expect, not_applicable, precondition
 if TYPE_CHECKING:
     from conformance.http import Reply
     from conformance.target import Target
+    from paysuite_core.target_config import Application
 
 MALFORMED = {
     "truncated JSON": '{"amount": 100, "number": ',
@@ -38,8 +40,8 @@ def malformed_input_is_a_4xx_never_a_5xx(configured: Target) -> None:
     target = configured
     # Each creation path with an application that may create its kind: a body is judged, not
     # a privilege refused before the body is read.
-    paths = [
-        (path, target.token(app))
+    paths: list[tuple[str, Application | None]] = [
+        (path, app)
         for path, kind in ((CASHIN, "CASHIN"), (CASHOUT, "CASHOUT"))
         if (app := target.writer(kind)) is not None
     ]
@@ -47,15 +49,20 @@ def malformed_input_is_a_4xx_never_a_5xx(configured: Target) -> None:
         not_applicable("no application may cashin or cashout")
     problems, proof = [], []
     number = json.dumps(target.number())
-    for path, auth in (*paths, (AUTHORIZE, None)):
+    for path, app in (*paths, (AUTHORIZE, None)):
         cases = dict(MALFORMED)
-        if auth is not None:
+        if app is not None:
             # Not JSON, though lenient parsers take them: NaN passes every bound comparison.
             cases["amount NaN"] = f'{{"amount": NaN, "number": {number}}}'
             cases["amount Infinity"] = f'{{"amount": Infinity, "number": {number}}}'
         for label, body in cases.items():
+            # The token taken anew for each request: a short-lived one must not expire midway
+            # and turn every later probe into a vacuous 401.
             reply = target.client.post(
-                path, content=body, token=auth, headers={"Idempotency-Key": target.fresh_key()}
+                path,
+                content=body,
+                token=None if app is None else target.token(app),
+                headers={"Idempotency-Key": target.fresh_key()},
             )
             if not reply.rejected:
                 problems.append(f"POST {path} with {label} answered {reply.status}")
@@ -89,19 +96,24 @@ def _provoke(target: Target) -> list[tuple[str, int, str, Reply]]:
     writer = target.app("read-write")
     if writer is None:
         not_applicable("no read-write application configured")
-    token = target.token(writer)
+    token = target.token(writer)  # for the Basic probe; every other request takes it anew
     key = target.fresh_key()
     number = target.number()
     first = target.create("CASHIN", writer, number=number, key=key)
     precondition(first.ok, f"cashin answered {first.status}", first)
     client = target.client
     cases = [
-        ("malformed JSON", 400, "malformed_json", client.post(CASHIN, content="{", token=token)),
+        (
+            "malformed JSON",
+            400,
+            "malformed_json",
+            client.post(CASHIN, content="{", token=target.token(writer)),
+        ),
         (
             "amount as text",
             400,
             "validation_error",
-            client.post(CASHIN, json={"amount": "x", "number": number}, token=token),
+            client.post(CASHIN, json={"amount": "x", "number": number}, token=target.token(writer)),
         ),
         (
             "33-character key",
@@ -121,7 +133,9 @@ def _provoke(target: Target) -> list[tuple[str, int, str, Reply]]:
             "unknown ref",
             404,
             "transaction_not_found",
-            client.get(find_path("00000000-0000-4000-8000-000000000000"), token=token),
+            client.get(
+                find_path("00000000-0000-4000-8000-000000000000"), token=target.token(writer)
+            ),
         ),
         (
             "'Bearer' alone",
@@ -156,7 +170,7 @@ def _provoke(target: Target) -> list[tuple[str, int, str, Reply]]:
                 CASHIN,
                 json={"amount": target.amount(), "number": number},
                 params={"Idempotency-Key": [target.fresh_key(), target.fresh_key()]},
-                token=token,
+                token=target.token(writer),
             ),
         ),
         (
@@ -169,7 +183,9 @@ def _provoke(target: Target) -> list[tuple[str, int, str, Reply]]:
             "a body over 64 KiB",
             413,
             "payload_too_large",
-            client.post(CASHIN, content=_padded_body(target, BODY_LIMIT + 1), token=token),
+            client.post(
+                CASHIN, content=_padded_body(target, BODY_LIMIT + 1), token=target.token(writer)
+            ),
         ),
         (
             "a JavaScript body",
@@ -179,11 +195,16 @@ def _provoke(target: Target) -> list[tuple[str, int, str, Reply]]:
                 CASHIN,
                 json={"amount": target.amount(), "number": number},
                 headers={"Content-Type": "application/javascript"},
-                token=token,
+                token=target.token(writer),
             ),
         ),
-        ("unknown route", 404, "not_found", client.get("/no/such/route", token=token)),
-        ("wrong method", 405, "method_not_allowed", client.get(CASHIN, token=token)),
+        (
+            "unknown route",
+            404,
+            "not_found",
+            client.get("/no/such/route", token=target.token(writer)),
+        ),
+        ("wrong method", 405, "method_not_allowed", client.get(CASHIN, token=target.token(writer))),
         (
             "reused key",
             409,
@@ -263,57 +284,39 @@ def error_statuses_and_codes_follow_the_catalogue(configured: Target) -> None:
 )
 def odd_requests_are_answered_2xx_or_4xx(configured: Target) -> None:
     """Each request is well framed HTTP that a client or a gateway may send; the server may
-    serve it or refuse it, but not fail on it, nor answer a status outside 2xx and 4xx."""
+    serve it or refuse it, but not fail on it, nor answer a status outside 2xx and 4xx. A
+    connection closed instead of an answer refuses it too (a framework may drop a body it
+    cannot decode): that is noted, not judged."""
+    from conformance.http import TargetUnreachable  # not at import: --list stays light
+
     target = configured
     client = target.client
     reader = target.writer() or target.need_reader()
-    probes: list[tuple[str, Reply]] = [
+    probes: list[tuple[str, Callable[[], Reply]]] = [
         (
             "GET /events/transactions with offset 2**63",
-            client.get(EVENTS, params={"offset": str(2**63)}, token=target.token(reader)),
+            lambda: client.get(EVENTS, params={"offset": str(2**63)}, token=target.token(reader)),
         ),
         (
             "authorize with a client_id holding a lone surrogate",
-            client.post(AUTHORIZE, content='{"client_id": "\\ud800x", "client_secret": "x"}'),
+            lambda: client.post(
+                AUTHORIZE, content='{"client_id": "\\ud800x", "client_secret": "x"}'
+            ),
         ),
     ]
     for path, kind in ((CASHIN, "CASHIN"), (CASHOUT, "CASHOUT")):
         app = target.writer(kind)
-        if app is None:
+        if app is not None:
+            probes += _odd_creations(target, path, app)
+    bad: list[tuple[str, Reply]] = []
+    for what, send in probes:
+        try:
+            reply = send()
+        except TargetUnreachable as exc:
+            target.note(f"ERR-004: {what}: the connection closed without an answer ({exc})")
             continue
-        token = target.token(app)
-        body = json.dumps({"amount": target.amount(), "number": target.number()})
-        probes += [
-            (
-                f"POST {path} with a chunked body",
-                client.post(
-                    path,
-                    content=body,
-                    chunked=True,
-                    headers={"Idempotency-Key": target.fresh_key()},
-                    token=token,
-                ),
-            ),
-            (
-                f"POST {path} with Content-Encoding: gzip on a plain body",
-                client.post(
-                    path,
-                    content=body,
-                    headers={"Content-Encoding": "gzip", "Idempotency-Key": target.fresh_key()},
-                    token=token,
-                ),
-            ),
-            (
-                f"POST {path} with an Idempotency-Key of bytes that are not UTF-8",
-                client.post(
-                    path,
-                    content=body,
-                    headers={"Idempotency-Key": b"\xff\xfe" + target.fresh_key()[:8].encode()},
-                    token=token,
-                ),
-            ),
-        ]
-    bad = [(what, reply) for what, reply in probes if not (reply.ok or reply.rejected)]
+        if not (reply.ok or reply.rejected):
+            bad.append((what, reply))
     expect(
         not bad,
         "; ".join(f"{what} answered {reply.status}" for what, reply in bad),
@@ -321,6 +324,42 @@ def odd_requests_are_answered_2xx_or_4xx(configured: Target) -> None:
         expected="a 2xx (served) or a 4xx (refused)",
         actual=", ".join(str(reply.status) for _, reply in bad),
     )
+
+
+def _odd_creations(
+    target: Target, path: str, app: Application
+) -> list[tuple[str, Callable[[], Reply]]]:
+    """ERR-004's creations on ``path``: a valid body, oddly framed or with an odd key."""
+    client = target.client
+    body = json.dumps({"amount": target.amount(), "number": target.number()})
+    odd_key = b"\xff\xfe" + target.fresh_key()[:8].encode()
+    return [
+        (
+            f"POST {path} with a chunked body",
+            lambda: client.post(
+                path,
+                content=body,
+                chunked=True,
+                headers={"Idempotency-Key": target.fresh_key()},
+                token=target.token(app),
+            ),
+        ),
+        (
+            f"POST {path} with Content-Encoding: gzip on a plain body",
+            lambda: client.post(
+                path,
+                content=body,
+                headers={"Content-Encoding": "gzip", "Idempotency-Key": target.fresh_key()},
+                token=target.token(app),
+            ),
+        ),
+        (
+            f"POST {path} with an Idempotency-Key of bytes that are not UTF-8",
+            lambda: client.post(
+                path, content=body, headers={"Idempotency-Key": odd_key}, token=target.token(app)
+            ),
+        ),
+    ]
 
 
 @check(
@@ -336,18 +375,17 @@ def a_body_of_64_kib_is_served(configured: Target) -> None:
     app = target.writer("CASHIN")
     if app is None:
         not_applicable("no application may cashin")
-    token = target.token(app)
     at = target.client.post(
         CASHIN,
         content=_padded_body(target, BODY_LIMIT),
         headers={"Idempotency-Key": target.fresh_key()},
-        token=token,
+        token=target.token(app),
     )
     over = target.client.post(
         CASHIN,
         content=_padded_body(target, BODY_LIMIT + 1),
         headers={"Idempotency-Key": target.fresh_key()},
-        token=token,
+        token=target.token(app),
     )
     expect(
         at.ok and over.status == 413,

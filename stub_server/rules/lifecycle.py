@@ -70,17 +70,13 @@ def resolve_due(stub: StubApp) -> int:
     return stub.store.process_many(due, now, record_event=stub.hooks.record_processed_event)
 
 
-#: How often spent refresh tokens past their expiry are deleted (seconds).
-PRUNE_EVERY_S = 1.0
-
-
 async def resolve_due_forever(stub: StubApp, max_sleep_s: float = 0.1) -> None:
     """Auto-resolution and pending time-out, from the indexed due-time column.
 
     The due time is stored with the transaction, so resolution survives a restart. Spent
-    refresh tokens past their expiry are pruned here too, every ``PRUNE_EVERY_S``: often
-    enough that a conform run sees a prune happen between a token's use and its reuse (AUTH-012
-    judges it again at the run's end), and cheap, an indexed DELETE of a small table.
+    refresh tokens past their expiry are pruned here too, every second: often enough that a
+    conform run sees a prune happen between a token's use and its reuse (AUTH-012 judges it
+    again at the run's end), and cheap, a DELETE of a small table.
     """
     prune_at = 0.0
     loop = asyncio.get_running_loop()
@@ -89,7 +85,7 @@ async def resolve_due_forever(stub: StubApp, max_sleep_s: float = 0.1) -> None:
             resolve_due(stub)
             if loop.time() >= prune_at:
                 stub.store.prune_refresh(timefmt.now_us() // 1_000_000)
-                prune_at = loop.time() + PRUNE_EVERY_S
+                prune_at = loop.time() + 1
             next_due = stub.store.next_due()
         except Exception:  # keep resolving after a transient database error
             log.exception("auto-resolution pass failed")

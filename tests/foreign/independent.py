@@ -132,6 +132,12 @@ DEFECTS: dict[str, str] = {
     "transaction:created event",
     "failed-filter-misses": "the status filter looks for the internal word cancelled when "
     "asked for failed, so status=failed lists nothing",
+    # -- what the mutation score showed unseen (issue 20, item 5) --
+    "pending-fails-on-its-own": "a transaction nobody acts on fails half a second after its "
+    "creation (a time-out in the wrong unit)",
+    "huge-amount-shortened": "an integer amount of more than 400 digits is read as 410",
+    "chunked-body-500": "a creation whose body comes chunked (no Content-Length) answers 500",
+    "nan-amount-accepted": "an amount of NaN (taken by a lenient JSON parser) is accepted",
 }
 
 #: Other conformant choices where the document is silent, switched on with ``--choice NAME``
@@ -370,6 +376,18 @@ class State:
         else:
             self.events.append(event)
 
+    def fail_the_stale(self) -> None:
+        """The ``pending-fails-on-its-own`` defect: a pending transaction older than half a
+        second fails, as if the customer had cancelled it."""
+        if not self.has("pending-fails-on-its-own"):
+            return
+        now = time.time_ns()
+        for txn in self.transactions.values():
+            if txn.status == "pending" and now - txn.created_ns > 500_000_000:
+                txn.status = STATUS_CANCELLED
+                txn.processed_ns = now
+                self.record(txn, "transaction:processed", now)
+
     def create(self, app: App, kind: str, amount: int | float, number: str) -> Transaction:
         """Must be called under ``lock`` once every check has passed: it always executes."""
         if kind == "CASHOUT" and self.has("wrong-kind-on-cashout"):
@@ -427,9 +445,16 @@ def authenticate(request: web.Request) -> App:
 
 async def json_object(request: web.Request) -> dict[str, Any]:
     """The body as a JSON object, whatever media type was declared (the live service is lax)."""
-    raw = await request.read()
+    state = state_of(request)
+    if request.content_length is None and state.has("chunked-body-500") and request.can_read_body:
+        raise RuntimeError("deliberate defect: a body without Content-Length")
     try:
-        payload = json.loads(raw) if raw.strip() else None
+        raw = await request.read()
+    except web.RequestPayloadError:  # e.g. Content-Encoding: gzip on bytes that are not
+        raise ApiError(400, "the body cannot be decoded") from None
+    parse_int = _shortened_int if state.has("huge-amount-shortened") else int
+    try:
+        payload = json.loads(raw, parse_int=parse_int) if raw.strip() else None
     except ValueError:
         if state_of(request).has("bad-json-500") and request.path.startswith("/api/transactions"):
             raise RuntimeError("deliberate defect: unparsed body") from None
@@ -437,6 +462,11 @@ async def json_object(request: web.Request) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise ApiError(400, "the body must be a JSON object")
     return payload
+
+
+def _shortened_int(text: str) -> int:
+    """The ``huge-amount-shortened`` defect: past 400 digits, a number stands for 410."""
+    return 410 if len(text) > 400 else int(text)
 
 
 def idempotency_key(request: web.Request, kind: str = "CASHIN") -> str | None:
@@ -486,9 +516,11 @@ def racy_key(request: web.Request, kind: str) -> bool:
     )
 
 
-def valid_amount(value: Any) -> int | float:
+def valid_amount(value: Any, state: State) -> int | float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ApiError(400, "amount must be a number")
+    if isinstance(value, float) and math.isnan(value) and state.has("nan-amount-accepted"):
+        return value
     if not math.isfinite(value) or value <= 0:
         raise ApiError(400, "amount must be greater than 0")
     if value > MAX_AMOUNT:
@@ -527,7 +559,7 @@ async def create(request: web.Request, kind: str) -> web.Response:
     ):
         amount: int | float = 0
     else:
-        amount = valid_amount(payload.get("amount"))
+        amount = valid_amount(payload.get("amount"), state)
     number = valid_number(payload.get("number"), state)
     replay = (app.merchant, amount, number)
     replayed = key is None and kind == "CASHOUT" and state.has("cashout-keyless-replayed")
@@ -582,6 +614,7 @@ async def cashout(request: web.Request) -> web.Response:
 async def find(request: web.Request) -> web.Response:
     state = state_of(request)
     app = authenticate(request)
+    state.fail_the_stale()
     txn = state.transactions.get(request.match_info["ref"])
     if txn is None or (txn.merchant != app.merchant and not state.has("find-other-merchant")):
         raise ApiError(404, "no transaction with this ref")  # the same answer: no existence leak
@@ -643,6 +676,7 @@ async def list_events(request: web.Request) -> web.Response:
     """Filters on the event snapshot; the envelope echoes exactly the filters given."""
     state = state_of(request)
     app = authenticate(request)
+    state.fail_the_stale()
     limit = min(page_param(request, "limit", DEFAULT_PAGE_SIZE, 1), MAX_PAGE_SIZE)
     offset = page_param(request, "offset", 0, 0)
     echoed: dict[str, Any] = {}

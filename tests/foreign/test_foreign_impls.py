@@ -13,6 +13,7 @@ up), which keeps the module well under 20 s on two cores.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import secrets
 import subprocess
@@ -854,6 +855,32 @@ def _failed_filter_misses(s: Session) -> bool:
     return s.events(client=number, status="failed")["total"] == 0
 
 
+# -- what the mutation score showed unseen (issue 20, item 5) --
+
+
+def _pending_fails_on_its_own(s: Session) -> bool:
+    ref = s.created_ref()
+    time.sleep(0.7)
+    return s.find(ref).json()["status"] != "pending"
+
+
+def _huge_amount_shortened(s: Session) -> bool:
+    response = s.create(amount=10**401)
+    return response.status_code == 201 and response.json()["amount"] == 410
+
+
+def _chunked_body_500(s: Session) -> bool:
+    body = json.dumps({"amount": 100, "number": new_number()}).encode()
+    url = f"{s.base}/transactions/cashin"
+    return s.client.post(url, content=iter([body]), headers=s.headers()).status_code >= 500
+
+
+def _nan_amount_accepted(s: Session) -> bool:
+    url = f"{s.base}/transactions/cashin"
+    body = f'{{"amount": NaN, "number": "{new_number()}"}}'
+    return s.client.post(url, content=body, headers=s.headers()).status_code < 400
+
+
 PROBES: dict[str, Callable[[Session], bool]] = {
     "key-reuse-executes": _key_reuse_executes,
     "wrong-kind-on-cashout": _wrong_kind_on_cashout,
@@ -911,6 +938,11 @@ PROBES: dict[str, Callable[[Session], bool]] = {
     "cashout-not-processed": _cashout_not_processed,
     "find-records-event": _find_records_event,
     "failed-filter-misses": _failed_filter_misses,
+    # -- what the mutation score showed unseen --
+    "pending-fails-on-its-own": _pending_fails_on_its_own,
+    "huge-amount-shortened": _huge_amount_shortened,
+    "chunked-body-500": _chunked_body_500,
+    "nan-amount-accepted": _nan_amount_accepted,
 }
 
 
