@@ -349,7 +349,7 @@ def test_quiet_terminal_shows_each_problem_with_its_curl(written: dict[str, Any]
 
 
 def test_a_preflight_failure_writes_the_three_reports_as_an_error(tmp_path: Path) -> None:
-    why = "no API at http://127.0.0.1:9/apix (404 on /auth/agents/authorize): check base_url's path"
+    why = f"no API at http://127.0.0.1:9/apix (404 on {AUTHORIZE_PATH}): check base_url's path"
     paths = report.write_setup_error(why, report_dir=tmp_path, target="http://127.0.0.1:9/apix")
     assert [p.name for p in paths] == ["junit.xml", "conformance.json", "report.html"]
     data = json.loads((tmp_path / "conformance.json").read_text(encoding="utf-8"))

@@ -20,6 +20,7 @@ from conformance.checks import entry_of
 from conformance.plugin import EXPIRY_CHECK
 from paysuite.cli import main
 from paysuite_core.launcher import RunningStub
+from paysuite_core.tokens import AUTHORIZE_PATH
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "conformance.md"
 
@@ -260,10 +261,7 @@ def test_a_wrong_base_url_path_names_the_path_and_writes_the_reports(
     reports = tmp_path / "reports"
     result = run_paysuite("conform", "--config", str(config), "--report-dir", str(reports))
     assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
-    why = (
-        f"no API at {module_stub.root_url}/apix (404 on /auth/agents/authorize): "
-        "check base_url's path"
-    )
+    why = f"no API at {module_stub.root_url}/apix (404 on {AUTHORIZE_PATH}): check base_url's path"
     assert result.stderr.strip() == f"paysuite conform: {why}"
     assert "client_secret" not in result.stderr
     # every exit writes its reports: a CI's test-report step finds why nothing ran

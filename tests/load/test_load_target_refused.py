@@ -20,6 +20,7 @@ from aiohttp import web
 from loadkit import run_load
 
 from load.finalize import ramp_table, verdict_table
+from paysuite_core.tokens import AUTHORIZE_PATH
 
 
 def _config(path: Path, base_url: str) -> Path:
@@ -95,9 +96,7 @@ def test_a_404_on_authorize_names_the_base_url_path(tmp_path: Path) -> None:
         config = _config(tmp_path / "c.yaml", stub.root_url + "/apix")
         run = run_load(tmp_path / "r", "--config", str(config))
     assert run.returncode == 2
-    expected = (
-        f"no API at {stub.root_url}/apix (404 on /auth/agents/authorize): check base_url's path"
-    )
+    expected = f"no API at {stub.root_url}/apix (404 on {AUTHORIZE_PATH}): check base_url's path"
     assert run.stderr.strip() == f"paysuite load: {expected}"
     assert run.summary()["reason"] == expected
 
