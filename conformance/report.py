@@ -138,9 +138,11 @@ _RULE_SUFFIX = re.compile(r", (?:rule )?\d+$")
 
 
 def heading(section: str) -> str:
-    """The document's heading a catalog section sits under: "Authentication, 1" is rule 1 of
-    "Authentication", and a reader looks for the heading, not for the catalog's rule number."""
-    return _RULE_SUFFIX.sub("", section)
+    """The document's heading a catalog section sits under, as a reader finds it in the document.
+
+    "Authentication, 1" is rule 1 of "Authentication": a reader looks for the heading, not for
+    the catalog's rule number. A subsection keeps its path ("Endpoints › 2. Cashout")."""
+    return _RULE_SUFFIX.sub("", section).replace(", ", " › ", 1)
 
 
 def _by_section(results: Sequence[Any]) -> list[tuple[str, list[Any]]]:
@@ -314,8 +316,8 @@ def problems(results: Sequence[Any], *, target: str = "", reveal_secrets: bool =
             continue
         lines.extend(_scorecard_lines(result, color=False))
         curl = _last_curl(result, reveal_secrets)
-        if curl:
-            lines.append(f"         Reproduce: {curl}")
+        if curl:  # a property failure's reproduction is several commands: keep them indented
+            lines.append("         Reproduce: " + curl.replace("\n", "\n" + " " * 20))
     if len(errors) > ERRORS_SHOWN:
         lines.append(f"  ! ... and {len(errors) - ERRORS_SHOWN} more errors: see report.html")
     if not lines:

@@ -501,8 +501,8 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
             "server_duplicate_keys": recon.get("server_duplicate_keys", 0),
         }
     (report_dir / "load.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    print(verdict_table(verdicts, recon, shape.name, exit_code, aborted), flush=True)
-    if shape.name == "ramp":
+    if shape.name == "ramp":  # what the ramp found first, the verdict last
         print("\n".join(ramp_table(shape_summary) + ramp_lines(shape_summary)), flush=True)
+    print(verdict_table(verdicts, recon, shape.name, exit_code, aborted), flush=True)
     environment.process_exit_code = exit_code
     return summary

@@ -315,7 +315,7 @@ def test_html_puts_failures_and_errors_first_each_with_its_proof(written: dict[s
 def test_sections_are_named_by_the_documents_headings(written: dict[str, Any]) -> None:
     assert report.heading("Authentication, 1") == "Authentication"
     assert report.heading("Errors, rule 2") == "Errors"
-    assert report.heading("Endpoints, 2. Cashout") == "Endpoints, 2. Cashout"
+    assert report.heading("Endpoints, 2. Cashout") == "Endpoints › 2. Cashout"
     ids = ("AUTH-005", "AUTH-002", "ERR-001")  # Authentication 1 and 2, Errors rule 2
     sections = [catalog.get(cid).section for cid in ids]
     assert sections == ["Authentication, 1", "Authentication, 2", "Errors, rule 2"]
