@@ -78,7 +78,7 @@ def write_no_run(
         "exit_code": exit_code,
         "no_load": True,
         "duration_s": 0,
-        "stop_reason": f"no load sent: {reason}",
+        "stop_reason": "the pre-check stopped the run before any load",
         "operations": {},
         "total": {"requests": 0, "failures": 0, "rps": 0.0},
         "slo": {"thresholds": {}, "verdicts": []},

@@ -215,7 +215,10 @@ def write_index(
         conf_body += _link(str(Path(conformance.report).with_name("junit.xml")), "junit.xml")
     conf_cls = "pass" if conformance.status == "passed" else "fail"
 
-    if load_summary is not None:
+    if load_summary is not None and load_summary.get("no_load"):
+        load_body = f"<p>{html.escape(str(load_summary.get('reason', '')))}</p>"
+        load_body += _link("load/load.html", "load summary")
+    elif load_summary is not None:
         verdicts = load_summary.get("slo", {}).get("verdicts", [])
         failed = [v for v in verdicts if not v["passed"]]
         recon = load_summary.get("reconciliation", {})

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -129,3 +131,33 @@ def test_the_ramp_prints_its_steps_and_marks_the_knee() -> None:
     assert lines[0].split("\n")[1].split() == ["step", "users", "req/s", "p95", "ms", "errors"]
     assert lines[2].split() == ["1", "10", "98", "25", "0.0%", "<-", "knee"]
     assert lines[3].split() == ["2", "15", "101", "300", "2.0%"]
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_the_500_targets_load_html_in_headless_chromium(answers_500: str, tmp_path: Path) -> None:
+    config = _config(tmp_path / "c.yaml", answers_500)
+    run = run_load(tmp_path / "r", "--config", str(config))
+    assert run.returncode == 1
+    page = (tmp_path / "r" / "load.html").resolve().as_uri()
+    chromium = [
+        CHROMIUM or "chromium", "--headless", "--no-sandbox", "--disable-gpu",
+        "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]  # fmt: skip
+    dom = subprocess.run(
+        [*chromium, "--dump-dom", page], capture_output=True, text=True, timeout=120
+    ).stdout
+    assert 'class="banner fail" id="verdict">FAIL (exit 1): the target answered authorize' in dom
+    assert "HTTP 500" in dom and 'id="no-load"' in dom
+    shot = tmp_path / "r" / "load-html.png"  # kept for a person to look at
+    subprocess.run(
+        [*chromium, "--window-size=1200,500", f"--screenshot={shot}", page],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert shot.is_file()
