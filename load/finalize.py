@@ -58,6 +58,15 @@ def verdict_word(exit_code: int) -> str:
     return {EXIT_PASSED: "pass", EXIT_INTERRUPTED: "interrupted", 2: "error"}.get(exit_code, "fail")
 
 
+def _pass_reason(exit_code: int, reconciliation: dict[str, Any]) -> str:
+    """load.json's ``reason`` of a run with nothing to blame."""
+    if exit_code == EXIT_INTERRUPTED:
+        return INTERRUPTED
+    if reconciliation.get("nothing_to_check"):
+        return "every threshold met; no create was acknowledged, so nothing to reconcile"
+    return "every threshold met, nothing lost"
+
+
 def write_no_run(
     report_dir: Path, *, shape: str, target: str, verdict: str, exit_code: int, reason: str
 ) -> dict[str, Any]:
@@ -477,7 +486,7 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
         "exit_code": exit_code,
         "verdict": verdict_word(exit_code),
         "reason": "; ".join(result_reasons(verdicts, recon, aborted))
-        or (INTERRUPTED if exit_code == EXIT_INTERRUPTED else "every threshold met, nothing lost"),
+        or _pass_reason(exit_code, recon),
         "files": {
             "locust_html": rel(html_file),
             "stats_csv": rel(f"{csv_prefix}_stats.csv") if csv_prefix else None,

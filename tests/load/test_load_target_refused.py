@@ -161,3 +161,30 @@ def test_the_500_targets_load_html_in_headless_chromium(answers_500: str, tmp_pa
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert shot.is_file()
+
+
+def test_quiet_asks_locust_for_no_statistics_table(tmp_path: Path) -> None:
+    """Locust's own switches: --only-summary (no periodic table) and --skip-log-setup (its
+    final table is INFO logging, which Python's defaults do not print)."""
+    from load.plan import build_plan
+    from load.runner import locust_command
+
+    config = _config(tmp_path / "c.yaml", "http://127.0.0.1:9/api")
+    plan_file = tmp_path / "plan.json"
+
+    def flags(**kwargs: bool) -> set[str]:
+        command = locust_command(build_plan(config=config, **kwargs), plan_file)
+        return {"--only-summary", "--skip-log-setup"} & set(command)
+
+    assert flags() == set()
+    assert flags(quiet=True) == {"--only-summary", "--skip-log-setup"}
+    assert flags(summary_only=True) == {"--only-summary"}  # paysuite demo's default
+
+
+def test_a_run_with_nothing_to_reconcile_does_not_claim_nothing_lost() -> None:
+    from load.finalize import _pass_reason
+
+    assert _pass_reason(0, {"nothing_to_check": True}) == (
+        "every threshold met; no create was acknowledged, so nothing to reconcile"
+    )
+    assert _pass_reason(0, {"acknowledged": 3}) == "every threshold met, nothing lost"
