@@ -67,10 +67,22 @@ def _pass_reason(exit_code: int, reconciliation: dict[str, Any]) -> str:
     return "every threshold met, nothing lost"
 
 
+#: load.json's ``stop_reason`` of a run the pre-check stopped
+STOPPED_BY_PRECHECK = "the pre-check stopped the run before any load"
+
+
 def write_no_run(
-    report_dir: Path, *, shape: str, target: str, verdict: str, exit_code: int, reason: str
+    report_dir: Path,
+    *,
+    shape: str,
+    target: str,
+    verdict: str,
+    exit_code: int,
+    reason: str,
+    stop_reason: str = STOPPED_BY_PRECHECK,
 ) -> dict[str, Any]:
-    """load.json and load.html of a run that sent no load (the pre-check stopped it).
+    """load.json and load.html of a run without a verdict of its own: the pre-check stopped it
+    (no load sent), or Locust ended without writing one (``stop_reason`` says which).
 
     The same schema as a run's, with nothing measured: a reader (a CI step, ``paysuite demo``)
     finds the verdict and its reason where it always does, never a missing file.
@@ -87,7 +99,7 @@ def write_no_run(
         "exit_code": exit_code,
         "no_load": True,
         "duration_s": 0,
-        "stop_reason": "the pre-check stopped the run before any load",
+        "stop_reason": stop_reason,
         "operations": {},
         "total": {"requests": 0, "failures": 0, "rps": 0.0},
         "slo": {"thresholds": {}, "verdicts": []},

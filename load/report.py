@@ -535,7 +535,7 @@ def _no_load_page(summary: dict[str, Any]) -> str:
             f'<div class="banner {cls}" id="verdict">{word} (exit '
             f"{_cell(summary.get('exit_code'))}): {html.escape(str(summary.get('reason')))}</div>",
             f'<div class="facts"><span>target <b>{_cell(summary.get("target"))}</b></span>'
-            "<span><b>0</b> requests of load sent</span></div>",
+            f"<span>stopped: {_cell(summary.get('stop_reason'))}</span></div>",
             "<p id='no-load'>"
             + (
                 "The target answered the pre-check's authorize, wrongly: a finding about the "

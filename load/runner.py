@@ -361,7 +361,7 @@ def outcome(plan: LoadPlan, code: int) -> LoadResult:
     if not load_json.is_file():
         reason = f"Locust ended without a verdict (exit status {code}); see its output above"
         say(reason)
-        return ended_early(plan, TargetRefused(reason))
+        return ended_early(plan, TargetRefused(reason), "Locust ended without a verdict")
     summary = json.loads(load_json.read_text())
     exit_code = int(summary.get("exit_code", code))
     say(f"reports: {plan.report_dir.resolve()}/load.html, load.json, locust.html, locust_*.csv")
@@ -369,10 +369,10 @@ def outcome(plan: LoadPlan, code: int) -> LoadResult:
     return LoadResult(exit_code if code in (0, 1, 3, 130) else 2, plan.report_dir, summary, plan)
 
 
-def ended_early(plan: LoadPlan, refused: TargetRefused) -> LoadResult:
-    """A run that measured nothing still writes load.json and load.html, with why: a CI's
-    report step then shows the reason instead of a missing file."""
-    from load.finalize import write_no_run
+def ended_early(plan: LoadPlan, refused: TargetRefused, stop_reason: str = "") -> LoadResult:
+    """A run without a verdict still writes load.json and load.html, with why: a CI's report
+    step then shows the reason instead of a missing file."""
+    from load.finalize import STOPPED_BY_PRECHECK, write_no_run
 
     summary = write_no_run(
         plan.report_dir,
@@ -381,6 +381,7 @@ def ended_early(plan: LoadPlan, refused: TargetRefused) -> LoadResult:
         verdict=refused.verdict,
         exit_code=refused.exit_code,
         reason=str(refused),
+        stop_reason=stop_reason or STOPPED_BY_PRECHECK,
     )
     say(f"reports: {plan.report_dir.resolve()}/load.html, load.json")
     return LoadResult(refused.exit_code, plan.report_dir, summary, plan)
