@@ -78,6 +78,13 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="print real tokens in the reports' curl commands (default: $PAYSUITE_TOKEN)",
     )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print a progress line per check and the whole scorecard (default: the problems, "
+        "the counts, the reports and the verdict)",
+    )
     parser.add_argument("--list", action="store_true", help="print the check catalog and exit")
     parser.add_argument("--seed", type=int, metavar="N", help="seed of the property tests")
     parser.set_defaults(func=run)

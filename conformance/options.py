@@ -53,6 +53,9 @@ class Options:
     max_duration_s: float = DEFAULT_MAX_DURATION_S
     limits: Limits = field(default_factory=Limits)
     max_throttle_wait_s: float = DEFAULT_MAX_THROTTLE_WAIT_S
+    #: the progress lines and the whole scorecard at the terminal (``-v``); without it a run
+    #: prints its problems, its counts, where the reports are and the verdict
+    verbose: bool = False
 
     @classmethod
     def parse(
@@ -71,6 +74,7 @@ class Options:
         max_duration: str | float | None = None,
         limits: Mapping[str, str | None] | None = None,
         max_throttle_wait: str | float | None = None,
+        verbose: bool = False,
     ) -> Options:
         """``Options`` from command-line values (strings, ``None`` for the defaults)."""
         try:
@@ -93,6 +97,7 @@ class Options:
             max_duration_s=parse_seconds(max_duration, "--max-duration", DEFAULT_MAX_DURATION_S),
             limits=parse_limits(dict(limits or {})),
             max_throttle_wait_s=parse_wait(max_throttle_wait),
+            verbose=bool(verbose),
         )
 
     @classmethod
@@ -112,6 +117,7 @@ class Options:
             max_duration=getattr(args, "max_duration", None),
             limits={name: getattr(args, name, None) for name in LIMIT_OPTIONS},
             max_throttle_wait=getattr(args, "max_throttle_wait", None),
+            verbose=bool(getattr(args, "verbose", False)),
         )
 
     @classmethod
@@ -131,6 +137,7 @@ class Options:
             max_duration=config.getoption("conformance_max_duration", None),
             limits={name: config.getoption(f"conformance_{name}", None) for name in LIMIT_OPTIONS},
             max_throttle_wait=config.getoption("conformance_max_throttle_wait", None),
+            verbose=int(config.getoption("verbose", 0) or 0) > 0,
         )
 
 

@@ -421,6 +421,9 @@ def pytest_collection_modifyitems(
             state.prepared = prepare(options)
         except SetupError as exc:
             state.setup_error = str(exc)
+            from conformance.runner import write_setup_reports
+
+            write_setup_reports(options, str(exc))
             pytest.exit(str(exc), returncode=2)
         state.owns_prepared = True
     state.target = Target(
@@ -588,8 +591,12 @@ def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str])
     if state is None or not state.active:
         return
     check_id = state.nodeids.get(nodeid)
-    # Under plain pytest its own reporter shows progress; ours is for ``paysuite conform``.
-    if check_id is not None and config.pluginmanager.get_plugin("terminalreporter") is None:
+    # Under plain pytest its own reporter shows progress; ours is for ``paysuite conform -v``.
+    if (
+        check_id is not None
+        and config.pluginmanager.get_plugin("terminalreporter") is None
+        and state.options.verbose
+    ):
         _progress(config, state, check_id)
 
 
@@ -638,6 +645,7 @@ def _write(config: pytest.Config, text: str) -> None:
 
 
 REFERENCE_SKIP = "reference choice: checked in the reference profile"
+NEVER_RAN = "not run: the run ended before it"
 
 
 def decide(state: RunState) -> Any:
@@ -648,17 +656,27 @@ def decide(state: RunState) -> Any:
     (the target stopped answering): what was not judged says nothing either way; fail (exit 1)
     when fewer of the profile's checks ran than --min-coverage asks (they were skipped); pass.
     """
+    from conformance import catalog
     from conformance.report import Coverage, Verdict
 
     ordered = [state.results[cid] for cid in state.selected if cid in state.results]
     in_profile = [
         r for r in ordered if not (r.outcome == "skipped" and r.message == REFERENCE_SKIP)
     ]
+    # The checks the run meant to run and never reached (an interruption, a pytest.exit) still
+    # count in the total: otherwise an interrupted run would read "coverage 44/45".
+    never_ran = [
+        cid
+        for cid in state.selected
+        if cid not in state.results
+        and not (catalog.get(cid).profile == "reference" and state.options.profile != "reference")
+    ]
     ran = [r for r in in_profile if r.outcome in ("passed", "failed")]
     coverage = Coverage(
         run=len(ran),
-        total=len(in_profile),
-        skipped=tuple((r.check.id, r.message) for r in in_profile if r.outcome == "skipped"),
+        total=len(in_profile) + len(never_ran),
+        skipped=tuple((r.check.id, r.message) for r in in_profile if r.outcome == "skipped")
+        + tuple((cid, NEVER_RAN) for cid in never_ran),
         minimum=state.options.min_coverage,
         not_applicable=tuple(
             (r.check.id, r.message)
@@ -732,7 +750,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         duration = round(time.monotonic() - state.t0, 2)
         ordered = [state.results[cid] for cid in state.selected if cid in state.results]
         outcome = decide(state)
-        _write(config, report.scorecard(ordered, outcome, with_verdict=False))
+        if state.options.verbose:
+            _write(config, report.scorecard(ordered, outcome, with_verdict=False))
+        else:  # quiet: what went wrong (in full), then the counts
+            found = report.problems(
+                ordered,
+                target=state.target.base_url,
+                reveal_secrets=state.options.reveal_secrets,
+            )
+            if found:
+                _write(config, found)
+            _write(config, report.totals_line(ordered))
+            for error in outcome.run_errors:
+                _write(config, f"  ! {error}")
         paths = report.write_all(
             ordered,
             verdict=outcome,

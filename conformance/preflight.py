@@ -144,6 +144,8 @@ def preflight(
             who = f"application {app.client_id} ({app.privilege}, merchant {app.merchant})"
             reply = tokens.authorize(token_send, app)
             assert isinstance(reply, Reply)
+            if reply.status == 404:  # the document's path: the base URL misses the API
+                raise SetupError(tokens.no_api_at(base))
             if not isinstance(reply.body, dict):
                 raise SetupError(
                     f"the target at {base} does not answer like this API: {authorize} "

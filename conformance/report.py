@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -133,17 +134,29 @@ def totals_line(results: Sequence[Any]) -> str:
     return line
 
 
+_RULE_SUFFIX = re.compile(r", (?:rule )?\d+$")
+
+
+def heading(section: str) -> str:
+    """The document's heading a catalog section sits under, as a reader finds it in the document.
+
+    "Authentication, 1" is rule 1 of "Authentication": a reader looks for the heading, not for
+    the catalog's rule number. A subsection keeps its path ("Endpoints › 2. Cashout")."""
+    return _RULE_SUFFIX.sub("", section).replace(", ", " › ", 1)
+
+
 def _by_section(results: Sequence[Any]) -> list[tuple[str, list[Any]]]:
-    groups: list[tuple[str, list[Any]]] = []
+    """Results grouped under the document's headings, in the document's order."""
+    groups: dict[str, list[Any]] = {}
     order = list(catalog.section_order())
     for section in order:
         members = [r for r in results if r.check.section == section]
         if members:
-            groups.append((section, members))
+            groups.setdefault(heading(section), []).extend(members)
     others = [r for r in results if r.check.section not in order]
     if others:  # never drop a result because its section is not in the catalog's order
-        groups.append(("Other", others))
-    return groups
+        groups.setdefault("Other", []).extend(others)
+    return list(groups.items())
 
 
 def _default_reason(verdict: Verdict, results: Sequence[Any]) -> str:
@@ -264,6 +277,57 @@ def _scorecard_lines(result: Any, color: bool) -> list[str]:
         line = f"      · {_first_line(note, 300)}"
         lines.append(f"{_DIM}{line}{_RESET}" if color else line)
     return lines
+
+
+#: Errors shown in full at the terminal; past it one line says how many more report.html has
+#: (a target that stops answering makes every later check an error of the same cause).
+ERRORS_SHOWN = 5
+
+
+def _last_curl(result: Any, reveal: bool) -> str:
+    """The curl of the last exchange that has one: the request that shows the problem."""
+    for item in reversed(_evidence(result, reveal)):
+        if item.get("curl"):
+            return str(item["curl"])
+    return ""
+
+
+def problems(results: Sequence[Any], *, target: str = "", reveal_secrets: bool = False) -> str:
+    """What a quiet run prints of its checks: every failure with its Expected / Actual and the
+    curl that reproduces it, the first errors, a line per warning; "" when there is none.
+
+    A passing run then fits on a screen, and a failing one still says at the terminal what broke
+    and how to see it again, without opening a report.
+    """
+    lines: list[str] = []
+    errors = [r for r in results if severity(r) == "error"]
+    for result in results:
+        level = severity(result)
+        if level == "warning":
+            check = result.check
+            lines.append(
+                f"  {_MARK[level]} {check.id:<9} {check.level:<6} warning {check.title}: "
+                f"{_first_line(result.message, 160)}"
+            )
+            continue
+        if level not in ("fail", "error"):
+            continue
+        if level == "error" and errors.index(result) >= ERRORS_SHOWN:
+            continue
+        lines.extend(_scorecard_lines(result, color=False))
+        curl = _last_curl(result, reveal_secrets)
+        if curl:  # a property failure's reproduction is several commands: keep them indented
+            lines.append("         Reproduce: " + curl.replace("\n", "\n" + " " * 20))
+    if len(errors) > ERRORS_SHOWN:
+        lines.append(f"  ! ... and {len(errors) - ERRORS_SHOWN} more errors: see report.html")
+    if not lines:
+        return ""
+    shown = [r for r in results if severity(r) in ("fail", "error")]
+    exports = replay(shown, target=target, reveal_secrets=reveal_secrets)["exports"]
+    if exports and any("Reproduce:" in line for line in lines):
+        lines.append("  the curl commands replay after these exports (or with --reveal-secrets):")
+        lines.extend(f"    {line}" for line in exports)
+    return "\n".join(lines)
 
 
 # --- conformance.json -----------------------------------------------------------------------
@@ -550,7 +614,7 @@ def _section_html(result: Any, reveal: bool) -> str:
         f"<section class='check check-{level}' id='{_e(result.check.id)}'>"
         f"<h3>{_e(result.check.id)} <span class='level'>{_e(result.check.level)}</span> "
         f"<span class='{level}'>{_e(_WORD[level])}</span> {_e(result.check.title)}</h3>"
-        f"<div>Section: {_e(result.check.section)}</div>"
+        f"<div>Section: {_e(heading(result.check.section))}</div>"
         f"<blockquote>{_e(result.check.quote)}</blockquote>"
         f"{expected_actual}<pre>{_e(result.message)}</pre>{exchanges}</section>"
     )
@@ -577,17 +641,24 @@ def to_html(
     reveal_secrets: bool = False,
     title: str = "paysuite conformance report",
 ) -> str:
-    """The report a person reads: verdict banner, scorecard table, then each problem's proof."""
+    """The report a person reads: verdict banner, then every failure and error with its proof
+    and curl right under it, then the warnings, then the scorecard of every check.
+
+    Problems come first (as schemathesis puts them): on a run of one failure and forty skips
+    the reader should not look for it in the middle of a table in document order.
+    """
     rows = []
     for section, members in _by_section(results):
         rows.append(f"<tr><th class='section' colspan='4'>{_e(section)}</th></tr>")
         rows.extend(_row_html(r) for r in members)
-    failing = [r for r in results if severity(r) in ("fail", "error")]
+    failing = [r for r in results if severity(r) == "fail"]
+    failing += [r for r in results if severity(r) == "error"]
     warned = [r for r in results if severity(r) == "warning"]
     blocks = [
-        "<h2>Failed checks</h2>" + "\n".join(_section_html(r, reveal_secrets) for r in failing)
+        "<h2 id='problems'>Failures and errors</h2>"
+        + "\n".join(_section_html(r, reveal_secrets) for r in failing)
         if failing
-        else "<h2>No failed check</h2>"
+        else "<h2 id='problems'>No failure, no error</h2>"
     ]
     if warned:
         blocks.append(
@@ -604,12 +675,45 @@ def to_html(
         f"<div class='meta'>Target <code>{_e(target)}</code> · profile "
         f"<b>{_e(verdict.profile)}</b> · started {_e(started_at)} · {duration_s:.1f} s</div>"
         f"{_banner(verdict, results)}"
-        "<h2>Scorecard</h2>"
-        "<table><thead><tr><th>ID</th><th>Level</th><th>Outcome</th><th>Check</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>"
         f"<div class='totals' id='totals'>{_e(totals_line(results))}</div>"
         f"{_replay_html(replay_info) if failing or warned else ''}"
-        f"{''.join(blocks)}</body></html>"
+        f"{''.join(blocks)}"
+        "<h2 id='scorecard'>Scorecard</h2>"
+        "<table><thead><tr><th>ID</th><th>Level</th><th>Outcome</th><th>Check</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+        "</body></html>"
+    )
+
+
+def write_setup_error(
+    reason: str,
+    *,
+    report_dir: str | Path,
+    target: str,
+    profile: str = "seed",
+    strict: bool = False,
+    started_at: str = "",
+    reveal_secrets: bool = False,
+) -> list[Path]:
+    """The three reports of a run the pre-flight stopped: verdict error (exit 2), no check run,
+    one error case naming the cause, so a CI's report step shows why instead of no file."""
+    verdict = Verdict(
+        verdict="error",
+        exit_code=2,
+        profile=profile,
+        strict=strict,
+        coverage=Coverage(run=0, total=0),
+        run_errors=(f"pre-flight: {reason}",),
+        reason=f"the pre-flight stopped the run before any check: {reason}",
+    )
+    return write_all(
+        [],
+        verdict=verdict,
+        report_dir=report_dir,
+        target=target,
+        started_at=started_at,
+        duration_s=0.0,
+        reveal_secrets=reveal_secrets,
     )
 
 

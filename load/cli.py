@@ -97,7 +97,11 @@ def register(subparsers: Any) -> None:
         type=int,
         help="largest response body read (default 4 MiB); a larger one is an error",
     )
-    load.add_argument("--quiet", action="store_true", help="no periodic Locust statistics lines")
+    load.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no Locust statistics table (neither every few seconds nor at the end)",
+    )
     load.add_argument(
         "--webhooks",
         action="store_true",

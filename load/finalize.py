@@ -53,6 +53,68 @@ def exit_status(slo_passed: bool, reconciliation_passed: bool) -> int:
     return EXIT_PASSED if slo_passed else EXIT_BREACHED
 
 
+def verdict_word(exit_code: int) -> str:
+    """load.json's ``verdict``: the exit status in the word every report shows."""
+    return {EXIT_PASSED: "pass", EXIT_INTERRUPTED: "interrupted", 2: "error"}.get(exit_code, "fail")
+
+
+def _pass_reason(exit_code: int, reconciliation: dict[str, Any]) -> str:
+    """load.json's ``reason`` of a run with nothing to blame."""
+    if exit_code == EXIT_INTERRUPTED:
+        return INTERRUPTED
+    if reconciliation.get("nothing_to_check"):
+        return "every threshold met; no create was acknowledged, so nothing to reconcile"
+    return "every threshold met, nothing lost"
+
+
+#: load.json's ``stop_reason`` of a run the pre-check stopped
+STOPPED_BY_PRECHECK = "the pre-check stopped the run before any load"
+
+
+def write_no_run(
+    report_dir: Path,
+    *,
+    shape: str,
+    target: str,
+    verdict: str,
+    exit_code: int,
+    reason: str,
+    stop_reason: str = STOPPED_BY_PRECHECK,
+) -> dict[str, Any]:
+    """load.json and load.html of a run without a verdict of its own: the pre-check stopped it
+    (no load sent), or Locust ended without writing one (``stop_reason`` says which).
+
+    The same schema as a run's, with nothing measured: a reader (a CI step, ``paysuite demo``)
+    finds the verdict and its reason where it always does, never a missing file.
+    """
+    from load.report import render_html
+
+    summary: dict[str, Any] = {
+        "schema": SCHEMA,
+        "shape": shape,
+        "profile": shape,
+        "target": target,
+        "verdict": verdict,
+        "reason": reason,
+        "exit_code": exit_code,
+        "no_load": True,
+        "duration_s": 0,
+        "stop_reason": stop_reason,
+        "operations": {},
+        "total": {"requests": 0, "failures": 0, "rps": 0.0},
+        "slo": {"thresholds": {}, "verdicts": []},
+        "slo_passed": False,
+        "failed_because": [reason],
+        "reconciliation": {"nothing_to_check": True, "passed": False, "reasons": []},
+        "failures": [],
+        "files": {"load_html": "load.html"},
+    }
+    report_dir.mkdir(parents=True, exist_ok=True)
+    (report_dir / "load.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    render_html(report_dir)
+    return summary
+
+
 def percentile(values: list[float], fraction: float) -> float | None:
     """Nearest-rank percentile of a list (None when empty)."""
     if not values:
@@ -228,20 +290,23 @@ def verdict_table(
         )
     r = reconciliation
     reasons = r.get("reasons") or []
-    lines.append(
-        "paysuite: reconciliation: {ack} acknowledged creates, {checked} checked, "
-        "{found} found, {lost} lost, {mis} mismatched, {dup} duplicate keys, "
-        "{unchecked} unchecked -> {verdict}".format(
-            ack=r.get("acknowledged", 0),
-            checked=r.get("checked", 0),
-            found=r.get("found", 0),
-            lost=r.get("lost", 0),
-            mis=r.get("mismatched", 0),
-            dup=r.get("duplicate_keys", 0) + r.get("server_duplicate_keys", 0),
-            unchecked=r.get("unchecked", 0),
-            verdict=f"{ok} PASS" if r.get("passed") else f"{cross} FAIL: " + "; ".join(reasons),
+    if r.get("nothing_to_check"):
+        lines.append("paysuite: reconciliation: nothing to check (no create was acknowledged)")
+    else:
+        lines.append(
+            "paysuite: reconciliation: {ack} acknowledged creates, {checked} checked, "
+            "{found} found, {lost} lost, {mis} mismatched, {dup} duplicate keys, "
+            "{unchecked} unchecked -> {verdict}".format(
+                ack=r.get("acknowledged", 0),
+                checked=r.get("checked", 0),
+                found=r.get("found", 0),
+                lost=r.get("lost", 0),
+                mis=r.get("mismatched", 0),
+                dup=r.get("duplicate_keys", 0) + r.get("server_duplicate_keys", 0),
+                unchecked=r.get("unchecked", 0),
+                verdict=f"{ok} PASS" if r.get("passed") else f"{cross} FAIL: " + "; ".join(reasons),
+            )
         )
-    )
     why = result_reasons(verdicts, r, aborted)
     if exit_code == 0:
         lines.append("paysuite: result: PASS (exit 0)")
@@ -252,11 +317,37 @@ def verdict_table(
         )
     else:
         meaning = {EXIT_BREACHED: "threshold breached", EXIT_LOST: "reconciliation failed"}
+        # one line per reason: a breach of many thresholds stays readable in a CI log
         lines.append(
-            f"paysuite: result: FAIL (exit {exit_code}: {meaning.get(exit_code, 'failed')}): "
-            + "; ".join(why)
+            f"paysuite: result: FAIL (exit {exit_code}: {meaning.get(exit_code, 'failed')}):"
         )
+        lines += [f"  - {reason}" for reason in why]
     return "\n".join(lines)
+
+
+def ramp_table(shape_summary: dict[str, Any]) -> list[str]:
+    """The ramp's steps at the terminal (users, req/s, p95, errors), the knee marked: what a
+    ramp is run for, without opening load.html."""
+    steps = shape_summary.get("steps") or []
+    if not steps:
+        return []
+    marks: dict[int, list[str]] = {}
+    for key, label in (("knee", "knee"), ("plateau", "plateau"), ("slo_break", "SLO broken")):
+        found = shape_summary.get(key)
+        if found:
+            marks.setdefault(int(found["step"]), []).append(label)
+    lines = [
+        f"paysuite: ramp steps\n  {'step':>4} {'users':>6} {'req/s':>9} {'p95 ms':>8} {'errors':>8}"
+    ]
+    for step in steps:
+        p95 = "n/a" if step.get("p95_ms") is None else f"{step['p95_ms']:g}"
+        errors = f"{100 * float(step.get('error_ratio') or 0):.1f}%"
+        mark = marks.get(int(step["step"]))
+        lines.append(
+            f"  {step['step']:>4} {step['users']:>6} {step['rps']:>9g} {p95:>8} {errors:>8}"
+            + (f"  <- {', '.join(mark)}" if mark else "")
+        )
+    return lines
 
 
 def collect_failures(stats: RequestStats) -> list[dict[str, Any]]:
@@ -337,6 +428,8 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
     recon["acknowledged_without_ref"] = without_ref
     recon["reasons"] = failure_reasons(recon)
     recon["passed"] = not recon["reasons"]
+    # "found nothing lost" over zero creates would read as a finding; it is an absence of one
+    recon["nothing_to_check"] = not recon.get("acknowledged") and not recon["reasons"]
     exit_code = exit_status(slo_passed, recon["passed"])
     if interrupted and exit_code == EXIT_PASSED:
         exit_code = EXIT_INTERRUPTED
@@ -403,6 +496,9 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
         "ledger": {"batches": LEDGER.batches_received, "sources": sorted(LEDGER.sources)},
         "mix": shape.mix,
         "exit_code": exit_code,
+        "verdict": verdict_word(exit_code),
+        "reason": "; ".join(result_reasons(verdicts, recon, aborted))
+        or _pass_reason(exit_code, recon),
         "files": {
             "locust_html": rel(html_file),
             "stats_csv": rel(f"{csv_prefix}_stats.csv") if csv_prefix else None,
@@ -426,8 +522,8 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
             "server_duplicate_keys": recon.get("server_duplicate_keys", 0),
         }
     (report_dir / "load.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    if shape.name == "ramp":  # what the ramp found first, the verdict last
+        print("\n".join(ramp_table(shape_summary) + ramp_lines(shape_summary)), flush=True)
     print(verdict_table(verdicts, recon, shape.name, exit_code, aborted), flush=True)
-    if shape.name == "ramp":
-        print("\n".join(ramp_lines(shape_summary)), flush=True)
     environment.process_exit_code = exit_code
     return summary

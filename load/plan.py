@@ -97,7 +97,10 @@ class LoadPlan:
     reconcile_timeout_s: float = 120.0
     reconcile_concurrency: int = 16
     run_id: str = field(default_factory=new_run_id)
+    #: no Locust statistics table at all (``--quiet``)
     quiet: bool = False
+    #: Locust's table once, at the end, not every few seconds (``paysuite demo``'s default)
+    summary_only: bool = False
     #: stop the run as soon as a threshold can no longer be met (``load.slo.decided_early``)
     abort_on_fail: bool = False
     #: receive the target's webhooks during the run and reconcile them (``load.webhooks``)
@@ -187,6 +190,7 @@ def build_plan(
     quiet: bool = False,
     abort_on_fail: bool = False,
     webhooks: bool = False,
+    summary_only: bool = False,
 ) -> LoadPlan:
     """The one way to make a ``LoadPlan``: validates every input, reads the target configuration
     file and the SLO file (once each). ``config=None`` means the bundled stub (``target`` then
@@ -266,6 +270,7 @@ def build_plan(
         reconcile_concurrency=reconcile_concurrency,
         run_id=run_id or new_run_id(),
         quiet=quiet,
+        summary_only=summary_only,
         abort_on_fail=abort_on_fail,
         webhooks=webhooks,
     )
@@ -440,6 +445,7 @@ def write_plan(plan: LoadPlan) -> str:
             "reconcile_concurrency": plan.reconcile_concurrency,
             "run_id": plan.run_id,
             "quiet": plan.quiet,
+            "summary_only": plan.summary_only,
             "abort_on_fail": plan.abort_on_fail,
             "webhooks": plan.webhooks,
         }
@@ -477,6 +483,7 @@ def read_plan(text: str) -> LoadPlan:
             reconcile_concurrency=int(data["reconcile_concurrency"]),
             run_id=str(data["run_id"]),
             quiet=bool(data["quiet"]),
+            summary_only=bool(data.get("summary_only", False)),
             abort_on_fail=bool(data.get("abort_on_fail", False)),
             webhooks=bool(data.get("webhooks", False)),
         )

@@ -385,7 +385,10 @@ def _reconciliation(recon: dict[str, Any]) -> str:
             f"<div class='muted'>{html.escape(label)}</div></div>"
         )
     verdict = (
-        "<p class='ok'>&#10003; nothing lost: every acknowledged create was found, with its "
+        "<p class='muted' id='reconciliation-empty'>Nothing to check: the run acknowledged no "
+        "create (its mix made none, or none succeeded).</p>"
+        if recon.get("nothing_to_check")
+        else "<p class='ok'>&#10003; nothing lost: every acknowledged create was found, with its "
         "fields and its created event.</p>"
         if recon.get("passed")
         else "<p class='bad'>&#10007; reconciliation failed: "
@@ -470,6 +473,7 @@ h2{font-size:1.15em;margin:1.6em 0 .5em;border-bottom:1px solid #e3e3e3;padding-
 .banner{padding:.7em 1em;border-radius:6px;margin:.6em 0;font-weight:600}
 .banner.pass{background:#e7f5ea;color:#176b2c;border:1px solid #b7e0c1}
 .banner.fail{background:#fde8e8;color:#9b0018;border:1px solid #f3b7bd}
+.banner.error{background:#f3e8fd;color:#6b21a8;border:1px solid #d8b4fe}
 .banner ul{margin:.3em 0 0 1.2em;padding:0;font-weight:400}
 .facts{display:flex;flex-wrap:wrap;gap:.4em 1.6em;margin:.4em 0;color:#333}
 .facts b{font-weight:600}
@@ -516,8 +520,40 @@ def render_html(report_dir: str | Path) -> Path | None:
     return out
 
 
+def _no_load_page(summary: dict[str, Any]) -> str:
+    """The page of a run the pre-check stopped: the verdict and its reason, nothing measured."""
+    word = str(summary.get("verdict") or "error").upper()
+    shape = _cell(summary.get("shape"))
+    cls = "fail" if word == "FAIL" else "error"
+    return "\n".join(
+        [
+            "<!doctype html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f"<title>paysuite load: {shape}: {word}</title>",
+            f"<style>{CSS}</style></head><body>",
+            f"<h1>paysuite load: shape {shape}</h1>",
+            f'<div class="banner {cls}" id="verdict">{word} (exit '
+            f"{_cell(summary.get('exit_code'))}): {html.escape(str(summary.get('reason')))}</div>",
+            f'<div class="facts"><span>target <b>{_cell(summary.get("target"))}</b></span>'
+            f"<span>stopped: {_cell(summary.get('stop_reason'))}</span></div>",
+            "<p id='no-load'>"
+            + (
+                "The target answered the pre-check's authorize, wrongly: a finding about the "
+                "target, so the run fails without sending load."
+                if word == "FAIL"
+                else "Nothing could be measured: there is no verdict on the target."
+            )
+            + ' <a href="load.json">load.json</a></p>',
+            "</body></html>",
+            "",
+        ]
+    )
+
+
 def render_page(summary: dict[str, Any], report_dir: Path) -> str:
     """The page's HTML (see the module docstring)."""
+    if summary.get("no_load"):
+        return _no_load_page(summary)
     files = summary.get("files") or {}
     rows = timeline_rows(summary, report_dir)
     t_end = summary.get("duration_s")
@@ -615,10 +651,13 @@ def render_page(summary: dict[str, Any], report_dir: Path) -> str:
     auth = summary.get("auth") or {}
     total = summary.get("total") or {}
     word = "PASS" if passed else "INTERRUPTED" if summary.get("exit_code") == 130 else "FAIL"
+    if recon.get("nothing_to_check"):
+        recon_word = "had nothing to check (no create acknowledged)"
+    else:
+        recon_word = "found nothing lost" if recon.get("passed") else "FAILED"
     headline = (
         f"{word} (exit {_cell(summary.get('exit_code'))}): thresholds "
-        f"{'met' if summary.get('slo_passed') else 'breached'}, reconciliation "
-        f"{'found nothing lost' if recon.get('passed') else 'FAILED'}"
+        f"{'met' if summary.get('slo_passed') else 'breached'}, reconciliation {recon_word}"
     )
     reasons = summary.get("failed_because") or []
     reason_list = (

@@ -45,7 +45,7 @@ from paysuite_core.target_config import TargetConfig
 from paysuite_core.throttle import Throttle, send_honouring
 from paysuite_core.tokens import PlainAnswer
 
-__all__ = ["LoadResult", "UsageError", "run"]
+__all__ = ["LoadResult", "TargetRefused", "UsageError", "run"]
 
 LOCUSTFILE = Path(__file__).resolve().parent / "locustfile.py"
 #: The bundled stub's customers answer by themselves, so transactions complete during the run.
@@ -80,6 +80,23 @@ class LoadResult:
     summary: dict[str, Any] | None
     #: the plan as run (against the bundled stub: with the stub's configuration)
     plan: LoadPlan
+
+
+class TargetRefused(UsageError):
+    """The pre-check ended the run before any load: ``verdict`` says whose fault it is.
+
+    ``fail`` (exit 1): the target answered and was wrong (a 5xx, no token pair), a finding
+    about the target as much as a breached threshold is. ``error`` (exit 2): nothing could be
+    measured (no answer, refused credentials, a wrong base URL), so there is no verdict on it.
+    """
+
+    def __init__(self, message: str, verdict: str = "error") -> None:
+        super().__init__(message)
+        self.verdict = verdict
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.verdict == "fail" else 2
 
 
 def say(message: str) -> None:
@@ -117,33 +134,39 @@ def preflight(config: TargetConfig, limits: ClientLimits | None = None) -> None:
     try:
         answer = tokens.authorize(probe_send, app)
     except probe.ProbeError as exc:
-        raise UsageError(f"target {config.base_url}: {exc}") from None
+        raise TargetRefused(f"target {config.base_url}: {exc}") from None
     assert isinstance(answer, PlainAnswer)
+    if answer.status == 404:
+        raise TargetRefused(tokens.no_api_at(config.base_url))
     if answer.status in (401, 403):
-        raise UsageError(
+        raise TargetRefused(
             f"the target refused the credentials of application {app.client_id} "
             f"(HTTP {answer.status})"
         )
     if 300 <= answer.status < 400:
-        raise UsageError(
+        raise TargetRefused(
             f"the target answered authorize with a redirect (HTTP {answer.status} to "
             f"{answer.location!r}); paysuite does not follow redirects: fix base_url"
         )
     if answer.status == 429:
-        raise UsageError(
+        raise TargetRefused(
             f"the target kept answering authorize with HTTP 429 (rate limited): "
             f"{throttle.stats().text()}"
         )
     if not 200 <= answer.status < 300:
-        raise UsageError(f"the target answered authorize with HTTP {answer.status}")
+        raise TargetRefused(
+            f"the target answered authorize with HTTP {answer.status}: no load was sent",
+            "fail" if answer.status >= 500 else "error",
+        )
     try:
         pair = json.loads(answer.body)
     except ValueError:
         pair = None
     if not isinstance(pair, dict) or not isinstance(pair.get("access"), str):
-        raise UsageError(
+        raise TargetRefused(
             "the target's answer to authorize is not a token pair (a JSON object with "
-            f"'access'): {answer.body[:80]!r}"
+            f"'access'): {answer.body[:80]!r}; no load was sent",
+            "fail",
         )
 
 
@@ -167,7 +190,12 @@ def locust_command(plan: LoadPlan, plan_file: Path) -> list[str]:
         "--paysuite-plan-file", str(plan_file.resolve()),
         "--paysuite-shape", plan.shape_name,
     ]  # fmt: skip
+    # Locust's own switches: --only-summary drops the table printed every few seconds;
+    # --skip-log-setup leaves logging to Python's defaults, which print warnings and errors
+    # but not the INFO records the final table is made of.
     if plan.quiet:
+        cmd += ["--only-summary", "--skip-log-setup"]
+    elif plan.summary_only:
         cmd += ["--only-summary"]
     return cmd
 
@@ -331,8 +359,9 @@ def outcome(plan: LoadPlan, code: int) -> LoadResult:
     """Map Locust's exit status and load.json to paysuite's (load.html is the master's)."""
     load_json = plan.report_dir / "load.json"
     if not load_json.is_file():
-        say(f"Locust ended without a verdict (exit status {code}); see its output above")
-        return LoadResult(2, plan.report_dir, None, plan)
+        reason = f"Locust ended without a verdict (exit status {code}); see its output above"
+        say(reason)
+        return ended_early(plan, TargetRefused(reason), "Locust ended without a verdict")
     summary = json.loads(load_json.read_text())
     exit_code = int(summary.get("exit_code", code))
     say(f"reports: {plan.report_dir.resolve()}/load.html, load.json, locust.html, locust_*.csv")
@@ -340,9 +369,34 @@ def outcome(plan: LoadPlan, code: int) -> LoadResult:
     return LoadResult(exit_code if code in (0, 1, 3, 130) else 2, plan.report_dir, summary, plan)
 
 
+def ended_early(plan: LoadPlan, refused: TargetRefused, stop_reason: str = "") -> LoadResult:
+    """A run without a verdict still writes load.json and load.html, with why: a CI's report
+    step then shows the reason instead of a missing file."""
+    from load.finalize import STOPPED_BY_PRECHECK, write_no_run
+
+    summary = write_no_run(
+        plan.report_dir,
+        shape=plan.shape_name,
+        target=plan.target.base_url,
+        verdict=refused.verdict,
+        exit_code=refused.exit_code,
+        reason=str(refused),
+        stop_reason=stop_reason or STOPPED_BY_PRECHECK,
+    )
+    say(f"reports: {plan.report_dir.resolve()}/load.html, load.json")
+    return LoadResult(refused.exit_code, plan.report_dir, summary, plan)
+
+
 def _run_against_target(plan: LoadPlan, locust_log: Path | None) -> LoadResult:
     check_loopback(plan.target)
-    preflight(plan.target, plan.limits)
+    try:
+        preflight(plan.target, plan.limits)
+    except TargetRefused as exc:
+        print(f"paysuite load: {exc}", file=sys.stderr, flush=True)
+        result = ended_early(plan, exc)
+        word = "FAIL" if exc.verdict == "fail" else "ERROR"
+        say(f"result: {word} (exit {exc.exit_code}): {exc}")
+        return result
     with tempfile.TemporaryDirectory(prefix="paysuite-load-") as tmp:
         plan_file = Path(tmp) / "plan.json"
         # it holds the applications' secrets: readable by this user only, gone after the run

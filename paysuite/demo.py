@@ -122,9 +122,16 @@ def run_conformance(credentials: Path, out_dir: Path, report_root: Path) -> Conf
 
 
 def run_load_step(
-    credentials: Path, out_dir: Path, duration: float | None, users: int | None
+    credentials: Path,
+    out_dir: Path,
+    duration: float | None,
+    users: int | None,
+    quiet: bool = False,
 ) -> tuple[int, dict[str, Any] | None]:
-    """The smoke shape through the load runner's entry point; (exit status, load.json)."""
+    """The smoke shape through the load runner's entry point; (exit status, load.json).
+
+    Locust's table is printed once at the end (the demo's own lines say the rest), or not at
+    all with ``quiet``."""
     from load.plan import UsageError, build_plan
     from load.runner import run
 
@@ -136,7 +143,8 @@ def run_load_step(
             users=users,
             duration=duration,
             lifecycle_resolve="auto",
-            quiet=True,
+            quiet=quiet,
+            summary_only=True,
         )
         result = run(plan)
     except UsageError as exc:
@@ -207,7 +215,10 @@ def write_index(
         conf_body += _link(str(Path(conformance.report).with_name("junit.xml")), "junit.xml")
     conf_cls = "pass" if conformance.status == "passed" else "fail"
 
-    if load_summary is not None:
+    if load_summary is not None and load_summary.get("no_load"):
+        load_body = f"<p>{html.escape(str(load_summary.get('reason', '')))}</p>"
+        load_body += _link("load/load.html", "load summary")
+    elif load_summary is not None:
         verdicts = load_summary.get("slo", {}).get("verdicts", [])
         failed = [v for v in verdicts if not v["passed"]]
         recon = load_summary.get("reconciliation", {})
@@ -273,7 +284,11 @@ def run_demo(
                 )
                 say(f"conformance: {conformance.status} {conformance.message}".rstrip())
                 load_code, load_summary = run_load_step(
-                    stub.credentials_path, report_dir / "load", args.load_duration, args.users
+                    stub.credentials_path,
+                    report_dir / "load",
+                    args.load_duration,
+                    args.users,
+                    quiet=bool(getattr(args, "quiet", False)),
                 )
     except StubStartError as exc:
         print(f"paysuite demo: the stub did not start: {str(exc).splitlines()[0]}", file=sys.stderr)
@@ -310,4 +325,9 @@ def register(subparsers: Any) -> None:
         help="smoke run length (30, 30s, 1m; default 30 s)",
     )
     demo.add_argument("--users", type=int, default=None, help="smoke run users (default 5)")
+    demo.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no Locust statistics table (by default it is printed once, at the end)",
+    )
     demo.set_defaults(func=_run)

@@ -41,6 +41,16 @@ JSON_HEADERS = {"Accept": "application/json", "Content-Type": "application/json"
 REFRESH_HEADERS: dict[str, str | None] = {"Accept": "application/json", "Content-Type": None}
 
 
+def no_api_at(base_url: str) -> str:
+    """What a 404 on the authorize path means, worded once for every pre-flight.
+
+    The document fixes the path, so a target that has no such route is not being reached at
+    the API's root: the base URL's path is wrong (``/apix``, a missing ``/api``), and pointing
+    at the credentials would send the reader to the wrong line of the configuration.
+    """
+    return f"no API at {base_url} (404 on {AUTHORIZE_PATH}): check base_url's path"
+
+
 class AuthError(RuntimeError):
     """The target did not give a token; the message says why, ``answer`` is what came back."""
 

@@ -17,8 +17,17 @@ pytestmark = pytest.mark.slow
 
 
 def test_ctrl_c_in_the_property_phase_writes_the_reports(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "paysuite", "conform", "--only", "AUTH-001,PROP-001",
-               "--report-dir", str(tmp_path)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "paysuite",
+        "conform",
+        "--only",
+        "AUTH-001,PROP-001",
+        "--report-dir",
+        str(tmp_path),
+        "-v",
+    ]  # fmt: skip  (-v: a line per check)
     # Its own session, with SIGINT at its default (a background job of a shell ignores it).
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -38,3 +47,7 @@ def test_ctrl_c_in_the_property_phase_writes_the_reports(tmp_path: Path) -> None
     assert report["verdict"] == "error" and "interrupted" in report["reason"], report["reason"]
     assert [c["id"] for c in report["checks"] if c["outcome"] == "passed"] == ["AUTH-001"]
     assert "VERDICT: ERROR" in output
+    # the interrupted checks count as not run: the total does not shrink with the interruption
+    coverage = report["coverage"]
+    assert coverage["total"] == 2 and coverage["run"] == 1, coverage
+    assert {"id": "PROP-001", "reason": "not run: the run ended before it"} in coverage["skipped"]

@@ -11,6 +11,7 @@ import json
 import shlex
 import subprocess
 import xml.etree.ElementTree as ET
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -182,7 +183,7 @@ def test_run_errors_are_shown(written: dict[str, Any]) -> None:
     error = VERDICT.run_errors[0]
     assert error in report.scorecard(written["results"], VERDICT)
     assert written["json"]["run_errors"] == [error]
-    banner = written["html"].split("<h2>Scorecard</h2>")[0]
+    banner = written["html"].split("<h2 id='scorecard'>Scorecard</h2>")[0]
     assert "Run errors" in banner and error in banner
     suite = written["junit"].find("testsuite")
     assert suite is not None and suite.get("errors") == "2"  # PROP-001 and the run
@@ -293,3 +294,70 @@ def test_reveal_secrets_prints_the_real_token(tmp_path: Path) -> None:
     assert data["replay"]["reveal_secrets"] is True and data["replay"]["exports"] == []
     assert TOKEN in (tmp_path / "report.html").read_text(encoding="utf-8")
     assert TOKEN in (tmp_path / "junit.xml").read_text(encoding="utf-8")
+
+
+def test_html_puts_failures_and_errors_first_each_with_its_proof(written: dict[str, Any]) -> None:
+    """The failure, then the error, then the warning, each with its curl under it; then the
+    scorecard of every check: a failure is never found in the middle of a table."""
+    html = written["html"]
+    failure = html.index("<section class='check check-fail' id='TXN-002'>")
+    error = html.index("<section class='check check-error' id='PROP-001'>")
+    warning = html.index("<section class='check check-warning' id='IDEM-004'>")
+    scorecard = html.index("<h2 id='scorecard'>Scorecard</h2>")
+    assert html.index("id='verdict'") < failure < error < warning < scorecard
+    assert html.index("<table") > scorecard  # the table comes after every problem
+    proof = html[failure:error]
+    assert "<dt>Expected</dt><dd>kind = CASHOUT</dd>" in proof
+    assert proof.index("Response</div>") < proof.index("class='curl'")  # its curl under it
+    assert "transactions/cashout" in proof[proof.index("class='curl'") :]
+
+
+def test_sections_are_named_by_the_documents_headings(written: dict[str, Any]) -> None:
+    assert report.heading("Authentication, 1") == "Authentication"
+    assert report.heading("Errors, rule 2") == "Errors"
+    assert report.heading("Endpoints, 2. Cashout") == "Endpoints › 2. Cashout"
+    ids = ("AUTH-005", "AUTH-002", "ERR-001")  # Authentication 1 and 2, Errors rule 2
+    sections = [catalog.get(cid).section for cid in ids]
+    assert sections == ["Authentication, 1", "Authentication, 2", "Errors, rule 2"]
+    results = [CheckResult(catalog.get(cid), "passed") for cid in ("AUTH-005", "AUTH-002")]
+    card = report.scorecard(results, VERDICT).splitlines()
+    assert card.count("Authentication") == 1  # the rules of one heading under one heading
+    assert not any(line.startswith("Authentication, ") for line in card)
+    assert "<th class='section' colspan='4'>Authentication</th>" in report.to_html(
+        results, verdict=VERDICT, target=BASE, started_at="", duration_s=0.0
+    )
+    assert "Authentication, " not in written["html"] and "Errors, rule" not in written["html"]
+
+
+def test_quiet_terminal_shows_each_problem_with_its_curl(written: dict[str, Any]) -> None:
+    text = report.problems(written["results"], target=BASE)
+    lines = text.splitlines()
+    failure = next(i for i, line in enumerate(lines) if "TXN-002" in line)
+    assert lines[failure + 1 : failure + 5] == [
+        "      -> the cashout answered kind CASHIN",
+        "         Expected: kind = CASHOUT",
+        "         Actual:   kind = CASHIN",
+        lines[failure + 4],
+    ]
+    assert lines[failure + 4].startswith("         Reproduce: curl -sS -i -X POST")
+    assert "$PAYSUITE_TOKEN" in lines[failure + 4] and TOKEN not in text
+    assert any("PROP-001" in line and "error" in line for line in lines)
+    assert any("IDEM-004" in line and "warning" in line for line in lines)  # one line
+    assert any(line.strip().startswith("export PAYSUITE_TOKEN=$(curl") for line in lines)
+    assert "AUTH-001" not in text  # a pass prints nothing
+    assert report.problems([CheckResult(catalog.get("AUTH-001"), "passed")]) == ""
+
+
+def test_a_preflight_failure_writes_the_three_reports_as_an_error(tmp_path: Path) -> None:
+    why = f"no API at http://127.0.0.1:9/apix (404 on {AUTHORIZE_PATH}): check base_url's path"
+    paths = report.write_setup_error(why, report_dir=tmp_path, target="http://127.0.0.1:9/apix")
+    assert [p.name for p in paths] == ["junit.xml", "conformance.json", "report.html"]
+    data = json.loads((tmp_path / "conformance.json").read_text(encoding="utf-8"))
+    assert (data["verdict"], data["exit_code"]) == ("error", 2) and why in data["reason"]
+    suite = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite")
+    assert suite is not None and (suite.get("tests"), suite.get("errors")) == ("1", "1")
+    (case,) = suite.findall("testcase")
+    node = case.find("error")
+    assert node is not None and why in node.get("message", "")
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "banner verdict-error" in page and escape(why) in page

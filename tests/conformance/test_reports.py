@@ -103,6 +103,10 @@ def test_html_in_headless_chromium(failing_run: Outcome, tmp_path: Path) -> None
     dom = result.stdout
     assert "Scorecard" in dom, result.stderr[-2000:]
     assert dom.index("banner verdict-fail") < dom.index("<table")  # the verdict comes first
+    # then the failure with its proof, before the scorecard of every check
+    failure = dom.index('id="TXN-002"')
+    assert dom.index("banner verdict-fail") < failure < dom.index('id="scorecard"')
+    assert failure < dom.index("curl -sS -i -X POST", failure) < dom.index("<table")
     assert "TXN-002" in dom
     assert "curl -sS -i -X POST" in dom and "transactions/cashout" in dom
     assert "Response: the transaction creation response with kind = CASHOUT" in dom  # the quote

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 import socket
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,8 @@ from conformance import catalog
 from conformance.checks import entry_of
 from conformance.checks import LAST, late_order
 from paysuite.cli import main
+from paysuite_core.launcher import RunningStub
+from paysuite_core.tokens import AUTHORIZE_PATH
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "conformance.md"
 
@@ -206,13 +210,68 @@ def test_cli_end_to_end_with_the_bundled_stub(tmp_path: Path) -> None:
     repo = Path(__file__).resolve().parents[2]
     result = subprocess.run(
         [sys.executable, "-m", "paysuite", "conform", "--only", "AUTH-001,AUTH-003",
-         "--report-dir", str(tmp_path)],
+         "--report-dir", str(tmp_path), "-v"],
         capture_output=True, text=True, timeout=180, cwd=repo,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "(bundled stub)" in result.stdout
-    assert "[2/2] AUTH-003" in result.stdout  # progress, a line per check
+    assert "[2/2] AUTH-003" in result.stdout  # -v: progress, a line per check
+    assert "Conformance scorecard" in result.stdout  # -v: the whole scorecard
     lines = result.stdout.rstrip().splitlines()
     assert "2 passed, 0 failed, 0 skipped" in lines
     assert lines[-1].startswith("VERDICT: PASS") and lines[-1].endswith("exit 0")
     assert (tmp_path / "report.html").exists()
+
+
+def _quiet_pass_lines(stdout: str, report_dir: Path) -> list[str]:
+    """A quiet passing run's lines, checked: the header, the counts, the reports, the verdict."""
+    lines = stdout.rstrip().splitlines()
+    assert len(lines) <= 10, stdout
+    assert lines[0].startswith("paysuite conform: ") and "(bundled stub)" in lines[0]
+    assert lines[-1].startswith("VERDICT: PASS") and lines[-1].endswith("exit 0")
+    assert any(line.startswith(f"reports: {report_dir}") for line in lines)
+    assert not any(line.startswith("[") for line in lines)  # no progress lines
+    assert "Conformance scorecard" not in stdout
+    return lines
+
+
+def test_a_passing_run_is_quiet_by_default(tmp_path: Path) -> None:
+    result = run_paysuite(
+        "conform", "--only", "AUTH-001,AUTH-003,TXN-001", "--report-dir", str(tmp_path)
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    lines = _quiet_pass_lines(result.stdout, tmp_path)
+    assert "3 passed, 0 failed, 0 skipped" in lines
+
+
+@pytest.mark.slow
+def test_the_whole_suite_passing_fits_in_ten_lines(tmp_path: Path) -> None:
+    result = run_paysuite("conform", "--report-dir", str(tmp_path), timeout=300)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    lines = _quiet_pass_lines(result.stdout, tmp_path)
+    assert any(line.endswith(" skipped") and " passed, 0 failed" in line for line in lines)
+
+
+def test_a_wrong_base_url_path_names_the_path_and_writes_the_reports(
+    module_stub: RunningStub, tmp_path: Path
+) -> None:
+    """A 404 on the document's authorize path: the base URL's path, not the credentials."""
+    data = yaml.safe_load(module_stub.credentials_path.read_text(encoding="utf-8"))
+    data["base_url"] = module_stub.root_url + "/apix"
+    config = tmp_path / "apix.yaml"
+    config.write_text(yaml.safe_dump(data), encoding="utf-8")
+    reports = tmp_path / "reports"
+    result = run_paysuite("conform", "--config", str(config), "--report-dir", str(reports))
+    assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
+    why = f"no API at {module_stub.root_url}/apix (404 on {AUTHORIZE_PATH}): check base_url's path"
+    assert result.stderr.strip() == f"paysuite conform: {why}"
+    assert "client_secret" not in result.stderr
+    # every exit writes its reports: a CI's test-report step finds why nothing ran
+    report = json.loads((reports / "conformance.json").read_text(encoding="utf-8"))
+    assert (report["verdict"], report["exit_code"], report["checks"]) == ("error", 2, [])
+    assert why in report["reason"]
+    suite = ET.parse(reports / "junit.xml").getroot().find("testsuite")
+    assert suite is not None and suite.get("errors") == "1"
+    (case,) = suite.findall("testcase")
+    assert why in case.find("error").get("message", "")  # type: ignore[union-attr]
+    assert "banner verdict-error" in (reports / "report.html").read_text(encoding="utf-8")

@@ -222,7 +222,7 @@ def test_abort_on_fail_stops_the_run_early(load_stub: RunningStub, tmp_path: Pat
     assert summary["duration_s"] < 15  # decided after 200 finds, not after 30 s
     assert summary["stop_reason"].startswith("aborted by --abort-on-fail: find p95_ms")
     assert "could no longer be met" in run.stdout
-    assert "result: FAIL (exit 1: threshold breached): aborted at" in run.stdout
+    assert "result: FAIL (exit 1: threshold breached):\n  - aborted at" in run.stdout
 
 
 def test_tokens_are_refreshed_not_reauthorized(tmp_path: Path) -> None:
