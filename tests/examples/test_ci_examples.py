@@ -55,7 +55,7 @@ Yaml12Loader.add_implicit_resolver(
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
-    data = yaml.load(path.read_text(encoding="utf-8"), Loader=Yaml12Loader)  # noqa: S506
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=Yaml12Loader)
     assert isinstance(data, dict), path
     return data
 
@@ -190,10 +190,8 @@ class Step:
         shown = "\n".join(f"    | {line}" for line in lines[-tail:])
         first = self.command.strip().splitlines()[0]
         more = " ..." if len(self.command.strip().splitlines()) > 1 else ""
-        return (
-            f"-- {self.name}: exit {self.status} in {self.seconds:.1f} s\n"
-            f"    $ {first}{more}\n{shown}"
-        )
+        head = f"-- {self.name}: exit {self.status} in {self.seconds:.1f} s\n    $ {first}{more}"
+        return f"{head}\n{shown}" if shown else head
 
 
 def free_port() -> int:
