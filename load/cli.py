@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from load.shape_catalog import SHAPE_NAMES  # pure data: cheap to import at registration
 from load.timespan import duration_argument
@@ -25,6 +26,28 @@ def _load(args: argparse.Namespace) -> int:
         return 2
     say(f"load run finished in {time.monotonic() - started:.0f} s: exit {result.exit_code}")
     return result.exit_code
+
+
+class _RemovedProfile(argparse.Action):
+    """``--profile``, the old name of ``--shape``, is gone: in paysuite a *profile* is only
+    conformance's ``seed``/``reference``. It is still recognised, so that an old command line
+    gets one line naming the new option (exit 2) instead of argparse's usage dump."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs="?", default=None, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> NoReturn:
+        if isinstance(values, str) and values in SHAPE_NAMES:
+            instead = f"--shape {values}"
+        else:
+            instead = f"--shape NAME ({', '.join(SHAPE_NAMES)})"
+        parser.exit(2, f"{parser.prog}: --profile was removed; use {instead}\n")
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -56,7 +79,7 @@ def register(subparsers: Any) -> None:
     load.add_argument(
         "--shape", choices=SHAPE_NAMES, help="load shape (default smoke; docs/load.md)"
     )
-    load.add_argument("--profile", choices=SHAPE_NAMES, help="old name of --shape (still accepted)")
+    load.add_argument("--profile", action=_RemovedProfile, help=argparse.SUPPRESS)
     load.add_argument("--users", type=int, help="override the shape's user count")
     load.add_argument("--spawn-rate", type=float, help="override the shape's spawn rate")
     load.add_argument(

@@ -1,19 +1,74 @@
 """``paysuite stub`` (serve) and ``paysuite stub apps create`` (the only way to make applications).
 
-Registration imports nothing heavy: aiohttp, PyJWT and the store load only when a command runs.
-Precedence: defaults < ``--config`` file < command-line flags.
+Registration imports nothing heavy: aiohttp, PyJWT and the store load only when a command runs
+(``stub_server.faults``, pure data, is read at registration so that ``--help`` can name the
+switches). Precedence: defaults < ``--config`` file < command-line flags.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from stub_server.faults import FAULTS, VARIANTS, Fault, Variant
 
 if TYPE_CHECKING:
     from stub_server.settings import StubSettings
 
 PRIVILEGE_CHOICES = ("read", "read-write", "cashin", "cashout")
+#: ``--help`` lines are cut to this width; ``--list-faults`` and ``--list-variants`` are not.
+HELP_WIDTH = 100
+
+
+def switch_lines(registry: Mapping[str, Fault | Variant], width: int | None = None) -> list[str]:
+    """One line per switch: its name, padded to a column, and its description (cut to
+    ``width`` characters when given, for ``--help``)."""
+    column = max(len(name) for name in registry) + 2
+    lines = []
+    for name, switch in registry.items():
+        line = f"{name:<{column}}{switch.description}"
+        if width is not None:
+            line = f"{name:<{column}}" + textwrap.shorten(
+                switch.description, width - column, placeholder=" ..."
+            )
+        lines.append(line)
+    return lines
+
+
+class _ListSwitches(argparse.Action):
+    """``--list-faults`` / ``--list-variants``: print the registry, one switch a line, and
+    exit 0 before anything starts (like ``--version``)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        self.registry: Mapping[str, Fault | Variant] = kwargs.pop("registry")
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> NoReturn:
+        print("\n".join(switch_lines(self.registry)))
+        parser.exit(0)
+
+
+def _stub_epilog() -> str:
+    """The names ``--fault`` and ``--variant`` take, one line each (``--help``)."""
+    parts = [
+        f"variants (--variant NAME; conformant alternative choices, {len(VARIANTS)}):",
+        *(f"  {line}" for line in switch_lines(VARIANTS, HELP_WIDTH - 2)),
+        "",
+        f"faults (--fault NAME; deliberate bugs, each tripping named checks, {len(FAULTS)}):",
+        *(f"  {line}" for line in switch_lines(FAULTS, HELP_WIDTH - 2)),
+        "",
+        "--list-variants and --list-faults print them with their whole descriptions.",
+    ]
+    return "\n".join(parts)
 
 
 def register(
@@ -22,8 +77,11 @@ def register(
     parser = subparsers.add_parser(
         "stub",
         help="serve the bundled reference stub of the Payments Transactions Service",
-        description="Serve the reference stub. Prints 'paysuite stub listening on URL' "
+        description="Serve the reference stub. Prints 'paysuite stub listening on URL'\n"
         "and the path of the credentials file (a target configuration).",
+        epilog=_stub_epilog(),
+        # the epilog's lines are one switch each: keep them as written
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_serve_arguments(parser)
     parser.set_defaults(func=run_stub)
@@ -123,10 +181,30 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "too, as the live service does for paypack-js (RC-33)",
     )
     parser.add_argument(
-        "--fault", action="append", default=[], metavar="NAME", help="enable a fault switch"
+        "--fault",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="enable a fault switch (repeatable; names below, or --list-faults)",
     )
     parser.add_argument(
-        "--variant", action="append", default=[], metavar="NAME", help="enable a variant"
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="enable a variant (repeatable; names below, or --list-variants)",
+    )
+    parser.add_argument(
+        "--list-faults",
+        action=_ListSwitches,
+        registry=FAULTS,
+        help="print the fault names, one a line with its description, and exit",
+    )
+    parser.add_argument(
+        "--list-variants",
+        action=_ListSwitches,
+        registry=VARIANTS,
+        help="print the variant names, one a line with its description, and exit",
     )
     parser.add_argument(
         "--pending-timeout", type=float, metavar="S", help="seconds before pending fails"
@@ -143,7 +221,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace) -> StubSettings:
     """Resolve defaults, the config file and the flags into ``StubSettings``."""
-    from stub_server.faults import FAULTS, VARIANTS, UnknownSwitchError, check_names
+    from stub_server.faults import UnknownSwitchError, check_names
     from stub_server.settings import StubSettings, load_settings_file, settings_from_mapping
 
     settings = StubSettings()

@@ -44,6 +44,12 @@ def validation_error(field: str, problem: str) -> ApiError:
     return ApiError(400, "validation_error", f"{field}: {problem}")
 
 
+def ambiguous(name: str, count: int, where: str, code: str = "ambiguous_parameter") -> ApiError:
+    """The 400 of a header or query parameter sent ``count`` times where the stub reads one
+    value (RC-39, RC-41): honouring either copy would guess what the client meant."""
+    return ApiError(400, code, f"{name}: sent {count} times as a {where}; send it once")
+
+
 def json_body(data: object) -> bytes:
     """``data`` as the stub's compact UTF-8 JSON."""
     return _dumps(data).encode()

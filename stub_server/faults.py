@@ -280,6 +280,7 @@ def check_names(names: Iterable[str], registry: Mapping[str, object], kind: str)
     if unknown:
         raise UnknownSwitchError(
             f"unknown {kind} {', '.join(unknown)}; valid {kind}s: {', '.join(registry)}"
+            f" (paysuite stub --list-{kind}s describes each)"
         )
     return chosen
 

@@ -7,11 +7,13 @@ and the handlers only decide what to do with the result. Every bad value is a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
+
+from multidict import MultiMapping
 
 from stub_server import timefmt
 from stub_server.errors import validation_error
+from stub_server.rules.single_values import refuse_repeated
 
 #: Status filter values and the stored status each one selects (``successful``: RC-17 alias).
 STATUS_FILTERS = {
@@ -28,6 +30,8 @@ MAX_LIMIT = 100
 #: The filters of the events list; the transactions list has all of them but ``event-kind``.
 EVENT_FILTERS = ("status", "client", "ref", "kind", "event-kind", "from", "to")
 TRANSACTION_FILTERS = ("status", "client", "ref", "kind", "from", "to")
+#: The paging parameters both lists read beside their filters.
+PAGING = ("limit", "offset")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +59,7 @@ class ListFilters:
 
 
 def parse_list_query(
-    query: Mapping[str, str],
+    query: MultiMapping[str],
     names: tuple[str, ...],
     *,
     lenient: bool = False,
@@ -66,8 +70,11 @@ def parse_list_query(
     A filter sent with an empty value counts as not given (RC-25). ``from``/``to`` accept what
     ``timefmt.parse_bound`` does: ISO 8601, and a JavaScript ``Date``'s text (RC-34).
     ``lenient`` (the ``lenient-filters`` behaviour): an unknown status, kind or event kind is
-    no 400 but a filter that no stored row matches, so the list is empty.
+    no 400 but a filter that no stored row matches, so the list is empty. A filter or paging
+    parameter sent twice (``?status=success&status=failed``) is a 400 ``ambiguous_parameter``
+    (RC-41), whatever the values: the list of one of them would be a guess.
     """
+    refuse_repeated(query, (*names, *PAGING), "query parameter")
     given = {name: value for name in names if (value := query.get(name))}
     status = given.get("status")
     if status is not None and status not in STATUS_FILTERS and not lenient:

@@ -24,6 +24,7 @@ from stub_server import timefmt
 from stub_server.errors import ApiError, json_response, validation_error
 from stub_server.rules.fields import is_text
 from stub_server.rules.request_body import read_json
+from stub_server.rules.single_values import single
 from stub_server.state import StubApp
 from stub_server.store import AppRecord
 from stub_server.tokens import Claims
@@ -33,8 +34,9 @@ MAX_CLIENT_ID_LENGTH = 128
 
 
 def authenticate(stub: StubApp, request: web.Request) -> AppRecord:
-    """The application whose access token authorizes ``request``, or the 401."""
-    header = request.headers.get("Authorization")
+    """The application whose access token authorizes ``request``, or the 401 (a 400 for two
+    ``Authorization`` headers: which token is the client's is a guess, RC-41)."""
+    header = single(request.headers, "Authorization", "header")
     if not header:
         raise ApiError(401, "missing_token", "the Authorization header is missing")
     token = token_from_header(header, accept_bare=stub.accept_bare_token)

@@ -13,6 +13,7 @@ from aiohttp import web
 
 from stub_server import timefmt
 from stub_server.errors import ApiError, json_response, validation_error
+from stub_server.rules.single_values import refuse_repeated
 from stub_server.state import StubApp
 from stub_server.store import DELIVERY_STATUSES, Delivery
 
@@ -57,6 +58,7 @@ class WebhookDeliveryHandlers:
         if unknown:
             raise validation_error(unknown[0], "unknown parameter (known: ref, event_id, "
                                    "status, limit, offset)")  # fmt: skip
+        refuse_repeated(query, (*FILTERS, "limit", "offset"), "query parameter")
         status = query.get("status") or None
         if status is not None and status not in DELIVERY_STATUSES:
             raise validation_error("status", f"must be one of {', '.join(DELIVERY_STATUSES)}")

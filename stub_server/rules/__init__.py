@@ -6,6 +6,7 @@
 - ``idempotency``: the ``Idempotency-Key`` (Errors rule 1, Limits, RC-6) and how a creation is
   stored under it.
 - ``privileges``: which application privilege may create which kind (Authentication, 5).
+- ``single_values``: a header or query parameter the stub reads is sent once (RC-41).
 - ``rendering``: transactions and events as the document's resources show them.
 - ``lifecycle``: pending -> processed, by the sandbox or the simulated customer (States and
   transitions).

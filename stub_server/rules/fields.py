@@ -13,6 +13,7 @@ from aiohttp import web
 
 from stub_server.errors import validation_error
 from stub_server.rules.request_body import JsonObject
+from stub_server.rules.single_values import single
 from stub_server.settings import StubSettings
 from stub_server.store import Amount
 
@@ -64,8 +65,9 @@ def validate_number(body: JsonObject, number_regex: re.Pattern[str], pattern: st
 
 
 def webhook_mode(request: web.Request) -> str | None:
-    """The ``X-Webhook-Mode`` header, stored with the transaction; ``""`` is none (RC-35)."""
-    mode = request.headers.get("X-Webhook-Mode") or None
+    """The ``X-Webhook-Mode`` header, stored with the transaction; ``""`` is none (RC-35).
+    Sent twice, it is refused (RC-41): the events would go to one of two modes by guess."""
+    mode = single(request.headers, "X-Webhook-Mode", "header") or None
     if mode is not None and len(mode) > MAX_WEBHOOK_MODE_LENGTH:
         raise validation_error(
             "X-Webhook-Mode", f"must be at most {MAX_WEBHOOK_MODE_LENGTH} characters"

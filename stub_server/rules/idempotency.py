@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from stub_server.errors import ApiError
+from stub_server.errors import ApiError, ambiguous
 from stub_server.rules.fields import is_text
 from stub_server.store import KeyReused, NewTransaction, Store
 
@@ -55,10 +55,8 @@ class KeyRule:
         keys: list[str] = []
         for where, values in sources:
             if len(values) > 1:  # which one would the client expect us to honour? refuse both
-                raise ApiError(
-                    400,
-                    "ambiguous_idempotency_key",
-                    f"Idempotency-Key: sent {len(values)} times as a {where}; send it once",
+                raise ambiguous(
+                    "Idempotency-Key", len(values), where, code="ambiguous_idempotency_key"
                 )
             keys += values
         if self.empty_is_absent:

@@ -8,7 +8,8 @@ kept by triggers inside the same SQL statement as each insert (``store.event_tot
 are exactly what a scan would count and sum, and the unfiltered list (or one filtered by status,
 kind or event kind) costs the same at any store size. Whenever the cells cannot give the scan's
 exact answer (a float amount, whose sum depends on the order of addition; a sum past SQLite's
-integers) the list falls back to the scan.
+integers) the list falls back to the scan, which adds fractional amounts as decimals
+(``store.decimal_sum``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from stub_server.store.decimal_sum import EXACT_SUM_SQL, EXACT_SUM_WIDE_SQL, combine
 from stub_server.store.event_totals import HOUR_US
 from stub_server.store.group_commit import GroupCommitDatabase
 from stub_server.store.records import EVENT_COLUMNS, Amount, EventQuery, EventRecord
@@ -138,13 +140,14 @@ class Events(GroupCommitDatabase):
         return n, amount
 
     def scan_totals(self, clause: str = "", params: Sequence[SqlValue] = ()) -> tuple[int, Amount]:
-        """(count, sum of amounts) of the events matching ``clause``, by reading them all."""
+        """(count, sum of amounts) of the events matching ``clause``, by reading them all;
+        fractional amounts are added as decimals (``store.decimal_sum``)."""
         try:
-            total, amount = self.conn.execute(
-                f"SELECT COUNT(*), COALESCE(SUM(amount), 0) FROM events{clause}", params
+            total, integers, reals = self.conn.execute(
+                f"SELECT COUNT(*), {EXACT_SUM_SQL} FROM events{clause}", params
             ).fetchone()
         except sqlite3.OperationalError:  # integer overflow: only with huge configured amounts
-            total, amount = self.conn.execute(
-                f"SELECT COUNT(*), TOTAL(amount) FROM events{clause}", params
+            total, integers, reals = self.conn.execute(
+                f"SELECT COUNT(*), {EXACT_SUM_WIDE_SQL} FROM events{clause}", params
             ).fetchone()
-        return total, amount
+        return total, combine(integers, reals)

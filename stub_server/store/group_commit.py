@@ -23,6 +23,7 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
+from stub_server.store import decimal_sum
 from stub_server.store.checkpoint import AUTOCHECKPOINT_BACKSTOP_PAGES, Checkpointer
 from stub_server.store.schema import SCHEMA, make_private, migrate
 
@@ -58,6 +59,7 @@ class GroupCommitDatabase:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.execute("PRAGMA cache_size=-32768")  # 32 MiB: indexes of large stores
+        decimal_sum.register(self._db)
         self._db.executescript(SCHEMA)
         migrate(self._db)
         self._batch: list[asyncio.Future[None]] | None = None

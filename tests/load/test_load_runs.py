@@ -315,21 +315,18 @@ def test_plain_locust_command_line_gives_the_same_verdict(
 
 
 def test_idempotency_storm_catches_a_racy_target(tmp_path: Path) -> None:
-    """A target whose key check races (fault idempotency-racy) hands out two refs for one key.
-
-    Started with ``--profile``, the old name of ``--shape``: still accepted, with a note."""
+    """A target whose key check races (fault idempotency-racy) hands out two refs for one key."""
     with running_stub(
         tmp_path / "stub", faults=["idempotency-racy"], stub_config=AUTO_RESOLVE
     ) as stub:
         run = run_load(
             tmp_path / "r",
             "--config", str(stub.credentials_path),
-            "--profile", "idempotency-storm",
+            "--shape", "idempotency-storm",
             "--duration", "4",
             "--users", "8",
         )  # fmt: skip
     assert run.returncode == 3, run.stdout[-3000:] + run.stderr[-3000:]
-    assert "--profile is the old name of --shape" in run.stderr
     summary = run.summary()
     assert summary["shape"] == "idempotency-storm"
     assert summary["idempotency"]["duplicate_keys"] > 0

@@ -657,7 +657,7 @@ def test_build_plan_refuses_bad_input(kwargs: dict, needle: str) -> None:
         build_plan(**kwargs)
 
 
-def test_shape_and_its_old_name_profile_on_the_command_line(
+def test_shape_on_the_command_line_and_the_removed_profile(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from load.plan import plan_from_args
@@ -666,8 +666,19 @@ def test_shape_and_its_old_name_profile_on_the_command_line(
     parser = build_parser()
     assert plan_from_args(parser.parse_args(["load", "--shape", "ramp"])).shape_name == "ramp"
     assert capsys.readouterr().err == ""
-    assert plan_from_args(parser.parse_args(["load", "--profile", "spike"])).shape_name == "spike"
-    assert "--profile is the old name of --shape" in capsys.readouterr().err
     assert plan_from_args(parser.parse_args(["load"])).shape_name == "smoke"
-    with pytest.raises(UsageError, match="different shapes"):
-        plan_from_args(parser.parse_args(["load", "--shape", "ramp", "--profile", "spike"]))
+    # --profile, the old name, is gone: one line naming --shape, exit 2, no usage dump
+    for argv, instead in (
+        (["load", "--profile", "spike"], "use --shape spike\n"),
+        (["load", "--shape", "ramp", "--profile=x"], "use --shape NAME (smoke, steady, "),
+        (["load", "--profile"], "use --shape NAME ("),
+    ):
+        with pytest.raises(SystemExit) as exited:
+            parser.parse_args(argv)
+        assert exited.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith("paysuite load: --profile was removed; ") and instead in err, err
+        assert err.count("\n") == 1 and "usage" not in err, err
+    with pytest.raises(SystemExit):
+        parser.parse_args(["load", "--help"])
+    assert "--profile" not in capsys.readouterr().out  # not offered any more
