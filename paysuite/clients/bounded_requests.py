@@ -100,7 +100,7 @@ class BoundedAdapter(HTTPAdapter):
         self.limits = limits
         self.exchanges: list[dict[str, Any]] = []
 
-    def send(  # type: ignore[override]
+    def send(
         self,
         request: requests.PreparedRequest,
         stream: bool = False,
