@@ -21,8 +21,17 @@ pytestmark = pytest.mark.xdist_group("sdk-clients")
 
 def _clients(*args: str, cache_dir: Path, report_dir: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "paysuite", "clients", "--cache-dir", str(cache_dir),
-         "--report-dir", str(report_dir), *args],  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "paysuite",
+            "clients",
+            "--cache-dir",
+            str(cache_dir),
+            "--report-dir",
+            str(report_dir),
+            *args,
+        ],  # fmt: skip
         capture_output=True,
         text=True,
         timeout=240,
