@@ -163,6 +163,10 @@ def _run_driver(sdk: str, argv: list[str], env: dict[str, str], job: dict[str, A
         timed_out = True
         os.killpg(process.pid, signal.SIGKILL)
         stdout, stderr = process.communicate()
+    except BaseException:  # Ctrl-C: the driver has its own session, so it must be ended here
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
     column = parse_output(sdk, stdout)
     if timed_out:
         column.failure = f"driver stopped after {budget:g} s (its budget)"

@@ -97,6 +97,18 @@ def test_a_silent_target_gives_up_within_the_pre_flight(tmp_path: Path) -> None:
     assert "cannot reach the target" in done.output and "Traceback" not in done.output
 
 
+@pytest.mark.slow
+def test_a_silent_target_ends_within_conforms_read_timeout(tmp_path: Path) -> None:
+    """conform's own figures (no option): the pre-flight's probe gives up at the connect
+    time-out (10 s), within the read time-out (30 s); the driver was held 180 s before."""
+    with hostile_server("hang") as server:
+        config = write_config(server, tmp_path / "t.yaml")
+        done = run_bounded(_command(config, tmp_path / "r"), LIMITS.total_s)
+    assert done.returncode == 2, done.output
+    assert done.seconds < LIMITS.read_s, done.seconds
+    assert "cannot reach the target" in done.output
+
+
 @pytest.mark.parametrize("sdk", ["paypack-py", "paypack-js"])
 def test_silent_after_the_pre_flight_stops_at_the_read_timeout(sdk: str, tmp_path: Path) -> None:
     """Past the pre-flight the target stops answering: the first SDK request waits conform's
