@@ -347,8 +347,11 @@ def to_html(
     started_at: str,
     duration_s: float,
 ) -> str:
-    """conform's report page, one row per cell, each failure with its exchanges and curl."""
-    return conform_report.to_html(
+    """conform's report page, one row per cell, each failure with its exchanges and curl.
+
+    ``paysuite clients`` has no ``--reveal-secrets`` (nothing it writes carries a credential),
+    so the replay note's mention of it is left out."""
+    page = conform_report.to_html(
         results(columns),
         verdict=verdict,
         target=target,
@@ -356,3 +359,4 @@ def to_html(
         duration_s=duration_s,
         title=TITLE,
     )
+    return page.replace(" (or rerun with --reveal-secrets)", "")

@@ -203,8 +203,8 @@ def test_a_failed_cell_says_what_was_expected_and_what_came() -> None:
 
 
 def test_no_issued_token_is_written(short_stub: RunningStub, tmp_path: Path, capsys) -> None:
-    """The tokens the SDK was issued, known here in clear, appear in no output: the terminal,
-    clients.json, clients.html; the proxy's placeholders stand in for them."""
+    """The tokens the SDKs were issued, known here in clear, appear in no output: the terminal,
+    clients.json, clients.html, --json; the proxy's placeholders stand in for them."""
     job = job_for(short_stub, fresh_number())
     column = matrix.run_paypack_py(job, cache.default_cache_dir())
     issued = set()
@@ -212,8 +212,16 @@ def test_no_issued_token_is_written(short_stub: RunningStub, tmp_path: Path, cap
         issued |= {column.cells[op]["data"]["access"], column.cells[op]["data"]["refresh"]}
     secret = job["client_secret"]
     assert len(issued) == 4 and all(len(token) > 20 for token in issued)
+    columns = [column]
+    if not cache.paypack_js(cache.default_cache_dir()).skip:  # a bare token in Authorization
+        js = matrix.run_paypack_js(job_for(short_stub, fresh_number()), cache.default_cache_dir())
+        issued |= {
+            js.cells["authorize"]["data"]["access"],
+            js.cells["authorize"]["data"]["refresh"],
+        }
+        columns.append(js)
     args = Namespace(report_dir=str(tmp_path / "r"), json=str(tmp_path / "extra.json"))
-    code = write_outputs(args, short_stub.config(), [column], time.time())
+    code = write_outputs(args, short_stub.config(), columns, time.time())
     assert code == 0
     outputs = {
         "terminal": capsys.readouterr().out,

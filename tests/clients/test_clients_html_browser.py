@@ -66,6 +66,7 @@ def test_clients_html_of_a_wrong_kind_target_in_headless_chromium(make_stub, tmp
     assert "<dt>Actual</dt><dd>CASHIN</dd>" in dom
     assert 'class="curl">curl -sS -i -X POST' in dom and "/transactions/cashout" in dom
     assert "«masked:access:" in dom and not re.search(r"eyJ[\w-]{8,}\.[\w-]{8,}", dom)
+    assert "export PAYSUITE_TOKEN=" in dom and "--reveal-secrets" not in dom
 
     shot = reports / "clients-html.png"
     result = _chromium(
