@@ -1,9 +1,15 @@
 """``paysuite clients [--config FILE]``: the published SDKs against a target, as a matrix.
 
 Without ``--config`` the bundled stub is started on a free loopback port in a temporary folder
-and stopped afterwards. Exit status: 0 when every SDK that could run worked (a skipped SDK is
-not a failure: it was not available here), 1 when any operation of any SDK broke, 2 for a usage
-error (an unreadable configuration, no read-write application, no usable customer number).
+and stopped afterwards. Before any SDK runs, conform's pre-flight (``conformance.preflight``)
+proves the target is up, answers like this API and takes the configured applications: a target
+that is down, not this API, or refuses the secret is exit status 2 and one line, as for conform.
+
+Exit status: 0 when every SDK that could run worked (an SDK not available here is not a
+failure), 1 when the target answered an operation not as an SDK needs, 2 when the run could not
+judge (a usage error, the pre-flight refused, an operation got no usable answer within conform's
+limits, or a driver gave no result). Every run writes ``clients.json`` and ``clients.html`` into
+``--report-dir``, with every credential masked as the proxy masks its reports.
 """
 
 from __future__ import annotations
@@ -14,7 +20,9 @@ import random
 import re
 import sys
 import tempfile
+import time
 from contextlib import ExitStack
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +49,18 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "--cache-dir", metavar="DIR", help="where SDKs are installed on first use "
         "(default $PAYSUITE_CACHE_DIR, else ~/.cache/paysuite)",
     )  # fmt: skip
-    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--json", metavar="FILE", help="also write clients.json to FILE")
+    parser.add_argument(
+        "--report-dir", metavar="DIR", default="reports",
+        help="where clients.json and clients.html are written (default: reports)",
+    )  # fmt: skip
+    limits = parser.add_argument_group("limits of each SDK request (as paysuite conform)")
+    limits.add_argument("--connect-timeout", metavar="S", help="seconds to connect (10)")
+    limits.add_argument("--read-timeout", metavar="S", help="seconds between two bytes (30)")
+    limits.add_argument("--total-timeout", metavar="S", help="seconds for a whole answer (60)")
+    limits.add_argument(
+        "--max-response-bytes", metavar="N", help="an answer's body past this is abandoned (1 MiB)"
+    )
     parser.set_defaults(func=run_clients)
     return parser
 
@@ -74,13 +93,17 @@ def make_job(config: Any) -> dict[str, Any]:
 
 
 def run_clients(args: argparse.Namespace) -> int:
+    from conformance.options import LIMIT_OPTIONS, SetupError, parse_limits
+    from conformance.preflight import check_reachable, preflight
     from paysuite.clients import matrix
     from paysuite.clients.cache import default_cache_dir
     from paysuite_core.target_config import TargetConfigError, load_target_config
 
     cache_dir = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
+    started = time.time()
     with ExitStack() as stack:
         try:
+            limits = parse_limits({name: getattr(args, name, None) for name in LIMIT_OPTIONS})
             if args.config:
                 config = load_target_config(args.config)
             else:
@@ -89,20 +112,47 @@ def run_clients(args: argparse.Namespace) -> int:
                 workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="paysuite-"))
                 config = stack.enter_context(running_stub(Path(workdir))).config()
             job = make_job(config)
-        except (TargetConfigError, UsageError) as exc:
-            print(f"paysuite clients: {exc}", file=sys.stderr)
+            check_reachable(config.base_url, limits.connect_s)
+            preflight(config, limits)
+        except (TargetConfigError, UsageError, SetupError) as exc:
+            print(f"paysuite clients: {' '.join(str(exc).split())}", file=sys.stderr)
             return 2
-        columns = [matrix.RUNNERS[name](job, cache_dir) for name in args.sdk or SDK_NAMES]
-    print(matrix.render(columns, job["base_url"]))
-    if args.json:
-        Path(args.json).write_text(
-            json.dumps(
-                [
-                    {"sdk": c.sdk, "version": c.version, "skip": c.skip, "cells": c.cells}
-                    for c in columns
-                ],  # fmt: skip
-                indent=2,
-            ),
-            encoding="utf-8",
-        )
-    return 1 if any(column.broken for column in columns) else 0
+        columns = [matrix.RUNNERS[name](job, cache_dir, limits) for name in args.sdk or SDK_NAMES]
+    return write_outputs(args, config, columns, started)
+
+
+def write_outputs(args: argparse.Namespace, config: Any, columns: list[Any], started: float) -> int:
+    """Mask, print the matrix and the verdict, write clients.json and clients.html."""
+    from conformance import report as conform_report
+    from paysuite.clients import matrix, report
+    from proxy.masking import Masker
+
+    masker = Masker.for_config(config)
+    shown = report.mask_columns(columns, masker)
+    verdict = report.verdict_of(shown)
+    common = {
+        "target": config.base_url,
+        "started_at": datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
+        "duration_s": round(time.time() - started, 3),
+    }
+    data = report.to_json(shown, verdict, **common)
+    as_json = masker.text(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
+    page = masker.text(report.to_html(shown, verdict, **common))
+    directory = Path(args.report_dir)
+    written = []
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, text in (("clients.json", as_json), ("clients.html", page)):
+            (directory / name).write_text(text, encoding="utf-8")
+            written.append(directory / name)
+        if args.json:
+            Path(args.json).write_text(as_json, encoding="utf-8")
+            written.append(Path(args.json))
+    except OSError as exc:
+        print(masker.text(matrix.render(shown, config.base_url)))
+        print(f"paysuite clients: cannot write the reports: {exc}", file=sys.stderr)
+        return 2
+    print(masker.text(matrix.render(shown, config.base_url)))
+    print(f"\nreports: {', '.join(str(path) for path in written)}")
+    print(masker.text(conform_report.verdict_line(verdict, report.results(shown))))
+    return verdict.exit_code

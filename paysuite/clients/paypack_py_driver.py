@@ -1,11 +1,19 @@
 """Drive the published paypack-py SDK (1.0.5), unchanged, against one target.
 
 Run as ``python -m paysuite.clients.paypack_py_driver`` with a job (JSON) on stdin; prints one
-JSON result on stdout. A subprocess, because the SDK keeps its state in module globals (tokens,
-credentials, one ``requests.Session`` with sticky headers) and its base URL is a module constant
-copied at import: a fresh interpreter is the only clean client. Only ``base_url`` is changed. A
-``requests`` response hook *observes* each answer, so a cell can name the status and message
-that broke it even when the SDK hides them (``KeyError: 'access'`` on a refused refresh).
+JSON line per cell as it is decided (so a driver stopped at its budget still leaves what it did)
+and a last line with the SDK's version and state. A subprocess, because the SDK keeps its state
+in module globals (tokens, credentials, one ``requests.Session`` with sticky headers) and its
+base URL is a module constant copied at import: a fresh interpreter is the only clean client.
+Only ``base_url`` is changed, and the session gets a transport adapter
+(``bounded_requests.BoundedAdapter``) that bounds every answer with conform's limits and
+records each exchange, so a cell can name the status and message that broke it even when the
+SDK hides them (``KeyError: 'access'`` on a refused refresh).
+
+A cell is ``ok``, ``fail`` (the target answered, and not what the SDK needs: the cell says what
+was expected and what came), ``error`` (no usable answer within the limits: not the SDK's
+fault, nor judged) or ``not run`` (the target had stopped answering, or the walk's budget was
+spent: waiting again would only take another time-out).
 """
 
 from __future__ import annotations
@@ -18,13 +26,53 @@ from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from typing import Any
 
-Check = Callable[[Any], str | None]
+from paysuite.clients.bounded_requests import BoundedAdapter, DriverLimits, Unanswered
+
+#: (expected, actual) when an answer is not what the SDK's caller needs; None when it is.
+Mismatch = tuple[str, str] | None
+Check = Callable[[Any], Mismatch]
+#: The walk's own budget when the job gives none: two whole-answer time-outs of conform.
+DEFAULT_WALK_S = 120.0
+_UNKNOWN_REF = "00000000-0000-4000-8000-000000000000"
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """Whitespace collapsed, cut at ``limit`` characters: a cell is one line."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def shown(data: Any, limit: int = 120) -> str:
+    """A short one-line rendering of an answer for "got ..."."""
+    if isinstance(data, str):
+        return one_line(data, limit)
+    try:
+        text = json.dumps(data, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(data)
+    return one_line(text, limit)
+
+
+def answer_text(exchange: dict[str, Any]) -> str:
+    """``401 token_expired: ...`` or ``404 text/html '<!DOCTYPE ...'``: one line."""
+    status, body = exchange["status"], exchange["response_body"]
+    try:
+        parsed = json.loads(body) if body else None
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and ("message" in parsed or "code" in parsed):
+        text = f"{parsed.get('code', '')}: {parsed.get('message', '')}".strip(": ")
+        return one_line(f"{status} {text}")
+    media = next(
+        (v for k, v in exchange["response_headers"] if k.lower() == "content-type"), "no type"
+    )
+    return one_line(f"{status} {media.split(';')[0]} {body[:80]!r}")
 
 
 class Driver:
-    """Runs the SDK's public methods in order and records one cell per operation."""
+    """Runs the SDK's public methods in order and emits one cell per operation."""
 
-    def __init__(self, job: dict[str, Any]) -> None:
+    def __init__(self, job: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> None:
         import paypack.client
         import paypack.config
         import paypack.http_client
@@ -32,37 +80,67 @@ class Driver:
         paypack.config.base_url = job["base_url"]
         paypack.client.base_url = job["base_url"]  # copied at import by ``from ... import``
         self.job = job
+        self.emit = emit
         self.cells: list[dict[str, Any]] = []
-        self.last_failure: str | None = None
-        paypack.http_client.client.hooks["response"].append(self._observe)
+        self.adapter = BoundedAdapter(DriverLimits.from_job(job))
+        for prefix in ("http://", "https://"):
+            paypack.http_client.client.mount(prefix, self.adapter)
+        self.walk_deadline = time.monotonic() + float(job.get("walk_s", DEFAULT_WALK_S))
+        self.stopped: str | None = None  # why the rest of the walk is not run
         paypack.client.HttpClient(client_id=job["client_id"], client_secret=job["client_secret"])
 
-    def _observe(self, response: Any, *args: Any, **kwargs: Any) -> None:
-        if response.status_code >= 300:
-            try:
-                body = response.json()
-                text = f"{body.get('code', '')}: {body.get('message', '')}".lstrip(": ")
-            except ValueError:
-                text = response.text[:200]
-            self.last_failure = f"{response.status_code} {text}"
+    def _cell(self, cell: dict[str, Any]) -> None:
+        self.cells.append(cell)
+        self.emit(cell)
 
     def op(self, name: str, call: Callable[[], Any], check: Check) -> Any:
         """Run one SDK call; an error body the SDK returns as data is a failure too."""
-        self.last_failure = None
+        if self.stopped is None and time.monotonic() > self.walk_deadline:
+            self.stopped = f"the walk used its {self.job.get('walk_s', DEFAULT_WALK_S):g} s budget"
+        if self.stopped:
+            self._cell({"op": name, "ok": None, "outcome": "not run", "detail": self.stopped})
+            return None
+        first = len(self.adapter.exchanges)
+        cell: dict[str, Any] = {"op": name}
         try:
             data = call()
+        except Unanswered as exc:
+            if exc.gone:
+                self.stopped = f"not run: the target stopped answering ({name})"
+            cell.update(ok=False, outcome="error", detail=one_line(str(exc)))
         except Exception as exc:  # the SDK raises whatever its code trips on
-            sdk = f"{type(exc).__name__}: {exc}"
-            detail = f"{self.last_failure} (SDK: {sdk})" if self.last_failure else sdk
-            self.cells.append({"op": name, "ok": False, "detail": detail})
-            return None
-        problem = check(data)
-        if problem and self.last_failure:
-            problem = self.last_failure
-        self.cells.append(
-            {"op": name, "ok": problem is None, "detail": problem or "", "data": data}
-        )
-        return None if problem else data
+            sdk = one_line(f"{type(exc).__name__}: {exc}", 120)
+            failure = self._failure(first)
+            expected, actual = "a 2xx JSON answer", failure or sdk
+            detail = f"{failure} (SDK: {sdk})" if failure else sdk
+            cell.update(ok=False, outcome="fail", detail=detail, expected=expected, actual=actual)
+        else:
+            mismatch = check(data)
+            failure = self._failure(first)
+            if mismatch and failure:
+                mismatch = ("a 2xx answer", failure)
+            if mismatch:
+                expected, actual = mismatch
+                cell.update(
+                    ok=False,
+                    outcome="fail",
+                    detail=one_line(f"expected {expected}, got {actual}"),
+                    expected=expected,
+                    actual=actual,
+                )
+            else:
+                cell.update(ok=True, outcome="ok", detail="")
+            cell["data"] = data
+        cell["exchanges"] = self.adapter.exchanges[first:]
+        self._cell(cell)
+        return data if cell["ok"] else None
+
+    def _failure(self, first: int) -> str | None:
+        """The last non-2xx answer among this operation's exchanges, as one line."""
+        for exchange in reversed(self.adapter.exchanges[first:]):
+            if exchange["status"] >= 300 or (exchange["status"] and _not_json(exchange)):
+                return answer_text(exchange)
+        return None
 
     def run(self) -> dict[str, Any]:
         from paypack.events import Event
@@ -84,7 +162,7 @@ class Driver:
             _created("CASHOUT"),
         )
         refs = [tx["ref"] for tx in (cashin, cashout) if tx]
-        ref = cashin["ref"] if cashin else "00000000-0000-4000-8000-000000000000"
+        ref = cashin["ref"] if cashin else _UNKNOWN_REF
         self.op("find", lambda: Transaction().find(ref), _same_ref(ref))
         self.op("events", lambda: Event().list(client=number, limit=10), _lists(refs))
         now = datetime.now(UTC).replace(tzinfo=None)
@@ -97,7 +175,7 @@ class Driver:
         self.op("me", lambda: Merchant().me(), _keys("id", "name", "balance"))
         self.op("refresh", lambda: Oauth().refresh_access_token(), _keys("access", "refresh"))
         state: dict[str, Any] = {"refs": refs}
-        if job.get("expiry_wait_s"):
+        if job.get("expiry_wait_s") and not self.stopped:
             # The SDK answers a 401 by refreshing with its stored refresh token and retrying.
             import paypack.client
 
@@ -105,56 +183,80 @@ class Driver:
             time.sleep(float(job["expiry_wait_s"]))
             self.op("find after expiry", lambda: Transaction().find(ref), _same_ref(ref))
             state["refresh_after"] = paypack.client.token_keys.get("refresh")
-        return {
-            "sdk": "paypack-py",
-            "version": metadata.version("paypack-py"),
-            "cells": self.cells,
-            "state": state,
-        }
+        return {"sdk": "paypack-py", "version": metadata.version("paypack-py"), "state": state}
+
+
+def _not_json(exchange: dict[str, Any]) -> bool:
+    try:
+        json.loads(exchange["response_body"])
+    except ValueError:
+        return True
+    return False
 
 
 def _keys(*names: str) -> Check:
-    def check(data: Any) -> str | None:
-        if isinstance(data, dict) and all(name in data for name in names):
-            return None
-        return f"unexpected answer {json.dumps(data)[:200]}"
+    def check(data: Any) -> Mismatch:
+        if not isinstance(data, dict):
+            return f"a JSON object with {', '.join(names)}", shown(data)
+        missing = [name for name in names if name not in data]
+        if missing:
+            return f"{', '.join(names)}", f"an object without {', '.join(missing)}"
+        return None
 
     return check
 
 
 def _created(kind: str) -> Check:
-    def check(data: Any) -> str | None:
-        if isinstance(data, dict) and data.get("kind") == kind and data.get("status") == "pending":
-            return None
-        return f"unexpected answer {json.dumps(data)[:200]}"
+    def check(data: Any) -> Mismatch:
+        if not isinstance(data, dict):
+            return f"a {kind} creation (JSON object)", shown(data)
+        if data.get("kind") != kind:
+            return f"kind {kind}", shown(data.get("kind"), 40)
+        if data.get("status") != "pending":
+            return "status pending", shown(data.get("status"), 40)
+        if not isinstance(data.get("ref"), str) or not data["ref"]:
+            return "a ref", shown(data.get("ref"), 40)
+        return None
 
     return check
 
 
 def _same_ref(ref: str) -> Check:
-    def check(data: Any) -> str | None:
-        if isinstance(data, dict) and data.get("ref") == ref:
-            return None
-        return f"unexpected answer {json.dumps(data)[:200]}"
+    def check(data: Any) -> Mismatch:
+        if not isinstance(data, dict):
+            return f"the transaction {ref}", shown(data)
+        if data.get("ref") != ref:
+            return f"ref {ref}", f"ref {shown(data.get('ref'), 60)}"
+        return None
 
     return check
 
 
 def _lists(refs: list[str]) -> Check:
-    def check(data: Any) -> str | None:
+    def check(data: Any) -> Mismatch:
         items = data.get("transactions") if isinstance(data, dict) else None
         if not isinstance(items, list):
-            return f"unexpected answer {json.dumps(data)[:200]}"
+            return "an object with a transactions list", shown(data)
         listed = json.dumps(items)
         missing = [ref for ref in refs if ref not in listed]
-        return f"not listed: {', '.join(missing)}" if missing else None
+        if missing:
+            return (
+                f"the {len(refs)} created transaction(s) listed",
+                f"{len(items)} listed, without {', '.join(missing)}",
+            )
+        return None
 
     return check
 
 
+def _emit(line: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(line) + "\n")
+    sys.stdout.flush()
+
+
 def main() -> int:
     job = json.loads(sys.stdin.read())
-    print(json.dumps(Driver(job).run()))
+    _emit(Driver(job, _emit).run())
     return 0
 
 

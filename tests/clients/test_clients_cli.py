@@ -19,9 +19,19 @@ from paysuite_core.target_config import load_target_config
 pytestmark = pytest.mark.xdist_group("sdk-clients")
 
 
-def _clients(*args: str, cache_dir: Path) -> subprocess.CompletedProcess[str]:
+def _clients(*args: str, cache_dir: Path, report_dir: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "paysuite", "clients", "--cache-dir", str(cache_dir), *args],
+        [
+            sys.executable,
+            "-m",
+            "paysuite",
+            "clients",
+            "--cache-dir",
+            str(cache_dir),
+            "--report-dir",
+            str(report_dir),
+            *args,
+        ],  # fmt: skip
         capture_output=True,
         text=True,
         timeout=240,
@@ -37,20 +47,26 @@ def _rows(stdout: str) -> dict[str, str]:
 
 def test_bundled_stub_all_ok_then_strict_auth_breaks_paypack_js(tmp_path: Path, cache_dir) -> None:
     js = paypack_js(cache_dir)
-    done = _clients("--json", str(tmp_path / "r.json"), cache_dir=cache_dir)
+    done = _clients("--json", str(tmp_path / "r.json"), cache_dir=cache_dir, report_dir=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    results = {c["sdk"]: c for c in json.loads((tmp_path / "r.json").read_text())}
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report == json.loads((tmp_path / "clients.json").read_text())
+    assert (report["verdict"], report["exit_code"]) == ("pass", 0)
+    results = {c["sdk"]: c for c in report["sdks"]}
     assert all(c["ok"] for c in results["paypack-py"]["cells"].values())
     rows = _rows(done.stdout)
     assert len(rows) == 9 and all(" ok" in row for op, row in rows.items() if op != "refresh")
+    assert done.stdout.rstrip().splitlines()[-1].startswith("VERDICT: PASS")
     if js.skip:
-        assert results["paypack-js"]["skip"] and "paypack-js skipped:" in done.stdout
+        assert results["paypack-js"]["skip"] and "paypack-js not available:" in done.stdout
     else:
         assert "paypack-js 0.2." in done.stdout
         assert all(c["ok"] in (True, None) for c in results["paypack-js"]["cells"].values())
 
     with running_stub(tmp_path / "strict", extra_args=["--strict-auth"]) as stub:
-        strict = _clients("--config", str(stub.credentials_path), cache_dir=cache_dir)
+        strict = _clients(
+            "--config", str(stub.credentials_path), cache_dir=cache_dir, report_dir=tmp_path
+        )
     if js.skip:
         pytest.skip(f"paypack-js unavailable: {js.skip}")
     assert strict.returncode == 1, strict.stdout + strict.stderr
@@ -61,10 +77,15 @@ def test_bundled_stub_all_ok_then_strict_auth_breaks_paypack_js(tmp_path: Path, 
 
 
 def test_usage_errors_exit_2(tmp_path: Path, cache_dir) -> None:
-    missing = _clients("--config", str(tmp_path / "nope.yaml"), cache_dir=cache_dir)
+    missing = _clients(
+        "--config", str(tmp_path / "nope.yaml"), cache_dir=cache_dir, report_dir=tmp_path
+    )
     assert missing.returncode == 2 and "cannot read" in missing.stderr
-    bad_sdk = _clients("--sdk", "paypack-rb", cache_dir=cache_dir)
+    bad_sdk = _clients("--sdk", "paypack-rb", cache_dir=cache_dir, report_dir=tmp_path)
     assert bad_sdk.returncode == 2
+    bad_limit = _clients("--read-timeout", "soon", cache_dir=cache_dir, report_dir=tmp_path)
+    assert bad_limit.returncode == 2 and len(bad_limit.stderr.strip().splitlines()) == 1
+    assert "--read-timeout" in bad_limit.stderr and "Traceback" not in bad_limit.stderr
 
 
 def test_make_job_needs_a_read_write_app_and_a_number(tmp_path: Path) -> None:

@@ -1,0 +1,362 @@
+"""What ``paysuite clients`` writes: the verdict, ``clients.json`` and ``clients.html``, masked.
+
+The drivers return what the SDKs saw in clear (the tests compare tokens with the stub's); nothing
+leaves the process that way. Every exchange is masked as the proxy masks its reports and HAR
+(``proxy.masking``: each client secret, access and refresh token replaced by a stable
+placeholder such as ``«masked:access:2»``, so a reader still sees one token used twice), then
+the SDKs' return values, the cells' texts and the state are masked with what was learnt, and a
+last pass over each written text replaces any learnt value left.
+
+The HTML page is conform's (``conformance.report.to_html``): each cell is one result shaped like
+the plugin's ``CheckResult``, filed under the section of the document its operation belongs to
+(the SDK-only routes under "Other"), with the cell's exchanges as evidence and their curl.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from conformance import report as conform_report
+from conformance.evidence import Exchange as EvidenceExchange
+from paysuite.clients.matrix import OPERATIONS, SdkColumn, outcome_of
+from proxy.exchange import Exchange as ProxyExchange
+from proxy.masking import Masker, mask_exchange
+
+TITLE = "paysuite clients report"
+PROFILE = "published SDKs"
+
+#: Where the document describes each operation (the SDK-only routes are not in it).
+_SECTIONS: dict[str, str] = {
+    "authorize": "Endpoints, 5. Authorize an application",
+    "cashin": "Endpoints, 1. Cashin",
+    "cashout": "Endpoints, 2. Cashout",
+    "find": "Endpoints, 3. Find a transaction",
+    "events": "Endpoints, 4. List transaction events",
+    "events from/to": "Endpoints, 4. List transaction events",
+    "refresh": "Endpoints, 6. Refresh tokens",
+    "find after expiry": "Authentication, 4",
+    "find after refresh": "Authentication, 4",
+}
+_QUOTES: dict[str, str] = {
+    "authorize": "POST {base_url}/auth/agents/authorize ... Response: the token pair.",
+    "cashin": "POST {base_url}/transactions/cashin ... Response: the transaction creation "
+    "response with kind = CASHIN and status = pending.",
+    "cashout": "POST {base_url}/transactions/cashout ... Response: the transaction creation "
+    "response with kind = CASHOUT and status = pending.",
+    "find": "GET {base_url}/transactions/find/{ref} ... Response: the transaction lookup response.",
+    "events": "GET {base_url}/events/transactions ... Response: the event list envelope.",
+    "events from/to": "GET {base_url}/events/transactions ... (the SDKs add from/to, which the "
+    "live service accepts; the document does not name them)",
+    "refresh": "GET {base_url}/auth/agents/refresh/{refresh_token} ... its examples call GET "
+    "{base_url}/auth/refresh/{refresh_token}.",
+    "find after expiry": "After that the client obtains a new pair through the refresh endpoint "
+    "with its refresh token, without using the client_secret again.",
+    "find after refresh": "After that the client obtains a new pair through the refresh endpoint "
+    "with its refresh token, without using the client_secret again.",
+}
+_BEYOND = "Not in the document: the live service serves it and the published SDKs call it."
+_OUTCOMES = {"ok": "passed", "fail": "failed", "error": "error"}
+
+
+@dataclass(frozen=True)
+class CellCheck:
+    """What ``conformance.report`` reads of a check: one SDK's operation."""
+
+    id: str
+    level: str  # "document" or "SDK-only"
+    section: str
+    title: str
+    quote: str
+    profile: str = "seed"
+
+
+@dataclass
+class CellResult:
+    """What ``conformance.report`` reads of a result (by attribute)."""
+
+    check: CellCheck
+    outcome: str  # passed | failed | skipped | error
+    message: str = ""
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    duration_s: float = 0.0
+    expected: str = ""
+    actual: str = ""
+    note: str = ""
+    gating: bool = True
+
+
+# --- masking ----------------------------------------------------------------------------------
+def _as_proxy(seq: int, record: dict[str, Any]) -> ProxyExchange:
+    def headers(pairs: Any) -> tuple[tuple[str, str], ...]:
+        return tuple((str(k), str(v)) for k, v in pairs or ())
+
+    return ProxyExchange(
+        seq=seq,
+        started=0.0,
+        elapsed_ms=float(record.get("elapsed_ms") or 0.0),
+        method=str(record.get("method", "")),
+        url=str(record.get("url", "")),
+        request_headers=headers(record.get("request_headers")),
+        request_body=str(record.get("request_body") or "").encode("utf-8"),
+        status=int(record.get("status") or 0),
+        response_headers=headers(record.get("response_headers")),
+        response_body=str(record.get("response_body") or "").encode("utf-8"),
+        error=str(record.get("error") or ""),
+    )
+
+
+def _as_record(exchange: ProxyExchange, had_body: bool) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "method": exchange.method,
+        "url": exchange.url,
+        "request_headers": [list(pair) for pair in exchange.request_headers],
+        "request_body": exchange.request_body.decode("utf-8", "replace") if had_body else None,
+        "status": exchange.status,
+        "response_headers": [list(pair) for pair in exchange.response_headers],
+        "response_body": exchange.response_body.decode("utf-8", "replace"),
+        "elapsed_ms": exchange.elapsed_ms,
+        "error": exchange.error,
+    }
+    record["curl"] = evidence_item(record)["curl"]
+    return record
+
+
+def _masked_value(value: Any, masker: Masker) -> Any:
+    """A JSON value with its token members and every learnt secret masked."""
+    text = json.dumps(value, ensure_ascii=False)
+    return json.loads(masker.body(text.encode("utf-8")).decode("utf-8"))
+
+
+def _learn(columns: list[SdkColumn], masker: Masker) -> None:
+    """Every secret the run met, learnt before anything is masked (a token first seen late is
+    masked everywhere, not only after it)."""
+    seq = 0
+    for column in columns:
+        for cell in column.cells.values():
+            for record in cell.get("exchanges") or ():
+                seq += 1
+                mask_exchange(_as_proxy(seq, record), masker)
+            if "data" in cell:
+                _masked_value(cell["data"], masker)
+        for key in ("refresh_before", "refresh_after"):
+            if isinstance(column.state.get(key), str):
+                masker.learn("refresh", column.state[key])
+
+
+def mask_columns(columns: list[SdkColumn], masker: Masker) -> list[SdkColumn]:
+    """Copies of ``columns`` fit to be written: no credential in any exchange, value or text."""
+    _learn(columns, masker)
+    masked: list[SdkColumn] = []
+    seq = 0
+    for column in columns:
+        cells: dict[str, dict[str, Any]] = {}
+        for op, cell in column.cells.items():
+            copy: dict[str, Any] = {}
+            for key, value in cell.items():
+                if key == "exchanges":
+                    records = []
+                    for record in value or ():
+                        seq += 1
+                        hidden = mask_exchange(_as_proxy(seq, record), masker)
+                        records.append(_as_record(hidden, record.get("request_body") is not None))
+                    copy[key] = records
+                elif isinstance(value, str):
+                    copy[key] = masker.text(value)
+                else:
+                    copy[key] = _masked_value(value, masker)
+            cells[op] = copy
+        masked.append(
+            replace(
+                column,
+                cells=cells,
+                state=_masked_value(column.state, masker),
+                skip=masker.text(column.skip) if column.skip else column.skip,
+                failure=masker.text(column.failure) if column.failure else column.failure,
+            )
+        )
+    return masked
+
+
+# --- verdict ----------------------------------------------------------------------------------
+def _named(columns: list[SdkColumn], outcome: str) -> list[str]:
+    return [
+        f"{column.sdk} {op}"
+        for column in columns
+        for op, cell in column.cells.items()
+        if outcome_of(cell) == outcome
+    ]
+
+
+def verdict_of(columns: list[SdkColumn]) -> conform_report.Verdict:
+    """1 when the target answered an operation not as an SDK needs; 2 when nothing broke but an
+    operation got no usable answer within the limits, a driver gave no result, or no SDK could
+    run here; else 0. Coverage: the cells that ran to ok or fail among all cells."""
+    ran = [column for column in columns if not column.skip]
+    cells = [cell for column in ran for cell in column.cells.values()]
+    judged = sum(1 for cell in cells if outcome_of(cell) in ("ok", "fail"))
+    skipped = tuple(
+        (f"{column.sdk} {op}", str(cell.get("detail", "")))
+        for column in ran
+        for op, cell in column.cells.items()
+        if outcome_of(cell) in ("n/a", "not run")
+    )
+    skipped += tuple((column.sdk, f"not available: {column.skip}") for column in columns
+                     if column.skip)  # fmt: skip
+    coverage = conform_report.Coverage(run=judged, total=len(cells), skipped=skipped)
+    run_errors = tuple(f"{column.sdk}: {column.failure}" for column in ran if column.failure)
+    failed, errors = _named(columns, "fail"), _named(columns, "error")
+    if failed:
+        verdict, code = "fail", 1
+        reason = f"{len(failed)} operation(s) broke: {', '.join(failed)}"
+    elif errors or run_errors:
+        verdict, code = "error", 2
+        reason = (
+            f"{len(errors)} operation(s) got no usable answer within the limits: "
+            f"{', '.join(errors)}"
+            if errors
+            else run_errors[0]
+        )
+    elif not ran:
+        verdict, code, reason = "error", 2, "no SDK could run here"
+        run_errors = ("no SDK could run here",)
+    else:
+        verdict, code = "pass", 0
+        reason = f"every operation of {', '.join(c.heading for c in ran)} worked"
+    return conform_report.Verdict(
+        verdict=verdict,
+        exit_code=code,
+        profile=PROFILE,
+        strict=True,
+        coverage=coverage,
+        run_errors=run_errors,
+        reason=reason,
+    )
+
+
+# --- clients.json -----------------------------------------------------------------------------
+def to_json(
+    columns: list[SdkColumn],
+    verdict: conform_report.Verdict,
+    *,
+    target: str,
+    started_at: str,
+    duration_s: float,
+) -> dict[str, Any]:
+    """The whole answer of every cell (masked ``columns``), under the run's verdict."""
+    return {
+        "verdict": verdict.verdict,
+        "exit_code": verdict.exit_code,
+        "reason": verdict.reason,
+        "target": target,
+        "started_at": started_at,
+        "duration_s": duration_s,
+        "operations": list(OPERATIONS),
+        "sdks": [
+            {
+                "sdk": column.sdk,
+                "version": column.version,
+                "skip": column.skip,
+                "failure": column.failure,
+                "cells": column.cells,
+                "state": column.state,
+            }
+            for column in columns
+        ],
+    }
+
+
+# --- clients.html -----------------------------------------------------------------------------
+def evidence_item(record: dict[str, Any]) -> dict[str, Any]:
+    """A (masked) exchange as conform's evidence: request, answer, curl."""
+    item = EvidenceExchange.build(
+        record["method"],
+        record["url"],
+        {str(k): str(v) for k, v in record.get("request_headers") or ()},
+        record.get("request_body"),
+    )
+    if not record.get("status"):
+        item.error = record.get("error") or "no answer"
+    else:
+        item.record_response(
+            int(record["status"]),
+            {str(k): str(v) for k, v in record.get("response_headers") or ()},
+            str(record.get("response_body") or ""),
+            float(record.get("elapsed_ms") or 0.0),
+        )
+    return item.to_dict()
+
+
+def _slug(text: str) -> str:
+    return "-".join(text.replace("/", " ").split())
+
+
+def results(columns: list[SdkColumn]) -> list[CellResult]:
+    """One result per cell (masked ``columns``); an SDK that could not run is one skipped row."""
+    out: list[CellResult] = []
+    for column in columns:
+        if column.skip:
+            check = CellCheck(
+                id=column.sdk,
+                level="SDK",
+                section="Other",
+                title=f"{column.sdk}: not available here",
+                quote=_BEYOND,
+            )
+            out.append(CellResult(check, "skipped", f"not available: {column.skip}"))
+            continue
+        if column.failure and not column.cells:
+            check = CellCheck(column.sdk, "SDK", "Other", f"{column.heading}: driver", _BEYOND)
+            out.append(CellResult(check, "error", column.failure))
+        ops = [op for op in OPERATIONS if op in column.cells]
+        ops += [op for op in column.cells if op not in ops]
+        for op in ops:
+            cell = column.cells[op]
+            outcome = outcome_of(cell)
+            section = _SECTIONS.get(op, "Other")
+            check = CellCheck(
+                id=f"{column.sdk}:{_slug(op)}",
+                level="document" if op in _SECTIONS and op != "events from/to" else "SDK-only",
+                section=section,
+                title=f"{column.heading}: {op}",
+                quote=_QUOTES.get(op, _BEYOND),
+            )
+            detail = str(cell.get("detail") or "")
+            out.append(
+                CellResult(
+                    check,
+                    _OUTCOMES.get(outcome, "skipped"),
+                    message=detail if outcome != "ok" else "",
+                    evidence=[evidence_item(r) for r in cell.get("exchanges") or ()],
+                    expected=str(cell.get("expected") or ""),
+                    actual=str(cell.get("actual") or ""),
+                    note=f"{len(cell.get('exchanges') or ())} exchange(s)"
+                    if outcome == "ok"
+                    else "",
+                )
+            )
+    return out
+
+
+def to_html(
+    columns: list[SdkColumn],
+    verdict: conform_report.Verdict,
+    *,
+    target: str,
+    started_at: str,
+    duration_s: float,
+) -> str:
+    """conform's report page, one row per cell, each failure with its exchanges and curl.
+
+    ``paysuite clients`` has no ``--reveal-secrets`` (nothing it writes carries a credential),
+    so the replay note's mention of it is left out."""
+    page = conform_report.to_html(
+        results(columns),
+        verdict=verdict,
+        target=target,
+        started_at=started_at,
+        duration_s=duration_s,
+        title=TITLE,
+    )
+    return page.replace(" (or rerun with --reveal-secrets)", "")
