@@ -283,11 +283,6 @@ def _old_name_note(command: str, old: str, new: str) -> None:
 def plan_from_args(args: argparse.Namespace) -> LoadPlan:
     """The plan of ``paysuite load``'s arguments (``load.cli``)."""
     shape = args.shape
-    if args.profile:
-        if shape and shape != args.profile:
-            raise UsageError("--shape and --profile (its old name) name different shapes")
-        _old_name_note("paysuite load", "--profile", "--shape")
-        shape = args.profile
     default = ClientLimits()
     limits = ClientLimits(
         connect_timeout_s=_limit(
