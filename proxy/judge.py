@@ -36,6 +36,7 @@ from proxy.rules import (
 )
 from proxy.spec_rules import SpecView
 from proxy.stateful import ExpiryRule, IdempotencyRule, LifecycleRule, RotationRule
+from proxy.traffic import TRAFFIC_RULES, TrafficRules
 
 UNCONFIRMED = (
     "unconfirmed: no --config with credentials, so a rejected reuse was not confirmed by "
@@ -81,6 +82,7 @@ class Judge:
         self.expiry = ExpiryRule()
         self.rotation = RotationRule(config.refresh_rotation if config else None)
         self.lifecycle = LifecycleRule()
+        self.traffic = TrafficRules()
         self.confirm = confirm and config is not None
         self.observed: list[Observed] = []
         self.violations: list[Violation] = []
@@ -95,6 +97,7 @@ class Judge:
             self.rotation.observe,
             self.idempotency.observe,
             self.lifecycle.observe,
+            self.traffic.observe,
         )
 
     def observe(self, exchange: Exchange) -> list[Violation]:
@@ -135,6 +138,10 @@ class Judge:
                 self.lifecycle.exercised_event += 1
                 violation = confirmer.find_agrees(tx)
                 found += [violation] if violation else []
+            for ref, seen in self.traffic.unsettled():
+                self.traffic.listed_exercised += 1
+                violation = confirmer.processed_listed(self.traffic, ref, seen)
+                found += [violation] if violation else []
         finally:
             confirmer.close()
         self._confirm_notes = dict(confirmer.notes)
@@ -165,10 +172,12 @@ class Judge:
             KEY_LENGTH.id: (self.idempotency.exercised[KEY_LENGTH.id], "", ()),
             QUERY_KEY_REUSE.id: (self.idempotency.exercised[QUERY_KEY_REUSE.id], "", unconfirmed),
             CONCURRENT_REUSE.id: (self.idempotency.exercised[CONCURRENT_REUSE.id], "", unconfirmed),
-            CONFIRMED.id: (self.lifecycle.exercised_event, "", ()),
-            CANCELLED.id: (self.lifecycle.exercised_event, "", ()),
+            CONFIRMED.id: (self._lifecycle_exercised, "", ()),
+            CANCELLED.id: (self._lifecycle_exercised, "", ()),
             FINAL_ONCE_PROCESSED.id: (self.lifecycle.exercised_final, "", ()),
         }
+        for check in TRAFFIC_RULES:
+            exercised[check.id] = (self.traffic.exercised[check.id], "", ())
         every = tuple(self._confirm_notes.get("*", ()))
         return [
             RuleState(
@@ -177,5 +186,11 @@ class Judge:
                 exercised[check.id][1],
                 exercised[check.id][2] + tuple(self._confirm_notes.get(check.id, ())) + every,
             )  # fmt: skip
-            for check in RULES
+            for check in RULES + TRAFFIC_RULES
         ]
+
+    @property
+    def _lifecycle_exercised(self) -> int:
+        """LIFE-002/003: event-find comparisons, processed events' data against their creation,
+        and listings judged for a processed event."""
+        return self.lifecycle.exercised_event + self.traffic.listed_exercised
