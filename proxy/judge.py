@@ -26,6 +26,7 @@ from proxy.rules import (
     EXPIRY,
     FINAL_ONCE_PROCESSED,
     IDEMPOTENCY,
+    JUDGED_PARTIES,
     KEY_LENGTH,
     QUERY_KEY_REUSE,
     ROTATION,
@@ -73,8 +74,13 @@ class Judge:
         profile: str = "seed",
         base_url: str | None = None,
         confirm: bool = True,
+        judge: str = "server",
     ) -> None:
         self.config = config
+        #: whose violations gate the exit status (``--judge``): "server", "client" or both
+        self.gates = JUDGED_PARTIES[judge]
+        #: what the end of the session left unsettled (a second Ctrl-C, a SIGTERM while settling)
+        self.unsettled: list[str] = []
         self.profile = profile
         base = base_url or (config.base_url if config else "http://127.0.0.1/api")
         self.spec = SpecView(config, profile=profile, base_url=base)
@@ -121,31 +127,54 @@ class Judge:
         self._keep(found)
         return found
 
+    def settlements(self) -> list[str]:
+        """What ``finish`` would still ask the target, one line each (the report names those a
+        Ctrl-C or a SIGTERM left unsettled)."""
+        if not self.confirm:
+            return []
+        return (
+            [f"reproduce the rejected reuse of key {u.key!r}" for u in self.idempotency.unsettled()]
+            + [
+                f"find {tx.ref} (its processed event against find)"
+                for tx in self.lifecycle.unconfirmed()
+            ]  # fmt: skip
+            + [
+                f"list the events of {ref} (its processed event listed)"
+                for ref, _ in self.traffic.unsettled()
+            ]  # fmt: skip
+        )
+
     def finish(self) -> list[Violation]:
         """Settle what the traffic could not, through the judge's own client; then nothing more
-        is judged."""
+        is judged. Interrupted (KeyboardInterrupt), it keeps what it found so far and names the
+        rest in ``unsettled`` before the interruption goes on."""
         if not self.confirm:
             return []
         from proxy.confirm import Confirmer
 
         assert self.config is not None
+        todo = self.settlements()
+        self.unsettled = list(todo)
         confirmer = Confirmer(self.config, profile=self.profile)
         found: list[Violation] = []
         try:
             for use in self.idempotency.unsettled():
                 found += confirmer.reproduce(use)
+                self.unsettled.pop(0)
             for tx in self.lifecycle.unconfirmed():
                 self.lifecycle.exercised_event += 1
                 violation = confirmer.find_agrees(tx)
                 found += [violation] if violation else []
+                self.unsettled.pop(0)
             for ref, seen in self.traffic.unsettled():
                 self.traffic.listed_exercised += 1
                 violation = confirmer.processed_listed(self.traffic, ref, seen)
                 found += [violation] if violation else []
+                self.unsettled.pop(0)
         finally:
             confirmer.close()
-        self._confirm_notes = dict(confirmer.notes)
-        self._keep(found)
+            self._confirm_notes = dict(confirmer.notes)
+            self._keep(found)
         return found
 
     def _keep(self, found: list[Violation]) -> None:

@@ -13,10 +13,11 @@ import asyncio
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from aiohttp import web
 
@@ -121,6 +122,27 @@ async def serve(
     return exchanges
 
 
+class Interrupted(KeyboardInterrupt):
+    """A SIGINT or SIGTERM while the session settles: the settling stops, the reports do not."""
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise Interrupted(signal.Signals(signum).name)
+
+
+@contextmanager
+def signals(handler: Any) -> Iterator[None]:
+    """SIGINT and SIGTERM handled by ``handler`` (``signal.SIG_IGN`` while a report is written,
+    so that no number of Ctrl-C leaves half a file), the previous handlers restored after."""
+    names = (signal.SIGINT, signal.SIGTERM)
+    previous = {signum: signal.signal(signum, handler) for signum in names}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
 def run_session(
     judge: Judge,
     settings: ProxySettings,
@@ -133,29 +155,58 @@ def run_session(
     out: TextIO = sys.stdout,
     on_exchange: Callable[[Exchange], None] | None = None,
 ) -> SessionOutcome:
-    """The whole session; the exit status is the report's (0 clean, 1 violation, 2 no answer)."""
+    """The whole session; the exit status is the report's (0 clean, 1 violation, 2 no answer,
+    3 the client's violation when gated, 130 settling interrupted).
+
+    The reports and the HAR are written as soon as the session stops, before the settling (which
+    asks the target and may take seconds): a Ctrl-C or a SIGTERM then stops the settling, never
+    the writing (signals are ignored while a file is written), and the reports are written again
+    with what was settled and what was not."""
     started = time.time()
     exchanges = asyncio.run(
         serve(
             judge, settings, host=host, port=port, limits=limits, out=out, on_exchange=on_exchange
         )  # fmt: skip
     )
-    out.write(f"stopped after {len(exchanges)} exchange(s); settling what needs the target...\n")
-    out.flush()
+    har = Path(har_path or Path(report_dir) / "session.har")
+
+    def write() -> tuple[Any, list[Path]]:
+        with signals(signal.SIG_IGN):
+            verdict, paths = write_reports(
+                judge, report_dir, target=settings.target, started=started,
+                duration_s=time.time() - started,
+            )  # fmt: skip
+            written = write_session_har(judge, exchanges, har, target=settings.target)
+        return verdict, paths + ([written] if written is not None else [])
+
+    pending = judge.settlements()
+    if pending:
+        judge.unsettled = ["the session stopped; settling had not begun: " + "; ".join(pending)]
+        write()
+        judge.unsettled = []
+        out.write(
+            f"stopped after {len(exchanges)} exchange(s); reports written; settling what needs "
+            f"the target ({len(pending)} question(s); Ctrl-C stops it)...\n"
+        )
+        out.flush()
+    else:
+        out.write(f"stopped after {len(exchanges)} exchange(s)\n")
     try:
-        settled = judge.finish()
+        with signals(_interrupt):
+            settled = judge.finish()
+    except KeyboardInterrupt as exc:
+        left = "; ".join(judge.unsettled) or "nothing"
+        judge.unsettled = [f"interrupted ({exc or 'SIGINT'}) while settling; left: {left}"]
+        out.write("settling interrupted; the reports say what was not settled\n")
+        settled = []
     except Exception as exc:  # noqa: BLE001 - the reports are written whatever happens here
         judge.run_errors.append(f"the end-of-session confirmations failed: {exc!r}")
         settled = []
+    else:
+        judge.unsettled = []
     for violation in settled:
         live_line(out)(violation)
-    verdict, paths = write_reports(
-        judge, report_dir, target=settings.target, started=started,
-        duration_s=time.time() - started,
-    )  # fmt: skip
-    har = write_session_har(judge, exchanges, har_path or Path(report_dir) / "session.har",
-                            target=settings.target)  # fmt: skip
-    paths += [har] if har is not None else []
+    verdict, paths = write()
     out.write(f"reports: {', '.join(str(p) for p in paths)}\n")
     out.write(scorecard(judge) + "\n")
     out.flush()
