@@ -223,5 +223,12 @@ def write_session_har(
         from proxy.masking import Masker, mask_exchange
     except ImportError:
         return None
+    from proxy.appmap import recorded_applications
+
     masker = Masker.for_config(judge.config)
-    return write_har([mask_exchange(e, masker) for e in exchanges], path, target=target)
+    return write_har(
+        [mask_exchange(e, masker) for e in exchanges],
+        path,
+        target=target,
+        applications=recorded_applications(exchanges, judge.config),
+    )
