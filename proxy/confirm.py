@@ -42,7 +42,7 @@ from proxy.exchange import Exchange
 from proxy.routes import route_of, token_claims
 from proxy.rules import CANCELLED, CONFIRMED, Violation
 from proxy.stateful import KeyUse, Seen, Transaction, disagreement, key_location, reuse_check
-from proxy.traffic import Processed, TrafficRules
+from proxy.traffic import Processed, Resolved, TrafficRules
 
 #: The reuses of one key the reproduction sends at most (a client that retried a key a hundred
 #: times shows the same pattern after the first few).
@@ -335,6 +335,30 @@ class Confirmer:
         return disagreement(
             tx.ref, event, status, (event.exchange,), confirmations=tuple(evidence.to_list())
         )
+
+    def outcome_after(self, rules: TrafficRules, ref: str, action: Resolved) -> Violation | None:
+        """LIFE-002/003 for a ref the customer confirmed or cancelled and no find after it
+        settled: find it now, polling until the suite's wait after the customer acted."""
+        app = self.app_for(rules.merchant_of(ref))
+        if app is None:
+            self._note(action.check, f"{ref}: no application of its merchant to find it with")
+            return None
+        until = action.exchange.started + action.exchange.elapsed_ms / 1000 + rules.wait_s
+        evidence = self._record()
+        try:
+            while True:
+                status = self.target.find(ref, app).get("status")
+                if status != "pending" or time.time() >= until:
+                    break
+                time.sleep(min(0.5, max(until - time.time(), 0.0)))
+        except (CouldNotCheck, TargetUnreachable) as exc:
+            self._note(action.check, f"{ref}: find could not be made ({exc})")
+            return None
+        expected = "success" if action.outcome == "confirm" else "failed"
+        action.settled = True
+        if same_outcome(status, expected):
+            return None
+        return rules.wrong_outcome(ref, action, status, None, tuple(evidence.to_list()))
 
     def processed_listed(self, rules: TrafficRules, ref: str, seen: Processed) -> Violation | None:
         """LIFE-002/003: is the processed event of ``ref`` listed once late events had time?"""

@@ -88,7 +88,12 @@ class Judge:
         self.expiry = ExpiryRule()
         self.rotation = RotationRule(config.refresh_rotation if config else None)
         self.lifecycle = LifecycleRule()
-        self.traffic = TrafficRules()
+        self.traffic = TrafficRules(
+            customer=config.customer if config else None,
+            wait_s=float(min(config.customer.timeout_s, max(config.max_wait_s, 5)))
+            if config
+            else 30.0,
+        )
         self.confirm = confirm and config is not None
         self.observed: list[Observed] = []
         self.violations: list[Violation] = []
@@ -114,6 +119,7 @@ class Judge:
         if exchange.status == 0:
             self.unanswered += 1
         if route is None:
+            self.traffic.customer(exchange)  # the configured customer's confirm or cancel
             return []
         found: list[Violation] = []
         if route.creation or route.operation == "authorize":
@@ -142,6 +148,10 @@ class Judge:
                 f"list the events of {ref} (its processed event listed)"
                 for ref, _ in self.traffic.unsettled()
             ]  # fmt: skip
+            + [
+                f"find {ref} (the customer's {action.outcome} took effect)"
+                for ref, action in self.traffic.unresolved()
+            ]  # fmt: skip
         )
 
     def finish(self) -> list[Violation]:
@@ -169,6 +179,10 @@ class Judge:
             for ref, seen in self.traffic.unsettled():
                 self.traffic.listed_exercised += 1
                 violation = confirmer.processed_listed(self.traffic, ref, seen)
+                found += [violation] if violation else []
+                self.unsettled.pop(0)
+            for ref, action in self.traffic.unresolved():
+                violation = confirmer.outcome_after(self.traffic, ref, action)
                 found += [violation] if violation else []
                 self.unsettled.pop(0)
         finally:

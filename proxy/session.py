@@ -200,7 +200,9 @@ def run_session(
         out.write("settling interrupted; the reports say what was not settled\n")
         settled = []
     except Exception as exc:  # noqa: BLE001 - the reports are written whatever happens here
-        judge.run_errors.append(f"the end-of-session confirmations failed: {exc!r}")
+        left = "; ".join(judge.unsettled) or "nothing"
+        judge.run_errors.append(f"the end-of-session confirmations failed: {exc!r}; left: {left}")
+        judge.unsettled = []  # not interrupted: the run error says what was left
         settled = []
     else:
         judge.unsettled = []

@@ -28,6 +28,7 @@ evidence is in the traffic is settled, not skipped.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,7 @@ from conformance.api import created_values_differ, data_of, same_outcome
 from conformance.checks import Check
 from conformance.target import EVENTUAL_S, same_amount
 from paysuite_core.request_data import same_number
+from paysuite_core.target_config import CustomerDriver
 from proxy.exchange import Exchange
 from proxy.routes import Route, idempotency_key
 from proxy.rules import CANCELLED, CONFIRMED, Violation
@@ -116,6 +118,39 @@ class Processed:
     reported: bool = False
 
 
+@dataclass
+class Resolved:
+    """The customer confirmed or cancelled a ref through the configured driver."""
+
+    outcome: str  # confirm | cancel
+    exchange: Exchange
+    pending: list[Exchange] = field(default_factory=list)  # finds still pending, made too soon
+    settled: bool = False
+    reported: bool = False
+
+    @property
+    def check(self) -> Check:
+        return CONFIRMED if self.outcome == "confirm" else CANCELLED
+
+
+def _actions(customer: CustomerDriver | None) -> dict[str, tuple[str, re.Pattern[str]]]:
+    """The sandbox driver's confirm and cancel as (method, path pattern with a ``ref`` group)."""
+    from urllib.parse import urlsplit
+
+    found: dict[str, tuple[str, re.Pattern[str]]] = {}
+    if customer is None or customer.driver != "sandbox":
+        return found
+    for outcome, action in (("confirm", customer.confirm), ("cancel", customer.cancel)):
+        if action is None or "{ref}" not in action.url_template:
+            continue
+        before, _, after = urlsplit(
+            action.url_template.replace("{ref}", "REFPLACEHOLDER")
+        ).path.partition("REFPLACEHOLDER")
+        pattern = re.compile(re.escape(before) + r"(?P<ref>[^/]+)" + re.escape(after))
+        found[outcome] = (action.method.upper(), pattern)
+    return found
+
+
 @dataclass(frozen=True)
 class Listing:
     """An events list's query, split into the document's filters and the rest."""
@@ -138,8 +173,16 @@ class Listing:
 class TrafficRules:
     """Remembers every creation of the session and judges what later exchanges say of it."""
 
-    def __init__(self, eventual_s: float = EVENTUAL_S) -> None:
+    def __init__(
+        self, eventual_s: float = EVENTUAL_S, customer: CustomerDriver | None = None,
+        wait_s: float = 30.0,
+    ) -> None:  # fmt: skip
         self.eventual_s = eventual_s
+        #: the configuration's customer driver: its confirm and cancel, seen through the proxy,
+        #: say what outcome find must show (after at most ``wait_s``, the suite's wait)
+        self.actions = _actions(customer)
+        self.wait_s = wait_s
+        self.resolved: dict[str, Resolved] = {}
         self.created: dict[str, Created] = {}
         self.keys: set[tuple[str | None, str]] = set()  # (merchant, key) of 2xx creations
         self.answered_twice: set[str] = set()  # refs two creations were answered (FMT-001)
@@ -162,6 +205,71 @@ class TrafficRules:
         if route.operation == "events":
             return self._events(exchange, body)
         return []
+
+    # --- the customer's confirm and cancel (the configuration's sandbox driver) ---------------
+    def customer(self, exchange: Exchange) -> None:
+        """Remember a confirm or cancel of the configured customer driver answered 2xx."""
+        if not _ok(exchange):
+            return
+        from urllib.parse import urlsplit
+
+        path = urlsplit(exchange.url).path
+        for outcome, (method, pattern) in self.actions.items():
+            match = pattern.fullmatch(path)
+            if match and exchange.method.upper() == method:
+                self.resolved.setdefault(match.group("ref"), Resolved(outcome, exchange))
+
+    def _outcome(self, ref: str, status: Any, exchange: Exchange) -> list[Violation]:
+        """LIFE-002/003: after the customer confirmed (cancelled), find shows success (failed);
+        a pending status is judged only ``wait_s`` after the customer acted."""
+        action = self.resolved.get(ref)
+        if action is None or action.reported or exchange.started < _answered_at(action.exchange):
+            return []
+        expected = "success" if action.outcome == "confirm" else "failed"
+        late = exchange.started - _answered_at(action.exchange)
+        if status == "pending" and late < self.wait_s:
+            action.pending.append(exchange)
+            return []
+        action.settled = True
+        self.exercised[action.check.id] += 1
+        if same_outcome(status, expected):
+            return []
+        return [self.wrong_outcome(ref, action, status, exchange)]
+
+    def wrong_outcome(
+        self,
+        ref: str,
+        action: Resolved,
+        status: Any,
+        exchange: Exchange | None,
+        confirmations: tuple[dict[str, object], ...] = (),
+    ) -> Violation:
+        action.reported = True
+        expected = "success" if action.outcome == "confirm" else "failed"
+        verb = "confirmed" if action.outcome == "confirm" else "cancelled"
+        where = f"find #{exchange.seq}" if exchange else "the judge's find at the end"
+        after = f"{self.wait_s:g} s later " if status == "pending" else ""
+        return Violation(
+            action.check,
+            f"the customer {verb} {ref} (#{action.exchange.seq}), yet {where} {after}answered "
+            f"{status!r}",
+            (action.exchange, exchange) if exchange else (action.exchange, *action.pending),
+            expected=f"status {expected} once the customer {verb}",
+            actual=str(status),
+            confirmations=confirmations,
+        )
+
+    def merchant_of(self, ref: str) -> str | None:
+        """Whose transaction ``ref`` is, as the traffic showed (the customer's call carries no
+        token): the creation's merchant, else the one whose find showed it processed."""
+        if ref in self.created:
+            return self.created[ref].merchant
+        seen = self.processed.get(ref)
+        return seen.merchant if seen else None
+
+    def unresolved(self) -> list[tuple[str, Resolved]]:
+        """Customer actions no find after them settled: the judge finds those refs itself."""
+        return [(r, a) for r, a in self.resolved.items() if not a.settled and not a.reported]
 
     # --- creations: TXN-001/002, FMT-001 -------------------------------------------------------
     def _creation(self, exchange: Exchange, route: Route, body: dict[str, Any]) -> list[Violation]:
@@ -226,15 +334,16 @@ class TrafficRules:
         status = body.get("status")
         if isinstance(status, str) and status != "pending" and ref not in self.processed:
             self.processed[ref] = Processed(status, exchange, _merchant(exchange))
+        found = self._outcome(ref, status, exchange)
         created = self._created(ref)
         if created is None:
-            return []
+            return found
         self.exercised[FIND_VALUES.id] += 1
         wrong = _differs(body, created)
         if not wrong or (FIND_VALUES.id, ref) in self._reported:
-            return []
+            return found
         self._reported.add((FIND_VALUES.id, ref))
-        return [
+        return found + [
             Violation(
                 FIND_VALUES,
                 f"find {ref} answered {'; '.join(wrong)} (created by #{created.exchange.seq})",
