@@ -12,6 +12,7 @@ masked, curl with ``$PAYSUITE_TOKEN``).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +24,8 @@ from conformance.evidence import Exchange as EvidenceExchange
 from conformance.evidence import redact_url
 from proxy.exchange import Exchange
 from proxy.judge import Judge, Observed
-from proxy.rules import party
+from proxy.report_html import render as render_html
+from proxy.rules import CLIENT_SECTION, party
 
 MAX_EVIDENCE = 10
 TITLE = "paysuite proxy report"
@@ -216,20 +218,30 @@ def write_reports(
     what a replay says of itself). Return the verdict and the paths."""
     rule_results = results(judge)
     verdict = verdict_of(judge, rule_results)
+    rows = exchange_verdicts(judge)
     # The API's base URL, where the report's exports authorize: the configuration knows it; the
     # forwarded-to root does not name the API's path (/api)
     api_base = judge.config.base_url if judge.config is not None else target
+    started_at = datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds")
     paths = conform_report.write_all(
         rule_results,
         verdict=verdict,
         report_dir=report_dir,
         target=api_base,
-        started_at=datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
+        started_at=started_at,
         duration_s=round(duration_s, 3),
         title=TITLE,
         suite_name="paysuite-proxy",
-        extra={"mode": "proxy", "exchanges": exchange_verdicts(judge), **(extra or {})},
+        extra={"mode": "proxy", "exchanges": rows, **(extra or {})},
     )
+    page = render_html(
+        judge, rule_results, verdict, target=api_base, started_at=started_at,
+        duration_s=round(duration_s, 3), title=TITLE, exchanges=rows,
+    )  # fmt: skip
+    html = next(p for p in paths if p.name == "report.html")
+    partial = html.with_name(".report.html.partial")
+    partial.write_text(page, encoding="utf-8")
+    os.replace(partial, html)  # a reader (or a Ctrl-C) never sees half a page
     return verdict, paths
 
 
@@ -240,4 +252,7 @@ def scorecard(judge: Judge) -> str:
     text = conform_report.scorecard(
         rule_results, verdict, with_verdict=False, heading="Proxy scorecard"
     )
+    # the conformance scorecard names a section it does not know "Other": here that is the
+    # client's own section
+    text = text.replace("\nOther\n", f"\n{CLIENT_SECTION}\n")
     return text + "\n" + conform_report.verdict_line(verdict, rule_results)

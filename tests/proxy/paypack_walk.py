@@ -53,7 +53,9 @@ def walk(job: dict[str, Any]) -> dict[str, Any]:
 
     step("authorize", lambda: Oauth().auth())
     cashin = ref_of(step("cashin", lambda: Transaction().cashin(amount=100, phone_number=number)))
-    cashout = ref_of(step("cashout", lambda: Transaction().cashout(amount=200, phone_number=number)))
+    cashout = ref_of(
+        step("cashout", lambda: Transaction().cashout(amount=200, phone_number=number))
+    )
     step("find", lambda: Transaction().find(cashin))
     step("events", lambda: Event().list(client=number))
     step("confirm", lambda: customer(cashin, "confirm"))
