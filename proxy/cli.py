@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import signal
 import socket
 import sys
 from typing import Any
@@ -100,6 +101,11 @@ def _proxy(args: argparse.Namespace) -> int:
         max_body_bytes=args.max_body_bytes,
         upstream_timeout_s=args.upstream_timeout,
     )
+    # The session handles SIGINT and SIGTERM itself while it serves and settles, and restores
+    # these when it returns: ignored, so that a signal after the last report was written cannot
+    # turn the exit status into a kill.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
     try:
         outcome = run_session(
             judge,

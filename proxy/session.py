@@ -65,11 +65,13 @@ async def serve(
     limits: SessionLimits,
     out: TextIO,
     on_exchange: Callable[[Exchange], None] | None = None,
+    sink: list[Exchange] | None = None,
 ) -> list[Exchange]:
-    """Serve until a limit or a signal; every exchange judged by ``judge``, in order."""
+    """Serve until a limit or a signal; every exchange judged by ``judge``, in order (and kept
+    in ``sink`` as it is judged, so an interruption while the listener closes loses none)."""
     queue: asyncio.Queue[Exchange | None] = asyncio.Queue()
     stop = asyncio.Event()
-    exchanges: list[Exchange] = []
+    exchanges: list[Exchange] = sink if sink is not None else []
     show = live_line(out)
 
     async def judge_forever() -> None:
@@ -162,12 +164,39 @@ def run_session(
     asks the target and may take seconds): a Ctrl-C or a SIGTERM then stops the settling, never
     the writing (signals are ignored while a file is written), and the reports are written again
     with what was settled and what was not."""
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _session(judge, settings, host=host, port=port, limits=limits,
+                        report_dir=report_dir, har_path=har_path, out=out,
+                        on_exchange=on_exchange)  # fmt: skip
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
+def _session(
+    judge: Judge,
+    settings: ProxySettings,
+    *,
+    host: str,
+    port: int,
+    limits: SessionLimits,
+    report_dir: str | Path,
+    har_path: str | Path | None,
+    out: TextIO,
+    on_exchange: Callable[[Exchange], None] | None,
+) -> SessionOutcome:
     started = time.time()
-    exchanges = asyncio.run(
-        serve(
-            judge, settings, host=host, port=port, limits=limits, out=out, on_exchange=on_exchange
+    exchanges: list[Exchange] = []
+    try:
+        asyncio.run(
+            serve(judge, settings, host=host, port=port, limits=limits, out=out,
+                  on_exchange=on_exchange, sink=exchanges)
         )  # fmt: skip
-    )
+    except KeyboardInterrupt:  # a second signal while the listener closed: report what was seen
+        judge.run_errors.append("interrupted while the listener closed; exchanges in flight lost")
+    for signum in (signal.SIGINT, signal.SIGTERM):  # from here on a signal stops no write
+        signal.signal(signum, signal.SIG_IGN)
     har = Path(har_path or Path(report_dir) / "session.har")
 
     def write() -> tuple[Any, list[Path]]:
