@@ -39,8 +39,10 @@ def test_the_paypack_walk_fails_exactly_the_faults_rule(
     judged = {c["id"] for c in report["checks"] if c["outcome"] in ("passed", "failed")}
     # on the correct stub the walk gives each rule of the traffic something to judge: none is
     # left "skipped" (a fault may leave one nothing: refs answered twice describe nobody)
-    assert fault or {"TXN-001", "TXN-002", "FMT-001", "FIND-001", "LIFE-001", "LIFE-002", "LIFE-003",
-            "EVT-003", "EVT-004", "EVT-006", "EVT-007", "IDEM-001"} <= judged  # fmt: skip
+    traffic_rules = {"TXN-001", "TXN-002", "FMT-001", "FIND-001", "LIFE-001", "LIFE-002",
+                     "LIFE-003", "EVT-003", "EVT-004", "EVT-006", "EVT-007",
+                     "IDEM-001"}  # fmt: skip
+    assert fault or traffic_rules <= judged
     for rule in rules:
         assert f"× {rule}" in run.output  # the live line names it
         assert run.check(rule)["evidence"], rule  # with the exchanges that prove it
