@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from proxykit import Client, config_file, start_proxy, writer
 
+from paysuite_core.tokens import AUTHORIZE_PATH
 from proxy.har import read_session
 
 pytestmark = pytest.mark.slow
@@ -83,7 +84,7 @@ def test_a_session_that_reached_no_route_of_the_api_is_exit_2(make_stub, tmp_pat
     run = start_proxy(stub.root_url + "/apix", tmp_path / "r")
     client = Client(run.base_url, writer(stub), run.url)
     for _ in range(2):
-        client.http.post(f"{run.base_url}/auth/agents/authorize",
+        client.http.post(f"{run.base_url}{AUTHORIZE_PATH}",
                          json={"client_id": "x", "client_secret": "y"})  # fmt: skip
     client.close()
     assert run.stop() == 2, run.output
