@@ -46,3 +46,17 @@ def test_the_paypack_walk_fails_exactly_the_faults_rule(
     for rule in rules:
         assert f"× {rule}" in run.output  # the live line names it
         assert run.check(rule)["evidence"], rule  # with the exchanges that prove it
+
+
+@pytest.mark.parametrize("variant", ["live", "lenient"])
+def test_the_paypack_walk_raises_no_false_alarm_on_a_conformant_variant(
+    make_stub, tmp_path: Path, variant: str
+) -> None:
+    """The live service's choices (successful, 201, omitempty envelopes, nanoseconds, Go error
+    bodies) and the lenient ones (page size 10, global keys...) follow the document: no rule of
+    the traffic may fail on them."""
+    stub = make_stub(variants=(variant,))
+    run = start_proxy(stub.root_url, tmp_path / "reports", config=config_file(stub, tmp_path))
+    paypack_walk(run, stub)
+    assert run.stop() == 0, run.output
+    assert run.failed() == set()
