@@ -6,6 +6,8 @@ the fields a replay needs beyond HAR 1.2 (HAR reserves names starting with ``_``
 
 - ``log._paysuite.target``: the base URL the session was forwarded to, so a replay can move each
   URL onto another target by swapping that prefix;
+- ``log._paysuite.applications``: ``client_id`` -> its privilege and merchant, for each
+  application that authorized, so a replay can map it onto another target's (``proxy.appmap``);
 - ``entry._seq``, ``entry._started`` (Unix seconds, exact), ``entry._error`` (why the target gave
   no answer: the entry then has status 0, as browsers write a failed request), ``entry._notes``;
 - ``postData._encoding: "base64"`` for a request body that is not UTF-8 (HAR 1.2 gives

@@ -1,13 +1,16 @@
 """A session's verdict in the formats of ``paysuite conform``: junit.xml, conformance.json (plus
-every exchange's verdict) and report.html, rendered by ``conformance.report`` itself.
+every exchange's verdict) and report.html, rendered by ``conformance.report`` itself (the page
+completed by ``proxy.report_html`` with the client's faults and the exchanges).
 
-Each rule of ``proxy.rules.RULES`` becomes one result shaped like the plugin's ``CheckResult``:
-failed with its first violation's message and Expected/Actual and the exchanges of every
-violation as evidence (at most ``MAX_EVIDENCE``), passed when it judged something and found
-nothing, skipped (with the reason) when nothing in the session gave it anything to judge. Every
-violation gates: the proxy has no SHOULD leniency, a rule it judges is one the target declared or
-the document states. Evidence is the conformance suite's safe form (tokens shortened, secrets
-masked, curl with ``$PAYSUITE_TOKEN``).
+Each rule of ``proxy.rules.RULES`` and ``proxy.traffic.TRAFFIC_RULES`` becomes one result shaped
+like the plugin's ``CheckResult``: failed with its first violation's message and Expected/Actual
+and the exchanges of every violation as evidence (at most ``MAX_EVIDENCE``), passed when it
+judged something and found nothing, skipped (with the reason) when nothing in the session gave it
+anything to judge. Whose violations gate is ``--judge``'s choice: the target's rules by default,
+the client's (``proxy.rules.CLIENT_RULES``) reported apart and gating only with ``--judge client``
+or ``both`` (exit 3). The proxy has no SHOULD leniency: a rule it judges is one the target
+declared or the document states. Evidence is the conformance suite's safe form (tokens
+shortened, secrets masked, curl with ``$PAYSUITE_TOKEN``).
 """
 
 from __future__ import annotations
