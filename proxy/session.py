@@ -56,6 +56,18 @@ def live_line(out: TextIO) -> Callable[[Violation], None]:
     return show
 
 
+def _stopper(stop: asyncio.Event, signum: int, seen: list[int] | None) -> Callable[[], None]:
+    """Stop the session on a signal, counting them: a second one while the listener closes
+    means the user does not want the settling either."""
+
+    def handle() -> None:
+        if seen is not None:
+            seen.append(signum)
+        stop.set()
+
+    return handle
+
+
 async def serve(
     judge: Judge,
     settings: ProxySettings,
@@ -66,6 +78,7 @@ async def serve(
     out: TextIO,
     on_exchange: Callable[[Exchange], None] | None = None,
     sink: list[Exchange] | None = None,
+    signals_seen: list[int] | None = None,
 ) -> list[Exchange]:
     """Serve until a limit or a signal; every exchange judged by ``judge``, in order (and kept
     in ``sink`` as it is judged, so an interruption while the listener closes loses none)."""
@@ -105,7 +118,7 @@ async def serve(
     out.flush()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
+        loop.add_signal_handler(signum, _stopper(stop, signum, signals_seen))
     worker = asyncio.create_task(judge_forever())
     try:
         if limits.duration_s is not None:
@@ -188,13 +201,15 @@ def _session(
 ) -> SessionOutcome:
     started = time.time()
     exchanges: list[Exchange] = []
+    seen: list[int] = []
     try:
         asyncio.run(
             serve(judge, settings, host=host, port=port, limits=limits, out=out,
-                  on_exchange=on_exchange, sink=exchanges)
+                  on_exchange=on_exchange, sink=exchanges, signals_seen=seen)
         )  # fmt: skip
     except KeyboardInterrupt:  # a second signal while the listener closed: report what was seen
         judge.run_errors.append("interrupted while the listener closed; exchanges in flight lost")
+        seen += [signal.SIGINT, signal.SIGINT]
     for signum in (signal.SIGINT, signal.SIGTERM):  # from here on a signal stops no write
         signal.signal(signum, signal.SIG_IGN)
     har = Path(har_path or Path(report_dir) / "session.har")
@@ -221,11 +236,14 @@ def _session(
     else:
         out.write(f"stopped after {len(exchanges)} exchange(s)\n")
     try:
+        if len(seen) > 1:  # pressed again before the settling began: it does not begin
+            judge.unsettled = list(pending)
+            raise Interrupted(signal.Signals(seen[-1]).name)
         with signals(_interrupt):
             settled = judge.finish()
     except KeyboardInterrupt as exc:
         left = "; ".join(judge.unsettled) or "nothing"
-        judge.unsettled = [f"interrupted ({exc or 'SIGINT'}) while settling; left: {left}"]
+        judge.unsettled = [f"interrupted ({exc or 'SIGINT'}) before it settled; left: {left}"]
         out.write("settling interrupted; the reports say what was not settled\n")
         settled = []
     except Exception as exc:  # noqa: BLE001 - the reports are written whatever happens here

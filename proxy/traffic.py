@@ -217,13 +217,19 @@ class TrafficRules:
         for outcome, (method, pattern) in self.actions.items():
             match = pattern.fullmatch(path)
             if match and exchange.method.upper() == method:
-                self.resolved.setdefault(match.group("ref"), Resolved(outcome, exchange))
+                ref = match.group("ref")
+                if ref in self.resolved:  # acted on again: which outcome holds is LIFE-004's
+                    self.resolved[ref].settled = True
+                else:
+                    self.resolved[ref] = Resolved(outcome, exchange)
 
     def _outcome(self, ref: str, status: Any, exchange: Exchange) -> list[Violation]:
         """LIFE-002/003: after the customer confirmed (cancelled), find shows success (failed);
         a pending status is judged only ``wait_s`` after the customer acted."""
         action = self.resolved.get(ref)
-        if action is None or action.reported or exchange.started < _answered_at(action.exchange):
+        if action is None or action.reported or action.settled:
+            return []  # judged once: what find says afterwards is LIFE-004's
+        if exchange.started < _answered_at(action.exchange):
             return []
         expected = "success" if action.outcome == "confirm" else "failed"
         late = exchange.started - _answered_at(action.exchange)
