@@ -235,8 +235,9 @@ def _session(
         out.flush()
     else:
         out.write(f"stopped after {len(exchanges)} exchange(s)\n")
+    before = len(judge.violations)
     try:
-        if len(seen) > 1:  # pressed again before the settling began: it does not begin
+        if len(seen) > 1 and pending:  # pressed again before the settling began: it does not
             judge.unsettled = list(pending)
             raise Interrupted(signal.Signals(seen[-1]).name)
         with signals(_interrupt):
@@ -245,7 +246,7 @@ def _session(
         left = "; ".join(judge.unsettled) or "nothing"
         judge.unsettled = [f"interrupted ({exc or 'SIGINT'}) before it settled; left: {left}"]
         out.write("settling interrupted; the reports say what was not settled\n")
-        settled = []
+        settled = judge.violations[before:]  # what it found before it was stopped
     except Exception as exc:  # noqa: BLE001 - the reports are written whatever happens here
         left = "; ".join(judge.unsettled) or "nothing"
         judge.run_errors.append(f"the end-of-session confirmations failed: {exc!r}; left: {left}")
