@@ -19,7 +19,7 @@ the configuration lacks, and the ``--map`` that would settle it), never of URLs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from paysuite_core.target_config import PRIVILEGES, Application, TargetConfig
@@ -31,6 +31,26 @@ class MappingError(ValueError):
     """A ``--map`` argument that cannot be used."""
 
 
+def _authorized(exchanges: Iterable[Exchange]) -> Iterator[tuple[str, Exchange]]:
+    """(client_id, exchange) of each accepted authorize, first per client_id."""
+    seen: set[str] = set()
+    for exchange in exchanges:
+        route = route_of(exchange)
+        body = exchange.request_json()
+        if route is None or route.operation != "authorize" or not isinstance(body, dict):
+            continue
+        client_id = body.get("client_id")
+        if 200 <= exchange.status < 300 and isinstance(client_id, str) and client_id not in seen:
+            seen.add(client_id)
+            yield client_id, exchange
+
+
+def authorized_ids(exchanges: Iterable[Exchange]) -> list[str]:
+    """The client_ids of a recording's accepted authorizes (a HAR from another tool, or an older
+    one, says nothing else of its applications)."""
+    return [client_id for client_id, _ in _authorized(exchanges)]
+
+
 def recorded_applications(
     exchanges: Iterable[Exchange], config: TargetConfig | None
 ) -> dict[str, dict[str, str]]:
@@ -39,16 +59,7 @@ def recorded_applications(
     access token's claims (``perm``, ``merchant``)."""
     known = {app.client_id: app for app in (config.applications if config else ())}
     found: dict[str, dict[str, str]] = {}
-    for exchange in exchanges:
-        route = route_of(exchange)
-        body = exchange.request_json()
-        if route is None or route.operation != "authorize" or not isinstance(body, dict):
-            continue
-        client_id = body.get("client_id")
-        if not isinstance(client_id, str) or client_id in found:
-            continue
-        if not 200 <= exchange.status < 300:
-            continue
+    for client_id, exchange in _authorized(exchanges):
         answer = exchange.response_json()
         access = answer.get("access") if isinstance(answer, dict) else None
         claims = token_claims(access if isinstance(access, str) else None) or {}

@@ -452,7 +452,7 @@ def run_replay(args: Any, out: TextIO | None = None, err: TextIO | None = None) 
     file or configuration that cannot be used, a target that refuses connections, or nothing
     that could be replayed."""
     from paysuite_core.target_config import TargetConfigError, load_target_config
-    from proxy.appmap import MappingError, map_applications, parse_maps
+    from proxy.appmap import MappingError, authorized_ids, map_applications, parse_maps
     from proxy.har import HarError, read_session
     from proxy.judge import Judge
     from proxy.report import scorecard, write_reports
@@ -478,7 +478,8 @@ def run_replay(args: Any, out: TextIO | None = None, err: TextIO | None = None) 
     except MappingError as exc:
         print(f"paysuite replay: {exc}", file=err, flush=True)
         return 2
-    mapping = map_applications(recorded.applications, config, explicit)
+    known = {cid: {} for cid in authorized_ids(recorded.exchanges)}  # facts unknown
+    mapping = map_applications({**known, **recorded.applications}, config, explicit)
     if mapping.problems:
         for problem in mapping.problems:
             print(f"paysuite replay: {problem}", file=err, flush=True)
