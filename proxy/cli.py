@@ -1,29 +1,40 @@
 """``paysuite proxy`` and ``paysuite replay``: their arguments, and the commands that run them
 (nothing heavy imported at registration).
 
-Exit status of both: 0 every exchange followed the document, 1 a violation, 2 usage or
-configuration error, or a target that does not answer.
+Exit status of both: 0 every exchange followed the document, 1 a violation by the target, 2
+usage or configuration error, a target that does not answer, or nothing that reached the API; 3 a
+violation by the client when ``--judge`` gates it; 130 interrupted while settling.
 """
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
+import signal
 import socket
 import sys
 from typing import Any
 from urllib.parse import urlsplit
 
 EXIT_STATUS = (
-    "exit status: 0 every exchange followed the document; 1 a violation (the live line and the "
-    "reports name the check ID and the exchanges); 2 usage or configuration error, a --listen "
-    "address that is not loopback or cannot be bound, a target that does not answer, or no "
-    "exchange of the document's operations judged."
+    "exit status: 0 every exchange followed the document; 1 a violation by the target (the live "
+    "line and the reports name the check ID and the exchanges); 2 usage or configuration error, "
+    "a --listen address that is not loopback or cannot be bound, a target that does not answer, "
+    "or no exchange that reached a route of the API; 3 a violation by the client (a request the "
+    "document forbids) when --judge client or both gates it and the target broke nothing; 130 "
+    "interrupted (a second Ctrl-C, a SIGTERM) before the end of the session settled, with no "
+    "violation: the reports say what was not settled."
 )
 REPLAY_EXIT_STATUS = (
-    "exit status: 0 the replayed session followed the document; 1 a violation; 2 a file or "
-    "configuration that cannot be used, a target that does not answer, nothing replayable, or "
-    "(with no violation) a session not replayed whole."
+    "exit status: 0 the replayed session followed the document; 1 a violation by the target; 2 "
+    "a file or configuration that cannot be used, an application of the recording that maps to "
+    "none of the configuration's, a target that does not answer, nothing replayable, or (with no "
+    "violation) a session not replayed whole; 3 a violation by the client, when --judge gates "
+    "it; 130 interrupted before the end settled."
+)
+JUDGE_HELP = (
+    "whose violations gate the exit status: server (default: the target's; the client's are "
+    "reported in their own section), client (exit 3 on the client's), or both"
 )
 
 
@@ -80,12 +91,22 @@ def _proxy(args: argparse.Namespace) -> int:
     if problem:
         print(f"paysuite proxy: {problem}", file=sys.stderr, flush=True)
         return 2
-    judge = Judge(config, profile=args.profile, base_url=config.base_url if config else None)
+    judge = Judge(
+        config,
+        profile=args.profile,
+        base_url=config.base_url if config else None,
+        judge=args.judge,
+    )
     settings = ProxySettings(
         target=args.target,
         max_body_bytes=args.max_body_bytes,
         upstream_timeout_s=args.upstream_timeout,
     )
+    # The session handles SIGINT and SIGTERM itself while it serves and settles, and restores
+    # these when it returns: ignored, so that a signal after the last report was written cannot
+    # turn the exit status into a kill.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
     try:
         outcome = run_session(
             judge,
@@ -125,8 +146,9 @@ def register(subparsers: Any) -> None:
     proxy.add_argument(
         "--target",
         required=True,
-        help="where to forward: the target's root (http://127.0.0.1:8080); the client's path "
-        "(/api/...) is appended as sent",
+        help="where to forward: the target's root (http://127.0.0.1:8080) or its base URL as "
+        "the configuration writes it (http://127.0.0.1:8080/api); the client's path (/api/...) "
+        "is appended as sent, never doubling the base URL's path",
     )
     proxy.add_argument(
         "--config",
@@ -144,6 +166,8 @@ def register(subparsers: Any) -> None:
         default="seed",
         help="the spec's view answers are judged by (default seed: what the document mandates)",
     )
+    proxy.add_argument("--judge", choices=("server", "client", "both"), default="server",
+                       help=JUDGE_HELP)  # fmt: skip
     proxy.add_argument("--report-dir", default="reports/proxy", help="default reports/proxy")
     proxy.add_argument(
         "--har", help="the session's HAR file (default: session.har in --report-dir)"
@@ -176,6 +200,17 @@ def register(subparsers: Any) -> None:
     replay.add_argument("--config", help="target configuration YAML (secrets to fill in)")
     replay.add_argument("--report-dir", default="reports/replay", help="default reports/replay")
     replay.add_argument("--profile", choices=("seed", "reference"), default="seed")
+    replay.add_argument("--judge", choices=("server", "client", "both"), default="server",
+                        help=JUDGE_HELP)  # fmt: skip
+    replay.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="RECORDED_CLIENT_ID=CLIENT_ID",
+        help="send the requests of the recording's application RECORDED_CLIENT_ID as the "
+        "configuration's application CLIENT_ID (repeatable); without it each recorded "
+        "application is mapped onto one of --config's by privilege and merchant",
+    )
     replay.add_argument(
         "--keep-timing",
         action="store_true",

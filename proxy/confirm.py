@@ -26,6 +26,7 @@ list other clients share, the reproduction's first creation is refused), the rul
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,7 @@ from proxy.exchange import Exchange
 from proxy.routes import route_of, token_claims
 from proxy.rules import CANCELLED, CONFIRMED, Violation
 from proxy.stateful import KeyUse, Seen, Transaction, disagreement, key_location, reuse_check
+from proxy.traffic import Processed, Resolved, TrafficRules
 
 #: The reuses of one key the reproduction sends at most (a client that retried a key a hundred
 #: times shows the same pattern after the first few).
@@ -334,6 +336,34 @@ class Confirmer:
             tx.ref, event, status, (event.exchange,), confirmations=tuple(evidence.to_list())
         )
 
+    def outcome_after(self, rules: TrafficRules, ref: str, action: Resolved) -> Violation | None:
+        """LIFE-002/003 for a ref the customer confirmed or cancelled and no find after it
+        settled: find it now, polling until the suite's wait after the customer acted."""
+        app = self.app_for(rules.merchant_of(ref))
+        if app is None:
+            self._note(action.check, f"{ref}: no application of its merchant to find it with")
+            return None
+        until = action.exchange.started + action.exchange.elapsed_ms / 1000 + rules.wait_s
+        evidence = self._record()
+        try:
+            while True:
+                status = self.target.find(ref, app).get("status")
+                if status != "pending" or time.time() >= until:
+                    break
+                time.sleep(min(0.5, max(until - time.time(), 0.0)))
+        except (CouldNotCheck, TargetUnreachable) as exc:
+            self._note(action.check, f"{ref}: find could not be made ({exc})")
+            return None
+        expected = "success" if action.outcome == "confirm" else "failed"
+        action.settled = True
+        if same_outcome(status, expected):
+            return None
+        return rules.wrong_outcome(ref, action, status, None, tuple(evidence.to_list()))
+
+    def processed_listed(self, rules: TrafficRules, ref: str, seen: Processed) -> Violation | None:
+        """LIFE-002/003: is the processed event of ``ref`` listed once late events had time?"""
+        return _processed_listed(self, rules, ref, seen)
+
 
 def _may_create(app: Application, kind: str) -> bool:
     return app.can_cashin() if kind == "CASHIN" else app.can_cashout()
@@ -367,3 +397,39 @@ def _pattern(steps: list[Step]) -> tuple[Any, ...]:
     return tuple(
         (s.kind, s.key_in, s.amount == first.amount, s.number == first.number) for s in steps
     )
+
+
+def _processed_listed(
+    confirmer: Confirmer, rules: TrafficRules, ref: str, seen: Processed
+) -> Violation | None:
+    """LIFE-002/003 for a ref the client listed too soon after find showed it processed: the
+    judge lists the ref's events itself, waiting until the suite's tolerance for late events has
+    passed since that find was answered."""
+    app = confirmer.app_for(seen.merchant)
+    if app is None:
+        for check in (CONFIRMED, CANCELLED):
+            confirmer._note(check, f"{ref}: no application of its merchant to list its events")
+        return None
+    until = seen.exchange.started + seen.exchange.elapsed_ms / 1000 + rules.eventual_s
+    evidence = confirmer._record()
+
+    def listed(events: list[dict[str, Any]]) -> bool:
+        return any(
+            data_of(e).get("ref") == ref and e.get("event_kind") == "transaction:processed"
+            for e in events
+        )
+
+    try:
+        while True:
+            events = confirmer.target.events_for_ref(app, ref)
+            if listed(events):
+                return None
+            if time.time() >= until:
+                break
+            time.sleep(min(0.5, max(until - time.time(), 0.0)))
+    except (CouldNotCheck, TargetUnreachable) as exc:
+        for check in (CONFIRMED, CANCELLED):
+            confirmer._note(check, f"{ref}: its events could not be listed ({exc})")
+        return None
+    seen.reported = True
+    return rules.missing(ref, seen, None, confirmations=tuple(evidence.to_list()))

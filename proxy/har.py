@@ -6,6 +6,8 @@ the fields a replay needs beyond HAR 1.2 (HAR reserves names starting with ``_``
 
 - ``log._paysuite.target``: the base URL the session was forwarded to, so a replay can move each
   URL onto another target by swapping that prefix;
+- ``log._paysuite.applications``: ``client_id`` -> its privilege and merchant, for each
+  application that authorized, so a replay can map it onto another target's (``proxy.appmap``);
 - ``entry._seq``, ``entry._started`` (Unix seconds, exact), ``entry._error`` (why the target gave
   no answer: the entry then has status 0, as browsers write a failed request), ``entry._notes``;
 - ``postData._encoding: "base64"`` for a request body that is not UTF-8 (HAR 1.2 gives
@@ -24,7 +26,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http import HTTPStatus
 from pathlib import Path
@@ -47,17 +49,24 @@ class RecordedSession:
 
     exchanges: list[Exchange]
     target: str | None = None
+    #: client_id -> {"privilege": ..., "merchant": ...} of the applications the session used
+    applications: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 # --- writing -----------------------------------------------------------------------------------
 def write_har(
-    exchanges: Iterable[Exchange], path: str | Path, *, target: str | None = None
+    exchanges: Iterable[Exchange],
+    path: str | Path,
+    *,
+    target: str | None = None,
+    applications: dict[str, dict[str, str]] | None = None,
 ) -> Path:
     """Write ``exchanges`` (already masked) as a HAR 1.2 file, atomically (a reader never sees
     half a file, and an interrupted write leaves the previous one)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(to_har(exchanges, target=target), ensure_ascii=False, indent=1)
+    har = to_har(exchanges, target=target, applications=applications)
+    text = json.dumps(har, ensure_ascii=False, indent=1)
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -69,15 +78,23 @@ def write_har(
     return path
 
 
-def to_har(exchanges: Iterable[Exchange], *, target: str | None = None) -> dict[str, Any]:
+def to_har(
+    exchanges: Iterable[Exchange],
+    *,
+    target: str | None = None,
+    applications: dict[str, dict[str, str]] | None = None,
+) -> dict[str, Any]:
     """The HAR document of ``exchanges`` (already masked), as a JSON-ready mapping."""
     log: dict[str, Any] = {
         "version": HAR_VERSION,
         "creator": {"name": CREATOR, "version": _version()},
         "entries": [_entry(exchange) for exchange in exchanges],
     }
-    if target:
-        log["_paysuite"] = {"target": target}
+    if target or applications:
+        log["_paysuite"] = {
+            **({"target": target} if target else {}),
+            **({"applications": applications} if applications else {}),
+        }
     return {"log": log}
 
 
@@ -202,8 +219,17 @@ def parse_har(data: Any) -> RecordedSession:
     entries = _field(log, "entries", list, "log.")
     exchanges = [_exchange(entry, index) for index, entry in enumerate(entries)]
     extension = log.get("_paysuite")
-    target = extension.get("target") if isinstance(extension, dict) else None
-    return RecordedSession(exchanges, target if isinstance(target, str) and target else None)
+    extension = extension if isinstance(extension, dict) else {}
+    target = extension.get("target")
+    apps = extension.get("applications")
+    applications = {
+        str(client_id): {k: str(v) for k, v in facts.items() if isinstance(v, str)}
+        for client_id, facts in (apps.items() if isinstance(apps, dict) else ())
+        if isinstance(facts, dict)
+    }
+    return RecordedSession(
+        exchanges, target if isinstance(target, str) and target else None, applications
+    )
 
 
 def _field(mapping: Any, key: str, kind: type, where: str) -> Any:

@@ -26,6 +26,7 @@ from proxy.rules import (
     EXPIRY,
     FINAL_ONCE_PROCESSED,
     IDEMPOTENCY,
+    JUDGED_PARTIES,
     KEY_LENGTH,
     QUERY_KEY_REUSE,
     ROTATION,
@@ -36,6 +37,7 @@ from proxy.rules import (
 )
 from proxy.spec_rules import SpecView
 from proxy.stateful import ExpiryRule, IdempotencyRule, LifecycleRule, RotationRule
+from proxy.traffic import TRAFFIC_RULES, TrafficRules
 
 UNCONFIRMED = (
     "unconfirmed: no --config with credentials, so a rejected reuse was not confirmed by "
@@ -72,8 +74,13 @@ class Judge:
         profile: str = "seed",
         base_url: str | None = None,
         confirm: bool = True,
+        judge: str = "server",
     ) -> None:
         self.config = config
+        #: whose violations gate the exit status (``--judge``): "server", "client" or both
+        self.gates = JUDGED_PARTIES[judge]
+        #: what the end of the session left unsettled (a second Ctrl-C, a SIGTERM while settling)
+        self.unsettled: list[str] = []
         self.profile = profile
         base = base_url or (config.base_url if config else "http://127.0.0.1/api")
         self.spec = SpecView(config, profile=profile, base_url=base)
@@ -81,6 +88,12 @@ class Judge:
         self.expiry = ExpiryRule()
         self.rotation = RotationRule(config.refresh_rotation if config else None)
         self.lifecycle = LifecycleRule()
+        self.traffic = TrafficRules(
+            customer=config.customer if config else None,
+            wait_s=float(min(config.customer.timeout_s, max(config.max_wait_s, 5)))
+            if config
+            else 30.0,
+        )
         self.confirm = confirm and config is not None
         self.observed: list[Observed] = []
         self.violations: list[Violation] = []
@@ -95,6 +108,7 @@ class Judge:
             self.rotation.observe,
             self.idempotency.observe,
             self.lifecycle.observe,
+            self.traffic.observe,
         )
 
     def observe(self, exchange: Exchange) -> list[Violation]:
@@ -105,6 +119,7 @@ class Judge:
         if exchange.status == 0:
             self.unanswered += 1
         if route is None:
+            self.traffic.customer(exchange)  # the configured customer's confirm or cancel
             return []
         found: list[Violation] = []
         if route.creation or route.operation == "authorize":
@@ -118,27 +133,62 @@ class Judge:
         self._keep(found)
         return found
 
+    def settlements(self) -> list[str]:
+        """What ``finish`` would still ask the target, one line each (the report names those a
+        Ctrl-C or a SIGTERM left unsettled)."""
+        if not self.confirm:
+            return []
+        return (
+            [f"reproduce the rejected reuse of key {u.key!r}" for u in self.idempotency.unsettled()]
+            + [
+                f"find {tx.ref} (its processed event against find)"
+                for tx in self.lifecycle.unconfirmed()
+            ]  # fmt: skip
+            + [
+                f"list the events of {ref} (its processed event listed)"
+                for ref, _ in self.traffic.unsettled()
+            ]  # fmt: skip
+            + [
+                f"find {ref} (the customer's {action.outcome} took effect)"
+                for ref, action in self.traffic.unresolved()
+            ]  # fmt: skip
+        )
+
     def finish(self) -> list[Violation]:
         """Settle what the traffic could not, through the judge's own client; then nothing more
-        is judged."""
+        is judged. Interrupted (KeyboardInterrupt), it keeps what it found so far and names the
+        rest in ``unsettled`` before the interruption goes on."""
         if not self.confirm:
             return []
         from proxy.confirm import Confirmer
 
         assert self.config is not None
+        todo = self.settlements()
+        self.unsettled = list(todo)
         confirmer = Confirmer(self.config, profile=self.profile)
         found: list[Violation] = []
         try:
             for use in self.idempotency.unsettled():
                 found += confirmer.reproduce(use)
+                self.unsettled.pop(0)
             for tx in self.lifecycle.unconfirmed():
                 self.lifecycle.exercised_event += 1
                 violation = confirmer.find_agrees(tx)
                 found += [violation] if violation else []
+                self.unsettled.pop(0)
+            for ref, seen in self.traffic.unsettled():
+                self.traffic.listed_exercised += 1
+                violation = confirmer.processed_listed(self.traffic, ref, seen)
+                found += [violation] if violation else []
+                self.unsettled.pop(0)
+            for ref, action in self.traffic.unresolved():
+                violation = confirmer.outcome_after(self.traffic, ref, action)
+                found += [violation] if violation else []
+                self.unsettled.pop(0)
         finally:
             confirmer.close()
-        self._confirm_notes = dict(confirmer.notes)
-        self._keep(found)
+            self._confirm_notes = dict(confirmer.notes)
+            self._keep(found)
         return found
 
     def _keep(self, found: list[Violation]) -> None:
@@ -165,10 +215,12 @@ class Judge:
             KEY_LENGTH.id: (self.idempotency.exercised[KEY_LENGTH.id], "", ()),
             QUERY_KEY_REUSE.id: (self.idempotency.exercised[QUERY_KEY_REUSE.id], "", unconfirmed),
             CONCURRENT_REUSE.id: (self.idempotency.exercised[CONCURRENT_REUSE.id], "", unconfirmed),
-            CONFIRMED.id: (self.lifecycle.exercised_event, "", ()),
-            CANCELLED.id: (self.lifecycle.exercised_event, "", ()),
+            CONFIRMED.id: (self._lifecycle_exercised, "", ()),
+            CANCELLED.id: (self._lifecycle_exercised, "", ()),
             FINAL_ONCE_PROCESSED.id: (self.lifecycle.exercised_final, "", ()),
         }
+        for check in TRAFFIC_RULES:
+            exercised[check.id] = (self.traffic.exercised[check.id], "", ())
         every = tuple(self._confirm_notes.get("*", ()))
         return [
             RuleState(
@@ -177,5 +229,11 @@ class Judge:
                 exercised[check.id][1],
                 exercised[check.id][2] + tuple(self._confirm_notes.get(check.id, ())) + every,
             )  # fmt: skip
-            for check in RULES
+            for check in RULES + TRAFFIC_RULES
         ]
+
+    @property
+    def _lifecycle_exercised(self) -> int:
+        """LIFE-002/003: event-find comparisons, processed events' data against their creation,
+        and listings judged for a processed event."""
+        return self.lifecycle.exercised_event + self.traffic.listed_exercised

@@ -48,7 +48,7 @@ from urllib.parse import quote, unquote, urlsplit
 import httpx
 
 from conformance.http import BoundedBody, Limits, ResponseTooLarge
-from paysuite_core.target_config import TargetConfig
+from paysuite_core.target_config import Application, TargetConfig
 from proxy.exchange import Exchange, Headers
 from proxy.masking import PLACEHOLDER, placeholders_in
 
@@ -112,6 +112,8 @@ class Rebuilder:
     values: dict[str, str] = field(default_factory=dict)  # placeholder -> value in this replay
     refs: dict[str, str] = field(default_factory=dict)  # recorded ref -> replayed ref
     keys: dict[str, str] = field(default_factory=dict)  # recorded key -> key sent now
+    #: recorded client_id -> the target's application that sends its requests (``proxy.appmap``)
+    apps: dict[str, Application] = field(default_factory=dict)
 
     def url(self, recorded_url: str) -> str:
         """The recorded URL moved onto ``target``, as ``paysuite proxy`` forwards. A ``target``
@@ -144,7 +146,7 @@ class Rebuilder:
             for name, value in recorded.request_headers
             if name.lower() not in NOT_RESENT
         )
-        body = self._body(recorded.request_body)
+        body = self._client_id(self._body(recorded.request_body))
         left = placeholders_in(url + "".join(v for _, v in headers) + _text(body))
         if left:
             why = (
@@ -185,7 +187,7 @@ class Rebuilder:
             self.values[masked] = "wrong-" + secrets.token_hex(12)
             return ""
         client_id = body.get("client_id")
-        app = next(
+        app = self.apps.get(str(client_id)) or next(
             (
                 a
                 for a in (self.config.applications if self.config else ())
@@ -194,11 +196,26 @@ class Rebuilder:
             None,
         )
         if app is None and self.config is None:
-            return f"its client secret (application {client_id!r}) is masked and no --config"
+            return (
+                f"application {client_id!r} of the recording maps to no application: its secret "
+                "is masked and no --config gives the target's"
+            )
         if app is None:
-            return f"its client secret is masked and the configuration has no {client_id!r}"
+            return (
+                f"application {client_id!r} of the recording maps to no application of --config "
+                f"(give --map {client_id}=CLIENT_ID)"
+            )
         self.values[masked] = app.client_secret
         return ""
+
+    def _client_id(self, body: bytes) -> bytes:
+        """An authorize body with the recorded client_id swapped for its mapped application's."""
+        data = _json_object(body)
+        client_id = data.get("client_id") if data is not None else None
+        app = self.apps.get(client_id) if isinstance(client_id, str) else None
+        if app is None or app.client_id == client_id:
+            return body
+        return body.replace(client_id.encode(), app.client_id.encode())
 
     # -- substitution ---------------------------------------------------------------------------
     def _values(self, text: str) -> str:
@@ -273,6 +290,14 @@ class Rebuilder:
             query,
         )
         return f"{head}?{query}"
+
+
+def _json_object(body: bytes) -> dict[str, Any] | None:
+    try:
+        data = json.loads(body) if body else None
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _text(body: bytes) -> str:
@@ -399,7 +424,16 @@ def replay_session(
                 on_violation(violation)
     except KeyboardInterrupt:
         result.interrupted = True
-    for violation in judge.finish():
+    try:
+        settled = list(judge.finish())
+    except KeyboardInterrupt:  # a Ctrl-C while settling: what was replayed is still reported
+        result.interrupted = True
+        settled = list(getattr(judge, "violations", ()))[len(result.violations) :]
+        unsettled = getattr(judge, "unsettled", None)
+        if isinstance(unsettled, list):
+            left = "; ".join(unsettled) or "nothing"
+            unsettled[:] = [f"interrupted while settling; left: {left}"]
+    for violation in settled:
         result.violations.append(violation)
         on_violation(violation)
     return result
@@ -418,6 +452,7 @@ def run_replay(args: Any, out: TextIO | None = None, err: TextIO | None = None) 
     file or configuration that cannot be used, a target that refuses connections, or nothing
     that could be replayed."""
     from paysuite_core.target_config import TargetConfigError, load_target_config
+    from proxy.appmap import MappingError, authorized_ids, map_applications, parse_maps
     from proxy.har import HarError, read_session
     from proxy.judge import Judge
     from proxy.report import scorecard, write_reports
@@ -438,13 +473,32 @@ def run_replay(args: Any, out: TextIO | None = None, err: TextIO | None = None) 
     if target.scheme not in ("http", "https") or not target.hostname:
         print(f"paysuite replay: --target {args.target!r}: expected an http(s) URL", file=err)
         return 2
+    try:
+        explicit = parse_maps(getattr(args, "map", None) or [])
+    except MappingError as exc:
+        print(f"paysuite replay: {exc}", file=err, flush=True)
+        return 2
+    known = {cid: {} for cid in authorized_ids(recorded.exchanges)}  # facts unknown
+    mapping = map_applications({**known, **recorded.applications}, config, explicit)
+    if mapping.problems:
+        for problem in mapping.problems:
+            print(f"paysuite replay: {problem}", file=err, flush=True)
+        return 2
     rebuilder = Rebuilder(
         target=args.target,
         recorded_target=recorded.target,
         config=config,
         keep_keys=bool(getattr(args, "keep_keys", False)),
+        apps=mapping.apps,
     )
-    judge = Judge(config, profile=args.profile, base_url=config.base_url if config else None)
+    judge = Judge(
+        config,
+        profile=args.profile,
+        base_url=config.base_url if config else None,
+        judge=getattr(args, "judge", "server"),
+    )
+    for line in mapping.lines():
+        out.write(line + "\n")
     show = live_line(out)
     started = time.time()
     out.write(

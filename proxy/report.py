@@ -1,17 +1,21 @@
 """A session's verdict in the formats of ``paysuite conform``: junit.xml, conformance.json (plus
-every exchange's verdict) and report.html, rendered by ``conformance.report`` itself.
+every exchange's verdict) and report.html, rendered by ``conformance.report`` itself (the page
+completed by ``proxy.report_html`` with the client's faults and the exchanges).
 
-Each rule of ``proxy.rules.RULES`` becomes one result shaped like the plugin's ``CheckResult``:
-failed with its first violation's message and Expected/Actual and the exchanges of every
-violation as evidence (at most ``MAX_EVIDENCE``), passed when it judged something and found
-nothing, skipped (with the reason) when nothing in the session gave it anything to judge. Every
-violation gates: the proxy has no SHOULD leniency, a rule it judges is one the target declared or
-the document states. Evidence is the conformance suite's safe form (tokens shortened, secrets
-masked, curl with ``$PAYSUITE_TOKEN``).
+Each rule of ``proxy.rules.RULES`` and ``proxy.traffic.TRAFFIC_RULES`` becomes one result shaped
+like the plugin's ``CheckResult``: failed with its first violation's message and Expected/Actual
+and the exchanges of every violation as evidence (at most ``MAX_EVIDENCE``), passed when it
+judged something and found nothing, skipped (with the reason) when nothing in the session gave it
+anything to judge. Whose violations gate is ``--judge``'s choice: the target's rules by default,
+the client's (``proxy.rules.CLIENT_RULES``) reported apart and gating only with ``--judge client``
+or ``both`` (exit 3). The proxy has no SHOULD leniency: a rule it judges is one the target
+declared or the document states. Evidence is the conformance suite's safe form (tokens
+shortened, secrets masked, curl with ``$PAYSUITE_TOKEN``).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +27,8 @@ from conformance.evidence import Exchange as EvidenceExchange
 from conformance.evidence import redact_url
 from proxy.exchange import Exchange
 from proxy.judge import Judge, Observed
+from proxy.report_html import render as render_html
+from proxy.rules import CLIENT_SECTION, party
 
 MAX_EVIDENCE = 10
 TITLE = "paysuite proxy report"
@@ -67,6 +73,7 @@ def evidence_of(exchange: Exchange) -> dict[str, Any]:
 def results(judge: Judge) -> list[RuleResult]:
     out = []
     for state in judge.rule_states():
+        gating = party(state.check) in judge.gates
         found = [v for v in judge.violations if v.check.id == state.check.id]
         note = "; ".join(state.notes)
         if found:
@@ -85,6 +92,7 @@ def results(judge: Judge) -> list[RuleResult]:
                     expected=first.expected,
                     actual=first.actual,
                     note=note,
+                    gating=gating,
                 )
             )
         elif state.not_judged:
@@ -103,26 +111,51 @@ def results(judge: Judge) -> list[RuleResult]:
     return out
 
 
+#: Exit status when a gating rule of the client's (``--judge client`` or ``both``) failed and
+#: none of the target's did.
+CLIENT_FAULT_EXIT = 3
+#: Exit status when the end of the session was interrupted before it settled and nothing failed.
+INTERRUPTED_EXIT = 130
+
+
 def verdict_of(judge: Judge, rule_results: list[RuleResult]) -> conform_report.Verdict:
-    """1 on any violation; 2 when nothing failed but the target left exchanges unanswered (no
-    verdict on those), or when no exchange of the document's operations was judged at all (a
-    client that never reached the proxy must not turn a CI job green); else 0."""
+    """1 on a violation of the target's; 3 on one of the client's when ``--judge`` gates it and
+    the target broke nothing; 2 when nothing gating failed but the target left exchanges
+    unanswered (no verdict on those), or when no exchange reached a route of the API at all (a
+    client that never reached the proxy, or a --target whose path is wrong, must not turn a CI
+    job green); 130 when a Ctrl-C or SIGTERM cut the settling short; else 0."""
     run = sum(1 for r in rule_results if r.outcome in ("passed", "failed"))
     skipped = tuple((r.check.id, r.message) for r in rule_results if r.outcome == "skipped")
     coverage = conform_report.Coverage(run=run, total=len(rule_results), skipped=skipped)
-    failed = [r.check.id for r in rule_results if r.outcome == "failed"]
+    failed = [r for r in rule_results if r.outcome == "failed" and r.gating]
+    server = [r.check.id for r in failed if party(r.check) == "server"]
+    client = [r.check.id for r in failed if party(r.check) == "client"]
     run_errors = tuple(judge.run_errors)
     if judge.unanswered:
         run_errors += (f"the target left {judge.unanswered} exchange(s) unanswered (502 to the "
                        "client)",)  # fmt: skip
-    if not any(map(_judged, judge.observed)):
+    judged = [r for r in judge.observed if _judged(r)]
+    if not judged:
         run_errors += (
             f"no exchange of the document's operations was judged ({len(judge.observed)} "
             "exchange(s) in all): did the client use the proxy's address as its base URL?",
         )
-    if failed:
+    elif all(r.exchange.status == 404 for r in judged):
+        run_errors += (
+            f"no exchange reached a route of the API: all {len(judged)} answered 404 (check "
+            "--target's path, and the client's base URL)",
+        )
+    run_errors += tuple(f"not settled: {what}" for what in judge.unsettled)
+    count = {check: sum(1 for v in judge.violations if v.check.id == check) for check in
+             server + client}  # fmt: skip
+    if server:
         verdict, code = "fail", 1
-        reason = f"{len(judge.violations)} violation(s) of {', '.join(failed)}"
+        reason = f"{sum(count[c] for c in server)} violation(s) by the target: {', '.join(server)}"
+    elif client:
+        verdict, code = "fail", CLIENT_FAULT_EXIT
+        reason = f"{sum(count[c] for c in client)} violation(s) by the client: {', '.join(client)}"
+    elif judge.unsettled:
+        verdict, code, reason = "error", INTERRUPTED_EXIT, run_errors[-1]
     elif run_errors:
         verdict, code, reason = "error", 2, run_errors[0]
     else:
@@ -188,20 +221,30 @@ def write_reports(
     what a replay says of itself). Return the verdict and the paths."""
     rule_results = results(judge)
     verdict = verdict_of(judge, rule_results)
+    rows = exchange_verdicts(judge)
     # The API's base URL, where the report's exports authorize: the configuration knows it; the
     # forwarded-to root does not name the API's path (/api)
     api_base = judge.config.base_url if judge.config is not None else target
+    started_at = datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds")
     paths = conform_report.write_all(
         rule_results,
         verdict=verdict,
         report_dir=report_dir,
         target=api_base,
-        started_at=datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
+        started_at=started_at,
         duration_s=round(duration_s, 3),
         title=TITLE,
         suite_name="paysuite-proxy",
-        extra={"mode": "proxy", "exchanges": exchange_verdicts(judge), **(extra or {})},
+        extra={"mode": "proxy", "exchanges": rows, **(extra or {})},
     )
+    page = render_html(
+        judge, rule_results, verdict, target=api_base, started_at=started_at,
+        duration_s=round(duration_s, 3), title=TITLE, exchanges=rows,
+    )  # fmt: skip
+    html = next(p for p in paths if p.name == "report.html")
+    partial = html.with_name(".report.html.partial")
+    partial.write_text(page, encoding="utf-8")
+    os.replace(partial, html)  # a reader (or a Ctrl-C) never sees half a page
     return verdict, paths
 
 
@@ -212,4 +255,7 @@ def scorecard(judge: Judge) -> str:
     text = conform_report.scorecard(
         rule_results, verdict, with_verdict=False, heading="Proxy scorecard"
     )
+    # the conformance scorecard names a section it does not know "Other": here that is the
+    # client's own section
+    text = text.replace("\nOther\n", f"\n{CLIENT_SECTION}\n")
     return text + "\n" + conform_report.verdict_line(verdict, rule_results)

@@ -14,10 +14,13 @@ from conformance import catalog
 from conformance.checks import Check, Section
 from proxy.exchange import Exchange
 
+#: The report's section of the rules a client breaks: its own, apart from the document's sections
+#: where the target's rules sit, so a client's mistake never reads as the server's.
+CLIENT_SECTION = "The client's requests (the client's fault, not the target's)"
 SCHEMA_REQUEST = Check(
     id="PROXY-SCHEMA-REQ",
     level="MUST",
-    section=Section.ENDPOINTS,
+    section=CLIENT_SECTION,
     title="each request the client sent follows the document (body fields and types, key length)",
     quote="All bodies are JSON. [...] Body: amount (number, required), number (string, "
     "required). [...] Idempotency-Key: Unique string, maximum length 32.",
@@ -42,6 +45,18 @@ ROTATION = catalog.get("AUTH-012")
 FINAL_ONCE_PROCESSED = catalog.get("LIFE-004")
 CONFIRMED = catalog.get("LIFE-002")
 CANCELLED = catalog.get("LIFE-003")
+
+#: The rules only a client can break (what it sent); every other rule judges the target.
+CLIENT_RULES = frozenset({SCHEMA_REQUEST.id})
+#: ``--judge``: whose violations gate the exit status.
+JUDGED_PARTIES = {"server": frozenset({"server"}), "client": frozenset({"client"}),
+                  "both": frozenset({"server", "client"})}  # fmt: skip
+
+
+def party(check: Check) -> str:
+    """Whose fault a violation of ``check`` is: "client" or "server"."""
+    return "client" if check.id in CLIENT_RULES else "server"
+
 
 #: Every rule of a proxy run, in the report's order.
 RULES: tuple[Check, ...] = (
@@ -83,4 +98,5 @@ class Violation:
     def line(self) -> str:
         """The live terminal line: ID, the exchanges, the message."""
         seqs = ", ".join(f"#{seq}" for seq in self.seqs) or "-"
-        return f"× {self.check.id:<17} [{seqs}] {self.message}"
+        whose = "client " if party(self.check) == "client" else ""
+        return f"× {whose}{self.check.id:<17} [{seqs}] {self.message}"

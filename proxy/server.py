@@ -22,6 +22,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
@@ -56,6 +57,19 @@ class ProxySettings:
 
 class AnswerTooLarge(Exception):
     """The target's answer passed ``max_answer_bytes``: abandoned, the client gets a 502."""
+
+
+def forwarded_url(target: str, raw_path: str) -> str:
+    """Where a request for ``raw_path`` goes: appended to ``target``, except that a target given
+    as the API's base URL (``http://host/api``, as a configuration file writes it) is not doubled
+    when the client's path already starts with that path (``/api/...``): the client was pointed
+    at the proxy's ``/api`` as it would be at the target's."""
+    target = target.rstrip("/")
+    prefix = urlsplit(target).path
+    path = raw_path.split("?", 1)[0]
+    if prefix and (path == prefix or path.startswith(prefix + "/")):
+        return target[: len(target) - len(prefix)] + raw_path
+    return target + raw_path
 
 
 def end_to_end(headers: Headers) -> list[tuple[str, str]]:
@@ -123,7 +137,7 @@ class ForwardingProxy:
         seq = self._seq
         started = time.time()
         clock = time.perf_counter()
-        url = self._target + request.raw_path
+        url = forwarded_url(self._target, request.raw_path)
         request_headers: Headers = tuple(
             (name.decode("latin-1"), value.decode("latin-1")) for name, value in request.raw_headers
         )

@@ -13,10 +13,11 @@ import asyncio
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from aiohttp import web
 
@@ -55,6 +56,18 @@ def live_line(out: TextIO) -> Callable[[Violation], None]:
     return show
 
 
+def _stopper(stop: asyncio.Event, signum: int, seen: list[int] | None) -> Callable[[], None]:
+    """Stop the session on a signal, counting them: a second one while the listener closes
+    means the user does not want the settling either."""
+
+    def handle() -> None:
+        if seen is not None:
+            seen.append(signum)
+        stop.set()
+
+    return handle
+
+
 async def serve(
     judge: Judge,
     settings: ProxySettings,
@@ -64,11 +77,14 @@ async def serve(
     limits: SessionLimits,
     out: TextIO,
     on_exchange: Callable[[Exchange], None] | None = None,
+    sink: list[Exchange] | None = None,
+    signals_seen: list[int] | None = None,
 ) -> list[Exchange]:
-    """Serve until a limit or a signal; every exchange judged by ``judge``, in order."""
+    """Serve until a limit or a signal; every exchange judged by ``judge``, in order (and kept
+    in ``sink`` as it is judged, so an interruption while the listener closes loses none)."""
     queue: asyncio.Queue[Exchange | None] = asyncio.Queue()
     stop = asyncio.Event()
-    exchanges: list[Exchange] = []
+    exchanges: list[Exchange] = sink if sink is not None else []
     show = live_line(out)
 
     async def judge_forever() -> None:
@@ -102,7 +118,7 @@ async def serve(
     out.flush()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
+        loop.add_signal_handler(signum, _stopper(stop, signum, signals_seen))
     worker = asyncio.create_task(judge_forever())
     try:
         if limits.duration_s is not None:
@@ -121,6 +137,27 @@ async def serve(
     return exchanges
 
 
+class Interrupted(KeyboardInterrupt):
+    """A SIGINT or SIGTERM while the session settles: the settling stops, the reports do not."""
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise Interrupted(signal.Signals(signum).name)
+
+
+@contextmanager
+def signals(handler: Any) -> Iterator[None]:
+    """SIGINT and SIGTERM handled by ``handler`` (``signal.SIG_IGN`` while a report is written,
+    so that no number of Ctrl-C leaves half a file), the previous handlers restored after."""
+    names = (signal.SIGINT, signal.SIGTERM)
+    previous = {signum: signal.signal(signum, handler) for signum in names}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
 def run_session(
     judge: Judge,
     settings: ProxySettings,
@@ -133,29 +170,93 @@ def run_session(
     out: TextIO = sys.stdout,
     on_exchange: Callable[[Exchange], None] | None = None,
 ) -> SessionOutcome:
-    """The whole session; the exit status is the report's (0 clean, 1 violation, 2 no answer)."""
-    started = time.time()
-    exchanges = asyncio.run(
-        serve(
-            judge, settings, host=host, port=port, limits=limits, out=out, on_exchange=on_exchange
-        )  # fmt: skip
-    )
-    out.write(f"stopped after {len(exchanges)} exchange(s); settling what needs the target...\n")
-    out.flush()
+    """The whole session; the exit status is the report's (0 clean, 1 violation, 2 no answer,
+    3 the client's violation when gated, 130 settling interrupted).
+
+    The reports and the HAR are written as soon as the session stops, before the settling (which
+    asks the target and may take seconds): a Ctrl-C or a SIGTERM then stops the settling, never
+    the writing (signals are ignored while a file is written), and the reports are written again
+    with what was settled and what was not."""
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
-        settled = judge.finish()
+        return _session(judge, settings, host=host, port=port, limits=limits,
+                        report_dir=report_dir, har_path=har_path, out=out,
+                        on_exchange=on_exchange)  # fmt: skip
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
+def _session(
+    judge: Judge,
+    settings: ProxySettings,
+    *,
+    host: str,
+    port: int,
+    limits: SessionLimits,
+    report_dir: str | Path,
+    har_path: str | Path | None,
+    out: TextIO,
+    on_exchange: Callable[[Exchange], None] | None,
+) -> SessionOutcome:
+    started = time.time()
+    exchanges: list[Exchange] = []
+    seen: list[int] = []
+    try:
+        asyncio.run(
+            serve(judge, settings, host=host, port=port, limits=limits, out=out,
+                  on_exchange=on_exchange, sink=exchanges, signals_seen=seen)
+        )  # fmt: skip
+    except KeyboardInterrupt:  # a second signal while the listener closed: report what was seen
+        judge.run_errors.append("interrupted while the listener closed; exchanges in flight lost")
+        seen += [signal.SIGINT, signal.SIGINT]
+    for signum in (signal.SIGINT, signal.SIGTERM):  # from here on a signal stops no write
+        signal.signal(signum, signal.SIG_IGN)
+    har = Path(har_path or Path(report_dir) / "session.har")
+
+    def write() -> tuple[Any, list[Path]]:
+        with signals(signal.SIG_IGN):
+            verdict, paths = write_reports(
+                judge, report_dir, target=settings.target, started=started,
+                duration_s=time.time() - started,
+            )  # fmt: skip
+            written = write_session_har(judge, exchanges, har, target=settings.target)
+        return verdict, paths + ([written] if written is not None else [])
+
+    pending = judge.settlements()
+    if pending:
+        judge.unsettled = ["the session stopped; settling had not begun: " + "; ".join(pending)]
+        write()
+        judge.unsettled = []
+        out.write(
+            f"stopped after {len(exchanges)} exchange(s); reports written; settling what needs "
+            f"the target ({len(pending)} question(s); Ctrl-C stops it)...\n"
+        )
+        out.flush()
+    else:
+        out.write(f"stopped after {len(exchanges)} exchange(s)\n")
+    before = len(judge.violations)
+    try:
+        if len(seen) > 1 and pending:  # pressed again before the settling began: it does not
+            judge.unsettled = list(pending)
+            raise Interrupted(signal.Signals(seen[-1]).name)
+        with signals(_interrupt):
+            settled = judge.finish()
+    except KeyboardInterrupt as exc:
+        left = "; ".join(judge.unsettled) or "nothing"
+        judge.unsettled = [f"interrupted ({exc or 'SIGINT'}) before it settled; left: {left}"]
+        out.write("settling interrupted; the reports say what was not settled\n")
+        settled = judge.violations[before:]  # what it found before it was stopped
     except Exception as exc:  # noqa: BLE001 - the reports are written whatever happens here
-        judge.run_errors.append(f"the end-of-session confirmations failed: {exc!r}")
+        left = "; ".join(judge.unsettled) or "nothing"
+        judge.run_errors.append(f"the end-of-session confirmations failed: {exc!r}; left: {left}")
+        judge.unsettled = []  # not interrupted: the run error says what was left
         settled = []
+    else:
+        judge.unsettled = []
     for violation in settled:
         live_line(out)(violation)
-    verdict, paths = write_reports(
-        judge, report_dir, target=settings.target, started=started,
-        duration_s=time.time() - started,
-    )  # fmt: skip
-    har = write_session_har(judge, exchanges, har_path or Path(report_dir) / "session.har",
-                            target=settings.target)  # fmt: skip
-    paths += [har] if har is not None else []
+    verdict, paths = write()
     out.write(f"reports: {', '.join(str(p) for p in paths)}\n")
     out.write(scorecard(judge) + "\n")
     out.flush()
@@ -172,5 +273,12 @@ def write_session_har(
         from proxy.masking import Masker, mask_exchange
     except ImportError:
         return None
+    from proxy.appmap import recorded_applications
+
     masker = Masker.for_config(judge.config)
-    return write_har([mask_exchange(e, masker) for e in exchanges], path, target=target)
+    return write_har(
+        [mask_exchange(e, masker) for e in exchanges],
+        path,
+        target=target,
+        applications=recorded_applications(exchanges, judge.config),
+    )

@@ -156,3 +156,22 @@ def wait_processed(client: Client, ref: str, *, timeout_s: float = 10) -> httpx.
         if found.json().get("status") != "pending" or time.monotonic() > deadline:
             return found
         time.sleep(0.1)
+
+
+WALK = Path(__file__).with_name("paypack_walk.py")
+
+
+def paypack_walk(run: ProxyRun, stub: RunningStub, number: str = "0781112255") -> dict[str, Any]:
+    """The fixed paypack-py walk (``paypack_walk.py``) through the proxy ``run``, with the
+    stub's read-write application; what each step answered."""
+    app = writer(stub)
+    job = {"base_url": run.base_url, "root_url": run.url, "client_id": app.client_id,
+           "client_secret": app.client_secret, "number": number,
+           "key": uuid.uuid4().hex[:24]}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(WALK)], input=json.dumps(job), capture_output=True, text=True,
+        timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    steps: dict[str, Any] = json.loads(done.stdout)
+    return steps

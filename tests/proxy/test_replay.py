@@ -133,7 +133,7 @@ def test_a_secret_that_was_refused_is_sent_wrong_again() -> None:
     ("settings", "reason"),
     [
         ({}, "no --config"),
-        ({"config": config()}, "the configuration has no 'app-9'"),
+        ({"config": config()}, "'app-9' of the recording maps to no application of --config"),
     ],
 )
 def test_a_secret_the_replay_cannot_fill_skips_that_exchange(

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 from proxykit import Client, start_proxy, writer
 
 from paysuite.cli import main
@@ -189,26 +190,55 @@ def test_paypack_py_session_is_masked_in_the_har_and_replays_clean(
     assert judged and all(row["verdict"] == "pass" for row in judged), judged
 
 
-def test_a_session_not_replayed_whole_is_no_verdict(
+def test_a_session_recorded_on_one_stub_replays_pass_on_a_fresh_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Another stub has other client_ids: the recorded authorize cannot be replayed, so neither
-    can anything after it. Exchanges left out prove nothing by passing: exit 2, saying why."""
+    """Another stub has other client_ids: the HAR says each recorded application's privilege and
+    merchant, so the replay maps it onto the fresh stub's application of that privilege, rebinds
+    tokens, refs and keys, and the session replays whole and clean."""
     recorded_on = start_stub(tmp_path / "one", startup_timeout_s=60)
-    other = start_stub(tmp_path / "other", startup_timeout_s=60)
+    fresh = start_stub(tmp_path / "other", startup_timeout_s=60)
     try:
-
-        def flow(client: Client) -> None:  # the sandbox call needs no token: it is replayed
-            reused_key(client)
-            client.sandbox("00000000-0000-4000-8000-000000000000", "confirm")
-
-        har = record(recorded_on, tmp_path / "live", flow)
+        har = record(recorded_on, tmp_path / "live", reused_key)
+        recorded_id = writer(recorded_on).client_id
+        assert read_session(har).applications[recorded_id]["privilege"] == "read-write"
         capsys.readouterr()
-        assert replay(har, other, tmp_path / "elsewhere") == 2
+        assert replay(har, fresh, tmp_path / "elsewhere") == 0
         out = capsys.readouterr().out
-        assert "not replayed" in out and "the session was not reproduced whole" in out, out
+        assert f"application {recorded_id} -> {writer(fresh).client_id}" in out, out
+        assert "replayed 4, not replayed 0" in out, out
         report = json.loads((tmp_path / "elsewhere" / "conformance.json").read_text())
-        assert report["verdict"] == "error" and report["replay"]["not_replayed"]
+        assert report["verdict"] == "pass" and report["replay"]["not_replayed"] == []
     finally:
         stop_stub(recorded_on)
-        stop_stub(other)
+        stop_stub(fresh)
+
+
+def test_an_application_that_maps_to_none_is_refused_in_terms_of_the_mapping(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A configuration without an application of the recorded privilege: exit 2, one line per
+    unmapped application, naming the privilege and the --map that settles it; --map does."""
+    recorded_on = start_stub(tmp_path / "one", startup_timeout_s=60)
+    fresh = start_stub(tmp_path / "other", startup_timeout_s=60)
+    try:
+        har = record(recorded_on, tmp_path / "live", reused_key)
+        recorded_id = writer(recorded_on).client_id
+        data = yaml.safe_load(fresh.credentials_path.read_text("utf-8"))
+        data["applications"] = [a for a in data["applications"] if a["privilege"] == "read"]
+        read_only = tmp_path / "read-only.yaml"
+        read_only.write_text(yaml.safe_dump(data), "utf-8")
+        capsys.readouterr()
+        status = main(["replay", str(har), "--target", fresh.root_url, "--config",
+                       str(read_only), "--report-dir", str(tmp_path / "r")])  # fmt: skip
+        err = capsys.readouterr().err
+        assert status == 2, err
+        assert f"application {recorded_id} (read-write" in err and "--map" in err, err
+        assert "base URL" not in err and "Traceback" not in err, err
+        status = main(["replay", str(har), "--target", fresh.root_url, "--config",
+                       str(fresh.credentials_path), "--report-dir", str(tmp_path / "m"),
+                       "--map", f"{recorded_id}={writer(fresh).client_id}"])  # fmt: skip
+        assert status == 0, capsys.readouterr()
+    finally:
+        stop_stub(recorded_on)
+        stop_stub(fresh)
