@@ -139,7 +139,9 @@ def _learn(exchange: Exchange) -> None:
         except ValueError:
             sent = None
     if isinstance(sent, dict):
-        client_id = str(sent.get("client_id") or "")
+        # A client_id JSON-escaped as a lone surrogate (ERR-004 sends one) stays escaped: the
+        # report and the terminal write UTF-8, which cannot hold the surrogate itself.
+        client_id = str(sent.get("client_id") or "").encode("utf-8", "backslashreplace").decode()
         _SECRETS.add(sent.get("client_secret"), client_id)
     path_token = _REFRESH_PATH.search(exchange._raw_url)
     if not client_id and path_token:

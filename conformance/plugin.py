@@ -442,6 +442,7 @@ def pytest_collection_modifyitems(
             for cid in state.selected
             if options.profile == "reference" or catalog.get(cid).profile != "reference"
         ],
+        options.max_duration_s,
     )
     _write(
         config,
@@ -451,19 +452,30 @@ def pytest_collection_modifyitems(
     )
 
 
-def _set_up_early(target: Target, selected: list[str]) -> None:
-    """Run the early set-ups of the selected checks. One that cannot be done (no application
-    that may act, no answer) leaves its check to set up for itself and to say what stops it."""
+#: The early set-ups together take at most this long, and a quarter of the run's budget: they
+#: are a few requests, and a target that answers slowly is the checks' to report, not theirs.
+EARLY_BUDGET_S = 10.0
+
+
+def _set_up_early(target: Target, selected: list[str], run_budget_s: float) -> None:
+    """Run the early set-ups of the selected checks, within their budget. One that cannot be
+    done (no application that may act, no answer in time) leaves its check to set up for
+    itself and to say what stops it."""
     from conformance.checks import EARLY_SETUPS
 
-    for check_id in selected:
-        set_up = EARLY_SETUPS.get(check_id)
-        if set_up is None:
-            continue
-        try:
-            set_up(target)
-        except Exception:  # noqa: BLE001 - the check itself reports what stops it
-            target.early.pop(check_id, None)
+    budget = min(EARLY_BUDGET_S, run_budget_s / 4)
+    target.client.check_deadline = time.monotonic() + budget
+    try:
+        for check_id in selected:
+            set_up = EARLY_SETUPS.get(check_id)
+            if set_up is None:
+                continue
+            try:
+                set_up(target)
+            except Exception:  # noqa: BLE001 - the check itself reports what stops it
+                target.early.pop(check_id, None)
+    finally:
+        target.client.check_deadline = None
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -717,6 +717,11 @@ def write_setup_error(
     )
 
 
+#: How the reports write what UTF-8 cannot hold: a lone surrogate a check sent on purpose (a
+#: JSON ``\\ud800`` escape, read back from its own request) is written as that escape again.
+UNENCODABLE = "backslashreplace"
+
+
 def write_all(
     results: Sequence[Any],
     *,
@@ -747,6 +752,7 @@ def write_all(
             suite_name=suite_name,
         ),
         encoding="utf-8",
+        errors=UNENCODABLE,
     )
     common: dict[str, Any] = {
         "verdict": verdict,
@@ -757,7 +763,9 @@ def write_all(
     }
     as_json = directory / "conformance.json"
     data = {**to_json(results, **common), **(extra or {})}
-    as_json.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    as_json.write_text(
+        json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8", errors=UNENCODABLE
+    )
     page = directory / "report.html"
-    page.write_text(to_html(results, **common, title=title), encoding="utf-8")
+    page.write_text(to_html(results, **common, title=title), encoding="utf-8", errors=UNENCODABLE)
     return [junit, as_json, page]

@@ -16,8 +16,7 @@ import yaml
 
 import conformance.suite
 from conformance import catalog
-from conformance.checks import entry_of
-from conformance.checks import LAST, late_order
+from conformance.checks import LAST, entry_of, late_order
 from paysuite.cli import main
 from paysuite_core.launcher import RunningStub
 from paysuite_core.tokens import AUTHORIZE_PATH
