@@ -181,12 +181,28 @@ def killed_by_added_checks(mutants: Sequence[Mutant], classified: dict[str, dict
     return f"{len(lines)} mutants.\n\n" + "\n".join(lines)
 
 
+def beside_equivalents(mutants: Sequence[Mutant], classified: dict[str, dict[str, str]]) -> str:
+    """The score over the mutants that behave differently at all: an equivalent mutant is not a
+    bug, so no suite could kill it, and counting it only lowers every suite's score alike."""
+    killed = sum(m.outcome in ("killed", "timeout", "no-verdict") for m in mutants)
+    survived = [m for m in mutants if m.outcome == "survived"]
+    equivalent = sum(classified.get(m.key, {}).get("class") == "equivalent" for m in survived)
+    judged = killed + len(survived) - equivalent
+    share = killed / judged if judged else 0.0
+    return (
+        f"Without the {equivalent} survivors classified equivalent: {killed} killed of {judged} "
+        f"mutants that change behaviour, **{share:.1%}**."
+    )
+
+
 def render(session: Path, classification: Path, *, diffs: bool = True) -> str:
     mutants = load(session)
     classified = load_classification(classification)
     return (
         "### Counts\n\n"
         + table(mutants)
+        + "\n\n"
+        + beside_equivalents(mutants, classified)
         + "\n\n### Survivors\n\n"
         + survivors(mutants, classified, diffs=diffs)
         + "\n\n### Survivors of an earlier run, killed by a check added for them\n\n"

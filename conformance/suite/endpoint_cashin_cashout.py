@@ -154,8 +154,8 @@ HUGE_AMOUNT = 10**400
     "TXN-005",
     "MUST",
     Section.ENDPOINT_CASHIN,
-    "a creation refuses an amount or answers that amount, however large: never another amount "
-    "(cashin and cashout)",
+    "a creation refuses an amount or answers that amount, however large (10**401, -10**401): "
+    "never another amount (cashin and cashout)",
     "Response: the transaction creation response [...] amount: the requested amount.",
 )
 def a_creation_answers_the_amount_sent_however_large(configured: Target) -> None:
@@ -167,20 +167,25 @@ def a_creation_answers_the_amount_sent_however_large(configured: Target) -> None
     if not kinds:
         not_applicable("no application may create transactions")
     for kind in kinds:
-        reply = target.create(
-            kind, target.need_writer(kind), amount=HUGE_AMOUNT * 10, key=target.fresh_key()
-        )
-        answered = reply.get("amount") if reply.ok else None
-        shortened = (
-            isinstance(answered, (int, float))
-            and not isinstance(answered, bool)
-            and math.isfinite(answered)
-            and answered < HUGE_AMOUNT
-        )
-        expect(
-            not shortened,
-            f"{kind.lower()} of amount 10**401 answered {reply.status} with amount {answered!r}",
-            reply,
-            expected="refused (4xx), or the amount sent",
-            actual=f"{reply.status}, amount {answered!r}",
-        )
+        for sign in (1, -1):
+            _judge_huge_amount(target, kind, sign * HUGE_AMOUNT * 10)
+
+
+def _judge_huge_amount(target: Target, kind: str, amount: int) -> None:
+    """One creation of ``amount`` (plus or minus 10**401): refused, or answered that amount."""
+    reply = target.create(kind, target.need_writer(kind), amount=amount, key=target.fresh_key())
+    answered = reply.get("amount") if reply.ok else None
+    shortened = (
+        isinstance(answered, (int, float))
+        and not isinstance(answered, bool)
+        and math.isfinite(answered)
+        and abs(answered) < HUGE_AMOUNT
+    )
+    what = "10**401" if amount > 0 else "-10**401"
+    expect(
+        not shortened,
+        f"{kind.lower()} of amount {what} answered {reply.status} with amount {answered!r}",
+        reply,
+        expected="refused (4xx), or the amount sent",
+        actual=f"{reply.status}, amount {answered!r}",
+    )

@@ -148,7 +148,8 @@ def the_fee_is_the_amount_times_the_rate(configured: Target) -> None:
         expect(
             isinstance(fee, (int, float))
             and not isinstance(fee, bool)
-            and abs(fee - expected) <= FEE_TOLERANCE,
+            and abs(fee - expected) <= FEE_TOLERANCE
+            and abs(fee * 100 - round(fee * 100)) < 1e-6,  # whole cents: rounded to 2 places
             f"the fee of a {kind.lower()} of {amount} is {fee!r}; RC-15 makes it "
             f"round({amount} * {rate:g}, 2) = {round(expected, 2):g}",
             created_reply,

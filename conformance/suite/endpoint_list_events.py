@@ -608,29 +608,40 @@ FAR_OFFSET = 90
 
 def _far_offsets_reach_far(target: Target, app: Application) -> None:
     """RC-23: ``offset`` skips that many events, however many: one event at each of a few far
-    offsets must be the event a complete page shows there (an offset clamped to a smaller one
-    answers an earlier event). Judged on one page of 100 read right before, so that an event
-    recorded meanwhile shifts both alike; one recorded between the reads is told apart by its
-    creation time (newest first)."""
-    page = target.list_events(app, limit=100)
-    precondition(page.ok, f"the events list with limit 100 answered {page.status}", page)
-    items = page.get("transactions") or []
-    for offset in (65, FAR_OFFSET):
-        if offset >= len(items):
-            return
+    offsets must be the event a complete listing shows there (an offset clamped to a smaller
+    one answers an earlier event). Judged on pages of 100 read right before (at most
+    ``FAR_PAGES``), so that an event recorded meanwhile shifts both alike; one recorded between
+    the reads is told apart by a window of three positions (newest first)."""
+    items: list[dict] = []
+    pages: list[Reply] = []
+    for start in range(0, FAR_PAGES * 100, 100):
+        page = target.list_events(app, limit=100, offset=start)
+        precondition(page.ok, f"the events list with offset {start} answered {page.status}", page)
+        pages.append(page)
+        batch = page.get("transactions") or []
+        items += batch
+        if len(batch) < 100:
+            break
+    # Past the first pages, where a clamp (to 64, to 124) or a wrap would show; the last one.
+    offsets = [o for o in sorted({65, FAR_OFFSET, 130, len(items) - 1}) if 65 <= o < len(items)]
+    for offset in offsets:
         one = target.list_events(app, limit=1, offset=offset)
         precondition(one.ok, f"the events list with offset {offset} answered {one.status}", one)
         got = (one.get("transactions") or [{}])[0].get("event_id")
         window = [item.get("event_id") for item in items[max(0, offset - 3) : offset + 1]]
         expect(
             got in window,
-            f"offset {offset} answered event {got}, not the one a page of 100 shows at "
+            f"offset {offset} answered event {got}, not the one the pages of 100 show at "
             f"{offset} ({items[offset].get('event_id')})",
-            page,
+            *pages[: offset // 100 + 1][-1:],
             one,
-            expected=f"the event at position {offset} of the full page (RC-23)",
+            expected=f"the event at position {offset} of the complete listing (RC-23)",
             actual=f"event {got}",
         )
+
+
+#: How many pages of 100 EVT-010 reads to find the far offsets' events.
+FAR_PAGES = 3
 
 
 #: The keys as the document spells them: the envelope's, an event record's and its data's.

@@ -180,6 +180,50 @@ def _provoke(target: Target) -> list[tuple[str, int, str, Reply]]:
             target.create("CASHIN", writer, amount=_just_over(target.need_config().amount.max)),
         ),
         (
+            "a JSON array body",
+            400,
+            "malformed_json",
+            client.post(CASHIN, content="[1, 2, 3]", token=target.token(writer)),
+        ),
+        (
+            "Content-Encoding: gzip on plain bytes",
+            400,
+            "malformed_json",
+            client.post(
+                CASHIN,
+                json={"amount": target.amount(), "number": number},
+                headers={
+                    "Content-Encoding": "gzip",
+                    "Idempotency-Key": target.fresh_key(),
+                    "Connection": "close",  # the server may drop what it could not read
+                },
+                token=target.token(writer),
+            ),
+        ),
+        (
+            "a key of bytes that are not UTF-8",
+            400,
+            "invalid_idempotency_key",
+            client.post(
+                CASHIN,
+                json={"amount": target.amount(), "number": number},
+                headers={"Idempotency-Key": b"\xff\xfe" + target.fresh_key()[:8].encode()},
+                token=target.token(writer),
+            ),
+        ),
+        (
+            "a number off the configured pattern",
+            400,
+            "validation_error",
+            target.create("CASHIN", writer, number="hello", key=target.fresh_key()),
+        ),
+        (
+            "an X-Webhook-Mode of 65 characters",
+            400,
+            "validation_error",
+            target.create("CASHIN", writer, key=target.fresh_key(), webhook_mode="m" * 65),
+        ),
+        (
             "a body over 64 KiB",
             413,
             "payload_too_large",
@@ -349,7 +393,11 @@ def _odd_creations(
             lambda: client.post(
                 path,
                 content=body,
-                headers={"Content-Encoding": "gzip", "Idempotency-Key": target.fresh_key()},
+                headers={
+                    "Content-Encoding": "gzip",
+                    "Idempotency-Key": target.fresh_key(),
+                    "Connection": "close",  # the server may drop what it could not read
+                },
                 token=target.token(app),
             ),
         ),

@@ -1,0 +1,66 @@
+"""The reference profile's checks of a documented choice fail on a stub that chose otherwise.
+
+A stub setting (not a fault: each is a legitimate configuration of the stub) moves one
+reference choice; the check of that choice must fail, and its neighbours must not. The fault
+harness (test_faults.py) runs the seed profile and cannot show this; the mutation score
+(docs/conformance.md, *Mutation score*) shows the same checks killing mutants of these rules.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from conformkit import conform, fast_config
+
+
+def _settings(directory: Path, **values: object) -> Path:
+    path = directory / "stub-settings.yaml"
+    directory.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(values), encoding="utf-8")
+    return path
+
+
+def test_a_stub_that_refuses_bare_tokens_fails_only_auth_017(
+    make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """RC-33: the stub's --strict-auth refuses ``Authorization: <token>``, as the document's
+    wording alone would allow; the reference profile's AUTH-017 says so, AUTH-016 does not."""
+    stub = make_stub(extra_args=("--strict-auth",))
+    config = fast_config(stub, tmp_path)
+    outcome = conform(
+        capsys, tmp_path / "r", config=config, profile="reference", only="AUTH-016,AUTH-017"
+    )
+    assert outcome.ids("failed") == {"AUTH-017"}, outcome.report["checks"]
+    failed = next(c for c in outcome.report["checks"] if c["id"] == "AUTH-017")
+    assert "answered 401" in failed["message"] and failed["evidence"], failed
+
+
+def test_a_smaller_body_limit_fails_err_005(
+    make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """RC-29: bodies up to 64 KiB are served; a stub configured for 32 KiB refuses them."""
+    settings = _settings(tmp_path / "s", max_body_bytes=32_768)
+    stub = make_stub(extra_args=("--config", str(settings)))
+    config = fast_config(stub, tmp_path)
+    outcome = conform(capsys, tmp_path / "r", config=config, profile="reference", only="ERR-005")
+    assert outcome.ids("failed") == {"ERR-005"}, outcome.report["checks"]
+
+
+def test_a_fee_off_the_declared_rate_fails_find_003(
+    make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """RC-15: the fee is round(amount * fee_rate, 2) at the rate the target declares; a stub
+    charging 3% while its configuration declares 2.3% is caught, one declaring 3% is not."""
+    settings = _settings(tmp_path / "s", fee_rate=0.03)
+    stub = make_stub(extra_args=("--config", str(settings)))
+    declared = fast_config(stub, tmp_path)
+    honest = conform(capsys, tmp_path / "r1", config=declared, profile="reference", only="FIND-003")
+    assert honest.ids("passed") == {"FIND-003"}, honest.report["checks"]
+    (tmp_path / "w").mkdir()
+    wrong = fast_config(stub, tmp_path / "w", fee_rate=0.023)
+    outcome = conform(capsys, tmp_path / "r2", config=wrong, profile="reference", only="FIND-003")
+    assert outcome.ids("failed") == {"FIND-003"}, outcome.report["checks"]
+    failed = next(c for c in outcome.report["checks"] if c["id"] == "FIND-003")
+    assert "0.023" in failed["expected"] and failed["evidence"], failed
