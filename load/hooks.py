@@ -43,7 +43,7 @@ from load.timeline import TIMELINE
 
 log = logging.getLogger("paysuite")
 
-_SHAPE_FLAGS = ("--paysuite-shape", "--paysuite-profile")  # the new name first, then the old
+_SHAPE_FLAGS = ("--paysuite-shape",)
 
 
 def selected_shape(argv: list[str]) -> str:
@@ -55,7 +55,7 @@ def selected_shape(argv: list[str]) -> str:
                 return argv[index + 1]
             if arg.startswith(f"{flag}="):
                 return arg.split("=", 1)[1]
-    return os.environ.get("PAYSUITE_SHAPE") or os.environ.get("PAYSUITE_PROFILE") or DEFAULT_SHAPE
+    return os.environ.get("PAYSUITE_SHAPE") or DEFAULT_SHAPE
 
 
 def _shown_for(*shapes: str) -> bool:
@@ -85,7 +85,7 @@ def add_arguments(parser: LocustArgumentParser) -> None:
         default="",
         choices=list(SHAPE_NAMES),
         include_in_web_ui=False,
-        help="old name of --paysuite-shape",
+        help="removed: use --paysuite-shape (kept only to say so)",
     )
     # the web UI's own users, spawn rate and run time fields do what these three do
     group.add_argument(

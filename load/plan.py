@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import uuid
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
@@ -27,7 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from load.limits import ClientLimits
-from load.shape_catalog import Pacing, Shape, Thresholds, get_shape, parse_mix, parse_pacing
+from load.shape_catalog import (
+    SHAPE_NAMES,
+    Pacing,
+    Shape,
+    Thresholds,
+    get_shape,
+    parse_mix,
+    parse_pacing,
+)
 from load.slo import SLOError, SLORules, load_slo_file, resolve_slo
 from load.timespan import parse_duration
 from paysuite_core.target_config import (
@@ -276,10 +283,6 @@ def build_plan(
     )
 
 
-def _old_name_note(command: str, old: str, new: str) -> None:
-    print(f"{command}: {old} is the old name of {new}", file=sys.stderr, flush=True)
-
-
 def plan_from_args(args: argparse.Namespace) -> LoadPlan:
     """The plan of ``paysuite load``'s arguments (``load.cli``)."""
     shape = args.shape
@@ -334,9 +337,8 @@ def _cast(value: Any, kind: type[int] | type[float]) -> Any:
 
 
 def shape_option(options: argparse.Namespace | None) -> str:
-    """``--paysuite-shape``, else ``--paysuite-profile`` (its old name), else ``smoke``."""
-    old = option(options, "paysuite_profile")
-    return str(option(options, "paysuite_shape") or old or DEFAULT_SHAPE)
+    """``--paysuite-shape``, else ``smoke``."""
+    return str(option(options, "paysuite_shape") or DEFAULT_SHAPE)
 
 
 def report_dir_option(options: argparse.Namespace | None) -> Path:
@@ -377,8 +379,12 @@ def plan_from_locust_options(
         raise UsageError(
             "no target configuration: pass --paysuite-config FILE (or PAYSUITE_CONFIG)"
         )
-    if option(options, "paysuite_profile") and not option(options, "paysuite_shape"):
-        _old_name_note("paysuite", "--paysuite-profile", "--paysuite-shape")
+    if option(options, "paysuite_profile"):
+        # One word for the load shape everywhere: a profile is conformance's seed/reference.
+        raise UsageError(
+            "--paysuite-profile (PAYSUITE_PROFILE) was removed; use --paysuite-shape NAME "
+            f"({', '.join(SHAPE_NAMES)})"
+        )
     default = ClientLimits()
 
     def number(name: str, kind: type[int] | type[float], fallback: float) -> Any:

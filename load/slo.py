@@ -10,12 +10,12 @@ The built-in thresholds of each shape (``load.shape_catalog``) can be overridden
 
     defaults:            # every shape
       "*": {p95_ms: 400}
-    shapes:              # per load shape (``profiles:``, the old name, is read the same way)
+    shapes:              # per load shape (``profiles:``, the old name, is refused with a hint)
       smoke:
         cashin: {p95_ms: 250, p99_ms: 600}
         total: {min_rps: 5}
 
-A file without ``defaults``/``shapes``/``profiles`` keys is read as one ``defaults`` block. The
+A file without ``defaults``/``shapes`` keys is read as one ``defaults`` block. The
 file is read once per run (``load.plan.build_plan``) into ``SLORules``, which travel inside the
 run's plan.
 """
@@ -60,11 +60,11 @@ class SLORules:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "SLO rules") -> SLORules:
         """Validate a mapping in the file's layout (see the module docstring)."""
-        if "shapes" in data and "profiles" in data:
-            raise SLOError(f"{where}: 'shapes' and 'profiles' (its old name) both given")
-        if "defaults" not in data and "shapes" not in data and "profiles" not in data:
+        if "profiles" in data:
+            raise SLOError(f"{where}: 'profiles' was renamed 'shapes' (a profile is conformance's)")
+        if "defaults" not in data and "shapes" not in data:
             return cls(defaults=_check_block(data, where))
-        key = "shapes" if "shapes" in data else "profiles"
+        key = "shapes"
         shapes = data.get(key) or {}
         if not isinstance(shapes, Mapping):
             raise SLOError(f"{where}: {key}: expected a mapping of shape -> operations")

@@ -74,9 +74,7 @@ def test_impossible_slo_fails_the_run_and_names_the_metric(
     slo = tmp_path / "slo.yaml"
     # Every other latency limit far away: a busy machine must not breach a second one.
     slo.write_text(
-        "profiles:\n  smoke:\n"
-        "    '*': {p95_ms: 60000, p99_ms: 60000}\n"
-        "    cashin: {p95_ms: 0.001}\n"
+        "shapes:\n  smoke:\n    '*': {p95_ms: 60000, p99_ms: 60000}\n    cashin: {p95_ms: 0.001}\n"
     )
     run = run_load(
         tmp_path / "r",

@@ -111,7 +111,7 @@ def test_operations_started_but_never_completed_fail_the_run() -> None:
     assert not any(op == "find" for op, _, _ in failed)
 
 
-@pytest.mark.parametrize("key", ["shapes", "profiles"])  # profiles: the old name, still read
+@pytest.mark.parametrize("key", ["shapes"])
 def test_slo_file_overrides_defaults_then_shape(tmp_path: Path, key: str) -> None:
     path = tmp_path / "slo.yaml"
     path.write_text(
@@ -124,10 +124,10 @@ def test_slo_file_overrides_defaults_then_shape(tmp_path: Path, key: str) -> Non
     assert "cashin" not in steady and steady["*"]["p95_ms"] == 400
 
 
-def test_slo_file_with_both_shapes_and_profiles_is_refused(tmp_path: Path) -> None:
+def test_slo_file_with_the_old_profiles_key_is_refused_naming_shapes(tmp_path: Path) -> None:
     path = tmp_path / "slo.yaml"
-    path.write_text("shapes: {}\nprofiles: {}\n")
-    with pytest.raises(SLOError, match="both given"):
+    path.write_text("profiles: {}\n")
+    with pytest.raises(SLOError, match="'profiles' was renamed 'shapes'"):
         load_slo_file(path)
 
 
