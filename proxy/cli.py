@@ -104,8 +104,11 @@ def _proxy(args: argparse.Namespace) -> int:
     )
     # The session handles SIGINT and SIGTERM itself while it serves and settles, and restores
     # these when it returns: ignored, so that a signal after the last report was written cannot
-    # turn the exit status into a kill.
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    # turn the exit status into a kill. The caller's own handlers come back on the way out: an
+    # ignored SIGINT left behind in a process that goes on (a test, a library caller) would be
+    # inherited by every child it starts later, which then cannot be interrupted.
+    callers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    for signum in callers:
         signal.signal(signum, signal.SIG_IGN)
     try:
         outcome = run_session(
@@ -120,6 +123,9 @@ def _proxy(args: argparse.Namespace) -> int:
     except ListenError as exc:
         print(f"paysuite proxy: {exc}", file=sys.stderr, flush=True)
         return 2
+    finally:
+        for signum, handler in callers.items():
+            signal.signal(signum, handler)
     return outcome.exit_code
 
 
