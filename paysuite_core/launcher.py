@@ -79,6 +79,10 @@ def end_with_parent(parent_pid: int, signum: int = signal.SIGTERM) -> Any:
         return None
 
     def preexec() -> None:
+        # The parent's signal to stop the child must work even when the parent itself was
+        # started with it ignored (a background job of a script, some CI runners): an ignored
+        # disposition is inherited across exec, and the child would run on to its end.
+        signal.signal(signum, signal.SIG_DFL)
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signum)
         if os.getppid() != parent_pid:  # the parent died before prctl: nobody to outlive
             os._exit(1)

@@ -63,6 +63,9 @@ def _ends(pid: int, timeout_s: float) -> bool:
     [
         ("ctrl-c", []),  # the terminal's SIGINT to the whole process group
         ("sigterm", []),  # SIGTERM to paysuite alone (a cancelled CI job)
+        # started as a script's background job (SIGINT ignored, inherited): the SIGINT paysuite
+        # passes to Locust must still stop it
+        ("sigterm-background", []),
         # Locust's workers in sessions of their own: the master stops them after their last
         # statistics, so every acknowledged create is in the statistics too
         ("ctrl-c", ["--workers", "2"]),
@@ -80,6 +83,11 @@ def test_ctrl_c_waits_for_the_verdict_and_keeps_the_bundled_stub_for_it(
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: the SIGINT below is a terminal's
+            # as a terminal starts it (Ctrl-C not ignored, whatever this worker inherited), or
+            # as a script's background job
+            preexec_fn=lambda: signal.signal(
+                signal.SIGINT, signal.SIG_IGN if how == "sigterm-background" else signal.SIG_DFL
+            ),
         )  # fmt: skip
     try:
         _wait_for_line(log, "All users spawned", 45)
