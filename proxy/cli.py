@@ -104,11 +104,10 @@ def _proxy(args: argparse.Namespace) -> int:
     )
     # The session handles SIGINT and SIGTERM itself while it serves and settles, and restores
     # these when it returns: ignored, so that a signal after the last report was written cannot
-    # turn the exit status into a kill. The caller's own handlers come back on the way out: an
-    # ignored SIGINT left behind in a process that goes on (a test, a library caller) would be
-    # inherited by every child it starts later, which then cannot be interrupted.
-    callers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-    for signum in callers:
+    # turn the exit status into a kill. They stay ignored: the command is the process's last
+    # act. (A caller that goes on, such as a test, starts its later children with the signal
+    # reset, as the launcher's ``end_with_parent`` does for the signal that stops a child.)
+    for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_IGN)
     try:
         outcome = run_session(
@@ -123,9 +122,6 @@ def _proxy(args: argparse.Namespace) -> int:
     except ListenError as exc:
         print(f"paysuite proxy: {exc}", file=sys.stderr, flush=True)
         return 2
-    finally:
-        for signum, handler in callers.items():
-            signal.signal(signum, handler)
     return outcome.exit_code
 
 
