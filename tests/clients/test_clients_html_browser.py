@@ -10,33 +10,19 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import struct
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from browserkit import chromium, needs_chromium, png_size
 
 from paysuite.clients import cache
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xdist_group("sdk-clients")]
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
-
-def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CHROMIUM or "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--hide-scrollbars", f"--user-data-dir={tmp_path / 'profile'}",
-         *args],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-
-
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
-def test_clients_html_of_a_wrong_kind_target_in_headless_chromium(make_stub, tmp_path) -> None:
+@needs_chromium
+def test_clients_html_of_a_wrong_kind_target_in_headlesschromium(make_stub, tmp_path) -> None:
     stub = make_stub(faults=("wrong-kind",))
     reports = tmp_path / "r"
     done = subprocess.run(
@@ -57,7 +43,7 @@ def test_clients_html_of_a_wrong_kind_target_in_headless_chromium(make_stub, tmp
     page = reports / "clients.html"
     html = page.read_text(encoding="utf-8")
     assert "<script" not in html and "<link" not in html and "url(" not in html
-    dom = _chromium(tmp_path, "--dump-dom", page.resolve().as_uri()).stdout
+    dom = chromium(tmp_path, "--dump-dom", page.resolve().as_uri()).stdout
     assert "paysuite clients report" in dom
     assert re.search(r"id=\"verdict\".*?FAIL", dom, re.S)
     assert dom.count('<tr class="row-') == cells  # one row per cell
@@ -69,10 +55,10 @@ def test_clients_html_of_a_wrong_kind_target_in_headless_chromium(make_stub, tmp
     assert "export PAYSUITE_TOKEN=" in dom and "--reveal-secrets" not in dom
 
     shot = reports / "clients-html.png"
-    result = _chromium(
+    result = chromium(
         tmp_path, "--window-size=1400,2400", f"--screenshot={shot}", page.resolve().as_uri()
     )
     assert shot.is_file(), result.stderr[-2000:]
-    width, height = struct.unpack(">II", shot.read_bytes()[16:24])
+    width, height = png_size(shot)
     assert (width, height) == (1400, 2400)
     assert shot.stat().st_size > 60_000  # drawn, not a blank page

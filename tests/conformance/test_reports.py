@@ -3,12 +3,11 @@ report.html shows a person the scorecard and a failure's proof (checked in headl
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from browserkit import chromium, needs_chromium
 from conformkit import Outcome, conform, fast_config
 
 #: One worker runs this module: its checks share one (module-scoped) conformance run.
@@ -16,7 +15,6 @@ pytestmark = pytest.mark.xdist_group("reports-failing-run")
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ONLY = "TXN,FMT-006"
 
 
@@ -88,18 +86,12 @@ def test_junit_one_case_per_check(failing_run: Outcome) -> None:
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+@needs_chromium
 def test_html_in_headless_chromium(failing_run: Outcome, tmp_path: Path) -> None:
     page = failing_run.report_dir / "report.html"
     html = page.read_text(encoding="utf-8")
     assert "<script" not in html and "http://" not in html.split("<body>")[0]  # self-contained
-    result = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
-         page.resolve().as_uri()],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    result = chromium(tmp_path, "--dump-dom", page.resolve().as_uri())
     dom = result.stdout
     assert "Scorecard" in dom, result.stderr[-2000:]
     assert dom.index("banner verdict-fail") < dom.index("<table")  # the verdict comes first

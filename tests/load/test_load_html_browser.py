@@ -10,33 +10,19 @@ fetched from anywhere. The screenshot is kept beside the report for a person to 
 from __future__ import annotations
 
 import re
-import shutil
-import struct
-import subprocess
 from pathlib import Path
 
 import pytest
+from browserkit import chromium, needs_chromium, png_size
 from loadkit import AUTO_RESOLVE, run_load
 
 from paysuite_core.launcher import running_stub
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
-
-def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CHROMIUM or "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--hide-scrollbars", f"--user-data-dir={tmp_path / 'profile'}",
-         *args],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-
-
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
-def test_load_html_of_a_real_run_in_headless_chromium(tmp_path: Path) -> None:
+@needs_chromium
+def test_load_html_of_a_real_run_in_headlesschromium(tmp_path: Path) -> None:
     # Half the acknowledged creates dropped: a loss is certain even when a busy machine lets the
     # run acknowledge only a dozen (at 0.1, one run in ten lost none).
     config = {**AUTO_RESOLVE, "drop_rate": 0.5}
@@ -57,7 +43,7 @@ def test_load_html_of_a_real_run_in_headless_chromium(tmp_path: Path) -> None:
     assert "<script" not in html and "src=" not in html and "http://" not in head
     assert "<link" not in html and "@import" not in html and "url(" not in html
 
-    dom = _chromium(tmp_path, "--dump-dom", page.resolve().as_uri()).stdout
+    dom = chromium(tmp_path, "--dump-dom", page.resolve().as_uri()).stdout
     assert "paysuite load: shape smoke" in dom
     charts = re.findall(r'<svg class="chart"', dom)
     ops = [name for name, s in summary["operations"].items() if s["requests"]]
@@ -74,11 +60,10 @@ def test_load_html_of_a_real_run_in_headless_chromium(tmp_path: Path) -> None:
     assert f"<b>{summary['peak_users']}</b> users at peak" in dom
 
     shot = tmp_path / "r" / "load-html.png"
-    result = _chromium(
+    result = chromium(
         tmp_path, "--window-size=1400,3000", f"--screenshot={shot}", page.resolve().as_uri()
     )
     assert shot.is_file(), result.stderr[-2000:]
-    header = shot.read_bytes()[:24]
-    width, height = struct.unpack(">II", header[16:24])
+    width, height = png_size(shot)
     assert (width, height) == (1400, 3000)
     assert shot.stat().st_size > 60_000  # drawn, not a blank page

@@ -5,30 +5,17 @@ beside the report for a person to look at (``screenshot.png``)."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from browserkit import chromium, needs_chromium
 from proxykit import Client, config_file, start_proxy, writer
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
-
-def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CHROMIUM or "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--hide-scrollbars", f"--user-data-dir={tmp_path / 'profile'}",
-         *args],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-
-
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
-def test_proxy_report_html_in_headless_chromium(make_stub, tmp_path: Path) -> None:
+@needs_chromium
+def test_proxy_report_html_in_headlesschromium(make_stub, tmp_path: Path) -> None:
     stub = make_stub(faults=("wrong-kind",))
     reports = tmp_path / "reports"
     run = start_proxy(stub.root_url, reports, config=config_file(stub, tmp_path))
@@ -43,7 +30,7 @@ def test_proxy_report_html_in_headless_chromium(make_stub, tmp_path: Path) -> No
     page = reports / "report.html"
     html = page.read_text(encoding="utf-8")
     assert "<script" not in html and "src=" not in html
-    dom = _chromium(tmp_path, "--dump-dom", page.resolve().as_uri()).stdout
+    dom = chromium(tmp_path, "--dump-dom", page.resolve().as_uri()).stdout
     assert 'id="verdict"' in dom and "FAIL" in dom
     assert "TXN-002" in dom and "FIND-001" in dom and "curl" in dom
     client_part = dom.split('id="client-faults"', 1)[1].split('id="exchanges"', 1)[0]
@@ -54,6 +41,6 @@ def test_proxy_report_html_in_headless_chromium(make_stub, tmp_path: Path) -> No
     exchanges = dom.split('id="exchanges"', 1)[1]
     assert exchanges.count("<tr>") >= 5  # head + authorize, cashout, find, the bad cashin
     shot = reports / "screenshot.png"
-    _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,2400",
+    chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,2400",
               page.resolve().as_uri())  # fmt: skip
     assert shot.exists() and shot.stat().st_size > 10_000
