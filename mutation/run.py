@@ -256,14 +256,19 @@ async def dispatch(
     return counts
 
 
-def classified_as(item: object, wanted: str) -> bool:
-    """Whether ``mutation/classification.toml`` classifies ``item`` as ``wanted``."""
-    from report import CLASSIFICATION, load_classification  # mutation/report.py, beside this
-
+def mutant_key(item: object) -> str:
+    """cosmic-ray's identity of a mutant as classification.toml keys it (``report.Mutant.key``)."""
     mutation = item.mutations[0]  # type: ignore[attr-defined]
     operator = mutation.operator_name.removeprefix("core/")
-    key = f"{mutation.module_path}:{operator}:{mutation.occurrence}"
-    return load_classification(CLASSIFICATION).get(key, {}).get("class") == wanted
+    return f"{mutation.module_path}:{operator}:{mutation.occurrence}"
+
+
+def classified(wanted: str) -> set[str]:
+    """The keys ``mutation/classification.toml`` puts in class ``wanted`` (read once)."""
+    from report import CLASSIFICATION, load_classification  # mutation/report.py, beside this
+
+    entries = load_classification(CLASSIFICATION)
+    return {key for key, entry in entries.items() if entry.get("class") == wanted}
 
 
 def pending(
@@ -289,7 +294,8 @@ def pending(
         else:
             chosen = list(db.pending_work_items)
         if only_class is not None:
-            chosen = [item for item in chosen if classified_as(item, only_class)]
+            keys = classified(only_class)
+            chosen = [item for item in chosen if mutant_key(item) in keys]
         items = sorted(chosen, key=lambda item: item.job_id)
     if sample is not None and sample < len(items):
         items = random.Random(seed).sample(items, sample)
