@@ -189,27 +189,13 @@ def _provoke(target: Target) -> list[tuple[str, int, str, Reply]]:
             "Content-Encoding: gzip on plain bytes",
             400,
             "malformed_json",
-            client.post(
-                CASHIN,
-                json={"amount": target.amount(), "number": number},
-                headers={
-                    "Content-Encoding": "gzip",
-                    "Idempotency-Key": target.fresh_key(),
-                    "Connection": "close",  # the server may drop what it could not read
-                },
-                token=target.token(writer),
-            ),
+            _gzip_on_plain_bytes(target, CASHIN, writer),
         ),
         (
             "a key of bytes that are not UTF-8",
             400,
             "invalid_idempotency_key",
-            client.post(
-                CASHIN,
-                json={"amount": target.amount(), "number": number},
-                headers={"Idempotency-Key": b"\xff\xfe" + target.fresh_key()[:8].encode()},
-                token=target.token(writer),
-            ),
+            _key_not_utf8(target, CASHIN, writer),
         ),
         (
             "a number off the configured pattern",
@@ -374,15 +360,12 @@ def _odd_creations(
     target: Target, path: str, app: Application
 ) -> list[tuple[str, Callable[[], Reply]]]:
     """ERR-004's creations on ``path``: a valid body, oddly framed or with an odd key."""
-    client = target.client
-    body = json.dumps({"amount": target.amount(), "number": target.number()})
-    odd_key = b"\xff\xfe" + target.fresh_key()[:8].encode()
     return [
         (
             f"POST {path} with a chunked body",
-            lambda: client.post(
+            lambda: target.client.post(
                 path,
-                content=body,
+                json=_valid_body(target),
                 chunked=True,
                 headers={"Idempotency-Key": target.fresh_key()},
                 token=target.token(app),
@@ -390,24 +373,41 @@ def _odd_creations(
         ),
         (
             f"POST {path} with Content-Encoding: gzip on a plain body",
-            lambda: client.post(
-                path,
-                content=body,
-                headers={
-                    "Content-Encoding": "gzip",
-                    "Idempotency-Key": target.fresh_key(),
-                    "Connection": "close",  # the server may drop what it could not read
-                },
-                token=target.token(app),
-            ),
+            lambda: _gzip_on_plain_bytes(target, path, app),
         ),
         (
             f"POST {path} with an Idempotency-Key of bytes that are not UTF-8",
-            lambda: client.post(
-                path, content=body, headers={"Idempotency-Key": odd_key}, token=target.token(app)
-            ),
+            lambda: _key_not_utf8(target, path, app),
         ),
     ]
+
+
+def _valid_body(target: Target) -> dict[str, object]:
+    return {"amount": target.amount(), "number": target.number()}
+
+
+def _gzip_on_plain_bytes(target: Target, path: str, app: Application) -> Reply:
+    """A valid creation whose body claims a gzip coding it does not have (ERR-003, ERR-004)."""
+    return target.client.post(
+        path,
+        json=_valid_body(target),
+        headers={
+            "Content-Encoding": "gzip",
+            "Idempotency-Key": target.fresh_key(),
+            "Connection": "close",  # the server may drop what it could not read
+        },
+        token=target.token(app),
+    )
+
+
+def _key_not_utf8(target: Target, path: str, app: Application) -> Reply:
+    """A valid creation whose Idempotency-Key holds bytes that are not UTF-8 (ERR-003, -004)."""
+    return target.client.post(
+        path,
+        json=_valid_body(target),
+        headers={"Idempotency-Key": b"\xff\xfe" + target.fresh_key()[:8].encode()},
+        token=target.token(app),
+    )
 
 
 @check(
