@@ -116,69 +116,96 @@ def _answer(conn: socket.socket, status: str, body: bytes, extra: str = "") -> N
     conn.sendall(head.encode() + body)
 
 
-def _misbehave(server: HostileServer, conn: socket.socket, line: str) -> bool:
-    """Answer one request; False when the connection must end."""
+def _answered_before_misbehaving(server: HostileServer, conn: socket.socket, path: str) -> bool:
+    """The "auth-then-" and "api-then-" prefixes: answer the calls a client makes first properly."""
     behaviour = server.behaviour
-    path = line.split(" ")[1] if line.count(" ") >= 2 else "/"
-    if behaviour.startswith("auth-then-") and path.endswith("/auth/agents/authorize"):
+    authorize = path.endswith("/auth/agents/authorize")
+    if authorize and behaviour.startswith(("auth-then-", "api-then-")):
         _answer(conn, "200 OK", _token_pair())
         return True
-    if behaviour.startswith("api-then-"):
-        if path.endswith("/auth/agents/authorize"):
-            _answer(conn, "200 OK", _token_pair())
-            return True
-        if path.split("?")[0].endswith("/events/transactions"):
-            _answer(conn, "200 OK", _EMPTY_LIST)
-            return True
-        behaviour = behaviour.removeprefix("api-then-")
-    if behaviour.startswith("auth-then-"):
-        behaviour = behaviour.removeprefix("auth-then-")
-    deadline = time.monotonic() + MAX_SECONDS
-    if behaviour == "endless-chunked":
-        conn.sendall(
-            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-            b"Transfer-Encoding: chunked\r\n\r\n"
-        )
-        sent = 0
-        frame = b"%x\r\n%s\r\n" % (len(_CHUNK), _CHUNK)
-        while sent < MAX_STREAM_BYTES and time.monotonic() < deadline:
-            if server.stopping.is_set():
-                return False
-            conn.sendall(frame)
-            sent += len(_CHUNK)
-        return False
-    if behaviour == "huge-body":
-        head = (
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {HUGE_BODY_BYTES}\r\n\r\n"
-        )
-        conn.sendall(head.encode() + b'{"pad":"')
-        left = HUGE_BODY_BYTES - 10
-        while left > 0 and not server.stopping.is_set() and time.monotonic() < deadline:
-            piece = _CHUNK[: min(left, len(_CHUNK))]
-            conn.sendall(piece)
-            left -= len(piece)
-        conn.sendall(b'"}')
+    if behaviour.startswith("api-then-") and path.split("?")[0].endswith("/events/transactions"):
+        _answer(conn, "200 OK", _EMPTY_LIST)
         return True
-    if behaviour == "trickle":
-        conn.sendall(
-            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
-        )
-        for _ in range(1000):
-            if server.stopping.wait(0.5) or time.monotonic() > deadline:
-                return False
-            conn.sendall(b" ")
+    return False
+
+
+def _endless_chunked(
+    server: HostileServer, conn: socket.socket, path: str, deadline: float
+) -> bool:
+    conn.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    sent = 0
+    frame = b"%x\r\n%s\r\n" % (len(_CHUNK), _CHUNK)
+    while sent < MAX_STREAM_BYTES and time.monotonic() < deadline:
+        if server.stopping.is_set():
+            return False
+        conn.sendall(frame)
+        sent += len(_CHUNK)
+    return False
+
+
+def _huge_body(server: HostileServer, conn: socket.socket, path: str, deadline: float) -> bool:
+    head = (
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {HUGE_BODY_BYTES}\r\n\r\n"
+    )
+    conn.sendall(head.encode() + b'{"pad":"')
+    left = HUGE_BODY_BYTES - 10
+    while left > 0 and not server.stopping.is_set() and time.monotonic() < deadline:
+        piece = _CHUNK[: min(left, len(_CHUNK))]
+        conn.sendall(piece)
+        left -= len(piece)
+    conn.sendall(b'"}')
+    return True
+
+
+def _trickle(server: HostileServer, conn: socket.socket, path: str, deadline: float) -> bool:
+    conn.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+    )
+    for _ in range(1000):
+        if server.stopping.wait(0.5) or time.monotonic() > deadline:
+            return False
+        conn.sendall(b" ")
+    return True
+
+
+def _hang(server: HostileServer, conn: socket.socket, path: str, deadline: float) -> bool:
+    server.stopping.wait(MAX_SECONDS)
+    return False
+
+
+def _invalid_json(server: HostileServer, conn: socket.socket, path: str, deadline: float) -> bool:
+    _answer(conn, "200 OK", b"{this is not json")
+    return True
+
+
+def _redirect(server: HostileServer, conn: socket.socket, path: str, deadline: float) -> bool:
+    _answer(conn, "302 Found", b"{}", f"Location: {server.root_url}{path}\r\n")
+    return True
+
+
+_MISBEHAVIOURS = {
+    "endless-chunked": _endless_chunked,
+    "huge-body": _huge_body,
+    "trickle": _trickle,
+    "hang": _hang,
+    "invalid-json": _invalid_json,
+    "redirect": _redirect,
+}
+
+
+def _misbehave(server: HostileServer, conn: socket.socket, line: str) -> bool:
+    """Answer one request; False when the connection must end."""
+    path = line.split(" ")[1] if line.count(" ") >= 2 else "/"
+    if _answered_before_misbehaving(server, conn, path):
         return True
-    if behaviour == "hang":
-        server.stopping.wait(MAX_SECONDS)
-        return False
-    if behaviour == "invalid-json":
-        _answer(conn, "200 OK", b"{this is not json")
-        return True
-    if behaviour == "redirect":
-        _answer(conn, "302 Found", b"{}", f"Location: {server.root_url}{path}\r\n")
-        return True
-    raise ValueError(f"unknown behaviour {behaviour!r}; known: {', '.join(BEHAVIOURS)}")
+    behaviour = server.behaviour.removeprefix("api-then-").removeprefix("auth-then-")
+    misbehave = _MISBEHAVIOURS.get(behaviour)
+    if misbehave is None:
+        raise ValueError(f"unknown behaviour {behaviour!r}; known: {', '.join(BEHAVIOURS)}")
+    return misbehave(server, conn, path, time.monotonic() + MAX_SECONDS)
 
 
 def _serve_connection(server: HostileServer, conn: socket.socket) -> None:
