@@ -167,7 +167,7 @@ def test_webhooks_listen_defaults_from_url_and_the_section_round_trips(tmp_path:
     ("section", "message"),
     [
         ({"secret": "s"}, r"webhooks\.listen: required"),
-        ({"listen": "127.0.0.1:9911"}, r"webhooks\.secret: expected a non-empty string"),
+        ({"listen": "127.0.0.1:9911"}, r"webhooks\.secret: required"),
         (
             {"listen": "10.0.0.1:9911", "secret": "s"},
             r"webhooks\.listen: 10\.0\.0\.1 is not a loopback",
