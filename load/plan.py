@@ -1,17 +1,15 @@
 """A load run's plan: everything a run needs, parsed and validated once, handed down whole.
 
 ``paysuite load``, ``paysuite demo``, ``paysuite bench`` and a plain ``locust -f
-load/locustfile.py`` all build their ``LoadPlan`` through ``build_plan`` (from the command's
-arguments, from keyword arguments, or from Locust's parsed options), so the rules are the same
-whoever starts the run: the target configuration is read and checked once, the SLO file is read
-once, the shape's overrides are applied once.
+load/locustfile.py`` all build their ``LoadPlan`` through ``build_plan``, so the rules are the
+same whoever starts the run: the target configuration and the SLO file are read once, the
+shape's overrides applied once.
 
-Between processes the plan travels as one serialised form: ``write_plan`` writes it and
-``read_plan`` reads it, once per process. ``paysuite load`` hands it to the Locust master as a
-file (``--paysuite-plan-file``, not on the command line: it holds the applications' secrets);
-the master puts it in its custom option ``paysuite_plan``, which Locust sends to every worker with
-its spawn order, so a worker (here or on another machine) needs paysuite installed and nothing
-else. Nothing here imports Locust or gevent.
+Between processes the plan travels as one JSON document (``paysuite_core/schemas/
+load-plan.schema.json``): ``paysuite load`` hands it to the Locust master as a file (it holds the
+applications' secrets, so not on the command line); the master puts it in its custom option
+``paysuite_plan``, which Locust sends to every worker with its spawn order, so a worker needs
+paysuite installed and nothing else. Nothing here imports Locust or gevent.
 """
 
 from __future__ import annotations
@@ -20,6 +18,7 @@ import argparse
 import json
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -37,6 +36,7 @@ from load.shape_catalog import (
 )
 from load.slo import SLOError, SLORules, load_slo_file, resolve_slo
 from load.timespan import parse_duration
+from paysuite_core.config_schema import validate
 from paysuite_core.target_config import (
     TargetConfig,
     TargetConfigError,
@@ -76,15 +76,7 @@ class ShapeOverrides:
     step_s: float | None = None
 
     def apply(self, shape: Shape) -> Shape:
-        return shape.with_overrides(
-            step_s=self.step_s,
-            users=self.users,
-            spawn_rate=self.spawn_rate,
-            duration_s=self.duration_s,
-            max_requests=self.max_requests,
-            mix=self.mix,
-            pacing=self.pacing,
-        )
+        return shape.with_overrides(**vars(self))
 
 
 @dataclass(frozen=True)
@@ -164,14 +156,23 @@ def _duration(name: str, value: str | float | None) -> float | None:
         raise UsageError(f"--{name.replace('_', '-')}: {exc}") from None
 
 
-def _limit(name: str, value: float | None, default: float) -> float:
-    """A client limit as given, or its default when not given; 0 or less is a usage error
-    (not a silent default: ``--max-response-bytes 0`` does not mean 4 MiB)."""
-    if value is None:
-        return default
-    if value <= 0:
-        raise UsageError(f"--{name.replace('_', '-')}: must be more than 0, got {value:g}")
-    return value
+def _client_limits(
+    options: argparse.Namespace | None, option_name: Callable[[str], str]
+) -> ClientLimits:
+    """Each client limit as given (a time-out in Locust's duration format), else its default;
+    0 or less is a usage error, not a silent default (``--max-response-bytes 0`` is not 4 MiB)."""
+    given: dict[str, Any] = {}
+    for name, default in asdict(ClientLimits()).items():
+        value = option(options, option_name(name))
+        if name.endswith("_s"):
+            value = _duration(option_name(name), value)
+        if value is None:
+            continue
+        if value <= 0:
+            flag = option_name(name).replace("_", "-")
+            raise UsageError(f"--{flag}: must be more than 0, got {value:g}")
+        given[name] = int(value) if isinstance(default, int) else value
+    return ClientLimits(**given)
 
 
 def build_plan(
@@ -285,26 +286,8 @@ def build_plan(
 
 def plan_from_args(args: argparse.Namespace) -> LoadPlan:
     """The plan of ``paysuite load``'s arguments (``load.cli``)."""
-    shape = args.shape
-    default = ClientLimits()
-    limits = ClientLimits(
-        connect_timeout_s=_limit(
-            "connect_timeout", _duration("connect_timeout", args.connect_timeout),
-            default.connect_timeout_s,
-        ),
-        read_timeout_s=_limit(
-            "read_timeout", _duration("read_timeout", args.read_timeout), default.read_timeout_s
-        ),
-        total_timeout_s=_limit(
-            "total_timeout", _duration("total_timeout", args.total_timeout),
-            default.total_timeout_s,
-        ),
-        max_response_bytes=int(
-            _limit("max_response_bytes", args.max_response_bytes, default.max_response_bytes)
-        ),
-    )  # fmt: skip
     return build_plan(
-        shape=shape or DEFAULT_SHAPE,
+        shape=args.shape or DEFAULT_SHAPE,
         config=Path(args.config) if args.config else None,
         target=args.target,
         users=args.users,
@@ -319,7 +302,7 @@ def plan_from_args(args: argparse.Namespace) -> LoadPlan:
         pacing=args.pacing or "",
         lifecycle_resolve=args.lifecycle_resolve or "",
         reconcile_timeout=args.reconcile_timeout,
-        limits=limits,
+        limits=_client_limits(args, lambda name: name.removesuffix("_s")),
         quiet=args.quiet,
         abort_on_fail=args.abort_on_fail,
         webhooks=bool(getattr(args, "webhooks", False)),
@@ -385,16 +368,6 @@ def plan_from_locust_options(
             "--paysuite-profile (PAYSUITE_PROFILE) was removed; use --paysuite-shape NAME "
             f"({', '.join(SHAPE_NAMES)})"
         )
-    default = ClientLimits()
-
-    def number(name: str, kind: type[int] | type[float], fallback: float) -> Any:
-        value = option(options, f"paysuite_{name}")
-        return kind(fallback) if value is None else kind(value)
-
-    def seconds(name: str, fallback: float) -> float:
-        value = _duration(f"paysuite_{name}", option(options, f"paysuite_{name}"))
-        return fallback if value is None else value
-
     common = common or {}
     users = option(options, "paysuite_users")
     spawn_rate = option(options, "paysuite_spawn_rate")
@@ -415,40 +388,40 @@ def plan_from_locust_options(
         pacing=option(options, "paysuite_pacing") or "",
         lifecycle_resolve=option(options, "paysuite_lifecycle_resolve") or "",
         reconcile_timeout=option(options, "paysuite_reconcile_timeout") or 120.0,
-        reconcile_concurrency=number("reconcile_concurrency", int, 16),
-        limits=ClientLimits(
-            connect_timeout_s=seconds("connect_timeout_s", default.connect_timeout_s),
-            read_timeout_s=seconds("read_timeout_s", default.read_timeout_s),
-            total_timeout_s=seconds("total_timeout_s", default.total_timeout_s),
-            max_response_bytes=number("max_response_bytes", int, default.max_response_bytes),
-        ),
+        reconcile_concurrency=int(option(options, "paysuite_reconcile_concurrency") or 16),
+        limits=_client_limits(options, lambda name: f"paysuite_{name}"),
         run_id=option(options, "paysuite_run_id") or "",
         abort_on_fail=bool(option(options, "paysuite_abort_on_fail")),
     )
 
 
 # -- the one serialised form ----------------------------------------------------------------------
+#: The fields that travel as they are.
+_AS_IS = (
+    "workers",
+    "lifecycle_resolve",
+    "reconcile_timeout_s",
+    "reconcile_concurrency",
+    "run_id",
+    "quiet",
+    "summary_only",
+    "abort_on_fail",
+    "webhooks",
+)
+
+
 def write_plan(plan: LoadPlan) -> str:
     """The plan as one JSON document (the inverse of ``read_plan``)."""
-    overrides = asdict(plan.overrides)
     return json.dumps(
         {
             "schema": PLAN_SCHEMA,
             "shape": plan.shape_name,
-            "overrides": overrides,
+            "overrides": asdict(plan.overrides),
             "target": plan.target.to_dict(),
             "report_dir": str(plan.report_dir.resolve()),
             "slo": plan.slo.to_dict(),
             "limits": plan.limits.to_dict(),
-            "workers": plan.workers,
-            "lifecycle_resolve": plan.lifecycle_resolve,
-            "reconcile_timeout_s": plan.reconcile_timeout_s,
-            "reconcile_concurrency": plan.reconcile_concurrency,
-            "run_id": plan.run_id,
-            "quiet": plan.quiet,
-            "summary_only": plan.summary_only,
-            "abort_on_fail": plan.abort_on_fail,
-            "webhooks": plan.webhooks,
+            **{name: getattr(plan, name) for name in _AS_IS},
         }
     )
 
@@ -457,36 +430,17 @@ def read_plan(text: str) -> LoadPlan:
     """The plan ``write_plan`` wrote; ``UsageError`` when it is not one."""
     try:
         data = json.loads(text)
-        if data.get("schema") != PLAN_SCHEMA:
-            raise ValueError(f"schema {data.get('schema')!r}, expected {PLAN_SCHEMA!r}")
-        raw = data["overrides"]
-        pacing = raw.get("pacing")
-        overrides = ShapeOverrides(
-            users=raw.get("users"),
-            spawn_rate=raw.get("spawn_rate"),
-            duration_s=raw.get("duration_s"),
-            max_requests=raw.get("max_requests"),
-            mix=raw.get("mix"),
-            pacing=tuple(pacing) if pacing else None,  # type: ignore[arg-type]
-            step_s=raw.get("step_s"),
-        )
+        validate("load-plan", data, ValueError)
         get_shape(data["shape"])
+        pacing = data["overrides"].get("pacing")
         return LoadPlan(
             shape_name=data["shape"],
             config=parse_target_config(data["target"], env={}),
             report_dir=Path(data["report_dir"]),
-            overrides=overrides,
+            overrides=ShapeOverrides(**{**data["overrides"], "pacing": pacing and tuple(pacing)}),
             slo=SLORules.from_dict(data["slo"]),
             limits=ClientLimits.from_dict(data["limits"]),
-            workers=int(data["workers"]),
-            lifecycle_resolve=str(data["lifecycle_resolve"]),
-            reconcile_timeout_s=float(data["reconcile_timeout_s"]),
-            reconcile_concurrency=int(data["reconcile_concurrency"]),
-            run_id=str(data["run_id"]),
-            quiet=bool(data["quiet"]),
-            summary_only=bool(data.get("summary_only", False)),
-            abort_on_fail=bool(data.get("abort_on_fail", False)),
-            webhooks=bool(data.get("webhooks", False)),
+            **{name: data[name] for name in _AS_IS if name in data},
         )
-    except (ValueError, KeyError, TypeError, AttributeError, TargetConfigError) as exc:
+    except (ValueError, KeyError, TargetConfigError) as exc:
         raise UsageError(f"not a paysuite load plan: {exc}") from None
