@@ -47,7 +47,6 @@ from paysuite_core.target_config import (
 PLAN_SCHEMA = "paysuite-load-plan/1"
 DEFAULT_SHAPE = "smoke"
 DEFAULT_REPORT_DIR = "reports"
-LIFECYCLE_MODES = ("auto", "driver")
 #: customer drivers that can answer for a customer: the lifecycle shape drives them by default
 _DRIVABLE = ("sandbox", "magic-numbers")
 
@@ -175,6 +174,47 @@ def _client_limits(
     return ClientLimits(**given)
 
 
+def _overrides(shape: str, **given: Any) -> ShapeOverrides:
+    """The overrides, checked against the shape they change (a ramp needs room for its steps)."""
+    try:
+        get_shape(shape)
+        mix, pacing = given.pop("mix"), given.pop("pacing")
+        overrides = ShapeOverrides(
+            mix=parse_mix(mix) if mix else None,
+            pacing=parse_pacing(pacing) if pacing else None,
+            **given,
+        )
+        overrides.apply(get_shape(shape)).check()
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return overrides
+
+
+def _slo_rules(slo: Path | str | SLORules | None) -> SLORules:
+    if isinstance(slo, SLORules):
+        return slo
+    try:
+        return load_slo_file(slo) if slo else SLORules()
+    except SLOError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _target_config(
+    config: Path | str | TargetConfig | None, target: str | None
+) -> TargetConfig | None:
+    if config is None and target:
+        raise UsageError("--target needs --config (the applications to authorize with)")
+    if config is None or isinstance(config, TargetConfig):
+        return config.with_base_url(target) if config and target else config
+    try:
+        # a file may hold ${VAR} references: they are resolved here, once
+        return load_target_config(Path(config), base_url=target or None)
+    except TargetConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def build_plan(
     *,
     shape: str = DEFAULT_SHAPE,
@@ -204,17 +244,13 @@ def build_plan(
     file and the SLO file (once each). ``config=None`` means the bundled stub (``target`` then
     makes no sense). Durations are seconds or strings in Locust's format (``20s``, ``1m30s``).
     Raises ``UsageError`` with a one-line reason."""
-    try:
-        get_shape(shape)
-    except KeyError as exc:
-        raise UsageError(str(exc.args[0])) from None
-    duration = _duration("duration", duration)
+    duration_s = _duration("duration", duration)
     step_s = _duration("step_duration", step_duration)
     reconcile_s = _duration("reconcile_timeout", reconcile_timeout)
     for name, value in (
         ("users", users),
         ("spawn_rate", spawn_rate),
-        ("duration", duration),
+        ("duration", duration_s),
         ("step_duration", step_s),
         ("reconcile_timeout", reconcile_s),
         ("max_requests", max_requests),
@@ -222,44 +258,23 @@ def build_plan(
         _positive(name, value)
     if workers < 0:
         raise UsageError("--workers must be 0 or more")
-    if target and config is None:
-        raise UsageError("--target needs --config (the applications to authorize with)")
-    if lifecycle_resolve not in ("", *LIFECYCLE_MODES):
+    if lifecycle_resolve not in ("", "auto", "driver"):
         raise UsageError(f"lifecycle resolve: expected auto or driver, got {lifecycle_resolve!r}")
-    try:
-        overrides = ShapeOverrides(
-            users=users,
-            spawn_rate=spawn_rate,
-            duration_s=duration,
-            max_requests=max_requests,
-            mix=parse_mix(mix) if mix else None,
-            pacing=parse_pacing(pacing) if pacing else None,
-            step_s=step_s,
-        )
-        overrides.apply(get_shape(shape)).check()
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    overrides = _overrides(
+        shape,
+        users=users,
+        spawn_rate=spawn_rate,
+        duration_s=duration_s,
+        max_requests=max_requests,
+        mix=mix,
+        pacing=pacing,
+        step_s=step_s,
+    )
     limits = limits or ClientLimits()
     for name, limit in limits.to_dict().items():
         if limit <= 0:
             raise UsageError(f"{name}: must be greater than 0")
-    rules = SLORules()
-    if isinstance(slo, SLORules):
-        rules = slo
-    elif slo:
-        try:
-            rules = load_slo_file(slo)
-        except SLOError as exc:
-            raise UsageError(str(exc)) from None
-    target_config: TargetConfig | None
-    if config is None or isinstance(config, TargetConfig):
-        target_config = config.with_base_url(target) if config and target else config
-    else:
-        try:
-            # a file may hold ${VAR} references: they are resolved here, once
-            target_config = load_target_config(Path(config), base_url=target or None)
-        except TargetConfigError as exc:
-            raise UsageError(str(exc)) from None
+    rules, target_config = _slo_rules(slo), _target_config(config, target)
     if webhooks and (target_config is None or target_config.webhooks is None):
         raise UsageError(
             "--webhooks needs a --config with a webhooks section (listen, secret): the bundled "
@@ -284,27 +299,23 @@ def build_plan(
     )
 
 
+#: ``paysuite load``'s arguments that ``build_plan`` takes under the same name, as they are.
+_LOAD_ARGS = (
+    "target users spawn_rate duration step_duration max_requests workers report_dir slo "
+    "reconcile_timeout quiet abort_on_fail"
+).split()
+
+
 def plan_from_args(args: argparse.Namespace) -> LoadPlan:
     """The plan of ``paysuite load``'s arguments (``load.cli``)."""
     return build_plan(
+        **{name: getattr(args, name) for name in _LOAD_ARGS},
         shape=args.shape or DEFAULT_SHAPE,
-        config=Path(args.config) if args.config else None,
-        target=args.target,
-        users=args.users,
-        spawn_rate=args.spawn_rate,
-        duration=args.duration,
-        step_duration=args.step_duration,
-        max_requests=args.max_requests,
-        workers=args.workers,
-        report_dir=args.report_dir,
-        slo=args.slo,
+        config=args.config or None,
         mix=args.mix or "",
         pacing=args.pacing or "",
         lifecycle_resolve=args.lifecycle_resolve or "",
-        reconcile_timeout=args.reconcile_timeout,
         limits=_client_limits(args, lambda name: name.removesuffix("_s")),
-        quiet=args.quiet,
-        abort_on_fail=args.abort_on_fail,
         webhooks=bool(getattr(args, "webhooks", False)),
     )
 
@@ -317,22 +328,6 @@ def option(options: argparse.Namespace | None, name: str) -> Any:
 
 def _cast(value: Any, kind: type[int] | type[float]) -> Any:
     return None if value is None else kind(value)
-
-
-def shape_option(options: argparse.Namespace | None) -> str:
-    """``--paysuite-shape``, else ``smoke``."""
-    return str(option(options, "paysuite_shape") or DEFAULT_SHAPE)
-
-
-def report_dir_option(options: argparse.Namespace | None) -> Path:
-    """``--paysuite-report-dir``, else beside Locust's ``--csv`` files, else ``reports/``."""
-    explicit = option(options, "paysuite_report_dir")
-    if explicit:
-        return Path(explicit)
-    csv_prefix = option(options, "csv_prefix")
-    if csv_prefix:
-        return Path(csv_prefix).parent
-    return Path(DEFAULT_REPORT_DIR)
 
 
 #: Locust's own options that a paysuite shape honours (``use_common_options``): -u, -r, -t
@@ -369,45 +364,43 @@ def plan_from_locust_options(
             f"({', '.join(SHAPE_NAMES)})"
         )
     common = common or {}
-    users = option(options, "paysuite_users")
-    spawn_rate = option(options, "paysuite_spawn_rate")
-    duration = option(options, "paysuite_duration")
 
+    def given(name: str, fallback: Any = None) -> Any:
+        value = option(options, f"paysuite_{name}")
+        return fallback if value is None else value
+
+    # beside Locust's --csv files when no report folder is given
+    csv_prefix = option(options, "csv_prefix")
     return build_plan(
-        shape=shape_option(options),
+        shape=given("shape", DEFAULT_SHAPE),
         config=Path(path),
         target=host or None,
-        users=_cast(users if users is not None else common.get("num_users"), int),
-        spawn_rate=_cast(spawn_rate if spawn_rate is not None else common.get("spawn_rate"), float),
-        duration=duration if duration is not None else common.get("run_time"),
-        step_duration=option(options, "paysuite_step_duration"),
-        max_requests=_cast(option(options, "paysuite_max_requests"), int),
-        report_dir=report_dir_option(options),
-        slo=option(options, "paysuite_slo"),
-        mix=option(options, "paysuite_mix") or "",
-        pacing=option(options, "paysuite_pacing") or "",
-        lifecycle_resolve=option(options, "paysuite_lifecycle_resolve") or "",
-        reconcile_timeout=option(options, "paysuite_reconcile_timeout") or 120.0,
-        reconcile_concurrency=int(option(options, "paysuite_reconcile_concurrency") or 16),
+        users=_cast(given("users", common.get("num_users")), int),
+        spawn_rate=_cast(given("spawn_rate", common.get("spawn_rate")), float),
+        duration=given("duration", common.get("run_time")),
+        step_duration=given("step_duration"),
+        max_requests=_cast(given("max_requests"), int),
+        report_dir=given(
+            "report_dir", Path(csv_prefix).parent if csv_prefix else DEFAULT_REPORT_DIR
+        ),
+        slo=given("slo"),
+        mix=given("mix", ""),
+        pacing=given("pacing", ""),
+        lifecycle_resolve=given("lifecycle_resolve", ""),
+        reconcile_timeout=given("reconcile_timeout", 120.0),
+        reconcile_concurrency=int(given("reconcile_concurrency", 16)),
         limits=_client_limits(options, lambda name: f"paysuite_{name}"),
-        run_id=option(options, "paysuite_run_id") or "",
-        abort_on_fail=bool(option(options, "paysuite_abort_on_fail")),
+        run_id=given("run_id", ""),
+        abort_on_fail=bool(given("abort_on_fail")),
     )
 
 
 # -- the one serialised form ----------------------------------------------------------------------
 #: The fields that travel as they are.
 _AS_IS = (
-    "workers",
-    "lifecycle_resolve",
-    "reconcile_timeout_s",
-    "reconcile_concurrency",
-    "run_id",
-    "quiet",
-    "summary_only",
-    "abort_on_fail",
-    "webhooks",
-)
+    "workers lifecycle_resolve reconcile_timeout_s reconcile_concurrency run_id quiet "
+    "summary_only abort_on_fail webhooks"
+).split()
 
 
 def write_plan(plan: LoadPlan) -> str:
