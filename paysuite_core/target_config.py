@@ -1,14 +1,10 @@
 """The target configuration: everything paysuite knows about an implementation under test.
 
-One YAML format serves three readers: the stub writes it as its credentials file, the conformance
-suite and the load profiles read it. Keeping the parser in one place means a file that works for
-one works for all, and a mistake in it is reported the same way everywhere: as a
-``TargetConfigError`` whose message names the offending key. The format is
-``paysuite_core/schemas/target.schema.json``; what it cannot say is checked here.
-
-Any string value may name environment variables as ``${VAR}`` or ``${VAR:-default}``, so secrets
-can stay out of the file (``client_secret: ${PAYPACK_SECRET}``). A value that is wholly one
-reference is converted to the type its key expects (``max_wait_s: ${WAIT}``).
+One YAML format (``schemas/target.schema.json``) serves three readers: the stub writes it as its
+credentials file, the conformance suite and the load profiles read it. One parser means a file
+that works for one works for all, and a mistake is reported the same way everywhere: a
+``TargetConfigError`` naming the key. Values may be ``${VAR}`` or ``${VAR:-default}``, so secrets
+can stay out of the file.
 """
 
 from __future__ import annotations
@@ -16,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -39,8 +36,7 @@ RWANDA_MOBILE_PATTERN = r"^(\+?25)?(078|079|075|073|072)[0-9]{7}$"
 
 _ENV_REFERENCE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
 
-#: The keys each driver reads; the others are left out rather than checked for a driver that
-#: never uses them.
+#: The keys each driver reads: under another driver they are ignored, not checked
 _DRIVER_KEYS = {
     "sandbox": ("confirm", "cancel"),
     "magic-numbers": ("confirm_number", "cancel_number"),
@@ -128,13 +124,8 @@ class WebhookTarget:
         return f"{host}:{self.listen_port}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "listen": self.listen,
-            "url": self.url,
-            "secret": self.secret,
-            "mode": self.mode,
-            "tolerance_s": self.tolerance_s,
-        }
+        rest = {key: value for key, value in vars(self).items() if not key.startswith("listen_")}
+        return {"listen": self.listen, **rest}
 
 
 @dataclass(frozen=True)
@@ -178,67 +169,48 @@ class TargetConfig:
             if value is not None
         }
         data = {
-            "base_url": self.base_url,
+            **vars(self),
             "applications": [dict(vars(app)) for app in self.applications],
             "customer": customer,
-            "access_token_ttl_s": self.access_token_ttl_s,
-            "max_wait_s": self.max_wait_s,
             "numbers": list(self.numbers),
-            "number_pattern": self.number_pattern,
             "amount": dict(vars(self.amount)),
             "webhooks": self.webhooks.to_dict() if self.webhooks else None,
-            "refresh_rotation": self.refresh_rotation,
-            "fee_rate": self.fee_rate,
         }
         return {key: value for key, value in data.items() if value not in (None, [], "")}
 
 
-def expand_env(value: str, env: Mapping[str, str], where: str) -> str:
-    """Replace ``${VAR}`` / ``${VAR:-default}`` references; an unset one without default fails."""
-
-    def substitute(match: re.Match[str]) -> str:
-        name, default = match.group("name"), match.group("default")
-        if name in env:
-            return env[name]
-        if default is not None:
-            return default
-        raise TargetConfigError(f"{where}: environment variable {name} is not set")
-
-    return _ENV_REFERENCE.sub(substitute, value)
-
-
-def _expand_tree(node: Any, env: Mapping[str, str], where: str) -> Any:
-    if isinstance(node, str):
-        return expand_env(node, env, where)
-    if isinstance(node, list):
-        return [_expand_tree(item, env, f"{where}[{i}]") for i, item in enumerate(node)]
-    if isinstance(node, dict):
-        return {
-            key: _expand_tree(value, env, f"{where}.{key}" if where else str(key))
-            for key, value in node.items()
-        }
-    return node
-
-
-def _coerce(node: Any, spec: Mapping[str, Any]) -> Any:
-    """Text where the schema expects a number (a ``${VAR}``, a quoted ``"30"``) becomes one,
-    and a number where it expects text (``merchant: 42``) becomes text."""
+def _resolve(node: Any, spec: Mapping[str, Any], env: Mapping[str, str], where: str) -> Any:
+    """Expand ``${VAR}`` / ``${VAR:-default}`` in every string, then give a value the type its
+    key expects: text where a number is due (``${WAIT}``, a quoted ``"30"``) becomes one, and a
+    number where text is due (``merchant: 42``) becomes text."""
     kinds = spec.get("type", [])
     kinds = [kinds] if isinstance(kinds, str) else kinds
     if isinstance(node, dict):
         properties = spec.get("properties", {})
-        return {key: _coerce(value, properties.get(key, {})) for key, value in node.items()}
+        return {
+            key: _resolve(value, properties.get(key, {}), env, f"{where}.{key}" if where else key)
+            for key, value in node.items()
+        }
     if isinstance(node, list):
-        return [_coerce(item, spec.get("items", {})) for item in node]
-    if isinstance(node, str) and "number" in kinds:
-        try:
-            number = float(node)
-        except ValueError:
-            return node
-        return int(number) if number.is_integer() else number
+        items = spec.get("items", {})
+        return [_resolve(item, items, env, f"{where}[{i}]") for i, item in enumerate(node)]
     if isinstance(node, int | float) and not isinstance(node, bool) and "string" in kinds:
         return str(node)
-    return node
+    if not isinstance(node, str):
+        return node
+
+    def substitute(match: re.Match[str]) -> str:
+        name, default = match.group("name"), match.group("default")
+        if name in env or default is not None:
+            return env.get(name, default or "")
+        raise TargetConfigError(f"{where}: environment variable {name} is not set")
+
+    text = _ENV_REFERENCE.sub(substitute, node)
+    if "number" in kinds:
+        with suppress(ValueError):
+            number = float(text)
+            return int(number) if number.is_integer() else number
+    return text
 
 
 def _check_url(value: Any, where: str) -> str:
@@ -301,8 +273,7 @@ def parse_target_config(
     data: Any, *, env: Mapping[str, str] | None = None, base_url: str | None = None
 ) -> TargetConfig:
     """Validate a parsed YAML document; ``base_url`` (from ``--target``) overrides the file's."""
-    data = _expand_tree(data, os.environ if env is None else env, "")
-    data = _coerce(data, schema("target"))
+    data = _resolve(data, schema("target"), os.environ if env is None else env, "")
     validate("target", data, TargetConfigError)
     given = {key: value for key, value in data.items() if value is not None}
     amount = AmountRange(**given.get("amount", {}))
