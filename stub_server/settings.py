@@ -45,11 +45,10 @@ class ResolveRule:
     number_regex: re.Pattern[str] | None = None
 
     def matches(self, number: str) -> bool:
-        if self.number_suffix is not None and not number.endswith(self.number_suffix):
-            return False
-        if self.number_regex is not None and not self.number_regex.search(number):
-            return False
-        return True
+        suffix, regex = self.number_suffix, self.number_regex
+        return (suffix is None or number.endswith(suffix)) and (
+            not regex or bool(regex.search(number))
+        )
 
 
 @dataclass(frozen=True)
@@ -69,6 +68,8 @@ class AutoResolve:
 
 @dataclass(frozen=True)
 class StubSettings:
+    """Every setting; ``schemas/stub.schema.json`` (and docs/stub.md) says what each one does."""
+
     host: str = "127.0.0.1"
     port: int = 8080
     db: str = DEFAULT_DB
@@ -88,29 +89,17 @@ class StubSettings:
     faults: frozenset[str] = frozenset()
     drop_rate: float = 0.05
     variants: frozenset[str] = frozenset()
-    #: RC-33: accept a bare token in ``Authorization`` (paypack-js sends no ``Bearer``), as the
-    #: live service does; ``True`` demands ``Bearer <token>`` (``--strict-auth``). A plain
-    #: setting so that a variant or a config file can choose either.
+    #: A plain setting, not only a variant, so that a config file can choose either (RC-33)
     strict_auth: bool = False
-    #: A connection that has not sent a complete request head this long after it opened or
-    #: after its previous response is closed: idle keep-alive and slowloris alike (aiohttp's
-    #: keepalive_timeout, which runs from the connection's start).
     idle_timeout_s: float = 10.0
-    #: A request body that has not fully arrived this long after its handler started: 408.
     body_timeout_s: float = 10.0
     listen_backlog: int = 128
     authorize_limits: AuthorizeLimits = field(default_factory=AuthorizeLimits)
-    #: The request log: ``clf`` (Common Log Format) or ``json`` lines; None is off (the default).
     access_log: AccessLogFormat | None = None
-    #: Where the request log goes (appended); None is stderr.
-    access_log_file: str | None = None
-    #: Webhook endpoints from the config file, (mode, URL) pairs (RC-40); the database keeps
-    #: them from the first start on, their secrets in ``<db>.webhook-secrets``.
+    access_log_file: str | None = None  # None: stderr
+    #: (mode, URL) pairs; the database keeps them from the first start on
     webhooks: tuple[tuple[str, str], ...] = ()
-    #: How failed webhook deliveries are retried (``stub_server.webhooks.retry_policy``).
     webhook_retry: RetryPolicy = field(default_factory=RetryPolicy)
-    #: The signature headers every delivery carries: ``paysuite`` (Paysuite-Signature, with
-    #: its timestamp) and ``live`` (X-Paypack-Signature, what merchants' receivers verify).
     webhook_signatures: tuple[str, ...] = ("paysuite", "live")
 
     @property
@@ -128,9 +117,7 @@ class StubSettings:
 
     @cached_property
     def switches(self) -> frozenset[str]:
-        """The variants as given plus every part of a composite (``live``, ``lenient``).
-
-        Computed once per settings object (the dataclass is frozen, so it cannot go stale)."""
+        """The variants plus every part of a composite (``live``); frozen, so never stale."""
         return expand_variants(self.variants)
 
     def variant(self, name: str) -> bool:
@@ -138,20 +125,15 @@ class StubSettings:
         return name in self.switches
 
 
+def _rule(raw: dict[str, Any]) -> ResolveRule:
+    suffix, regex = raw.get("number_suffix"), raw.get("number_regex")
+    suffix = None if suffix is None else str(suffix)  # YAML reads an unquoted 1111 as a number
+    return ResolveRule(raw["outcome"], raw.get("delay_s", 0), suffix, regex and re.compile(regex))
+
+
 def _auto_resolve(raw: dict[str, Any] | None) -> AutoResolve:
-    raw = raw or {}
-    default = raw.get("default") or {}
-    rules = tuple(
-        ResolveRule(
-            outcome=rule["outcome"],
-            delay_s=rule.get("delay_s", 0),
-            number_suffix=None if rule.get("number_suffix") is None else str(rule["number_suffix"]),
-            number_regex=None
-            if rule.get("number_regex") is None
-            else re.compile(rule["number_regex"]),
-        )
-        for rule in raw.get("rules") or ()
-    )
+    default = (raw or {}).get("default") or {}
+    rules = tuple(_rule(rule) for rule in (raw or {}).get("rules") or ())
     return AutoResolve(default.get("outcome", "none"), default.get("delay_s", 0), rules)
 
 
