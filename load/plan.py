@@ -340,11 +340,8 @@ def plan_from_locust_options(
     common: dict[str, Any] | None = None,
 ) -> LoadPlan:
     """The plan of a Locust master (or single process): the file ``paysuite load`` wrote
-    (``--paysuite-plan-file``), else built from the ``--paysuite-*`` options.
-
-    ``common``: Locust's ``-u``, ``-r``, ``-t`` (``num_users``, ``spawn_rate``, ``run_time``) as
-    given (on the command line or in the web UI); a ``--paysuite-*`` option of the same meaning
-    wins over them."""
+    (``--paysuite-plan-file``), else built from the ``--paysuite-*`` options, which win over
+    Locust's own ``-u``, ``-r``, ``-t`` (``common``, from the command line or the web UI)."""
     plan_file = option(options, "paysuite_plan_file")
     if plan_file:
         try:
@@ -370,7 +367,7 @@ def plan_from_locust_options(
         return fallback if value is None else value
 
     # beside Locust's --csv files when no report folder is given
-    csv_prefix = option(options, "csv_prefix")
+    csv_prefix = option(options, "csv_prefix")  # the reports go beside Locust's CSV files
     return build_plan(
         shape=given("shape", DEFAULT_SHAPE),
         config=Path(path),

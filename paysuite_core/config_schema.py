@@ -1,12 +1,9 @@
-"""The JSON Schemas of paysuite's configuration, and their first error as one line.
+"""The JSON Schemas of paysuite's configuration files, and their first error as one line.
 
-The schemas ship in the package (``paysuite_core/schemas``) so that an editor completes and
-checks a file by the same rules paysuite applies (``# yaml-language-server: $schema=...``, or
-``paysuite schema NAME``). What a schema cannot say (a rule across two keys, loopback only)
-stays as code beside each reader.
-
-A schema may word the reason of its own failures with ``errorMessage`` (the keyword VS Code's
-JSON and YAML servers show too); otherwise the reason is derived from the failing keyword.
+They ship in the package (``schemas/``) so that an editor checks a file by the rules paysuite
+applies (``# yaml-language-server: $schema=...``). What a schema cannot say (a rule across two
+keys, loopback only) stays as code beside each reader. A schema may word a reason itself with
+``errorMessage`` (the keyword VS Code's JSON and YAML servers show too).
 """
 
 from __future__ import annotations
@@ -31,7 +28,6 @@ _KINDS = {
     "boolean": "true or false",
     "object": "a mapping",
     "array": "a list",
-    "null": "null",
 }
 
 _REASONS: dict[str, Callable[[Any, Any], str]] = {
@@ -128,7 +124,7 @@ def _reason(error: ValidationError) -> tuple[list[str | int], str]:
         return path, custom if isinstance(value, dict) else f"{custom}, got {value!r}"
     if keyword == "type":
         kinds = sub["type"] if isinstance(sub["type"], list) else [sub["type"]]
-        names = [_KINDS[kind] for kind in kinds if kind != "null" or len(kinds) == 1]
+        names = [_KINDS[kind] for kind in kinds if kind != "null"]
         if "string" in kinds and sub.get("minLength"):
             names = [name.replace("a string", "a non-empty string") for name in names]
         return path, f"expected {' or '.join(names)}, got {value!r}"
