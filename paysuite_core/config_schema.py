@@ -38,7 +38,6 @@ _REASONS: dict[str, Callable[[Any, Any], str]] = {
     "exclusiveMinimum": lambda least, value: f"must be greater than {least}, got {value!r}",
     "minimum": lambda least, value: f"must be {least} or more, got {value!r}",
     "maximum": lambda most, value: f"must be {most} or less, got {value!r}",
-    "pattern": lambda pattern, value: f"expected a match of {pattern}, got {value!r}",
 }
 
 # YAML hands over Python ints, floats and bools: jsonschema would take 3.0 as an integer, and

@@ -112,9 +112,6 @@ class StubSettings:
         hours, minutes = int(self.utc_offset[1:3]), int(self.utc_offset[4:6])
         return timezone(sign * timedelta(hours=hours, minutes=minutes))
 
-    def fault(self, name: str) -> bool:
-        return name in self.faults
-
     @cached_property
     def switches(self) -> frozenset[str]:
         """The variants plus every part of a composite (``live``); frozen, so never stale."""
