@@ -1,17 +1,15 @@
 """A load run's plan: everything a run needs, parsed and validated once, handed down whole.
 
 ``paysuite load``, ``paysuite demo``, ``paysuite bench`` and a plain ``locust -f
-load/locustfile.py`` all build their ``LoadPlan`` through ``build_plan`` (from the command's
-arguments, from keyword arguments, or from Locust's parsed options), so the rules are the same
-whoever starts the run: the target configuration is read and checked once, the SLO file is read
-once, the shape's overrides are applied once.
+load/locustfile.py`` all build their ``LoadPlan`` through ``build_plan``, so the rules are the
+same whoever starts the run: the target configuration and the SLO file are read once, the
+shape's overrides applied once.
 
-Between processes the plan travels as one serialised form: ``write_plan`` writes it and
-``read_plan`` reads it, once per process. ``paysuite load`` hands it to the Locust master as a
-file (``--paysuite-plan-file``, not on the command line: it holds the applications' secrets);
-the master puts it in its custom option ``paysuite_plan``, which Locust sends to every worker with
-its spawn order, so a worker (here or on another machine) needs paysuite installed and nothing
-else. Nothing here imports Locust or gevent.
+Between processes the plan travels as one JSON document (``paysuite_core/schemas/
+load-plan.schema.json``): ``paysuite load`` hands it to the Locust master as a file (it holds the
+applications' secrets, so not on the command line); the master puts it in its custom option
+``paysuite_plan``, which Locust sends to every worker with its spawn order, so a worker needs
+paysuite installed and nothing else. Nothing here imports Locust or gevent.
 """
 
 from __future__ import annotations
@@ -20,6 +18,7 @@ import argparse
 import json
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -37,6 +36,7 @@ from load.shape_catalog import (
 )
 from load.slo import SLOError, SLORules, load_slo_file, resolve_slo
 from load.timespan import parse_duration
+from paysuite_core.config_schema import validate
 from paysuite_core.target_config import (
     TargetConfig,
     TargetConfigError,
@@ -47,7 +47,6 @@ from paysuite_core.target_config import (
 PLAN_SCHEMA = "paysuite-load-plan/1"
 DEFAULT_SHAPE = "smoke"
 DEFAULT_REPORT_DIR = "reports"
-LIFECYCLE_MODES = ("auto", "driver")
 #: customer drivers that can answer for a customer: the lifecycle shape drives them by default
 _DRIVABLE = ("sandbox", "magic-numbers")
 
@@ -76,15 +75,7 @@ class ShapeOverrides:
     step_s: float | None = None
 
     def apply(self, shape: Shape) -> Shape:
-        return shape.with_overrides(
-            step_s=self.step_s,
-            users=self.users,
-            spawn_rate=self.spawn_rate,
-            duration_s=self.duration_s,
-            max_requests=self.max_requests,
-            mix=self.mix,
-            pacing=self.pacing,
-        )
+        return shape.with_overrides(**vars(self))
 
 
 @dataclass(frozen=True)
@@ -164,14 +155,64 @@ def _duration(name: str, value: str | float | None) -> float | None:
         raise UsageError(f"--{name.replace('_', '-')}: {exc}") from None
 
 
-def _limit(name: str, value: float | None, default: float) -> float:
-    """A client limit as given, or its default when not given; 0 or less is a usage error
-    (not a silent default: ``--max-response-bytes 0`` does not mean 4 MiB)."""
-    if value is None:
-        return default
-    if value <= 0:
-        raise UsageError(f"--{name.replace('_', '-')}: must be more than 0, got {value:g}")
-    return value
+def _client_limits(
+    options: argparse.Namespace | None, option_name: Callable[[str], str]
+) -> ClientLimits:
+    """Each client limit as given (a time-out in Locust's duration format), else its default;
+    0 or less is a usage error, not a silent default (``--max-response-bytes 0`` is not 4 MiB)."""
+    given: dict[str, Any] = {}
+    for name, default in asdict(ClientLimits()).items():
+        value = option(options, option_name(name))
+        if name.endswith("_s"):
+            value = _duration(option_name(name), value)
+        if value is None:
+            continue
+        if value <= 0:
+            flag = option_name(name).replace("_", "-")
+            raise UsageError(f"--{flag}: must be more than 0, got {value:g}")
+        given[name] = int(value) if isinstance(default, int) else value
+    return ClientLimits(**given)
+
+
+def _overrides(shape: str, **given: Any) -> ShapeOverrides:
+    """The overrides, checked against the shape they change (a ramp needs room for its steps)."""
+    try:
+        get_shape(shape)
+        mix, pacing = given.pop("mix"), given.pop("pacing")
+        overrides = ShapeOverrides(
+            mix=parse_mix(mix) if mix else None,
+            pacing=parse_pacing(pacing) if pacing else None,
+            **given,
+        )
+        overrides.apply(get_shape(shape)).check()
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return overrides
+
+
+def _slo_rules(slo: Path | str | SLORules | None) -> SLORules:
+    if isinstance(slo, SLORules):
+        return slo
+    try:
+        return load_slo_file(slo) if slo else SLORules()
+    except SLOError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _target_config(
+    config: Path | str | TargetConfig | None, target: str | None
+) -> TargetConfig | None:
+    if config is None and target:
+        raise UsageError("--target needs --config (the applications to authorize with)")
+    if config is None or isinstance(config, TargetConfig):
+        return config.with_base_url(target) if config and target else config
+    try:
+        # a file may hold ${VAR} references: they are resolved here, once
+        return load_target_config(Path(config), base_url=target or None)
+    except TargetConfigError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def build_plan(
@@ -203,17 +244,13 @@ def build_plan(
     file and the SLO file (once each). ``config=None`` means the bundled stub (``target`` then
     makes no sense). Durations are seconds or strings in Locust's format (``20s``, ``1m30s``).
     Raises ``UsageError`` with a one-line reason."""
-    try:
-        get_shape(shape)
-    except KeyError as exc:
-        raise UsageError(str(exc.args[0])) from None
-    duration = _duration("duration", duration)
+    duration_s = _duration("duration", duration)
     step_s = _duration("step_duration", step_duration)
     reconcile_s = _duration("reconcile_timeout", reconcile_timeout)
     for name, value in (
         ("users", users),
         ("spawn_rate", spawn_rate),
-        ("duration", duration),
+        ("duration", duration_s),
         ("step_duration", step_s),
         ("reconcile_timeout", reconcile_s),
         ("max_requests", max_requests),
@@ -221,44 +258,23 @@ def build_plan(
         _positive(name, value)
     if workers < 0:
         raise UsageError("--workers must be 0 or more")
-    if target and config is None:
-        raise UsageError("--target needs --config (the applications to authorize with)")
-    if lifecycle_resolve not in ("", *LIFECYCLE_MODES):
+    if lifecycle_resolve not in ("", "auto", "driver"):
         raise UsageError(f"lifecycle resolve: expected auto or driver, got {lifecycle_resolve!r}")
-    try:
-        overrides = ShapeOverrides(
-            users=users,
-            spawn_rate=spawn_rate,
-            duration_s=duration,
-            max_requests=max_requests,
-            mix=parse_mix(mix) if mix else None,
-            pacing=parse_pacing(pacing) if pacing else None,
-            step_s=step_s,
-        )
-        overrides.apply(get_shape(shape)).check()
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    overrides = _overrides(
+        shape,
+        users=users,
+        spawn_rate=spawn_rate,
+        duration_s=duration_s,
+        max_requests=max_requests,
+        mix=mix,
+        pacing=pacing,
+        step_s=step_s,
+    )
     limits = limits or ClientLimits()
     for name, limit in limits.to_dict().items():
         if limit <= 0:
             raise UsageError(f"{name}: must be greater than 0")
-    rules = SLORules()
-    if isinstance(slo, SLORules):
-        rules = slo
-    elif slo:
-        try:
-            rules = load_slo_file(slo)
-        except SLOError as exc:
-            raise UsageError(str(exc)) from None
-    target_config: TargetConfig | None
-    if config is None or isinstance(config, TargetConfig):
-        target_config = config.with_base_url(target) if config and target else config
-    else:
-        try:
-            # a file may hold ${VAR} references: they are resolved here, once
-            target_config = load_target_config(Path(config), base_url=target or None)
-        except TargetConfigError as exc:
-            raise UsageError(str(exc)) from None
+    rules, target_config = _slo_rules(slo), _target_config(config, target)
     if webhooks and (target_config is None or target_config.webhooks is None):
         raise UsageError(
             "--webhooks needs a --config with a webhooks section (listen, secret): the bundled "
@@ -283,45 +299,23 @@ def build_plan(
     )
 
 
+#: ``paysuite load``'s arguments that ``build_plan`` takes under the same name, as they are.
+_LOAD_ARGS = (
+    "target users spawn_rate duration step_duration max_requests workers report_dir slo "
+    "reconcile_timeout quiet abort_on_fail"
+).split()
+
+
 def plan_from_args(args: argparse.Namespace) -> LoadPlan:
     """The plan of ``paysuite load``'s arguments (``load.cli``)."""
-    shape = args.shape
-    default = ClientLimits()
-    limits = ClientLimits(
-        connect_timeout_s=_limit(
-            "connect_timeout", _duration("connect_timeout", args.connect_timeout),
-            default.connect_timeout_s,
-        ),
-        read_timeout_s=_limit(
-            "read_timeout", _duration("read_timeout", args.read_timeout), default.read_timeout_s
-        ),
-        total_timeout_s=_limit(
-            "total_timeout", _duration("total_timeout", args.total_timeout),
-            default.total_timeout_s,
-        ),
-        max_response_bytes=int(
-            _limit("max_response_bytes", args.max_response_bytes, default.max_response_bytes)
-        ),
-    )  # fmt: skip
     return build_plan(
-        shape=shape or DEFAULT_SHAPE,
-        config=Path(args.config) if args.config else None,
-        target=args.target,
-        users=args.users,
-        spawn_rate=args.spawn_rate,
-        duration=args.duration,
-        step_duration=args.step_duration,
-        max_requests=args.max_requests,
-        workers=args.workers,
-        report_dir=args.report_dir,
-        slo=args.slo,
+        **{name: getattr(args, name) for name in _LOAD_ARGS},
+        shape=args.shape or DEFAULT_SHAPE,
+        config=args.config or None,
         mix=args.mix or "",
         pacing=args.pacing or "",
         lifecycle_resolve=args.lifecycle_resolve or "",
-        reconcile_timeout=args.reconcile_timeout,
-        limits=limits,
-        quiet=args.quiet,
-        abort_on_fail=args.abort_on_fail,
+        limits=_client_limits(args, lambda name: name.removesuffix("_s")),
         webhooks=bool(getattr(args, "webhooks", False)),
     )
 
@@ -336,22 +330,6 @@ def _cast(value: Any, kind: type[int] | type[float]) -> Any:
     return None if value is None else kind(value)
 
 
-def shape_option(options: argparse.Namespace | None) -> str:
-    """``--paysuite-shape``, else ``smoke``."""
-    return str(option(options, "paysuite_shape") or DEFAULT_SHAPE)
-
-
-def report_dir_option(options: argparse.Namespace | None) -> Path:
-    """``--paysuite-report-dir``, else beside Locust's ``--csv`` files, else ``reports/``."""
-    explicit = option(options, "paysuite_report_dir")
-    if explicit:
-        return Path(explicit)
-    csv_prefix = option(options, "csv_prefix")
-    if csv_prefix:
-        return Path(csv_prefix).parent
-    return Path(DEFAULT_REPORT_DIR)
-
-
 #: Locust's own options that a paysuite shape honours (``use_common_options``): -u, -r, -t
 COMMON_OPTIONS = ("num_users", "spawn_rate", "run_time")
 
@@ -362,11 +340,8 @@ def plan_from_locust_options(
     common: dict[str, Any] | None = None,
 ) -> LoadPlan:
     """The plan of a Locust master (or single process): the file ``paysuite load`` wrote
-    (``--paysuite-plan-file``), else built from the ``--paysuite-*`` options.
-
-    ``common``: Locust's ``-u``, ``-r``, ``-t`` (``num_users``, ``spawn_rate``, ``run_time``) as
-    given (on the command line or in the web UI); a ``--paysuite-*`` option of the same meaning
-    wins over them."""
+    (``--paysuite-plan-file``), else built from the ``--paysuite-*`` options, which win over
+    Locust's own ``-u``, ``-r``, ``-t`` (``common``, from the command line or the web UI)."""
     plan_file = option(options, "paysuite_plan_file")
     if plan_file:
         try:
@@ -385,70 +360,58 @@ def plan_from_locust_options(
             "--paysuite-profile (PAYSUITE_PROFILE) was removed; use --paysuite-shape NAME "
             f"({', '.join(SHAPE_NAMES)})"
         )
-    default = ClientLimits()
+    common = common or {}
 
-    def number(name: str, kind: type[int] | type[float], fallback: float) -> Any:
+    def given(name: str, fallback: Any = None) -> Any:
         value = option(options, f"paysuite_{name}")
-        return kind(fallback) if value is None else kind(value)
-
-    def seconds(name: str, fallback: float) -> float:
-        value = _duration(f"paysuite_{name}", option(options, f"paysuite_{name}"))
         return fallback if value is None else value
 
-    common = common or {}
-    users = option(options, "paysuite_users")
-    spawn_rate = option(options, "paysuite_spawn_rate")
-    duration = option(options, "paysuite_duration")
-
+    # beside Locust's --csv files when no report folder is given
+    csv_prefix = option(options, "csv_prefix")  # the reports go beside Locust's CSV files
     return build_plan(
-        shape=shape_option(options),
+        shape=given("shape", DEFAULT_SHAPE),
         config=Path(path),
         target=host or None,
-        users=_cast(users if users is not None else common.get("num_users"), int),
-        spawn_rate=_cast(spawn_rate if spawn_rate is not None else common.get("spawn_rate"), float),
-        duration=duration if duration is not None else common.get("run_time"),
-        step_duration=option(options, "paysuite_step_duration"),
-        max_requests=_cast(option(options, "paysuite_max_requests"), int),
-        report_dir=report_dir_option(options),
-        slo=option(options, "paysuite_slo"),
-        mix=option(options, "paysuite_mix") or "",
-        pacing=option(options, "paysuite_pacing") or "",
-        lifecycle_resolve=option(options, "paysuite_lifecycle_resolve") or "",
-        reconcile_timeout=option(options, "paysuite_reconcile_timeout") or 120.0,
-        reconcile_concurrency=number("reconcile_concurrency", int, 16),
-        limits=ClientLimits(
-            connect_timeout_s=seconds("connect_timeout_s", default.connect_timeout_s),
-            read_timeout_s=seconds("read_timeout_s", default.read_timeout_s),
-            total_timeout_s=seconds("total_timeout_s", default.total_timeout_s),
-            max_response_bytes=number("max_response_bytes", int, default.max_response_bytes),
+        users=_cast(given("users", common.get("num_users")), int),
+        spawn_rate=_cast(given("spawn_rate", common.get("spawn_rate")), float),
+        duration=given("duration", common.get("run_time")),
+        step_duration=given("step_duration"),
+        max_requests=_cast(given("max_requests"), int),
+        report_dir=given(
+            "report_dir", Path(csv_prefix).parent if csv_prefix else DEFAULT_REPORT_DIR
         ),
-        run_id=option(options, "paysuite_run_id") or "",
-        abort_on_fail=bool(option(options, "paysuite_abort_on_fail")),
+        slo=given("slo"),
+        mix=given("mix", ""),
+        pacing=given("pacing", ""),
+        lifecycle_resolve=given("lifecycle_resolve", ""),
+        reconcile_timeout=given("reconcile_timeout", 120.0),
+        reconcile_concurrency=int(given("reconcile_concurrency", 16)),
+        limits=_client_limits(options, lambda name: f"paysuite_{name}"),
+        run_id=given("run_id", ""),
+        abort_on_fail=bool(given("abort_on_fail")),
     )
 
 
 # -- the one serialised form ----------------------------------------------------------------------
+#: The fields that travel as they are.
+_AS_IS = (
+    "workers lifecycle_resolve reconcile_timeout_s reconcile_concurrency run_id quiet "
+    "summary_only abort_on_fail webhooks"
+).split()
+
+
 def write_plan(plan: LoadPlan) -> str:
     """The plan as one JSON document (the inverse of ``read_plan``)."""
-    overrides = asdict(plan.overrides)
     return json.dumps(
         {
             "schema": PLAN_SCHEMA,
             "shape": plan.shape_name,
-            "overrides": overrides,
+            "overrides": asdict(plan.overrides),
             "target": plan.target.to_dict(),
             "report_dir": str(plan.report_dir.resolve()),
             "slo": plan.slo.to_dict(),
             "limits": plan.limits.to_dict(),
-            "workers": plan.workers,
-            "lifecycle_resolve": plan.lifecycle_resolve,
-            "reconcile_timeout_s": plan.reconcile_timeout_s,
-            "reconcile_concurrency": plan.reconcile_concurrency,
-            "run_id": plan.run_id,
-            "quiet": plan.quiet,
-            "summary_only": plan.summary_only,
-            "abort_on_fail": plan.abort_on_fail,
-            "webhooks": plan.webhooks,
+            **{name: getattr(plan, name) for name in _AS_IS},
         }
     )
 
@@ -457,36 +420,17 @@ def read_plan(text: str) -> LoadPlan:
     """The plan ``write_plan`` wrote; ``UsageError`` when it is not one."""
     try:
         data = json.loads(text)
-        if data.get("schema") != PLAN_SCHEMA:
-            raise ValueError(f"schema {data.get('schema')!r}, expected {PLAN_SCHEMA!r}")
-        raw = data["overrides"]
-        pacing = raw.get("pacing")
-        overrides = ShapeOverrides(
-            users=raw.get("users"),
-            spawn_rate=raw.get("spawn_rate"),
-            duration_s=raw.get("duration_s"),
-            max_requests=raw.get("max_requests"),
-            mix=raw.get("mix"),
-            pacing=tuple(pacing) if pacing else None,  # type: ignore[arg-type]
-            step_s=raw.get("step_s"),
-        )
+        validate("load-plan", data, ValueError)
         get_shape(data["shape"])
+        pacing = data["overrides"].get("pacing")
         return LoadPlan(
             shape_name=data["shape"],
             config=parse_target_config(data["target"], env={}),
             report_dir=Path(data["report_dir"]),
-            overrides=overrides,
+            overrides=ShapeOverrides(**{**data["overrides"], "pacing": pacing and tuple(pacing)}),
             slo=SLORules.from_dict(data["slo"]),
             limits=ClientLimits.from_dict(data["limits"]),
-            workers=int(data["workers"]),
-            lifecycle_resolve=str(data["lifecycle_resolve"]),
-            reconcile_timeout_s=float(data["reconcile_timeout_s"]),
-            reconcile_concurrency=int(data["reconcile_concurrency"]),
-            run_id=str(data["run_id"]),
-            quiet=bool(data["quiet"]),
-            summary_only=bool(data.get("summary_only", False)),
-            abort_on_fail=bool(data.get("abort_on_fail", False)),
-            webhooks=bool(data.get("webhooks", False)),
+            **{name: data[name] for name in _AS_IS if name in data},
         )
-    except (ValueError, KeyError, TypeError, AttributeError, TargetConfigError) as exc:
+    except (ValueError, KeyError, TargetConfigError) as exc:
         raise UsageError(f"not a paysuite load plan: {exc}") from None

@@ -26,6 +26,7 @@ SUBCOMMAND_MODULES = (
     "paysuite.webhooks",
     "proxy.cli",  # registers `proxy` and `replay`
     "proxy.overhead_bench",  # registers `proxy-bench`
+    "paysuite.schema",
 )
 
 

@@ -59,6 +59,7 @@ def test_the_wheel_carries_the_suite_the_locustfile_and_the_spec(tmp_path: Path)
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in (
         "paysuite_core/spec/openapi.yaml",
+        "paysuite_core/schemas/target.schema.json",  # package data: editors and validation read it
         "conformance/suite/idempotency.py",
         "conformance/plugin.py",
         "load/locustfile.py",

@@ -71,6 +71,12 @@ def test_unset_environment_reference_names_the_variable_and_key() -> None:
         ({"amount": {"min": 500, "max": 100}}, r"amount: min 500 is greater than max 100"),
         ({"number_pattern": "(unclosed"}, r"number_pattern: not a valid regex"),
         ({"max_wait_s": "soon"}, r"max_wait_s: expected a number"),
+        ({"max_wait_s": "${X:-nan}"}, r"max_wait_s: expected a number, got nan"),
+        (
+            {"customer": {"driver": "magic-numbers", "cancel_number": "0780000000"}},
+            r"^customer\.confirm_number: required by the magic-numbers driver$",
+        ),
+        ({"refresh_rotation": "yes"}, r"^refresh_rotation: expected true or false, got 'yes'$"),
         ({"amout": {"min": 1}}, r"^amout: unknown key \(known: .*amount"),
         ({"amount": {"minimum": 1}}, r"amount\.minimum: unknown key"),
         ({"customer": {"driver": "none", "timeout": 5}}, r"customer\.timeout: unknown key"),
@@ -167,7 +173,7 @@ def test_webhooks_listen_defaults_from_url_and_the_section_round_trips(tmp_path:
     ("section", "message"),
     [
         ({"secret": "s"}, r"webhooks\.listen: required"),
-        ({"listen": "127.0.0.1:9911"}, r"webhooks\.secret: expected a non-empty string"),
+        ({"listen": "127.0.0.1:9911"}, r"webhooks\.secret: required"),
         (
             {"listen": "10.0.0.1:9911", "secret": "s"},
             r"webhooks\.listen: 10\.0\.0\.1 is not a loopback",

@@ -92,6 +92,8 @@ def test_the_config_file_sets_every_setting(tmp_path: Path) -> None:
     ("config", "names"),
     [
         ({"fee_rate": "high"}, "fee_rate"),
+        ({"port": 8080.0}, "port: expected an integer, got 8080.0"),
+        ({"pending_timeout_s": float("inf")}, "pending_timeout_s: expected a number, got inf"),
         ({"utc_offset": "Z"}, "utc_offset"),
         ({"max_body_bytes": 0}, "max_body_bytes"),
         ({"auto_resolve": {"rules": [{"outcome": "success"}]}}, "auto_resolve.rules[0]"),
