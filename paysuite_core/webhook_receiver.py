@@ -41,11 +41,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import aiohttp
 from aiohttp import web
 
+from paysuite_core import json_errors
 from paysuite_core.webhook_ledger import (
     Arrival,
     HandlerAnswer,
@@ -80,7 +81,7 @@ BODY_TIMEOUT_S = 10.0
 #: A connection without a complete request head this long after it opened (or after its last
 #: answer) is closed: idle keep-alive and slowloris alike (aiohttp's keepalive_timeout).
 IDLE_TIMEOUT_S = 10.0
-#: The longest header line aiohttp's parser takes; longer is a JSON 400 (``JsonErrors``).
+#: The longest header line aiohttp's parser takes; longer is a JSON 431 (``json_errors``).
 MAX_FIELD_BYTES = 16 * 1024
 #: How long the developer's handler may take to answer a forwarded delivery.
 FORWARD_TIMEOUT_S = 10.0
@@ -354,51 +355,6 @@ def _error(status: int, code: str, message: str) -> web.Response:
     return web.json_response({"code": code, "message": message}, status=status)
 
 
-class JsonErrors(web.RequestHandler):
-    """aiohttp's connection protocol, answering HTTP it cannot parse (a header line over
-    ``MAX_FIELD_BYTES``, a garbage request line) with the receiver's JSON body instead of a
-    plain-text 400. Adds no state, so a handler instance is re-classed (as the stub's
-    ``protocol`` module does); an aiohttp that refuses keeps its plain-text answers."""
-
-    __slots__ = ()
-
-    def handle_error(
-        self,
-        request: web.BaseRequest,
-        status: int = 500,
-        exc: BaseException | None = None,
-        message: str | None = None,
-    ) -> web.StreamResponse:
-        if request.writer.output_size > 0 or status >= 500:
-            return super().handle_error(request, status, exc, message)
-        text = (message or str(exc or "") or "malformed HTTP request").strip()
-        reason = text.splitlines()[0].split(": ", 1)[0].rstrip(":")[:200]
-        too_long = type(exc).__name__ == "LineTooLong" or reason.startswith("Got more than")
-        code = "header_too_large" if too_long else "bad_request"
-        status = 431 if too_long else status
-        response = _error(status, code, f"malformed HTTP request: {reason}")
-        response.force_close()
-        return response
-
-
-class JsonErrorServer(web.Server):
-    handler_class: ClassVar[type[web.RequestHandler]] = JsonErrors
-
-    def __call__(self) -> web.RequestHandler:
-        handler = super().__call__()
-        handler.__class__ = self.handler_class
-        return handler
-
-
-def _json_errors(runner: web.BaseRunner) -> None:
-    server = runner.server
-    try:
-        if server is not None:
-            server.__class__ = JsonErrorServer
-    except TypeError:  # an aiohttp whose layout differs: plain-text 400s, nothing else lost
-        pass
-
-
 @dataclass
 class RunningReceiver:
     """A receiver being served: where it listens and what it has seen."""
@@ -440,7 +396,7 @@ def running(
             max_field_size=MAX_FIELD_BYTES,
         )
         await runner.setup()
-        _json_errors(runner)
+        json_errors.install(runner)  # else aiohttp's plain-text 400s, nothing else lost
         site = web.TCPSite(runner, host, port)
         await site.start()
         state["port"] = runner.addresses[0][1]  # the bound port, also when asked for 0
