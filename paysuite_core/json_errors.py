@@ -12,8 +12,6 @@ server keeps aiohttp's plain-text answers, nothing else is lost.
 
 from __future__ import annotations
 
-import functools
-
 from aiohttp import web
 
 
@@ -70,14 +68,21 @@ class JsonErrorRequestHandler(web.RequestHandler):
         return answer
 
 
-@functools.cache
+_SERVERS: dict[type[JsonErrorRequestHandler], type[web.Server]] = {}
+
+
 def _server_class(handler: type[JsonErrorRequestHandler]) -> type[web.Server]:
+    """One ``web.Server`` subclass per handler class, made once."""
+    if handler in _SERVERS:
+        return _SERVERS[handler]
+
     def make_handler(self: web.Server) -> web.RequestHandler:
         connection = web.Server.__call__(self)
         connection.__class__ = handler
         return connection
 
-    return type(f"{handler.__name__}Server", (web.Server,), {"__call__": make_handler})
+    server = type(f"{handler.__name__}Server", (web.Server,), {"__call__": make_handler})
+    return _SERVERS.setdefault(handler, server)
 
 
 def install(
