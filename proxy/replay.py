@@ -212,7 +212,9 @@ class Rebuilder:
         """An authorize body with the recorded client_id swapped for its mapped application's."""
         data = _json_object(body)
         client_id = data.get("client_id") if data is not None else None
-        app = self.apps.get(client_id) if isinstance(client_id, str) else None
+        if not isinstance(client_id, str):
+            return body
+        app = self.apps.get(client_id)
         if app is None or app.client_id == client_id:
             return body
         return body.replace(client_id.encode(), app.client_id.encode())
@@ -478,7 +480,9 @@ def run_replay(args: Any, out: TextIO | None = None, err: TextIO | None = None) 
     except MappingError as exc:
         print(f"paysuite replay: {exc}", file=err, flush=True)
         return 2
-    known = {cid: {} for cid in authorized_ids(recorded.exchanges)}  # facts unknown
+    known: dict[str, dict[str, str]] = {
+        cid: {} for cid in authorized_ids(recorded.exchanges)
+    }  # facts unknown
     mapping = map_applications({**known, **recorded.applications}, config, explicit)
     if mapping.problems:
         for problem in mapping.problems:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from conformance import catalog
 from conformance.api import created_values_differ, data_of, same_outcome
@@ -282,10 +282,10 @@ class TrafficRules:
         sent = exchange.request_json()
         sent = sent if isinstance(sent, dict) else {}
         key = idempotency_key(exchange, route)
-        used = (_merchant(exchange), key)
-        if key is not None and used in self.keys:
-            return []  # a reuse answered 2xx: the idempotency rule owns what it answered
         if key is not None:
+            used = (_merchant(exchange), key)
+            if used in self.keys:
+                return []  # a reuse answered 2xx: the idempotency rule owns what it answered
             self.keys.add(used)
         check = CASHIN_ANSWER if route.kind == "CASHIN" else CASHOUT_ANSWER
         self.exercised[check.id] += 1
@@ -557,7 +557,7 @@ class TrafficRules:
         ]
 
 
-def _integer(value: Any) -> bool:
+def _integer(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -570,7 +570,7 @@ def _matches(name: str, value: Any, wanted: str) -> bool:
         return isinstance(value, str) and same_outcome(value, wanted)
     if name == "kind":
         return isinstance(value, str) and value.upper() == wanted.upper()
-    return value == wanted
+    return bool(value == wanted)
 
 
 def _differs(record: dict[str, Any], created: Created) -> list[str]:
