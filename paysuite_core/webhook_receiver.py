@@ -21,7 +21,7 @@ receiver, so that a sender's retry logic is exercised as a real merchant would e
   answer; the arrival records it (status, time, or why there was none);
 - ``HEAD`` on any path: 200, no signature asked (the live dashboard pings a webhook URL so).
 
-Hardened as the stub is (issue 21): a signature header over ``MAX_SIGNATURE_CHARS`` is a 431
+Hardened as the stub is: a signature header over ``MAX_SIGNATURE_CHARS`` is a 431
 ``signature_too_long``, a body over ``MAX_BODY_BYTES`` a 413 ``delivery_too_large``, a body that
 does not arrive within ``BODY_TIMEOUT_S`` a 408, HTTP that aiohttp cannot parse (a header line
 over its limit) a JSON 400, and a connection that sends no request head within

@@ -192,7 +192,7 @@ def test_an_oversized_delivery_is_refused_without_a_500(live: RunningReceiver) -
     assert live.ledger.arrivals() == []
 
 
-# -- issue 21: either signature format, forwarding, hardening ---------------------------------
+# -- either signature format, forwarding, hardening ---------------------------------
 
 
 def live_send(
