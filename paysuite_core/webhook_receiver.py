@@ -1,34 +1,10 @@
 """paysuite's webhook receiver: verifies, deduplicates and records every signed delivery.
 
-A delivery is answered as the contract in ``paysuite_core.webhook_signature`` asks of any
-receiver, so that a sender's retry logic is exercised as a real merchant would exercise it:
-
-- 401 with ``{"code": "invalid_signature", "message": ...}`` when no signature verifies with
-  any of the secrets, or the timestamped one is stale (older than ``tolerance_s``): the message
-  says which. Either format is verified (``Paysuite-Signature`` with its timestamp, the live
-  service's ``X-Paypack-Signature``), every one the delivery carries, and the arrival records
-  which it saw;
-- 400 with ``{"code": "malformed_delivery", ...}`` when the body is not an event record or its
-  event_id is not the ``Paysuite-Event-Id`` header's (when that header is sent: the live
-  format has none);
-- 200 ``{"received": ID, "duplicate": false}`` for a verified delivery, and ``"duplicate":
-  true`` for a verified repeat of an event_id already accepted (acknowledged, so the sender
-  stops, and recorded once: deduplication by event_id);
-- 503 ``{"code": "refused_on_purpose"}`` when a check asked the receiver to fail a delivery
-  (``refuse``), to see the sender retry;
-- with a ``Forwarder`` (``paysuite webhooks listen --forward-to``), each verified delivery is
-  passed on byte for byte to the developer's own handler and the sender gets the handler's
-  answer; the arrival records it (status, time, or why there was none);
-- ``HEAD`` on any path: 200, no signature asked (the live dashboard pings a webhook URL so).
-
-Hardened as the stub is: a signature header over ``MAX_SIGNATURE_CHARS`` is a 431
-``signature_too_long``, a body over ``MAX_BODY_BYTES`` a 413 ``delivery_too_large``, a body that
-does not arrive within ``BODY_TIMEOUT_S`` a 408, HTTP that aiohttp cannot parse (a header line
-over its limit) a JSON 400, and a connection that sends no request head within
-``IDLE_TIMEOUT_S`` is closed (slowloris).
-
-It runs in a thread of its own (``running``) so that synchronous callers (the conformance
-checks, the ``listen`` command) drive it without an event loop; it binds loopback only.
+It answers as the contract in ``paysuite_core.webhook_signature`` asks of any receiver (the table
+"What the receiver answers" in docs/webhooks.md), so that a sender's retries are exercised as a
+real merchant would exercise them. It runs in a thread of its own (``running``) so that
+synchronous callers (the conformance checks, the ``listen`` command) drive it without an event
+loop; it binds loopback only.
 """
 
 from __future__ import annotations
@@ -94,13 +70,11 @@ HOP_HEADERS = frozenset(
 
 
 class ReceiverStartError(RuntimeError):
-    """The receiver could not bind (port taken, not a loopback host)."""
+    pass
 
 
 @dataclass
 class Refusal:
-    """Answer 503 to the next ``times`` deliveries that ``matches`` (see ``refuse``)."""
-
     matches: Callable[[dict[str, Any]], bool]
     times: int = 1
 
@@ -175,7 +149,8 @@ def carried(headers: Mapping[str, str]) -> str:
 
 @dataclass
 class Judgement:
-    """What the receiver made of one delivery, before it is recorded."""
+    """What the receiver made of one delivery, before it is recorded (a forwarded delivery
+    is recorded with the handler's answer)."""
 
     base: dict[str, Any]
     status: int
@@ -217,9 +192,7 @@ class WebhookReceiver:
         return False
 
     def judge(self, headers: Mapping[str, str], body: bytes) -> Judgement:
-        """Judge one delivery (nothing recorded yet).
-
-        ``headers``: case-insensitive, as HTTP's are (aiohttp's ``CIMultiDictProxy``)."""
+        """``headers``: case-insensitive, as HTTP's are (aiohttp's ``CIMultiDictProxy``)."""
         event = parse_event(body)
         header_id = headers.get(EVENT_ID_HEADER)
         body_id = event.get("event_id") if event is not None else None
@@ -266,31 +239,25 @@ class WebhookReceiver:
 
     def settle(self, judgement: Judgement) -> tuple[int, dict[str, Any]]:
         """Record a judgement; the status and JSON body to answer."""
-        self._record(
-            judgement.base, judgement.status, judgement.verdict, judgement.message, judgement.code
-        )
-        return judgement.status, judgement.answer
-
-    def receive(self, headers: Mapping[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
-        """Judge one delivery, record it, and say what to answer (status, JSON body)."""
-        return self.settle(self.judge(headers, body))
-
-    def _record(
-        self, base: dict[str, Any], status: int, verdict: str, reason: str, code: str = ""
-    ) -> None:
         arrival = self.ledger.record(
-            status=status, verdict=verdict, reason=reason, code=code, **base
+            status=judgement.status,
+            verdict=judgement.verdict,
+            reason=judgement.message,
+            code=judgement.code,
+            **judgement.base,
         )
         if self.journal is not None:
             with open(self.journal, "a", encoding="utf-8") as handle:
                 handle.write(journal_line(arrival) + "\n")
         if self.on_arrival is not None:
             self.on_arrival(arrival)
+        return judgement.status, judgement.answer
 
     async def _read_body(self, request: web.Request) -> bytes | web.Response:
         """The body, or the JSON answer to one too large or too slow."""
+        too_large = _error(413, "delivery_too_large", f"the body exceeds {MAX_BODY_BYTES} bytes")
         if (request.content_length or 0) > MAX_BODY_BYTES:
-            return _error(413, "delivery_too_large", f"the body exceeds {MAX_BODY_BYTES} bytes")
+            return too_large
         try:
             async with asyncio.timeout(BODY_TIMEOUT_S):
                 body = await request.content.read(MAX_BODY_BYTES + 1)
@@ -306,9 +273,8 @@ class WebhookReceiver:
             answer.force_close()
             return answer
         if len(body) > MAX_BODY_BYTES:
-            answer = _error(413, "delivery_too_large", f"the body exceeds {MAX_BODY_BYTES} bytes")
-            answer.force_close()
-            return answer
+            too_large.force_close()
+            return too_large
         return body
 
     def app(self) -> web.Application:

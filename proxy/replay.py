@@ -1,35 +1,12 @@
 """``paysuite replay FILE.har --target URL``: re-send a recorded session and judge it again.
 
-A HAR file written by ``paysuite proxy`` is masked (``proxy.masking``), and the values it holds
-belong to the session that was recorded: its tokens expired long ago and its refs name
-transactions of the target it ran against. A replay therefore rebuilds each request before
-sending it, in the recorded order:
-
-- **client secrets** come from ``--config`` (the application with the recorded ``client_id``). A
-  secret whose recorded authorize was refused (400, 401, 403) was a wrong one on purpose: the
-  replay sends a made-up wrong secret instead, so a refused authorize stays a refused one;
-- **tokens**: each placeholder (``«masked:access:2»``) is bound to the value found in the same
-  place of the replayed answer where the recorded answer had it (the token pair of an authorize
-  or refresh), so the same recorded token maps to the same replayed token everywhere, and a
-  token reused (or used after its expiry) in the session is reused in the replay;
-- **refs**: the ``ref`` a replayed creation returns replaces the recorded one in every later URL,
-  header and body, so a find of a recorded ref asks for the ref the replay created;
-- **idempotency keys** (header or query) are renewed, consistently (a key sent twice is sent
-  twice again) and in shape (same length, same punctuation), so that replaying against the
-  target that recorded the session does not collide with the recorded keys; ``--keep-keys``
-  sends them as recorded.
-
-An exchange that cannot be rebuilt (a token obtained before the recording began, a secret the
-configuration does not have) is not sent: it is listed with the reason, and the rest goes on.
-The URLs move to ``--target`` the way ``paysuite proxy`` forwards: the recorded target (kept in
-the HAR) is swapped for the new one; a HAR from another tool has its URL path appended to
-``--target``. Requests go one at a time, as fast as the target answers, or with the recorded
-gaps (``--keep-timing``, each gap at most ``MAX_GAP_S``: an expiry can only be judged again if
-the time passes again).
-
-Each replayed exchange goes to the same ``Judge`` as live traffic, and the replay writes the same
-reports (its own HAR included), so a violation found live is reproduced, or shown fixed, by one
-command.
+A recorded HAR is masked and its values belong to the recorded session (expired tokens, another
+target's refs), so each request is rebuilt before it is sent, in the recorded order: secrets from
+``--config``, each token placeholder bound to the value the replayed answer gives in the same
+place, refs a replayed creation returns, idempotency keys renewed in shape (docs/proxy.md,
+"paysuite replay", says how each is done). An exchange that cannot be rebuilt is listed with the
+reason and not sent. Each replayed exchange goes to the same ``Judge`` as live traffic, so a
+violation found live is reproduced, or shown fixed, by one command.
 """
 
 from __future__ import annotations

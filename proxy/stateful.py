@@ -1,22 +1,9 @@
 """The rules no single exchange can break: what the proxy remembers across a session.
 
-Each rule watches the exchanges of its operations and returns a ``Violation`` the moment the
-traffic proves it broken. A rule never guesses: a key reused after a rejected first attempt is
-not "used"; a token is "expired" only ``EXPIRY_GRACE_S`` after its ``exp``; two observations
-of one transaction are compared only when the second began after the first was answered. What
-the traffic alone cannot settle (was a rejected reuse executed anyway? does find agree with a
-processed event nobody looked up?) is left to ``finish``, through the judge's own client
-(``proxy.confirm``).
-
-- ``IdempotencyRule`` (IDEM-001, and as the suite splits it IDEM-002 across cashin and cashout,
-  IDEM-004 by the query parameter, IDEM-005 concurrent; IDEM-003 a key over 32 characters): a
-  key already used by this merchant is rejected, and the transaction is not executed twice;
-- ``ExpiryRule`` (AUTH-008): a token past its ``exp`` is not accepted;
-- ``RotationRule`` (AUTH-012): a refresh token works once, when the target declares rotation;
-- ``LifecycleRule`` (LIFE-004, LIFE-002/003): a processed transaction does not change again (find
-  never answers another outcome after a processed one) and has one processed event; find agrees
-  with that event (a disagreement of two sources is LIFE-002/003, not a change: LIFE-004 compares
-  find with find only).
+A rule never guesses: a key reused after a rejected first attempt is not "used"; a token is
+"expired" only ``EXPIRY_GRACE_S`` after its ``exp``; two observations of one transaction are
+compared only when the second began after the first was answered. What the traffic alone cannot
+settle is left to ``finish`` (``proxy.confirm``). The rules and their IDs: docs/proxy.md.
 """
 
 from __future__ import annotations

@@ -1,29 +1,10 @@
 """Rules read straight from the traffic: what was created, and what find and the events list say
-of it afterwards.
+of it afterwards (TXN-001/002, FMT-001, FIND-001, LIFE-001/002/003, EVT-003..007; docs/proxy.md,
+"Rules read from the traffic").
 
-A client's ordinary traffic carries its own evidence: a creation's answer, a find of that ref, the
-events listed for its number. These rules compare them and name the suite's check for each
-comparison, so a QA sees one ID whichever tool found the defect:
-
-- ``TXN-001`` / ``TXN-002``: a creation answers its route's kind, status ``pending`` and the amount
-  sent ("Response: the transaction creation response with kind = CASHIN and status = pending");
-- ``FMT-001``: two creations never answer one ref ("Unique reference key"), unless the second
-  reused the first's key (that is the idempotency rule's to judge);
-- ``FIND-001``: find answers the kind, amount and customer that were created;
-- ``LIFE-001``: a ``transaction:created`` event carries the created data, status pending; a
-  processed event's kind, amount and customer are the creation's too (LIFE-002/003, by outcome);
-- ``EVT-003`` .. ``EVT-006``: every event of a filtered list matches its ref, client, kind and
-  status filter (``success`` and ``successful`` are one outcome, a number in any notation);
-- ``EVT-007``: ``total`` is never below the events shown, and equals them on a first page that
-  has room left (a complete listing);
-- ``LIFE-002`` / ``LIFE-003``: once find showed a processed status, a complete listing of that
-  ref's events shows its ``transaction:processed`` event.
-
-The last one allows for what the field notes say the live service does (events recorded a moment
-late): a listing judges it only when it began ``EVENTUAL_S`` (the suite's wait for late events)
-after the processed status was answered. A listing made sooner leaves the question to ``finish``,
-where the judge lists the ref itself once that time has passed (``proxy.confirm``): a rule whose
-evidence is in the traffic is settled, not skipped.
+Events may be recorded a moment late (FIELD-NOTES.md), so a listing judges a missing processed
+event only when it began ``EVENTUAL_S`` after the processed status was answered; one made sooner
+leaves the question to ``finish``, where the judge lists the ref itself (``proxy.confirm``).
 """
 
 from __future__ import annotations
