@@ -3,8 +3,9 @@
 Every client secret, access and refresh token becomes a *stable placeholder*
 (``«masked:access:3»``): the same value gets the same placeholder within a session, so the
 evidence of a stateful violation (one token used twice) survives masking and ``proxy.replay`` can
-bind each placeholder again. Where secrets are found: docs/proxy.md, "Secrets in what is written". The judge sees the exchanges in
-clear (it reads a token's ``exp``); masking applies to what is written, one ``Masker`` a session.
+bind each placeholder again. Where secrets are found: docs/proxy.md, "Secrets in what is
+written". The judge sees the exchanges in clear (it reads a token's ``exp``); masking applies to
+what is written, one ``Masker`` a session.
 """
 
 from __future__ import annotations
