@@ -23,7 +23,17 @@ from conformance.checks import Check
 from conformance.document_validity import MAX_KEY_LENGTH
 from paysuite_core.tokens import parse_expires
 from proxy.exchange import Exchange
-from proxy.routes import Route, bearer_token, idempotency_key, route_of, token_claims
+from proxy.routes import (
+    PROCESSED,
+    Route,
+    answered_at,
+    bearer_token,
+    idempotency_key,
+    merchant_of,
+    ok,
+    route_of,
+    token_claims,
+)
 from proxy.rules import (
     CANCELLED,
     CONCURRENT_REUSE,
@@ -41,26 +51,6 @@ from proxy.rules import (
 #: How long after a token's ``exp`` an accepted request counts as a violation: the proxy and
 #: the target read different clocks, and ``exp`` is whole seconds.
 EXPIRY_GRACE_S = 1.0
-PROCESSED = "transaction:processed"
-CREATED = "transaction:created"
-
-
-def ok(exchange: Exchange) -> bool:
-    return 200 <= exchange.status < 300
-
-
-def answered_at(exchange: Exchange) -> float:
-    return exchange.started + exchange.elapsed_ms / 1000
-
-
-def merchant_of(exchange: Exchange) -> str | None:
-    """Whose request this is: the token's merchant claim, else the token itself (one token, one
-    merchant), else None (no credential: nobody's key)."""
-    token = bearer_token(exchange)
-    claims = token_claims(token)
-    if claims and isinstance(claims.get("merchant"), str):
-        return f"merchant:{claims['merchant']}"
-    return f"token:{token}" if token else None
 
 
 # --- IDEM-001 -----------------------------------------------------------------------------------

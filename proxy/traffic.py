@@ -21,7 +21,15 @@ from conformance.target import EVENTUAL_S, same_amount
 from paysuite_core.request_data import same_number
 from paysuite_core.target_config import CustomerDriver
 from proxy.exchange import Exchange
-from proxy.routes import Route, idempotency_key
+from proxy.routes import (
+    CREATED,
+    PROCESSED,
+    Route,
+    answered_at,
+    idempotency_key,
+    merchant_of,
+    ok,
+)
 from proxy.rules import CANCELLED, CONFIRMED, Violation
 
 CASHIN_ANSWER = catalog.get("TXN-001")
@@ -56,22 +64,6 @@ FILTERS: dict[str, Check] = {
 }
 #: Query names a listing may carry and still show every event of a ref that matches its filters.
 _PAGING = frozenset({"limit", "offset"})
-PROCESSED = "transaction:processed"
-CREATED = "transaction:created"
-
-
-def _ok(exchange: Exchange) -> bool:
-    return 200 <= exchange.status < 300
-
-
-def _answered_at(exchange: Exchange) -> float:
-    return exchange.started + exchange.elapsed_ms / 1000
-
-
-def _merchant(exchange: Exchange) -> str | None:
-    from proxy.stateful import merchant_of
-
-    return merchant_of(exchange)
 
 
 @dataclass
@@ -174,7 +166,7 @@ class TrafficRules:
 
     # --- dispatch ---------------------------------------------------------------------------
     def observe(self, exchange: Exchange, route: Route) -> list[Violation]:
-        if not _ok(exchange):
+        if not ok(exchange):
             return []
         body = exchange.response_json()
         if not isinstance(body, dict):
@@ -190,7 +182,7 @@ class TrafficRules:
     # --- the customer's confirm and cancel (the configuration's sandbox driver) ---------------
     def customer(self, exchange: Exchange) -> None:
         """Remember a confirm or cancel of the configured customer driver answered 2xx."""
-        if not _ok(exchange):
+        if not ok(exchange):
             return
         from urllib.parse import urlsplit
 
@@ -210,10 +202,10 @@ class TrafficRules:
         action = self.resolved.get(ref)
         if action is None or action.reported or action.settled:
             return []  # judged once: what find says afterwards is LIFE-004's
-        if exchange.started < _answered_at(action.exchange):
+        if exchange.started < answered_at(action.exchange):
             return []
         expected = "success" if action.outcome == "confirm" else "failed"
-        late = exchange.started - _answered_at(action.exchange)
+        late = exchange.started - answered_at(action.exchange)
         if status == "pending" and late < self.wait_s:
             action.pending.append(exchange)
             return []
@@ -264,7 +256,7 @@ class TrafficRules:
         sent = sent if isinstance(sent, dict) else {}
         key = idempotency_key(exchange, route)
         if key is not None:
-            used = (_merchant(exchange), key)
+            used = (merchant_of(exchange), key)
             if used in self.keys:
                 return []  # a reuse answered 2xx: the idempotency rule owns what it answered
             self.keys.add(used)
@@ -293,7 +285,7 @@ class TrafficRules:
             return found
         created = Created(
             exchange, ref, route.kind, sent.get("amount"), sent.get("number"), key,
-            _merchant(exchange),
+            merchant_of(exchange),
         )  # fmt: skip
         self.exercised[UNIQUE_REFS.id] += 1
         earlier = self.created.get(ref)
@@ -320,7 +312,7 @@ class TrafficRules:
             return []
         status = body.get("status")
         if isinstance(status, str) and status != "pending" and ref not in self.processed:
-            self.processed[ref] = Processed(status, exchange, _merchant(exchange))
+            self.processed[ref] = Processed(status, exchange, merchant_of(exchange))
         found = self._outcome(ref, status, exchange)
         created = self._created(ref)
         if created is None:
@@ -464,7 +456,7 @@ class TrafficRules:
         for ref, seen in self.processed.items():
             if seen.listed or seen.reported or not self._complete_for(ref, listing, body, events):
                 continue
-            if seen.merchant != _merchant(exchange):
+            if seen.merchant != merchant_of(exchange):
                 continue  # another merchant's listing need not show it
             if any(
                 data_of(e).get("ref") == ref and e.get("event_kind") == PROCESSED for e in events
@@ -472,7 +464,7 @@ class TrafficRules:
                 seen.listed = True
                 self.listed_exercised += 1
                 continue
-            if exchange.started - _answered_at(seen.exchange) < self.eventual_s:
+            if exchange.started - answered_at(seen.exchange) < self.eventual_s:
                 seen.soon.append(exchange)  # may be recorded a moment late: settled at the end
                 continue
             self.listed_exercised += 1
