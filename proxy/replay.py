@@ -536,18 +536,3 @@ def _replay_facts(har_file: str, skipped: list[Skipped]) -> dict[str, Any]:
             ],
         },
     }
-
-
-__all__ = [
-    "MAX_GAP_S",
-    "Judging",
-    "Outgoing",
-    "Rebuilder",
-    "ReplayResult",
-    "Sender",
-    "Skipped",
-    "TargetDown",
-    "open_client",
-    "replay_session",
-    "run_replay",
-]
