@@ -13,7 +13,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -302,7 +302,7 @@ class WebhookReceiver:
         async def ping(request: web.Request) -> web.Response:
             return web.Response(status=200)  # the dashboard's HEAD: no signature asked
 
-        async def session_ctx(app: web.Application) -> Any:
+        async def session_ctx(app: web.Application) -> AsyncIterator[None]:
             async with aiohttp.ClientSession(trust_env=False) as session:
                 app[SESSION] = session
                 yield

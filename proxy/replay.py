@@ -11,6 +11,7 @@ violation found live is reproduced, or shown fixed, by one command.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import secrets
@@ -28,6 +29,7 @@ from conformance.http import BoundedBody, Limits, ResponseTooLarge
 from paysuite_core.target_config import Application, TargetConfig
 from proxy.exchange import Exchange, Headers
 from proxy.masking import PLACEHOLDER, placeholders_in
+from proxy.rules import Violation
 
 #: The longest pause ``--keep-timing`` makes between two requests.
 MAX_GAP_S = 60.0
@@ -47,9 +49,9 @@ _KEY_QUERY = re.compile(r"(?i)(^|&)(idempotency-key=)([^&]*)")
 class Judging(Protocol):
     """What the replay needs of ``proxy.judge.Judge``."""
 
-    def observe(self, exchange: Exchange) -> Sequence[Any]: ...
+    def observe(self, exchange: Exchange) -> Sequence[Violation]: ...
 
-    def finish(self) -> Sequence[Any]: ...
+    def finish(self) -> Sequence[Violation]: ...
 
 
 class TargetDown(RuntimeError):
@@ -360,7 +362,7 @@ class Sender:
 @dataclass
 class ReplayResult:
     exchanges: list[Exchange]  # as replayed, in clear (mask before writing)
-    violations: list[Any]
+    violations: list[Violation]
     skipped: list[Skipped]
     stopped: str = ""  # the target went away: why the replay ended before the session did
     interrupted: bool = False  # Ctrl-C: what was replayed is still judged and reported
@@ -373,7 +375,7 @@ def replay_session(
     judge: Judging,
     *,
     keep_timing: bool = False,
-    on_violation: Callable[[Any], object] = lambda _v: None,
+    on_violation: Callable[[Violation], object] = lambda _v: None,
     on_skip: Callable[[Skipped], object] = lambda _s: None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> ReplayResult:
@@ -426,7 +428,9 @@ def open_client(limits: Limits | None = None) -> httpx.Client:
 
 
 # --- the command -------------------------------------------------------------------------------
-def run_replay(args: Any, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def run_replay(
+    args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
     """``paysuite replay``: 0 the replayed session followed the document, 1 a violation, 2 a
     file or configuration that cannot be used, a target that refuses connections, or nothing
     that could be replayed."""

@@ -18,10 +18,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO
+from typing import TextIO
 
 from aiohttp import web
 
+from conformance.report import Verdict
 from proxy.exchange import Exchange
 from proxy.judge import Judge
 from proxy.report import scorecard, write_reports
@@ -216,7 +217,7 @@ def _session(
         signal.signal(signum, signal.SIG_IGN)
     har = Path(har_path or Path(report_dir) / "session.har")
 
-    def write() -> tuple[Any, list[Path]]:
+    def write() -> tuple[Verdict, list[Path]]:
         with signals(signal.SIG_IGN):
             verdict, paths = write_reports(
                 judge, report_dir, target=settings.target, started=started,
