@@ -1,7 +1,7 @@
 """The stub's deliveries pass a receiver written for the live service, unchanged.
 
 ``FieldNotesReceiver`` is written from FIELD-NOTES.md's second table alone, the way the
-merchants' public receivers are, and imports nothing of paysuite: header
+merchants' public receivers are, its verification using nothing of paysuite: header
 ``X-Paypack-Signature``, the base64 HMAC-SHA256 of the raw body under the webhook secret, the
 body one event record, ``successful`` in processed events (``--variant live``), a ``HEAD``
 answered 200 without a signature, a 200 JSON answer. The walk-through of docs/webhooks.md with
