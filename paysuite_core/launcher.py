@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,7 +71,7 @@ def _healthy(root_url: str, timeout_s: float) -> bool:
 _PR_SET_PDEATHSIG = 1
 
 
-def end_with_parent(parent_pid: int, signum: int = signal.SIGTERM) -> Any:
+def end_with_parent(parent_pid: int, signum: int = signal.SIGTERM) -> Callable[[], None] | None:
     """A ``preexec_fn`` (Linux; None elsewhere): ``signum`` to the child when the starting
     thread's process dies; a child in its own session no longer goes down with the terminal's
     process group, so it needs this not to outlive its parent."""

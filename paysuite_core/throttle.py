@@ -1,25 +1,12 @@
 """Rate limits honoured: the one place that decides how long paysuite waits after a ``429``.
 
-The interface document says nothing about rate limits ("Rate limits: not shown"), so a target
-behind an API gateway may answer ``429 Too Many Requests`` (RFC 6585 §4) to any request. Such an
-answer says nothing about the rule a check judges: the request was not processed and may be sent
-again once the target allows it. Every part of paysuite that sends requests (the conformance
-checks, the pre-flight, the property phase, the proxy's own look-ups, the load reconciliation)
-goes through one ``Throttle`` per run:
-
-- ``Retry-After`` (RFC 9110 §10.2.3) is honoured in both forms, delta-seconds and an HTTP-date;
-  an absent or unusable value falls back to an exponential backoff with jitter;
-- a per-run budget of total waiting (``--max-throttle-wait``, default 120 s): past it a throttled
-  request is no longer retried and the caller reports that it could not judge (never a failure);
-- counters for the reports: how many ``429`` answers, how long the run waited.
-
-The module never sleeps itself. Callers live in different worlds (a worker thread for the
-suite's client, asyncio for its race, gevent greenlets for the reconciliation), so it computes
-the delay and the caller sleeps in its own way: ``time.sleep``, ``asyncio.sleep`` or
-``gevent.sleep``. All state sits behind one lock, so any mix of callers may share a throttle.
-
-Waiting is counted in wall-clock time: two callers waiting over the same second cost the budget
-one second, not two (the budget bounds how much longer the run takes, not a sum of sleeps).
+The document leaves rate limits "not shown", and a 429 says nothing about the rule a check judges,
+so every sender goes through one ``Throttle`` per run: ``Retry-After`` honoured in both forms,
+else an exponential backoff with jitter, within a run's budget of waiting (docs/conformance.md,
+"Rate-limited targets"). The module never sleeps: its callers live in different worlds (threads,
+asyncio, gevent), so it computes the delay and each sleeps its own way; all state sits behind one
+lock. Waiting is counted in wall-clock time: two callers waiting over the same second cost the
+budget one second (it bounds how much longer the run takes, not a sum of sleeps).
 """
 
 from __future__ import annotations
@@ -34,19 +21,6 @@ from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 R = TypeVar("R")
-
-__all__ = [
-    "DEFAULT_MAX_WAIT_S",
-    "THROTTLED",
-    "Decision",
-    "Throttle",
-    "ThrottleExhausted",
-    "ThrottleStats",
-    "backoff_s",
-    "parse_retry_after",
-    "retry_after_of",
-    "send_honouring",
-]
 
 #: ``--max-throttle-wait``'s default: the run's total waiting for a throttling target.
 DEFAULT_MAX_WAIT_S = 120.0
@@ -153,16 +127,7 @@ def _http_date(text: str) -> float | None:
 
 def retry_after_of(headers: Mapping[str, str] | None) -> str | None:
     """The ``Retry-After`` value of any header mapping (case-insensitive), or ``None``."""
-    if not headers:
-        return None
-    getter = getattr(headers, "get", None)
-    if getter is not None:
-        value = getter("Retry-After")
-        if value is None:
-            value = getter("retry-after")
-        if value is not None:
-            return str(value)
-    for name, value in headers.items():
+    for name, value in (headers or {}).items():
         if str(name).lower() == "retry-after":
             return str(value)
     return None

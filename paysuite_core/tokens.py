@@ -1,22 +1,14 @@
-"""Authorize and refresh: the only module of paysuite that obtains or renews a token.
+"""Authorize and refresh: the only module of paysuite that obtains or renews a token
+(``tests/test_architecture.py`` keeps it the only one).
 
-Every part of paysuite needs tokens: the conformance checks (whose exchanges are evidence), the
-property phase, the Locust users (whose exchanges are statistics), the reconciliation, the
-pre-flight, the bench and the tests. They differ only in how a request travels, so each hands in
-a ``Send`` (a context manager per exchange, see ``Exchange``) and this module does the rest:
-the request bodies and paths of the document, reading the token pair, when to renew, the
-401-renew rule and the refresh path a target serves. ``tests/test_architecture.py`` keeps it
-the only one.
-
-The rules, from the document and the field notes:
-- authorize is ``POST /auth/agents/authorize`` with ``client_id`` and ``client_secret``;
-- refresh is a GET on ``/auth/agents/refresh/{token}`` (the document's heading) or on
-  ``/auth/refresh/{token}`` (its examples and the SDKs); the first one a target serves is
-  remembered for the rest of the process;
-- ``expires`` is whatever the target sends (RC-8: integer Unix seconds on the live service);
-  without a usable value the JWT's ``exp`` decides, and without that the configured lifetime;
-- after a 401, or shortly before expiry, a flow refreshes and authorizes again only when the
-  refresh is refused (never an authorize storm: ``min_authorize_interval_s``).
+Every part of paysuite needs tokens and they differ only in how a request travels, so each hands
+in a ``Send`` (a context manager per exchange) and this module does the rest: the document's
+bodies and paths, the token pair, when to renew, the 401-renew rule. Refresh is a GET on either
+``/auth/agents/refresh/{token}`` (the document's heading) or ``/auth/refresh/{token}`` (its
+examples and the SDKs): the first one a target serves is remembered. ``expires`` is whatever the
+target sends (RC-8), else the JWT's ``exp``, else the configured lifetime. After a 401, or
+shortly before expiry, a flow refreshes, and authorizes again only when the refresh is refused
+(never an authorize storm: ``min_authorize_interval_s``).
 """
 
 from __future__ import annotations

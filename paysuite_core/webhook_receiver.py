@@ -1,34 +1,10 @@
 """paysuite's webhook receiver: verifies, deduplicates and records every signed delivery.
 
-A delivery is answered as the contract in ``paysuite_core.webhook_signature`` asks of any
-receiver, so that a sender's retry logic is exercised as a real merchant would exercise it:
-
-- 401 with ``{"code": "invalid_signature", "message": ...}`` when no signature verifies with
-  any of the secrets, or the timestamped one is stale (older than ``tolerance_s``): the message
-  says which. Either format is verified (``Paysuite-Signature`` with its timestamp, the live
-  service's ``X-Paypack-Signature``), every one the delivery carries, and the arrival records
-  which it saw;
-- 400 with ``{"code": "malformed_delivery", ...}`` when the body is not an event record or its
-  event_id is not the ``Paysuite-Event-Id`` header's (when that header is sent: the live
-  format has none);
-- 200 ``{"received": ID, "duplicate": false}`` for a verified delivery, and ``"duplicate":
-  true`` for a verified repeat of an event_id already accepted (acknowledged, so the sender
-  stops, and recorded once: deduplication by event_id);
-- 503 ``{"code": "refused_on_purpose"}`` when a check asked the receiver to fail a delivery
-  (``refuse``), to see the sender retry;
-- with a ``Forwarder`` (``paysuite webhooks listen --forward-to``), each verified delivery is
-  passed on byte for byte to the developer's own handler and the sender gets the handler's
-  answer; the arrival records it (status, time, or why there was none);
-- ``HEAD`` on any path: 200, no signature asked (the live dashboard pings a webhook URL so).
-
-Hardened as the stub is (issue 21): a signature header over ``MAX_SIGNATURE_CHARS`` is a 431
-``signature_too_long``, a body over ``MAX_BODY_BYTES`` a 413 ``delivery_too_large``, a body that
-does not arrive within ``BODY_TIMEOUT_S`` a 408, HTTP that aiohttp cannot parse (a header line
-over its limit) a JSON 400, and a connection that sends no request head within
-``IDLE_TIMEOUT_S`` is closed (slowloris).
-
-It runs in a thread of its own (``running``) so that synchronous callers (the conformance
-checks, the ``listen`` command) drive it without an event loop; it binds loopback only.
+It answers as the contract in ``paysuite_core.webhook_signature`` asks of any receiver (the table
+"What the receiver answers" in docs/webhooks.md), so that a sender's retries are exercised as a
+real merchant would exercise them. It runs in a thread of its own (``running``) so that
+synchronous callers (the conformance checks, the ``listen`` command) drive it without an event
+loop; it binds loopback only.
 """
 
 from __future__ import annotations
@@ -37,15 +13,16 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import aiohttp
 from aiohttp import web
 
+from paysuite_core import json_errors
 from paysuite_core.webhook_ledger import (
     Arrival,
     HandlerAnswer,
@@ -80,7 +57,7 @@ BODY_TIMEOUT_S = 10.0
 #: A connection without a complete request head this long after it opened (or after its last
 #: answer) is closed: idle keep-alive and slowloris alike (aiohttp's keepalive_timeout).
 IDLE_TIMEOUT_S = 10.0
-#: The longest header line aiohttp's parser takes; longer is a JSON 400 (``JsonErrors``).
+#: The longest header line aiohttp's parser takes; longer is a JSON 431 (``json_errors``).
 MAX_FIELD_BYTES = 16 * 1024
 #: How long the developer's handler may take to answer a forwarded delivery.
 FORWARD_TIMEOUT_S = 10.0
@@ -93,13 +70,11 @@ HOP_HEADERS = frozenset(
 
 
 class ReceiverStartError(RuntimeError):
-    """The receiver could not bind (port taken, not a loopback host)."""
+    pass
 
 
 @dataclass
 class Refusal:
-    """Answer 503 to the next ``times`` deliveries that ``matches`` (see ``refuse``)."""
-
     matches: Callable[[dict[str, Any]], bool]
     times: int = 1
 
@@ -174,7 +149,8 @@ def carried(headers: Mapping[str, str]) -> str:
 
 @dataclass
 class Judgement:
-    """What the receiver made of one delivery, before it is recorded."""
+    """What the receiver made of one delivery, before it is recorded (a forwarded delivery
+    is recorded with the handler's answer)."""
 
     base: dict[str, Any]
     status: int
@@ -216,9 +192,7 @@ class WebhookReceiver:
         return False
 
     def judge(self, headers: Mapping[str, str], body: bytes) -> Judgement:
-        """Judge one delivery (nothing recorded yet).
-
-        ``headers``: case-insensitive, as HTTP's are (aiohttp's ``CIMultiDictProxy``)."""
+        """``headers``: case-insensitive, as HTTP's are (aiohttp's ``CIMultiDictProxy``)."""
         event = parse_event(body)
         header_id = headers.get(EVENT_ID_HEADER)
         body_id = event.get("event_id") if event is not None else None
@@ -265,31 +239,25 @@ class WebhookReceiver:
 
     def settle(self, judgement: Judgement) -> tuple[int, dict[str, Any]]:
         """Record a judgement; the status and JSON body to answer."""
-        self._record(
-            judgement.base, judgement.status, judgement.verdict, judgement.message, judgement.code
-        )
-        return judgement.status, judgement.answer
-
-    def receive(self, headers: Mapping[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
-        """Judge one delivery, record it, and say what to answer (status, JSON body)."""
-        return self.settle(self.judge(headers, body))
-
-    def _record(
-        self, base: dict[str, Any], status: int, verdict: str, reason: str, code: str = ""
-    ) -> None:
         arrival = self.ledger.record(
-            status=status, verdict=verdict, reason=reason, code=code, **base
+            status=judgement.status,
+            verdict=judgement.verdict,
+            reason=judgement.message,
+            code=judgement.code,
+            **judgement.base,
         )
         if self.journal is not None:
             with open(self.journal, "a", encoding="utf-8") as handle:
                 handle.write(journal_line(arrival) + "\n")
         if self.on_arrival is not None:
             self.on_arrival(arrival)
+        return judgement.status, judgement.answer
 
     async def _read_body(self, request: web.Request) -> bytes | web.Response:
         """The body, or the JSON answer to one too large or too slow."""
+        too_large = _error(413, "delivery_too_large", f"the body exceeds {MAX_BODY_BYTES} bytes")
         if (request.content_length or 0) > MAX_BODY_BYTES:
-            return _error(413, "delivery_too_large", f"the body exceeds {MAX_BODY_BYTES} bytes")
+            return too_large
         try:
             async with asyncio.timeout(BODY_TIMEOUT_S):
                 body = await request.content.read(MAX_BODY_BYTES + 1)
@@ -305,9 +273,8 @@ class WebhookReceiver:
             answer.force_close()
             return answer
         if len(body) > MAX_BODY_BYTES:
-            answer = _error(413, "delivery_too_large", f"the body exceeds {MAX_BODY_BYTES} bytes")
-            answer.force_close()
-            return answer
+            too_large.force_close()
+            return too_large
         return body
 
     def app(self) -> web.Application:
@@ -335,7 +302,7 @@ class WebhookReceiver:
         async def ping(request: web.Request) -> web.Response:
             return web.Response(status=200)  # the dashboard's HEAD: no signature asked
 
-        async def session_ctx(app: web.Application) -> Any:
+        async def session_ctx(app: web.Application) -> AsyncIterator[None]:
             async with aiohttp.ClientSession(trust_env=False) as session:
                 app[SESSION] = session
                 yield
@@ -352,51 +319,6 @@ SESSION: web.AppKey[aiohttp.ClientSession] = web.AppKey("forward_session", aioht
 
 def _error(status: int, code: str, message: str) -> web.Response:
     return web.json_response({"code": code, "message": message}, status=status)
-
-
-class JsonErrors(web.RequestHandler):
-    """aiohttp's connection protocol, answering HTTP it cannot parse (a header line over
-    ``MAX_FIELD_BYTES``, a garbage request line) with the receiver's JSON body instead of a
-    plain-text 400. Adds no state, so a handler instance is re-classed (as the stub's
-    ``protocol`` module does); an aiohttp that refuses keeps its plain-text answers."""
-
-    __slots__ = ()
-
-    def handle_error(
-        self,
-        request: web.BaseRequest,
-        status: int = 500,
-        exc: BaseException | None = None,
-        message: str | None = None,
-    ) -> web.StreamResponse:
-        if request.writer.output_size > 0 or status >= 500:
-            return super().handle_error(request, status, exc, message)
-        text = (message or str(exc or "") or "malformed HTTP request").strip()
-        reason = text.splitlines()[0].split(": ", 1)[0].rstrip(":")[:200]
-        too_long = type(exc).__name__ == "LineTooLong" or reason.startswith("Got more than")
-        code = "header_too_large" if too_long else "bad_request"
-        status = 431 if too_long else status
-        response = _error(status, code, f"malformed HTTP request: {reason}")
-        response.force_close()
-        return response
-
-
-class JsonErrorServer(web.Server):
-    handler_class: ClassVar[type[web.RequestHandler]] = JsonErrors
-
-    def __call__(self) -> web.RequestHandler:
-        handler = super().__call__()
-        handler.__class__ = self.handler_class
-        return handler
-
-
-def _json_errors(runner: web.BaseRunner) -> None:
-    server = runner.server
-    try:
-        if server is not None:
-            server.__class__ = JsonErrorServer
-    except TypeError:  # an aiohttp whose layout differs: plain-text 400s, nothing else lost
-        pass
 
 
 @dataclass
@@ -440,7 +362,7 @@ def running(
             max_field_size=MAX_FIELD_BYTES,
         )
         await runner.setup()
-        _json_errors(runner)
+        json_errors.install(runner)  # else aiohttp's plain-text 400s, nothing else lost
         site = web.TCPSite(runner, host, port)
         await site.start()
         state["port"] = runner.addresses[0][1]  # the bound port, also when asked for 0

@@ -1,25 +1,12 @@
 """The webhook signature: the one contract between the stub that signs and every receiver that
 verifies (``paysuite webhooks listen``, the conformance WEBHOOK checks, the load reconciliation).
 
-The interface document names webhooks but leaves target, payload and signature "not shown", so
-this is a reference choice (docs/reference-choices.md), modelled on Stripe's signed webhooks:
-
-- the body is the event record, byte for byte as sent (the same object the events list returns);
-- the header ``Paysuite-Signature: t=<unix seconds>,v1=<hex>`` carries the time of signing and
-  HMAC-SHA256, keyed with the endpoint's signing secret, over ``b"<t>." + raw body``;
-- a receiver rejects a signature whose ``t`` is more than ``tolerance_s`` away from its clock
-  (a replayed delivery), and compares digests in constant time.
-
-The timestamp is inside the signed bytes so that a captured delivery cannot be replayed later
-with a fresh ``t``; several ``v1=`` entries are accepted so that an endpoint can roll its secret
-(during a rotation's overlap the stub signs with both secrets: two ``v1=`` entries).
-
-The live service's format (FIELD-NOTES.md, what merchants' receivers verify) is carried beside
-it on every delivery: ``X-Paypack-Signature: <base64 HMAC-SHA256(secret, raw body)>``, no
-timestamp and no scheme prefix. A receiver written for the live service verifies that header
-unchanged; it protects the body but not against a replay (nothing in it ages), which is why
-the timestamped header stays. ``verify_any`` verifies whichever of the two a delivery carries
-and says which it saw.
+The document leaves the signature "not shown", so this is a reference choice modelled on Stripe's:
+``Paysuite-Signature: t=<unix seconds>,v1=<hex>``, HMAC-SHA256 under the endpoint's secret over
+``b"<t>." + raw body``. The timestamp is signed so that a captured delivery cannot be replayed with
+a fresh ``t``; several ``v1=`` entries let an endpoint roll its secret. The live service's
+``X-Paypack-Signature`` (base64 HMAC of the body alone, FIELD-NOTES.md) is carried beside it for
+the receivers merchants already run (docs/webhooks.md, "Two signatures, and why both").
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """Which application of the replay's target sends what a recorded application sent.
 
-A recording names its applications by ``client_id``, and another deployment (a fresh stub, a
-staging service) has others. The proxy writes what it knew of each application it saw authorize
-into the HAR (``log._paysuite.applications``: its privilege and merchant, from the proxy's
-``--config`` or else from the token's ``perm`` and ``merchant`` claims); the replay maps each onto
-an application of its own ``--config``:
-
-1. ``--map RECORDED=CLIENT_ID`` when given;
-2. the same ``client_id``, when the target knows it (a replay onto the deployment that recorded);
-3. else an application with the same privilege, recorded applications of one merchant going to
-   applications of one merchant (and different merchants to different ones when the
-   configuration has enough), so that what the document scopes per merchant (idempotency keys,
-   what find and the events list show) keeps its shape.
-
-What cannot be mapped is said in terms of the mapping (which application, which privilege, what
-the configuration lacks, and the ``--map`` that would settle it), never of URLs.
+In order: ``--map RECORDED=CLIENT_ID``; the same ``client_id`` when the target knows it; else an
+application with the same privilege, one merchant's recorded applications going to one merchant's,
+so that what the document scopes per merchant keeps its shape. What cannot be mapped is said in
+terms of the mapping (application, privilege, the ``--map`` that would settle it), never of URLs.
 """
 
 from __future__ import annotations

@@ -1,27 +1,11 @@
 """What the traffic alone cannot settle, asked of the target through the judge's own client.
 
-Two questions remain at the end of a session: was a reuse that the target *rejected* executed
-anyway (IDEM-001, and as the suite splits the rule IDEM-002/004/005), and does find agree with a
-processed event that nobody looked up through the proxy (LIFE-002/003)? Both need credentials,
-so they are asked only when the target configuration gives applications; the client is the
-conformance suite's own ``Target`` (its token policy, its bounded recording client, its
-evidence), so a confirmation is shown the same way as a check's.
-
-Why a rejected reuse is *reproduced* rather than looked for. The proxy watches a client that
-chose its own customer number: other applications of the same merchant, outside the proxy, may
-pay the same amount to the same number at any moment (a till, a batch job, a replay of another
-session). No count of ``transaction:created`` events on *that* number can tell their payment
-from a second execution of the reuse, however narrow the window of time. So the judge asks the
-same question where only it can be the payer: it replays the observed pattern (the same
-operations in the same order, each request's own body and key channel, one fresh key) with an
-application of the configuration, on a number of its own (``Target.number``: drawn fresh from
-the configured pattern), and counts the executions there: the refs its creations were answered,
-and the created events of each request's own kind and amount on its own number. More than one is
-a violation of the observed reuse's rule (the reuse whose kind and amount the extra transaction
-has names the check: a cashin key reused on a cashout is IDEM-002). When the question cannot be
-asked that way (no application may create the kinds needed, the numbers come from a configured
-list other clients share, the reproduction's first creation is refused), the rule says
-"unconfirmed" with the reason: a note, never a failure and never a claim that it held.
+A reuse the target *rejected* is reproduced rather than looked for: other applications of the
+same merchant, outside the proxy, may pay the same number at any moment, so no count of events
+on the client's number can tell their payment from a second execution. The judge replays the
+observed pattern with an application of the configuration on a number of its own and counts the
+executions there (docs/proxy.md, "How executions are counted"). A question that cannot be asked
+that way leaves the rule "unconfirmed" with the reason: a note, never a failure nor a pass.
 """
 
 from __future__ import annotations

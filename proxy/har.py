@@ -1,21 +1,9 @@
 """The session as a HAR 1.2 file: what a QA attaches to a ticket and what ``paysuite replay`` reads.
 
-Written with the standard library's ``json`` rather than the ``harfile`` package (installed with
-schemathesis): ``harfile`` writes entries only through its fixed models, which have no room for
-the fields a replay needs beyond HAR 1.2 (HAR reserves names starting with ``_`` for that):
-
-- ``log._paysuite.target``: the base URL the session was forwarded to, so a replay can move each
-  URL onto another target by swapping that prefix;
-- ``log._paysuite.applications``: ``client_id`` -> its privilege and merchant, for each
-  application that authorized, so a replay can map it onto another target's (``proxy.appmap``);
-- ``entry._seq``, ``entry._started`` (Unix seconds, exact), ``entry._error`` (why the target gave
-  no answer: the entry then has status 0, as browsers write a failed request), ``entry._notes``;
-- ``postData._encoding: "base64"`` for a request body that is not UTF-8 (HAR 1.2 gives
-  ``encoding`` to response content only).
-
-The exchanges are written as given: mask them first (``proxy.masking.mask_exchange``). The reader
-accepts HAR files from other tools too (a browser's, Charles', mitmproxy's): the extension fields
-are optional, and a malformed file gives a :class:`HarError` naming the entry and field.
+Written with ``json`` rather than the ``harfile`` package: its fixed models have no room for the
+``_``-prefixed fields a replay needs (docs/proxy.md, "The HAR file"). The exchanges are written as
+given: mask them first. HAR files of other tools are read too (the extension fields are optional);
+a malformed one is a ``HarError`` naming the entry and field.
 """
 
 from __future__ import annotations

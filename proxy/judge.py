@@ -160,11 +160,12 @@ class Judge:
         rest in ``unsettled`` before the interruption goes on."""
         if not self.confirm:
             return []
+        # named before the import, which takes a while on a busy machine: a signal during it
+        # must still leave the report saying what was not settled
+        self.unsettled = self.settlements()
         from proxy.confirm import Confirmer
 
         assert self.config is not None
-        todo = self.settlements()
-        self.unsettled = list(todo)
         confirmer = Confirmer(self.config, profile=self.profile)
         found: list[Violation] = []
         try:

@@ -1,24 +1,11 @@
 """Secrets masked before anything leaves the process: the reports and the HAR file.
 
-A QA attaches a proxy report or a HAR file to a ticket; neither may carry a usable credential.
-Every client secret, access token and refresh token is replaced by a *stable placeholder*,
-``«masked:access:3»``: the same value always gets the same placeholder within a session, so a
-reader still sees that one token was used twice (the evidence of a stateful violation survives
-masking), and ``proxy.replay`` can map each placeholder to the value the replay itself obtains.
-
-Where secrets are found (the places the document puts them):
-
-- ``client_secret`` in an authorize request body;
-- ``access`` and ``refresh`` in any JSON body (the token pair of authorize and refresh);
-- the ``Authorization`` header (``Bearer <token>`` or, as the live SDKs send it, a bare token);
-- the token in a refresh path (either documented shape, ``paysuite_core.tokens.REFRESH_PATHS``).
-
-Once learnt there, a value is also replaced wherever else it appears (a query string, an error
-message echoing it, a header a client invented), and a masker can be seeded with the secrets of
-the target configuration so that a secret is masked even in a body that is not valid JSON.
-
-The judge sees the exchanges in clear (it must read a token's ``exp``); masking is applied to
-what is *written*, with one :class:`Masker` per session.
+Every client secret, access and refresh token becomes a *stable placeholder*
+(``«masked:access:3»``): the same value gets the same placeholder within a session, so the
+evidence of a stateful violation (one token used twice) survives masking and ``proxy.replay`` can
+bind each placeholder again. Where secrets are found: docs/proxy.md, "Secrets in what is
+written". The judge sees the exchanges in clear (it reads a token's ``exp``); masking applies to
+what is written, one ``Masker`` a session.
 """
 
 from __future__ import annotations

@@ -1,39 +1,17 @@
 """``paysuite replay FILE.har --target URL``: re-send a recorded session and judge it again.
 
-A HAR file written by ``paysuite proxy`` is masked (``proxy.masking``), and the values it holds
-belong to the session that was recorded: its tokens expired long ago and its refs name
-transactions of the target it ran against. A replay therefore rebuilds each request before
-sending it, in the recorded order:
-
-- **client secrets** come from ``--config`` (the application with the recorded ``client_id``). A
-  secret whose recorded authorize was refused (400, 401, 403) was a wrong one on purpose: the
-  replay sends a made-up wrong secret instead, so a refused authorize stays a refused one;
-- **tokens**: each placeholder (``«masked:access:2»``) is bound to the value found in the same
-  place of the replayed answer where the recorded answer had it (the token pair of an authorize
-  or refresh), so the same recorded token maps to the same replayed token everywhere, and a
-  token reused (or used after its expiry) in the session is reused in the replay;
-- **refs**: the ``ref`` a replayed creation returns replaces the recorded one in every later URL,
-  header and body, so a find of a recorded ref asks for the ref the replay created;
-- **idempotency keys** (header or query) are renewed, consistently (a key sent twice is sent
-  twice again) and in shape (same length, same punctuation), so that replaying against the
-  target that recorded the session does not collide with the recorded keys; ``--keep-keys``
-  sends them as recorded.
-
-An exchange that cannot be rebuilt (a token obtained before the recording began, a secret the
-configuration does not have) is not sent: it is listed with the reason, and the rest goes on.
-The URLs move to ``--target`` the way ``paysuite proxy`` forwards: the recorded target (kept in
-the HAR) is swapped for the new one; a HAR from another tool has its URL path appended to
-``--target``. Requests go one at a time, as fast as the target answers, or with the recorded
-gaps (``--keep-timing``, each gap at most ``MAX_GAP_S``: an expiry can only be judged again if
-the time passes again).
-
-Each replayed exchange goes to the same ``Judge`` as live traffic, and the replay writes the same
-reports (its own HAR included), so a violation found live is reproduced, or shown fixed, by one
-command.
+A recorded HAR is masked and its values belong to the recorded session (expired tokens, another
+target's refs), so each request is rebuilt before it is sent, in the recorded order: secrets from
+``--config``, each token placeholder bound to the value the replayed answer gives in the same
+place, refs a replayed creation returns, idempotency keys renewed in shape (docs/proxy.md,
+"paysuite replay", says how each is done). An exchange that cannot be rebuilt is listed with the
+reason and not sent. Each replayed exchange goes to the same ``Judge`` as live traffic, so a
+violation found live is reproduced, or shown fixed, by one command.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import secrets
@@ -51,6 +29,7 @@ from conformance.http import BoundedBody, Limits, ResponseTooLarge
 from paysuite_core.target_config import Application, TargetConfig
 from proxy.exchange import Exchange, Headers
 from proxy.masking import PLACEHOLDER, placeholders_in
+from proxy.rules import Violation
 
 #: The longest pause ``--keep-timing`` makes between two requests.
 MAX_GAP_S = 60.0
@@ -70,9 +49,9 @@ _KEY_QUERY = re.compile(r"(?i)(^|&)(idempotency-key=)([^&]*)")
 class Judging(Protocol):
     """What the replay needs of ``proxy.judge.Judge``."""
 
-    def observe(self, exchange: Exchange) -> Sequence[Any]: ...
+    def observe(self, exchange: Exchange) -> Sequence[Violation]: ...
 
-    def finish(self) -> Sequence[Any]: ...
+    def finish(self) -> Sequence[Violation]: ...
 
 
 class TargetDown(RuntimeError):
@@ -212,7 +191,9 @@ class Rebuilder:
         """An authorize body with the recorded client_id swapped for its mapped application's."""
         data = _json_object(body)
         client_id = data.get("client_id") if data is not None else None
-        app = self.apps.get(client_id) if isinstance(client_id, str) else None
+        if not isinstance(client_id, str):
+            return body
+        app = self.apps.get(client_id)
         if app is None or app.client_id == client_id:
             return body
         return body.replace(client_id.encode(), app.client_id.encode())
@@ -381,7 +362,7 @@ class Sender:
 @dataclass
 class ReplayResult:
     exchanges: list[Exchange]  # as replayed, in clear (mask before writing)
-    violations: list[Any]
+    violations: list[Violation]
     skipped: list[Skipped]
     stopped: str = ""  # the target went away: why the replay ended before the session did
     interrupted: bool = False  # Ctrl-C: what was replayed is still judged and reported
@@ -394,7 +375,7 @@ def replay_session(
     judge: Judging,
     *,
     keep_timing: bool = False,
-    on_violation: Callable[[Any], object] = lambda _v: None,
+    on_violation: Callable[[Violation], object] = lambda _v: None,
     on_skip: Callable[[Skipped], object] = lambda _s: None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> ReplayResult:
@@ -447,7 +428,9 @@ def open_client(limits: Limits | None = None) -> httpx.Client:
 
 
 # --- the command -------------------------------------------------------------------------------
-def run_replay(args: Any, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def run_replay(
+    args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
     """``paysuite replay``: 0 the replayed session followed the document, 1 a violation, 2 a
     file or configuration that cannot be used, a target that refuses connections, or nothing
     that could be replayed."""
@@ -478,7 +461,9 @@ def run_replay(args: Any, out: TextIO | None = None, err: TextIO | None = None) 
     except MappingError as exc:
         print(f"paysuite replay: {exc}", file=err, flush=True)
         return 2
-    known = {cid: {} for cid in authorized_ids(recorded.exchanges)}  # facts unknown
+    known: dict[str, dict[str, str]] = {
+        cid: {} for cid in authorized_ids(recorded.exchanges)
+    }  # facts unknown
     mapping = map_applications({**known, **recorded.applications}, config, explicit)
     if mapping.problems:
         for problem in mapping.problems:
@@ -555,18 +540,3 @@ def _replay_facts(har_file: str, skipped: list[Skipped]) -> dict[str, Any]:
             ],
         },
     }
-
-
-__all__ = [
-    "MAX_GAP_S",
-    "Judging",
-    "Outgoing",
-    "Rebuilder",
-    "ReplayResult",
-    "Sender",
-    "Skipped",
-    "TargetDown",
-    "open_client",
-    "replay_session",
-    "run_replay",
-]

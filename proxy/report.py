@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from conformance import report as conform_report
 from conformance.checks import Check
@@ -34,11 +34,15 @@ MAX_EVIDENCE = 10
 TITLE = "paysuite proxy report"
 
 
-@dataclass
-class RuleResult:
-    """What ``conformance.report`` reads of a result (by attribute)."""
+C = TypeVar("C")
 
-    check: Check
+
+@dataclass
+class RuleResult(Generic[C]):
+    """What ``conformance.report`` reads of a result (by attribute): a proxy rule's (``C`` a
+    ``Check``) or a ``paysuite clients`` cell's."""
+
+    check: C
     outcome: str  # passed | failed | skipped
     message: str = ""
     evidence: list[dict[str, Any]] = field(default_factory=list)
@@ -49,14 +53,18 @@ class RuleResult:
     gating: bool = True
 
 
-def evidence_of(exchange: Exchange) -> dict[str, Any]:
-    """A proxied exchange as the suite's evidence item (safe form: nothing usable leaks)."""
+def evidence_of(
+    exchange: Exchange, note: str | None = None, had_body: bool | None = None
+) -> dict[str, Any]:
+    """An exchange as the suite's evidence item (safe form: nothing usable leaks); ``had_body``
+    tells an empty body from none (default: an empty body is none)."""
+    sent = bool(exchange.request_body) if had_body is None else had_body
     item = EvidenceExchange.build(
         exchange.method,
         exchange.url,
         dict(exchange.request_headers),
-        exchange.request_body if exchange.request_body else None,
-        note=f"proxied exchange #{exchange.seq}",
+        exchange.request_body if sent else None,
+        note=note,
     )
     if exchange.status == 0:
         item.error = exchange.error or "no answer"
@@ -70,8 +78,8 @@ def evidence_of(exchange: Exchange) -> dict[str, Any]:
     return item.to_dict()
 
 
-def results(judge: Judge) -> list[RuleResult]:
-    out = []
+def results(judge: Judge) -> list[RuleResult[Check]]:
+    out: list[RuleResult[Check]] = []
     for state in judge.rule_states():
         gating = party(state.check) in judge.gates
         found = [v for v in judge.violations if v.check.id == state.check.id]
@@ -80,7 +88,9 @@ def results(judge: Judge) -> list[RuleResult]:
             first = found[0]
             evidence: list[dict[str, Any]] = []
             for violation in found:
-                evidence += [evidence_of(e) for e in violation.exchanges]
+                evidence += [
+                    evidence_of(e, f"proxied exchange #{e.seq}") for e in violation.exchanges
+                ]
                 evidence += [dict(c) for c in violation.confirmations]
             more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
             out.append(
@@ -118,7 +128,7 @@ CLIENT_FAULT_EXIT = 3
 INTERRUPTED_EXIT = 130
 
 
-def verdict_of(judge: Judge, rule_results: list[RuleResult]) -> conform_report.Verdict:
+def verdict_of(judge: Judge, rule_results: list[RuleResult[Check]]) -> conform_report.Verdict:
     """1 on a violation of the target's; 3 on one of the client's when ``--judge`` gates it and
     the target broke nothing; 2 when nothing gating failed but the target left exchanges
     unanswered (no verdict on those), or when no exchange reached a route of the API at all (a

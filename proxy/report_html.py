@@ -12,12 +12,16 @@ of the session with its operation, status, time and verdict).
 from __future__ import annotations
 
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conformance import report as conform_report
 from conformance.evidence import redact_url
 from proxy.judge import Judge
 from proxy.rules import CLIENT_RULES, CLIENT_SECTION, party
+
+if TYPE_CHECKING:
+    from conformance.checks import Check
+    from proxy.report import RuleResult
 
 _CSS = (
     "<style>.client-faults{border-left:4px solid #b45309;padding-left:1em;margin-top:2em}"
@@ -33,7 +37,7 @@ def _e(text: Any) -> str:
 
 def render(
     judge: Judge,
-    rule_results: list[Any],
+    rule_results: list[RuleResult[Check]],
     verdict: conform_report.Verdict,
     *,
     target: str,
@@ -57,7 +61,7 @@ def render(
     return page.replace("</body>", extra + "</body>", 1)
 
 
-def client_section(judge: Judge, client: list[Any]) -> str:
+def client_section(judge: Judge, client: list[RuleResult[Check]]) -> str:
     """The client's violations, apart: whether they gate the exit status (``--judge``), then
     each with its exchanges and curl."""
     gating = "client" in judge.gates

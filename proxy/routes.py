@@ -125,3 +125,25 @@ def token_claims(token: str | None) -> dict[str, Any] | None:
     except Exception:  # noqa: BLE001 - an opaque or malformed token simply has no claims
         return None
     return claims if isinstance(claims, dict) else None
+
+
+PROCESSED = "transaction:processed"
+CREATED = "transaction:created"
+
+
+def ok(exchange: Exchange) -> bool:
+    return 200 <= exchange.status < 300
+
+
+def answered_at(exchange: Exchange) -> float:
+    return exchange.started + exchange.elapsed_ms / 1000
+
+
+def merchant_of(exchange: Exchange) -> str | None:
+    """Whose request this is: the token's merchant claim, else the token itself (one token, one
+    merchant), else None (no credential: nobody's key)."""
+    token = bearer_token(exchange)
+    claims = token_claims(token)
+    if claims and isinstance(claims.get("merchant"), str):
+        return f"merchant:{claims['merchant']}"
+    return f"token:{token}" if token else None

@@ -1,19 +1,10 @@
 """The forwarding server: every request passes to the target unchanged, every answer comes back
 unchanged, and each exchange is handed to whoever judges it.
 
-"Unchanged" is what makes the verdict about the client's real traffic: the method, the raw path
-and query, the body bytes and the end-to-end headers go out as they came in (``Host`` names the
-target, as any reverse proxy must), and the target's status, reason, headers and body bytes go
-back (no decompression, no re-encoding). Only the hop-by-hop headers of RFC 9110 section 7.6.1
-(``Connection``, the fields it names, ``Keep-Alive``, ``Proxy-Connection``, ``TE``,
-``Transfer-Encoding``, ``Upgrade``) stop at the proxy, and the framing headers are recomputed for
-the body that is actually sent.
-
-A request body larger than ``max_body_bytes`` is refused with a 413 JSON body and never
-forwarded; a target that does not answer within ``upstream_timeout_s`` (or cannot be reached),
-or whose answer passes ``max_answer_bytes``, gives the client a 502 JSON body. Either way the
-exchange is recorded (``status`` 0 and ``error``: the target's answer was not had) so the report
-shows it.
+"Unchanged" is what makes the verdict about the client's real traffic; only the hop-by-hop headers
+stop here and the framing is recomputed (docs/proxy.md, "Forwarding"). A body too large is a 413
+and an upstream failure a 502, both JSON, and the exchange is still recorded (``status`` 0 and
+``error``) so the report shows it.
 """
 
 from __future__ import annotations

@@ -17,10 +17,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from types import FrameType
+from typing import TextIO
 
 from aiohttp import web
 
+from conformance.report import Verdict
 from proxy.exchange import Exchange
 from proxy.judge import Judge
 from proxy.report import scorecard, write_reports
@@ -28,6 +30,8 @@ from proxy.rules import Violation
 from proxy.server import ForwardingProxy, ProxySettings
 
 LISTENING_PREFIX = "paysuite proxy listening on "
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+SignalHandler = Callable[[int, FrameType | None], object] | int | None
 
 
 class ListenError(OSError):
@@ -117,7 +121,7 @@ async def serve(
     out.write(f"{LISTENING_PREFIX}http://{shown_host}:{bound[1]} -> {settings.target}\n")
     out.flush()
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, _stopper(stop, signum, signals_seen))
     worker = asyncio.create_task(judge_forever())
     try:
@@ -129,7 +133,7 @@ async def serve(
         else:
             await stop.wait()
     finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in STOP_SIGNALS:
             loop.remove_signal_handler(signum)
         await runner.cleanup()  # in-flight exchanges finish (and are queued) first
         queue.put_nowait(None)
@@ -146,12 +150,15 @@ def _interrupt(signum: int, _frame: object) -> None:
 
 
 @contextmanager
-def signals(handler: Any) -> Iterator[None]:
+def signals(handler: SignalHandler = None) -> Iterator[None]:
     """SIGINT and SIGTERM handled by ``handler`` (``signal.SIG_IGN`` while a report is written,
-    so that no number of Ctrl-C leaves half a file), the previous handlers restored after."""
-    names = (signal.SIGINT, signal.SIGTERM)
-    previous = {signum: signal.signal(signum, handler) for signum in names}
+    so that no number of Ctrl-C leaves half a file; None: left as they are), the previous
+    handlers restored after."""
+    previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
     try:
+        if handler is not None:
+            for signum in STOP_SIGNALS:
+                signal.signal(signum, handler)
         yield
     finally:
         for signum, old in previous.items():
@@ -177,14 +184,10 @@ def run_session(
     asks the target and may take seconds): a Ctrl-C or a SIGTERM then stops the settling, never
     the writing (signals are ignored while a file is written), and the reports are written again
     with what was settled and what was not."""
-    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with signals():
         return _session(judge, settings, host=host, port=port, limits=limits,
                         report_dir=report_dir, har_path=har_path, out=out,
                         on_exchange=on_exchange)  # fmt: skip
-    finally:
-        for signum, handler in before.items():
-            signal.signal(signum, handler)
 
 
 def _session(
@@ -210,11 +213,11 @@ def _session(
     except KeyboardInterrupt:  # a second signal while the listener closed: report what was seen
         judge.run_errors.append("interrupted while the listener closed; exchanges in flight lost")
         seen += [signal.SIGINT, signal.SIGINT]
-    for signum in (signal.SIGINT, signal.SIGTERM):  # from here on a signal stops no write
+    for signum in STOP_SIGNALS:  # from here on a signal stops no write
         signal.signal(signum, signal.SIG_IGN)
     har = Path(har_path or Path(report_dir) / "session.har")
 
-    def write() -> tuple[Any, list[Path]]:
+    def write() -> tuple[Verdict, list[Path]]:
         with signals(signal.SIG_IGN):
             verdict, paths = write_reports(
                 judge, report_dir, target=settings.target, started=started,

@@ -1,22 +1,9 @@
 """The rules no single exchange can break: what the proxy remembers across a session.
 
-Each rule watches the exchanges of its operations and returns a ``Violation`` the moment the
-traffic proves it broken. A rule never guesses: a key reused after a rejected first attempt is
-not "used"; a token is "expired" only ``EXPIRY_GRACE_S`` after its ``exp``; two observations
-of one transaction are compared only when the second began after the first was answered. What
-the traffic alone cannot settle (was a rejected reuse executed anyway? does find agree with a
-processed event nobody looked up?) is left to ``finish``, through the judge's own client
-(``proxy.confirm``).
-
-- ``IdempotencyRule`` (IDEM-001, and as the suite splits it IDEM-002 across cashin and cashout,
-  IDEM-004 by the query parameter, IDEM-005 concurrent; IDEM-003 a key over 32 characters): a
-  key already used by this merchant is rejected, and the transaction is not executed twice;
-- ``ExpiryRule`` (AUTH-008): a token past its ``exp`` is not accepted;
-- ``RotationRule`` (AUTH-012): a refresh token works once, when the target declares rotation;
-- ``LifecycleRule`` (LIFE-004, LIFE-002/003): a processed transaction does not change again (find
-  never answers another outcome after a processed one) and has one processed event; find agrees
-  with that event (a disagreement of two sources is LIFE-002/003, not a change: LIFE-004 compares
-  find with find only).
+A rule never guesses: a key reused after a rejected first attempt is not "used"; a token is
+"expired" only ``EXPIRY_GRACE_S`` after its ``exp``; two observations of one transaction are
+compared only when the second began after the first was answered. What the traffic alone cannot
+settle is left to ``finish`` (``proxy.confirm``). The rules and their IDs: docs/proxy.md.
 """
 
 from __future__ import annotations
@@ -36,7 +23,17 @@ from conformance.checks import Check
 from conformance.document_validity import MAX_KEY_LENGTH
 from paysuite_core.tokens import parse_expires
 from proxy.exchange import Exchange
-from proxy.routes import Route, bearer_token, idempotency_key, route_of, token_claims
+from proxy.routes import (
+    PROCESSED,
+    Route,
+    answered_at,
+    bearer_token,
+    idempotency_key,
+    merchant_of,
+    ok,
+    route_of,
+    token_claims,
+)
 from proxy.rules import (
     CANCELLED,
     CONCURRENT_REUSE,
@@ -54,26 +51,6 @@ from proxy.rules import (
 #: How long after a token's ``exp`` an accepted request counts as a violation: the proxy and
 #: the target read different clocks, and ``exp`` is whole seconds.
 EXPIRY_GRACE_S = 1.0
-PROCESSED = "transaction:processed"
-CREATED = "transaction:created"
-
-
-def ok(exchange: Exchange) -> bool:
-    return 200 <= exchange.status < 300
-
-
-def answered_at(exchange: Exchange) -> float:
-    return exchange.started + exchange.elapsed_ms / 1000
-
-
-def merchant_of(exchange: Exchange) -> str | None:
-    """Whose request this is: the token's merchant claim, else the token itself (one token, one
-    merchant), else None (no credential: nobody's key)."""
-    token = bearer_token(exchange)
-    claims = token_claims(token)
-    if claims and isinstance(claims.get("merchant"), str):
-        return f"merchant:{claims['merchant']}"
-    return f"token:{token}" if token else None
 
 
 # --- IDEM-001 -----------------------------------------------------------------------------------

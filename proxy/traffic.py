@@ -1,29 +1,10 @@
 """Rules read straight from the traffic: what was created, and what find and the events list say
-of it afterwards.
+of it afterwards (TXN-001/002, FMT-001, FIND-001, LIFE-001/002/003, EVT-003..007; docs/proxy.md,
+"Rules read from the traffic").
 
-A client's ordinary traffic carries its own evidence: a creation's answer, a find of that ref, the
-events listed for its number. These rules compare them and name the suite's check for each
-comparison, so a QA sees one ID whichever tool found the defect:
-
-- ``TXN-001`` / ``TXN-002``: a creation answers its route's kind, status ``pending`` and the amount
-  sent ("Response: the transaction creation response with kind = CASHIN and status = pending");
-- ``FMT-001``: two creations never answer one ref ("Unique reference key"), unless the second
-  reused the first's key (that is the idempotency rule's to judge);
-- ``FIND-001``: find answers the kind, amount and customer that were created;
-- ``LIFE-001``: a ``transaction:created`` event carries the created data, status pending; a
-  processed event's kind, amount and customer are the creation's too (LIFE-002/003, by outcome);
-- ``EVT-003`` .. ``EVT-006``: every event of a filtered list matches its ref, client, kind and
-  status filter (``success`` and ``successful`` are one outcome, a number in any notation);
-- ``EVT-007``: ``total`` is never below the events shown, and equals them on a first page that
-  has room left (a complete listing);
-- ``LIFE-002`` / ``LIFE-003``: once find showed a processed status, a complete listing of that
-  ref's events shows its ``transaction:processed`` event.
-
-The last one allows for what the field notes say the live service does (events recorded a moment
-late): a listing judges it only when it began ``EVENTUAL_S`` (the suite's wait for late events)
-after the processed status was answered. A listing made sooner leaves the question to ``finish``,
-where the judge lists the ref itself once that time has passed (``proxy.confirm``): a rule whose
-evidence is in the traffic is settled, not skipped.
+Events may be recorded a moment late (FIELD-NOTES.md), so a listing judges a missing processed
+event only when it began ``EVENTUAL_S`` after the processed status was answered; one made sooner
+leaves the question to ``finish``, where the judge lists the ref itself (``proxy.confirm``).
 """
 
 from __future__ import annotations
@@ -31,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from conformance import catalog
 from conformance.api import created_values_differ, data_of, same_outcome
@@ -40,7 +21,15 @@ from conformance.target import EVENTUAL_S, same_amount
 from paysuite_core.request_data import same_number
 from paysuite_core.target_config import CustomerDriver
 from proxy.exchange import Exchange
-from proxy.routes import Route, idempotency_key
+from proxy.routes import (
+    CREATED,
+    PROCESSED,
+    Route,
+    answered_at,
+    idempotency_key,
+    merchant_of,
+    ok,
+)
 from proxy.rules import CANCELLED, CONFIRMED, Violation
 
 CASHIN_ANSWER = catalog.get("TXN-001")
@@ -75,22 +64,6 @@ FILTERS: dict[str, Check] = {
 }
 #: Query names a listing may carry and still show every event of a ref that matches its filters.
 _PAGING = frozenset({"limit", "offset"})
-PROCESSED = "transaction:processed"
-CREATED = "transaction:created"
-
-
-def _ok(exchange: Exchange) -> bool:
-    return 200 <= exchange.status < 300
-
-
-def _answered_at(exchange: Exchange) -> float:
-    return exchange.started + exchange.elapsed_ms / 1000
-
-
-def _merchant(exchange: Exchange) -> str | None:
-    from proxy.stateful import merchant_of
-
-    return merchant_of(exchange)
 
 
 @dataclass
@@ -193,7 +166,7 @@ class TrafficRules:
 
     # --- dispatch ---------------------------------------------------------------------------
     def observe(self, exchange: Exchange, route: Route) -> list[Violation]:
-        if not _ok(exchange):
+        if not ok(exchange):
             return []
         body = exchange.response_json()
         if not isinstance(body, dict):
@@ -209,7 +182,7 @@ class TrafficRules:
     # --- the customer's confirm and cancel (the configuration's sandbox driver) ---------------
     def customer(self, exchange: Exchange) -> None:
         """Remember a confirm or cancel of the configured customer driver answered 2xx."""
-        if not _ok(exchange):
+        if not ok(exchange):
             return
         from urllib.parse import urlsplit
 
@@ -229,10 +202,10 @@ class TrafficRules:
         action = self.resolved.get(ref)
         if action is None or action.reported or action.settled:
             return []  # judged once: what find says afterwards is LIFE-004's
-        if exchange.started < _answered_at(action.exchange):
+        if exchange.started < answered_at(action.exchange):
             return []
         expected = "success" if action.outcome == "confirm" else "failed"
-        late = exchange.started - _answered_at(action.exchange)
+        late = exchange.started - answered_at(action.exchange)
         if status == "pending" and late < self.wait_s:
             action.pending.append(exchange)
             return []
@@ -282,10 +255,10 @@ class TrafficRules:
         sent = exchange.request_json()
         sent = sent if isinstance(sent, dict) else {}
         key = idempotency_key(exchange, route)
-        used = (_merchant(exchange), key)
-        if key is not None and used in self.keys:
-            return []  # a reuse answered 2xx: the idempotency rule owns what it answered
         if key is not None:
+            used = (merchant_of(exchange), key)
+            if used in self.keys:
+                return []  # a reuse answered 2xx: the idempotency rule owns what it answered
             self.keys.add(used)
         check = CASHIN_ANSWER if route.kind == "CASHIN" else CASHOUT_ANSWER
         self.exercised[check.id] += 1
@@ -312,7 +285,7 @@ class TrafficRules:
             return found
         created = Created(
             exchange, ref, route.kind, sent.get("amount"), sent.get("number"), key,
-            _merchant(exchange),
+            merchant_of(exchange),
         )  # fmt: skip
         self.exercised[UNIQUE_REFS.id] += 1
         earlier = self.created.get(ref)
@@ -339,7 +312,7 @@ class TrafficRules:
             return []
         status = body.get("status")
         if isinstance(status, str) and status != "pending" and ref not in self.processed:
-            self.processed[ref] = Processed(status, exchange, _merchant(exchange))
+            self.processed[ref] = Processed(status, exchange, merchant_of(exchange))
         found = self._outcome(ref, status, exchange)
         created = self._created(ref)
         if created is None:
@@ -483,7 +456,7 @@ class TrafficRules:
         for ref, seen in self.processed.items():
             if seen.listed or seen.reported or not self._complete_for(ref, listing, body, events):
                 continue
-            if seen.merchant != _merchant(exchange):
+            if seen.merchant != merchant_of(exchange):
                 continue  # another merchant's listing need not show it
             if any(
                 data_of(e).get("ref") == ref and e.get("event_kind") == PROCESSED for e in events
@@ -491,7 +464,7 @@ class TrafficRules:
                 seen.listed = True
                 self.listed_exercised += 1
                 continue
-            if exchange.started - _answered_at(seen.exchange) < self.eventual_s:
+            if exchange.started - answered_at(seen.exchange) < self.eventual_s:
                 seen.soon.append(exchange)  # may be recorded a moment late: settled at the end
                 continue
             self.listed_exercised += 1
@@ -557,7 +530,7 @@ class TrafficRules:
         ]
 
 
-def _integer(value: Any) -> bool:
+def _integer(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -570,7 +543,7 @@ def _matches(name: str, value: Any, wanted: str) -> bool:
         return isinstance(value, str) and same_outcome(value, wanted)
     if name == "kind":
         return isinstance(value, str) and value.upper() == wanted.upper()
-    return value == wanted
+    return bool(value == wanted)
 
 
 def _differs(record: dict[str, Any], created: Created) -> list[str]:

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from webhookstub import HookServer
 
 from paysuite_core.webhook_ledger import CREATED, PROCESSED
 from paysuite_core.webhook_receiver import (
@@ -191,7 +192,7 @@ def test_an_oversized_delivery_is_refused_without_a_500(live: RunningReceiver) -
     assert live.ledger.arrivals() == []
 
 
-# -- issue 21: either signature format, forwarding, hardening ---------------------------------
+# -- either signature format, forwarding, hardening ---------------------------------
 
 
 def live_send(
@@ -276,41 +277,16 @@ def test_a_slowloris_connection_is_closed(monkeypatch: pytest.MonkeyPatch) -> No
             assert time.monotonic() - started < 4
 
 
-class Handler:
-    """A developer's webhook handler: records what it got, answers ``statuses`` in turn."""
+def Handler(statuses: list[int], delay_s: float = 0.0) -> HookServer:  # noqa: N802
+    """A developer's webhook handler: answers ``statuses`` in turn, with a JSON body."""
 
-    def __init__(self, statuses: list[int], delay_s: float = 0.0) -> None:
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    def reply(headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+        with hook.lock:
+            status = statuses[min(len(hook.got), len(statuses)) - 1]
+        return status, json.dumps({"handled": status < 300}).encode()
 
-        self.got: list[tuple[dict[str, str], bytes]] = []
-        handler = self
-
-        class H(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                handler.got.append((dict(self.headers.items()), body))
-                time.sleep(delay_s)
-                status = statuses[min(len(handler.got), len(statuses)) - 1]
-                answer = json.dumps({"handled": status < 300}).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/my/handler"
-        import threading
-
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    hook = HookServer(reply, "/my/handler", delay_s)
+    return hook
 
 
 def test_forwarding_passes_bytes_and_headers_and_answers_with_the_handler_s_status() -> None:

@@ -7,16 +7,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from webhookstub import cashin, free_port, hooked_stub
+from webhookstub import HookServer, cashin, free_port, hooked_stub
 
 from paysuite_core.launcher import RunningStub, stop_stub
 from paysuite_core.webhook_signature import sign_live
@@ -216,37 +214,18 @@ def test_a_sigkilled_stub_delivers_every_pending_event_after_its_restart(tmp_pat
     assert "6 listed events" in checks["WEBHOOK-001"]["note"]
 
 
-class Handler:
+def Handler(answer: Callable[[str, int], int], delay_s: float = 0.0) -> HookServer:  # noqa: N802
     """A developer's own webhook handler behind ``--forward-to``: ``answer(event_id, n)`` is
-    the status of the n-th (1, 2, ...) delivery of an event; it records what it got."""
+    the status of the n-th (1, 2, ...) delivery of an event."""
 
-    def __init__(self, answer: Callable[[str, int], int], delay_s: float = 0.0) -> None:
-        self.got: list[tuple[dict[str, str], bytes]] = []
-        handler = self
+    def reply(headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+        event_id = json.loads(body)["event_id"]
+        with hook.lock:
+            n = sum(json.loads(b)["event_id"] == event_id for _, b in hook.got)
+        return answer(event_id, n), b""
 
-        class H(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                handler.got.append((dict(self.headers.items()), body))
-                event_id = json.loads(body)["event_id"]
-                n = sum(json.loads(b)["event_id"] == event_id for _, b in handler.got)
-                time.sleep(delay_s)
-                status = answer(event_id, n)
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/shop/webhook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    hook = HookServer(reply, "/shop/webhook", delay_s)
+    return hook
 
 
 def forwarded_rows(report_dir: Path) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
 """A stub with a webhook endpoint pointed at paysuite's receiver, for the receiving side's tests
-(conformance WEBHOOK checks, ``paysuite webhooks listen``, the demo flow, the reconciliation).
+(conformance WEBHOOK checks, ``paysuite webhooks listen``, the demo flow, the reconciliation),
+and ``HookServer``, the one webhook endpoint those tests write without paysuite.
 
 The receiver binds a port chosen before the stub starts, because the stub must know where to
 deliver: ``free_port`` picks one the system has just handed out and released.
@@ -9,7 +10,10 @@ from __future__ import annotations
 
 import random
 import socket
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -73,3 +77,52 @@ def cashin(stub: RunningStub, *, mode: str | None = "development", confirm: bool
         confirmed = httpx.post(f"{stub.root_url}/_sandbox/transactions/{ref}/confirm", timeout=15)
         assert confirmed.status_code == 200, confirmed.text
     return ref
+
+
+#: What a ``HookServer`` answers a POST (its headers, its body): a status and a JSON body, or b"".
+Reply = Callable[[dict[str, str], bytes], tuple[int, bytes]]
+
+
+class HookServer:
+    """A webhook endpoint on http.server alone (a developer's handler, a merchant's receiver):
+    records each POST, answers what ``reply`` makes of it after ``delay_s``, and answers a HEAD
+    200, counted."""
+
+    def __init__(self, reply: Reply, path: str = "/hooks", delay_s: float = 0.0) -> None:
+        self.got: list[tuple[dict[str, str], bytes]] = []
+        self.heads = 0
+        self.lock = threading.Lock()
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_HEAD(self) -> None:  # noqa: N802
+                with hook.lock:
+                    hook.heads += 1
+                self.send_response(200)
+                self.end_headers()
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                headers = dict(self.headers.items())
+                with hook.lock:
+                    hook.got.append((headers, body))
+                status, answer = reply(headers, body)
+                time.sleep(delay_s)
+                self.send_response(status)
+                if answer:
+                    self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -34,7 +34,7 @@ class UsageError(ValueError):
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser(
+    parser: argparse.ArgumentParser = subparsers.add_parser(
         "clients",
         help="run the live service's published SDKs against a target and print what works",
         description="Run paypack-py and (when node and npm exist) paypack-js, unchanged, "

@@ -15,14 +15,14 @@ the plugin's ``CheckResult``, filed under the section of the document its operat
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from conformance import report as conform_report
-from conformance.evidence import Exchange as EvidenceExchange
 from paysuite.clients.matrix import OPERATIONS, SdkColumn, outcome_of
 from proxy.exchange import Exchange as ProxyExchange
 from proxy.masking import Masker, mask_exchange
+from proxy.report import RuleResult, evidence_of
 
 TITLE = "paysuite clients report"
 PROFILE = "published SDKs"
@@ -72,19 +72,7 @@ class CellCheck:
     profile: str = "seed"
 
 
-@dataclass
-class CellResult:
-    """What ``conformance.report`` reads of a result (by attribute)."""
-
-    check: CellCheck
-    outcome: str  # passed | failed | skipped | error
-    message: str = ""
-    evidence: list[dict[str, Any]] = field(default_factory=list)
-    duration_s: float = 0.0
-    expected: str = ""
-    actual: str = ""
-    note: str = ""
-    gating: bool = True
+CellResult = RuleResult[CellCheck]
 
 
 # --- masking ----------------------------------------------------------------------------------
@@ -270,22 +258,7 @@ def to_json(
 # --- clients.html -----------------------------------------------------------------------------
 def evidence_item(record: dict[str, Any]) -> dict[str, Any]:
     """A (masked) exchange as conform's evidence: request, answer, curl."""
-    item = EvidenceExchange.build(
-        record["method"],
-        record["url"],
-        {str(k): str(v) for k, v in record.get("request_headers") or ()},
-        record.get("request_body"),
-    )
-    if not record.get("status"):
-        item.error = record.get("error") or "no answer"
-    else:
-        item.record_response(
-            int(record["status"]),
-            {str(k): str(v) for k, v in record.get("response_headers") or ()},
-            str(record.get("response_body") or ""),
-            float(record.get("elapsed_ms") or 0.0),
-        )
-    return item.to_dict()
+    return evidence_of(_as_proxy(0, record), had_body=record.get("request_body") is not None)
 
 
 def _slug(text: str) -> str:

@@ -1,4 +1,4 @@
-"""The proxy's confirmations judge only their own traffic (issue 20, "What to build" item 3).
+"""The proxy's confirmations judge only their own traffic.
 
 A key reused through the proxy and rejected is confirmed by reproducing it on a number of the
 judge's own, never by counting creations near the reuse on the client's number: other

@@ -1,7 +1,7 @@
-"""The stub's deliveries pass a receiver written for the live service, unchanged (issue 21).
+"""The stub's deliveries pass a receiver written for the live service, unchanged.
 
 ``FieldNotesReceiver`` is written from FIELD-NOTES.md's second table alone, the way the
-merchants' public receivers are, and imports nothing of paysuite: header
+merchants' public receivers are, its verification using nothing of paysuite: header
 ``X-Paypack-Signature``, the base64 HMAC-SHA256 of the raw body under the webhook secret, the
 body one event record, ``successful`` in processed events (``--variant live``), a ``HEAD``
 answered 200 without a signature, a 200 JSON answer. The walk-through of docs/webhooks.md with
@@ -17,12 +17,12 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from stubkit import InProcessStub
 from webhookkit import FAST_RETRY, wait_log
+from webhookstub import HookServer
 
 RECORD_KEYS = {"event_id", "event_kind", "created_at", "data"}
 DATA_KEYS = {"ref", "kind", "fee", "merchant", "client", "amount", "status", "created_at",
@@ -30,47 +30,31 @@ DATA_KEYS = {"ref", "kind", "fee", "merchant", "client", "amount", "status", "cr
 
 
 class FieldNotesReceiver:
-    """A merchant's receiver for the live service, from the field notes only."""
+    """A merchant's receiver for the live service, from the field notes only (its HTTP plumbing
+    the tests' one ``HookServer``, which knows nothing of signatures)."""
 
     def __init__(self) -> None:
         self.secret = ""  # set once the stub shows it, as a merchant pastes it from the dashboard
         self.verified: list[dict[str, Any]] = []
         self.unverified: list[bytes] = []
-        self.heads = 0
         self.lock = threading.Lock()
-        receiver = self
+        self.hook = HookServer(self.reply, "/webhooks/paypack")
+        self.url = self.hook.url
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_HEAD(self) -> None:  # noqa: N802 - the dashboard's ping: 200, no check
-                with receiver.lock:
-                    receiver.heads += 1
-                self.send_response(200)
-                self.end_headers()
+    @property
+    def heads(self) -> int:
+        return self.hook.heads
 
-            def do_POST(self) -> None:  # noqa: N802
-                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                given = self.headers.get("X-Paypack-Signature", "")
-                mac = hmac.new(receiver.secret.encode(), raw, hashlib.sha256).digest()
-                ok = hmac.compare_digest(base64.b64encode(mac).decode(), given)
-                with receiver.lock:
-                    if ok:
-                        receiver.verified.append(json.loads(raw))
-                    else:
-                        receiver.unverified.append(raw)
-                answer = json.dumps({"ok": ok}).encode()
-                self.send_response(200 if ok else 401)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/webhooks/paypack"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def reply(self, headers: dict[str, str], raw: bytes) -> tuple[int, bytes]:
+        given = headers.get("X-Paypack-Signature", "")
+        mac = hmac.new(self.secret.encode(), raw, hashlib.sha256).digest()
+        ok = hmac.compare_digest(base64.b64encode(mac).decode(), given)
+        with self.lock:
+            if ok:
+                self.verified.append(json.loads(raw))
+            else:
+                self.unverified.append(raw)
+        return 200 if ok else 401, json.dumps({"ok": ok}).encode()
 
     def wait(self, count: int, timeout_s: float = 15) -> list[dict[str, Any]]:
         deadline = time.monotonic() + timeout_s
@@ -82,8 +66,7 @@ class FieldNotesReceiver:
         raise AssertionError(f"{len(self.verified)} verified, {len(self.unverified)} not")
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.hook.close()
 
 
 @pytest.fixture

@@ -28,13 +28,15 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from paysuite_core.target_config import TargetConfig
-    from paysuite_core.webhook_ledger import Ledger
+    from paysuite_core.webhook_ledger import Arrival, Ledger
+    from paysuite_core.webhook_receiver import WebhookReceiver
 
 PROG = "paysuite webhooks listen"
 SECRET_ENV = "PAYSUITE_WEBHOOK_SECRET"
@@ -114,7 +116,7 @@ def register(subparsers: Any) -> None:
         metavar="S",
         help="how long the handler may take to answer (default 10)",
     )
-    listen.set_defaults(func=run_listen)
+    listen.set_defaults(func=_command(PROG, run_listen))
     trigger = commands.add_parser(
         "trigger",
         help="create a transaction and confirm or cancel it: the deliveries a handler needs",
@@ -133,7 +135,7 @@ def register(subparsers: Any) -> None:
     trigger.add_argument("--amount", type=int, help="amount (default: one the target accepts)")
     trigger.add_argument("--number", help="customer number (default: one the target accepts)")
     trigger.add_argument("--count", type=int, default=1, help="how many transactions (1)")
-    trigger.set_defaults(func=run_trigger)
+    trigger.set_defaults(func=_command("paysuite webhooks trigger", run_trigger))
     resend = commands.add_parser(
         "resend",
         help="deliver an event again (the stub's sandbox)",
@@ -143,11 +145,33 @@ def register(subparsers: Any) -> None:
     resend.add_argument("event_id", metavar="EVENT_ID")
     resend.add_argument("--config", metavar="FILE", help="the stub's credentials file")
     resend.add_argument("--stub", metavar="URL", help="the stub's root URL (instead of --config)")
-    resend.set_defaults(func=run_resend)
+    resend.set_defaults(func=_command("paysuite webhooks resend", run_resend))
 
 
 class UsageError(ValueError):
-    """A listener that cannot start as asked; the message says why."""
+    """A command that cannot run as asked; the message says why (exit status 2)."""
+
+
+def _load_config(path: str) -> TargetConfig:
+    from paysuite_core.target_config import TargetConfigError, load_target_config
+
+    try:
+        return load_target_config(path)
+    except TargetConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _command(prog: str, run: Callable[[argparse.Namespace], int]) -> Callable[..., int]:
+    """``run`` with its usage errors printed as one line under ``prog``, exit status 2."""
+
+    def command(args: argparse.Namespace) -> int:
+        try:
+            return run(args)
+        except UsageError as exc:
+            print(f"{prog}: {exc}", file=sys.stderr)
+            return 2
+
+    return command
 
 
 @dataclass(frozen=True)
@@ -163,15 +187,9 @@ class ListenSettings:
 
 
 def _settings(args: argparse.Namespace) -> ListenSettings:
-    from paysuite_core.target_config import TargetConfigError, load_target_config
     from paysuite_core.webhook_signature import DEFAULT_TOLERANCE_S
 
-    config = None
-    if args.config:
-        try:
-            config = load_target_config(args.config)
-        except TargetConfigError as exc:
-            raise UsageError(str(exc)) from None
+    config = _load_config(args.config) if args.config else None
     hooks = config.webhooks if config else None
     secret = args.secret or os.environ.get(SECRET_ENV) or (hooks.secret if hooks else None)
     if not secret:
@@ -210,7 +228,7 @@ class ConfigWatch:
     The receiver then accepts the new secret beside the old ones (deliveries already signed
     with the old one are still the target's)."""
 
-    def __init__(self, settings: ListenSettings, receiver: Any) -> None:
+    def __init__(self, settings: ListenSettings, receiver: WebhookReceiver) -> None:
         self.settings = settings
         self.receiver = receiver
         self.config = settings.config
@@ -227,15 +245,13 @@ class ConfigWatch:
 
     def poll(self) -> None:
         """Re-read the file if it changed since the last look (a bad file is kept out)."""
-        from paysuite_core.target_config import TargetConfigError, load_target_config
-
         stamp = self._read_stamp()
         if stamp is None or stamp == self._stamp or self.settings.config_path is None:
             return
         self._stamp = stamp
         try:
-            config = load_target_config(self.settings.config_path)
-        except TargetConfigError as exc:
+            config = _load_config(self.settings.config_path)
+        except UsageError as exc:
             print(f"(configuration not re-read: {exc})", flush=True)
             return
         old = self.config
@@ -251,13 +267,9 @@ class ConfigWatch:
 def run_listen(args: argparse.Namespace) -> int:
     from paysuite_core.webhook_receiver import ReceiverStartError, WebhookReceiver, running
 
-    try:
-        settings = _settings(args)
-    except UsageError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
+    settings = _settings(args)
 
-    def show(arrival: Any) -> None:
+    def show(arrival: Arrival) -> None:
         print(arrival.line(), flush=True)
 
     from paysuite_core.webhook_receiver import FORWARD_TIMEOUT_S, Forwarder
@@ -295,8 +307,7 @@ def run_listen(args: argparse.Namespace) -> int:
             watch.poll()
             return _finish(served.ledger, replace(settings, config=watch.config), args, started, t0)
     except ReceiverStartError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -367,7 +378,7 @@ def _finish(
         expected = webhook_listen.in_window(listing.events, ledger, started)
         ids = {str(r.get("event_id")) for r in expected}
 
-        def arrived(seen: Any) -> bool:
+        def arrived(seen: Ledger) -> bool:
             return ids <= {a.body_event_id for a in seen.arrivals()}
 
         if not listing.error and not arrived(ledger) and args.settle > 0:
@@ -455,27 +466,19 @@ def run_trigger(args: argparse.Namespace) -> int:
     from conformance.http import TargetUnreachable
     from conformance.outcome import CouldNotCheck
     from conformance.target import Target
-    from paysuite_core.target_config import TargetConfigError, load_target_config
 
     prog = "paysuite webhooks trigger"
-    try:
-        config = load_target_config(args.config)
-    except TargetConfigError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return 2
+    config = _load_config(args.config)
     if args.count < 1:
-        print(f"{prog}: --count must be at least 1", file=sys.stderr)
-        return 2
+        raise UsageError("--count must be at least 1")
     mode = args.mode or (config.webhooks.mode if config.webhooks else "development")
     target = Target(config, config.base_url)
     app = target.writer(args.kind.upper())
     if app is None:
-        print(f"{prog}: no application of {args.config} may {args.kind}", file=sys.stderr)
-        return 2
+        raise UsageError(f"no application of {args.config} may {args.kind}")
     customer = target.customer
     if args.outcome != "none" and customer is not None and customer.unavailable_reason():
-        print(f"{prog}: cannot {args.outcome}: {customer.unavailable_reason()}", file=sys.stderr)
-        return 2
+        raise UsageError(f"cannot {args.outcome}: {customer.unavailable_reason()}")
     try:
         for _ in range(args.count):
             number = args.number or target.number()
@@ -511,25 +514,17 @@ def run_resend(args: argparse.Namespace) -> int:
     """``POST {stub}/_sandbox/webhooks/deliveries/{event_id}/resend``."""
     import httpx
 
-    from paysuite_core.target_config import TargetConfigError, load_target_config
-
     prog = "paysuite webhooks resend"
     root = args.stub
     if root is None and args.config:
-        try:
-            root = load_target_config(args.config).base_url.removesuffix("/").removesuffix("/api")
-        except TargetConfigError as exc:
-            print(f"{prog}: {exc}", file=sys.stderr)
-            return 2
+        root = _load_config(args.config).base_url.removesuffix("/").removesuffix("/api")
     if root is None:
-        print(f"{prog}: give --config (the stub's credentials file) or --stub URL", file=sys.stderr)
-        return 2
+        raise UsageError("give --config (the stub's credentials file) or --stub URL")
     url = f"{root.rstrip('/')}/_sandbox/webhooks/deliveries/{args.event_id}/resend"
     try:
         answer = httpx.post(url, timeout=10, trust_env=False)
     except httpx.HTTPError as exc:
-        print(f"{prog}: {url}: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(f"{url}: {exc}") from None
     if answer.status_code != 200:
         print(f"{prog}: {answer.status_code} {answer.text[:300]}", file=sys.stderr)
         return 1
