@@ -38,58 +38,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     commands = parser.add_subparsers(dest="command", metavar="{stub,proxy}")
     stub = commands.add_parser(
-        "stub",
-        help="stub vs bare aiohttp handler; events list at scale; paysuite vs minimal Locust user",
-        description="Measure, side by side, each as a ratio against its target: the stub's "
-        "cashin and find against a bare aiohttp JSON handler (same client, same event loop and "
-        "JSON library), the events list's p50 with many stored events, and the rate a paysuite "
-        "Locust user reaches on find against a minimal Locust FastHttpUser. Where a target is "
-        "missed, a cProfile profile of the stub follows. Writes bench.json.",
+        "stub", help="stub vs bare handler, events list at scale, paysuite vs minimal Locust user"
     )
-    stub.add_argument(
-        "--seconds",
-        type=duration_argument,
-        default=5.0,
-        help="length of each measurement (20, 20s, 1m30s)",
-    )
-    stub.add_argument(
-        "--rounds", type=int, default=3, help="interleaved rounds; the median is reported"
-    )
-    stub.add_argument(
-        "--connections", type=int, default=16, help="concurrent connections (and Locust users)"
-    )
-    stub.add_argument(
-        "--events",
-        type=int,
-        default=EVENTS,
-        help=f"events stored for the events list (default {EVENTS:,}; 0 skips it)",
-    )
-    stub.add_argument(
-        "--generator",
-        choices=("auto", "wrk", "python"),
-        default="auto",
-        help="load generator for the server comparison (auto: wrk when installed)",
-    )
-    stub.add_argument(
-        "--profile-stub",
-        action="store_true",
-        help="also profile the stub (cProfile), even when every target is met",
-    )
+    stub.add_argument("--seconds", type=duration_argument, default=5.0, help="per measurement")
+    stub.add_argument("--rounds", type=int, default=3, help="interleaved rounds (median kept)")
+    stub.add_argument("--connections", type=int, default=16, help="also the Locust users")
+    stub.add_argument("--events", type=int, default=EVENTS, help="stored events (0: skip)")
+    stub.add_argument("--generator", choices=("auto", "wrk", "python"), default="auto")
+    stub.add_argument("--profile-stub", action="store_true", help="even when targets are met")
     stub.set_defaults(func=_stub)
-    proxy = commands.add_parser(
-        "proxy",
-        help="the latency paysuite proxy adds to a find (p50, side by side)",
-        description="Start the bundled stub, a forwarding-only server and paysuite proxy in "
-        "front of it, send sequential finds to each in interleaved rounds, and print the p50 the "
-        "proxy adds (target <= 2 ms), split into forwarding and judging. Writes proxy-bench.json.",
-    )
-    proxy.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
-    proxy.add_argument(
-        "--requests", type=int, default=300, help="finds per side per round (default 300)"
-    )
+    proxy = commands.add_parser("proxy", help="the latency paysuite proxy adds to a find")
+    proxy.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
+    proxy.add_argument("--requests", type=int, default=300, help="finds per side per round")
     proxy.set_defaults(func=_proxy)
     for sub in (stub, proxy):
-        sub.add_argument("--report-dir", default="reports/bench", help="where the JSON results go")
+        sub.add_argument("--report-dir", default="reports/bench", help="where the JSON goes")
     return parser
 
 
@@ -98,8 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is not None:
         return int(args.func(args))
-    codes = [_stub(parser.parse_args(["stub"])), _proxy(parser.parse_args(["proxy"]))]
-    return max(codes)
+    return max(_stub(parser.parse_args(["stub"])), _proxy(parser.parse_args(["proxy"])))
 
 
 if __name__ == "__main__":

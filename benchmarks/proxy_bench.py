@@ -1,17 +1,13 @@
 """``python -m benchmarks proxy``: how much latency ``paysuite proxy`` adds to a find.
 
-Three sides, in interleaved rounds (a burst of noise from elsewhere on the shared machine hits
-them alike): the bundled stub directly; the proxy's forwarding server alone with nobody judging
-(``servers.py forward``); and ``paysuite proxy`` judging every exchange, as a QA would run it,
-with the stub's credentials as ``--config``. The figure is the difference of the proxied and
-direct medians over all requests, with each round's difference beside it for the spread, and
-split into forwarding and judging:
+Three sides in interleaved rounds (noise from elsewhere on the shared machine hits them alike):
+the stub directly, the forwarding server alone (``servers.py forward``), and ``paysuite proxy``
+judging every exchange as a QA would run it. The figure is the difference of the proxied and
+direct medians, split into forwarding and judging (docs/proxy.md).
 
-    proxy adds p50 1.82 ms (target <= 2 ms)  pass
-
-Sequential requests on one keep-alive connection measure the latency a client feels, which is
-what the proxy adds. The client is ``http.client`` on purpose: the cheapest request loop of the
-standard library, the same on every side, so the difference is the proxy's.
+Why sequential requests on one keep-alive connection: that is the latency a client feels, which
+is what the proxy adds. Why ``http.client``: the cheapest request loop of the standard library,
+the same on every side, so the difference is the proxy's.
 """
 
 from __future__ import annotations
@@ -40,7 +36,7 @@ from benchmarks.common import (
     stop,
     write_report,
 )
-from paysuite_core.launcher import StubStartError, start_stub, stop_stub
+from paysuite_core.launcher import start_stub, stop_stub
 
 TARGET_P50_MS = 2.0
 WARMUP = 50
@@ -161,20 +157,6 @@ def measure(
     return Overhead(direct_all, proxied_all, differences, forwarding_all)
 
 
-def _start_proxies(
-    root_url: str, credentials: Path, workdir: Path
-) -> list[tuple[subprocess.Popen[bytes], str]]:
-    forward = [sys.executable, str(HERE / "servers.py"), "forward", root_url]
-    judging = [
-        sys.executable, "-m", "paysuite", "proxy", "--target", root_url,
-        "--listen", "127.0.0.1:0", "--config", str(credentials),
-        "--report-dir", str(workdir / "proxy-reports"),
-    ]  # fmt: skip
-    started = [start_server(forward, workdir / "forward-only.log")]
-    started.append(start_server(judging, workdir / "proxy.log"))
-    return started
-
-
 def _measure_on(workdir: Path, rounds: int, requests: int) -> Overhead:
     stub = start_stub(workdir / "stub")
     proxies: list[tuple[subprocess.Popen[bytes], str]] = []
@@ -184,7 +166,14 @@ def _measure_on(workdir: Path, rounds: int, requests: int) -> Overhead:
         token = access_token(config)
         ref = create_ref(config.base_url, token)
         path = f"{urlsplit(config.base_url).path}/transactions/find/{ref}"
-        proxies = _start_proxies(stub.root_url, stub.credentials_path, workdir)
+        judging = [
+            sys.executable, "-m", "paysuite", "proxy", "--target", stub.root_url,
+            "--listen", "127.0.0.1:0", "--config", str(stub.credentials_path),
+            "--report-dir", str(workdir / "proxy-reports"),
+        ]  # fmt: skip
+        forward = [sys.executable, str(HERE / "servers.py"), "forward", stub.root_url]
+        for command, log in ((forward, "forward-only.log"), (judging, "proxy.log")):
+            proxies.append(start_server(command, workdir / log))
         urls = [stub.root_url, *(url for _process, url in proxies)]
         say(
             "proxy", f"stub at {urls[0]}, forwarding only at {urls[1]}, paysuite proxy at {urls[2]}"
@@ -203,14 +192,7 @@ def run_proxy_bench(rounds: int, requests: int, report_dir: Path) -> int:
     with tempfile.TemporaryDirectory(prefix="paysuite-proxy-bench-") as tmp:
         try:
             overhead = _measure_on(Path(tmp), rounds, requests)
-        except (
-            StubStartError,
-            RuntimeError,
-            OSError,
-            httpx.HTTPError,
-            KeyError,
-            ValueError,
-        ) as exc:
+        except (RuntimeError, OSError, httpx.HTTPError, KeyError, ValueError) as exc:
             print(f"benchmarks proxy: could not measure: {exc}", file=sys.stderr)
             return 2
     print(overhead.table())

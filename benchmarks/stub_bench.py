@@ -16,17 +16,20 @@ not run (2).
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from benchmarks.common import HERE, access_token, create_ref, say, start_server, stop, write_report
 from benchmarks.events import measure_events
 from benchmarks.generators import Generator
 from benchmarks.locust_bench import minimal_rate, paysuite_rate
 from benchmarks.profiling import print_profile, profile_stub
-from paysuite_core.launcher import RunningStub, StubStartError, start_stub, stop_stub
+from paysuite_core.launcher import RunningStub, start_stub, stop_stub
 
 #: Regression floors on a 2-core machine, where the generator shares the CPU with the server:
 #: the cashin floor is low because every creation commits to SQLite (the store's design).
@@ -218,17 +221,17 @@ def profiles(gen: Generator, results: Row, args: argparse.Namespace, events_db: 
 def measure_servers(gen: Generator, args: argparse.Namespace, workdir: Path) -> dict[str, Row]:
     """The stub against the bare handler, then the two Locust users, on one stub."""
     stub = start_stub(workdir / "stub")
-    bare, bare_url = start_server(
-        [sys.executable, str(HERE / "servers.py"), "bare"], workdir / "bare.log"
-    )
+    bare: subprocess.Popen[bytes] | None = None
     try:
+        bare, bare_url = start_server(
+            [sys.executable, str(HERE / "servers.py"), "bare"], workdir / "bare.log"
+        )
         say("stub", f"bare aiohttp handler at {bare_url}, stub at {stub.root_url}")
-        return {
-            **server_rounds(gen, stub, bare_url, args.rounds),
-            **locust_rounds(stub, args, workdir),
-        }
+        servers = server_rounds(gen, stub, bare_url, args.rounds)
+        return {**servers, **locust_rounds(stub, args, workdir)}
     finally:
-        stop(bare)
+        if bare is not None:
+            stop(bare)
         stop_stub(stub)
 
 
@@ -240,7 +243,7 @@ def run_stub_bench(args: argparse.Namespace) -> int:
         say("stub", f"generator: {gen.name}")
         try:
             measurements = measure_servers(gen, args, workdir)
-        except (StubStartError, RuntimeError) as exc:
+        except (RuntimeError, OSError, httpx.HTTPError) as exc:
             print(f"benchmarks stub: could not measure: {exc}", file=sys.stderr)
             return 2
         results: Row = {

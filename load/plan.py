@@ -1,6 +1,6 @@
 """A load run's plan: everything a run needs, parsed and validated once, handed down whole.
 
-``paysuite load``, ``paysuite demo``, ``paysuite bench`` and a plain ``locust -f
+``paysuite load``, ``paysuite demo``, the benchmarks and a plain ``locust -f
 load/locustfile.py`` all build their ``LoadPlan`` through ``build_plan`` (from the command's
 arguments, from keyword arguments, or from Locust's parsed options), so the rules are the same
 whoever starts the run: the target configuration is read and checked once, the SLO file is read
