@@ -237,6 +237,7 @@ def measure_servers(gen: Generator, args: argparse.Namespace, workdir: Path) -> 
 
 def run_stub_bench(args: argparse.Namespace) -> int:
     report_dir = Path(args.report_dir)
+    report_dir.mkdir(parents=True, exist_ok=True)  # the profiles are written there first
     with tempfile.TemporaryDirectory(prefix="paysuite-bench-") as tmp:
         workdir = Path(tmp)
         gen = Generator(args.seconds, args.connections, workdir, args.generator)

@@ -69,6 +69,14 @@ def test_seeded_events_are_the_stores_own(tmp_path: Path) -> None:
         assert {"ev_merchant_time", "ev_ref", "ev_client_time", "ev_totals_insert"} <= names
         found = conn.execute("SELECT COUNT(*) FROM events WHERE ref = ?", (sample["ref"],))
         assert found.fetchone()[0] >= 1
+        # each processed transaction has its processed event, as the handlers would record it
+        processed = conn.execute("SELECT COUNT(*) FROM transactions WHERE status != 'pending'")
+        kinds = dict(conn.execute("SELECT event_kind, COUNT(*) FROM events GROUP BY event_kind"))
+        assert kinds["transaction:processed"] == processed.fetchone()[0] > 0
+        assert (
+            kinds["transaction:created"]
+            == conn.execute("SELECT COUNT(*) FROM transactions").fetchone()[0]
+        )
     finally:
         conn.close()
     queries = events.events_queries(sample)
