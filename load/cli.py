@@ -1,5 +1,5 @@
-"""``paysuite load`` and ``paysuite bench``: their arguments, and the commands that turn them into
-a plan and run it (nothing heavy imported at registration)."""
+"""``paysuite load``: its arguments, and the command that turns them into a plan and runs it
+(nothing heavy imported at registration)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from load.shape_catalog import SHAPE_NAMES  # pure data: cheap to import at registration
-from load.timespan import duration_argument
 
 
 def _load(args: argparse.Namespace) -> int:
@@ -48,12 +47,6 @@ class _RemovedProfile(argparse.Action):
         else:
             instead = f"--shape NAME ({', '.join(SHAPE_NAMES)})"
         parser.exit(2, f"{parser.prog}: --profile was removed; use {instead}\n")
-
-
-def _bench(args: argparse.Namespace) -> int:
-    from load.bench import run_bench
-
-    return run_bench(args)
 
 
 def register(subparsers: Any) -> None:
@@ -132,41 +125,3 @@ def register(subparsers: Any) -> None:
         "that every acknowledged create's events were delivered (needs the config's webhooks)",
     )
     load.set_defaults(func=_load)
-
-    bench = subparsers.add_parser(
-        "bench",
-        help=(
-            "stub vs bare aiohttp handler; events list at 1,000,000 events; paysuite's user vs "
-            "a minimal Locust FastHttpUser"
-        ),
-        description=(
-            "Measure on this machine, side by side, each as a ratio against its target: the "
-            "stub's cashin and find against a bare aiohttp JSON handler (same client, same event "
-            "loop and JSON library), the events list's p50 with 1,000,000 stored events, and the "
-            "rate a paysuite Locust user reaches on find against a minimal Locust FastHttpUser "
-            "in the same run. Where a target is missed, a cProfile profile of the stub follows."
-        ),
-    )
-    bench.add_argument(
-        "--seconds",
-        type=duration_argument,
-        default=5.0,
-        help="length of each measurement (20, 20s, 1m30s)",
-    )
-    bench.add_argument(
-        "--rounds", type=int, default=3, help="interleaved rounds; the median is reported"
-    )
-    bench.add_argument("--connections", type=int, default=16, help="concurrent connections")
-    bench.add_argument("--report-dir", default="reports/bench", help="where bench.json goes")
-    bench.add_argument(
-        "--generator",
-        choices=("auto", "wrk", "python"),
-        default="auto",
-        help="load generator for the server comparison (auto: wrk when installed)",
-    )
-    bench.add_argument(
-        "--profile-stub",
-        action="store_true",
-        help="also profile the stub (cProfile), even when every target is met",
-    )
-    bench.set_defaults(func=_bench)

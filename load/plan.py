@@ -1,9 +1,10 @@
 """A load run's plan: everything a run needs, parsed and validated once, handed down whole.
 
-``paysuite load``, ``paysuite demo``, ``paysuite bench`` and a plain ``locust -f
-load/locustfile.py`` all build their ``LoadPlan`` through ``build_plan``, so the rules are the
-same whoever starts the run: the target configuration and the SLO file are read once, the
-shape's overrides applied once.
+``paysuite load``, ``paysuite demo``, the benchmarks and a plain ``locust -f
+load/locustfile.py`` all build their ``LoadPlan`` through ``build_plan`` (from the command's
+arguments, from keyword arguments, or from Locust's parsed options), so the rules are the same
+whoever starts the run: the target configuration is read and checked once, the SLO file is read
+once, the shape's overrides are applied once.
 
 Between processes the plan travels as one JSON document (``paysuite_core/schemas/
 load-plan.schema.json``): ``paysuite load`` hands it to the Locust master as a file (it holds the

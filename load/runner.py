@@ -1,6 +1,6 @@
 """The load runner: ``run(plan) -> LoadResult``, the one entry point of a load run.
 
-``paysuite load`` (``load.cli``), ``paysuite demo`` and ``paysuite bench`` all call ``run`` with
+``paysuite load`` (``load.cli``), ``paysuite demo`` and the benchmarks all call ``run`` with
 a plan from ``load.plan.build_plan``. It starts the bundled stub when the plan has no target,
 checks the target (loopback only, one authorize), runs Locust and reads the verdict.
 

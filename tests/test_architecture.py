@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PARTS = ("paysuite_core", "stub_server", "conformance", "load", "proxy", "paysuite")
+PARTS = ("paysuite_core", "stub_server", "conformance", "load", "proxy", "paysuite", "benchmarks")
 
 #: Which top-level packages each part may import (besides itself and third-party libraries).
 #: paysuite_core is the base and imports no part; the stub, the suite and the load side stand on
 #: it and never on each other (they meet only over HTTP); ``paysuite`` is the command and may
-#: import every part.
+#: import every part. ``benchmarks`` (the checkout's, not installed) measures the product and may
+#: import all of it; no part of the product imports it.
 ALLOWED_IMPORTS: dict[str, frozenset[str]] = {
     "paysuite_core": frozenset(),
     "stub_server": frozenset({"paysuite_core"}),
@@ -27,6 +28,7 @@ ALLOWED_IMPORTS: dict[str, frozenset[str]] = {
     "load": frozenset({"paysuite_core"}),
     "proxy": frozenset({"paysuite_core", "conformance"}),
     "paysuite": frozenset({"paysuite_core", "stub_server", "conformance", "load", "proxy"}),
+    "benchmarks": frozenset({"paysuite_core", "stub_server", "conformance", "load", "proxy"}),
 }
 
 #: The one module that performs authorize and refresh.
@@ -52,11 +54,12 @@ def python_files(*roots: str) -> Iterator[Path]:
 def imported_parts(path: Path) -> Iterator[tuple[int, str]]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     for node in ast.walk(tree):
-        names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names = [node.module]
+        else:
+            continue
         for name in names:
             top = name.split(".", 1)[0]
             if top in PARTS:
@@ -73,6 +76,25 @@ def test_each_part_imports_only_what_it_stands_on(part: str) -> None:
         if top not in allowed
     ]
     assert not wrong, f"{part} may import only {sorted(allowed)}:\n" + "\n".join(wrong)
+
+
+def test_only_the_stub_opens_its_database() -> None:
+    """The stub's SQLite tables are its own: every other part, the benchmarks included, reaches
+    them through HTTP or ``stub_server.store``'s functions, never with ``sqlite3`` (a dependency
+    on the tables that the import rule above could not see)."""
+    offenders = []
+    for path in python_files(*(part for part in PARTS if part != "stub_server")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            if "sqlite3" in names:
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not offenders, "sqlite3 outside stub_server:\n" + "\n".join(offenders)
 
 
 def token_path_literals(path: Path) -> Iterator[tuple[int, str]]:

@@ -22,7 +22,7 @@ def run_paysuite(*args: str) -> subprocess.CompletedProcess[str]:
 def test_help_lists_every_subcommand() -> None:
     result = run_paysuite("--help")
     assert result.returncode == 0
-    for command in ("stub", "conform", "load", "demo", "bench"):
+    for command in ("stub", "conform", "load", "demo", "proxy"):
         assert command in result.stdout
 
 

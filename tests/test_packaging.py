@@ -34,6 +34,12 @@ def test_every_source_package_is_listed() -> None:
     assert source_packages() == listed_packages()
 
 
+def test_the_benchmarks_stay_in_the_checkout() -> None:
+    """benchmarks/ measures paysuite itself: it is no package an install carries."""
+    assert (ROOT / "benchmarks" / "__main__.py").is_file()
+    assert not {p for p in listed_packages() if p.split(".")[0] == "benchmarks"}
+
+
 @pytest.mark.slow
 def test_the_wheel_carries_the_suite_the_locustfile_and_the_spec(tmp_path: Path) -> None:
     import shutil
@@ -68,3 +74,4 @@ def test_the_wheel_carries_the_suite_the_locustfile_and_the_spec(tmp_path: Path)
         "paysuite/clients/paypack_py_driver.py",
     ):
         assert required in names, f"{required} is missing from the wheel"
+    assert not [name for name in names if name.startswith("benchmarks/")]

@@ -394,33 +394,6 @@ def test_these_modules_do_not_import_locust() -> None:
     assert out.stdout.split() == ["False", "False"], out.stderr
 
 
-WRK_OUTPUT = """Running 5s test @ http://127.0.0.1:1/api/transactions/find/x
-  2 threads and 16 connections
-  Thread Stats   Avg      Stdev     Max   +/- Stdev
-    Latency     3.10ms    1.21ms  20.11ms   85.00%
-  Latency Distribution
-     50%    2.71ms
-     75%    3.40ms
-     90%    4.60ms
-     99%  850.00us
-  26566 requests in 5.00s, 9.12MB read
-  Non-2xx or 3xx responses: 12
-Requests/sec:   5308.91
-Transfer/sec:      1.82MB
-"""
-
-
-def test_parse_wrk_output() -> None:
-    from load.bench import parse_wrk
-
-    parsed = parse_wrk(WRK_OUTPUT)
-    assert parsed["rps"] == 5308.91 and parsed["requests"] == 26566
-    assert parsed["non_2xx"] == 12
-    assert parsed["p50_ms"] == 2.71 and parsed["p99_ms"] == 0.85
-    with pytest.raises(RuntimeError, match="unexpected wrk output"):
-        parse_wrk("wrk: connection refused")
-
-
 def test_pacing_parser() -> None:
     from load.shape_catalog import parse_pacing
 

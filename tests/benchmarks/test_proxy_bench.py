@@ -1,6 +1,6 @@
-"""``paysuite proxy-bench``: the figure it prints is computed as documented, and a short real run
-prints it and writes proxy-bench.json. No test here times anything: the bench measures, the tests
-check that what it reports is the arithmetic it claims."""
+"""``python -m benchmarks proxy``: the figure it prints is computed as documented, and a short
+real run prints it and writes proxy-bench.json. No test here times anything: the bench measures,
+the tests check that what it reports is the arithmetic it claims."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from paysuite.cli import main
+from benchmarks.__main__ import main
+from benchmarks.proxy_bench import TARGET_P50_MS, FindLoop, Overhead
 from paysuite_core.launcher import running_stub
-from proxy.overhead_bench import TARGET_P50_MS, FindLoop, Overhead
 
 
 def test_the_figure_is_the_difference_of_the_medians() -> None:
@@ -53,7 +53,7 @@ def test_a_find_that_does_not_answer_200_stops_the_measure(tmp_path: Path) -> No
 def test_a_short_run_prints_the_line_and_writes_the_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["proxy-bench", "--rounds", "1", "--requests", "20", "--report-dir", str(tmp_path)])
+    code = main(["proxy", "--rounds", "1", "--requests", "20", "--report-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0
     data = json.loads((tmp_path / "proxy-bench.json").read_text("utf-8"))
@@ -70,5 +70,5 @@ def test_a_short_run_prints_the_line_and_writes_the_json(
 
 @pytest.mark.parametrize("flag", ["--rounds", "--requests"])
 def test_counts_must_be_positive(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["proxy-bench", flag, "0"]) == 2
+    assert main(["proxy", flag, "0"]) == 2
     assert "must be positive" in capsys.readouterr().err

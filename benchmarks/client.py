@@ -1,6 +1,6 @@
-"""A closed-loop HTTP load generator in Python, for the benchmark when wrk is not installed.
+"""A closed-loop HTTP load generator in Python, for the benchmarks when wrk is not installed.
 
-``python -m load.bench_client URL --seconds S --connections C [--method POST --body JSON
+``python client.py URL --seconds S --connections C [--method POST --body JSON
 --header 'K: V' --fresh-key]`` keeps C requests in flight (one per keep-alive connection, no
 pipelining) for S seconds and prints one JSON line: requests, non-2xx, requests/s, p50/p99 in ms.
 Both sides of every ratio the benchmark prints are measured with the same generator.
@@ -99,6 +99,8 @@ class Connection(asyncio.Protocol):
 
 
 class Bench:
+    """The request bytes, the fresh keys and what came back, shared by every connection."""
+
     def __init__(self, args: argparse.Namespace) -> None:
         headers = dict(h.split(": ", 1) for h in args.header)
         self.before, self.after, self.host, self.port = request_template(
