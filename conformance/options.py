@@ -8,13 +8,13 @@ plugin's options (``--target``, ``--config``, ...) with ``Options.from_pytest``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.catalog import UnknownCheckError, parse_only
 from conformance.http import Limits
+from paysuite_core.durations import parse_duration
 from paysuite_core.throttle import DEFAULT_MAX_WAIT_S
 
 DEFAULT_SEED = 20261121
@@ -163,14 +163,12 @@ def parse_seconds(text: str | float | None, flag: str, default: float) -> float:
     """``--check-timeout 90``, ``90s``, ``1m30s``: seconds, the way Locust users write them."""
     if text is None:
         return default
-    raw = str(text).strip().lower()
-    match = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?", raw)
-    if not raw or match is None or not any(match.groups()):
-        raise SetupError(f"{flag}: expected a duration such as 90, 90s or 1m30s, got {raw!r}")
-    hours, minutes, seconds = (float(part or 0) for part in match.groups())
-    value = hours * 3600 + minutes * 60 + seconds
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise SetupError(f"{flag}: {exc}") from None
     if value <= 0:
-        raise SetupError(f"{flag}: {raw!r} is not a positive duration")
+        raise SetupError(f"{flag}: {text!r} is not a positive duration")
     return value
 
 

@@ -36,7 +36,7 @@ from load.shape_catalog import (
     parse_pacing,
 )
 from load.slo import SLOError, SLORules, load_slo_file, resolve_slo
-from load.timespan import parse_duration
+from paysuite_core.durations import parse_duration
 from paysuite_core.target_config import (
     TargetConfig,
     TargetConfigError,
