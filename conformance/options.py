@@ -9,11 +9,11 @@ plugin's options (``--target``, ``--config``, ...) with ``Options.from_pytest``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from conformance.catalog import UnknownCheckError, parse_only
-from conformance.http import Limits
+from paysuite_core.bounded_http import CONFORM_LIMITS, Limits
 from paysuite_core.durations import parse_duration
 from paysuite_core.throttle import DEFAULT_MAX_WAIT_S
 
@@ -51,7 +51,7 @@ class Options:
     reveal_secrets: bool = False
     check_timeout_s: float = DEFAULT_CHECK_TIMEOUT_S
     max_duration_s: float = DEFAULT_MAX_DURATION_S
-    limits: Limits = field(default_factory=Limits)
+    limits: Limits = CONFORM_LIMITS
     max_throttle_wait_s: float = DEFAULT_MAX_THROTTLE_WAIT_S
     #: the progress lines and the whole scorecard at the terminal (``-v``); without it a run
     #: prints its problems, its counts, where the reports are and the verdict
@@ -182,7 +182,7 @@ def parse_wait(text: str | float | None) -> float:
 
 def parse_limits(values: Mapping[str, str | None]) -> Limits:
     """``Limits`` from the command line's values (``None``: the default)."""
-    base = Limits()
+    base = CONFORM_LIMITS
     connect, read, total = (
         parse_seconds(values.get(name), f"--{name.replace('_', '-')}", default)
         for name, default in (
