@@ -25,7 +25,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from load.limits import ClientLimits
 from load.shape_catalog import (
     SHAPE_NAMES,
     Pacing,
@@ -36,6 +35,7 @@ from load.shape_catalog import (
     parse_pacing,
 )
 from load.slo import SLOError, SLORules, load_slo_file, resolve_slo
+from paysuite_core.bounded_http import LOAD_LIMITS, Limits
 from paysuite_core.durations import parse_duration
 from paysuite_core.target_config import (
     TargetConfig,
@@ -97,7 +97,7 @@ class LoadPlan:
     report_dir: Path
     overrides: ShapeOverrides = ShapeOverrides()
     slo: SLORules = SLORules()
-    limits: ClientLimits = ClientLimits()
+    limits: Limits = LOAD_LIMITS
     workers: int = 0
     #: "auto" (the target resolves), "driver" (drive the customer) or "" (decided by the config)
     lifecycle_resolve: str = ""
@@ -192,7 +192,7 @@ def build_plan(
     lifecycle_resolve: str = "",
     reconcile_timeout: str | float = 120.0,
     reconcile_concurrency: int = 16,
-    limits: ClientLimits | None = None,
+    limits: Limits | None = None,
     run_id: str = "",
     quiet: bool = False,
     abort_on_fail: bool = False,
@@ -238,8 +238,8 @@ def build_plan(
         overrides.apply(get_shape(shape)).check()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    limits = limits or ClientLimits()
-    for name, limit in limits.to_dict().items():
+    limits = limits or LOAD_LIMITS
+    for name, limit in asdict(limits).items():
         if limit <= 0:
             raise UsageError(f"{name}: must be greater than 0")
     rules = SLORules()
@@ -286,21 +286,21 @@ def build_plan(
 def plan_from_args(args: argparse.Namespace) -> LoadPlan:
     """The plan of ``paysuite load``'s arguments (``load.cli``)."""
     shape = args.shape
-    default = ClientLimits()
-    limits = ClientLimits(
-        connect_timeout_s=_limit(
+    default = LOAD_LIMITS
+    limits = Limits(
+        connect_s=_limit(
             "connect_timeout", _duration("connect_timeout", args.connect_timeout),
-            default.connect_timeout_s,
+            default.connect_s,
         ),
-        read_timeout_s=_limit(
-            "read_timeout", _duration("read_timeout", args.read_timeout), default.read_timeout_s
+        read_s=_limit(
+            "read_timeout", _duration("read_timeout", args.read_timeout), default.read_s
         ),
-        total_timeout_s=_limit(
+        total_s=_limit(
             "total_timeout", _duration("total_timeout", args.total_timeout),
-            default.total_timeout_s,
+            default.total_s,
         ),
-        max_response_bytes=int(
-            _limit("max_response_bytes", args.max_response_bytes, default.max_response_bytes)
+        max_body_bytes=int(
+            _limit("max_response_bytes", args.max_response_bytes, default.max_body_bytes)
         ),
     )  # fmt: skip
     return build_plan(
@@ -385,7 +385,7 @@ def plan_from_locust_options(
             "--paysuite-profile (PAYSUITE_PROFILE) was removed; use --paysuite-shape NAME "
             f"({', '.join(SHAPE_NAMES)})"
         )
-    default = ClientLimits()
+    default = LOAD_LIMITS
 
     def number(name: str, kind: type[int] | type[float], fallback: float) -> Any:
         value = option(options, f"paysuite_{name}")
@@ -416,11 +416,11 @@ def plan_from_locust_options(
         lifecycle_resolve=option(options, "paysuite_lifecycle_resolve") or "",
         reconcile_timeout=option(options, "paysuite_reconcile_timeout") or 120.0,
         reconcile_concurrency=number("reconcile_concurrency", int, 16),
-        limits=ClientLimits(
-            connect_timeout_s=seconds("connect_timeout_s", default.connect_timeout_s),
-            read_timeout_s=seconds("read_timeout_s", default.read_timeout_s),
-            total_timeout_s=seconds("total_timeout_s", default.total_timeout_s),
-            max_response_bytes=number("max_response_bytes", int, default.max_response_bytes),
+        limits=Limits(
+            connect_s=seconds("connect_timeout_s", default.connect_s),
+            read_s=seconds("read_timeout_s", default.read_s),
+            total_s=seconds("total_timeout_s", default.total_s),
+            max_body_bytes=number("max_response_bytes", int, default.max_body_bytes),
         ),
         run_id=option(options, "paysuite_run_id") or "",
         abort_on_fail=bool(option(options, "paysuite_abort_on_fail")),
@@ -439,7 +439,7 @@ def write_plan(plan: LoadPlan) -> str:
             "target": plan.target.to_dict(),
             "report_dir": str(plan.report_dir.resolve()),
             "slo": plan.slo.to_dict(),
-            "limits": plan.limits.to_dict(),
+            "limits": asdict(plan.limits),
             "workers": plan.workers,
             "lifecycle_resolve": plan.lifecycle_resolve,
             "reconcile_timeout_s": plan.reconcile_timeout_s,
@@ -477,7 +477,7 @@ def read_plan(text: str) -> LoadPlan:
             report_dir=Path(data["report_dir"]),
             overrides=overrides,
             slo=SLORules.from_dict(data["slo"]),
-            limits=ClientLimits.from_dict(data["limits"]),
+            limits=Limits(**data["limits"]),
             workers=int(data["workers"]),
             lifecycle_resolve=str(data["lifecycle_resolve"]),
             reconcile_timeout_s=float(data["reconcile_timeout_s"]),

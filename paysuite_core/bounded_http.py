@@ -79,7 +79,6 @@ ERROR_WORDS = {
     "ReadTimeout": "a read timed out (--read-timeout)",
     "ConnectTimeout": "no connection in time (--connect-timeout)",
     "ConnectionRefusedError": "connection refused",
-    "ThrottleExhausted": "the target kept answering 429 past the time left (--reconcile-timeout)",
 }
 
 _OURS = (ConnectTimeout, ReadTimeout, TotalTimeout, ResponseTooLarge)

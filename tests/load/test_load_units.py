@@ -223,7 +223,7 @@ def test_duration_options_of_paysuite_load(tmp_path: Path) -> None:
     )  # fmt: skip
     plan = plan_from_args(args)
     assert plan.shape.duration_s == 90 and plan.reconcile_timeout_s == 120
-    assert plan.limits.read_timeout_s == 3 and plan.abort_on_fail is True
+    assert plan.limits.read_s == 3 and plan.abort_on_fail is True
 
 
 def test_parse_mix() -> None:
@@ -613,7 +613,9 @@ def test_build_plan_reads_once_and_applies_the_overrides(tmp_path: Path) -> None
 
 
 def test_the_serialised_plan_reads_back_the_same(tmp_path: Path) -> None:
-    from load.limits import ClientLimits
+    from dataclasses import replace
+
+    from paysuite_core.bounded_http import LOAD_LIMITS
 
     plan = build_plan(
         shape="lifecycle",
@@ -621,7 +623,7 @@ def test_the_serialised_plan_reads_back_the_same(tmp_path: Path) -> None:
         users=3,
         pacing="between:0.1:0.2",
         slo=SLORules(defaults={"*": {"p95_ms": 50.0}}),
-        limits=ClientLimits(read_timeout_s=2.0, max_response_bytes=1000),
+        limits=replace(LOAD_LIMITS, read_s=2.0, max_body_bytes=1000),
         lifecycle_resolve="driver",
         workers=2,
         report_dir=tmp_path,
@@ -629,7 +631,7 @@ def test_the_serialised_plan_reads_back_the_same(tmp_path: Path) -> None:
     again = read_plan(write_plan(plan))
     assert again == plan
     assert again.shape == plan.shape and again.thresholds == plan.thresholds
-    assert again.lifecycle_mode == "driver" and again.limits.max_response_bytes == 1000
+    assert again.lifecycle_mode == "driver" and again.limits.max_body_bytes == 1000
     with pytest.raises(UsageError, match="not a paysuite load plan"):
         read_plan('{"schema": "something else"}')
 
