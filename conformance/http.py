@@ -1,8 +1,8 @@
 """The suite's HTTP client: httpx, with every exchange recorded as evidence, and bounded.
 
-Checks call the target only through ``RecordingClient`` (or its async twin for races), so each
-failure can show the requests that prove it. Transport errors are recorded too and re-raised as
-``TargetUnreachable``, which the plugin reports as an error of the check, not a failure.
+Checks call the target only through ``RecordingClient`` (``concurrent_requests`` for races), so
+each failure can show the requests that prove it. Transport errors are recorded too and re-raised
+as ``TargetUnreachable``, which the plugin reports as an error of the check, not a failure.
 
 Nothing a hostile target does can make the suite hang or grow: every request is bounded by
 ``paysuite_core.bounded_http`` (conform's limits unless the run says otherwise), and a check may
@@ -17,9 +17,10 @@ of the check (``ThrottledOut``), never a failure: no check is about rate limits.
 
 from __future__ import annotations
 
-import asyncio
 import codecs
+import concurrent.futures
 import json as jsonlib
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -30,7 +31,6 @@ from conformance.evidence import Evidence, Exchange
 from conformance.outcome import CouldNotCheck
 from paysuite_core.bounded_http import (
     CONFORM_LIMITS,
-    BoundedBody,
     BoundedClient,
     Limits,
     ResponseTooLarge,
@@ -104,7 +104,7 @@ class Reply:
 
     @property
     def content_type(self) -> str:
-        return self.headers.get("content-type", "")
+        return str(self.headers.get("content-type", ""))
 
     def json(self) -> Any:
         """The parsed body (the token module's view of an answer); ValueError when not JSON."""
@@ -325,7 +325,7 @@ class RecordingClient:
         self._client.close()
 
 
-async def async_requests(
+def concurrent_requests(
     base_url: str,
     calls: list[dict[str, Any]],
     evidence: Evidence | None,
@@ -334,98 +334,32 @@ async def async_requests(
     throttle: Throttle | None = None,
     deadline: float | None = None,
 ) -> list[Reply | None]:
-    """Send ``calls`` (each the keyword arguments of ``RecordingClient.request``) concurrently.
+    """Send ``calls`` (each the keyword arguments of ``RecordingClient.request``) at once.
 
-    Used by the idempotency race: the requests are all in flight before any answer is read.
-    Bounded like ``RecordingClient``: each answer within ``limits.total_s`` and its size limit.
-    A request that got no answer (a server that refuses so many connections at once) is
-    ``None``, its exchange recording why: the race is judged on the answers and on what the
-    target recorded, not on how many connections it accepts. A ``429`` is sent again as
-    ``throttle`` allows (each request sleeps with ``asyncio.sleep``; ``deadline``: the check's
-    budget); when it gives up, the race could not be judged (``ThrottledOut``).
+    Used by the idempotency race: each call has a thread and a connection of its own, and all
+    wait for one another before sending, so every request is in flight before any answer is
+    read. A request that got no answer (a server that refuses so many connections at once) or
+    an oversized one is ``None``, its exchange recording why: the race is judged on the answers
+    and on what the target recorded, not on how many connections it accepts. One the throttle
+    gives up on makes the race unjudged (``ThrottledOut``).
     """
-    bounds = limits or CONFORM_LIMITS
-    pool = httpx.Limits(max_connections=len(calls) + 1, max_keepalive_connections=0)
-    async with httpx.AsyncClient(timeout=bounds.timeout(), limits=pool) as client:
-        prepared = []
-        for call in calls:
-            method = call["method"]
-            url = call["path"]
-            if not url.startswith(("http://", "https://")):
-                url = base_url.rstrip("/") + url
-            merged, body = _prepare(
-                method, call.get("headers"), call.get("json"), None, call.get("token")
-            )
-            request = client.build_request(
-                method, url, headers=_wire(merged), content=body, params=call.get("params")
-            )
-            exchange = Exchange.build(method, str(request.url), _shown(merged), body)
-            if evidence is not None:
-                evidence.add(exchange)
-            prepared.append((request, exchange))
+    start = threading.Barrier(len(calls))
 
-        async def read(request: httpx.Request) -> tuple[int, httpx.Headers, bytes]:
-            async with client.stream(
-                request.method, request.url, headers=request.headers, content=request.content
-            ) as response:
-                body = BoundedBody(response.headers, bounds.max_body_bytes)
-                async for chunk in response.aiter_bytes():
-                    body.add(chunk)
-                return response.status_code, response.headers, bytes(body.data)
-
-        async def send(request: httpx.Request, exchange: Exchange) -> Reply:
-            started = time.monotonic()
-            what = f"{request.method} {request.url}"
-            try:
-                status, headers, data = await asyncio.wait_for(
-                    read(request), timeout=bounds.total_s
-                )
-            except TimeoutError:
-                exchange.error = str(TotalTimeout(bounds.total_s))
-                raise TargetUnreachable(f"{what}: {exchange.error}") from None
-            except ResponseTooLarge as exc:
-                exchange.error = str(exc)
-                raise
-            except httpx.HTTPError as exc:
-                exchange.error = in_words(exc)
-                raise TargetUnreachable(f"{what}: {exchange.error}") from None
-            exchange.record_response(
-                status,
-                dict(headers),
-                data.decode(_charset(headers), errors="replace"),
-                (time.monotonic() - started) * 1000,
-            )
-            return Reply(status, headers, data, exchange)
-
-        async def honoured(request: httpx.Request, exchange: Exchange) -> Reply:
-            """``send``, again after each 429 as the throttle allows (the race's own sleep)."""
-            tries = 0
-            while True:
-                reply = await send(request, exchange)
-                if throttle is None or reply.status != THROTTLED:
-                    if tries:
-                        reply.exchange.note = _joined(
-                            reply.exchange.note, f"sent again after {tries} time(s) 429"
-                        )
-                    return reply
-                decision = throttle.throttled(
-                    retry_after_of(reply.headers), tries, deadline=deadline
-                )
-                if not decision.retry:
-                    raise _throttled_out(decision, reply)
-                await asyncio.sleep(decision.wait_s)
-                tries += 1  # the same exchange records the answer to the next attempt
-
-        async def attempt(request: httpx.Request, exchange: Exchange) -> Reply | None:
-            try:
-                return await honoured(request, exchange)
-            except (TargetUnreachable, ResponseTooLarge):
+    def attempt(call: dict[str, Any]) -> Reply | None:
+        client = RecordingClient(base_url, lambda: evidence, limits, throttle)
+        client.check_deadline = deadline
+        try:
+            start.wait()
+            return client.request(**call)
+        except TargetUnreachable:
+            return None
+        except CouldNotCheck as exc:
+            if oversized(exc):
                 return None
+            raise
+        finally:
+            client.close()
 
-        results = await asyncio.gather(
-            *(attempt(r, e) for r, e in prepared), return_exceptions=True
-        )
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-        return [result for result in results if not isinstance(result, BaseException)]
+    with concurrent.futures.ThreadPoolExecutor(len(calls), "paysuite-race") as pool:
+        futures = [pool.submit(attempt, call) for call in calls]
+    return [future.result() for future in futures]

@@ -122,9 +122,9 @@ class BoundedAdapter(HTTPAdapter):
                     proxies=proxies,
                 )
                 try:
-                    body = BoundedBody(response.headers, limits.max_body_bytes)
+                    read = BoundedBody(response.headers, limits.max_body_bytes)
                     for chunk in response.raw.stream(READ_CHUNK, decode_content=True):
-                        body.add(chunk)
+                        read.add(chunk)
                 except BaseException:
                     response.close()
                     raise
@@ -136,7 +136,7 @@ class BoundedAdapter(HTTPAdapter):
             raise Unanswered(reason, gone=not isinstance(exc, ResponseTooLarge)) from None
         finally:
             record["elapsed_ms"] = round((time.monotonic() - started) * 1000, 1)
-        data = bytes(body.data)
+        data = bytes(read.data)
         record["status"] = response.status_code
         record["response_headers"] = [[k, v] for k, v in response.headers.items()]
         record["response_body"] = data[:RECORD_BODY_CHARS].decode("utf-8", errors="replace")

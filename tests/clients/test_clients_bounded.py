@@ -140,7 +140,7 @@ def test_an_endless_body_is_cut_at_conforms_size_limit(sdk: str, tmp_path: Path)
     assert done.returncode == 2, done.output
     assert done.seconds < LIMITS.total_s, done.seconds
     assert done.peak_mb < PEAK_MB, done.peak_mb
-    limit = f"a body over the {LIMITS.max_body_bytes}-byte limit"
+    limit = f"the target sent a body over the {LIMITS.max_body_bytes}-byte limit"
     rows = {line.split("  ")[0]: line for line in done.output.splitlines()}
     assert f"ERROR {limit}" in rows["cashin"] and f"ERROR {limit}" in rows["me"]
     cells = json.loads((tmp_path / "r" / "clients.json").read_text())["sdks"][0]["cells"]
