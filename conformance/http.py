@@ -35,7 +35,7 @@ from paysuite_core.bounded_http import (
     Limits,
     ResponseTooLarge,
     TotalTimeout,
-    in_words,
+    no_answer,
 )
 from paysuite_core.throttle import THROTTLED, Decision, Throttle, retry_after_of
 
@@ -307,7 +307,7 @@ class RecordingClient:
             exchange.error = str(exc)
             raise CouldNotCheck(f"{what}: {exc}", [exchange]) from exc
         except (httpx.HTTPError, TimeoutError) as exc:
-            exchange.error = in_words(exc)
+            exchange.error = no_answer(exc)
             raise TargetUnreachable(f"{what}: {exchange.error}") from None
         text = answer.body.decode(_charset(answer.headers), errors="replace")
         exchange.record_response(

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from load.connection import Connection, origin_and_target
-from paysuite_core.bounded_http import Limits, ResponseTooLarge, TotalTimeout, in_words
+from paysuite_core.bounded_http import Limits, no_answer
 
 #: ``json.loads``'s own decoder (the one it uses when given no options)
 _DECODER = jsonlib.JSONDecoder()
@@ -183,10 +183,8 @@ class Exchange:
             status, data, location = client.connection(origin).exchange(
                 self.method, target, body, headers
             )
-        except (TotalTimeout, ResponseTooLarge) as exc:
-            reply = Reply(0, b"", str(exc))
         except Exception as exc:  # noqa: BLE001 - any transport failure is this request's
-            reply = Reply(0, b"", f"no answer: {in_words(exc)}")
+            reply = Reply(0, b"", no_answer(exc))
         else:
             reply = Reply(status, data, None, location)
             if 300 <= status < 400:

@@ -16,10 +16,10 @@ from paysuite_core.bounded_http import (
     BoundedClient,
     ConnectTimeout,
     Limits,
-    ReadTimeout,
     ResponseTooLarge,
     TotalTimeout,
     in_words,
+    no_answer,
 )
 
 _HEADERS = {
@@ -47,12 +47,8 @@ def post_json(url: str, payload: Any, limits: Limits) -> Answer:
         answer = client.send(client.build_request("POST", url, json=payload, headers=_HEADERS))
     except (httpx.ConnectError, ConnectTimeout) as exc:
         raise ProbeError(f"unreachable ({in_words(exc)})") from None
-    except ReadTimeout as exc:
-        raise ProbeError(f"no answer: {exc}") from None
-    except (TotalTimeout, ResponseTooLarge) as exc:
-        raise ProbeError(str(exc)) from None
-    except httpx.HTTPError as exc:
-        raise ProbeError(f"no usable answer ({in_words(exc)})") from None
+    except (httpx.HTTPError, TimeoutError, TotalTimeout, ResponseTooLarge) as exc:
+        raise ProbeError(no_answer(exc)) from None
     finally:
         client.close()
     headers = answer.headers

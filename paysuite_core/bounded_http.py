@@ -100,6 +100,13 @@ def in_words(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
 
 
+def no_answer(exc: BaseException) -> str:
+    """``in_words``, saying "no answer" unless an answer began (too slow or too large)."""
+    if isinstance(exc, (TotalTimeout, ResponseTooLarge)):
+        return str(exc)
+    return f"no answer: {in_words(exc)}"
+
+
 def read_capped(read: Callable[[int], bytes], limit: int) -> bytes:
     """Read a body with ``read(n)`` until it ends; ``ResponseTooLarge`` one byte past ``limit``.
 

@@ -34,7 +34,7 @@ from paysuite_core.bounded_http import (
     ReadTimeout,
     ResponseTooLarge,
     TotalTimeout,
-    in_words,
+    no_answer,
 )
 
 #: How much of an answer a record keeps as text (the body itself is capped by the limits).
@@ -129,10 +129,8 @@ class BoundedAdapter(HTTPAdapter):
                     response.close()
                     raise
         except (TotalTimeout, ResponseTooLarge, requests.exceptions.RequestException) as exc:
-            reason = in_words(_ours(exc, limits))
+            reason = no_answer(_ours(exc, limits))
             record["error"] = f"{what}: {reason}"
-            if not isinstance(exc, (TotalTimeout, ResponseTooLarge)):
-                reason = reason if "(--" in reason else f"no answer: {reason}"
             raise Unanswered(reason, gone=not isinstance(exc, ResponseTooLarge)) from None
         finally:
             record["elapsed_ms"] = round((time.monotonic() - started) * 1000, 1)

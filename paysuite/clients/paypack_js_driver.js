@@ -98,7 +98,7 @@ http.defaults.adapter = async (config) => {
     else if (/maxContentLength/.test(message)) {
       reason = `the target sent a body over the ${limits.max_body_bytes}-byte limit (--max-response-bytes): read no further`;
       gone = false;
-    } else if (/timeout/i.test(message)) reason = `a read waited ${limits.read_s} s (--read-timeout)`;
+    } else if (/timeout/i.test(message)) reason = `no answer: a read waited ${limits.read_s} s (--read-timeout)`;
     else if (error && error.code === "ECONNREFUSED") reason = "no answer: connection refused";
     record.error = `${record.method} ${url}: ${reason}`;
     throw new Unanswered(reason, gone);

@@ -122,7 +122,7 @@ def test_silent_after_the_pre_flight_stops_at_the_read_timeout(sdk: str, tmp_pat
     assert done.returncode == 2, done.output
     assert done.seconds < 2 + 8, done.seconds
     rows = {line.split("  ")[0]: line for line in done.output.splitlines()}
-    assert "ERROR a read waited 2 s (--read-timeout)" in rows["cashin"]
+    assert "ERROR no answer: a read waited 2 s (--read-timeout)" in rows["cashin"]
     assert rows["cashout"].split()[-2:] == ["not", "run"]
     report = json.loads((tmp_path / "r" / "clients.json").read_text())
     assert (report["verdict"], report["exit_code"]) == ("error", 2)
