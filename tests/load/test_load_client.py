@@ -246,7 +246,7 @@ def test_insecure_accepts_a_self_signed_certificate_and_secure_refuses_it(
             assert (reply.status, reply.problem) == (200, None)
         with Client(base, LIMITS, events, insecure=False).request("GET", "/x", name="x") as reply:
             assert reply.problem is not None and "CERTIFICATE_VERIFY_FAILED" in reply.problem
-        # and the pre-check before the users (stdlib http.client) accepts what they accept
+        # and the pre-check before the users (httpx, not gevent) accepts what they accept
         assert post_json(f"{base}/x", {}, LIMITS).status == 200
     finally:
         server.shutdown()
