@@ -71,10 +71,6 @@ def _throttled_out(decision: Decision, reply: Reply) -> CouldNotCheck:
     )
 
 
-def _joined(first: str | None, second: str) -> str:
-    return f"{first}; {second}" if first else second
-
-
 class Reply:
     """A response as a check sees it: status, headers, parsed JSON, and its exchange."""
 
@@ -195,11 +191,6 @@ class RecordingClient:
         #: monotonic time after which the running check sends nothing more (None: no budget).
         self.check_deadline: float | None = None
 
-    def url(self, path: str) -> str:
-        if path.startswith(("http://", "https://")):
-            return path
-        return self.base_url + path
-
     def request(
         self,
         method: str,
@@ -237,11 +228,12 @@ class RecordingClient:
             )
             if self.throttle is None or reply.status != THROTTLED:
                 if attempt:
-                    reply.exchange.note = _joined(
-                        reply.exchange.note,
+                    retried = (
                         f"sent {attempt + 1} times: the target answered 429 {attempt} time(s) "
-                        f"before this (waited {waited:.1f} s)",
+                        f"before this (waited {waited:.1f} s)"
                     )
+                    note = reply.exchange.note
+                    reply.exchange.note = f"{note}; {retried}" if note else retried
                 return reply
             decision = self.throttle.throttled(
                 retry_after_of(reply.headers), attempt, deadline=self.check_deadline
@@ -271,7 +263,7 @@ class RecordingClient:
             raise CheckBudgetExceeded(
                 "the check used its time budget (--check-timeout) before it could judge its rule"
             )
-        url = self.url(path)
+        url = path if path.startswith(("http://", "https://")) else self.base_url + path
         merged, body = _prepare(method, headers, json, content, token)
         sent: str | bytes | Iterator[bytes] | None = body
         if chunked and body is not None:

@@ -43,13 +43,7 @@ RECORD_BODY_CHARS = 64 * 1024
 
 def limits_of(job: Mapping[str, Any]) -> Limits:
     """The limits the job carries (``matrix.bounded_job``), conform's for any it leaves out."""
-    given = {**asdict(CONFORM_LIMITS), **(job.get("limits") or {})}
-    return Limits(
-        connect_s=float(given["connect_s"]),
-        read_s=float(given["read_s"]),
-        total_s=float(given["total_s"]),
-        max_body_bytes=int(given["max_body_bytes"]),
-    )
+    return Limits(**{**asdict(CONFORM_LIMITS), **(job.get("limits") or {})})
 
 
 class Unanswered(Exception):
