@@ -1,8 +1,8 @@
 """The pre-check's one exchange, outside Locust: ``paysuite_core.bounded_http``'s client.
 
 Not a Locust user's gevent connection: ``paysuite load`` itself is not monkey-patched (it starts
-the stub, then Locust as a subprocess). The virtual users verify no certificate
-(``load.connection``), so neither does their pre-check.
+the stub, then Locust as a subprocess). The virtual users verify no certificate and use no
+environment proxy (``load.connection``), so neither does their pre-check.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class Answer:
 
 def post_json(url: str, payload: Any, limits: Limits) -> Answer:
     """POST ``payload`` as JSON to ``url`` within ``limits``."""
-    client = BoundedClient(limits, verify=False)
+    client = BoundedClient(limits, verify=False, trust_env=False)
     try:
         answer = client.send(client.build_request("POST", url, json=payload, headers=_HEADERS))
     except (httpx.ConnectError, ConnectTimeout) as exc:

@@ -15,6 +15,7 @@ client (``load.connection``), bounded by the same ``Limits`` and ``read_capped``
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -155,7 +156,8 @@ class BoundedClient:
     each request while the caller waits at most the total deadline; past it the client is
     closed (which breaks the worker's blocked read) and a fresh one serves on.
 
-    ``transport``: httpx's own extension point (a test's ``httpx.MockTransport``).
+    ``verify``, ``trust_env`` (environment proxies) and ``transport`` (a test's
+    ``httpx.MockTransport``) are httpx's own options.
     """
 
     def __init__(
@@ -163,21 +165,20 @@ class BoundedClient:
         limits: Limits,
         *,
         verify: bool = True,
+        trust_env: bool = True,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.limits = limits
-        self._verify = verify
-        self._transport = transport
+        self._new_client = functools.partial(
+            httpx.Client,
+            timeout=limits.timeout(),
+            follow_redirects=False,
+            verify=verify,
+            trust_env=trust_env,
+            transport=transport,
+        )
         self._client = self._new_client()
         self._worker = concurrent.futures.ThreadPoolExecutor(1, "paysuite-http")
-
-    def _new_client(self) -> httpx.Client:
-        return httpx.Client(
-            timeout=self.limits.timeout(),
-            follow_redirects=False,
-            verify=self._verify,
-            transport=self._transport,
-        )
 
     def build_request(self, method: str, url: str, **kwargs: object) -> httpx.Request:
         return self._client.build_request(method, url, **kwargs)  # type: ignore[arg-type]
