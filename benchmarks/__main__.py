@@ -11,7 +11,7 @@ from pathlib import Path
 
 from benchmarks.proxy_bench import run_proxy_bench
 from benchmarks.stub_bench import EVENTS, run_stub_bench
-from load.timespan import duration_argument
+from paysuite_core.durations import duration_argument
 
 
 def _stub(args: argparse.Namespace) -> int:

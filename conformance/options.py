@@ -8,13 +8,13 @@ plugin's options (``--target``, ``--config``, ...) with ``Options.from_pytest``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from conformance.catalog import UnknownCheckError, parse_only
-from conformance.http import Limits
+from paysuite_core.bounded_http import CONFORM_LIMITS, Limits
+from paysuite_core.durations import parse_duration
 from paysuite_core.throttle import DEFAULT_MAX_WAIT_S
 
 DEFAULT_SEED = 20261121
@@ -51,7 +51,7 @@ class Options:
     reveal_secrets: bool = False
     check_timeout_s: float = DEFAULT_CHECK_TIMEOUT_S
     max_duration_s: float = DEFAULT_MAX_DURATION_S
-    limits: Limits = field(default_factory=Limits)
+    limits: Limits = CONFORM_LIMITS
     max_throttle_wait_s: float = DEFAULT_MAX_THROTTLE_WAIT_S
     #: the progress lines and the whole scorecard at the terminal (``-v``); without it a run
     #: prints its problems, its counts, where the reports are and the verdict
@@ -163,14 +163,12 @@ def parse_seconds(text: str | float | None, flag: str, default: float) -> float:
     """``--check-timeout 90``, ``90s``, ``1m30s``: seconds, the way Locust users write them."""
     if text is None:
         return default
-    raw = str(text).strip().lower()
-    match = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?", raw)
-    if not raw or match is None or not any(match.groups()):
-        raise SetupError(f"{flag}: expected a duration such as 90, 90s or 1m30s, got {raw!r}")
-    hours, minutes, seconds = (float(part or 0) for part in match.groups())
-    value = hours * 3600 + minutes * 60 + seconds
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise SetupError(f"{flag}: {exc}") from None
     if value <= 0:
-        raise SetupError(f"{flag}: {raw!r} is not a positive duration")
+        raise SetupError(f"{flag}: {text!r} is not a positive duration")
     return value
 
 
@@ -184,7 +182,7 @@ def parse_wait(text: str | float | None) -> float:
 
 def parse_limits(values: Mapping[str, str | None]) -> Limits:
     """``Limits`` from the command line's values (``None``: the default)."""
-    base = Limits()
+    base = CONFORM_LIMITS
     connect, read, total = (
         parse_seconds(values.get(name), f"--{name.replace('_', '-')}", default)
         for name, default in (

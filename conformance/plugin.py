@@ -539,7 +539,7 @@ def _error_result(
     state: RunState, check: Check, check_id: str, call: pytest.CallInfo[None]
 ) -> CheckResult:
     """An ``error``: the check could not judge its rule (a precondition, or no answer at all)."""
-    from conformance.http import ResponseTooLarge, TargetUnreachable
+    from conformance.http import TargetUnreachable, oversized
 
     exc = call.excinfo.value if call.excinfo is not None else None
     if isinstance(exc, CouldNotCheck):
@@ -549,7 +549,7 @@ def _error_result(
     else:
         result = CheckResult(check, "error", _error_message(call))
         result.evidence = _proof(state, check_id, None)
-    if isinstance(exc, ResponseTooLarge):
+    if exc is not None and oversized(exc):
         state.cache.setdefault("oversized", str(exc))
     if isinstance(exc, TargetUnreachable) and state.unreachable is None:
         state.unreachable = str(exc)

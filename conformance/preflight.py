@@ -20,16 +20,11 @@ from urllib.parse import urlsplit
 import httpx
 
 from conformance.api import EVENTS
-from conformance.http import (
-    Limits,
-    RecordingClient,
-    Reply,
-    ResponseTooLarge,
-    TargetUnreachable,
-    ThrottledOut,
-)
+from conformance.http import RecordingClient, Reply, TargetUnreachable, ThrottledOut, oversized
 from conformance.options import Options, SetupError
+from conformance.outcome import CouldNotCheck
 from paysuite_core import tokens
+from paysuite_core.bounded_http import Limits
 from paysuite_core.target_config import TargetConfig, TargetConfigError, load_target_config
 from paysuite_core.throttle import Throttle
 
@@ -110,7 +105,7 @@ def preflight(
 
     A run against a server that is not this API, or with credentials the target refuses, would
     otherwise end in dozens of failures that all say the same thing in the words of other rules.
-    The requests are bounded like every other of the suite's (``conformance.http.Limits``),
+    The requests are bounded like every other of the suite's (``paysuite_core.bounded_http``),
     and a 429 is waited for within the run's ``throttle`` like every other.
     """
     base = config.base_url
@@ -123,7 +118,9 @@ def preflight(
             raise SetupError(f"cannot reach the target {base}: {exc}") from None
         except ThrottledOut as exc:
             raise SetupError(f"the pre-flight could not run: {exc}") from None
-        except ResponseTooLarge as exc:
+        except CouldNotCheck as exc:
+            if not oversized(exc):
+                raise
             raise SetupError(f"the target at {base} does not answer like this API: {exc}") from None
         if 300 <= reply.status < 400:
             location = reply.headers.get("location", "no Location")

@@ -18,9 +18,10 @@ from typing import Any, TypeVar
 from conformance.api import EVENTS, data_of, find_path, kind_path
 from conformance.customer import Customer, Outcome
 from conformance.evidence import Evidence
-from conformance.http import Limits, RecordingClient, Reply
+from conformance.http import RecordingClient, Reply
 from conformance.outcome import not_applicable, precondition
 from paysuite_core import tokens
+from paysuite_core.bounded_http import CONFORM_LIMITS, Limits
 from paysuite_core.request_data import AmountSource, NumberSource, same_number
 from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, Application, TargetConfig
 from paysuite_core.throttle import Throttle
@@ -77,7 +78,7 @@ class Target:
         self.current: Evidence | None = None
         #: Observations of the running check that are no failure (what the target chose).
         self.notes: list[str] = []
-        self.limits = limits or Limits()
+        self.limits = limits or CONFORM_LIMITS
         #: The run's throttle (rate limits honoured, ``paysuite_core.throttle``): every request
         #: of the checks, the customer driver's and the proxy's look-ups go through it.
         self.throttle = throttle if throttle is not None else Throttle()

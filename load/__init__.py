@@ -17,10 +17,10 @@ What it offers:
 
 Inside: ``shape_catalog`` (the named shapes, pure data), ``shapes`` (their Locust
 ``LoadTestShape`` classes), ``users`` (the virtual user), ``auth`` (its token flow, from
-``paysuite_core.tokens``), ``bounded``/``limits``/``probe`` (bounded requests), ``ledger`` and
-``reconcile`` (nothing lost), ``slo`` and ``finalize`` (verdicts, load.json), ``timeline`` (the
-run sampled every second: load.html's charts, ``--abort-on-fail``), ``timespan`` (durations in
-Locust's format), ``report`` (load.html), ``loopback`` (the loopback-only rule).
+``paysuite_core.tokens``), ``bounded``/``connection``/``probe`` (requests bounded by
+``paysuite_core.bounded_http``), ``ledger`` and ``reconcile`` (nothing lost), ``slo`` and
+``finalize`` (verdicts, load.json), ``timeline`` (the run sampled every second: load.html's
+charts, ``--abort-on-fail``), ``report`` (load.html), ``loopback`` (the loopback-only rule).
 
 The names above are also importable from ``load`` itself (``from load import build_plan, run``),
 lazily: importing ``load`` stays cheap.

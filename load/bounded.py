@@ -1,7 +1,7 @@
 """A virtual user's HTTP client: bounded exchanges (``load.connection``), each one Locust request.
 
 ``with client.request(method, path, name=...) as reply`` sends the request and reads its whole
-answer under ``ClientLimits`` (total timeout, capped body, no redirects); the block judges the
+answer under the run's ``Limits`` (total timeout, capped body, no redirects); the block judges the
 reply with ``success()`` or ``failure(why)``; on leaving the block the exchange is reported to
 Locust once, through its ``request`` event: the public way for a client of one's own to feed
 Locust's statistics, failures table, web UI and distributed mode (Locust's "testing other
@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from load.connection import Connection, origin_and_target
-from load.limits import ClientLimits, ConnectTimeout, ReadTimeout, ResponseTooLarge, TotalTimeout
+from paysuite_core.bounded_http import Limits, no_answer
 
 #: ``json.loads``'s own decoder (the one it uses when given no options)
 _DECODER = jsonlib.JSONDecoder()
@@ -81,14 +81,6 @@ class Reply:
         return str(verdict)
 
 
-def transport_problem(error: BaseException) -> str:
-    """Why nothing usable came back, in words (never "status 0"); ``load.connection`` has
-    already named a socket's time-out as the connect's or a read's."""
-    if isinstance(error, (ConnectTimeout, ReadTimeout)):
-        return f"no answer: {error}"
-    return " ".join(f"no answer: {type(error).__name__}: {error}".split())[:300]
-
-
 class Client:
     """One virtual user's client for ``base_url`` (``scheme://host:port/prefix``): a keep-alive
     connection to its origin (another for each other origin an absolute URL names), and the
@@ -98,7 +90,7 @@ class Client:
     """
 
     def __init__(
-        self, base_url: str, limits: ClientLimits, request_event: Any, *, insecure: bool = True
+        self, base_url: str, limits: Limits, request_event: Any, *, insecure: bool = True
     ) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -191,10 +183,8 @@ class Exchange:
             status, data, location = client.connection(origin).exchange(
                 self.method, target, body, headers
             )
-        except (TotalTimeout, ResponseTooLarge) as exc:
-            reply = Reply(0, b"", str(exc))
         except Exception as exc:  # noqa: BLE001 - any transport failure is this request's
-            reply = Reply(0, b"", transport_problem(exc))
+            reply = Reply(0, b"", no_answer(exc))
         else:
             reply = Reply(status, data, None, location)
             if 300 <= status < 400:

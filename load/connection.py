@@ -1,4 +1,4 @@
-"""One keep-alive HTTP/1.1 connection to one origin, every exchange bounded by ``ClientLimits``.
+"""One keep-alive HTTP/1.1 connection to one origin, every exchange bounded by ``Limits``.
 
 The load side's one HTTP client under gevent: each Locust user's requests (``load.bounded``) and
 the reconciliation's (``load.reconcile``) go through it.
@@ -8,7 +8,7 @@ on it): the session adds, on every request, what paysuite does not use (URL buil
 jar, redirect and retry handling, a response wrapper and its ``catch_response`` context), and a
 user that bounds its requests has to take the ``stream=True`` path on top. Measured on find
 against the stub, that came to about half again the CPU of a bare ``HTTPClient`` request, which
-made paysuite's own user, not the target, the limit of a load test (issue 10, docs/load.md).
+made paysuite's own user, not the target, the limit of a load test (docs/load.md).
 
 The bounds: the connect and read timeouts are ``HTTPClient``'s own (each socket operation); the
 total timeout is a ``gevent.Timeout`` over the whole exchange, head and body; the body is read
@@ -29,7 +29,13 @@ import gevent.ssl
 from geventhttpclient import HTTPClient
 from geventhttpclient.url import URL
 
-from load.limits import ClientLimits, ConnectTimeout, ReadTimeout, TotalTimeout, read_capped
+from paysuite_core.bounded_http import (
+    ConnectTimeout,
+    Limits,
+    ReadTimeout,
+    TotalTimeout,
+    read_capped,
+)
 
 #: The ``User-Agent`` of every request the load side sends.
 USER_AGENT = "paysuite-load"
@@ -61,13 +67,13 @@ class Connection:
 
     __slots__ = ("origin", "limits", "insecure", "_client", "_timer")
 
-    def __init__(self, origin: str, limits: ClientLimits, *, insecure: bool = True) -> None:
+    def __init__(self, origin: str, limits: Limits, *, insecure: bool = True) -> None:
         self.origin = origin
         self.limits = limits
         self.insecure = insecure
         self._client = self._connect()
         #: the total timeout, one timer restarted per exchange (not made and freed each time)
-        self._timer = gevent.Timeout(limits.total_timeout_s)
+        self._timer = gevent.Timeout(limits.total_s)
 
     def _connect(self) -> HTTPClient:
         url = URL(self.origin)
@@ -79,8 +85,8 @@ class Connection:
         return HTTPClient.from_url(
             url,
             concurrency=1,
-            connection_timeout=self.limits.connect_timeout_s,
-            network_timeout=self.limits.read_timeout_s,
+            connection_timeout=self.limits.connect_s,
+            network_timeout=self.limits.read_s,
             headers={"User-Agent": USER_AGENT},
             **extra,
         )
@@ -105,13 +111,13 @@ class Connection:
         limits = self.limits
         timer = self._timer
         if timer.pending:  # an exchange started from inside another (never on the hot path)
-            timer = gevent.Timeout(limits.total_timeout_s)
+            timer = gevent.Timeout(limits.total_s)
         timer.start()
         started = time.perf_counter()
         response = None
         try:
             response = self._client.request(method, target, body=body, headers=headers)
-            data = read_capped(response.read, limits.max_response_bytes)
+            data = read_capped(response.read, limits.max_body_bytes)
             location = response.get(header)
             if isinstance(location, list):  # a repeated header: the first, as a browser takes
                 location = location[0]
@@ -124,15 +130,15 @@ class Connection:
                 raise
             if timer is self._timer:
                 # a gevent.Timeout that has fired fires at once when started again: a new one
-                self._timer = gevent.Timeout(limits.total_timeout_s)
-            raise TotalTimeout(limits.total_timeout_s) from None
+                self._timer = gevent.Timeout(limits.total_s)
+            raise TotalTimeout(limits.total_s) from None
         except TimeoutError as exc:
             # the socket's own time-out, the same error for a connect and a read: a read time-out
-            # needs ``read_timeout_s`` of silence, so one that came sooner was the connect's
+            # needs ``read_s`` of silence, so one that came sooner was the connect's
             self._discard()
-            if time.perf_counter() - started < limits.read_timeout_s:
-                raise ConnectTimeout(limits.connect_timeout_s) from exc
-            raise ReadTimeout(limits.read_timeout_s) from exc
+            if time.perf_counter() - started < limits.read_s:
+                raise ConnectTimeout(limits.connect_s) from exc
+            raise ReadTimeout(limits.read_s) from exc
         except BaseException:
             self._discard()
             raise

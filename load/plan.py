@@ -25,7 +25,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from load.limits import ClientLimits
 from load.shape_catalog import (
     SHAPE_NAMES,
     Pacing,
@@ -36,8 +35,9 @@ from load.shape_catalog import (
     parse_pacing,
 )
 from load.slo import SLOError, SLORules, load_slo_file, resolve_slo
-from load.timespan import parse_duration
+from paysuite_core.bounded_http import LOAD_LIMITS, Limits
 from paysuite_core.config_schema import validate
+from paysuite_core.durations import parse_duration
 from paysuite_core.target_config import (
     TargetConfig,
     TargetConfigError,
@@ -89,7 +89,7 @@ class LoadPlan:
     report_dir: Path
     overrides: ShapeOverrides = ShapeOverrides()
     slo: SLORules = SLORules()
-    limits: ClientLimits = ClientLimits()
+    limits: Limits = LOAD_LIMITS
     workers: int = 0
     #: "auto" (the target resolves), "driver" (drive the customer) or "" (decided by the config)
     lifecycle_resolve: str = ""
@@ -156,13 +156,21 @@ def _duration(name: str, value: str | float | None) -> float | None:
         raise UsageError(f"--{name.replace('_', '-')}: {exc}") from None
 
 
-def _client_limits(
-    options: argparse.Namespace | None, option_name: Callable[[str], str]
-) -> ClientLimits:
+#: Each client limit's option name, as ``paysuite load`` and Locust's options spell it.
+_LIMIT_OPTIONS = {
+    "connect_s": "connect_timeout_s",
+    "read_s": "read_timeout_s",
+    "total_s": "total_timeout_s",
+    "max_body_bytes": "max_response_bytes",
+}
+
+
+def _client_limits(options: argparse.Namespace | None, option_name: Callable[[str], str]) -> Limits:
     """Each client limit as given (a time-out in Locust's duration format), else its default;
     0 or less is a usage error, not a silent default (``--max-response-bytes 0`` is not 4 MiB)."""
     given: dict[str, Any] = {}
-    for name, default in asdict(ClientLimits()).items():
+    for field_name, default in asdict(LOAD_LIMITS).items():
+        name = _LIMIT_OPTIONS[field_name]
         value = option(options, option_name(name))
         if name.endswith("_s"):
             value = _duration(option_name(name), value)
@@ -171,8 +179,8 @@ def _client_limits(
         if value <= 0:
             flag = option_name(name).replace("_", "-")
             raise UsageError(f"--{flag}: must be more than 0, got {value:g}")
-        given[name] = int(value) if isinstance(default, int) else value
-    return ClientLimits(**given)
+        given[field_name] = int(value) if isinstance(default, int) else value
+    return Limits(**{**asdict(LOAD_LIMITS), **given})
 
 
 def _overrides(shape: str, **given: Any) -> ShapeOverrides:
@@ -234,7 +242,7 @@ def build_plan(
     lifecycle_resolve: str = "",
     reconcile_timeout: str | float = 120.0,
     reconcile_concurrency: int = 16,
-    limits: ClientLimits | None = None,
+    limits: Limits | None = None,
     run_id: str = "",
     quiet: bool = False,
     abort_on_fail: bool = False,
@@ -271,8 +279,8 @@ def build_plan(
         pacing=pacing,
         step_s=step_s,
     )
-    limits = limits or ClientLimits()
-    for name, limit in limits.to_dict().items():
+    limits = limits or LOAD_LIMITS
+    for name, limit in asdict(limits).items():
         if limit <= 0:
             raise UsageError(f"{name}: must be greater than 0")
     rules, target_config = _slo_rules(slo), _target_config(config, target)
@@ -411,7 +419,7 @@ def write_plan(plan: LoadPlan) -> str:
             "target": plan.target.to_dict(),
             "report_dir": str(plan.report_dir.resolve()),
             "slo": plan.slo.to_dict(),
-            "limits": plan.limits.to_dict(),
+            "limits": asdict(plan.limits),
             **{name: getattr(plan, name) for name in _AS_IS},
         }
     )
@@ -430,7 +438,7 @@ def read_plan(text: str) -> LoadPlan:
             report_dir=Path(data["report_dir"]),
             overrides=ShapeOverrides(**{**data["overrides"], "pacing": pacing and tuple(pacing)}),
             slo=SLORules.from_dict(data["slo"]),
-            limits=ClientLimits.from_dict(data["limits"]),
+            limits=Limits(**data["limits"]),
             **{name: data[name] for name in _AS_IS if name in data},
         )
     except (ValueError, KeyError, TargetConfigError) as exc:

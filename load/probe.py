@@ -1,25 +1,31 @@
-"""One bounded HTTP exchange outside Locust (the pre-check): stdlib ``http.client``.
+"""The pre-check's one exchange, outside Locust: ``paysuite_core.bounded_http``'s client.
 
-Why not ``urllib.request``: it follows redirects, and its ``timeout`` bounds each socket
-operation, not the exchange, so an endless chunked body hung the pre-check for good. Here the
-connect and each read have their own timeouts, a watchdog closes the socket at the total
-deadline (however the bytes trickle in), the body is read only up to ``max_response_bytes``, and
-a 3xx is returned as it is.
+Not a Locust user's gevent connection: ``paysuite load`` itself is not monkey-patched (it starts
+the stub, then Locust as a subprocess). The virtual users verify no certificate and use no
+environment proxy (``load.connection``), so neither does their pre-check.
 """
 
 from __future__ import annotations
 
-import http.client
-import json
-import socket
-import ssl
-import threading
-import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
-from load.limits import ClientLimits, ResponseTooLarge, read_capped
+import httpx
+
+from paysuite_core.bounded_http import (
+    BoundedClient,
+    ConnectTimeout,
+    Limits,
+    ResponseTooLarge,
+    TotalTimeout,
+    in_words,
+    no_answer,
+)
+
+_HEADERS = {
+    "Accept": "application/json",
+    "Accept-Encoding": "identity",  # the size cap applies to the bytes read, not inflated ones
+}
 
 
 class ProbeError(Exception):
@@ -34,79 +40,16 @@ class Answer:
     retry_after: str | None = None
 
 
-def post_json(url: str, payload: Any, limits: ClientLimits) -> Answer:
+def post_json(url: str, payload: Any, limits: Limits) -> Answer:
     """POST ``payload`` as JSON to ``url`` within ``limits``."""
-    parts = urlsplit(url)
-    conn: http.client.HTTPConnection
-    if parts.scheme == "https":
-        # the virtual users verify no certificate (``load.connection``): nor does their pre-check
-        unverified = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        unverified.check_hostname = False
-        unverified.verify_mode = ssl.CERT_NONE
-        conn = http.client.HTTPSConnection(
-            parts.hostname or "", parts.port, timeout=limits.connect_timeout_s, context=unverified
-        )
-    else:
-        conn = http.client.HTTPConnection(
-            parts.hostname or "", parts.port, timeout=limits.connect_timeout_s
-        )
-    expired = threading.Event()
-
-    def watchdog() -> None:
-        expired.set()
-        sock = conn.sock
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    timer = threading.Timer(limits.total_timeout_s, watchdog)
-    timer.daemon = True
-    timer.start()
-    started = time.monotonic()
+    client = BoundedClient(limits, verify=False, trust_env=False)
     try:
-        try:
-            conn.connect()
-        except OSError as exc:
-            raise ProbeError(f"unreachable ({_reason(exc)})") from None
-        assert conn.sock is not None
-        conn.sock.settimeout(limits.read_timeout_s)
-        path = parts.path + (f"?{parts.query}" if parts.query else "")
-        body = json.dumps(payload).encode()
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "Accept-Encoding": "identity",
-        }
-        try:
-            conn.request("POST", path, body=body, headers=headers)
-            response = conn.getresponse()
-            data = read_capped(response.read, limits.max_response_bytes)
-            if expired.is_set():  # the watchdog cut the body short: a partial body is no answer
-                raise TimeoutError
-        except ResponseTooLarge as exc:
-            raise ProbeError(str(exc)) from None
-        except (OSError, http.client.HTTPException) as exc:
-            if expired.is_set():
-                raise ProbeError(
-                    f"no complete answer within {limits.total_timeout_s:g} s (--total-timeout)"
-                ) from None
-            if isinstance(exc, TimeoutError):
-                raise ProbeError(
-                    f"no answer: a read waited {limits.read_timeout_s:g} s (--read-timeout)"
-                ) from None
-            raise ProbeError(f"no usable answer after {time.monotonic() - started:.1f} s "
-                             f"({_reason(exc)})") from None  # fmt: skip
-        return Answer(
-            response.status, data, response.getheader("Location"), response.getheader("Retry-After")
-        )
+        answer = client.send(client.build_request("POST", url, json=payload, headers=_HEADERS))
+    except (httpx.ConnectError, ConnectTimeout) as exc:
+        raise ProbeError(f"unreachable ({in_words(exc)})") from None
+    except (httpx.HTTPError, TimeoutError, TotalTimeout, ResponseTooLarge) as exc:
+        raise ProbeError(no_answer(exc)) from None
     finally:
-        timer.cancel()
-        conn.close()
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError | socket.timeout):
-        return "timed out"
-    return " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+        client.close()
+    headers = answer.headers
+    return Answer(answer.status, answer.body, headers.get("location"), headers.get("retry-after"))

@@ -39,7 +39,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from load.ledger import CreateRecord
-from load.limits import ClientLimits, TotalTimeout
+from paysuite_core import bounded_http
+from paysuite_core.bounded_http import LOAD_LIMITS, Limits, TotalTimeout
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.throttle import Throttle, send_honouring
 from paysuite_core.tokens import PlainAnswer, Request, Send, TokenFlow
@@ -55,10 +56,7 @@ INTERRUPTED = "the reconciliation was interrupted (Ctrl-C)"
 #: The error kinds (exception class names, kept as such in load.json's ``error_kinds``) in the
 #: words a person reads in the verdict, with the option that bounds each.
 ERROR_WORDS = {
-    "TotalTimeout": "no complete response within the total timeout (--total-timeout)",
-    "ReadTimeout": "a read timed out (--read-timeout)",
-    "ConnectTimeout": "no connection in time (--connect-timeout)",
-    "ConnectionRefusedError": "connection refused",
+    **bounded_http.ERROR_WORDS,
     "ThrottleExhausted": "the target kept answering 429 past the time left (--reconcile-timeout)",
 }
 
@@ -84,19 +82,19 @@ class _Response:
 
 class _Session:
     """A keep-alive connection to the target (``load.connection``, as the Locust users' own),
-    each call bounded by ``ClientLimits``: total time, body size (issue 13)."""
+    each call bounded by ``Limits``: total time, body size."""
 
     def __init__(
         self,
         base_url: str,
-        limits: ClientLimits | None = None,
+        limits: Limits | None = None,
         throttle: Throttle | None = None,
         deadline: float | None = None,
     ) -> None:
         # gevent: not imported where reconcile is only read
         from load.connection import Connection, origin_and_target
 
-        self.limits = limits or ClientLimits()
+        self.limits = limits or LOAD_LIMITS
         self._connection = Connection(origin_and_target(base_url)[0], self.limits)
         #: the reconciliation's throttle: a 429 is waited for (gevent.sleep) and sent again
         self.throttle = throttle
@@ -385,7 +383,7 @@ def reconcile(
     concurrency: int = 16,
     time_budget_s: float = 120.0,
     progress: Callable[[str], None] = print,
-    limits: ClientLimits | None = None,
+    limits: Limits | None = None,
     webhook_journal: Path | None = None,
     max_throttle_wait_s: float | None = None,
 ) -> dict[str, Any]:
@@ -547,7 +545,7 @@ def _count_storm(
     storm: dict[tuple[str, str], set[str]],
     config: TargetConfig,
     tokens: _Tokens,
-    limits: ClientLimits | None,
+    limits: Limits | None,
     deadline: float,
     target_gone: bool,
     progress: Callable[[str], None],

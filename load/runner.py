@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from load import loopback, probe
-from load.limits import ClientLimits
 from load.plan import LoadPlan, UsageError, write_plan
 from load.webhooks import receiving
 from paysuite_core import tokens
+from paysuite_core.bounded_http import LOAD_LIMITS, Limits
 from paysuite_core.launcher import end_with_parent
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.throttle import Throttle, send_honouring
@@ -111,12 +111,12 @@ def check_loopback(config: TargetConfig) -> None:
         raise UsageError(str(exc)) from None
 
 
-def preflight(config: TargetConfig, limits: ClientLimits | None = None) -> None:
+def preflight(config: TargetConfig, limits: Limits | None = None) -> None:
     """Authorize once with the first application: reachable target, accepted credentials, an
-    answer that is a token pair. Bounded by ``limits`` (issue 13): no redirect followed, no body
+    answer that is a token pair. Bounded by ``limits``: no redirect followed, no body
     read past the size limit, no wait past the total timeout. A 429 is waited for as it asks
     (``paysuite_core.throttle``, its default budget) and sent again."""
-    limits = limits or ClientLimits()
+    limits = limits or LOAD_LIMITS
     app = config.applications[0]
     throttle = Throttle()
 

@@ -35,7 +35,6 @@ from load import bounded
 from load import context as run_context
 from load.auth import AuthError, token_flow
 from load.ledger import LEDGER, CreateRecord
-from load.limits import ClientLimits
 
 T = TypeVar("T")
 
@@ -47,7 +46,7 @@ class PaysuiteUser(User):
     """One merchant integration under load (see the module docstring).
 
     Its requests go through ``load.bounded.Client`` (``self.http``): one keep-alive connection,
-    no retries of paysuite's own, every request bounded by the run's ``ClientLimits`` and
+    no retries of paysuite's own, every request bounded by the run's ``Limits`` and
     reported to Locust's statistics as any ``HttpUser``'s are."""
 
     # the target's base URL comes from --host or the configuration's base_url
@@ -61,7 +60,7 @@ class PaysuiteUser(User):
             raise LocustError(
                 "You must specify the base host: --host, or base_url in --paysuite-config."
             )
-        self.limits: ClientLimits = run_context.current_plan().limits
+        self.limits = run_context.current_plan().limits
         self.http = bounded.Client(
             self.host, self.limits, environment.events.request, insecure=self.insecure
         )

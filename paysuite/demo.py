@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from load.timespan import duration_argument
+from paysuite_core.durations import duration_argument
 
 CONFORM_TIMEOUT_S = 240.0
 

@@ -25,7 +25,13 @@ from urllib.parse import quote, unquote, urlsplit
 
 import httpx
 
-from conformance.http import BoundedBody, Limits, ResponseTooLarge
+from paysuite_core.bounded_http import (
+    CONFORM_LIMITS,
+    BoundedBody,
+    Limits,
+    ResponseTooLarge,
+    in_words,
+)
 from paysuite_core.target_config import Application, TargetConfig
 from proxy.exchange import Exchange, Headers
 from proxy.masking import PLACEHOLDER, placeholders_in
@@ -309,7 +315,7 @@ class Sender:
     exchange records the bytes the target sent, as the proxy does."""
 
     client: httpx.Client
-    limits: Limits = field(default_factory=Limits)
+    limits: Limits = CONFORM_LIMITS
 
     def send(self, seq: int, outgoing: Outgoing) -> Exchange:
         request = self.client.build_request(
@@ -325,9 +331,7 @@ class Sender:
         try:
             response = self.client.send(request, stream=True)
             try:
-                collected = BoundedBody(
-                    response.headers, self.limits.max_body_bytes, f"#{seq} {outgoing.url}"
-                )
+                collected = BoundedBody(response.headers, self.limits.max_body_bytes)
                 deadline = time.monotonic() + self.limits.total_s
                 for chunk in response.iter_raw():
                     collected.add(chunk)
@@ -342,7 +346,7 @@ class Sender:
         except httpx.ConnectError as exc:
             raise TargetDown(f"the target refused the connection: {exc}") from None
         except (httpx.HTTPError, ResponseTooLarge) as exc:
-            error = f"{type(exc).__name__}: {exc}"
+            error = in_words(exc)
         return Exchange(
             seq=seq,
             started=started,
@@ -423,7 +427,7 @@ def replay_session(
 def open_client(limits: Limits | None = None) -> httpx.Client:
     """The replay's client: no redirects followed (a redirect is part of what is judged), no
     environment proxies (the target is addressed directly)."""
-    limits = limits or Limits()
+    limits = limits or CONFORM_LIMITS
     return httpx.Client(timeout=limits.timeout(), follow_redirects=False, trust_env=False)
 
 

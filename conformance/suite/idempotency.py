@@ -427,9 +427,7 @@ def _burst(
 ) -> list[Reply | None]:
     """``size`` identical creations with one new key, all in flight before any answer is read,
     with a token just issued."""
-    import asyncio
-
-    from conformance.http import async_requests
+    from conformance.http import concurrent_requests
 
     key = target.fresh_key()
     call = {
@@ -440,11 +438,9 @@ def _burst(
         **({"headers": {"Idempotency-Key": key}} if channel == "header" else {}),
         **({"params": {"Idempotency-Key": key}} if channel == "query" else {}),
     }
-    return asyncio.run(
-        async_requests(
-            target.base_url, [call] * size, target.current, target.limits,
-            throttle=target.throttle, deadline=target.client.check_deadline,
-        )
+    return concurrent_requests(
+        target.base_url, [call] * size, target.current, target.limits,
+        throttle=target.throttle, deadline=target.client.check_deadline,
     )  # fmt: skip
 
 

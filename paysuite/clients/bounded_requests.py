@@ -4,10 +4,9 @@ paypack-py sends everything through one ``requests.Session`` (``paypack.http_cli
 with no timeout, and reads whole bodies: a silent target holds it forever, an endless body grows
 it until the machine runs out. Mounting :class:`BoundedAdapter` on that session (``mount`` is
 requests' public extension point; the SDK's code is not touched) gives each request conform's
-limits (``conformance.http.Limits``, whose figures arrive in the job): a connect and a read
-time-out, a total deadline for the whole answer (headers and body), and a cap on the body, read
-in chunks and abandoned past it. The driver is single-threaded, so the total deadline is a
-``SIGALRM`` timer: it interrupts a read that a trickling target keeps alive.
+limits (``paysuite_core.bounded_http``, whose figures arrive in the job). The driver is
+single-threaded, so the total deadline is a ``SIGALRM`` timer: it interrupts a read that a
+trickling target keeps alive.
 
 Each exchange is recorded (request, answer or the reason there was none) so a cell can show the
 exchanges behind it and their curl; the parent masks the credentials before anything is written.
@@ -16,41 +15,35 @@ exchanges behind it and their curl; the parent masks the credentials before anyt
 from __future__ import annotations
 
 import io
-import re
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict
 from typing import Any
 
 import requests
 from requests.adapters import HTTPAdapter
 
+from paysuite_core.bounded_http import (
+    CONFORM_LIMITS,
+    READ_CHUNK,
+    BoundedBody,
+    ConnectTimeout,
+    Limits,
+    ReadTimeout,
+    ResponseTooLarge,
+    TotalTimeout,
+    no_answer,
+)
+
 #: How much of an answer a record keeps as text (the body itself is capped by the limits).
 RECORD_BODY_CHARS = 64 * 1024
-_CHUNK = 64 * 1024
-_ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
 
 
-@dataclass(frozen=True)
-class DriverLimits:
-    """conform's request limits, as the job carries them (``conformance.http.Limits``)."""
-
-    connect_s: float
-    read_s: float
-    total_s: float
-    max_body_bytes: int
-
-    @classmethod
-    def from_job(cls, job: dict[str, Any]) -> DriverLimits:
-        given = job.get("limits") or {}
-        return cls(
-            connect_s=float(given.get("connect_s", 10.0)),
-            read_s=float(given.get("read_s", 30.0)),
-            total_s=float(given.get("total_s", 60.0)),
-            max_body_bytes=int(given.get("max_body_bytes", 1 << 20)),
-        )
+def limits_of(job: Mapping[str, Any]) -> Limits:
+    """The limits the job carries (``matrix.bounded_job``), conform's for any it leaves out."""
+    return Limits(**{**asdict(CONFORM_LIMITS), **(job.get("limits") or {})})
 
 
 class Unanswered(Exception):
@@ -68,7 +61,7 @@ class Unanswered(Exception):
 @contextmanager
 def _deadline(seconds: float) -> Iterator[None]:
     def expire(_signum: int, _frame: Any) -> None:
-        raise Unanswered(f"no complete answer within {seconds:g} s", gone=True)
+        raise TotalTimeout(seconds)
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -79,23 +72,10 @@ def _deadline(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _reason(exc: BaseException) -> str:
-    """``connection refused`` rather than 340 characters of ``HTTPConnectionPool(...)``."""
-    found = _ERRNO.search(str(exc))
-    if found:
-        return found.group(1).strip().lower()
-    text = " ".join(str(exc).split())
-    return text[:160] or type(exc).__name__
-
-
-def _text(data: bytes) -> str:
-    return data[:RECORD_BODY_CHARS].decode("utf-8", errors="replace")
-
-
 class BoundedAdapter(HTTPAdapter):
     """An ``HTTPAdapter`` that enforces ``limits`` on every answer and records each exchange."""
 
-    def __init__(self, limits: DriverLimits) -> None:
+    def __init__(self, limits: Limits) -> None:
         super().__init__(max_retries=0)
         self.limits = limits
         self.exchanges: list[dict[str, Any]] = []
@@ -136,47 +116,32 @@ class BoundedAdapter(HTTPAdapter):
                     proxies=proxies,
                 )
                 try:
-                    data = self._read(response)
+                    read = BoundedBody(response.headers, limits.max_body_bytes)
+                    for chunk in response.raw.stream(READ_CHUNK, decode_content=True):
+                        read.add(chunk)
                 except BaseException:
                     response.close()
                     raise
-        except Unanswered as exc:
-            record["error"] = f"{what}: {exc}"
-            raise
-        except requests.exceptions.ConnectTimeout:
-            reason = f"no connection within {limits.connect_s:g} s"
+        except (TotalTimeout, ResponseTooLarge, requests.exceptions.RequestException) as exc:
+            reason = no_answer(_ours(exc, limits))
             record["error"] = f"{what}: {reason}"
-            raise Unanswered(reason, gone=True) from None
-        except requests.exceptions.ReadTimeout:
-            reason = f"nothing received for {limits.read_s:g} s (read time-out)"
-            record["error"] = f"{what}: {reason}"
-            raise Unanswered(reason, gone=True) from None
-        except requests.exceptions.RequestException as exc:
-            reason = f"no answer: {_reason(exc)}"
-            record["error"] = f"{what}: {reason}"
-            raise Unanswered(reason, gone=True) from None
+            raise Unanswered(reason, gone=not isinstance(exc, ResponseTooLarge)) from None
         finally:
             record["elapsed_ms"] = round((time.monotonic() - started) * 1000, 1)
+        data = bytes(read.data)
         record["status"] = response.status_code
         record["response_headers"] = [[k, v] for k, v in response.headers.items()]
-        record["response_body"] = _text(data)
+        record["response_body"] = data[:RECORD_BODY_CHARS].decode("utf-8", errors="replace")
         # The SDK reads the body it expects from ``raw``: hand it the bytes already read.
         response.raw.release_conn()
         response.raw = io.BytesIO(data)
         return response
 
-    def _read(self, response: requests.Response) -> bytes:
-        """The body in chunks, abandoned past the cap (a declared length over it: not read)."""
-        cap = self.limits.max_body_bytes
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > cap:
-            raise Unanswered(
-                f"declared a body of {int(declared)} bytes, over the {cap}-byte limit: not read",
-                gone=False,
-            )
-        data = bytearray()
-        for chunk in response.raw.stream(_CHUNK, decode_content=True):
-            data += chunk
-            if len(data) > cap:
-                raise Unanswered(f"a body over the {cap}-byte limit: read no further", gone=False)
-        return bytes(data)
+
+def _ours(exc: BaseException, limits: Limits) -> BaseException:
+    """requests' time-outs as the shared ones, which name the option that bounds each."""
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return ConnectTimeout(limits.connect_s)
+    if isinstance(exc, requests.exceptions.ReadTimeout):
+        return ReadTimeout(limits.read_s)
+    return exc

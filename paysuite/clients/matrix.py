@@ -5,10 +5,11 @@ stopped answering), ``FAIL`` (the target answered, not as the SDK needs: what wa
 what came) or ``ERROR`` (no usable answer within conform's limits), each on one line; the full
 answers go to ``--json`` and the HTML report. A column whose SDK cannot run here says why.
 
-Every driver runs under conform's request limits (``conformance.http.Limits``: the job carries
-them, each driver applies them in its HTTP layer), within a budget for the whole walk, and with
-its data segment capped (``RLIMIT_DATA``, set on the child before it is given its job): nothing
-a target sends can hold ``paysuite clients`` past its time-outs or grow a driver's memory.
+Every driver runs under conform's request limits (``bounded_http.CONFORM_LIMITS``: the job
+carries them, each driver applies them in its HTTP layer), within a budget for the whole walk,
+and with its data segment capped (``RLIMIT_DATA``, set on the child before it is given its
+job): nothing a target sends can hold ``paysuite clients`` past its time-outs or grow a
+driver's memory.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.http import Limits
 from paysuite.clients import cache
+from paysuite_core.bounded_http import CONFORM_LIMITS, Limits
 
 #: The rows, in order: the document's operations, then the SDK-only calls.
 OPERATIONS = (
@@ -34,7 +35,7 @@ OPERATIONS = (
 JS_DRIVER = Path(__file__).with_name("paypack_js_driver.js")
 #: The walk's budget: two of conform's whole-answer time-outs. An operation that starts after it
 #: is ``not run``; one request in flight still has its own limits.
-WALK_S = 2 * Limits().total_s
+WALK_S = 2 * CONFORM_LIMITS.total_s
 #: Beyond the walk: starting the interpreter, importing the SDK, the last request's deadline.
 STARTUP_S = 30.0
 #: A driver's data segment (heap): a driver needs about 100 MB; an answer is capped at 1 MiB.
@@ -104,7 +105,7 @@ def one_line(text: str, limit: int) -> str:
 
 def bounded_job(job: dict[str, Any], limits: Limits | None = None) -> dict[str, Any]:
     """``job`` with conform's limits and the walk's budget, unless it names its own."""
-    return {"limits": asdict(limits or Limits()), "walk_s": WALK_S, **job}
+    return {"limits": asdict(limits or CONFORM_LIMITS), "walk_s": WALK_S, **job}
 
 
 def _budget_s(job: dict[str, Any]) -> float:

@@ -94,11 +94,11 @@ http.defaults.adapter = async (config) => {
     const message = String((error && error.message) || error);
     let reason = `no answer: ${oneLine(message, 120)}`;
     let gone = true;
-    if (controller.signal.aborted) reason = `no complete answer within ${limits.total_s} s`;
+    if (controller.signal.aborted) reason = `no complete answer within ${limits.total_s} s (--total-timeout)`;
     else if (/maxContentLength/.test(message)) {
-      reason = `a body over the ${limits.max_body_bytes}-byte limit: read no further`;
+      reason = `the target sent a body over the ${limits.max_body_bytes}-byte limit (--max-response-bytes): read no further`;
       gone = false;
-    } else if (/timeout/i.test(message)) reason = `nothing received for ${limits.read_s} s (read time-out)`;
+    } else if (/timeout/i.test(message)) reason = `no answer: a read waited ${limits.read_s} s (--read-timeout)`;
     else if (error && error.code === "ECONNREFUSED") reason = "no answer: connection refused";
     record.error = `${record.method} ${url}: ${reason}`;
     throw new Unanswered(reason, gone);

@@ -2,7 +2,7 @@
 
 Before any SDK runs, conform's pre-flight: a target that is down, not this API, or refuses the
 secret is exit 2 and one line. Past it, each driver runs under conform's request limits
-(``conformance.http.Limits``) and a heap cap: an endless body, a silent target or a trickle
+(``bounded_http.CONFORM_LIMITS``) and a heap cap: an endless body, a silent target or a trickle
 ends within conform's time-outs, with the process tree's memory measured from ``/proc``. What is
 written (terminal, clients.json, clients.html) carries no token the SDKs were issued.
 """
@@ -22,14 +22,14 @@ import yaml
 from clientkit import fresh_number, job_for
 from hostile import hostile_server, run_bounded, write_config
 
-from conformance.http import Limits
 from paysuite.clients import cache, matrix, paypack_py_driver
 from paysuite.clients.cli import write_outputs
+from paysuite_core.bounded_http import CONFORM_LIMITS
 from paysuite_core.launcher import RunningStub
 
 pytestmark = pytest.mark.xdist_group("sdk-clients")
 
-LIMITS = Limits()
+LIMITS = CONFORM_LIMITS
 #: Under this peak (the whole process tree: paysuite clients and its driver) an endless body
 #: has been refused; before the limits it took the driver to 24 GB.
 PEAK_MB = 300
@@ -122,7 +122,7 @@ def test_silent_after_the_pre_flight_stops_at_the_read_timeout(sdk: str, tmp_pat
     assert done.returncode == 2, done.output
     assert done.seconds < 2 + 8, done.seconds
     rows = {line.split("  ")[0]: line for line in done.output.splitlines()}
-    assert "ERROR nothing received for 2 s (read time-out)" in rows["cashin"]
+    assert "ERROR no answer: a read waited 2 s (--read-timeout)" in rows["cashin"]
     assert rows["cashout"].split()[-2:] == ["not", "run"]
     report = json.loads((tmp_path / "r" / "clients.json").read_text())
     assert (report["verdict"], report["exit_code"]) == ("error", 2)
@@ -140,7 +140,7 @@ def test_an_endless_body_is_cut_at_conforms_size_limit(sdk: str, tmp_path: Path)
     assert done.returncode == 2, done.output
     assert done.seconds < LIMITS.total_s, done.seconds
     assert done.peak_mb < PEAK_MB, done.peak_mb
-    limit = f"a body over the {LIMITS.max_body_bytes}-byte limit"
+    limit = f"the target sent a body over the {LIMITS.max_body_bytes}-byte limit"
     rows = {line.split("  ")[0]: line for line in done.output.splitlines()}
     assert f"ERROR {limit}" in rows["cashin"] and f"ERROR {limit}" in rows["me"]
     cells = json.loads((tmp_path / "r" / "clients.json").read_text())["sdks"][0]["cells"]

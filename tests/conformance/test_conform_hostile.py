@@ -1,5 +1,5 @@
-"""Issue 13: ``paysuite conform`` against hostile targets ends within its budget, exit 1 or 2,
-with a reason a person can read, never grows past a bounded memory, and writes its reports.
+"""``paysuite conform`` against hostile targets ends within its budget, exit 1 or 2, with a
+reason a person can read, never grows past a bounded memory, and writes its reports.
 
 The targets are ``tests/hostile.py``'s (shared with the load suite): an endless or huge body, a
 hang, a trickle, invalid JSON, a redirect loop; either from the first request (the pre-flight

@@ -27,6 +27,7 @@ from conformkit import conform
 
 from conformance.evidence import Evidence
 from conformance.http import CheckBudgetExceeded, RecordingClient, ThrottledOut
+from paysuite_core.bounded_http import BoundedClient
 from paysuite_core.throttle import Throttle
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "foreign"))
@@ -49,7 +50,7 @@ def _client(
 
     client = RecordingClient("http://target.test/api", lambda: evidence, throttle=throttle)
     client._client.close()
-    client._client = httpx.Client(transport=httpx.MockTransport(handler))
+    client._client = BoundedClient(client.limits, transport=httpx.MockTransport(handler))
     return client, seen
 
 

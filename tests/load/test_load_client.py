@@ -20,13 +20,11 @@ from hostile import hostile_server
 
 from load.bounded import Client, Reply, RequestFailed
 from load.connection import Connection
-from load.limits import ClientLimits, ResponseTooLarge, TotalTimeout
 from load.probe import post_json
+from paysuite_core.bounded_http import Limits, ResponseTooLarge, TotalTimeout
 from paysuite_core.tokens import AUTHORIZE_PATH
 
-LIMITS = ClientLimits(
-    connect_timeout_s=1.0, read_timeout_s=1.0, total_timeout_s=1.5, max_response_bytes=10_000
-)
+LIMITS = Limits(connect_s=1.0, read_s=1.0, total_s=1.5, max_body_bytes=10_000)
 AUTHORIZE = "/api" + AUTHORIZE_PATH
 
 
@@ -61,7 +59,7 @@ def test_after_an_unfinished_answer_the_next_exchange_starts_clean(
         started = time.monotonic()
         with pytest.raises(error):
             connection.exchange("GET", "/api/transactions/find/x", None, {})
-        assert time.monotonic() - started < LIMITS.total_timeout_s + 1.0
+        assert time.monotonic() - started < LIMITS.total_s + 1.0
         status, body, _ = _authorize(connection)
         assert (status, json.loads(body)["access"]) == (200, "hostile.access.token")
         assert len(server.requests) == 3
@@ -172,9 +170,7 @@ def test_an_unjudged_reply_fails_from_400_on() -> None:
 
 def test_a_connect_that_never_completes_is_named_a_connect_timeout() -> None:
     """A listener whose accept queue is full: the connect itself waits (the read never starts)."""
-    limits = ClientLimits(
-        connect_timeout_s=0.5, read_timeout_s=5.0, total_timeout_s=8.0, max_response_bytes=1000
-    )
+    limits = Limits(connect_s=0.5, read_s=5.0, total_s=8.0, max_body_bytes=1000)
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(0)
@@ -197,7 +193,7 @@ def test_a_connect_that_never_completes_is_named_a_connect_timeout() -> None:
             for filler in fillers:
                 filler.close()
     assert reply.problem == "no answer: no connection within 0.5 s (--connect-timeout)"
-    assert waited < limits.read_timeout_s
+    assert waited < limits.read_s
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +246,7 @@ def test_insecure_accepts_a_self_signed_certificate_and_secure_refuses_it(
             assert (reply.status, reply.problem) == (200, None)
         with Client(base, LIMITS, events, insecure=False).request("GET", "/x", name="x") as reply:
             assert reply.problem is not None and "CERTIFICATE_VERIFY_FAILED" in reply.problem
-        # and the pre-check before the users (stdlib http.client) accepts what they accept
+        # and the pre-check before the users (httpx, not gevent) accepts what they accept
         assert post_json(f"{base}/x", {}, LIMITS).status == 200
     finally:
         server.shutdown()

@@ -1,5 +1,5 @@
-"""Issue 13: ``paysuite load`` against hostile targets ends within its budget, exit 1 or 2, with
-a reason a person can read, and never grows past a bounded memory."""
+"""``paysuite load`` against hostile targets ends within its budget, exit 1 or 2, with a reason
+a person can read, and never grows past a bounded memory."""
 
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ def _load(tmp_path: Path, behaviour: str, budget_s: float, limits: list[str] = L
 @pytest.mark.parametrize(
     ("behaviour", "reason", "status"),
     [
-        ("endless-chunked", "response body larger than 1000000 bytes", 2),
-        ("huge-body", "response body larger than 1000000 bytes", 2),
+        ("endless-chunked", "over the 1000000-byte limit (--max-response-bytes)", 2),
+        ("huge-body", "over the 1000000-byte limit (--max-response-bytes)", 2),
         ("hang", "a read waited 1 s (--read-timeout)", 2),
         ("trickle", "no complete answer within 1.5 s (--total-timeout)", 2),
         # the target answered authorize, wrongly: a finding (FAIL), not "nothing measured"
@@ -55,8 +55,8 @@ def test_the_pre_check_refuses_a_hostile_target(
         # creates answered 2xx without a ref cannot be reconciled: exit 3, not 1
         ("auth-then-invalid-json", "2xx without", 3),
         ("auth-then-hang", "a read waited 1 s (--read-timeout)", 1),
-        ("auth-then-trickle", "no complete response within 1.5 s (--total-timeout)", 1),
-        ("auth-then-endless-chunked", "response body larger than 1000000 bytes", 1),
+        ("auth-then-trickle", "no complete answer within 1.5 s (--total-timeout)", 1),
+        ("auth-then-endless-chunked", "over the 1000000-byte limit (--max-response-bytes)", 1),
     ],
 )
 def test_a_run_whose_requests_fail_fails(

@@ -171,22 +171,31 @@ def test_duration_override_scales_the_ramp_step_down_to_its_minimum() -> None:
     [("20", 20), ("20s", 20), ("1m30s", 90), ("1h", 3600), ("2m", 120), ("2.5", 2.5), (7, 7)],
 )
 def test_durations_in_locusts_format(text: str, seconds: float) -> None:
-    from load.timespan import parse_duration
+    from paysuite_core.durations import parse_duration
 
     assert parse_duration(text) == seconds
 
 
-def test_durations_use_locusts_own_parser_without_importing_locust() -> None:
+def test_durations_mean_what_locusts_own_parser_says_without_importing_locust() -> None:
+    """Every form Locust's ``parse_timespan`` takes gives the same seconds; read from its file,
+    because importing the ``locust`` package monkey-patches the process with gevent."""
     import subprocess
     import sys
 
     code = (
-        "import sys; from load.timespan import locust_parse_timespan, parse_duration; "
-        "f = locust_parse_timespan(); print(f.__module__, parse_duration('1m30s'), "
+        "import importlib.util, pathlib, sys\n"
+        "from paysuite_core.durations import parse_duration\n"
+        "spec = importlib.util.find_spec('locust')\n"
+        "path = pathlib.Path(list(spec.submodule_search_locations)[0]) / 'util' / 'timespan.py'\n"
+        "file_spec = importlib.util.spec_from_file_location('_timespan', path)\n"
+        "module = importlib.util.module_from_spec(file_spec)\n"
+        "file_spec.loader.exec_module(module)\n"
+        "forms = ['20', '20s', '3m', '2h', '1h20m', '3h30m10s', '1m30s']\n"
+        "print(all(parse_duration(f) == module.parse_timespan(f) for f in forms), "
         "'locust' in sys.modules, 'gevent' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.stdout.split() == ["load._locust_timespan", "90.0", "False", "False"], out.stderr
+    assert out.stdout.split() == ["True", "False", "False"], out.stderr
 
 
 @pytest.mark.parametrize(
@@ -214,7 +223,7 @@ def test_duration_options_of_paysuite_load(tmp_path: Path) -> None:
     )  # fmt: skip
     plan = plan_from_args(args)
     assert plan.shape.duration_s == 90 and plan.reconcile_timeout_s == 120
-    assert plan.limits.read_timeout_s == 3 and plan.abort_on_fail is True
+    assert plan.limits.read_s == 3 and plan.abort_on_fail is True
 
 
 def test_parse_mix() -> None:
@@ -577,7 +586,9 @@ def test_build_plan_reads_once_and_applies_the_overrides(tmp_path: Path) -> None
 
 
 def test_the_serialised_plan_reads_back_the_same(tmp_path: Path) -> None:
-    from load.limits import ClientLimits
+    from dataclasses import replace
+
+    from paysuite_core.bounded_http import LOAD_LIMITS
 
     plan = build_plan(
         shape="lifecycle",
@@ -585,7 +596,7 @@ def test_the_serialised_plan_reads_back_the_same(tmp_path: Path) -> None:
         users=3,
         pacing="between:0.1:0.2",
         slo=SLORules(defaults={"*": {"p95_ms": 50.0}}),
-        limits=ClientLimits(read_timeout_s=2.0, max_response_bytes=1000),
+        limits=replace(LOAD_LIMITS, read_s=2.0, max_body_bytes=1000),
         lifecycle_resolve="driver",
         workers=2,
         report_dir=tmp_path,
@@ -593,7 +604,7 @@ def test_the_serialised_plan_reads_back_the_same(tmp_path: Path) -> None:
     again = read_plan(write_plan(plan))
     assert again == plan
     assert again.shape == plan.shape and again.thresholds == plan.thresholds
-    assert again.lifecycle_mode == "driver" and again.limits.max_response_bytes == 1000
+    assert again.lifecycle_mode == "driver" and again.limits.max_body_bytes == 1000
     with pytest.raises(UsageError, match="not a paysuite load plan"):
         read_plan('{"schema": "something else"}')
 

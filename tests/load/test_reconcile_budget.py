@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,8 @@ from hostile import hostile_server, write_config
 from loadkit import hostile_ledger
 
 from load.ledger import CreateRecord
-from load.limits import ClientLimits
 from load.reconcile import reconcile
+from paysuite_core.bounded_http import LOAD_LIMITS
 from paysuite_core.launcher import running_stub
 from paysuite_core.target_config import load_target_config
 from paysuite_core.tokens import AUTHORIZE_PATH
@@ -35,7 +36,7 @@ from paysuite_core.tokens import AUTHORIZE_PATH
 MARGIN_S = 1.0
 #: A total timeout shorter than the read timeout: a silent target ends in ``TotalTimeout``, not in
 #: the socket's own time-out (an ``OSError``, which was already taken for "gone").
-SILENT = ClientLimits(connect_timeout_s=1.0, read_timeout_s=10.0, total_timeout_s=1.0)
+SILENT = replace(LOAD_LIMITS, connect_s=1.0, read_s=10.0, total_s=1.0)
 
 
 def _reconcile(behaviour: str, tmp_path: Path, records: list[CreateRecord], **kwargs: object):
@@ -61,7 +62,7 @@ def test_a_target_that_never_answers_authorize_is_gone_after_one_total_timeout(
     result, elapsed, requests = _reconcile(
         "hang", tmp_path, records, concurrency=4, time_budget_s=30, limits=SILENT
     )
-    assert elapsed < SILENT.total_timeout_s + MARGIN_S, (elapsed, result)
+    assert elapsed < SILENT.total_s + MARGIN_S, (elapsed, result)
     assert result["target_gone"] is True, result
     assert len(requests) == 1 and f" /api{AUTHORIZE_PATH} " in requests[0], requests
     # the four that asked first got the time-out (those that asked again before every waiter was
@@ -85,7 +86,7 @@ def test_finds_that_time_out_before_any_check_succeeded_mean_the_target_is_gone(
     result, elapsed, _ = _reconcile(
         "api-then-hang", tmp_path, records, concurrency=4, time_budget_s=30, limits=SILENT
     )
-    assert elapsed < SILENT.total_timeout_s + MARGIN_S, (elapsed, result)
+    assert elapsed < SILENT.total_s + MARGIN_S, (elapsed, result)
     assert result["target_gone"] is True and result["authorizes"] == 1, result
     assert result["errors"] == 4 and result["unchecked"] == 8, result
     assert any("the target stopped answering" in reason for reason in result["reasons"])
@@ -95,7 +96,7 @@ def test_the_budget_ends_the_checks_in_flight(tmp_path: Path) -> None:
     """A budget shorter than one request: the checks under way are stopped at the budget and
     their records counted unchecked, neither lost from the counts nor counted twice; the storm
     count that follows the checks is not started past the budget either."""
-    slow = ClientLimits(connect_timeout_s=1.0, read_timeout_s=10.0, total_timeout_s=5.0)
+    slow = replace(LOAD_LIMITS, connect_s=1.0, read_s=10.0, total_s=5.0)
     budget = 1.0
     result, elapsed, _ = _reconcile(
         "auth-then-hang", tmp_path, hostile_ledger(6, storm=2), concurrency=3, time_budget_s=budget,

@@ -13,6 +13,7 @@ with an interrupt raised elsewhere): the test throws it the same way.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +23,15 @@ from hostile import hostile_server, write_config
 from loadkit import hostile_ledger
 
 from load.ledger import CreateRecord
-from load.limits import ClientLimits
 from load.reconcile import INTERRUPTED, failure_reasons, reconcile
+from paysuite_core.bounded_http import LOAD_LIMITS
 from paysuite_core.target_config import load_target_config
 
 #: When the Ctrl-C comes, and what stopping the checks may take past it.
 CTRL_C_AFTER_S = 0.5
 MARGIN_S = 1.0
 #: Every check would wait far longer than the test: only the Ctrl-C can end them in time.
-PATIENT = ClientLimits(connect_timeout_s=1.0, read_timeout_s=30.0, total_timeout_s=20.0)
+PATIENT = replace(LOAD_LIMITS, connect_s=1.0, read_s=30.0, total_s=20.0)
 
 
 def _reconcile_with_ctrl_c(

@@ -1,0 +1,220 @@
+"""Every request paysuite sends to a target, bounded: how long it waits, how much it reads.
+
+A target is not trusted to end its answers: a silent one held a run for good, an endless chunked
+body grew a process past 1.5 GB, a 50 MB body was read whole by every user. So each exchange has
+a connect time-out, a read time-out (each socket operation), a total deadline (head and body: a
+trickle cannot stretch it) and a size cap (a body past it is abandoned unread, its connection
+closed). Redirects are not followed: a 3xx is the target's answer.
+
+The limits, the one size rule, and the words of each way an exchange can fail live here, so the
+suite, the load side, the proxy's replay and the clients matrix say the same thing of the same
+failure. ``BoundedClient`` is the exchange itself on httpx; the Locust users keep their gevent
+client (``load.connection``), bounded by the same ``Limits`` and ``read_capped``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import httpx
+
+READ_CHUNK = 65536
+_ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")\]]+)")
+
+
+@dataclass(frozen=True)
+class Limits:
+    connect_s: float
+    read_s: float  # between two bytes
+    total_s: float  # the whole exchange, headers and body
+    max_body_bytes: int
+
+    def timeout(self) -> httpx.Timeout:
+        return httpx.Timeout(self.read_s, connect=self.connect_s)
+
+
+#: conform, its proxy replay and the clients matrix: one request at a time, and no answer of this
+#: API comes near 1 MiB, so a slow honest target is waited for long.
+CONFORM_LIMITS = Limits(connect_s=10.0, read_s=30.0, total_s=60.0, max_body_bytes=1 << 20)
+#: the load side: a request stuck for half a minute already says what a load test needs to know.
+LOAD_LIMITS = Limits(connect_s=5.0, read_s=15.0, total_s=30.0, max_body_bytes=4 << 20)
+
+
+class ResponseTooLarge(Exception):
+    """The body passed ``max_body_bytes``: nothing more was read."""
+
+    def __init__(self, limit: int, declared: int | None = None) -> None:
+        over = f"over the {limit}-byte limit (--max-response-bytes)"
+        if declared is None:
+            super().__init__(f"the target sent a body {over}: read no further")
+        else:
+            super().__init__(f"the target declared a body of {declared} bytes, {over}: not read")
+
+
+class ConnectTimeout(TimeoutError):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"no connection within {seconds:g} s (--connect-timeout)")
+
+
+class ReadTimeout(TimeoutError):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"a read waited {seconds:g} s (--read-timeout)")
+
+
+class TotalTimeout(Exception):
+    """Not a ``TimeoutError``: a socket's own time-out is one, and callers tell them apart."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"no complete answer within {seconds:g} s (--total-timeout)")
+
+
+#: The error kinds (exception class names, kept as such in load.json's ``error_kinds``) in the
+#: words a person reads in a verdict, with the option that bounds each.
+ERROR_WORDS = {
+    "TotalTimeout": "no complete response within the total timeout (--total-timeout)",
+    "ReadTimeout": "a read timed out (--read-timeout)",
+    "ConnectTimeout": "no connection in time (--connect-timeout)",
+    "ConnectionRefusedError": "connection refused",
+}
+
+_OURS = (ConnectTimeout, ReadTimeout, TotalTimeout, ResponseTooLarge)
+
+
+def in_words(exc: BaseException) -> str:
+    """Why an exchange gave no usable answer, in one line.
+
+    A client library's wrapper (requests' 340 characters of ``HTTPConnectionPool(...)``) is
+    reduced to the operating system's reason inside it; an ``OSError`` keeps its class name,
+    which is the reason (``ConnectionRefusedError``).
+    """
+    if isinstance(exc, _OURS):
+        return str(exc)
+    text = " ".join(str(exc).split())
+    found = None if isinstance(exc, OSError) else _ERRNO.search(text)
+    if found:
+        return found.group(1).strip().lower()
+    return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
+
+
+def no_answer(exc: BaseException) -> str:
+    """``in_words``, saying "no answer" unless an answer began (too slow or too large)."""
+    if isinstance(exc, (TotalTimeout, ResponseTooLarge)):
+        return str(exc)
+    return f"no answer: {in_words(exc)}"
+
+
+def read_capped(read: Callable[[int], bytes], limit: int) -> bytes:
+    """Read a body with ``read(n)`` until it ends; ``ResponseTooLarge`` one byte past ``limit``.
+
+    The chunks are joined once at the end: a body that comes in one read (every small JSON
+    answer) is returned as that read gave it, without a copy through a ``bytearray``: this is
+    on every load request's path."""
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := read(min(READ_CHUNK, limit + 1 - size)):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise ResponseTooLarge(limit)
+    return b"".join(chunks)
+
+
+class BoundedBody:
+    """A body collected chunk by chunk as a client library streams it, refused past
+    ``max_bytes``; a declared length over it is refused before a byte is read."""
+
+    def __init__(self, headers: Mapping[str, str], max_bytes: int) -> None:
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > max_bytes:
+            raise ResponseTooLarge(max_bytes, int(declared))
+        self.data = bytearray()
+        self.max_bytes = max_bytes
+
+    def add(self, chunk: bytes) -> None:
+        self.data += chunk
+        if len(self.data) > self.max_bytes:
+            raise ResponseTooLarge(self.max_bytes)
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    headers: httpx.Headers
+    body: bytes
+
+
+class BoundedClient:
+    """A synchronous httpx client whose every exchange ends within ``limits``.
+
+    httpx's own time-outs bound each socket operation, not the exchange: a target that
+    trickles its headers a byte at a time would hold it for ever. So one worker thread sends
+    each request while the caller waits at most the total deadline; past it the client is
+    closed (which breaks the worker's blocked read) and a fresh one serves on.
+
+    ``verify``, ``trust_env`` (environment proxies) and ``transport`` (a test's
+    ``httpx.MockTransport``) are httpx's own options.
+    """
+
+    def __init__(
+        self,
+        limits: Limits,
+        *,
+        verify: bool = True,
+        trust_env: bool = True,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.limits = limits
+        self._new_client = functools.partial(
+            httpx.Client,
+            timeout=limits.timeout(),
+            follow_redirects=False,
+            verify=verify,
+            trust_env=trust_env,
+            transport=transport,
+        )
+        self._client = self._new_client()
+        self._worker = concurrent.futures.ThreadPoolExecutor(1, "paysuite-http")
+
+    def build_request(self, method: str, url: str, **kwargs: object) -> httpx.Request:
+        return self._client.build_request(method, url, **kwargs)  # type: ignore[arg-type]
+
+    def send(self, request: httpx.Request, wait_s: float | None = None) -> Answer:
+        """The whole answer to ``request``, within ``wait_s`` (the total time-out by default).
+
+        Raises ``TotalTimeout``, ``ConnectTimeout``, ``ReadTimeout``, ``ResponseTooLarge``, or
+        httpx's own error for any other transport failure.
+        """
+        wait_s = self.limits.total_s if wait_s is None else wait_s
+        future = self._worker.submit(self._exchange, request, time.monotonic() + wait_s)
+        try:
+            return future.result(timeout=wait_s + 1.0)
+        except concurrent.futures.TimeoutError:
+            self.close()
+            self._client = self._new_client()
+            self._worker = concurrent.futures.ThreadPoolExecutor(1, "paysuite-http")
+            raise TotalTimeout(self.limits.total_s) from None
+        except httpx.ConnectTimeout:
+            raise ConnectTimeout(self.limits.connect_s) from None
+        except httpx.ReadTimeout:
+            raise ReadTimeout(self.limits.read_s) from None
+
+    def _exchange(self, request: httpx.Request, deadline: float) -> Answer:
+        response = self._client.send(request, stream=True)
+        try:
+            body = BoundedBody(response.headers, self.limits.max_body_bytes)
+            for chunk in response.iter_bytes():
+                body.add(chunk)
+                if time.monotonic() > deadline:
+                    raise TotalTimeout(self.limits.total_s)
+            return Answer(response.status_code, response.headers, bytes(body.data))
+        finally:
+            response.close()
+
+    def close(self) -> None:
+        self._client.close()
+        self._worker.shutdown(wait=False, cancel_futures=True)
