@@ -25,13 +25,13 @@ from load.plan import option
 from load.reconcile import failure_reasons, reconcile
 from load.shape_catalog import Shape, Thresholds
 from load.slo import OperationStats, Verdict, evaluate
-from load.timeline import TIMELINE
+from load.timeline import TIMELINE, collect_operations
 from load.webhooks import journal_path
 
 if TYPE_CHECKING:  # this module is imported outside Locust too: no locust import at run time
     from locust import LoadTestShape
     from locust.env import Environment
-    from locust.stats import RequestStats, StatsEntry
+    from locust.stats import RequestStats
 
 SCHEMA = "paysuite-load/1"
 _NONE = OperationStats(0, 0, 0.0, None, None, None)
@@ -122,42 +122,6 @@ def percentile(values: list[float], fraction: float) -> float | None:
     ordered = sorted(values)
     index = max(0, min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1))
     return ordered[index]
-
-
-def _entry_stats(entry: StatsEntry, duration: float) -> OperationStats:
-    def pct(fraction: float) -> float | None:
-        return float(entry.get_response_time_percentile(fraction)) if entry.num_requests else None
-
-    return OperationStats(
-        requests=entry.num_requests,
-        failures=entry.num_failures,
-        rps=round(entry.num_requests / duration, 3) if duration > 0 else 0.0,
-        p50=pct(0.5),
-        p95=pct(0.95),
-        p99=pct(0.99),
-    )
-
-
-def collect_operations(
-    stats: RequestStats,
-) -> tuple[dict[str, OperationStats], OperationStats, float]:
-    """Per request name (methods merged) and total, with the run's duration in seconds."""
-    total = stats.total
-    start = total.start_time or time.time()
-    end = total.last_request_timestamp or start
-    duration = max(end - start, 1e-6)
-    by_name: dict[str, StatsEntry] = {}
-    for (name, _method), entry in stats.entries.items():
-        if name in by_name:
-            by_name[name].extend(entry)
-        else:
-            from locust.stats import StatsEntry  # noqa: F811 - the run-time import
-
-            merged = StatsEntry(stats, name, "", use_response_times_cache=False)
-            merged.extend(entry)
-            by_name[name] = merged
-    ops = {name: _entry_stats(entry, duration) for name, entry in by_name.items()}
-    return ops, _entry_stats(total, duration), duration
 
 
 def time_to_processed_stats(samples: list[TimeToProcessed]) -> dict[str, Any]:

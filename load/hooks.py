@@ -20,12 +20,14 @@ import logging
 import os
 import signal
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 from locust import events
 from locust.argument_parser import LocustArgumentParser
 from locust.env import Environment
-from locust.runners import STATE_RUNNING, STATE_SPAWNING, WorkerRunner
+from locust.event import EventHook
+from locust.runners import STATE_RUNNING, STATE_SPAWNING, MasterRunner, WorkerRunner
 
 from load import context as run_context
 from load import ledger, loopback
@@ -42,6 +44,13 @@ from load.shape_catalog import SHAPE_NAMES
 from load.timeline import TIMELINE
 
 log = logging.getLogger("paysuite")
+_Listener = TypeVar("_Listener", bound=Callable[..., None])
+
+
+def _listener(hook: EventHook) -> Callable[[_Listener], _Listener]:
+    """``hook.add_listener`` as a typed decorator (Locust's own is untyped)."""
+    return cast(Callable[[_Listener], _Listener], hook.add_listener)
+
 
 _SHAPE_FLAGS = ("--paysuite-shape",)
 
@@ -63,7 +72,7 @@ def _shown_for(*shapes: str) -> bool:
     return "--class-picker" in sys.argv or selected_shape(sys.argv) in shapes
 
 
-@events.init_command_line_parser.add_listener
+@_listener(events.init_command_line_parser)
 def add_arguments(parser: LocustArgumentParser) -> None:
     group = parser  # Locust's parser: its add_argument knows include_in_web_ui and env_var
     group.add_argument(
@@ -266,7 +275,7 @@ def _sigterm_as_ctrl_c() -> None:
         signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
-@events.init.add_listener
+@_listener(events.init)
 def on_init(environment: Environment, **_: Any) -> None:
     global _BUILT_FROM
     runner = environment.runner
@@ -328,7 +337,7 @@ def _master_plan(environment: Environment) -> LoadPlan:
     return plan.with_shape(shape_name) if shape_name else plan
 
 
-@events.test_start.add_listener
+@_listener(events.test_start)
 def on_test_start(environment: Environment, **_: Any) -> None:
     global _READ
     options = environment.parsed_options
@@ -350,13 +359,17 @@ def on_test_start(environment: Environment, **_: Any) -> None:
         TIMELINE.start(environment, run_context.current_plan())
 
 
-@events.test_stop.add_listener
+@_listener(events.test_stop)
 def on_test_stop(environment: Environment, **_: Any) -> None:
-    if not isinstance(environment.runner, WorkerRunner):
+    runner = environment.runner
+    if not isinstance(runner, WorkerRunner):
         TIMELINE.stop()  # the timeline ends with the load, not with the reconciliation
+    if runner is not None and not isinstance(runner, MasterRunner):
+        # before a worker reports itself stopped: its master's ledger is then complete
+        ledger.LEDGER.flush(environment)
 
 
-@events.quitting.add_listener
+@_listener(events.quitting)
 def on_quitting(environment: Environment, **_: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return

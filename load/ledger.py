@@ -116,7 +116,8 @@ LEDGER = Ledger()
 
 
 def install(environment: Environment) -> None:
-    """Wire the ledger into a runner: the listener where batches land, the flusher where made."""
+    """Wire the ledger into a runner: the listener where batches land, the flusher where made
+    (its last flush at ``test_stop``: ``load.hooks``)."""
     import gevent
     from locust.runners import MasterRunner, WorkerRunner
 
@@ -137,7 +138,3 @@ def install(environment: Environment) -> None:
                 log.exception("paysuite: could not flush the ledger")
 
     gevent.spawn(flusher)
-
-    @environment.events.test_stop.add_listener
-    def _final_flush(environment: Environment, **_: Any) -> None:
-        LEDGER.flush(environment)

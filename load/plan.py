@@ -467,7 +467,7 @@ def read_plan(text: str) -> LoadPlan:
             duration_s=raw.get("duration_s"),
             max_requests=raw.get("max_requests"),
             mix=raw.get("mix"),
-            pacing=tuple(pacing) if pacing else None,  # type: ignore[arg-type]
+            pacing=Pacing(**pacing) if pacing else None,
             step_s=raw.get("step_s"),
         )
         get_shape(data["shape"])

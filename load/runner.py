@@ -197,7 +197,7 @@ def locust_command(plan: LoadPlan, plan_file: Path) -> list[str]:
         cmd += ["--only-summary", "--skip-log-setup"]
     elif plan.summary_only:
         cmd += ["--only-summary"]
-    return cmd
+    return [*cmd, *plan.shape.user_classes]  # the shape's user classes, Locust's positionals
 
 
 def worker_command(port: int) -> list[str]:

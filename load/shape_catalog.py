@@ -11,7 +11,7 @@ called "profiles" before; in paysuite a profile is now only conformance's seed/r
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 #: Operations a virtual user can pick; the names are also the Locust statistics names.
 OPERATIONS = ("cashin", "cashout", "find", "events", "events?filter")
@@ -26,9 +26,19 @@ DEFAULT_MIX: dict[str, float] = {
     "events?filter": 1,
 }
 
-#: How a user waits between tasks: ``("between", lo, hi)``, ``("constant", s)`` or
-#: ``("throughput", total_rps)``.
-Pacing: TypeAlias = tuple[str, float] | tuple[str, float, float]
+
+@dataclass(frozen=True)
+class Pacing:
+    """How a user waits between tasks: ``between`` ``low``..``high`` seconds, ``constant``
+    ``low`` (= ``high``) seconds, or ``throughput``: ``rps`` arrivals per second shared by all
+    the shape's users (Locust's ``constant_throughput`` per user)."""
+
+    kind: Literal["between", "constant", "throughput"]
+    low: float = 0.0
+    high: float = 0.0
+    rps: float = 0.0
+
+
 #: operation (or ``*``, ``total``, ``time-to-processed``) -> metric -> threshold
 Thresholds: TypeAlias = dict[str, dict[str, float]]
 
@@ -63,7 +73,9 @@ class Shape:
     spawn_rate: float
     duration_s: float
     max_requests: int
-    pacing: Pacing = ("between", 0.05, 0.3)
+    pacing: Pacing = Pacing("between", 0.05, 0.3)
+    #: the Locust user classes (``load.users``) the shape runs
+    user_classes: tuple[str, ...] = ("MerchantUser",)
     mix: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_MIX))
     slo: Thresholds = field(default_factory=dict)
     #: ramp: users added per step, and the step length (scaled with --duration, never below
@@ -163,7 +175,7 @@ SHAPES: dict[str, Shape] = {
             spawn_rate=5,
             duration_s=30,
             max_requests=20_000,
-            pacing=("between", 0.1, 0.4),
+            pacing=Pacing("between", 0.1, 0.4),
             slo={
                 "*": {"p95_ms": 500, "p99_ms": 1000, "error_ratio": 0.0},
                 "total": {"min_rps": 2},
@@ -176,7 +188,7 @@ SHAPES: dict[str, Shape] = {
             spawn_rate=10,
             duration_s=60,
             max_requests=50_000,
-            pacing=("throughput", 20.0),
+            pacing=Pacing("throughput", rps=20.0),
             slo={
                 "*": {"p95_ms": 300, "p99_ms": 800, "error_ratio": 0.001},
                 "total": {"min_rps": 18},
@@ -189,7 +201,7 @@ SHAPES: dict[str, Shape] = {
             spawn_rate=10,
             duration_s=120,
             max_requests=200_000,
-            pacing=("between", 0.02, 0.1),
+            pacing=Pacing("between", 0.02, 0.1),
             step_users=4,
             step_s=10,
             slo={"*": {"p95_ms": 250, "error_ratio": 0.01}},
@@ -201,7 +213,7 @@ SHAPES: dict[str, Shape] = {
             spawn_rate=5,
             duration_s=45,
             max_requests=100_000,
-            pacing=("between", 0.1, 0.4),
+            pacing=Pacing("between", 0.1, 0.4),
             peak_users=50,
             slo={"*": {"p95_ms": 1500, "p99_ms": 3000, "error_ratio": 0.01}},
         ),
@@ -212,7 +224,7 @@ SHAPES: dict[str, Shape] = {
             spawn_rate=5,
             duration_s=600,
             max_requests=500_000,
-            pacing=("throughput", 10.0),
+            pacing=Pacing("throughput", rps=10.0),
             slo={
                 "*": {"p95_ms": 300, "p99_ms": 800, "error_ratio": 0.001},
                 "total": {"min_rps": 9},
@@ -225,8 +237,9 @@ SHAPES: dict[str, Shape] = {
             spawn_rate=20,
             duration_s=20,
             max_requests=50_000,
-            pacing=("between", 0.0, 0.05),
+            pacing=Pacing("between", 0.0, 0.05),
             mix={"cashin": 1},
+            user_classes=("StormUser",),
             storm_keys=4,
             storm_slot_s=1.0,
             slo={"*": {"p95_ms": 1000, "p99_ms": 2000, "error_ratio": 0.0}},
@@ -238,8 +251,9 @@ SHAPES: dict[str, Shape] = {
             spawn_rate=5,
             duration_s=40,
             max_requests=20_000,
-            pacing=("between", 0.1, 0.3),
+            pacing=Pacing("between", 0.1, 0.3),
             mix={"cashin": 1, "cashout": 1},
+            user_classes=("LifecycleUser",),
             slo={
                 "*": {"p95_ms": 500, "p99_ms": 1000, "error_ratio": 0.0},
                 "time-to-processed": {"p95_ms": 30_000},
@@ -307,6 +321,6 @@ def parse_pacing(text: str) -> Pacing:
         raise ValueError(f"pacing: values must be positive in {text!r}")
     if kind == "between" and numbers[0] > numbers[1]:
         raise ValueError(f"pacing: LO is greater than HI in {text!r}")
-    if kind == "between":
-        return (kind, numbers[0], numbers[1])
-    return (kind, numbers[0])
+    if kind == "throughput":
+        return Pacing("throughput", rps=numbers[0])
+    return Pacing("between", *numbers) if kind == "between" else Pacing("constant", *numbers * 2)

@@ -40,7 +40,7 @@ class CatalogShape(LoadTestShape):
     use_common_options = True
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # untyped in Locust
         self.shape: Shape | None = None
         self.stop_reason = ""
 
@@ -54,7 +54,7 @@ class CatalogShape(LoadTestShape):
 
     def tick(self) -> Tick | None:
         shape = self._shape()
-        elapsed = self.get_run_time()
+        elapsed: float = self.get_run_time()  # type: ignore[no-untyped-call]
         assert self.runner is not None
         if TIMELINE.abort_reason:
             self.stop_reason = f"aborted by --abort-on-fail: {TIMELINE.abort_reason}"

@@ -21,11 +21,11 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from load.shape_catalog import AUTH_OPERATIONS
-from load.slo import decided_early, percentile_of
+from load.slo import OperationStats, decided_early, percentile_of
 
 if TYPE_CHECKING:
     from locust.env import Environment
-    from locust.stats import RequestStats
+    from locust.stats import RequestStats, StatsEntry
 
     from load.plan import LoadPlan
 
@@ -69,6 +69,42 @@ def _point(requests: int, failures: int, times: dict[int, int], span: float) -> 
         "p95": percentile_of(times, 0.95),
         "p99": percentile_of(times, 0.99),
     }
+
+
+def _entry_stats(entry: StatsEntry, duration: float) -> OperationStats:
+    def pct(fraction: float) -> float | None:
+        return float(entry.get_response_time_percentile(fraction)) if entry.num_requests else None
+
+    return OperationStats(
+        requests=entry.num_requests,
+        failures=entry.num_failures,
+        rps=round(entry.num_requests / duration, 3) if duration > 0 else 0.0,
+        p50=pct(0.5),
+        p95=pct(0.95),
+        p99=pct(0.99),
+    )
+
+
+def collect_operations(
+    stats: RequestStats,
+) -> tuple[dict[str, OperationStats], OperationStats, float]:
+    """Per request name (methods merged) and total, with the run's duration in seconds."""
+    total = stats.total
+    start = total.start_time or time.time()
+    end = total.last_request_timestamp or start
+    duration = max(end - start, 1e-6)
+    by_name: dict[str, StatsEntry] = {}
+    for (name, _method), entry in stats.entries.items():
+        if name in by_name:
+            by_name[name].extend(entry)
+        else:
+            from locust.stats import StatsEntry  # noqa: F811 - the run-time import
+
+            merged = StatsEntry(stats, name, "", use_response_times_cache=False)
+            merged.extend(entry)
+            by_name[name] = merged
+    ops = {name: _entry_stats(entry, duration) for name, entry in by_name.items()}
+    return ops, _entry_stats(total, duration), duration
 
 
 class Timeline:
@@ -156,8 +192,6 @@ class Timeline:
         plan = self._plan
         if self.abort or plan is None or not plan.abort_on_fail or plan.shape.step_s:
             return  # the ramp judges its own steps: its breaking point is its finding
-        from load.finalize import collect_operations
-
         assert self._environment is not None and self._environment.runner is not None
         ops, total, _ = collect_operations(self._environment.runner.stats)
         decided = decided_early(plan.thresholds, ops, total)

@@ -15,7 +15,7 @@ from load.finalize import percentile
 from load.plan import LoadPlan, UsageError, build_plan, read_plan, write_plan
 from load.reconcile import ledger_anomalies, server_duplicates, storm_targets
 from load.report import read_history, render_html, svg_chart
-from load.shape_catalog import SHAPES, get_shape, parse_mix
+from load.shape_catalog import SHAPES, Pacing, get_shape, parse_mix
 from load.slo import (
     OperationStats,
     SLOError,
@@ -422,11 +422,11 @@ def test_parse_wrk_output() -> None:
 
 
 def test_pacing_parser() -> None:
-    from load.shape_catalog import parse_pacing
+    from load.shape_catalog import Pacing, parse_pacing
 
-    assert parse_pacing("between:0.1:0.5") == ("between", 0.1, 0.5)
-    assert parse_pacing("constant:0") == ("constant", 0.0)
-    assert parse_pacing("throughput:50") == ("throughput", 50.0)
+    assert parse_pacing("between:0.1:0.5") == Pacing("between", 0.1, 0.5)
+    assert parse_pacing("constant:0") == Pacing("constant", 0.0, 0.0)
+    assert parse_pacing("throughput:50") == Pacing("throughput", rps=50.0)
     for bad in ("between:1", "throughput:0", "fast", "between:2:1", "constant:x"):
         with pytest.raises(ValueError, match="pacing"):
             parse_pacing(bad)
@@ -594,7 +594,9 @@ def test_build_plan_reads_once_and_applies_the_overrides(tmp_path: Path) -> None
     )
     assert isinstance(plan, LoadPlan) and plan.target.numbers == ("0780000001",)
     assert plan.shape.name == "ramp" and plan.shape.users == 6 and plan.shape.step_s == 5.0
-    assert plan.shape.mix == {"cashin": 1, "find": 2} and plan.shape.pacing == ("constant", 0.5)
+    assert plan.shape.mix == {"cashin": 1, "find": 2} and plan.shape.pacing == Pacing(
+        "constant", 0.5, 0.5
+    )
     assert plan.thresholds["*"]["p95_ms"] == 7
     slo.unlink()  # read once, into the plan: the file is not needed any more
     assert plan.thresholds["*"]["p95_ms"] == 7
