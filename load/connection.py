@@ -8,7 +8,7 @@ on it): the session adds, on every request, what paysuite does not use (URL buil
 jar, redirect and retry handling, a response wrapper and its ``catch_response`` context), and a
 user that bounds its requests has to take the ``stream=True`` path on top. Measured on find
 against the stub, that came to about half again the CPU of a bare ``HTTPClient`` request, which
-made paysuite's own user, not the target, the limit of a load test (issue 10, docs/load.md).
+made paysuite's own user, not the target, the limit of a load test (docs/load.md).
 
 The bounds: the connect and read timeouts are ``HTTPClient``'s own (each socket operation); the
 total timeout is a ``gevent.Timeout`` over the whole exchange, head and body; the body is read

@@ -24,7 +24,7 @@ from load.reconcile import failure_reasons, reconcile
 from load.shape_catalog import Shape, Thresholds
 from load.slo import OperationStats, Verdict, evaluate
 from load.timeline import TIMELINE, collect_operations
-from load.webhooks import journal_path
+from load.webhook_journal import journal_path
 
 if TYPE_CHECKING:  # this module is imported outside Locust too: no locust import at run time
     from locust import LoadTestShape

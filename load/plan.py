@@ -110,7 +110,7 @@ class LoadPlan:
     summary_only: bool = False
     #: stop the run as soon as a threshold can no longer be met (``load.slo.decided_early``)
     abort_on_fail: bool = False
-    #: receive the target's webhooks during the run and reconcile them (``load.webhooks``)
+    #: receive the target's webhooks during the run and reconcile them (``load.webhook_journal``)
     webhooks: bool = False
 
     @cached_property

@@ -544,7 +544,7 @@ def _webhooks(
 ) -> dict[str, Any]:
     """``reconcile_webhooks`` for the events listed; after a Ctrl-C neither waited for nor
     judged (a delivery still on its way would read as undelivered): said, and a failure."""
-    from load.webhooks import reconcile_webhooks
+    from load.webhook_journal import reconcile_webhooks
 
     if not interrupted:
         remaining = max(5.0, deadline - time.monotonic())

@@ -38,7 +38,7 @@ from typing import Any, Protocol
 from load import loopback, probe
 from load.limits import ClientLimits
 from load.plan import LoadPlan, UsageError, write_plan
-from load.webhooks import receiving
+from load.webhook_journal import receiving
 from paysuite_core import tokens
 from paysuite_core.launcher import end_with_parent
 from paysuite_core.target_config import TargetConfig
@@ -113,7 +113,7 @@ def check_loopback(config: TargetConfig) -> None:
 
 def preflight(config: TargetConfig, limits: ClientLimits | None = None) -> None:
     """Authorize once with the first application: reachable target, accepted credentials, an
-    answer that is a token pair. Bounded by ``limits`` (issue 13): no redirect followed, no body
+    answer that is a token pair. Bounded by ``limits``: no redirect followed, no body
     read past the size limit, no wait past the total timeout. A 429 is waited for as it asks
     (``paysuite_core.throttle``, its default budget) and sent again."""
     limits = limits or ClientLimits()

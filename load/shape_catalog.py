@@ -53,7 +53,7 @@ MIN_RAMP_STEPS = 3
 _BASE_SLO: Thresholds = {
     "*": {"p95_ms": 500, "p99_ms": 1000, "error_ratio": 0.01},
     #: every request of the run, authorize and refresh included: a run where more than this
-    #: share failed never passes, whatever its per-operation thresholds say (issue 13)
+    #: share failed never passes, whatever its per-operation thresholds say
     "total": {"error_ratio": 0.01},
 }
 

@@ -166,7 +166,7 @@ def resolve_slo(shape: Shape, rules: SLORules | None) -> Thresholds:
 def _judge(operation: str, metric: str, threshold: float, stats: OperationStats) -> Verdict:
     if metric == "min_rps":
         return Verdict(operation, metric, threshold, round(stats.rps, 3), stats.rps >= threshold)
-    if stats.requests == 0:  # a threshold nothing was measured against is not met (issue 13)
+    if stats.requests == 0:  # a threshold nothing was measured against is not met
         return Verdict(operation, metric, threshold, None, False, "no request was made")
     if metric == "error_ratio":
         ratio = stats.error_ratio
@@ -186,7 +186,7 @@ def evaluate(
 
     ``*`` applies to each request operation that made requests (not to derived measures such as
     ``time-to-processed``, which only their own thresholds judge); to authorize and refresh (few,
-    and slow by design) only its ``error_ratio``: their failures count like any other (issue 13). An
+    and slow by design) only its ``error_ratio``: their failures count like any other. An
     operation whose every request failed gets a failed ``successes`` row besides. A named
     operation is judged even when it made no requests: each of its thresholds then fails.
     """
