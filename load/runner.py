@@ -1,21 +1,11 @@
 """The load runner: ``run(plan) -> LoadResult``, the one entry point of a load run.
 
-``paysuite load`` (``load.cli``), ``paysuite demo`` and ``paysuite bench`` all call ``run`` with
-a plan from ``load.plan.build_plan``. It starts the bundled stub when the plan has no target,
-checks the target (loopback only, one authorize), runs Locust and reads the verdict.
-
-Locust runs as a subprocess (``python -m locust -f load/locustfile.py --headless ...``), so that
-distributed mode is Locust's own: ``--workers N`` starts one ``--master --expect-workers N`` and N
-``--worker`` processes here, and workers on other machines join the same master with
-``--master-host`` (docs/load.md). The master gets the plan as one file (``write_plan``) and sends
-it on to its workers. The verdict (SLOs, reconciliation, load.json, load.html) is computed inside
-the Locust master when it quits; ``run`` maps the outcome to the exit status: 0 met and nothing
-lost, 1 a threshold breached (or aborted by ``--abort-on-fail``), 2 usage/configuration error,
-unreachable target or no verdict, 3 the reconciliation failed (lost, mismatched, duplicated or
-could not be checked).
-
-Load is only ever sent to loopback addresses from here. ``PAYSUITE_ALLOW_REMOTE_TARGET=1`` lifts
-that for real-world use against a system you are authorized to load.
+It starts the bundled stub when the plan has no target, checks the target (loopback only, one
+authorize) and runs Locust as a subprocess, so that distributed mode is Locust's own (``--workers
+N``: one master and N local workers; remote workers join with ``--master-host``). The verdict is
+computed inside the Locust master when it quits (``load.finalize``); ``run`` maps it to the exit
+status: 0 met and nothing lost, 1 a threshold breached, 2 usage error or no verdict, 3 the
+reconciliation failed. Load only goes to loopback unless ``PAYSUITE_ALLOW_REMOTE_TARGET=1``.
 """
 
 from __future__ import annotations
@@ -58,7 +48,7 @@ BUNDLED_STUB_CONFIG: dict[str, Any] = {
 
 
 class StartedStub(Protocol):
-    """What ``run`` needs of a started stub (``paysuite_core.launcher.RunningStub``)."""
+    """What ``run`` needs of ``paysuite_core.launcher.RunningStub``."""
 
     root_url: str
 
@@ -70,10 +60,6 @@ StubFactory = Callable[[Path], AbstractContextManager[StartedStub]]
 
 @dataclass(frozen=True)
 class LoadResult:
-    """The outcome of one load run."""
-
-    #: 0: thresholds met and nothing lost; 1: a threshold breached; 2: no verdict;
-    #: 3: the reconciliation failed
     exit_code: int
     report_dir: Path
     #: load.json as written by the Locust master (``None``: the run produced no verdict)
@@ -83,12 +69,9 @@ class LoadResult:
 
 
 class TargetRefused(UsageError):
-    """The pre-check ended the run before any load: ``verdict`` says whose fault it is.
-
-    ``fail`` (exit 1): the target answered and was wrong (a 5xx, no token pair), a finding
-    about the target as much as a breached threshold is. ``error`` (exit 2): nothing could be
-    measured (no answer, refused credentials, a wrong base URL), so there is no verdict on it.
-    """
+    """The pre-check ended the run before any load. ``fail`` (exit 1): the target answered
+    wrongly (a 5xx, no token pair), a finding about it. ``error`` (exit 2): nothing could be
+    measured (no answer, refused credentials, a wrong base URL), so there is no verdict."""
 
     def __init__(self, message: str, verdict: str = "error") -> None:
         super().__init__(message)

@@ -684,3 +684,42 @@ def test_shape_on_the_command_line_and_the_removed_profile(
     with pytest.raises(SystemExit):
         parser.parse_args(["load", "--help"])
     assert "--profile" not in capsys.readouterr().out  # not offered any more
+
+
+def test_one_user_class_per_behaviour_with_locust_task_weights() -> None:
+    """Each shape names user classes the locustfile has; MerchantUser's Locust task weights are
+    the default mix; a run-time mix keeps its proportions; pacing is Locust's wait function."""
+    import json
+    import subprocess
+    import sys
+
+    code = """
+import json
+from load.shape_catalog import DEFAULT_MIX, SHAPES, Pacing
+from load.users import USER_CLASSES, MerchantUser, weighted, wait_function
+names = {t.__name__: sum(1 for u in MerchantUser.tasks if u is t) for t in set(MerchantUser.tasks)}
+a, b = object(), object()
+drawn = weighted({a: 0.5, b: 1.5, print: 0})
+waits = [
+    wait_function(Pacing("constant", 0.5, 0.5), 4)(MerchantUser),
+    wait_function(Pacing("between", 0.1, 0.2), 4)(MerchantUser),
+]
+print(json.dumps({
+    "weights": names,
+    "mix": DEFAULT_MIX,
+    "shapes": {n: list(s.user_classes) for n, s in SHAPES.items()},
+    "known": sorted(USER_CLASSES),
+    "drawn": [drawn.count(a), drawn.count(b), drawn.count(print)],
+    "waits": waits,
+}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    got = json.loads(out.stdout.splitlines()[-1])
+    task_of = {"events_filtered": "events?filter"}
+    assert {task_of.get(k, k): v for k, v in got["weights"].items()} == got["mix"], out.stderr
+    assert got["known"] == ["LifecycleUser", "MerchantUser", "StormUser"]
+    assert got["shapes"]["idempotency-storm"] == ["StormUser"]
+    assert got["shapes"]["lifecycle"] == ["LifecycleUser"]
+    assert all(got["shapes"][n] == ["MerchantUser"] for n in ("smoke", "steady", "ramp", "soak"))
+    assert got["drawn"] == [1, 3, 0]
+    assert got["waits"][0] == 0.5 and 0.1 <= got["waits"][1] <= 0.2
