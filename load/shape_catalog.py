@@ -1,11 +1,8 @@
 """The catalogue of named load shapes: pure data, no Locust import.
 
-A load shape says how many users, for how long, with which operation mix and pacing, where the
-hard stops are, and which SLO thresholds apply by default. The Locust ``LoadTestShape`` classes
-(``load.shapes``), the virtual users (``load.users``) and the SLO model (``load.slo``) all read
-this one table, so that ``paysuite load --shape ramp`` and
-``locust -f load/locustfile.py --paysuite-shape ramp`` run the same thing. (Load shapes were
-called "profiles" before; in paysuite a profile is now only conformance's seed/reference.)
+The Locust shape classes (``load.shapes``), the user classes (``load.users``) and the SLO model
+(``load.slo``) all read this one table, so that ``paysuite load --shape ramp`` and
+``locust -f load/locustfile.py --paysuite-shape ramp`` run the same thing.
 """
 
 from __future__ import annotations
@@ -18,6 +15,7 @@ OPERATIONS = ("cashin", "cashout", "find", "events", "events?filter")
 #: Request names of the token traffic (never part of the mix).
 AUTH_OPERATIONS = ("authorize", "refresh")
 
+#: ``load.users.MerchantUser``'s task weights
 DEFAULT_MIX: dict[str, float] = {
     "cashin": 3,
     "cashout": 2,
@@ -49,7 +47,6 @@ DERIVED_MEASURES = ("time-to-processed",)
 MIN_RAMP_STEP_S = 5.0
 MIN_RAMP_STEPS = 3
 
-#: Thresholds that apply when a shape says nothing more specific (``*`` = every operation).
 _BASE_SLO: Thresholds = {
     "*": {"p95_ms": 500, "p99_ms": 1000, "error_ratio": 0.01},
     #: every request of the run, authorize and refresh included: a run where more than this
@@ -60,12 +57,8 @@ _BASE_SLO: Thresholds = {
 
 @dataclass(frozen=True)
 class Shape:
-    """One named load shape.
-
-    ``duration_s`` and ``max_requests`` are hard stops: the shape ends the run at whichever comes
-    first. ``pacing`` is ``("between", lo, hi)``, ``("constant", s)`` or
-    ``("throughput", total_rps)`` (a constant arrival rate shared by all users).
-    """
+    """One named load shape: ``duration_s`` and ``max_requests`` are hard stops, whichever
+    comes first ends the run."""
 
     name: str
     description: str
@@ -102,26 +95,15 @@ class Shape:
     ) -> Shape:
         """The shape with command-line overrides applied; the ramp step scales with duration
         (down to ``MIN_RAMP_STEP_S``) unless ``step_s`` sets it."""
-        changes: dict[str, Any] = {}
-        if users is not None:
-            changes["users"] = users
-            if self.peak_users:
-                changes["peak_users"] = max(users, self.peak_users * users // max(self.users, 1))
-        if spawn_rate is not None:
-            changes["spawn_rate"] = spawn_rate
-        if duration_s is not None:
-            changes["duration_s"] = duration_s
-            if self.step_s:
-                scaled = self.step_s * duration_s / self.duration_s
-                changes["step_s"] = max(MIN_RAMP_STEP_S, scaled)
+        given: dict[str, object] = dict(users=users, spawn_rate=spawn_rate, mix=mix)
+        given |= dict(duration_s=duration_s, max_requests=max_requests, pacing=pacing)
+        changes: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
+        if users is not None and self.peak_users:
+            changes["peak_users"] = max(users, self.peak_users * users // max(self.users, 1))
+        if duration_s is not None and self.step_s:
+            changes["step_s"] = max(MIN_RAMP_STEP_S, self.step_s * duration_s / self.duration_s)
         if step_s is not None and self.step_s:
             changes["step_s"] = step_s
-        if max_requests is not None:
-            changes["max_requests"] = max_requests
-        if mix is not None:
-            changes["mix"] = mix
-        if pacing is not None:
-            changes["pacing"] = pacing
         return replace(self, **changes)
 
     @property

@@ -1,19 +1,11 @@
 """Locust ``LoadTestShape`` classes, one per shape of the catalogue (``load.shape_catalog``).
 
 Every shape ends the run at its duration or its request budget, whichever comes first: no shape
-can run away. The locustfile exposes the class of the selected shape (or all of them with
-Locust's ``--class-picker``, for the web UI); the class names its catalogue entry, and the
-run's plan (``load.context.current_plan``) supplies the overrides and SLO rules.
-
-Every class has ``use_common_options``: Locust's own ``-u``, ``-r`` and ``-t`` (and the web UI's
-users, spawn rate and run time fields) override the shape's users, spawn rate and duration
-(``load.hooks`` folds them into the run's plan).
-
-The ramp shape judges each step on the step's own requests (a difference of the cumulative
-statistics at the step's boundaries, so it works on a master fed by workers) and stops at the
-first step where the p95 latency or the error ratio breaks the SLO (its breaking point). Its knee
-is computed from the same per-step numbers (``load.slo.ramp_knee``): the step after which
-throughput stopped growing while latency or errors rose.
+can run away. The run's plan (``load.context.current_plan``) supplies the overrides, Locust's
+``-u``, ``-r``, ``-t`` among them (``use_common_options``), and the SLO rules. The ramp judges
+each step on its own requests (a difference of the cumulative statistics, so it works on a
+master fed by workers), stops at the first step that breaks the SLO, and computes its knee from
+the same numbers (``load.slo.ramp_knee``).
 """
 
 from __future__ import annotations
@@ -24,7 +16,7 @@ from locust import LoadTestShape
 
 from load.context import current_plan
 from load.plan import LoadPlan
-from load.shape_catalog import OPERATIONS, Shape
+from load.shape_catalog import OPERATIONS, SHAPE_NAMES, Shape
 from load.slo import percentile_of, ramp_knee
 from load.timeline import TIMELINE
 
@@ -88,26 +80,6 @@ class CatalogShape(LoadTestShape):
     def summary(self) -> dict[str, Any]:
         """What the shape learned, for load.json (the ramp adds its steps and knee)."""
         return {"stop_reason": self.stop_reason}
-
-
-class SmokeShape(CatalogShape):
-    shape_name = "smoke"
-
-
-class SteadyShape(CatalogShape):
-    shape_name = "steady"
-
-
-class SoakShape(CatalogShape):
-    shape_name = "soak"
-
-
-class IdempotencyStormShape(CatalogShape):
-    shape_name = "idempotency-storm"
-
-
-class LifecycleShape(CatalogShape):
-    shape_name = "lifecycle"
 
 
 class SpikeShape(CatalogShape):
@@ -221,15 +193,14 @@ class RampShape(CatalogShape):
         }
 
 
+def _plain(name: str) -> type[CatalogShape]:
+    """The class of a shape with a constant user count (``idempotency-storm``:
+    ``IdempotencyStormShape``)."""
+    title = "".join(part.title() for part in name.split("-"))
+    return type(f"{title}Shape", (CatalogShape,), {"shape_name": name, "__module__": __name__})
+
+
+_SPECIAL: dict[str, type[CatalogShape]] = {"ramp": RampShape, "spike": SpikeShape}
 SHAPE_CLASSES: dict[str, type[CatalogShape]] = {
-    cls.shape_name: cls
-    for cls in (
-        SmokeShape,
-        SteadyShape,
-        RampShape,
-        SpikeShape,
-        SoakShape,
-        IdempotencyStormShape,
-        LifecycleShape,
-    )
+    name: _SPECIAL.get(name) or _plain(name) for name in SHAPE_NAMES
 }
