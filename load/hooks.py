@@ -1,15 +1,9 @@
-"""Locust event listeners: custom arguments, per-process set-up, and the end-of-run verdict.
+"""Locust event listeners: paysuite's options, per-process set-up, and the end-of-run verdict.
 
-Imported by the locustfile; every listener is registered once at import. Options can be given as
-command-line arguments or environment variables (``PAYSUITE_CONFIG``, ``PAYSUITE_SHAPE``, ...).
-The web UI shows the ones that matter for the chosen shape (all of them with ``--class-picker``),
-beside Locust's own users, spawn rate and run time fields, which the shapes honour (as ``-u``,
-``-r``, ``-t`` on the command line). Durations take Locust's format (``20s``, ``1m30s``).
-
-The run's plan (``load.plan``) is made once per process: the master (or single process) builds it
-at ``init`` from ``paysuite load``'s plan file or from these options, and puts its serialised form
-in the option ``paysuite_plan``, which Locust sends to every worker with its spawn order; each
-worker reads it at ``test_start``.
+Options are arguments or ``PAYSUITE_*`` variables; the web UI shows those that matter for the
+chosen shape. The master (or single process) builds the run's plan at ``init`` and puts its
+serialised form in the option ``paysuite_plan``, which Locust sends to every worker with its
+spawn order; each worker reads it at ``test_start``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The ledger of acknowledged creates, gathered on the master over Locust's own messages.
 
-Every create a virtual user saw acknowledged with a 2xx is a promise the target made; the
-reconciliation checks each one after the run. Users append to a per-process outbox; a greenlet
-flushes it once a second with ``runner.send_message`` (and once more when the test stops, before
-the worker reports itself stopped), and the master (or the local runner: Locust's LocalRunner
-delivers ``send_message`` to its own listener) merges the batches. One code path, so the ledger
-is complete whether the workers run here or on other machines.
+Users append to a per-process outbox; a greenlet sends it once a second with
+``runner.send_message`` (and once more at ``test_stop``), and the master (or the local runner,
+which delivers to its own listener) merges the batches: one code path, so the ledger is
+complete whether the workers run here or on other machines.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from subprocess import STDOUT
 from typing import Any, Protocol
 
 from load import loopback, probe
@@ -160,8 +161,8 @@ def free_port() -> int:
 
 
 def locust_command(plan: LoadPlan, plan_file: Path) -> list[str]:
-    """The Locust master's (or single process's) command line: Locust's own options and the
-    plan file; the shape's name too, which the locustfile reads before Locust parses options."""
+    """The Locust master's (or single process's) command line; the shape's name too, which the
+    locustfile reads before Locust parses options."""
     report_dir = plan.report_dir.resolve()
     cmd = [
         sys.executable, "-m", "locust", "-f", str(LOCUSTFILE),
@@ -184,7 +185,7 @@ def locust_command(plan: LoadPlan, plan_file: Path) -> list[str]:
 
 
 def worker_command(port: int) -> list[str]:
-    """A local worker: the master sends it the plan and every option with its spawn order."""
+    """A local worker: the master sends it the plan with its spawn order."""
     return [
         sys.executable, "-m", "locust", "-f", str(LOCUSTFILE),
         "--worker", "--master-host", "127.0.0.1", "--master-port", str(port),
@@ -209,10 +210,8 @@ def bundled_stub(workdir: Path) -> Iterator[StartedStub]:
 
 
 def run_locust(plan: LoadPlan, plan_file: Path, log_path: Path | None = None) -> int:
-    """Run Locust (local, or master + local workers); returns its exit status.
-
-    Its output goes to this process's stdout, or to ``log_path`` (the benchmark's quiet mode).
-    """
+    """Run Locust (local, or master + local workers); returns its exit status. Its output goes
+    to this process's stdout, or to ``log_path``."""
     shape = plan.shape
     plan.report_dir.mkdir(parents=True, exist_ok=True)
     for stale in ("load.json", "load.html"):
@@ -250,25 +249,16 @@ def run_locust(plan: LoadPlan, plan_file: Path, log_path: Path | None = None) ->
         for index in range(plan.workers):
             log = open(worker_dir / f"worker-{index}.log", "wb")  # noqa: SIM115 - closed below
             logs.append(log)
+            command = worker_command(port)
             workers.append(
-                subprocess.Popen(
-                    worker_command(port),
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    **detached,
-                )
+                subprocess.Popen(command, stdout=log, stderr=STDOUT, env=env, **detached)
             )
     master: subprocess.Popen[bytes] | None = None
     try:
-        if log_path is not None:
-            master_log = open(log_path, "wb")  # noqa: SIM115 - closed below
-            logs.append(master_log)
-            master = subprocess.Popen(
-                cmd, env=env, stdout=master_log, stderr=subprocess.STDOUT, **detached
-            )
-        else:
-            master = subprocess.Popen(cmd, env=env, **detached)
+        out = open(log_path, "wb") if log_path is not None else None  # noqa: SIM115 - closed below
+        logs += [out] if out is not None else []
+        err = STDOUT if out is not None else None
+        master = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, **detached)
         with _sigterm_as_ctrl_c():
             code = wait_for_master(master, time.monotonic() + deadline_s, plan.reconcile_timeout_s)
     except KeyboardInterrupt:  # the second Ctrl-C (or one before the master started)
@@ -294,12 +284,9 @@ def run_locust(plan: LoadPlan, plan_file: Path, log_path: Path | None = None) ->
 def wait_for_master(master: subprocess.Popen[bytes], deadline: float, reconcile_s: float) -> int:
     """The master's exit status; 2 if it is still running at ``deadline`` (then killed).
 
-    Locust runs in a session of its own, so a Ctrl-C (or a SIGTERM, ``_sigterm_as_ctrl_c``)
-    reaches paysuite alone: the first is passed on to the master as one SIGINT, and Locust stops
-    the load as on its own Ctrl-C, its quitting hook reconciling and writing load.json; this
-    waits for that (at most the reconciliation's budget and a margin, within the deadline). A
-    second one propagates and the caller kills Locust.
-    """
+    A Ctrl-C (or SIGTERM) reaches paysuite alone: the first is passed on as one SIGINT, and this
+    waits while Locust stops, reconciles and writes load.json (at most the reconciliation's
+    budget and a margin). A second one propagates and the caller kills Locust."""
     try:
         return _wait(master, deadline)
     except KeyboardInterrupt:
@@ -316,8 +303,8 @@ def wait_for_master(master: subprocess.Popen[bytes], deadline: float, reconcile_
 
 @contextmanager
 def _sigterm_as_ctrl_c() -> Iterator[None]:
-    """A SIGTERM to paysuite (a CI job cancelled, ``kill``) ends the run as a Ctrl-C does: with
-    its reports, not with Locust left running and paysuite gone. Main thread only (signals)."""
+    """A SIGTERM (a CI job cancelled) ends the run as a Ctrl-C does: with its reports, not with
+    Locust left running. Main thread only (signals)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -339,7 +326,7 @@ def _wait(master: subprocess.Popen[bytes], deadline: float) -> int:
 
 
 def outcome(plan: LoadPlan, code: int) -> LoadResult:
-    """Map Locust's exit status and load.json to paysuite's (load.html is the master's)."""
+    """Map Locust's exit status and load.json to paysuite's."""
     load_json = plan.report_dir / "load.json"
     if not load_json.is_file():
         reason = f"Locust ended without a verdict (exit status {code}); see its output above"
@@ -354,7 +341,7 @@ def outcome(plan: LoadPlan, code: int) -> LoadResult:
 
 def ended_early(plan: LoadPlan, refused: TargetRefused, stop_reason: str = "") -> LoadResult:
     """A run without a verdict still writes load.json and load.html, with why: a CI's report
-    step then shows the reason instead of a missing file."""
+    step shows the reason instead of a missing file."""
     from load.finalize import STOPPED_BY_PRECHECK, write_no_run
 
     summary = write_no_run(
@@ -396,14 +383,9 @@ def run(
     locust_log: Path | None = None,
     stub_factory: StubFactory = bundled_stub,
 ) -> LoadResult:
-    """Run one load plan to its verdict.
-
-    Without a target in the plan, the bundled stub is started for the run (customers answer by
-    themselves, so the lifecycle resolves ``auto``). ``locust_log``: Locust's output goes there
-    instead of this process's stdout. Raises ``UsageError`` (exit status 2, a one-line reason)
-    when the stub does not start or the target is refused, unreachable or rejects the
-    credentials, before any load is sent.
-    """
+    """Run one load plan to its verdict; without a target, against the bundled stub (its
+    customers answer by themselves: the lifecycle resolves ``auto``). Raises ``UsageError``
+    (exit status 2, one line) when the stub does not start or the target is refused."""
     if plan.config is not None:
         return _run_against_target(plan, locust_log)
     with tempfile.TemporaryDirectory(prefix="paysuite-stub-") as workdir:

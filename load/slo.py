@@ -63,6 +63,7 @@ class SLORules:
 @dataclass(frozen=True)
 class OperationStats:
     """What the run observed for one operation (latencies in milliseconds)."""
+
     requests: int
     failures: int
     rps: float

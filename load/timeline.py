@@ -1,18 +1,11 @@
 """The run's timeline, sampled in the Locust master (or single process) while the test runs.
 
-Every second (every 3 s on a master, as often as its workers report) the timeline takes
-Locust's cumulative statistics and keeps what changed since the previous sample: requests and
-failures per second, the user count, and the p50/p95/p99 latency of that interval's requests, for
-the mix operations together (authorize and refresh left out) and per operation (exact over the
-interval: the difference of Locust's response-time histograms, not a lagging window). It starts
-with the test and ends with it, so load.html's time axis ends with the run, and it needs no
-``--csv``/``--csv-full-history``: the samples go into load.json (``timeline``).
-
-With ``--abort-on-fail`` each sample also asks ``load.slo.decided_early`` whether a threshold can
-no longer be met; the first one that cannot is recorded in ``abort`` and the shape ends the run at
-its next tick (``load.shapes``).
-
-No Locust or gevent import at module level (``load.finalize`` reads the timeline outside Locust).
+Every second (every 3 s on a master, as often as its workers report) it keeps what changed in
+Locust's cumulative statistics: requests and failures per second, users, and the exact p50/p95/
+p99 of that interval (a difference of the histograms, not a lagging window), overall and per
+operation, for load.json and load.html. With ``--abort-on-fail`` each sample asks
+``load.slo.decided_early`` whether a threshold can no longer be met. No Locust or gevent import
+at module level: ``load.finalize`` reads it outside Locust.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ import random
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from fractions import Fraction
 from typing import Any, TypeVar
 
@@ -30,9 +31,11 @@ from locust.user.task import TaskSet
 
 from load import bounded
 from load import context as run_context
-from load.auth import AuthError, token_flow
 from load.ledger import LEDGER, CreateRecord
 from load.shape_catalog import Pacing
+from paysuite_core import tokens
+from paysuite_core.target_config import Application
+from paysuite_core.tokens import AuthError, TokenFlow
 
 T = TypeVar("T")
 #: a Locust task: a function of the user that runs it
@@ -40,6 +43,8 @@ Task = Callable[..., None]
 
 KINDS = {"cashin": "CASHIN", "cashout": "CASHOUT"}
 LIFECYCLE_POLL_S = 0.25
+#: a load test that re-authorizes on every hiccup measures its own authorize storm
+MIN_AUTHORIZE_INTERVAL_S = 5.0
 #: the ledger's counter of an operation that was due, made once instead of on every task
 _STARTED = {op: f"started:{op}" for op in (*KINDS, "find", "events", "events?filter")}
 
@@ -51,6 +56,22 @@ def wait_function(pacing: Pacing, users: int) -> Callable[[User], float]:
     if pacing.kind == "constant":
         return constant(pacing.low)
     return between(pacing.low, pacing.high)
+
+
+def token_flow(client: bounded.Client, app: Application, fallback_ttl_s: float) -> TokenFlow:
+    """The project's one token flow, its exchanges the user's own bounded requests: counted,
+    timed and capped under the names ``authorize`` and ``refresh``."""
+
+    @contextmanager
+    def send(request: tokens.Request) -> Iterator[bounded.Reply]:
+        headers = {k: v for k, v in request.headers.items() if v is not None}
+        with client.request(
+            request.method, request.path, name=request.name, headers=headers, json=request.json
+        ) as reply:
+            yield reply
+
+    interval = MIN_AUTHORIZE_INTERVAL_S
+    return TokenFlow(send, app, fallback_ttl_s=fallback_ttl_s, min_authorize_interval_s=interval)
 
 
 def weighted(weights: Mapping[Task, float]) -> list[TaskSet | Callable[..., Any]]:

@@ -386,7 +386,7 @@ def test_these_modules_do_not_import_locust() -> None:
 
     code = (
         "import sys, load, load.cli, load.runner, load.finalize, load.report, load.slo, "
-        "load.auth, load.reconcile, load.ledger, load.context, load.plan, load.shape_catalog, "
+        "load.reconcile, load.ledger, load.context, load.plan, load.shape_catalog, "
         "paysuite.demo; from load import build_plan, run; "
         "print('locust' in sys.modules, 'gevent' in sys.modules)"
     )
