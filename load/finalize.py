@@ -221,8 +221,7 @@ def verdict_table(
     exit_code: int,
     aborted: dict[str, Any] | None = None,
 ) -> str:
-    """The text printed at the end of a run: a line per threshold (k6-style), the
-    reconciliation with its reasons, and the result with its exit status and reasons."""
+    """The text printed at the end of a run: the thresholds, the reconciliation, the result."""
     ok, cross = _marks()
     lines = [f"paysuite: thresholds (shape {shape})"]
     lines += [threshold_line(v, ok, cross) for v in verdicts]
@@ -239,19 +238,13 @@ def verdict_table(
     if r.get("nothing_to_check"):
         lines.append("paysuite: reconciliation: nothing to check (no create was acknowledged)")
     else:
+        dup = r.get("duplicate_keys", 0) + r.get("server_duplicate_keys", 0)
+        verdict = f"{ok} PASS" if r.get("passed") else f"{cross} FAIL: " + "; ".join(reasons)
         lines.append(
-            "paysuite: reconciliation: {ack} acknowledged creates, {checked} checked, "
-            "{found} found, {lost} lost, {mis} mismatched, {dup} duplicate keys, "
-            "{unchecked} unchecked -> {verdict}".format(
-                ack=r.get("acknowledged", 0),
-                checked=r.get("checked", 0),
-                found=r.get("found", 0),
-                lost=r.get("lost", 0),
-                mis=r.get("mismatched", 0),
-                dup=r.get("duplicate_keys", 0) + r.get("server_duplicate_keys", 0),
-                unchecked=r.get("unchecked", 0),
-                verdict=f"{ok} PASS" if r.get("passed") else f"{cross} FAIL: " + "; ".join(reasons),
-            )
+            f"paysuite: reconciliation: {r.get('acknowledged', 0)} acknowledged creates, "
+            f"{r.get('checked', 0)} checked, {r.get('found', 0)} found, {r.get('lost', 0)} lost, "
+            f"{r.get('mismatched', 0)} mismatched, {dup} duplicate keys, "
+            f"{r.get('unchecked', 0)} unchecked -> {verdict}"
         )
     why = result_reasons(verdicts, r, aborted)
     if exit_code == 0:
@@ -308,10 +301,8 @@ def collect_failures(stats: RequestStats) -> list[dict[str, Any]]:
 def ramp_lines(shape_summary: dict[str, Any]) -> list[str]:
     """What the ramp found, from the same per-step numbers as load.json and load.html."""
     lines = []
-    knee = shape_summary.get("knee")
-    plateau = shape_summary.get("plateau")
-    broke = shape_summary.get("slo_break")
-    best = shape_summary.get("max_sustainable")
+    knee, plateau = shape_summary.get("knee"), shape_summary.get("plateau")
+    broke, best = shape_summary.get("slo_break"), shape_summary.get("max_sustainable")
     if knee:
         lines.append(
             f"paysuite: knee at step {knee['step']} ({knee['users']} users, {knee['rps']:g} "

@@ -452,19 +452,12 @@ def _failures(failures: list[dict[str, Any]]) -> str:
 
 
 def _ramp(ramp: dict[str, Any]) -> str:
-    knee = ramp.get("knee") or {}
-    plateau = ramp.get("plateau") or {}
-    broke = ramp.get("slo_break") or {}
+    knee, plateau, broke = (ramp.get(key) or {} for key in ("knee", "plateau", "slo_break"))
     marked = knee.get("step", plateau.get("step"))
     rows = []
     for s in ramp.get("steps", []):
-        tags = []
-        if s["step"] == knee.get("step"):
-            tags.append("knee")
-        if s["step"] == plateau.get("step"):
-            tags.append("throughput plateau")
-        if s["step"] == broke.get("step"):
-            tags.append("SLO broken")
+        marks = ((knee, "knee"), (plateau, "throughput plateau"), (broke, "SLO broken"))
+        tags = [tag for found, tag in marks if s["step"] == found.get("step")]
         cls = "fail" if s["breached"] else ("knee" if s["step"] == marked else "")
         rows.append(
             f"<tr class='{cls}'><td>{s['step']}</td><td class='num'>{s['users']}</td>"
