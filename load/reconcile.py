@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from json import dumps
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from load.ledger import CreateRecord
@@ -32,6 +32,9 @@ from load.limits import ClientLimits, TotalTimeout
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.throttle import Throttle, send_honouring
 from paysuite_core.tokens import PlainAnswer, Request, Send, TokenFlow
+
+if TYPE_CHECKING:  # gevent: not imported where reconcile is only read
+    from gevent.queue import Queue
 
 CREATED = "transaction:created"
 SAMPLE_LIMIT = 20
@@ -58,10 +61,10 @@ def no_answer(exc: BaseException) -> bool:
     return isinstance(exc, (OSError, TotalTimeout))
 
 
+@dataclass(frozen=True)
 class _Response:
-    def __init__(self, status_code: int, body: bytes) -> None:
-        self.status_code = status_code
-        self.body = body
+    status_code: int
+    body: bytes
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -372,7 +375,7 @@ class _Checks:
     throttle: Throttle
     deadline: float
     tokens: _Tokens
-    queue: Any
+    queue: Queue
     listed_events: dict[str, set[str]] | None
     #: checks that got no answer before any succeeded: at ``gone_after`` the target is gone
     gone_after: int

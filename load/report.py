@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from load.slo import FLOORS
+
 COLOURS = {
     "req/s": "#1f77b4",
     "fail/s": "#d62728",
@@ -22,7 +24,6 @@ COLOURS = {
     "p95": "#ff7f0e",
     "p99": "#9467bd",
 }
-FLOORS = ("min_rps", "requests", "steps_completed", "successes")
 
 #: One point of the history: ``t`` (s), ``users``, ``req/s``, ``fail/s``, and ``p50``, ``p95``,
 #: ``p99`` (ms; ``None`` when there was no sample).
@@ -353,7 +354,6 @@ def _threshold_rows(verdicts: list[dict[str, Any]], summary: dict[str, Any]) -> 
     rows = []
     for v in verdicts:
         relation = "&ge;" if v["metric"] in FLOORS else "&le;"
-        unit = _unit(v["metric"])
         note = f" <span class='muted'>({_cell(v['note'])})</span>" if v.get("note") else ""
         stats = (
             summary.get("total")
@@ -364,19 +364,12 @@ def _threshold_rows(verdicts: list[dict[str, Any]], summary: dict[str, Any]) -> 
             note = (
                 f" <span class='muted'>({stats['failures']} of {stats['requests']} failed)</span>"
             )
+        unit = _unit(v["metric"]) if v["observed"] is not None else ""
         rows.append(
-            "<tr class='{cls}'><td class='mark'>{mark}</td><td>{op}</td><td>{metric} {rel} {thr}"
-            "{unit}</td><td class='num'>{obs}{unit}{note}</td></tr>".format(
-                cls="pass" if v["passed"] else "fail",
-                mark="&#10003;" if v["passed"] else "&#10007;",
-                op=_cell(v["operation"]),
-                metric=_cell(v["metric"]),
-                rel=relation,
-                thr=_cell(v["threshold"]),
-                unit=unit if v["observed"] is not None else "",
-                obs=_cell(v["observed"]),
-                note=note,
-            )
+            f"<tr class='{'pass' if v['passed'] else 'fail'}'><td class='mark'>"
+            f"{'&#10003;' if v['passed'] else '&#10007;'}</td><td>{_cell(v['operation'])}</td>"
+            f"<td>{_cell(v['metric'])} {relation} {_cell(v['threshold'])}{unit}</td>"
+            f"<td class='num'>{_cell(v['observed'])}{unit}{note}</td></tr>"
         )
     return "".join(rows)
 
