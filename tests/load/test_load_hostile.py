@@ -1,4 +1,4 @@
-"""Issue 13: ``paysuite load`` against hostile targets ends within its budget, exit 1 or 2, with
+"""``paysuite load`` against hostile targets ends within its budget, exit 1 or 2, with
 a reason a person can read, and never grows past a bounded memory."""
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ def test_error_ratio_and_min_rps_breaches() -> None:
 
 
 def test_named_operation_without_requests_fails_every_threshold() -> None:
-    """Issue 13: nothing measured is not a pass (a row, failed, never a missing one)."""
+    """Nothing measured is not a pass (a row, failed, never a missing one)."""
     verdicts = evaluate({"cashout": {"p95_ms": 1, "min_rps": 1}}, {}, stats(0))
     by_metric = {v.metric: v for v in verdicts}
     assert not by_metric["p95_ms"].passed and by_metric["p95_ms"].note == "no request was made"
@@ -76,7 +76,7 @@ def test_named_operation_without_requests_fails_every_threshold() -> None:
 
 
 def test_auth_failures_count_and_an_all_failed_operation_is_a_failed_row() -> None:
-    """Issue 13: authorize and refresh failures count toward the error ratio; an operation
+    """Authorize and refresh failures count toward the error ratio; an operation
     whose every request failed is a failed ``successes`` row; the total ratio gates the run."""
     slo = {"*": {"p95_ms": 100, "error_ratio": 0.01}, "total": {"error_ratio": 0.01}}
     ops = {
