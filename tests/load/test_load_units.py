@@ -443,7 +443,7 @@ def _steps(rps: list[float], p95: list[float], errors: list[float] | None = None
 def test_ramp_knee_is_where_throughput_stopped_growing_while_latency_rose() -> None:
     from load.slo import ramp_knee
 
-    # the run: a dip at step 5 (301 req/s) is no knee, later steps reached 472 req/s
+    # a recorded run: a dip at step 5 (301 req/s) is no knee, later steps reached 472 req/s
     steps = _steps(
         [60, 120, 180, 240, 300, 301, 360, 420, 472, 470, 465],
         [5, 5, 6, 6, 7, 7, 8, 9, 12, 40, 90],
