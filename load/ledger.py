@@ -102,12 +102,7 @@ class Ledger:
 
     def reset(self) -> None:
         """A new test run in the same process (the web UI's restart): start from nothing."""
-        self.creates.clear()
-        self.counters.clear()
-        self.time_to_processed.clear()
-        self.batches_received = 0
-        self.sources.clear()
-        self._out_creates, self._out_counters, self._out_ttp = [], Counter(), []
+        vars(self).update(vars(Ledger()))
 
 
 LEDGER = Ledger()
