@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,7 @@ from load.ledger import LEDGER, TimeToProcessed
 from load.plan import LoadPlan, option
 from load.reconcile import failure_reasons, reconcile
 from load.shape_catalog import Shape, Thresholds
-from load.slo import OperationStats, Verdict, evaluate
+from load.slo import OperationStats, Verdict, evaluate, percentile_of
 from load.timeline import TIMELINE, collect_operations
 from load.webhook_journal import journal_path
 
@@ -115,11 +115,7 @@ def write_no_run(
 
 def percentile(values: list[float], fraction: float) -> float | None:
     """Nearest-rank percentile of a list (None when empty)."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    index = max(0, min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1))
-    return ordered[index]
+    return percentile_of(Counter(values), fraction)
 
 
 def time_to_processed_stats(samples: list[TimeToProcessed]) -> dict[str, Any]:

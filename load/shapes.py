@@ -18,7 +18,7 @@ from load.context import current_plan
 from load.plan import LoadPlan
 from load.shape_catalog import OPERATIONS, SHAPE_NAMES, Shape
 from load.slo import percentile_of, ramp_knee
-from load.timeline import TIMELINE
+from load.timeline import TIMELINE, Tally, cumulative, interval, summed
 
 Tick = tuple[int, float]
 
@@ -102,21 +102,12 @@ class RampShape(CatalogShape):
         #: the first step that broke an SLO (it ends the run)
         self.slo_break: dict[str, Any] | None = None
         self._step_index = -1
-        self._snapshot: tuple[int, int, dict[int, int]] | None = None
+        self._snapshot: Tally | None = None
         self._step_started = 0.0
 
-    def _cumulative(self) -> tuple[int, int, dict[int, int]]:
+    def _cumulative(self) -> Tally:
         assert self.runner is not None
-        requests = failures = 0
-        times: dict[int, int] = {}
-        for (name, _method), entry in self.runner.stats.entries.items():
-            if name not in OPERATIONS:
-                continue
-            requests += entry.num_requests
-            failures += entry.num_failures
-            for ms, count in entry.response_times.items():
-                times[ms] = times.get(ms, 0) + count
-        return requests, failures, times
+        return summed(cumulative(self.runner.stats), OPERATIONS)
 
     def _close_step(self, elapsed: float, shape: Shape) -> bool:
         """Judge the step that just ended; True when it breached (the knee)."""
@@ -124,10 +115,7 @@ class RampShape(CatalogShape):
         if self._snapshot is None:
             self._snapshot = now
             return False
-        requests = now[0] - self._snapshot[0]
-        failures = now[1] - self._snapshot[1]
-        times = {ms: c - self._snapshot[2].get(ms, 0) for ms, c in now[2].items()}
-        times = {ms: c for ms, c in times.items() if c > 0}
+        requests, failures, times = interval(now, self._snapshot)
         self._snapshot = now
         slo = self._plan().thresholds.get("*", {})
         p95 = percentile_of(times, 0.95)

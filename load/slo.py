@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from load.shape_catalog import AUTH_OPERATIONS, DERIVED_MEASURES, Shape, Thresholds, default_slo
 
+_Value = TypeVar("_Value", int, float)
 METRICS = ("p50_ms", "p95_ms", "p99_ms", "error_ratio", "min_rps")
 _PERCENTILE_METRICS = {"p50_ms": "p50", "p95_ms": "p95", "p99_ms": "p99"}
 FLOORS = ("min_rps", "requests", "steps_completed", "successes")
@@ -226,8 +227,9 @@ def decided_early(
     return decided
 
 
-def percentile_of(times: dict[int, int], fraction: float) -> float | None:
-    """The ``fraction`` percentile of a {milliseconds: count} histogram (Locust's own layout)."""
+def percentile_of(times: Mapping[_Value, int], fraction: float) -> float | None:
+    """The nearest-rank ``fraction`` percentile of a {value: count} histogram (Locust's own
+    layout, in milliseconds)."""
     total = sum(times.values())
     if total <= 0:
         return None

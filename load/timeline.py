@@ -11,6 +11,7 @@ at module level: ``load.finalize`` reads it outside Locust.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from load.shape_catalog import AUTH_OPERATIONS
@@ -26,7 +27,8 @@ LOCAL_INTERVAL_S = 1.0
 MASTER_INTERVAL_S = 3.0  # Locust's workers report every 3 s
 
 #: name -> (requests, failures, {rounded ms: count}), cumulative
-Counts = dict[str, tuple[int, int, dict[int, int]]]
+Tally = tuple[int, int, dict[int, int]]
+Counts = dict[str, Tally]
 
 
 def cumulative(stats: RequestStats) -> Counts:
@@ -41,9 +43,8 @@ def cumulative(stats: RequestStats) -> Counts:
     return counts
 
 
-def _interval(
-    now: tuple[int, int, dict[int, int]], before: tuple[int, int, dict[int, int]] | None
-) -> tuple[int, int, dict[int, int]]:
+def interval(now: Tally, before: Tally | None) -> Tally:
+    """What happened between two cumulative tallies."""
     if before is None:
         return now
     times = {ms: n - before[2].get(ms, 0) for ms, n in now[2].items()}
@@ -52,6 +53,18 @@ def _interval(
         max(now[1] - before[1], 0),
         {ms: n for ms, n in times.items() if n > 0},
     )
+
+
+def summed(counts: Counts, names: Iterable[str]) -> Tally:
+    """The tallies of ``names`` together."""
+    requests = failures = 0
+    times: dict[int, int] = {}
+    for name in names:
+        r, f, t = counts.get(name, (0, 0, {}))
+        requests, failures = requests + r, failures + f
+        for ms, n in t.items():
+            times[ms] = times.get(ms, 0) + n
+    return requests, failures, times
 
 
 def _point(requests: int, failures: int, times: dict[int, int], span: float) -> dict[str, Any]:
@@ -159,7 +172,7 @@ class Timeline:
         all_requests = all_failures = 0
         all_times: dict[int, int] = {}
         for name, counts in sorted(now.items()):
-            requests, failures, times = _interval(counts, self._previous.get(name))
+            requests, failures, times = interval(counts, self._previous.get(name))
             if requests or failures:
                 ops[name] = {"requests": requests, **_point(requests, failures, times, span)}
             all_requests += requests
