@@ -1,29 +1,10 @@
 """Load testing with Locust: named load shapes, SLO gates and a "nothing lost" reconciliation.
 
-What it offers:
-
-- **One entry point**: ``load.runner.run(plan) -> LoadResult`` runs a load plan to its verdict
-  (exit status 0 met / 1 a threshold breached / 2 no verdict / 3 the reconciliation failed, and
-  load.json as ``summary``); it starts the bundled stub when the plan has no target.
-  ``paysuite load``, ``paysuite demo`` and the checkout's benchmarks all call it.
-- **One way to make a plan**: ``load.plan.build_plan(shape=..., config=..., ...) -> LoadPlan``
-  (``plan_from_args`` for ``paysuite load``'s arguments, ``plan_from_locust_options`` for a
-  plain Locust run): the target configuration, the shape with its overrides, the SLO rules and
-  the client limits, each read and checked once. ``write_plan``/``read_plan`` are its one
-  serialised form, for the Locust master and its workers.
-- **The locustfile**: ``load/locustfile.py``, for ``locust -f`` (web UI, headless, distributed),
-  giving the same verdict as ``paysuite load``.
-- ``load.cli``: the ``paysuite load`` subcommand.
-
-Inside: ``shape_catalog`` (the named shapes, pure data), ``shapes`` (their Locust
-``LoadTestShape`` classes), ``users`` (the virtual user), ``auth`` (its token flow, from
-``paysuite_core.tokens``), ``bounded``/``connection``/``probe`` (requests bounded by
-``paysuite_core.bounded_http``), ``ledger`` and ``reconcile`` (nothing lost), ``slo`` and
-``finalize`` (verdicts, load.json), ``timeline`` (the run sampled every second: load.html's
-charts, ``--abort-on-fail``), ``report`` (load.html), ``loopback`` (the loopback-only rule).
-
-The names above are also importable from ``load`` itself (``from load import build_plan, run``),
-lazily: importing ``load`` stays cheap.
+``load.runner.run(plan) -> LoadResult`` runs a plan from ``load.plan.build_plan`` to its verdict
+(exit status 0 met, 1 a threshold breached, 2 no verdict, 3 the reconciliation failed);
+``load/locustfile.py`` gives the same verdict under a plain ``locust -f``. docs/load.md has the
+modules' map. The names below are importable from ``load`` itself, lazily: importing ``load``
+stays cheap.
 """
 
 from __future__ import annotations

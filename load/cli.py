@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from load.shape_catalog import SHAPE_NAMES  # pure data: cheap to import at registration
-from paysuite_core.durations import duration_argument
 
 
 def _load(args: argparse.Namespace) -> int:

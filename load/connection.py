@@ -1,20 +1,11 @@
-"""One keep-alive HTTP/1.1 connection to one origin, every exchange bounded by ``Limits``.
+"""One keep-alive HTTP/1.1 connection to one origin, every exchange bounded by ``Limits``:
+the load side's one HTTP client under gevent (the users' ``load.bounded`` and the reconciliation).
 
-The load side's one HTTP client under gevent: each Locust user's requests (``load.bounded``) and
-the reconciliation's (``load.reconcile``) go through it.
-
-Why geventhttpclient's ``HTTPClient`` itself and not Locust's ``FastHttpSession`` (which is built
-on it): the session adds, on every request, what paysuite does not use (URL building, a cookie
-jar, redirect and retry handling, a response wrapper and its ``catch_response`` context), and a
-user that bounds its requests has to take the ``stream=True`` path on top. Measured on find
-against the stub, that came to about half again the CPU of a bare ``HTTPClient`` request, which
-made paysuite's own user, not the target, the limit of a load test (docs/load.md).
-
-The bounds: the connect and read timeouts are ``HTTPClient``'s own (each socket operation); the
-total timeout is a ``gevent.Timeout`` over the whole exchange, head and body; the body is read
-with ``read_capped``; redirects are not followed (``HTTPClient`` follows none). An exchange that
-did not end cleanly discards the connection, so that the rest of a half-read answer can never be
-taken for the next one.
+Why geventhttpclient's ``HTTPClient`` itself and not Locust's ``FastHttpSession`` built on it: the
+session's per-request extras (URL building, cookies, redirects, retries, a response wrapper)
+cost about half again the CPU of a bare request on find against the stub, which made paysuite's
+own user, not the target, the limit of a load test (docs/load.md). An exchange that did not end
+cleanly discards the connection, so the rest of a half-read answer is never taken for the next.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""What one Locust process knows about the run: its plan, generators, application rotation.
-
-The plan (``load.plan.LoadPlan``) is installed once per process: on the master (or the single
-process) by the init hook, from ``paysuite load``'s plan file or from the ``--paysuite-*``
-options; on a worker at ``test_start``, from the serialised plan the master sent with its spawn
-order. The ``RunContext`` (per-process number and amount generators, the application rotation)
-is rebuilt from it at every ``test_start``.
+"""What one Locust process knows about the run: its plan (installed once per process: by the
+init hook on the master, from the master's spawn order on a worker) and the ``RunContext``
+rebuilt from it at every ``test_start`` (number and amount generators, application rotation).
 """
 
 from __future__ import annotations
@@ -80,10 +76,6 @@ def current_plan() -> LoadPlan:
     if _PLAN is None:
         raise RuntimeError("paysuite: no load plan in this process (the init hook did not run)")
     return _PLAN
-
-
-def has_plan() -> bool:
-    return _PLAN is not None
 
 
 def build_context(worker_index: int = 0) -> RunContext:

@@ -1,40 +1,38 @@
 """The end of a run: statistics, SLO verdicts, reconciliation, load.json, the exit status.
 
 Exit status: 0 every threshold met and nothing lost; 1 a threshold breached (or the run aborted
-by ``--abort-on-fail``); 3 the reconciliation failed (lost, mismatched, duplicated, or could not
-be checked), whatever the thresholds say; 2 (usage errors, no verdict) is decided elsewhere.
-
-Runs in the Locust master (or local) process when Locust quits, so that ``paysuite load`` and a
-plain ``locust -f load/locustfile.py`` give the same verdict from the same numbers: Locust's own
-in-memory statistics (exact percentiles, workers' reports merged) and the ledger the workers sent.
+by ``--abort-on-fail``); 3 the reconciliation failed, whatever the thresholds say; 2 (usage
+errors, no verdict) is decided elsewhere. It runs in the Locust master (or local) process when
+Locust quits, so that ``paysuite load`` and a plain ``locust -f load/locustfile.py`` give the
+same verdict from the same numbers: Locust's in-memory statistics and the workers' ledger.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import math
 import os
 import sys
-import time
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from load import context as run_context
 from load.ledger import LEDGER, TimeToProcessed
-from load.plan import option
+from load.plan import LoadPlan, option
 from load.reconcile import failure_reasons, reconcile
 from load.shape_catalog import Shape, Thresholds
-from load.slo import OperationStats, Verdict, evaluate
-from load.timeline import TIMELINE
-from load.webhooks import journal_path
+from load.slo import OperationStats, Verdict, evaluate, percentile_of
+from load.timeline import TIMELINE, collect_operations
+from load.webhook_journal import journal_path
 
 if TYPE_CHECKING:  # this module is imported outside Locust too: no locust import at run time
     from locust import LoadTestShape
     from locust.env import Environment
-    from locust.stats import RequestStats, StatsEntry
+    from locust.stats import RequestStats
 
 SCHEMA = "paysuite-load/1"
-_NONE = OperationStats(0, 0, 0.0, None, None, None)
+_NONE = OperationStats(0, 0, 0.0, None, None, None)  # an operation that made no request
 EXIT_PASSED, EXIT_BREACHED, EXIT_LOST = 0, 1, 3
 #: a run stopped before its shape ended it (Ctrl-C, SIGTERM, the web UI's Stop), in which
 #: nothing failed: what ran is reported, but a run cut short is not a pass (the shell's status
@@ -117,47 +115,7 @@ def write_no_run(
 
 def percentile(values: list[float], fraction: float) -> float | None:
     """Nearest-rank percentile of a list (None when empty)."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    index = max(0, min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1))
-    return ordered[index]
-
-
-def _entry_stats(entry: StatsEntry, duration: float) -> OperationStats:
-    def pct(fraction: float) -> float | None:
-        return float(entry.get_response_time_percentile(fraction)) if entry.num_requests else None
-
-    return OperationStats(
-        requests=entry.num_requests,
-        failures=entry.num_failures,
-        rps=round(entry.num_requests / duration, 3) if duration > 0 else 0.0,
-        p50=pct(0.5),
-        p95=pct(0.95),
-        p99=pct(0.99),
-    )
-
-
-def collect_operations(
-    stats: RequestStats,
-) -> tuple[dict[str, OperationStats], OperationStats, float]:
-    """Per request name (methods merged) and total, with the run's duration in seconds."""
-    total = stats.total
-    start = total.start_time or time.time()
-    end = total.last_request_timestamp or start
-    duration = max(end - start, 1e-6)
-    by_name: dict[str, StatsEntry] = {}
-    for (name, _method), entry in stats.entries.items():
-        if name in by_name:
-            by_name[name].extend(entry)
-        else:
-            from locust.stats import StatsEntry  # noqa: F811 - the run-time import
-
-            merged = StatsEntry(stats, name, "", use_response_times_cache=False)
-            merged.extend(entry)
-            by_name[name] = merged
-    ops = {name: _entry_stats(entry, duration) for name, entry in by_name.items()}
-    return ops, _entry_stats(total, duration), duration
+    return percentile_of(Counter(values), fraction)
 
 
 def time_to_processed_stats(samples: list[TimeToProcessed]) -> dict[str, Any]:
@@ -175,6 +133,10 @@ def time_to_processed_stats(samples: list[TimeToProcessed]) -> dict[str, Any]:
     }
 
 
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 1)
+
+
 def judge(
     shape: Shape,
     slo: Thresholds,
@@ -187,38 +149,18 @@ def judge(
     """The verdicts of the run (the ramp judges its first step: breaking later is its finding)."""
     ops = dict(ops)
     if ttp["count"]:
-        to_ms = lambda v: None if v is None else round(v * 1000, 1)  # noqa: E731
-        ops["time-to-processed"] = OperationStats(
-            ttp["count"], 0, 0.0, to_ms(ttp["p50_s"]), to_ms(ttp["p95_s"]), to_ms(ttp["p99_s"])
-        )
+        p50, p95, p99 = (_ms(ttp[key]) for key in ("p50_s", "p95_s", "p99_s"))
+        ops["time-to-processed"] = OperationStats(ttp["count"], 0, 0.0, p50, p95, p99)
     if shape.name == "ramp":
         steps = shape_summary.get("steps") or []
-        verdicts = []
-        first = steps[0] if steps else None
-        if first is None:
+        if not steps:
             return [Verdict("ramp", "steps_completed", 1, 0, False, "no step completed")]
-        star = slo.get("*", {})
-        if "p95_ms" in star:
-            verdicts.append(
-                Verdict(
-                    "step 0",
-                    "p95_ms",
-                    star["p95_ms"],
-                    first["p95_ms"],
-                    "p95_ms" not in first["breached"],
-                )
-            )
-        if "error_ratio" in star:
-            verdicts.append(
-                Verdict(
-                    "step 0",
-                    "error_ratio",
-                    star["error_ratio"],
-                    first["error_ratio"],
-                    "error_ratio" not in first["breached"],
-                )
-            )
-        return verdicts
+        first, star = steps[0], slo.get("*", {})
+        return [
+            Verdict("step 0", metric, star[metric], first[metric], metric not in first["breached"])
+            for metric in ("p95_ms", "error_ratio")
+            if metric in star
+        ]
     verdicts = evaluate(slo, ops, total)
     for key, started in sorted((counters or {}).items()):
         op = key.removeprefix("started:")
@@ -275,8 +217,7 @@ def verdict_table(
     exit_code: int,
     aborted: dict[str, Any] | None = None,
 ) -> str:
-    """The text printed at the end of a run: a line per threshold (k6-style), the
-    reconciliation with its reasons, and the result with its exit status and reasons."""
+    """The text printed at the end of a run: the thresholds, the reconciliation, the result."""
     ok, cross = _marks()
     lines = [f"paysuite: thresholds (shape {shape})"]
     lines += [threshold_line(v, ok, cross) for v in verdicts]
@@ -293,19 +234,13 @@ def verdict_table(
     if r.get("nothing_to_check"):
         lines.append("paysuite: reconciliation: nothing to check (no create was acknowledged)")
     else:
+        dup = r.get("duplicate_keys", 0) + r.get("server_duplicate_keys", 0)
+        verdict = f"{ok} PASS" if r.get("passed") else f"{cross} FAIL: " + "; ".join(reasons)
         lines.append(
-            "paysuite: reconciliation: {ack} acknowledged creates, {checked} checked, "
-            "{found} found, {lost} lost, {mis} mismatched, {dup} duplicate keys, "
-            "{unchecked} unchecked -> {verdict}".format(
-                ack=r.get("acknowledged", 0),
-                checked=r.get("checked", 0),
-                found=r.get("found", 0),
-                lost=r.get("lost", 0),
-                mis=r.get("mismatched", 0),
-                dup=r.get("duplicate_keys", 0) + r.get("server_duplicate_keys", 0),
-                unchecked=r.get("unchecked", 0),
-                verdict=f"{ok} PASS" if r.get("passed") else f"{cross} FAIL: " + "; ".join(reasons),
-            )
+            f"paysuite: reconciliation: {r.get('acknowledged', 0)} acknowledged creates, "
+            f"{r.get('checked', 0)} checked, {r.get('found', 0)} found, {r.get('lost', 0)} lost, "
+            f"{r.get('mismatched', 0)} mismatched, {dup} duplicate keys, "
+            f"{r.get('unchecked', 0)} unchecked -> {verdict}"
         )
     why = result_reasons(verdicts, r, aborted)
     if exit_code == 0:
@@ -352,26 +287,18 @@ def ramp_table(shape_summary: dict[str, Any]) -> list[str]:
 
 def collect_failures(stats: RequestStats) -> list[dict[str, Any]]:
     """Locust's distinct failure messages, most frequent first (load.html's failures table)."""
-    rows = [
-        {
-            "method": error.method,
-            "name": error.name,
-            "error": str(error.error),
-            "occurrences": error.occurrences,
-        }
-        for error in stats.errors.values()
+    errors = sorted(stats.errors.values(), key=lambda error: -error.occurrences)
+    return [
+        {"method": e.method, "name": e.name, "error": str(e.error), "occurrences": e.occurrences}
+        for e in errors[:FAILURES_KEPT]
     ]
-    rows.sort(key=lambda row: -int(row["occurrences"]))
-    return rows[:FAILURES_KEPT]
 
 
 def ramp_lines(shape_summary: dict[str, Any]) -> list[str]:
     """What the ramp found, from the same per-step numbers as load.json and load.html."""
     lines = []
-    knee = shape_summary.get("knee")
-    plateau = shape_summary.get("plateau")
-    broke = shape_summary.get("slo_break")
-    best = shape_summary.get("max_sustainable")
+    knee, plateau = shape_summary.get("knee"), shape_summary.get("plateau")
+    broke, best = shape_summary.get("slo_break"), shape_summary.get("max_sustainable")
     if knee:
         lines.append(
             f"paysuite: knee at step {knee['step']} ({knee['users']} users, {knee['rps']:g} "
@@ -395,63 +322,108 @@ def ramp_lines(shape_summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def finalize(environment: Environment, shape_class: LoadTestShape | None = None) -> dict[str, Any]:
-    """Compute everything, write load.json, print the verdict table, set the exit status.
-
-    A run its shape did not end (it names why it ended: duration, budget, abort, SLO break) was
-    interrupted: ``EXIT_INTERRUPTED`` unless something failed in what ran."""
-    options = environment.parsed_options
-    ctx = run_context.current()
-    plan = ctx.plan
-    shape = ctx.shape
-    slo = plan.thresholds
-    assert environment.runner is not None
-    ops, total, duration = collect_operations(environment.runner.stats)
-    ttp = time_to_processed_stats(LEDGER.time_to_processed)
-    summary_of = getattr(shape_class, "summary", None)
-    shape_summary: dict[str, Any] = summary_of() if callable(summary_of) else {}
-    interrupted = callable(summary_of) and not shape_summary.get("stop_reason")
-    verdicts = judge(shape, slo, ops, total, ttp, shape_summary, dict(LEDGER.counters))
-    TIMELINE.stop()
-    aborted = TIMELINE.abort
-    slo_passed = all(v.passed for v in verdicts) and not aborted
-
+def _reconcile(plan: LoadPlan) -> dict[str, Any]:
     recon = reconcile(
         LEDGER.creates,
-        ctx.config,
+        plan.target,
         concurrency=plan.reconcile_concurrency,
         time_budget_s=plan.reconcile_timeout_s,
         limits=plan.limits,
         webhook_journal=journal_path(plan) if plan.webhooks else None,
     )
-    without_ref = LEDGER.counters.get("acknowledged_without_ref", 0)
-    recon["acknowledged_without_ref"] = without_ref
+    recon["acknowledged_without_ref"] = LEDGER.counters.get("acknowledged_without_ref", 0)
     recon["reasons"] = failure_reasons(recon)
     recon["passed"] = not recon["reasons"]
     # "found nothing lost" over zero creates would read as a finding; it is an absence of one
     recon["nothing_to_check"] = not recon.get("acknowledged") and not recon["reasons"]
+    return recon
+
+
+def _stats(s: OperationStats) -> dict[str, Any]:
+    return {
+        "requests": s.requests,
+        "failures": s.failures,
+        "error_ratio": round(s.error_ratio, 6),
+        "rps": s.rps,
+        "p50_ms": s.p50,
+        "p95_ms": s.p95,
+        "p99_ms": s.p99,
+    }
+
+
+def _files(options: argparse.Namespace | None, report_dir: Path) -> dict[str, str | None]:
+    """Locust's own reports, relative to load.json (load.html links them)."""
+    csv_prefix = option(options, "csv_prefix")
+
+    def rel(path: str | None) -> str | None:
+        return os.path.relpath(Path(path).resolve(), report_dir.resolve()) if path else None
+
+    def csv(kind: str) -> str | None:
+        return rel(f"{csv_prefix}_{kind}.csv") if csv_prefix else None
+
+    return {
+        "locust_html": rel(option(options, "html_file")),
+        "stats_csv": csv("stats"),
+        "history_csv": csv("stats_history"),
+        "failures_csv": csv("failures"),
+        "load_html": "load.html",
+    }
+
+
+def _shape_findings(
+    shape: Shape, shape_summary: dict[str, Any], ttp: dict[str, Any], recon: dict[str, Any]
+) -> dict[str, Any]:
+    """What the shape is run for: the ramp's steps and knee, the lifecycle's time to processed,
+    the storm's conflicts and duplicates."""
+    counters = LEDGER.counters
+    found: dict[str, Any] = {}
+    if shape.name == "ramp":
+        found["ramp"] = shape_summary
+        found["knee"] = shape_summary.get("knee")
+    if shape.name == "lifecycle" or ttp["count"]:
+        found["time_to_processed"] = {**ttp, "timeouts": counters.get("lifecycle_timeouts", 0)}
+    if shape.name == "idempotency-storm":
+        found["idempotency"] = {
+            "conflicts_409": counters.get("idempotency_conflicts", 0),
+            "keys": recon.get("keys", 0),
+            "duplicate_keys": recon.get("duplicate_keys", 0),
+            "storm_keys_checked_on_target": recon.get("storm_keys_checked", 0),
+            "server_duplicate_keys": recon.get("server_duplicate_keys", 0),
+        }
+    return found
+
+
+def finalize(environment: Environment, shape_class: LoadTestShape | None = None) -> dict[str, Any]:
+    """Compute everything, write load.json, print the verdict table, set the exit status.
+
+    A run its shape did not end (it names why it ended: duration, budget, abort, SLO break) was
+    interrupted: ``EXIT_INTERRUPTED`` unless something failed in what ran."""
+    ctx = run_context.current()
+    plan, shape = ctx.plan, ctx.shape
+    assert environment.runner is not None
+    stats = environment.runner.stats
+    ops, total, duration = collect_operations(stats)
+    ttp = time_to_processed_stats(LEDGER.time_to_processed)
+    summary_of = getattr(shape_class, "summary", None)
+    shape_summary: dict[str, Any] = summary_of() if callable(summary_of) else {}
+    interrupted = callable(summary_of) and not shape_summary.get("stop_reason")
+    counters = dict(LEDGER.counters)
+    verdicts = judge(shape, plan.thresholds, ops, total, ttp, shape_summary, counters)
+    TIMELINE.stop()
+    aborted = TIMELINE.abort
+    slo_passed = all(v.passed for v in verdicts) and not aborted
+    recon = _reconcile(plan)
     exit_code = exit_status(slo_passed, recon["passed"])
     if interrupted and exit_code == EXIT_PASSED:
         exit_code = EXIT_INTERRUPTED
-
-    report_dir = plan.report_dir
-    report_dir.mkdir(parents=True, exist_ok=True)
-    csv_prefix = option(options, "csv_prefix")
-    html_file = option(options, "html_file")
-
-    def rel(path: str | None) -> str | None:
-        if not path:
-            return None
-        return os.path.relpath(Path(path).resolve(), report_dir.resolve())
-
-    counters = dict(LEDGER.counters)
+    reasons = result_reasons(verdicts, recon, aborted)
     summary = {
         "schema": SCHEMA,
         "shape": shape.name,
         "profile": shape.name,  # the shape's old name, kept for readers of paysuite-load/1
         "target": ctx.config.base_url,
         "run_id": ctx.run_id,
-        "started_at": environment.runner.stats.total.start_time,
+        "started_at": stats.total.start_time,
         "duration_s": round(duration, 3),
         # the most users the run reached (the shape's starting count is shape_users)
         "users": max(TIMELINE.peak_users, 0) or shape.users,
@@ -459,69 +431,30 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
         "shape_users": shape.users,
         "stop_reason": INTERRUPTED if interrupted else shape_summary.get("stop_reason", ""),
         "aborted": aborted,
-        "operations": {
-            name: {
-                "requests": s.requests,
-                "failures": s.failures,
-                "error_ratio": round(s.error_ratio, 6),
-                "rps": s.rps,
-                "p50_ms": s.p50,
-                "p95_ms": s.p95,
-                "p99_ms": s.p99,
-            }
-            for name, s in sorted(ops.items())
-        },
-        "total": {
-            "requests": total.requests,
-            "failures": total.failures,
-            "error_ratio": round(total.error_ratio, 6),
-            "rps": total.rps,
-            "p50_ms": total.p50,
-            "p95_ms": total.p95,
-            "p99_ms": total.p99,
-        },
+        "operations": {name: _stats(s) for name, s in sorted(ops.items())},
+        "total": _stats(total),
         "auth": {
-            "authorize": ops.get("authorize", OperationStats(0, 0, 0, None, None, None)).requests,
-            "refresh": ops.get("refresh", OperationStats(0, 0, 0, None, None, None)).requests,
+            "authorize": ops.get("authorize", _NONE).requests,
+            "refresh": ops.get("refresh", _NONE).requests,
             "auth_errors": counters.get("auth_errors", 0),
         },
-        "slo": {"thresholds": slo, "verdicts": [v.to_dict() for v in verdicts]},
+        "slo": {"thresholds": plan.thresholds, "verdicts": [v.to_dict() for v in verdicts]},
         "slo_passed": slo_passed,
-        "failed_because": result_reasons(verdicts, recon, aborted)
-        + ([INTERRUPTED] if exit_code == EXIT_INTERRUPTED else []),
+        "failed_because": reasons + ([INTERRUPTED] if exit_code == EXIT_INTERRUPTED else []),
         "reconciliation": recon,
-        "failures": collect_failures(environment.runner.stats),
+        "failures": collect_failures(stats),
         "timeline": TIMELINE.to_dict(),
         "counters": counters,
         "ledger": {"batches": LEDGER.batches_received, "sources": sorted(LEDGER.sources)},
         "mix": shape.mix,
         "exit_code": exit_code,
         "verdict": verdict_word(exit_code),
-        "reason": "; ".join(result_reasons(verdicts, recon, aborted))
-        or _pass_reason(exit_code, recon),
-        "files": {
-            "locust_html": rel(html_file),
-            "stats_csv": rel(f"{csv_prefix}_stats.csv") if csv_prefix else None,
-            "history_csv": rel(f"{csv_prefix}_stats_history.csv") if csv_prefix else None,
-            "failures_csv": rel(f"{csv_prefix}_failures.csv") if csv_prefix else None,
-            "load_html": "load.html",
-        },
+        "reason": "; ".join(reasons) or _pass_reason(exit_code, recon),
+        "files": _files(environment.parsed_options, plan.report_dir),
+        **_shape_findings(shape, shape_summary, ttp, recon),
     }
-    if shape.name == "ramp":
-        summary["ramp"] = shape_summary
-        summary["knee"] = shape_summary.get("knee")
-    if shape.name == "lifecycle" or ttp["count"]:
-        summary["time_to_processed"] = ttp
-        summary["time_to_processed"]["timeouts"] = counters.get("lifecycle_timeouts", 0)
-    if shape.name == "idempotency-storm":
-        summary["idempotency"] = {
-            "conflicts_409": counters.get("idempotency_conflicts", 0),
-            "keys": recon.get("keys", 0),
-            "duplicate_keys": recon.get("duplicate_keys", 0),
-            "storm_keys_checked_on_target": recon.get("storm_keys_checked", 0),
-            "server_duplicate_keys": recon.get("server_duplicate_keys", 0),
-        }
-    (report_dir / "load.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    plan.report_dir.mkdir(parents=True, exist_ok=True)
+    (plan.report_dir / "load.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     if shape.name == "ramp":  # what the ramp found first, the verdict last
         print("\n".join(ramp_table(shape_summary) + ramp_lines(shape_summary)), flush=True)
     print(verdict_table(verdicts, recon, shape.name, exit_code, aborted), flush=True)

@@ -1,15 +1,9 @@
-"""Locust event listeners: custom arguments, per-process set-up, and the end-of-run verdict.
+"""Locust event listeners: paysuite's options, per-process set-up, and the end-of-run verdict.
 
-Imported by the locustfile; every listener is registered once at import. Options can be given as
-command-line arguments or environment variables (``PAYSUITE_CONFIG``, ``PAYSUITE_SHAPE``, ...).
-The web UI shows the ones that matter for the chosen shape (all of them with ``--class-picker``),
-beside Locust's own users, spawn rate and run time fields, which the shapes honour (as ``-u``,
-``-r``, ``-t`` on the command line). Durations take Locust's format (``20s``, ``1m30s``).
-
-The run's plan (``load.plan``) is made once per process: the master (or single process) builds it
-at ``init`` from ``paysuite load``'s plan file or from these options, and puts its serialised form
-in the option ``paysuite_plan``, which Locust sends to every worker with its spawn order; each
-worker reads it at ``test_start``.
+Options are arguments or ``PAYSUITE_*`` variables; the web UI shows those that matter for the
+chosen shape. The master (or single process) builds the run's plan at ``init`` and puts its
+serialised form in the option ``paysuite_plan``, which Locust sends to every worker with its
+spawn order; each worker reads it at ``test_start``.
 """
 
 from __future__ import annotations
@@ -20,12 +14,14 @@ import logging
 import os
 import signal
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 from locust import events
 from locust.argument_parser import LocustArgumentParser
 from locust.env import Environment
-from locust.runners import STATE_RUNNING, STATE_SPAWNING, WorkerRunner
+from locust.event import EventHook
+from locust.runners import STATE_RUNNING, STATE_SPAWNING, MasterRunner, WorkerRunner
 
 from load import context as run_context
 from load import ledger, loopback
@@ -42,19 +38,22 @@ from load.shape_catalog import SHAPE_NAMES
 from load.timeline import TIMELINE
 
 log = logging.getLogger("paysuite")
+_Listener = TypeVar("_Listener", bound=Callable[..., None])
 
-_SHAPE_FLAGS = ("--paysuite-shape",)
+
+def _listener(hook: EventHook) -> Callable[[_Listener], _Listener]:
+    """``hook.add_listener`` as a typed decorator (Locust's own is untyped)."""
+    return cast(Callable[[_Listener], _Listener], hook.add_listener)
 
 
 def selected_shape(argv: list[str]) -> str:
     """The shape named on the command line or in the environment, before Locust parses them
-    (the locustfile exposes its class; the web UI shows the options that matter for it)."""
-    for flag in _SHAPE_FLAGS:
-        for index, arg in enumerate(argv):
-            if arg == flag and index + 1 < len(argv):
-                return argv[index + 1]
-            if arg.startswith(f"{flag}="):
-                return arg.split("=", 1)[1]
+    (the locustfile exposes its classes; the web UI shows the options that matter for it)."""
+    for index, arg in enumerate(argv):
+        if arg == "--paysuite-shape" and index + 1 < len(argv):
+            return argv[index + 1]
+        if arg.startswith("--paysuite-shape="):
+            return arg.split("=", 1)[1]
     return os.environ.get("PAYSUITE_SHAPE") or DEFAULT_SHAPE
 
 
@@ -63,151 +62,82 @@ def _shown_for(*shapes: str) -> bool:
     return "--class-picker" in sys.argv or selected_shape(sys.argv) in shapes
 
 
-@events.init_command_line_parser.add_listener
+def _options() -> dict[str, tuple[str, dict[str, Any]]]:
+    """``--paysuite-NAME`` -> its help and what differs from a text option read from
+    ``PAYSUITE_NAME`` too (Locust's parser knows ``env_var`` and ``include_in_web_ui``)."""
+    hidden: dict[str, Any] = {"include_in_web_ui": False}
+    internal: dict[str, Any] = {**hidden, "env_var": None}
+    shapes = list(SHAPE_NAMES)
+    limit = {**hidden, "default": None}  # a safety net, not a load setting
+    return {
+        "config": ("target configuration YAML (the stub writes one as its credentials file)", {}),
+        "shape": ("named load shape (default smoke)", {"choices": shapes}),
+        "profile": (
+            "removed: use --paysuite-shape (kept only to say so)",
+            {"choices": shapes, **hidden},
+        ),
+        # the web UI's own users, spawn rate and run time fields do what these three do
+        "users": ("override the shape's user count (same as -u)", {**limit, "type": int}),
+        "spawn-rate": ("override the shape's spawn rate (same as -r)", {**limit, "type": float}),
+        "duration": ("override the shape's duration: 20, 20s, 1m30s, 1h (same as -t)", hidden),
+        "step-duration": (
+            "ramp: length of each step, e.g. 10s (at least 5 s)",
+            {"include_in_web_ui": _shown_for("ramp")},
+        ),
+        "abort-on-fail": (
+            "stop the run as soon as a threshold can no longer be met (exit status 1)",
+            {"action": "store_true", "default": False},
+        ),
+        "max-requests": (
+            "override the shape's request budget (hard stop)",
+            {"type": int, "default": None},
+        ),
+        "mix": (
+            "operation weights, e.g. cashin=3,cashout=2,find=3,events=1,events?filter=1",
+            {"include_in_web_ui": _shown_for(*(n for n in shapes if n != "idempotency-storm"))},
+        ),
+        "pacing": ("override the wait: between:LO:HI, constant:S or throughput:TOTAL_RPS", {}),
+        "slo": ("SLO override YAML", {}),
+        "report-dir": (
+            "where load.json and load.html go (default: beside --csv, else reports/)",
+            {},
+        ),
+        "lifecycle-resolve": (
+            "lifecycle: wait for the target to resolve (auto) or drive the customer",
+            {"choices": ["", "auto", "driver"], "include_in_web_ui": _shown_for("lifecycle")},
+        ),
+        "reconcile-timeout": (
+            "time budget of the reconciliation, e.g. 2m (default 120 s)",
+            {"default": "120"},
+        ),
+        "reconcile-concurrency": (
+            "parallel checks during the reconciliation",
+            {"type": int, "default": 16},
+        ),
+        "connect-timeout-s": ("time to connect to the target (default 5s)", limit),
+        "read-timeout-s": ("time any one socket read may wait (default 15s)", limit),
+        "total-timeout-s": ("time one whole request may take, body included (default 30s)", limit),
+        "max-response-bytes": (
+            "largest response body read; a larger one is an error",
+            {**limit, "type": int},
+        ),
+        "run-id": ("shared seed of the idempotency-storm keys", hidden),
+        "plan-file": (
+            "(internal) the load plan `paysuite load` wrote; the other options then do not apply",
+            internal,
+        ),
+        "plan": ("(internal) the master's serialised load plan, sent to workers", internal),
+    }
+
+
+@_listener(events.init_command_line_parser)
 def add_arguments(parser: LocustArgumentParser) -> None:
-    group = parser  # Locust's parser: its add_argument knows include_in_web_ui and env_var
-    group.add_argument(
-        "--paysuite-config",
-        env_var="PAYSUITE_CONFIG",
-        default="",
-        help="target configuration YAML (the stub writes one as its credentials file)",
-    )
-    group.add_argument(
-        "--paysuite-shape",
-        env_var="PAYSUITE_SHAPE",
-        default="",
-        choices=list(SHAPE_NAMES),
-        help="named load shape (default smoke)",
-    )
-    group.add_argument(
-        "--paysuite-profile",
-        env_var="PAYSUITE_PROFILE",
-        default="",
-        choices=list(SHAPE_NAMES),
-        include_in_web_ui=False,
-        help="removed: use --paysuite-shape (kept only to say so)",
-    )
-    # the web UI's own users, spawn rate and run time fields do what these three do
-    group.add_argument(
-        "--paysuite-users",
-        env_var="PAYSUITE_USERS",
-        type=int,
-        default=None,
-        include_in_web_ui=False,
-        help="override the shape's user count (same as -u)",
-    )
-    group.add_argument(
-        "--paysuite-spawn-rate",
-        env_var="PAYSUITE_SPAWN_RATE",
-        type=float,
-        default=None,
-        include_in_web_ui=False,
-        help="override the shape's spawn rate (same as -r)",
-    )
-    group.add_argument(
-        "--paysuite-duration",
-        env_var="PAYSUITE_DURATION",
-        default="",
-        include_in_web_ui=False,
-        help="override the shape's duration: 20, 20s, 1m30s, 1h (same as -t)",
-    )
-    group.add_argument(
-        "--paysuite-step-duration",
-        env_var="PAYSUITE_STEP_DURATION",
-        default="",
-        include_in_web_ui=_shown_for("ramp"),
-        help="ramp: length of each step, e.g. 10s (at least 5 s)",
-    )
-    group.add_argument(
-        "--paysuite-abort-on-fail",
-        env_var="PAYSUITE_ABORT_ON_FAIL",
-        action="store_true",
-        default=False,
-        help="stop the run as soon as a threshold can no longer be met (exit status 1)",
-    )
-    group.add_argument(
-        "--paysuite-max-requests",
-        env_var="PAYSUITE_MAX_REQUESTS",
-        type=int,
-        default=None,
-        help="override the shape's request budget (hard stop)",
-    )
-    group.add_argument(
-        "--paysuite-mix",
-        env_var="PAYSUITE_MIX",
-        default="",
-        include_in_web_ui=_shown_for(*(n for n in SHAPE_NAMES if n != "idempotency-storm")),
-        help="operation weights, e.g. cashin=3,cashout=2,find=3,events=1,events?filter=1",
-    )
-    group.add_argument(
-        "--paysuite-pacing",
-        env_var="PAYSUITE_PACING",
-        default="",
-        help="override the wait: between:LO:HI, constant:S or throughput:TOTAL_RPS",
-    )
-    group.add_argument(
-        "--paysuite-slo", env_var="PAYSUITE_SLO", default="", help="SLO override YAML"
-    )
-    group.add_argument(
-        "--paysuite-report-dir",
-        env_var="PAYSUITE_REPORT_DIR",
-        default="",
-        help="where load.json and load.html go (default: beside --csv, else reports/)",
-    )
-    group.add_argument(
-        "--paysuite-lifecycle-resolve",
-        env_var="PAYSUITE_LIFECYCLE_RESOLVE",
-        default="",
-        choices=["", "auto", "driver"],
-        include_in_web_ui=_shown_for("lifecycle"),
-        help="lifecycle: wait for the target to resolve (auto) or drive the customer",
-    )
-    group.add_argument(
-        "--paysuite-reconcile-timeout",
-        env_var="PAYSUITE_RECONCILE_TIMEOUT",
-        default="120",
-        help="time budget of the reconciliation, e.g. 2m (default 120 s)",
-    )
-    group.add_argument(
-        "--paysuite-reconcile-concurrency",
-        type=int,
-        default=16,
-        env_var="PAYSUITE_RECONCILE_CONCURRENCY",
-        help="parallel checks during the reconciliation",
-    )
-    for name, kind, text in (
-        ("connect-timeout-s", str, "time to connect to the target (default 5s)"),
-        ("read-timeout-s", str, "time any one socket read may wait (default 15s)"),
-        ("total-timeout-s", str, "time one whole request may take, body included (default 30s)"),
-        ("max-response-bytes", int, "largest response body read; a larger one is an error"),
-    ):
-        group.add_argument(
-            f"--paysuite-{name}",
-            env_var=f"PAYSUITE_{name.upper().replace('-', '_')}",
-            type=kind,
-            default=None,
-            include_in_web_ui=False,  # a safety net, not a load setting
-            help=text,
-        )
-    group.add_argument(
-        "--paysuite-run-id",
-        env_var="PAYSUITE_RUN_ID",
-        default="",
-        include_in_web_ui=False,
-        help="shared seed of the idempotency-storm keys",
-    )
-    group.add_argument(
-        "--paysuite-plan-file",
-        default="",
-        include_in_web_ui=False,
-        help="(internal) the load plan `paysuite load` wrote; the other options then do not apply",
-    )
-    group.add_argument(
-        "--paysuite-plan",
-        default="",
-        include_in_web_ui=False,
-        help="(internal) the master's serialised load plan, sent to workers",
-    )
+    for name, (text, extra) in _options().items():
+        env_var = f"PAYSUITE_{name.upper().replace('-', '_')}"
+        settings: dict[str, Any] = {"env_var": env_var, "default": "", "help": text, **extra}
+        if settings["env_var"] is None:
+            del settings["env_var"]
+        parser.add_argument(f"--paysuite-{name}", **settings)
 
 
 #: the paysuite options the master's plan was built from (a change: the web UI edited them)
@@ -257,6 +187,12 @@ def _say(line: str) -> None:
     print(f"paysuite: {line}", flush=True)
 
 
+def _plan_from(environment: Environment, options: argparse.Namespace) -> LoadPlan:
+    plan = plan_from_locust_options(options, environment.host, _common(options))
+    loopback.check_loopback(plan.target, warn=_say)
+    return plan
+
+
 def _sigterm_as_ctrl_c() -> None:
     """A SIGTERM ends a run as a Ctrl-C does, with its verdict and reports. Locust 2.x installs
     its own SIGTERM handler only once a headless shape has finished, so until then SIGTERM
@@ -266,7 +202,7 @@ def _sigterm_as_ctrl_c() -> None:
         signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
-@events.init.add_listener
+@_listener(events.init)
 def on_init(environment: Environment, **_: Any) -> None:
     global _BUILT_FROM
     runner = environment.runner
@@ -281,16 +217,15 @@ def on_init(environment: Environment, **_: Any) -> None:
             {key: getattr(options, key) for key in COMMON_OPTIONS if getattr(options, key, None)}
         )
     try:
-        plan = plan_from_locust_options(options, environment.host, _common(options))
-        loopback.check_loopback(plan.target, warn=_say)
+        plan = _plan_from(environment, options)
     except (UsageError, ValueError, OSError) as exc:
         print(f"paysuite: {exc}", file=sys.stderr, flush=True)
         sys.exit(2)
     if not environment.host:
         environment.host = plan.target.base_url
+    shape = plan.shape
     if not options.headless and not getattr(options, "autostart", False):
         # the web UI's users, spawn rate and run time fields start with the shape's own values
-        shape = plan.shape
         for key, value in (
             ("num_users", shape.users),
             ("spawn_rate", shape.spawn_rate),
@@ -302,7 +237,6 @@ def on_init(environment: Environment, **_: Any) -> None:
     _BUILT_FROM = _snapshot(options)
     _publish(options, plan)
     if not getattr(options, "paysuite_plan_file", ""):  # paysuite load said it already
-        shape = plan.shape
         _say(
             f"shape {shape.name}: {shape.outline()}, at most {shape.duration_s:g} s / "
             f"{shape.max_requests} requests"
@@ -319,8 +253,7 @@ def _master_plan(environment: Environment) -> LoadPlan:
     plan = run_context.current_plan()
     if options is not None and _snapshot(options) != _BUILT_FROM:
         try:
-            plan = plan_from_locust_options(options, environment.host, _common(options))
-            loopback.check_loopback(plan.target, warn=_say)
+            plan = _plan_from(environment, options)
             _BUILT_FROM = _snapshot(options)
         except (UsageError, ValueError, OSError) as exc:
             log.error("paysuite: options not applied, the previous plan stays: %s", exc)
@@ -328,7 +261,7 @@ def _master_plan(environment: Environment) -> LoadPlan:
     return plan.with_shape(shape_name) if shape_name else plan
 
 
-@events.test_start.add_listener
+@_listener(events.test_start)
 def on_test_start(environment: Environment, **_: Any) -> None:
     global _READ
     options = environment.parsed_options
@@ -350,13 +283,17 @@ def on_test_start(environment: Environment, **_: Any) -> None:
         TIMELINE.start(environment, run_context.current_plan())
 
 
-@events.test_stop.add_listener
+@_listener(events.test_stop)
 def on_test_stop(environment: Environment, **_: Any) -> None:
-    if not isinstance(environment.runner, WorkerRunner):
+    runner = environment.runner
+    if not isinstance(runner, WorkerRunner):
         TIMELINE.stop()  # the timeline ends with the load, not with the reconciliation
+    if runner is not None and not isinstance(runner, MasterRunner):
+        # before a worker reports itself stopped: its master's ledger is then complete
+        ledger.LEDGER.flush(environment)
 
 
-@events.quitting.add_listener
+@_listener(events.quitting)
 def on_quitting(environment: Environment, **_: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return

@@ -1,11 +1,9 @@
 """The ledger of acknowledged creates, gathered on the master over Locust's own messages.
 
-Every create a virtual user saw acknowledged with a 2xx is a promise the target made; the
-reconciliation checks each one after the run. Users append to a per-process outbox; a greenlet
-flushes it once a second with ``runner.send_message`` (and once more when the test stops, before
-the worker reports itself stopped), and the master (or the local runner: Locust's LocalRunner
-delivers ``send_message`` to its own listener) merges the batches. One code path, so the ledger
-is complete whether the workers run here or on other machines.
+Users append to a per-process outbox; a greenlet sends it once a second with
+``runner.send_message`` (and once more at ``test_stop``), and the master (or the local runner,
+which delivers to its own listener) merges the batches: one code path, so the ledger is
+complete whether the workers run here or on other machines.
 """
 
 from __future__ import annotations
@@ -104,19 +102,15 @@ class Ledger:
 
     def reset(self) -> None:
         """A new test run in the same process (the web UI's restart): start from nothing."""
-        self.creates.clear()
-        self.counters.clear()
-        self.time_to_processed.clear()
-        self.batches_received = 0
-        self.sources.clear()
-        self._out_creates, self._out_counters, self._out_ttp = [], Counter(), []
+        vars(self).update(vars(Ledger()))
 
 
 LEDGER = Ledger()
 
 
 def install(environment: Environment) -> None:
-    """Wire the ledger into a runner: the listener where batches land, the flusher where made."""
+    """Wire the ledger into a runner: the listener where batches land, the flusher where made
+    (its last flush at ``test_stop``: ``load.hooks``)."""
     import gevent
     from locust.runners import MasterRunner, WorkerRunner
 
@@ -137,7 +131,3 @@ def install(environment: Environment) -> None:
                 log.exception("paysuite: could not flush the ledger")
 
     gevent.spawn(flusher)
-
-    @environment.events.test_stop.add_listener
-    def _final_flush(environment: Environment, **_: Any) -> None:
-        LEDGER.flush(environment)

@@ -1,9 +1,6 @@
-"""Load goes to loopback addresses only, whoever starts it.
-
-Both entry points enforce the same rule: ``paysuite load`` before it starts Locust, and the
-locustfile's init hook, so that a hand-started ``locust -f load/locustfile.py`` (web UI or
-distributed master) cannot send load elsewhere either. ``PAYSUITE_ALLOW_REMOTE_TARGET=1`` lifts
-the rule for real-world use against a system you are authorized to load.
+"""Load goes to loopback addresses only, whoever starts it: ``paysuite load`` and the
+locustfile's init hook both check, so a hand-started Locust cannot send load elsewhere either.
+``PAYSUITE_ALLOW_REMOTE_TARGET=1`` lifts the rule for a system you are authorized to load.
 """
 
 from __future__ import annotations

@@ -102,7 +102,7 @@ class LoadPlan:
     summary_only: bool = False
     #: stop the run as soon as a threshold can no longer be met (``load.slo.decided_early``)
     abort_on_fail: bool = False
-    #: receive the target's webhooks during the run and reconcile them (``load.webhooks``)
+    #: receive the target's webhooks during the run and reconcile them (``load.webhook_journal``)
     webhooks: bool = False
 
     @cached_property
@@ -436,7 +436,9 @@ def read_plan(text: str) -> LoadPlan:
             shape_name=data["shape"],
             config=parse_target_config(data["target"], env={}),
             report_dir=Path(data["report_dir"]),
-            overrides=ShapeOverrides(**{**data["overrides"], "pacing": pacing and tuple(pacing)}),
+            overrides=ShapeOverrides(
+                **{**data["overrides"], "pacing": pacing and Pacing(**pacing)}
+            ),
             slo=SLORules.from_dict(data["slo"]),
             limits=Limits(**data["limits"]),
             **{name: data[name] for name in _AS_IS if name in data},

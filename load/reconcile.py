@@ -1,30 +1,17 @@
 """Reconciliation, "nothing lost": every acknowledged create is checked on the target after the run.
 
-For each create the load saw acknowledged with a 2xx: the transaction is findable by its ref with
-the fields the client sent (kind, amount, customer number), and its ``transaction:created`` event
-is listed by ``GET /events/transactions?ref=``. Across the ledger, no idempotency key produced two
-refs and no ref was handed out for two keys. And on the target itself: the ledger only knows what
-clients were told, so a target that answers 409 to a retry but executes it anyway would pass the
-ledger checks. Storm creates therefore use a customer number derived from their key, and the
-created events listed for that number (``?client=``) must name exactly one transaction per key.
-Anything else is a loss and fails the run.
+Each create the load saw acknowledged must be findable by its ref with the fields the client sent,
+and its ``transaction:created`` event listed by ``?ref=``; across the ledger no idempotency key
+produced two refs nor a ref two keys. The ledger only knows what clients were told, so a target
+that answers 409 to a retry but executes it anyway would pass those checks: storm creates use a
+customer number derived from their key, and the created events listed for it (``?client=``)
+must name one transaction per key. Anything else is a loss and fails the run.
 
-It runs in the Locust master process after the load stops (gevent is already there): a bounded
-pool of greenlets, each with its own keep-alive connection (``load.connection``), a time budget
-after which the rest is reported as unchecked (which also fails: "nothing lost" cannot be
-claimed for what was not checked), and a progress line every few seconds for large ledgers.
-
-The budget holds whatever the target does (a new-user trial froze the stub and waited 36 s on a
-5 s budget): at the deadline the checking greenlets are killed where they wait, the records they
-held counted unchecked and their connections closed; the storm count gets what is left of the
-budget. A target that gives no answer at all before any check succeeded (connections refused,
-or accepted and never answered) is gone: the rest is reported unchecked at once.
-
-A Ctrl-C during the reconciliation (a slow target can take the whole budget, 120 s by default)
-ends it the same way: the checks under way are killed, the rest reported unchecked as
-interrupted, the storm count and the webhook wait not started, and ``reconcile`` returns, so the
-reports are still written and the run still gets its verdict (a failure: what was not checked
-cannot be claimed). A second Ctrl-C while the checks are being stopped is not caught.
+It runs in the Locust master after the load stops: a bounded pool of greenlets, each on its own
+keep-alive connection (``load.connection``), within a time budget that holds whatever the target
+does (at the deadline, or on a Ctrl-C, the checks under way are killed where they wait and the
+rest reported unchecked: "nothing lost" cannot be claimed for what was not checked). A target
+that answers nothing before any check succeeded is gone: the rest is unchecked at once.
 """
 
 from __future__ import annotations
@@ -34,8 +21,10 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+from json import dumps
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from load.ledger import CreateRecord
@@ -44,6 +33,9 @@ from paysuite_core.bounded_http import LOAD_LIMITS, Limits, TotalTimeout
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.throttle import Throttle, send_honouring
 from paysuite_core.tokens import PlainAnswer, Request, Send, TokenFlow
+
+if TYPE_CHECKING:  # gevent: not imported where reconcile is only read
+    from gevent.queue import Queue
 
 CREATED = "transaction:created"
 SAMPLE_LIMIT = 20
@@ -67,10 +59,10 @@ def no_answer(exc: BaseException) -> bool:
     return isinstance(exc, (OSError, TotalTimeout))
 
 
+@dataclass(frozen=True)
 class _Response:
-    def __init__(self, status_code: int, body: bytes) -> None:
-        self.status_code = status_code
-        self.body = body
+    status_code: int
+    body: bytes
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -133,15 +125,11 @@ class _Session:
         return self._call("GET", url, None, headers)
 
     def post(self, url: str, *, json: Any, **_: Any) -> _Response:
-        body = _json_dumps(json).encode()
+        body = dumps(json).encode()
         return self._call("POST", url, body, {"Content-Type": "application/json"})
 
     def close(self) -> None:
         self._connection.close()
-
-
-def _json_dumps(value: Any) -> str:
-    return json.dumps(value)
 
 
 class _Tokens:
@@ -376,6 +364,91 @@ def ledger_anomalies(
     }
 
 
+@dataclass
+class _Checks:
+    """The checking greenlets' shared tally (gevent: no locks, nothing yields while counting)."""
+
+    config: TargetConfig
+    limits: Limits | None
+    throttle: Throttle
+    deadline: float
+    tokens: _Tokens
+    queue: Queue
+    listed_events: dict[str, set[str]] | None
+    #: checks that got no answer before any succeeded: at ``gone_after`` the target is gone
+    gone_after: int
+    unreachable: int = 0
+    done: int = 0
+    outcomes: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    error_kinds: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    samples: list[dict[str, Any]] = field(default_factory=list)
+
+    def session(self) -> _Session:
+        return _Session(self.config.base_url, self.limits, self.throttle, self.deadline)
+
+    def worker(self) -> None:
+        import gevent.queue
+
+        session = self.session()
+        try:
+            while time.monotonic() < self.deadline and self.unreachable < self.gone_after:
+                try:
+                    record = self.queue.get_nowait()
+                except gevent.queue.Empty:
+                    return
+                try:
+                    outcome = check_one(
+                        session, self.tokens, self.config.base_url, record, self.listed_events
+                    )
+                except Exception as exc:  # noqa: BLE001 - any failure to check is reported
+                    outcome = f"error:{type(exc).__name__}"
+                    # a failed connection is not reused (its pool slot would wait for the
+                    # total timeout): a fresh one for the next check
+                    session.close()
+                    session = self.session()
+                    if no_answer(exc) and not self.outcomes.get("ok"):
+                        self.unreachable += 1
+                self.count(record, outcome)
+        finally:
+            session.close()
+
+    def count(self, record: CreateRecord, outcome: str) -> None:
+        # nothing yields here: a kill at the deadline (raised where a greenlet waits) leaves a
+        # record either counted or unchecked, never both
+        kind = outcome.split(":", 1)[0]
+        self.outcomes[kind] += 1
+        if kind == "error":
+            self.error_kinds[outcome.split(":", 1)[1]] += 1
+        self.done += 1
+        if kind != "ok" and len(self.samples) < SAMPLE_LIMIT:
+            self.samples.append({"ref": record["ref"], "key": record["key"], "outcome": outcome})
+
+    def run(self, workers: int, total: int, progress: Callable[[str], None]) -> bool:
+        """Check until done, the deadline or the target gone; True when a Ctrl-C stopped it."""
+        import gevent
+
+        greenlets = [gevent.spawn(self.worker) for _ in range(workers)]
+        last = time.monotonic()
+        try:
+            while not all(g.dead for g in greenlets):
+                now = time.monotonic()
+                if now >= self.deadline or self.unreachable >= self.gone_after:
+                    # the checks under way would each wait up to the total timeout: stopped
+                    # where they wait (``finally`` closes the connection), records unchecked
+                    gevent.killall(greenlets, block=True, timeout=BUDGET_MARGIN_S)
+                    return False
+                gevent.sleep(min(0.2, self.deadline - now))
+                if time.monotonic() - last >= PROGRESS_EVERY_S:
+                    last = time.monotonic()
+                    progress(f"paysuite: reconciled {self.done}/{total}")
+        except KeyboardInterrupt:
+            # stopped as at the deadline, and the verdict still given (the caller writes the
+            # reports); a second Ctrl-C during the killall propagates
+            gevent.killall(greenlets, block=True, timeout=BUDGET_MARGIN_S)
+            return True
+        return False
+
+
 def reconcile(
     records: list[CreateRecord],
     config: TargetConfig,
@@ -389,11 +462,10 @@ def reconcile(
 ) -> dict[str, Any]:
     """Check every acknowledged create on the target; returns the counts for load.json.
 
-    ``webhook_journal``: the run's receiver journal (``load.webhooks``): then every event listed
-    for an acknowledged create must also have been delivered by webhook.
+    ``webhook_journal``: the run's receiver journal (``load.webhook_journal``): then every event
+    listed for an acknowledged create must also have been delivered by webhook.
     ``max_throttle_wait_s``: how long, in all, it may wait for a target that answers 429
     (default: its whole ``time_budget_s``, which bounds it anyway)."""
-    import gevent
     import gevent.queue
 
     started = time.monotonic()
@@ -401,77 +473,21 @@ def reconcile(
     queue: gevent.queue.Queue = gevent.queue.Queue()
     for record in unique:
         queue.put(record)
-    outcomes: dict[str, int] = defaultdict(int)
-    error_kinds: dict[str, int] = defaultdict(int)
-    samples: list[dict[str, Any]] = []
     deadline = started + time_budget_s
-    done = 0
     tokens = _Tokens(config)
-    #: rate limits honoured (``paysuite_core.throttle``): a 429 is waited for within the budget,
-    #: by every checking greenlet at the pace the target asked for
+    # a 429 is waited for within the budget, by every checking greenlet at the asked pace
     throttle = Throttle(time_budget_s if max_throttle_wait_s is None else max_throttle_wait_s)
-    listed_events: dict[str, set[str]] | None = {} if webhook_journal is not None else None
-    #: checks that got no answer (refused, timed out) before any check succeeded: the target is
-    #: gone (a Ctrl-C that also stopped the bundled stub, a frozen process): the rest is reported
-    #: unchecked at once, not after the budget
-    unreachable = 0
-    gone_after = max(1, min(concurrency, len(unique)))
-
-    def worker() -> None:
-        nonlocal done, unreachable
-        session = _Session(config.base_url, limits, throttle, deadline)
-        try:
-            while time.monotonic() < deadline and unreachable < gone_after:
-                try:
-                    record = queue.get_nowait()
-                except gevent.queue.Empty:
-                    return
-                try:
-                    outcome = check_one(session, tokens, config.base_url, record, listed_events)
-                except Exception as exc:  # noqa: BLE001 - any failure to check is reported
-                    outcome = f"error:{type(exc).__name__}"
-                    # a failed connection is not reused (its pool slot would wait for the
-                    # total timeout): a fresh one for the next check
-                    session.close()
-                    session = _Session(config.base_url, limits, throttle, deadline)
-                    if no_answer(exc) and not outcomes.get("ok"):
-                        unreachable += 1
-                # from here to ``done += 1`` nothing yields: a kill at the deadline (raised where
-                # a greenlet waits) leaves a record either counted here or unchecked, never both
-                kind = outcome.split(":", 1)[0]
-                outcomes[kind] += 1
-                if kind == "error":
-                    error_kinds[outcome.split(":", 1)[1]] += 1
-                done += 1
-                if kind != "ok" and len(samples) < SAMPLE_LIMIT:
-                    samples.append({"ref": record["ref"], "key": record["key"], "outcome": outcome})
-        finally:
-            session.close()
-
+    workers = max(1, min(concurrency, len(unique)))
+    checks = _Checks(
+        config, limits, throttle, deadline, tokens, queue,
+        {} if webhook_journal is not None else None, gone_after=workers,
+    )  # fmt: skip
     if unique:
         progress(f"paysuite: reconciling {len(unique)} acknowledged creates on {config.base_url}")
-    greenlets = [gevent.spawn(worker) for _ in range(max(1, min(concurrency, len(unique))))]
-    last = time.monotonic()
-    interrupted = False
-    try:
-        while not all(g.dead for g in greenlets):
-            now = time.monotonic()
-            if now >= deadline or unreachable >= gone_after:
-                # the checks under way would each wait up to the total timeout: stopped where
-                # they wait (their ``finally`` closes the connection), their records unchecked
-                gevent.killall(greenlets, block=True, timeout=BUDGET_MARGIN_S)
-                break
-            gevent.sleep(min(0.2, deadline - now))
-            if time.monotonic() - last >= PROGRESS_EVERY_S:
-                last = time.monotonic()
-                progress(f"paysuite: reconciled {done}/{len(unique)}")
-    except KeyboardInterrupt:
-        # Ctrl-C: stopped as at the deadline, and the verdict still given (the caller writes
-        # the reports); a second Ctrl-C during the killall propagates
-        interrupted = True
-        gevent.killall(greenlets, block=True, timeout=BUDGET_MARGIN_S)
+    interrupted = checks.run(workers, len(unique), progress)
+    done = checks.done
     unchecked = len(unique) - done
-    target_gone = not interrupted and unreachable >= gone_after and unchecked > 0
+    target_gone = not interrupted and checks.unreachable >= workers and unchecked > 0
     if unchecked:
         why = (
             INTERRUPTED
@@ -489,6 +505,7 @@ def reconcile(
         )
     # ``interrupted``: the checks were; a Ctrl-C in a later step is said by that step's error
     stopped = interrupted or server_side.get("storm_check_error") == INTERRUPTED
+    outcomes = checks.outcomes
     result = {
         "acknowledged": len(records),
         "unique_refs": len(unique),
@@ -498,21 +515,21 @@ def reconcile(
         "missing_created_event": outcomes.get("no_created_event", 0),
         "mismatched": outcomes.get("mismatch", 0),
         "errors": outcomes.get("error", 0),
-        "error_kinds": dict(sorted(error_kinds.items(), key=lambda kv: -kv[1])),
+        "error_kinds": dict(sorted(checks.error_kinds.items(), key=lambda kv: -kv[1])),
         "unchecked": unchecked,
         "target_gone": target_gone,
         "interrupted": interrupted,
         **anomalies,
         **server_side,
-        "samples": samples,
+        "samples": checks.samples,
         "elapsed_s": round(time.monotonic() - started, 2),
         "authorizes": tokens.authorizes,
         "throttling": throttle.stats().to_dict(),
     }
     if throttle.stats().throttled:
         progress(f"paysuite: reconciliation: {throttle.stats().text()}")
-    if webhook_journal is not None and listed_events is not None:
-        result.update(_webhooks(listed_events, webhook_journal, deadline, progress, stopped))
+    if checks.listed_events is not None and webhook_journal is not None:
+        result.update(_webhooks(checks.listed_events, webhook_journal, deadline, progress, stopped))
     result["lost"] = result["missing"] + result["missing_created_event"]
     result["reasons"] = failure_reasons(result)
     result["passed"] = not result["reasons"]
@@ -528,7 +545,7 @@ def _webhooks(
 ) -> dict[str, Any]:
     """``reconcile_webhooks`` for the events listed; after a Ctrl-C neither waited for nor
     judged (a delivery still on its way would read as undelivered): said, and a failure."""
-    from load.webhooks import reconcile_webhooks
+    from load.webhook_journal import reconcile_webhooks
 
     if not interrupted:
         remaining = max(5.0, deadline - time.monotonic())

@@ -1,13 +1,6 @@
 """load.html: a self-contained summary of one load run (inline SVG and CSS; no script, nothing
-fetched from anywhere).
-
-Drawn from load.json alone: the run's timeline (``load.timeline``: per-interval requests and
-failures per second, users, and the p50/p95/p99 latency of each interval's requests, overall and
-per operation) as full-width responsive charts whose time axis ends with the run, users on their
-own axis; then the thresholds with check marks, the operations, Locust's failure messages, the
-reconciliation counts and why it failed if it did, and what the shape found (ramp steps and knee,
-time to processed, idempotency storm). A load.json without a timeline (older runs) falls back to
-Locust's ``*_stats_history.csv``.
+fetched from anywhere), drawn from load.json alone, so that a CI's report step needs nothing
+else. A load.json without a timeline falls back to Locust's ``*_stats_history.csv``.
 """
 
 from __future__ import annotations
@@ -21,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from load.slo import FLOORS
+
 COLOURS = {
     "req/s": "#1f77b4",
     "fail/s": "#d62728",
@@ -29,7 +24,6 @@ COLOURS = {
     "p95": "#ff7f0e",
     "p99": "#9467bd",
 }
-FLOORS = ("min_rps", "requests", "steps_completed", "successes")
 
 #: One point of the history: ``t`` (s), ``users``, ``req/s``, ``fail/s``, and ``p50``, ``p95``,
 #: ``p99`` (ms; ``None`` when there was no sample).
@@ -136,7 +130,7 @@ class Chart:
 def _nice_max(value: float) -> float:
     if value <= 0:
         return 1.0
-    magnitude = 10 ** math.floor(math.log10(value))
+    magnitude = 10.0 ** math.floor(math.log10(value))
     for step in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
         if value <= step * magnitude:
             return step * magnitude
@@ -168,12 +162,29 @@ def _number(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:g}"
 
 
+@dataclass
+class _Frame:
+    """A chart's plot area: where a time and a value are drawn."""
+
+    left: float
+    top: float
+    width: float
+    height: float
+    t_span: float
+
+    def x(self, t: float) -> float:
+        return self.left + min(max(t, 0.0), self.t_span) / self.t_span * self.width
+
+    def y(self, v: float, top_value: float) -> float:
+        return self.top + self.height - v / top_value * self.height
+
+
 def svg_line_chart(rows: Sequence[dict[str, Any]], chart: Chart, t_end: float | None = None) -> str:
     """One responsive line chart (inline SVG): time on x from 0 to the end of the run, the left
     series on the left axis, the ``right`` ones (users) on their own right-hand axis."""
     width, height = chart.width, chart.height
-    left, right, top, bottom = 64, 64 if chart.right_unit else 20, 40, 36
-    plot_w, plot_h = width - left - right, height - top - bottom
+    left, top = 64, 40
+    plot_w, plot_h = width - left - (64 if chart.right_unit else 20), height - top - 36
     title = html.escape(chart.title)
     parts = [
         f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
@@ -188,50 +199,53 @@ def svg_line_chart(rows: Sequence[dict[str, Any]], chart: Chart, t_end: float | 
         )
         return "".join(parts)
     t_end = t_end if t_end is not None else max(float(r["t"]) for r in rows)
-    t_span = max(t_end, 1.0)
+    frame = _Frame(left, top, plot_w, plot_h, max(t_end, 1.0))
 
-    def scale(series: list[Series], extra: float = 0.0) -> float:
-        values = [float(r[s.key]) for s in series for r in rows if r.get(s.key) is not None]
-        return _nice_max(max([extra, *values]) * 1.05)
+    def values(series: list[Series]) -> list[float]:
+        return [float(r[s.key]) for s in series for r in rows if r.get(s.key) is not None]
 
-    left_series = [s for s in has if not s.right]
     right_series = [s for s in has if s.right]
-    data_max = scale(left_series)
+    left_max = max([0.0, *values([s for s in has if not s.right])])
+    data_max = _nice_max(left_max * 1.05)
     # a limit far above the data would squash it: name it instead of drawing it
     limits = [(v, label) for v, label in chart.limits if v <= data_max * 2]
     off_scale = [label for v, label in chart.limits if v > data_max * 2]
-    y_left = scale(left_series, max((v for v, _ in limits), default=0.0))
-    y_right = _count_max(max((float(r[s.key]) for s in right_series for r in rows
-                              if r.get(s.key) is not None), default=0.0))  # fmt: skip
+    y_left = _nice_max(max([left_max, *(v for v, _ in limits)]) * 1.05)
+    y_right = _count_max(max(values(right_series), default=0.0))
+    parts += _axes(frame, chart, y_left, y_right if right_series else None)
+    parts += _limits(frame, limits, off_scale, y_left)
+    for s in has:
+        parts += _line(frame, rows, s, y_right if s.right else y_left)
+    parts += _legend(frame, has)
+    parts.append("</svg>")
+    return "".join(parts)
 
-    def x(t: float) -> float:
-        return left + min(max(t, 0.0), t_span) / t_span * plot_w
 
-    def y(v: float, top_value: float) -> float:
-        return top + plot_h - v / top_value * plot_h
-
-    for i in range(5):  # grid and left axis
+def _axes(frame: _Frame, chart: Chart, y_left: float, y_right: float | None) -> list[str]:
+    """The grid, the left (and right) value axis, the time axis and the units."""
+    left, top, plot_w, plot_h = frame.left, frame.top, frame.width, frame.height
+    parts = []
+    for i in range(5):
         value = y_left * i / 4
-        yy = y(value, y_left)
+        yy = frame.y(value, y_left)
         parts.append(
             f'<line x1="{left}" x2="{left + plot_w}" y1="{yy:.1f}" y2="{yy:.1f}" class="grid"/>'
             f'<text x="{left - 8}" y="{yy + 4:.1f}" text-anchor="end" class="tick">'
             f"{_number(value)}</text>"
         )
-        if right_series:
-            rv = y_right * i / 4
+        if y_right is not None:
             parts.append(
                 f'<text x="{left + plot_w + 8}" y="{yy + 4:.1f}" class="tick" '
-                f'fill="{COLOURS["users"]}">{_number(rv)}</text>'
+                f'fill="{COLOURS["users"]}">{_number(y_right * i / 4)}</text>'
             )
-    step = _time_step(t_span)
+    step = _time_step(frame.t_span)
     t = 0.0
-    while t <= t_span + 1e-6:
-        xx = x(t)
+    while t <= frame.t_span + 1e-6:
+        xx = frame.x(t)
         parts.append(
             f'<line x1="{xx:.1f}" x2="{xx:.1f}" y1="{top}" y2="{top + plot_h}" class="vgrid"/>'
             f'<text x="{xx:.1f}" y="{top + plot_h + 16}" text-anchor="middle" class="tick">'
-            f"{_clock(t, t_span)}</text>"
+            f"{_clock(t, frame.t_span)}</text>"
         )
         t += step
     parts.append(
@@ -239,53 +253,71 @@ def svg_line_chart(rows: Sequence[dict[str, Any]], chart: Chart, t_end: float | 
         f"{html.escape(chart.unit)}</text>"
         f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" class="frame"/>'
     )
-    if right_series:
+    if y_right is not None:
         parts.append(
             f'<text x="{left + plot_w + 8}" y="{top - 10}" class="unit" '
             f'fill="{COLOURS["users"]}">{html.escape(chart.right_unit)}</text>'
         )
-    for label in off_scale:
-        parts.append(
-            f'<text x="{left + plot_w - 6}" y="{top + 14}" text-anchor="end" '
-            f'class="limit-label">{html.escape(label)} (far above)</text>'
-        )
+    return parts
+
+
+def _limits(
+    frame: _Frame, limits: list[tuple[float, str]], off_scale: list[str], y_left: float
+) -> list[str]:
+    """The reference lines, and the names of those too far above the data to draw."""
+    right = frame.left + frame.width
+    parts = [
+        f'<text x="{right - 6}" y="{frame.top + 14}" text-anchor="end" '
+        f'class="limit-label">{html.escape(label)} (far above)</text>'
+        for label in off_scale
+    ]
     for value, label in limits:
-        yy = y(value, y_left)
+        yy = frame.y(value, y_left)
         parts.append(
-            f'<line x1="{left}" x2="{left + plot_w}" y1="{yy:.1f}" y2="{yy:.1f}" class="limit"/>'
-            f'<text x="{left + plot_w - 4}" y="{yy - 4:.1f}" text-anchor="end" class="limit-label">'
+            f'<line x1="{frame.left}" x2="{right}" y1="{yy:.1f}" y2="{yy:.1f}" class="limit"/>'
+            f'<text x="{right - 4}" y="{yy - 4:.1f}" text-anchor="end" class="limit-label">'
             f"{html.escape(label)}</text>"
         )
-    for s in has:
-        top_value = y_right if s.right else y_left
-        runs: list[list[str]] = [[]]
-        for r in rows:
-            v = r.get(s.key)
-            if v is None:
-                if runs[-1]:
-                    runs.append([])
-                continue
-            runs[-1].append(f"{x(float(r['t'])):.1f},{y(float(v), top_value):.1f}")
-        dash = ' stroke-dasharray="6 4"' if s.dashed else ""
-        for run in runs:
-            if len(run) == 1:
-                cx, cy = run[0].split(",")
-                parts.append(f'<circle cx="{cx}" cy="{cy}" r="2.5" fill="{s.colour}"/>')
-            elif run:
-                parts.append(
-                    f'<polyline fill="none" stroke="{s.colour}" stroke-width="2"{dash} '
-                    f'points="{" ".join(run)}"><title>{html.escape(s.name)}</title></polyline>'
-                )
-    legend_x = left + plot_w
-    for s in reversed(has):  # legend, right-aligned above the plot
+    return parts
+
+
+def _line(frame: _Frame, rows: Sequence[dict[str, Any]], s: Series, top_value: float) -> list[str]:
+    """One series: a polyline per run of points without a gap, a dot for a lone point."""
+    runs: list[list[str]] = [[]]
+    for r in rows:
+        v = r.get(s.key)
+        if v is None:
+            if runs[-1]:
+                runs.append([])
+            continue
+        runs[-1].append(f"{frame.x(float(r['t'])):.1f},{frame.y(float(v), top_value):.1f}")
+    dash = ' stroke-dasharray="6 4"' if s.dashed else ""
+    parts = []
+    for run in runs:
+        if len(run) == 1:
+            cx, cy = run[0].split(",")
+            parts.append(f'<circle cx="{cx}" cy="{cy}" r="2.5" fill="{s.colour}"/>')
+        elif run:
+            parts.append(
+                f'<polyline fill="none" stroke="{s.colour}" stroke-width="2"{dash} '
+                f'points="{" ".join(run)}"><title>{html.escape(s.name)}</title></polyline>'
+            )
+    return parts
+
+
+def _legend(frame: _Frame, has: list[Series]) -> list[str]:
+    """Right-aligned above the plot."""
+    parts = []
+    legend_x = frame.left + frame.width
+    for s in reversed(has):
         label = html.escape(s.name + (" (right axis)" if s.right else ""))
         legend_x -= 30 + 7 * len(label)
         parts.append(
-            f'<rect x="{legend_x:.0f}" y="{top - 21}" width="10" height="10" fill="{s.colour}"/>'
-            f'<text x="{legend_x + 14:.0f}" y="{top - 12}" class="legend">{label}</text>'
+            f'<rect x="{legend_x:.0f}" y="{frame.top - 21}" width="10" height="10" '
+            f'fill="{s.colour}"/><text x="{legend_x + 14:.0f}" y="{frame.top - 12}" '
+            f'class="legend">{label}</text>'
         )
-    parts.append("</svg>")
-    return "".join(parts)
+    return parts
 
 
 def svg_chart(
@@ -322,7 +354,6 @@ def _threshold_rows(verdicts: list[dict[str, Any]], summary: dict[str, Any]) -> 
     rows = []
     for v in verdicts:
         relation = "&ge;" if v["metric"] in FLOORS else "&le;"
-        unit = _unit(v["metric"])
         note = f" <span class='muted'>({_cell(v['note'])})</span>" if v.get("note") else ""
         stats = (
             summary.get("total")
@@ -333,19 +364,12 @@ def _threshold_rows(verdicts: list[dict[str, Any]], summary: dict[str, Any]) -> 
             note = (
                 f" <span class='muted'>({stats['failures']} of {stats['requests']} failed)</span>"
             )
+        unit = _unit(v["metric"]) if v["observed"] is not None else ""
         rows.append(
-            "<tr class='{cls}'><td class='mark'>{mark}</td><td>{op}</td><td>{metric} {rel} {thr}"
-            "{unit}</td><td class='num'>{obs}{unit}{note}</td></tr>".format(
-                cls="pass" if v["passed"] else "fail",
-                mark="&#10003;" if v["passed"] else "&#10007;",
-                op=_cell(v["operation"]),
-                metric=_cell(v["metric"]),
-                rel=relation,
-                thr=_cell(v["threshold"]),
-                unit=unit if v["observed"] is not None else "",
-                obs=_cell(v["observed"]),
-                note=note,
-            )
+            f"<tr class='{'pass' if v['passed'] else 'fail'}'><td class='mark'>"
+            f"{'&#10003;' if v['passed'] else '&#10007;'}</td><td>{_cell(v['operation'])}</td>"
+            f"<td>{_cell(v['metric'])} {relation} {_cell(v['threshold'])}{unit}</td>"
+            f"<td class='num'>{_cell(v['observed'])}{unit}{note}</td></tr>"
         )
     return "".join(rows)
 
@@ -421,19 +445,12 @@ def _failures(failures: list[dict[str, Any]]) -> str:
 
 
 def _ramp(ramp: dict[str, Any]) -> str:
-    knee = ramp.get("knee") or {}
-    plateau = ramp.get("plateau") or {}
-    broke = ramp.get("slo_break") or {}
+    knee, plateau, broke = (ramp.get(key) or {} for key in ("knee", "plateau", "slo_break"))
     marked = knee.get("step", plateau.get("step"))
     rows = []
     for s in ramp.get("steps", []):
-        tags = []
-        if s["step"] == knee.get("step"):
-            tags.append("knee")
-        if s["step"] == plateau.get("step"):
-            tags.append("throughput plateau")
-        if s["step"] == broke.get("step"):
-            tags.append("SLO broken")
+        marks = ((knee, "knee"), (plateau, "throughput plateau"), (broke, "SLO broken"))
+        tags = [tag for found, tag in marks if s["step"] == found.get("step")]
         cls = "fail" if s["breached"] else ("knee" if s["step"] == marked else "")
         rows.append(
             f"<tr class='{cls}'><td>{s['step']}</td><td class='num'>{s['users']}</td>"
@@ -464,48 +481,8 @@ def _ramp(ramp: dict[str, Any]) -> str:
     )
 
 
-CSS = """
-*{box-sizing:border-box}
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;padding:1.2em 2em;
-color:#1d1d1f;background:#fff}
-h1{font-size:1.5em;margin:.2em 0}
-h2{font-size:1.15em;margin:1.6em 0 .5em;border-bottom:1px solid #e3e3e3;padding-bottom:.2em}
-.banner{padding:.7em 1em;border-radius:6px;margin:.6em 0;font-weight:600}
-.banner.pass{background:#e7f5ea;color:#176b2c;border:1px solid #b7e0c1}
-.banner.fail{background:#fde8e8;color:#9b0018;border:1px solid #f3b7bd}
-.banner.error{background:#f3e8fd;color:#6b21a8;border:1px solid #d8b4fe}
-.banner ul{margin:.3em 0 0 1.2em;padding:0;font-weight:400}
-.facts{display:flex;flex-wrap:wrap;gap:.4em 1.6em;margin:.4em 0;color:#333}
-.facts b{font-weight:600}
-svg.chart{width:100%;height:auto;display:block;margin:.4em 0 1em}
-svg .title{font-size:15px;font-weight:600;fill:#1d1d1f}
-svg .tick{font-size:12px;fill:#555}
-svg .unit{font-size:12px;fill:#555}
-svg .legend{font-size:12px;fill:#333}
-svg .muted{font-size:14px;fill:#888}
-svg .grid{stroke:#e8e8e8}
-svg .vgrid{stroke:#f2f2f2}
-svg .frame{fill:none;stroke:#bbb}
-svg .limit{stroke:#d62728;stroke-dasharray:4 4;stroke-width:1.2}
-svg .limit-label{font-size:11px;fill:#d62728}
-.grid2{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:0 1.5em}
-table{border-collapse:collapse;margin:.4em 0 1em;font-size:.93em}
-td,th{border-bottom:1px solid #e3e3e3;padding:.3em .8em;text-align:left;vertical-align:top}
-th{background:#f6f6f6;font-weight:600}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-td.mark{font-weight:bold}
-tr.pass td.mark{color:#176b2c}
-tr.fail td{background:#fdf0f0} tr.fail td.mark{color:#b00020}
-tr.knee td{background:#fff6e0}
-td.msg{font-family:ui-monospace,monospace;font-size:.92em;word-break:break-word}
-.cards{display:flex;flex-wrap:wrap;gap:.6em}
-.card{border:1px solid #e3e3e3;border-radius:6px;padding:.5em .9em;min-width:8em}
-.card.bad{border-color:#f3b7bd;background:#fdf0f0}
-.big{font-size:1.5em;font-weight:600;font-variant-numeric:tabular-nums}
-.muted{color:#777}
-.ok{color:#176b2c;font-weight:600} .bad{color:#9b0018;font-weight:600}
-a{color:#1558b0}
-"""
+#: the page's style sheet, a file of its own beside this module
+CSS = Path(__file__).with_name("report.css").read_text(encoding="utf-8")
 
 
 def render_html(report_dir: str | Path) -> Path | None:
@@ -558,7 +535,7 @@ def render_page(summary: dict[str, Any], report_dir: Path) -> str:
     rows = timeline_rows(summary, report_dir)
     t_end = summary.get("duration_s")
     if rows:
-        t_end = max(float(rows[-1]["t"]), 1.0)
+        t_end = max(float(rows[-1]["t"] or 0.0), 1.0)
     passed = summary.get("exit_code") == 0
     recon = summary.get("reconciliation") or {}
     thresholds = (summary.get("slo") or {}).get("thresholds") or {}

@@ -1,21 +1,11 @@
 """The load runner: ``run(plan) -> LoadResult``, the one entry point of a load run.
 
-``paysuite load`` (``load.cli``), ``paysuite demo`` and the benchmarks all call ``run`` with
-a plan from ``load.plan.build_plan``. It starts the bundled stub when the plan has no target,
-checks the target (loopback only, one authorize), runs Locust and reads the verdict.
-
-Locust runs as a subprocess (``python -m locust -f load/locustfile.py --headless ...``), so that
-distributed mode is Locust's own: ``--workers N`` starts one ``--master --expect-workers N`` and N
-``--worker`` processes here, and workers on other machines join the same master with
-``--master-host`` (docs/load.md). The master gets the plan as one file (``write_plan``) and sends
-it on to its workers. The verdict (SLOs, reconciliation, load.json, load.html) is computed inside
-the Locust master when it quits; ``run`` maps the outcome to the exit status: 0 met and nothing
-lost, 1 a threshold breached (or aborted by ``--abort-on-fail``), 2 usage/configuration error,
-unreachable target or no verdict, 3 the reconciliation failed (lost, mismatched, duplicated or
-could not be checked).
-
-Load is only ever sent to loopback addresses from here. ``PAYSUITE_ALLOW_REMOTE_TARGET=1`` lifts
-that for real-world use against a system you are authorized to load.
+It starts the bundled stub when the plan has no target, checks the target (loopback only, one
+authorize) and runs Locust as a subprocess, so that distributed mode is Locust's own (``--workers
+N``: one master and N local workers; remote workers join with ``--master-host``). The verdict is
+computed inside the Locust master when it quits (``load.finalize``); ``run`` maps it to the exit
+status: 0 met and nothing lost, 1 a threshold breached, 2 usage error or no verdict, 3 the
+reconciliation failed. Load only goes to loopback unless ``PAYSUITE_ALLOW_REMOTE_TARGET=1``.
 """
 
 from __future__ import annotations
@@ -33,11 +23,12 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from subprocess import STDOUT
 from typing import Any, Protocol
 
 from load import loopback, probe
 from load.plan import LoadPlan, UsageError, write_plan
-from load.webhooks import receiving
+from load.webhook_journal import receiving
 from paysuite_core import tokens
 from paysuite_core.bounded_http import LOAD_LIMITS, Limits
 from paysuite_core.launcher import end_with_parent
@@ -58,7 +49,7 @@ BUNDLED_STUB_CONFIG: dict[str, Any] = {
 
 
 class StartedStub(Protocol):
-    """What ``run`` needs of a started stub (``paysuite_core.launcher.RunningStub``)."""
+    """What ``run`` needs of ``paysuite_core.launcher.RunningStub``."""
 
     root_url: str
 
@@ -70,10 +61,6 @@ StubFactory = Callable[[Path], AbstractContextManager[StartedStub]]
 
 @dataclass(frozen=True)
 class LoadResult:
-    """The outcome of one load run."""
-
-    #: 0: thresholds met and nothing lost; 1: a threshold breached; 2: no verdict;
-    #: 3: the reconciliation failed
     exit_code: int
     report_dir: Path
     #: load.json as written by the Locust master (``None``: the run produced no verdict)
@@ -83,12 +70,9 @@ class LoadResult:
 
 
 class TargetRefused(UsageError):
-    """The pre-check ended the run before any load: ``verdict`` says whose fault it is.
-
-    ``fail`` (exit 1): the target answered and was wrong (a 5xx, no token pair), a finding
-    about the target as much as a breached threshold is. ``error`` (exit 2): nothing could be
-    measured (no answer, refused credentials, a wrong base URL), so there is no verdict on it.
-    """
+    """The pre-check ended the run before any load. ``fail`` (exit 1): the target answered
+    wrongly (a 5xx, no token pair), a finding about it. ``error`` (exit 2): nothing could be
+    measured (no answer, refused credentials, a wrong base URL), so there is no verdict."""
 
     def __init__(self, message: str, verdict: str = "error") -> None:
         super().__init__(message)
@@ -177,8 +161,8 @@ def free_port() -> int:
 
 
 def locust_command(plan: LoadPlan, plan_file: Path) -> list[str]:
-    """The Locust master's (or single process's) command line: Locust's own options and the
-    plan file; the shape's name too, which the locustfile reads before Locust parses options."""
+    """The Locust master's (or single process's) command line; the shape's name too, which the
+    locustfile reads before Locust parses options."""
     report_dir = plan.report_dir.resolve()
     cmd = [
         sys.executable, "-m", "locust", "-f", str(LOCUSTFILE),
@@ -197,11 +181,11 @@ def locust_command(plan: LoadPlan, plan_file: Path) -> list[str]:
         cmd += ["--only-summary", "--skip-log-setup"]
     elif plan.summary_only:
         cmd += ["--only-summary"]
-    return cmd
+    return [*cmd, *plan.shape.user_classes]  # the shape's user classes, Locust's positionals
 
 
 def worker_command(port: int) -> list[str]:
-    """A local worker: the master sends it the plan and every option with its spawn order."""
+    """A local worker: the master sends it the plan with its spawn order."""
     return [
         sys.executable, "-m", "locust", "-f", str(LOCUSTFILE),
         "--worker", "--master-host", "127.0.0.1", "--master-port", str(port),
@@ -226,10 +210,8 @@ def bundled_stub(workdir: Path) -> Iterator[StartedStub]:
 
 
 def run_locust(plan: LoadPlan, plan_file: Path, log_path: Path | None = None) -> int:
-    """Run Locust (local, or master + local workers); returns its exit status.
-
-    Its output goes to this process's stdout, or to ``log_path`` (the benchmark's quiet mode).
-    """
+    """Run Locust (local, or master + local workers); returns its exit status. Its output goes
+    to this process's stdout, or to ``log_path``."""
     shape = plan.shape
     plan.report_dir.mkdir(parents=True, exist_ok=True)
     for stale in ("load.json", "load.html"):
@@ -267,25 +249,16 @@ def run_locust(plan: LoadPlan, plan_file: Path, log_path: Path | None = None) ->
         for index in range(plan.workers):
             log = open(worker_dir / f"worker-{index}.log", "wb")  # noqa: SIM115 - closed below
             logs.append(log)
+            command = worker_command(port)
             workers.append(
-                subprocess.Popen(
-                    worker_command(port),
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    **detached,
-                )
+                subprocess.Popen(command, stdout=log, stderr=STDOUT, env=env, **detached)
             )
     master: subprocess.Popen[bytes] | None = None
     try:
-        if log_path is not None:
-            master_log = open(log_path, "wb")  # noqa: SIM115 - closed below
-            logs.append(master_log)
-            master = subprocess.Popen(
-                cmd, env=env, stdout=master_log, stderr=subprocess.STDOUT, **detached
-            )
-        else:
-            master = subprocess.Popen(cmd, env=env, **detached)
+        out = open(log_path, "wb") if log_path is not None else None  # noqa: SIM115 - closed below
+        logs += [out] if out is not None else []
+        err = STDOUT if out is not None else None
+        master = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, **detached)
         with _sigterm_as_ctrl_c():
             code = wait_for_master(master, time.monotonic() + deadline_s, plan.reconcile_timeout_s)
     except KeyboardInterrupt:  # the second Ctrl-C (or one before the master started)
@@ -311,12 +284,9 @@ def run_locust(plan: LoadPlan, plan_file: Path, log_path: Path | None = None) ->
 def wait_for_master(master: subprocess.Popen[bytes], deadline: float, reconcile_s: float) -> int:
     """The master's exit status; 2 if it is still running at ``deadline`` (then killed).
 
-    Locust runs in a session of its own, so a Ctrl-C (or a SIGTERM, ``_sigterm_as_ctrl_c``)
-    reaches paysuite alone: the first is passed on to the master as one SIGINT, and Locust stops
-    the load as on its own Ctrl-C, its quitting hook reconciling and writing load.json; this
-    waits for that (at most the reconciliation's budget and a margin, within the deadline). A
-    second one propagates and the caller kills Locust.
-    """
+    A Ctrl-C (or SIGTERM) reaches paysuite alone: the first is passed on as one SIGINT, and this
+    waits while Locust stops, reconciles and writes load.json (at most the reconciliation's
+    budget and a margin). A second one propagates and the caller kills Locust."""
     try:
         return _wait(master, deadline)
     except KeyboardInterrupt:
@@ -333,8 +303,8 @@ def wait_for_master(master: subprocess.Popen[bytes], deadline: float, reconcile_
 
 @contextmanager
 def _sigterm_as_ctrl_c() -> Iterator[None]:
-    """A SIGTERM to paysuite (a CI job cancelled, ``kill``) ends the run as a Ctrl-C does: with
-    its reports, not with Locust left running and paysuite gone. Main thread only (signals)."""
+    """A SIGTERM (a CI job cancelled) ends the run as a Ctrl-C does: with its reports, not with
+    Locust left running. Main thread only (signals)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -356,7 +326,7 @@ def _wait(master: subprocess.Popen[bytes], deadline: float) -> int:
 
 
 def outcome(plan: LoadPlan, code: int) -> LoadResult:
-    """Map Locust's exit status and load.json to paysuite's (load.html is the master's)."""
+    """Map Locust's exit status and load.json to paysuite's."""
     load_json = plan.report_dir / "load.json"
     if not load_json.is_file():
         reason = f"Locust ended without a verdict (exit status {code}); see its output above"
@@ -371,7 +341,7 @@ def outcome(plan: LoadPlan, code: int) -> LoadResult:
 
 def ended_early(plan: LoadPlan, refused: TargetRefused, stop_reason: str = "") -> LoadResult:
     """A run without a verdict still writes load.json and load.html, with why: a CI's report
-    step then shows the reason instead of a missing file."""
+    step shows the reason instead of a missing file."""
     from load.finalize import STOPPED_BY_PRECHECK, write_no_run
 
     summary = write_no_run(
@@ -413,14 +383,9 @@ def run(
     locust_log: Path | None = None,
     stub_factory: StubFactory = bundled_stub,
 ) -> LoadResult:
-    """Run one load plan to its verdict.
-
-    Without a target in the plan, the bundled stub is started for the run (customers answer by
-    themselves, so the lifecycle resolves ``auto``). ``locust_log``: Locust's output goes there
-    instead of this process's stdout. Raises ``UsageError`` (exit status 2, a one-line reason)
-    when the stub does not start or the target is refused, unreachable or rejects the
-    credentials, before any load is sent.
-    """
+    """Run one load plan to its verdict; without a target, against the bundled stub (its
+    customers answer by themselves: the lifecycle resolves ``auto``). Raises ``UsageError``
+    (exit status 2, one line) when the stub does not start or the target is refused."""
     if plan.config is not None:
         return _run_against_target(plan, locust_log)
     with tempfile.TemporaryDirectory(prefix="paysuite-stub-") as workdir:

@@ -1,23 +1,21 @@
 """The catalogue of named load shapes: pure data, no Locust import.
 
-A load shape says how many users, for how long, with which operation mix and pacing, where the
-hard stops are, and which SLO thresholds apply by default. The Locust ``LoadTestShape`` classes
-(``load.shapes``), the virtual users (``load.users``) and the SLO model (``load.slo``) all read
-this one table, so that ``paysuite load --shape ramp`` and
-``locust -f load/locustfile.py --paysuite-shape ramp`` run the same thing. (Load shapes were
-called "profiles" before; in paysuite a profile is now only conformance's seed/reference.)
+The Locust shape classes (``load.shapes``), the user classes (``load.users``) and the SLO model
+(``load.slo``) all read this one table, so that ``paysuite load --shape ramp`` and
+``locust -f load/locustfile.py --paysuite-shape ramp`` run the same thing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 #: Operations a virtual user can pick; the names are also the Locust statistics names.
 OPERATIONS = ("cashin", "cashout", "find", "events", "events?filter")
 #: Request names of the token traffic (never part of the mix).
 AUTH_OPERATIONS = ("authorize", "refresh")
 
+#: ``load.users.MerchantUser``'s task weights
 DEFAULT_MIX: dict[str, float] = {
     "cashin": 3,
     "cashout": 2,
@@ -26,9 +24,19 @@ DEFAULT_MIX: dict[str, float] = {
     "events?filter": 1,
 }
 
-#: How a user waits between tasks: ``("between", lo, hi)``, ``("constant", s)`` or
-#: ``("throughput", total_rps)``.
-Pacing: TypeAlias = tuple[str, float] | tuple[str, float, float]
+
+@dataclass(frozen=True)
+class Pacing:
+    """How a user waits between tasks: ``between`` ``low``..``high`` seconds, ``constant``
+    ``low`` (= ``high``) seconds, or ``throughput``: ``rps`` arrivals per second shared by all
+    the shape's users (Locust's ``constant_throughput`` per user)."""
+
+    kind: Literal["between", "constant", "throughput"]
+    low: float = 0.0
+    high: float = 0.0
+    rps: float = 0.0
+
+
 #: operation (or ``*``, ``total``, ``time-to-processed``) -> metric -> threshold
 Thresholds: TypeAlias = dict[str, dict[str, float]]
 
@@ -39,23 +47,18 @@ DERIVED_MEASURES = ("time-to-processed",)
 MIN_RAMP_STEP_S = 5.0
 MIN_RAMP_STEPS = 3
 
-#: Thresholds that apply when a shape says nothing more specific (``*`` = every operation).
 _BASE_SLO: Thresholds = {
     "*": {"p95_ms": 500, "p99_ms": 1000, "error_ratio": 0.01},
     #: every request of the run, authorize and refresh included: a run where more than this
-    #: share failed never passes, whatever its per-operation thresholds say (issue 13)
+    #: share failed never passes, whatever its per-operation thresholds say
     "total": {"error_ratio": 0.01},
 }
 
 
 @dataclass(frozen=True)
 class Shape:
-    """One named load shape.
-
-    ``duration_s`` and ``max_requests`` are hard stops: the shape ends the run at whichever comes
-    first. ``pacing`` is ``("between", lo, hi)``, ``("constant", s)`` or
-    ``("throughput", total_rps)`` (a constant arrival rate shared by all users).
-    """
+    """One named load shape: ``duration_s`` and ``max_requests`` are hard stops, whichever
+    comes first ends the run."""
 
     name: str
     description: str
@@ -63,7 +66,9 @@ class Shape:
     spawn_rate: float
     duration_s: float
     max_requests: int
-    pacing: Pacing = ("between", 0.05, 0.3)
+    pacing: Pacing = Pacing("between", 0.05, 0.3)
+    #: the Locust user classes (``load.users``) the shape runs
+    user_classes: tuple[str, ...] = ("MerchantUser",)
     mix: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_MIX))
     slo: Thresholds = field(default_factory=dict)
     #: ramp: users added per step, and the step length (scaled with --duration, never below
@@ -90,26 +95,15 @@ class Shape:
     ) -> Shape:
         """The shape with command-line overrides applied; the ramp step scales with duration
         (down to ``MIN_RAMP_STEP_S``) unless ``step_s`` sets it."""
-        changes: dict[str, Any] = {}
-        if users is not None:
-            changes["users"] = users
-            if self.peak_users:
-                changes["peak_users"] = max(users, self.peak_users * users // max(self.users, 1))
-        if spawn_rate is not None:
-            changes["spawn_rate"] = spawn_rate
-        if duration_s is not None:
-            changes["duration_s"] = duration_s
-            if self.step_s:
-                scaled = self.step_s * duration_s / self.duration_s
-                changes["step_s"] = max(MIN_RAMP_STEP_S, scaled)
+        given: dict[str, object] = dict(users=users, spawn_rate=spawn_rate, mix=mix)
+        given |= dict(duration_s=duration_s, max_requests=max_requests, pacing=pacing)
+        changes: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
+        if users is not None and self.peak_users:
+            changes["peak_users"] = max(users, self.peak_users * users // max(self.users, 1))
+        if duration_s is not None and self.step_s:
+            changes["step_s"] = max(MIN_RAMP_STEP_S, self.step_s * duration_s / self.duration_s)
         if step_s is not None and self.step_s:
             changes["step_s"] = step_s
-        if max_requests is not None:
-            changes["max_requests"] = max_requests
-        if mix is not None:
-            changes["mix"] = mix
-        if pacing is not None:
-            changes["pacing"] = pacing
         return replace(self, **changes)
 
     @property
@@ -163,7 +157,7 @@ SHAPES: dict[str, Shape] = {
             spawn_rate=5,
             duration_s=30,
             max_requests=20_000,
-            pacing=("between", 0.1, 0.4),
+            pacing=Pacing("between", 0.1, 0.4),
             slo={
                 "*": {"p95_ms": 500, "p99_ms": 1000, "error_ratio": 0.0},
                 "total": {"min_rps": 2},
@@ -176,7 +170,7 @@ SHAPES: dict[str, Shape] = {
             spawn_rate=10,
             duration_s=60,
             max_requests=50_000,
-            pacing=("throughput", 20.0),
+            pacing=Pacing("throughput", rps=20.0),
             slo={
                 "*": {"p95_ms": 300, "p99_ms": 800, "error_ratio": 0.001},
                 "total": {"min_rps": 18},
@@ -189,7 +183,7 @@ SHAPES: dict[str, Shape] = {
             spawn_rate=10,
             duration_s=120,
             max_requests=200_000,
-            pacing=("between", 0.02, 0.1),
+            pacing=Pacing("between", 0.02, 0.1),
             step_users=4,
             step_s=10,
             slo={"*": {"p95_ms": 250, "error_ratio": 0.01}},
@@ -201,7 +195,7 @@ SHAPES: dict[str, Shape] = {
             spawn_rate=5,
             duration_s=45,
             max_requests=100_000,
-            pacing=("between", 0.1, 0.4),
+            pacing=Pacing("between", 0.1, 0.4),
             peak_users=50,
             slo={"*": {"p95_ms": 1500, "p99_ms": 3000, "error_ratio": 0.01}},
         ),
@@ -212,7 +206,7 @@ SHAPES: dict[str, Shape] = {
             spawn_rate=5,
             duration_s=600,
             max_requests=500_000,
-            pacing=("throughput", 10.0),
+            pacing=Pacing("throughput", rps=10.0),
             slo={
                 "*": {"p95_ms": 300, "p99_ms": 800, "error_ratio": 0.001},
                 "total": {"min_rps": 9},
@@ -225,8 +219,9 @@ SHAPES: dict[str, Shape] = {
             spawn_rate=20,
             duration_s=20,
             max_requests=50_000,
-            pacing=("between", 0.0, 0.05),
+            pacing=Pacing("between", 0.0, 0.05),
             mix={"cashin": 1},
+            user_classes=("StormUser",),
             storm_keys=4,
             storm_slot_s=1.0,
             slo={"*": {"p95_ms": 1000, "p99_ms": 2000, "error_ratio": 0.0}},
@@ -238,8 +233,9 @@ SHAPES: dict[str, Shape] = {
             spawn_rate=5,
             duration_s=40,
             max_requests=20_000,
-            pacing=("between", 0.1, 0.3),
+            pacing=Pacing("between", 0.1, 0.3),
             mix={"cashin": 1, "cashout": 1},
+            user_classes=("LifecycleUser",),
             slo={
                 "*": {"p95_ms": 500, "p99_ms": 1000, "error_ratio": 0.0},
                 "time-to-processed": {"p95_ms": 30_000},
@@ -307,6 +303,6 @@ def parse_pacing(text: str) -> Pacing:
         raise ValueError(f"pacing: values must be positive in {text!r}")
     if kind == "between" and numbers[0] > numbers[1]:
         raise ValueError(f"pacing: LO is greater than HI in {text!r}")
-    if kind == "between":
-        return (kind, numbers[0], numbers[1])
-    return (kind, numbers[0])
+    if kind == "throughput":
+        return Pacing("throughput", rps=numbers[0])
+    return Pacing("between", *numbers) if kind == "between" else Pacing("constant", *numbers * 2)

@@ -1,19 +1,11 @@
 """Locust ``LoadTestShape`` classes, one per shape of the catalogue (``load.shape_catalog``).
 
 Every shape ends the run at its duration or its request budget, whichever comes first: no shape
-can run away. The locustfile exposes the class of the selected shape (or all of them with
-Locust's ``--class-picker``, for the web UI); the class names its catalogue entry, and the
-run's plan (``load.context.current_plan``) supplies the overrides and SLO rules.
-
-Every class has ``use_common_options``: Locust's own ``-u``, ``-r`` and ``-t`` (and the web UI's
-users, spawn rate and run time fields) override the shape's users, spawn rate and duration
-(``load.hooks`` folds them into the run's plan).
-
-The ramp shape judges each step on the step's own requests (a difference of the cumulative
-statistics at the step's boundaries, so it works on a master fed by workers) and stops at the
-first step where the p95 latency or the error ratio breaks the SLO (its breaking point). Its knee
-is computed from the same per-step numbers (``load.slo.ramp_knee``): the step after which
-throughput stopped growing while latency or errors rose.
+can run away. The run's plan (``load.context.current_plan``) supplies the overrides, Locust's
+``-u``, ``-r``, ``-t`` among them (``use_common_options``), and the SLO rules. The ramp judges
+each step on its own requests (a difference of the cumulative statistics, so it works on a
+master fed by workers), stops at the first step that breaks the SLO, and computes its knee from
+the same numbers (``load.slo.ramp_knee``).
 """
 
 from __future__ import annotations
@@ -24,9 +16,9 @@ from locust import LoadTestShape
 
 from load.context import current_plan
 from load.plan import LoadPlan
-from load.shape_catalog import OPERATIONS, Shape
+from load.shape_catalog import OPERATIONS, SHAPE_NAMES, Shape
 from load.slo import percentile_of, ramp_knee
-from load.timeline import TIMELINE
+from load.timeline import TIMELINE, Tally, cumulative, interval, summed
 
 Tick = tuple[int, float]
 
@@ -40,7 +32,7 @@ class CatalogShape(LoadTestShape):
     use_common_options = True
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # untyped in Locust
         self.shape: Shape | None = None
         self.stop_reason = ""
 
@@ -54,7 +46,7 @@ class CatalogShape(LoadTestShape):
 
     def tick(self) -> Tick | None:
         shape = self._shape()
-        elapsed = self.get_run_time()
+        elapsed: float = self.get_run_time()  # type: ignore[no-untyped-call]
         assert self.runner is not None
         if TIMELINE.abort_reason:
             self.stop_reason = f"aborted by --abort-on-fail: {TIMELINE.abort_reason}"
@@ -90,26 +82,6 @@ class CatalogShape(LoadTestShape):
         return {"stop_reason": self.stop_reason}
 
 
-class SmokeShape(CatalogShape):
-    shape_name = "smoke"
-
-
-class SteadyShape(CatalogShape):
-    shape_name = "steady"
-
-
-class SoakShape(CatalogShape):
-    shape_name = "soak"
-
-
-class IdempotencyStormShape(CatalogShape):
-    shape_name = "idempotency-storm"
-
-
-class LifecycleShape(CatalogShape):
-    shape_name = "lifecycle"
-
-
 class SpikeShape(CatalogShape):
     shape_name = "spike"
 
@@ -130,21 +102,12 @@ class RampShape(CatalogShape):
         #: the first step that broke an SLO (it ends the run)
         self.slo_break: dict[str, Any] | None = None
         self._step_index = -1
-        self._snapshot: tuple[int, int, dict[int, int]] | None = None
+        self._snapshot: Tally | None = None
         self._step_started = 0.0
 
-    def _cumulative(self) -> tuple[int, int, dict[int, int]]:
+    def _cumulative(self) -> Tally:
         assert self.runner is not None
-        requests = failures = 0
-        times: dict[int, int] = {}
-        for (name, _method), entry in self.runner.stats.entries.items():
-            if name not in OPERATIONS:
-                continue
-            requests += entry.num_requests
-            failures += entry.num_failures
-            for ms, count in entry.response_times.items():
-                times[ms] = times.get(ms, 0) + count
-        return requests, failures, times
+        return summed(cumulative(self.runner.stats), OPERATIONS)
 
     def _close_step(self, elapsed: float, shape: Shape) -> bool:
         """Judge the step that just ended; True when it breached (the knee)."""
@@ -152,10 +115,7 @@ class RampShape(CatalogShape):
         if self._snapshot is None:
             self._snapshot = now
             return False
-        requests = now[0] - self._snapshot[0]
-        failures = now[1] - self._snapshot[1]
-        times = {ms: c - self._snapshot[2].get(ms, 0) for ms, c in now[2].items()}
-        times = {ms: c for ms, c in times.items() if c > 0}
+        requests, failures, times = interval(now, self._snapshot)
         self._snapshot = now
         slo = self._plan().thresholds.get("*", {})
         p95 = percentile_of(times, 0.95)
@@ -221,15 +181,14 @@ class RampShape(CatalogShape):
         }
 
 
+def _plain(name: str) -> type[CatalogShape]:
+    """The class of a shape with a constant user count (``idempotency-storm``:
+    ``IdempotencyStormShape``)."""
+    title = "".join(part.title() for part in name.split("-"))
+    return type(f"{title}Shape", (CatalogShape,), {"shape_name": name, "__module__": __name__})
+
+
+_SPECIAL: dict[str, type[CatalogShape]] = {"ramp": RampShape, "spike": SpikeShape}
 SHAPE_CLASSES: dict[str, type[CatalogShape]] = {
-    cls.shape_name: cls
-    for cls in (
-        SmokeShape,
-        SteadyShape,
-        RampShape,
-        SpikeShape,
-        SoakShape,
-        IdempotencyStormShape,
-        LifecycleShape,
-    )
+    name: _SPECIAL.get(name) or _plain(name) for name in SHAPE_NAMES
 }

@@ -1,23 +1,12 @@
 """Service-level objectives: thresholds per load shape and per operation, and their verdicts.
 
-A threshold set maps an operation name (a Locust statistics name such as ``cashin``, ``*`` for
-every request operation that ran, ``total`` for all requests together, ``time-to-processed`` for
-the lifecycle shape: a derived measure, which ``*`` does not cover) to metrics: ``p50_ms``,
-``p95_ms``, ``p99_ms`` (latency ceilings),
-``error_ratio`` (failures / requests ceiling) and ``min_rps`` (throughput floor).
+A threshold set maps an operation (a Locust statistics name, ``*`` for every request operation
+that ran, ``total`` for all requests, ``time-to-processed``: a derived measure ``*`` does not
+cover) to ``p50_ms``, ``p95_ms``, ``p99_ms``, ``error_ratio`` (ceilings) and ``min_rps`` (a
+floor). A YAML file overrides the shapes' built-in ones (docs/load.md)::
 
-The built-in thresholds of each shape (``load.shape_catalog``) can be overridden by a YAML file::
-
-    defaults:            # every shape
-      "*": {p95_ms: 400}
-    shapes:              # per load shape (``profiles:``, the old name, is refused with a hint)
-      smoke:
-        cashin: {p95_ms: 250, p99_ms: 600}
-        total: {min_rps: 5}
-
-A file without ``defaults``/``shapes`` keys is read as one ``defaults`` block. The
-file is read once per run (``load.plan.build_plan``) into ``SLORules``, which travel inside the
-run's plan.
+    defaults: {"*": {p95_ms: 400}}     # every shape; a file without these keys is one block
+    shapes: {smoke: {cashin: {p95_ms: 250}, total: {min_rps: 5}}}
 """
 
 from __future__ import annotations
@@ -25,15 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from load.shape_catalog import AUTH_OPERATIONS, DERIVED_MEASURES, Shape, Thresholds, default_slo
 
+_Value = TypeVar("_Value", int, float)
 METRICS = ("p50_ms", "p95_ms", "p99_ms", "error_ratio", "min_rps")
 _PERCENTILE_METRICS = {"p50_ms": "p50", "p95_ms": "p95", "p99_ms": "p99"}
-#: metrics that are floors (the others are ceilings)
 FLOORS = ("min_rps", "requests", "steps_completed", "successes")
 #: ``--abort-on-fail``: the metrics that can be decided before the run ends, and how many
 #: requests of the operation must have been seen first (an error ratio of 0 is decided at the
@@ -43,35 +32,30 @@ EARLY_MIN_REQUESTS = 200
 
 
 class SLOError(ValueError):
-    """The SLO file cannot be used; the message says where."""
+    pass
 
 
 @dataclass(frozen=True)
 class SLORules:
-    """An SLO override file, validated: thresholds for every shape, and per shape by name."""
-
     defaults: Thresholds = field(default_factory=dict)
     by_shape: dict[str, Thresholds] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The file's own layout (``defaults``, ``shapes``), as ``from_dict`` reads it back."""
         return {"defaults": self.defaults, "shapes": self.by_shape}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "SLO rules") -> SLORules:
-        """Validate a mapping in the file's layout (see the module docstring)."""
         if "profiles" in data:
             raise SLOError(f"{where}: 'profiles' was renamed 'shapes' (a profile is conformance's)")
         if "defaults" not in data and "shapes" not in data:
             return cls(defaults=_check_block(data, where))
-        key = "shapes"
-        shapes = data.get(key) or {}
+        shapes = data.get("shapes") or {}
         if not isinstance(shapes, Mapping):
-            raise SLOError(f"{where}: {key}: expected a mapping of shape -> operations")
+            raise SLOError(f"{where}: shapes: expected a mapping of shape -> operations")
         return cls(
             defaults=_check_block(data.get("defaults"), f"{where}: defaults"),
             by_shape={
-                str(name): _check_block(block, f"{where}: {key}.{name}")
+                str(name): _check_block(block, f"{where}: shapes.{name}")
                 for name, block in shapes.items()
             },
         )
@@ -110,7 +94,6 @@ class Verdict:
         return ">=" if self.metric in FLOORS else "<="
 
     def describe(self) -> str:
-        """One line naming the breach, as printed under the verdict table."""
         shown = "n/a" if self.observed is None else f"{self.observed:g}"
         return f"{self.operation} {self.metric} {shown} (SLO {self.relation} {self.threshold:g})"
 
@@ -138,7 +121,6 @@ def _check_block(block: Any, where: str) -> dict[str, dict[str, float]]:
 
 
 def load_slo_file(path: str | Path) -> SLORules:
-    """Read and validate an SLO override file (see the module docstring)."""
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -166,7 +148,7 @@ def resolve_slo(shape: Shape, rules: SLORules | None) -> Thresholds:
 def _judge(operation: str, metric: str, threshold: float, stats: OperationStats) -> Verdict:
     if metric == "min_rps":
         return Verdict(operation, metric, threshold, round(stats.rps, 3), stats.rps >= threshold)
-    if stats.requests == 0:  # a threshold nothing was measured against is not met (issue 13)
+    if stats.requests == 0:  # a threshold nothing was measured against is not met
         return Verdict(operation, metric, threshold, None, False, "no request was made")
     if metric == "error_ratio":
         ratio = stats.error_ratio
@@ -186,7 +168,7 @@ def evaluate(
 
     ``*`` applies to each request operation that made requests (not to derived measures such as
     ``time-to-processed``, which only their own thresholds judge); to authorize and refresh (few,
-    and slow by design) only its ``error_ratio``: their failures count like any other (issue 13). An
+    and slow by design) only its ``error_ratio``: their failures count like any other. An
     operation whose every request failed gets a failed ``successes`` row besides. A named
     operation is judged even when it made no requests: each of its thresholds then fails.
     """
@@ -245,8 +227,9 @@ def decided_early(
     return decided
 
 
-def percentile_of(times: dict[int, int], fraction: float) -> float | None:
-    """The ``fraction`` percentile of a {milliseconds: count} histogram (Locust's own layout)."""
+def percentile_of(times: Mapping[_Value, int], fraction: float) -> float | None:
+    """The nearest-rank ``fraction`` percentile of a {value: count} histogram (Locust's own
+    layout, in milliseconds)."""
     total = sum(times.values())
     if total <= 0:
         return None

@@ -1,31 +1,25 @@
 """The run's timeline, sampled in the Locust master (or single process) while the test runs.
 
-Every second (every 3 s on a master, as often as its workers report) the timeline takes
-Locust's cumulative statistics and keeps what changed since the previous sample: requests and
-failures per second, the user count, and the p50/p95/p99 latency of that interval's requests, for
-the mix operations together (authorize and refresh left out) and per operation (exact over the
-interval: the difference of Locust's response-time histograms, not a lagging window). It starts
-with the test and ends with it, so load.html's time axis ends with the run, and it needs no
-``--csv``/``--csv-full-history``: the samples go into load.json (``timeline``).
-
-With ``--abort-on-fail`` each sample also asks ``load.slo.decided_early`` whether a threshold can
-no longer be met; the first one that cannot is recorded in ``abort`` and the shape ends the run at
-its next tick (``load.shapes``).
-
-No Locust or gevent import at module level (``load.finalize`` reads the timeline outside Locust).
+Every second (every 3 s on a master, as often as its workers report) it keeps what changed in
+Locust's cumulative statistics: requests and failures per second, users, and the exact p50/p95/
+p99 of that interval (a difference of the histograms, not a lagging window), overall and per
+operation, for load.json and load.html. With ``--abort-on-fail`` each sample asks
+``load.slo.decided_early`` whether a threshold can no longer be met. No Locust or gevent import
+at module level: ``load.finalize`` reads it outside Locust.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from load.shape_catalog import AUTH_OPERATIONS
-from load.slo import decided_early, percentile_of
+from load.slo import OperationStats, decided_early, percentile_of
 
 if TYPE_CHECKING:
     from locust.env import Environment
-    from locust.stats import RequestStats
+    from locust.stats import RequestStats, StatsEntry
 
     from load.plan import LoadPlan
 
@@ -33,7 +27,8 @@ LOCAL_INTERVAL_S = 1.0
 MASTER_INTERVAL_S = 3.0  # Locust's workers report every 3 s
 
 #: name -> (requests, failures, {rounded ms: count}), cumulative
-Counts = dict[str, tuple[int, int, dict[int, int]]]
+Tally = tuple[int, int, dict[int, int]]
+Counts = dict[str, Tally]
 
 
 def cumulative(stats: RequestStats) -> Counts:
@@ -48,9 +43,8 @@ def cumulative(stats: RequestStats) -> Counts:
     return counts
 
 
-def _interval(
-    now: tuple[int, int, dict[int, int]], before: tuple[int, int, dict[int, int]] | None
-) -> tuple[int, int, dict[int, int]]:
+def interval(now: Tally, before: Tally | None) -> Tally:
+    """What happened between two cumulative tallies."""
     if before is None:
         return now
     times = {ms: n - before[2].get(ms, 0) for ms, n in now[2].items()}
@@ -61,6 +55,18 @@ def _interval(
     )
 
 
+def summed(counts: Counts, names: Iterable[str]) -> Tally:
+    """The tallies of ``names`` together."""
+    requests = failures = 0
+    times: dict[int, int] = {}
+    for name in names:
+        r, f, t = counts.get(name, (0, 0, {}))
+        requests, failures = requests + r, failures + f
+        for ms, n in t.items():
+            times[ms] = times.get(ms, 0) + n
+    return requests, failures, times
+
+
 def _point(requests: int, failures: int, times: dict[int, int], span: float) -> dict[str, Any]:
     return {
         "rps": round(requests / span, 2),
@@ -69,6 +75,42 @@ def _point(requests: int, failures: int, times: dict[int, int], span: float) -> 
         "p95": percentile_of(times, 0.95),
         "p99": percentile_of(times, 0.99),
     }
+
+
+def _entry_stats(entry: StatsEntry, duration: float) -> OperationStats:
+    def pct(fraction: float) -> float | None:
+        return float(entry.get_response_time_percentile(fraction)) if entry.num_requests else None
+
+    return OperationStats(
+        requests=entry.num_requests,
+        failures=entry.num_failures,
+        rps=round(entry.num_requests / duration, 3) if duration > 0 else 0.0,
+        p50=pct(0.5),
+        p95=pct(0.95),
+        p99=pct(0.99),
+    )
+
+
+def collect_operations(
+    stats: RequestStats,
+) -> tuple[dict[str, OperationStats], OperationStats, float]:
+    """Per request name (methods merged) and total, with the run's duration in seconds."""
+    total = stats.total
+    start = total.start_time or time.time()
+    end = total.last_request_timestamp or start
+    duration = max(end - start, 1e-6)
+    by_name: dict[str, StatsEntry] = {}
+    for (name, _method), entry in stats.entries.items():
+        if name in by_name:
+            by_name[name].extend(entry)
+        else:
+            from locust.stats import StatsEntry  # noqa: F811 - the run-time import
+
+            merged = StatsEntry(stats, name, "", use_response_times_cache=False)
+            merged.extend(entry)
+            by_name[name] = merged
+    ops = {name: _entry_stats(entry, duration) for name, entry in by_name.items()}
+    return ops, _entry_stats(total, duration), duration
 
 
 class Timeline:
@@ -130,7 +172,7 @@ class Timeline:
         all_requests = all_failures = 0
         all_times: dict[int, int] = {}
         for name, counts in sorted(now.items()):
-            requests, failures, times = _interval(counts, self._previous.get(name))
+            requests, failures, times = interval(counts, self._previous.get(name))
             if requests or failures:
                 ops[name] = {"requests": requests, **_point(requests, failures, times, span)}
             all_requests += requests
@@ -156,8 +198,6 @@ class Timeline:
         plan = self._plan
         if self.abort or plan is None or not plan.abort_on_fail or plan.shape.step_s:
             return  # the ramp judges its own steps: its breaking point is its finding
-        from load.finalize import collect_operations
-
         assert self._environment is not None and self._environment.runner is not None
         ops, total, _ = collect_operations(self._environment.runner.stats)
         decided = decided_early(plan.thresholds, ops, total)

@@ -1,58 +1,99 @@
-"""The virtual user: a Locust user that behaves like a merchant integration.
+"""The virtual users: one Locust user class per behaviour, each with Locust task weights.
 
-Each user holds one application of the target configuration (round-robin), authorizes once, and
-runs the shape's weighted mix of operations its privilege allows: cashin, cashout, find (of refs
-it created; read-only users look up refs their merchant's users created), list events (plain and
-filtered). Every create carries a fresh idempotency key, a number and an amount valid for the
-target, and every acknowledged create goes to the ledger for the reconciliation. Request names are
-stable (``cashin``, ``cashout``, ``find``, ``events``, ``events?filter``, ``authorize``,
-``refresh``), so statistics and SLOs line up across runs and shapes.
-
-Two load shapes change what a task is: ``idempotency-storm`` (users share a few keys per time slot,
-and a 409 on a reused key is the expected answer, counted as a success) and ``lifecycle`` (create,
-then poll find until the transaction leaves ``pending``, recording the time to processed).
+``MerchantUser`` runs the shape's mix of cashin, cashout, find (of refs it created; read-only
+users look up refs their merchant's users created) and list events (plain and filtered);
+``StormUser`` retries the few idempotency keys of the current time slot, a 409 on a reused key
+counted as a success; ``LifecycleUser`` creates, then polls find until the transaction leaves
+``pending``, recording the time to processed. The shape names its classes
+(``Shape.user_classes``). Request names are stable (``cashin``, ``cashout``, ``find``,
+``events``, ``events?filter``, ``authorize``, ``refresh``), so statistics and SLOs line up across
+runs and shapes. Every acknowledged create goes to the ledger for the reconciliation.
 """
 
 from __future__ import annotations
 
-import bisect
 import functools
 import hashlib
-import itertools
+import math
 import random
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from fractions import Fraction
 from typing import Any, TypeVar
 
-from locust import User, task
+from locust import User, between, constant, constant_throughput, task
 from locust.env import Environment
 from locust.exception import LocustError
-from locust.user.wait_time import constant_throughput
+from locust.user.task import TaskSet
 
 from load import bounded
 from load import context as run_context
-from load.auth import AuthError, token_flow
 from load.ledger import LEDGER, CreateRecord
+from load.shape_catalog import Pacing
+from paysuite_core import tokens
+from paysuite_core.target_config import Application
+from paysuite_core.tokens import AuthError, TokenFlow
 
 T = TypeVar("T")
+#: a Locust task: a function of the user that runs it
+Task = Callable[..., None]
 
 KINDS = {"cashin": "CASHIN", "cashout": "CASHOUT"}
 LIFECYCLE_POLL_S = 0.25
+#: a load test that re-authorizes on every hiccup measures its own authorize storm
+MIN_AUTHORIZE_INTERVAL_S = 5.0
+#: the ledger's counter of an operation that was due, made once instead of on every task
+_STARTED = {op: f"started:{op}" for op in (*KINDS, "find", "events", "events?filter")}
+
+
+def wait_function(pacing: Pacing, users: int) -> Callable[[User], float]:
+    """Locust's own wait function for a pacing; a throughput is shared by the shape's users."""
+    if pacing.kind == "throughput":
+        return constant_throughput(pacing.rps / max(users, 1))
+    if pacing.kind == "constant":
+        return constant(pacing.low)
+    return between(pacing.low, pacing.high)
+
+
+def token_flow(client: bounded.Client, app: Application, fallback_ttl_s: float) -> TokenFlow:
+    """The project's one token flow, its exchanges the user's own bounded requests: counted,
+    timed and capped under the names ``authorize`` and ``refresh``."""
+
+    @contextmanager
+    def send(request: tokens.Request) -> Iterator[bounded.Reply]:
+        headers = {k: v for k, v in request.headers.items() if v is not None}
+        with client.request(
+            request.method, request.path, name=request.name, headers=headers, json=request.json
+        ) as reply:
+            yield reply
+
+    interval = MIN_AUTHORIZE_INTERVAL_S
+    return TokenFlow(send, app, fallback_ttl_s=fallback_ttl_s, min_authorize_interval_s=interval)
+
+
+def weighted(weights: Mapping[Task, float]) -> list[TaskSet | Callable[..., Any]]:
+    """Locust's ``tasks = {task: weight}`` as the list it draws from, for weights given at run
+    time (``--mix``): each task repeated by its weight, fractional weights scaled to integers."""
+    fractions = {t: Fraction(w).limit_denominator(100) for t, w in weights.items() if w > 0}
+    scale = math.lcm(*(f.denominator for f in fractions.values()))
+    return [t for t, f in fractions.items() for _ in range(int(f * scale))]
 
 
 class PaysuiteUser(User):
-    """One merchant integration under load (see the module docstring).
+    """One merchant integration under load: its requests go through ``load.bounded.Client``
+    (one keep-alive connection, no retries of paysuite's own, bounded by the run's
+    ``Limits``, reported to Locust's statistics as any ``HttpUser``'s are)."""
 
-    Its requests go through ``load.bounded.Client`` (``self.http``): one keep-alive connection,
-    no retries of paysuite's own, every request bounded by the run's ``Limits`` and
-    reported to Locust's statistics as any ``HttpUser``'s are."""
-
+    abstract = True
     # the target's base URL comes from --host or the configuration's base_url
     host = ""
     #: do not verify a TLS certificate (as Locust's FastHttpUser): load targets are local
     insecure = True
+    #: only applications that may create (a read-only one has nothing to retry or walk)
+    creators_only = False
 
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
@@ -60,46 +101,28 @@ class PaysuiteUser(User):
             raise LocustError(
                 "You must specify the base host: --host, or base_url in --paysuite-config."
             )
-        self.limits = run_context.current_plan().limits
         self.http = bounded.Client(
-            self.host, self.limits, environment.events.request, insecure=self.insecure
+            self.host,
+            run_context.current_plan().limits,
+            environment.events.request,
+            insecure=self.insecure,
         )
 
     def wait_time(self) -> float:
-        pause = self._pause
-        if pause is not None:  # ("constant", s): read once at start
-            return pause
-        pacing = self.ctx.shape.pacing
-        if pacing[0] == "throughput":
-            return self._pacer(self)
-        return self.rng.uniform(pacing[1], pacing[2])  # ("between", lo, hi)
+        return self._wait(self)
 
     def on_start(self) -> None:
         self.ctx = run_context.current()
         shape = self.ctx.shape
         self.rng = random.Random()
-        storm = shape.name == "idempotency-storm"
-        lifecycle = shape.name == "lifecycle"
-        self.app = self.ctx.next_application(creators_only=storm or lifecycle)
+        self.app = self.ctx.next_application(creators_only=self.creators_only)
         self.tokens = token_flow(self.http, self.app, self.ctx.config.access_token_ttl_s)
         self.refs: deque[str] = deque(maxlen=200)
         self.numbers: deque[str] = deque(maxlen=50)
-        if shape.pacing[0] == "throughput":
-            per_user = float(shape.pacing[1]) / max(shape.users, 1)
-            self._pacer = constant_throughput(per_user)
-        pacing = shape.pacing
-        self._pause: float | None = None
-        if pacing[0] != "throughput" and len(pacing) == 2:
-            self._pause = float(pacing[1])
-        # what a task does, and the names it counts under: decided once, not on every task
-        self._mode = "storm" if storm else "lifecycle" if lifecycle else "mix"
+        self._wait = wait_function(shape.pacing, shape.users)
         self._headers_token: str | None = None
         self._headers: dict[str, str] = {}
-        self.ops, self.weights = self._allowed_mix(shape.mix)
-        self._started = {op: f"started:{op}" for op in (*self.ops, *KINDS, "events")}
-        # random.choices' own cumulative weights, computed once instead of on every task
-        self._cum_weights = list(itertools.accumulate(self.weights))
-        self._total_weight = self._cum_weights[-1]
+        self.tasks = weighted(self.task_weights(self._allowed_mix(shape.mix)))
         try:
             self.tokens.authorize()
         except AuthError:
@@ -108,53 +131,32 @@ class PaysuiteUser(User):
     def on_stop(self) -> None:
         self.http.close()
 
-    # -- the mix -------------------------------------------------------------------------------
-    def _allowed_mix(self, mix: dict[str, float]) -> tuple[list[str], list[float]]:
-        ops, weights = [], []
-        for op, weight in mix.items():
-            if weight <= 0:
-                continue
-            if op == "cashin" and not self.app.can_cashin():
-                continue
-            if op == "cashout" and not self.app.can_cashout():
-                continue
-            ops.append(op)
-            weights.append(weight)
-        if not ops:  # a read-only application with a create-only mix: it can still read
-            ops, weights = ["find", "events"], [1.0, 1.0]
-        return ops, weights
+    def task_weights(self, mix: dict[str, float]) -> dict[Task, float]:
+        """This class's tasks weighted by the run's mix (the shape's, or ``--mix``)."""
+        return {}
+
+    def _allowed_mix(self, mix: dict[str, float]) -> dict[str, float]:
+        allowed = {
+            op: weight
+            for op, weight in mix.items()
+            if weight > 0
+            and not (op == "cashin" and not self.app.can_cashin())
+            and not (op == "cashout" and not self.app.can_cashout())
+        }
+        # a read-only application with a create-only mix: it can still read
+        return allowed or {"find": 1.0, "events": 1.0}
 
     def _creating_op(self) -> str:
         return "cashin" if self.app.can_cashin() else "cashout"
 
-    @task
-    def step(self) -> None:
-        mode = self._mode
-        if mode == "storm":
-            op = self._creating_op()
-        else:
-            # what rng.choices(self.ops, self.weights)[0] draws, from the same random number
-            draw = self.rng.random() * self._total_weight
-            op = self.ops[bisect.bisect(self._cum_weights, draw, 0, len(self.ops) - 1)]
-            if mode == "lifecycle" and op not in KINDS:
-                op = self._creating_op()
-            elif op == "find" and not (self.refs or self.ctx.merchant_refs(self.app.merchant)):
-                op = "events"  # nothing to find yet: counted as what is sent (find() does so)
-        LEDGER.count(self._started[op])  # a run that completes none of them cannot pass
+    def attempt(self, op: str, action: Callable[[], object]) -> None:
+        """Run one due operation, counted as started: a run that completes none cannot pass."""
+        LEDGER.count(_STARTED[op])
         try:
-            if mode == "storm":
-                self.storm_create()
-            elif mode == "lifecycle":
-                self.lifecycle_round(op)
-            elif op in KINDS:
-                self.create(op)
-            elif op == "find":
-                self.find()
-            else:
-                self.events(filtered=op == "events?filter")
+            action()
         except AuthError as exc:
-            # The operation was due and could not be sent: it counts as a failed request of
-            # its own name, so a run whose authorize always fails can never pass (issue 13).
+            # due and not sent: a failed request of its own name, so a run whose authorize
+            # always fails can never pass
             LEDGER.count("auth_errors")
             self.environment.events.request.fire(
                 request_type="POST" if op in KINDS else "GET",
@@ -165,7 +167,7 @@ class PaysuiteUser(User):
                 context={},
             )
 
-    # -- operations ----------------------------------------------------------------------------
+    # -- requests ------------------------------------------------------------------------------
     def create(
         self,
         op: str,
@@ -179,17 +181,18 @@ class PaysuiteUser(User):
         key = key or uuid.uuid4().hex  # 32 characters: the document's maximum
         number = number or self.ctx.numbers.number()
         amount = amount if amount is not None else self.ctx.amounts.amount()
-        body = {"amount": amount, "number": number}
         ref = self._send(
             "POST",
             f"/transactions/{op}",
             op,
             lambda resp: self._judge_create(resp, op, storm),
             headers={"Idempotency-Key": key},
-            json=body,
+            json={"amount": amount, "number": number},
         )
         if ref is not None:
-            self._remember(ref, number)
+            self.refs.append(ref)
+            self.numbers.append(number)
+            self.ctx.merchant_refs(self.app.merchant).append(ref)
             record: CreateRecord = {
                 "ref": ref,
                 "key": key,
@@ -214,20 +217,13 @@ class PaysuiteUser(User):
         headers: dict[str, str] | None = None,
         **kwargs: Any,
     ) -> T | None:
-        """One request with this user's token; a 401 renews the token and retries once.
-
-        The refused attempt stays in the statistics as a failure: a target that drops tokens
-        early should show up there, not be hidden by the retry.
-        """
+        """One request with this user's token; a 401 renews the token and retries once. The
+        refused attempt stays in the statistics as a failure: a target that drops tokens early
+        should show up there, not be hidden by the retry."""
         for attempt in (1, 2):
             sent = self._auth_headers()
-            with self.http.request(
-                method,
-                path,
-                headers={**sent, **headers} if headers else sent,
-                name=name,
-                **kwargs,
-            ) as reply:
+            merged = {**sent, **headers} if headers else sent
+            with self.http.request(method, path, headers=merged, name=name, **kwargs) as reply:
                 if reply.problem is not None:
                     return None  # counted as a failure with its reason already
                 if reply.status != 401 or attempt == 2:
@@ -237,10 +233,9 @@ class PaysuiteUser(User):
         return None
 
     def _auth_headers(self) -> dict[str, str]:
-        """The token flow's headers (``Accept-Encoding: identity`` added, see ``load.bounded``),
-        made again only when the access token changes: ``access()`` still runs before every
-        request, so a token due for renewal is renewed exactly as before. Never modified by
-        its users (``bounded`` copies what it changes)."""
+        """Made again only when the access token changes; ``access()`` still runs before every
+        request, so a token due for renewal is renewed exactly as before. ``bounded`` copies
+        what it changes, so the dict can be shared."""
         access = self.tokens.access()
         if access is not self._headers_token:
             self._headers = {"Accept-Encoding": "identity", **self.tokens.headers()}
@@ -248,19 +243,14 @@ class PaysuiteUser(User):
         return self._headers
 
     def _judge_create(self, resp: bounded.Reply, op: str, storm: bool) -> str | None:
-        status = resp.status
-        if storm and status == 409:
+        if storm and resp.status == 409:
             resp.success()  # the expected answer to a reused key
             LEDGER.count("idempotency_conflicts")
             return None
-        if not 200 <= status < 300:
-            resp.failure(f"status {status}")
+        data = _json_2xx(resp)
+        if data is None:
             return None
-        try:
-            data = resp.json()
-        except Exception:  # noqa: BLE001 - any undecodable body is the same failure
-            data = None
-        ref = data.get("ref") if isinstance(data, dict) else None
+        ref = data.get("ref")
         if not isinstance(ref, str) or not ref:
             resp.failure("2xx without a ref")
             LEDGER.count("acknowledged_without_ref")
@@ -271,99 +261,149 @@ class PaysuiteUser(User):
             resp.success()
         return ref
 
-    def _remember(self, ref: str, number: str) -> None:
-        self.refs.append(ref)
-        self.numbers.append(number)
-        self.ctx.merchant_refs(self.app.merchant).append(ref)
-
-    def _some_ref(self) -> str | None:
-        pool = self.refs or self.ctx.merchant_refs(self.app.merchant)
-        return self.rng.choice(pool) if pool else None
-
-    def find(self, ref: str | None = None) -> dict[str, Any] | None:
-        ref = ref or self._some_ref()
-        if ref is None:
-            self.events(filtered=False)
-            return None
+    def lookup(self, ref: str) -> dict[str, Any] | None:
         return self._send("GET", f"/transactions/find/{ref}", "find", _judge_found)
 
-    def events(self, *, filtered: bool) -> None:
+    def list_events(self, *, filtered: bool) -> None:
         params = ""
-        name = "events"
         if filtered:
-            name = "events?filter"
             choices = [f"kind={self.rng.choice(('CASHIN', 'CASHOUT'))}", "status=pending"]
             if self.refs:
                 choices.append(f"ref={self.rng.choice(self.refs)}")
             if self.numbers:
                 choices.append(f"client={self.rng.choice(self.numbers)}")
             params = "?" + self.rng.choice(choices)
+        name = "events?filter" if filtered else "events"
         self._send("GET", f"/events/transactions{params}", name, _judge_listed)
 
-    @staticmethod
-    def _judge_json(resp: bounded.Reply, require: str) -> dict[str, Any] | None:
-        status = resp.status
-        if not 200 <= status < 300:
-            resp.failure(f"status {status}")
-            return None
-        try:
-            data = resp.json()
-        except Exception:  # noqa: BLE001
-            data = None
-        if not isinstance(data, dict) or require not in data:
-            resp.failure(f"2xx without {require!r}")
-            return None
-        resp.success()
-        return data
 
-    # -- idempotency storm ---------------------------------------------------------------------
-    def storm_create(self) -> None:
-        """Reuse one of the few keys of the current time slot: all users race on the same keys."""
+def _json_2xx(resp: bounded.Reply, require: str | None = None) -> dict[str, Any] | None:
+    """The JSON object of a 2xx answer (holding ``require``); a failure of the request else."""
+    if not 200 <= resp.status < 300:
+        resp.failure(f"status {resp.status}")
+        return None
+    try:
+        data = resp.json()
+    except Exception:  # noqa: BLE001 - any undecodable body is the same failure
+        data = None
+    if not isinstance(data, dict) or (require is not None and require not in data):
+        resp.failure(f"2xx without {require!r}" if require else "2xx without a ref")
+        if require is None:
+            LEDGER.count("acknowledged_without_ref")
+        return None
+    if require is not None:
+        resp.success()
+    return data
+
+
+# the judges of find and the events list, made once (not a closure per request)
+_judge_found = functools.partial(_json_2xx, require="ref")
+_judge_listed = functools.partial(_json_2xx, require="transactions")
+
+
+class MerchantUser(PaysuiteUser):
+    """The mixed merchant workload (smoke, steady, ramp, spike, soak). The weights here are the
+    default mix; a shape's own mix or ``--mix`` reweights them."""
+
+    @task(3)
+    def cashin(self) -> None:
+        self.attempt("cashin", lambda: self.create("cashin"))
+
+    @task(2)
+    def cashout(self) -> None:
+        self.attempt("cashout", lambda: self.create("cashout"))
+
+    @task(3)
+    def find(self) -> None:
+        pool = self.refs or self.ctx.merchant_refs(self.app.merchant)
+        if not pool:  # nothing to find yet: counted as what is sent
+            self.events()
+            return
+        ref = self.rng.choice(pool)
+        self.attempt("find", lambda: self.lookup(ref))
+
+    @task(1)
+    def events(self) -> None:
+        self.attempt("events", lambda: self.list_events(filtered=False))
+
+    @task(1)
+    def events_filtered(self) -> None:
+        self.attempt("events?filter", lambda: self.list_events(filtered=True))
+
+    def task_weights(self, mix: dict[str, float]) -> dict[Task, float]:
+        tasks: dict[str, Task] = {
+            "cashin": MerchantUser.cashin,
+            "cashout": MerchantUser.cashout,
+            "find": MerchantUser.find,
+            "events": MerchantUser.events,
+            "events?filter": MerchantUser.events_filtered,
+        }
+        return {tasks[op]: weight for op, weight in mix.items()}
+
+
+class StormUser(PaysuiteUser):
+    """Idempotency storm: every user races on the same few keys of the current time slot."""
+
+    creators_only = True
+
+    @task
+    def storm(self) -> None:
+        op = self._creating_op()
+        self.attempt(op, lambda: self.storm_create(op))
+
+    def task_weights(self, mix: dict[str, float]) -> dict[Task, float]:
+        return {StormUser.storm: 1.0}
+
+    def storm_create(self, op: str) -> None:
         shape = self.ctx.shape
         slot = int(time.time() // shape.storm_slot_s)
         index = self.rng.randrange(max(shape.storm_keys, 1))
-        op = self._creating_op()
         # same merchant, operation, key and body: a true retry, whatever the key's scope
         seed = f"{self.ctx.run_id}|{self.app.merchant}|{op}|{slot}|{index}"
         key = hashlib.sha256(seed.encode()).hexdigest()[:32]
         rng = random.Random(key)
-        self.create(
-            op,
-            key=key,
-            number=self.ctx.numbers.number(rng),
-            amount=self.ctx.amounts.amount(rng),
-            storm=True,
-        )
+        number, amount = self.ctx.numbers.number(rng), self.ctx.amounts.amount(rng)
+        self.create(op, key=key, number=number, amount=amount, storm=True)
 
-    # -- lifecycle -----------------------------------------------------------------------------
+
+class LifecycleUser(PaysuiteUser):
+    """Lifecycle walker: create, make (or let) the customer answer, poll find until processed."""
+
+    creators_only = True
+
+    @task(1)
+    def cashin_round(self) -> None:
+        self.attempt("cashin", lambda: self.lifecycle_round("cashin"))
+
+    @task(1)
+    def cashout_round(self) -> None:
+        self.attempt("cashout", lambda: self.lifecycle_round("cashout"))
+
+    def task_weights(self, mix: dict[str, float]) -> dict[Task, float]:
+        # a non-create weight in the mix goes to the create this application may send
+        rounds: dict[str, Task] = {
+            "cashin": LifecycleUser.cashin_round,
+            "cashout": LifecycleUser.cashout_round,
+        }
+        weights: dict[Task, float] = {}
+        for op, weight in mix.items():
+            chosen = rounds[op if op in KINDS else self._creating_op()]
+            weights[chosen] = weights.get(chosen, 0.0) + weight
+        return weights
+
     def lifecycle_round(self, op: str) -> None:
-        """Create, make (or let) the customer answer, poll find until processed."""
         customer = self.ctx.config.customer
-        number = None
-        if self.ctx.lifecycle_resolve == "driver" and customer.driver == "magic-numbers":
-            number = customer.confirm_number
+        driver = customer.driver if self.ctx.lifecycle_resolve == "driver" else None
+        number = customer.confirm_number if driver == "magic-numbers" else None
         started = time.monotonic()
         ref = self.create(op, number=number)
         if ref is None:
             return
-        if self.ctx.lifecycle_resolve == "driver" and customer.driver == "sandbox":
-            assert customer.confirm is not None
-            with self.http.request(
-                customer.confirm.method,
-                customer.confirm.url(ref),
-                headers={"Accept": "application/json"},
-                name="customer",
-            ) as reply:
-                # 409: the target resolved it by itself first; the customer's answer still came
-                if reply.problem is not None:
-                    pass
-                elif 200 <= reply.status < 300 or reply.status == 409:
-                    reply.success()
-                else:
-                    reply.failure(f"status {reply.status}")
+        if driver == "sandbox":
+            self._confirm(ref)
         deadline = started + customer.timeout_s
         while time.monotonic() < deadline:
-            data = self.find(ref)
+            data = self.lookup(ref)
             status = data.get("status") if data else None
             if status and status != "pending":
                 LEDGER.record_time_to_processed(time.monotonic() - started, str(status))
@@ -371,7 +411,21 @@ class PaysuiteUser(User):
             time.sleep(LIFECYCLE_POLL_S)
         LEDGER.count("lifecycle_timeouts")
 
+    def _confirm(self, ref: str) -> None:
+        confirm = self.ctx.config.customer.confirm
+        assert confirm is not None
+        headers = {"Accept": "application/json"}
+        with self.http.request(
+            confirm.method, confirm.url(ref), headers=headers, name="customer"
+        ) as reply:
+            # 409: the target resolved it by itself first; the customer's answer still came
+            if reply.problem is None and (200 <= reply.status < 300 or reply.status == 409):
+                reply.success()
+            elif reply.problem is None:
+                reply.failure(f"status {reply.status}")
 
-# the judges of find and the events list, made once (not a closure per request)
-_judge_found = functools.partial(PaysuiteUser._judge_json, require="ref")
-_judge_listed = functools.partial(PaysuiteUser._judge_json, require="transactions")
+
+#: the user classes a shape can name (``Shape.user_classes``)
+USER_CLASSES: dict[str, type[PaysuiteUser]] = {
+    cls.__name__: cls for cls in (MerchantUser, StormUser, LifecycleUser)
+}

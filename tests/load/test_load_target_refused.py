@@ -179,6 +179,12 @@ def test_quiet_asks_locust_for_no_statistics_table(tmp_path: Path) -> None:
     assert flags() == set()
     assert flags(quiet=True) == {"--only-summary", "--skip-log-setup"}
     assert flags(summary_only=True) == {"--only-summary"}  # paysuite demo's default
+    # the shape's user classes, as Locust's own user-class arguments
+    storm = locust_command(build_plan(config=config, shape="idempotency-storm"), plan_file)
+    assert (
+        storm[-1] == "StormUser"
+        and locust_command(build_plan(config=config), plan_file)[-1] == "MerchantUser"
+    )
 
 
 def test_a_run_with_nothing_to_reconcile_does_not_claim_nothing_lost() -> None:

@@ -15,7 +15,7 @@ from load.finalize import percentile
 from load.plan import LoadPlan, UsageError, build_plan, read_plan, write_plan
 from load.reconcile import ledger_anomalies, server_duplicates, storm_targets
 from load.report import read_history, render_html, svg_chart
-from load.shape_catalog import SHAPES, get_shape, parse_mix
+from load.shape_catalog import SHAPES, Pacing, get_shape, parse_mix
 from load.slo import (
     OperationStats,
     SLOError,
@@ -395,7 +395,7 @@ def test_these_modules_do_not_import_locust() -> None:
 
     code = (
         "import sys, load, load.cli, load.runner, load.finalize, load.report, load.slo, "
-        "load.auth, load.reconcile, load.ledger, load.context, load.plan, load.shape_catalog, "
+        "load.reconcile, load.ledger, load.context, load.plan, load.shape_catalog, "
         "paysuite.demo; from load import build_plan, run; "
         "print('locust' in sys.modules, 'gevent' in sys.modules)"
     )
@@ -404,11 +404,11 @@ def test_these_modules_do_not_import_locust() -> None:
 
 
 def test_pacing_parser() -> None:
-    from load.shape_catalog import parse_pacing
+    from load.shape_catalog import Pacing, parse_pacing
 
-    assert parse_pacing("between:0.1:0.5") == ("between", 0.1, 0.5)
-    assert parse_pacing("constant:0") == ("constant", 0.0)
-    assert parse_pacing("throughput:50") == ("throughput", 50.0)
+    assert parse_pacing("between:0.1:0.5") == Pacing("between", 0.1, 0.5)
+    assert parse_pacing("constant:0") == Pacing("constant", 0.0, 0.0)
+    assert parse_pacing("throughput:50") == Pacing("throughput", rps=50.0)
     for bad in ("between:1", "throughput:0", "fast", "between:2:1", "constant:x"):
         with pytest.raises(ValueError, match="pacing"):
             parse_pacing(bad)
@@ -425,7 +425,7 @@ def _steps(rps: list[float], p95: list[float], errors: list[float] | None = None
 def test_ramp_knee_is_where_throughput_stopped_growing_while_latency_rose() -> None:
     from load.slo import ramp_knee
 
-    # the issue's run: a dip at step 5 (301 req/s) is no knee, later steps reached 472 req/s
+    # a recorded run: a dip at step 5 (301 req/s) is no knee, later steps reached 472 req/s
     steps = _steps(
         [60, 120, 180, 240, 300, 301, 360, 420, 472, 470, 465],
         [5, 5, 6, 6, 7, 7, 8, 9, 12, 40, 90],
@@ -576,7 +576,9 @@ def test_build_plan_reads_once_and_applies_the_overrides(tmp_path: Path) -> None
     )
     assert isinstance(plan, LoadPlan) and plan.target.numbers == ("0780000001",)
     assert plan.shape.name == "ramp" and plan.shape.users == 6 and plan.shape.step_s == 5.0
-    assert plan.shape.mix == {"cashin": 1, "find": 2} and plan.shape.pacing == ("constant", 0.5)
+    assert plan.shape.mix == {"cashin": 1, "find": 2} and plan.shape.pacing == Pacing(
+        "constant", 0.5, 0.5
+    )
     assert plan.thresholds["*"]["p95_ms"] == 7
     slo.unlink()  # read once, into the plan: the file is not needed any more
     assert plan.thresholds["*"]["p95_ms"] == 7
@@ -666,3 +668,42 @@ def test_shape_on_the_command_line_and_the_removed_profile(
     with pytest.raises(SystemExit):
         parser.parse_args(["load", "--help"])
     assert "--profile" not in capsys.readouterr().out  # not offered any more
+
+
+def test_one_user_class_per_behaviour_with_locust_task_weights() -> None:
+    """Each shape names user classes the locustfile has; MerchantUser's Locust task weights are
+    the default mix; a run-time mix keeps its proportions; pacing is Locust's wait function."""
+    import json
+    import subprocess
+    import sys
+
+    code = """
+import json
+from load.shape_catalog import DEFAULT_MIX, SHAPES, Pacing
+from load.users import USER_CLASSES, MerchantUser, weighted, wait_function
+names = {t.__name__: sum(1 for u in MerchantUser.tasks if u is t) for t in set(MerchantUser.tasks)}
+a, b = object(), object()
+drawn = weighted({a: 0.5, b: 1.5, print: 0})
+waits = [
+    wait_function(Pacing("constant", 0.5, 0.5), 4)(MerchantUser),
+    wait_function(Pacing("between", 0.1, 0.2), 4)(MerchantUser),
+]
+print(json.dumps({
+    "weights": names,
+    "mix": DEFAULT_MIX,
+    "shapes": {n: list(s.user_classes) for n, s in SHAPES.items()},
+    "known": sorted(USER_CLASSES),
+    "drawn": [drawn.count(a), drawn.count(b), drawn.count(print)],
+    "waits": waits,
+}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    got = json.loads(out.stdout.splitlines()[-1])
+    task_of = {"events_filtered": "events?filter"}
+    assert {task_of.get(k, k): v for k, v in got["weights"].items()} == got["mix"], out.stderr
+    assert got["known"] == ["LifecycleUser", "MerchantUser", "StormUser"]
+    assert got["shapes"]["idempotency-storm"] == ["StormUser"]
+    assert got["shapes"]["lifecycle"] == ["LifecycleUser"]
+    assert all(got["shapes"][n] == ["MerchantUser"] for n in ("smoke", "steady", "ramp", "soak"))
+    assert got["drawn"] == [1, 3, 0]
+    assert got["waits"][0] == 0.5 and 0.1 <= got["waits"][1] <= 0.2

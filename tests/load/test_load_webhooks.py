@@ -11,7 +11,7 @@ import pytest
 from loadkit import AUTO_RESOLVE, run_load
 from webhookstub import free_port, hooked_stub
 
-from load.webhooks import reconcile_webhooks
+from load.webhook_journal import reconcile_webhooks
 from paysuite_core.launcher import stop_stub
 
 

@@ -1,13 +1,10 @@
 """Webhooks in the "nothing lost" reconciliation: every acknowledged create's events delivered.
 
-With ``paysuite load --webhooks`` (the target configuration needs its ``webhooks`` section, and
-the target must deliver the load's transactions to it: the stub sends a transaction created
-without ``X-Webhook-Mode`` to its ``development`` endpoint), the runner serves paysuite's
-receiver (``paysuite_core.webhook_receiver``) on ``webhooks.listen`` for the whole run, and it
-appends every arrival to a journal in the report directory. The Locust master, a process of its
-own under gevent, reads that journal after the load: each event the events list shows for an
-acknowledged create must have arrived, verified. Deliveries lag the load a little, so the
-journal is read again until they are all there or the reconciliation's budget runs out.
+With ``paysuite load --webhooks`` the runner serves paysuite's receiver
+(``paysuite_core.webhook_receiver``) on the configuration's ``webhooks.listen`` for the whole
+run, appending every arrival to a journal in the report directory; the Locust master reads it
+after the load, again until every event listed for an acknowledged create has arrived verified
+or the reconciliation's budget runs out (deliveries lag the load).
 """
 
 from __future__ import annotations
