@@ -109,105 +109,12 @@ _CURRENT_CONFIG: list[pytest.Config] = []
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from conformance.options import FLAGS
+
     group = parser.getgroup("paysuite-conformance", "paysuite conformance suite")
-    group.addoption(
-        "--target",
-        dest="conformance_target",
-        metavar="URL",
-        default=None,
-        help="base URL of the implementation under test (…/api)",
-    )
-    group.addoption(
-        "--config",
-        dest="conformance_config",
-        metavar="FILE",
-        default=None,
-        help="target configuration (YAML: applications, customer driver, ...)",
-    )
-    group.addoption(
-        "--profile",
-        dest="conformance_profile",
-        choices=PROFILES,
-        default="seed",
-        help="seed (the document only) or reference (+ RC choices)",
-    )
-    group.addoption(
-        "--conformance-strict",
-        dest="conformance_strict",
-        action="store_true",
-        default=False,
-        help="a failed SHOULD check also fails the run",
-    )
-    group.addoption(
-        "--report-dir",
-        dest="conformance_report_dir",
-        metavar="DIR",
-        default="reports",
-        help="where junit.xml, conformance.json, report.html go",
-    )
-    group.addoption(
-        "--only",
-        dest="conformance_only",
-        metavar="IDS",
-        default=None,
-        help="comma-separated check IDs or groups (AUTH, IDEM-003, ...)",
-    )
-    group.addoption(
-        "--min-coverage",
-        dest="conformance_min_coverage",
-        metavar="SHARE",
-        default=None,
-        help="fail the gate when fewer of the profile's checks ran (0.5 or 50%%; default 50%%)",
-    )
-    group.addoption(
-        "--check-timeout",
-        dest="conformance_check_timeout",
-        metavar="DURATION",
-        default=None,
-        help="a check still unjudged after this is an error (default 300s)",
-    )
-    group.addoption(
-        "--max-duration",
-        dest="conformance_max_duration",
-        metavar="DURATION",
-        default=None,
-        help="stop the run after this, reports written (default 30m)",
-    )
-    group.addoption(
-        "--max-throttle-wait",
-        dest="conformance_max_throttle_wait",
-        metavar="DURATION",
-        default=None,
-        help="the run's total wait for a target that answers 429 (default 120s; 0: never)",
-    )
-    for name, text in (
-        ("connect-timeout", "seconds to connect (default 10)"),
-        ("read-timeout", "seconds between two bytes of an answer (default 30)"),
-        ("total-timeout", "seconds for a whole answer (default 60)"),
-        ("max-response-bytes", "an answer's body past this is abandoned (default 1048576)"),
-    ):
-        group.addoption(
-            f"--{name}",
-            dest=f"conformance_{name.replace('-', '_')}",
-            metavar="N",
-            default=None,
-            help=text,
-        )
-    group.addoption(
-        "--reveal-secrets",
-        dest="conformance_reveal_secrets",
-        action="store_true",
-        default=False,
-        help="write real tokens and secrets into the reports' curl commands",
-    )
-    group.addoption(
-        "--seed",
-        dest="conformance_seed",
-        metavar="N",
-        type=int,
-        default=None,
-        help="seed of the property tests",
-    )
+    for flag in FLAGS:
+        if not flag.cli_only:
+            flag.add_to(group.addoption, pytest=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -217,10 +124,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[STATE] = RunState(options=handed.options, prepared=handed.prepared)
         _CURRENT_CONFIG.append(config)
         return
-    from conformance.options import DEFAULT_SEED, Options, SetupError
+    from conformance.options import Options, SetupError
 
-    if config.getoption("conformance_seed", None) is None:
-        config.option.conformance_seed = DEFAULT_SEED
     try:
         options = Options.from_pytest(config)
     except SetupError as exc:
