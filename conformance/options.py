@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from conformance.catalog import UnknownCheckError, parse_only
+from conformance.checks import PROFILES
 from paysuite_core.throttle import DEFAULT_MAX_WAIT_S
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ FLAGS = (
     Flag(
         "--profile",
         "seed: what the document says (default); reference: also paysuite's choices",
-        choices=("seed", "reference"),
+        choices=PROFILES,
     ),
     Flag(
         "--strict",

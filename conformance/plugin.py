@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from conformance.checks import PROFILES, Check, entry_of
+from conformance.checks import Check, entry_of
 from conformance.evidence import Evidence
 from conformance.outcome import CheckFailed, CouldNotCheck, NotApplicable
 
