@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from conformance.evidence import Evidence, Exchange
+from conformance.evidence import Evidence, Recorded
 from conformance.outcome import CouldNotCheck
 from paysuite_core.throttle import THROTTLED, Decision, Throttle, retry_after_of
 
@@ -118,7 +118,7 @@ class Reply:
     """A response as a check sees it: status, headers, parsed JSON, and its exchange."""
 
     def __init__(
-        self, status: int, headers: httpx.Headers, content: bytes, exchange: Exchange
+        self, status: int, headers: httpx.Headers, content: bytes, exchange: Recorded
     ) -> None:
         self.status = status
         self.headers = headers
@@ -330,7 +330,7 @@ class RecordingClient:
         shown = _shown(merged)
         if chunked:
             shown["Transfer-Encoding"] = "chunked"
-        exchange = Exchange.build(method, str(request.url), shown, body, note=note)
+        exchange = Recorded.build(method, str(request.url), shown, body, note=note)
         evidence = self._sink()
         if evidence is not None:
             evidence.add(exchange)
@@ -428,7 +428,7 @@ async def async_requests(
             request = client.build_request(
                 method, url, headers=_wire(merged), content=body, params=call.get("params")
             )
-            exchange = Exchange.build(method, str(request.url), _shown(merged), body)
+            exchange = Recorded.build(method, str(request.url), _shown(merged), body)
             if evidence is not None:
                 evidence.add(exchange)
             prepared.append((request, exchange))
@@ -442,7 +442,7 @@ async def async_requests(
                     body.add(chunk)
                 return response.status_code, response.headers, bytes(body.data)
 
-        async def send(request: httpx.Request, exchange: Exchange) -> Reply:
+        async def send(request: httpx.Request, exchange: Recorded) -> Reply:
             started = time.monotonic()
             what = f"{request.method} {request.url}"
             try:
@@ -463,7 +463,7 @@ async def async_requests(
             )
             return Reply(status, headers, data, exchange)
 
-        async def honoured(request: httpx.Request, exchange: Exchange) -> Reply:
+        async def honoured(request: httpx.Request, exchange: Recorded) -> Reply:
             """``send``, again after each 429 as the throttle allows (the race's own sleep)."""
             tries = 0
             while True:
@@ -482,7 +482,7 @@ async def async_requests(
                 await asyncio.sleep(decision.wait_s)
                 tries += 1  # the same exchange records the answer to the next attempt
 
-        async def attempt(request: httpx.Request, exchange: Exchange) -> Reply | None:
+        async def attempt(request: httpx.Request, exchange: Recorded) -> Reply | None:
             try:
                 return await honoured(request, exchange)
             except (TargetUnreachable, ResponseTooLarge):

@@ -48,8 +48,8 @@ from urllib.parse import quote, unquote, urlsplit
 import httpx
 
 from conformance.http import BoundedBody, Limits, ResponseTooLarge
+from paysuite_core.exchange import Exchange, Headers
 from paysuite_core.target_config import Application, TargetConfig
-from proxy.exchange import Exchange, Headers
 from proxy.masking import PLACEHOLDER, placeholders_in
 
 #: The longest pause ``--keep-timing`` makes between two requests.

@@ -23,9 +23,9 @@ from typing import Any
 
 from conformance import report as conform_report
 from conformance.checks import Check
-from conformance.evidence import Exchange as EvidenceExchange
+from conformance.evidence import evidence_of as conform_evidence_of
 from conformance.evidence import redact_url
-from proxy.exchange import Exchange
+from paysuite_core.exchange import Exchange
 from proxy.judge import Judge, Observed
 from proxy.report_html import render as render_html
 from proxy.rules import CLIENT_SECTION, party
@@ -51,23 +51,7 @@ class RuleResult:
 
 def evidence_of(exchange: Exchange) -> dict[str, Any]:
     """A proxied exchange as the suite's evidence item (safe form: nothing usable leaks)."""
-    item = EvidenceExchange.build(
-        exchange.method,
-        exchange.url,
-        dict(exchange.request_headers),
-        exchange.request_body if exchange.request_body else None,
-        note=f"proxied exchange #{exchange.seq}",
-    )
-    if exchange.status == 0:
-        item.error = exchange.error or "no answer"
-    else:
-        item.record_response(
-            exchange.status,
-            dict(exchange.response_headers),
-            exchange.response_body.decode("utf-8", errors="replace"),
-            exchange.elapsed_ms,
-        )
-    return item.to_dict()
+    return conform_evidence_of(exchange, note=f"proxied exchange #{exchange.seq}")
 
 
 def results(judge: Judge) -> list[RuleResult]:

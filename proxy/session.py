@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from aiohttp import web
 
-from proxy.exchange import Exchange
+from paysuite_core.exchange import Exchange
 from proxy.judge import Judge
 from proxy.report import scorecard, write_reports
 from proxy.rules import Violation

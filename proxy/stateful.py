@@ -34,8 +34,8 @@ from conformance.api import (
 )
 from conformance.checks import Check
 from conformance.document_validity import MAX_KEY_LENGTH
+from paysuite_core.exchange import Exchange
 from paysuite_core.tokens import parse_expires
-from proxy.exchange import Exchange
 from proxy.routes import Route, bearer_token, idempotency_key, route_of, token_claims
 from proxy.rules import (
     CANCELLED,

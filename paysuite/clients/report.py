@@ -19,9 +19,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from conformance import report as conform_report
-from conformance.evidence import Exchange as EvidenceExchange
+from conformance.evidence import Recorded
 from paysuite.clients.matrix import OPERATIONS, SdkColumn, outcome_of
-from proxy.exchange import Exchange as ProxyExchange
+from paysuite_core.exchange import Exchange as ProxyExchange
 from proxy.masking import Masker, mask_exchange
 
 TITLE = "paysuite clients report"
@@ -270,7 +270,7 @@ def to_json(
 # --- clients.html -----------------------------------------------------------------------------
 def evidence_item(record: dict[str, Any]) -> dict[str, Any]:
     """A (masked) exchange as conform's evidence: request, answer, curl."""
-    item = EvidenceExchange.build(
+    item = Recorded.build(
         record["method"],
         record["url"],
         {str(k): str(v) for k, v in record.get("request_headers") or ()},
