@@ -401,6 +401,9 @@ def to_junit(
     """One testcase per check; a warning passes (with its WARNING shown); run errors are a case.
 
     ``failures`` counts gating failures only, so a CI dashboard agrees with the exit status.
+    Written here rather than by pytest's ``--junitxml``: the proxy, the replay, the webhook
+    listener and a failed pre-flight write the same file with no pytest session, and pytest's
+    writer has no passing-but-warned case nor an ``error`` for a check that raised while it ran.
     """
     counts = summary(results)
     run_case = 1 if verdict.run_errors else 0
