@@ -25,7 +25,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -33,6 +33,9 @@ from conformance.spec_patch import operations, patch_spec
 from conformance.target import checking_flow
 from paysuite_core import tokens
 from paysuite_core.throttle import THROTTLED, Throttle, retry_after_of
+
+if TYPE_CHECKING:
+    from schemathesis import BaseSchema
 
 CHAIN_CHECK = "paysuite_chain_holds"
 CHECK_TO_ID = {
@@ -199,6 +202,32 @@ class PropertyBudgetExceeded(RuntimeError):
     """The property run used its time budget: the remaining cases are not sent."""
 
 
+def _pace() -> None:
+    """Stop at the run's budget; wait while the target asked to (after another request's 429)."""
+    deadline = _DEADLINE[0]
+    if deadline is not None and time.monotonic() > deadline:
+        raise PropertyBudgetExceeded("the property run used its time budget")
+    throttle = _THROTTLE[0]
+    pause = throttle.pause_s(deadline) if throttle is not None else 0.0
+    if pause > 0:
+        time.sleep(pause)
+
+
+def _fresh_key(case: Any) -> None:
+    """A new idempotency key for a positive creation case, so that it creates (IDEM rules)."""
+    meta = getattr(case, "meta", None)
+    _one_key_location(case, meta)
+    mode = getattr(getattr(meta, "generation", None), "mode", None)
+    if mode is not None and not mode.is_positive:
+        return  # a negative case may mean its key (too long, empty)
+    key = uuid.uuid4().hex
+    for container in (case.headers, case.query):
+        if isinstance(container, dict):
+            for name in list(container):
+                if name.lower() == "idempotency-key":
+                    container[name] = key
+
+
 def _register_hook() -> None:
     global _HOOK_REGISTERED
     if _HOOK_REGISTERED:
@@ -209,27 +238,9 @@ def _register_hook() -> None:
     def paysuite_fresh_idempotency_key(context: Any, case: Any, kwargs: Any) -> None:
         if not _FRESH_KEYS.is_set():
             return
-        deadline = _DEADLINE[0]
-        if deadline is not None and time.monotonic() > deadline:
-            raise PropertyBudgetExceeded("the property run used its time budget")
-        throttle = _THROTTLE[0]
-        if throttle is not None:  # pace: the target asked to wait, after another request's 429
-            pause = throttle.pause_s(deadline)
-            if pause > 0:
-                time.sleep(pause)
-        if case.operation.path not in CREATION_PATHS:
-            return
-        meta = getattr(case, "meta", None)
-        _one_key_location(case, meta)
-        mode = getattr(getattr(meta, "generation", None), "mode", None)
-        if mode is not None and not mode.is_positive:
-            return  # a negative case may mean its key (too long, empty)
-        key = uuid.uuid4().hex
-        for container in (case.headers, case.query):
-            if isinstance(container, dict):
-                for name in list(container):
-                    if name.lower() == "idempotency-key":
-                        container[name] = key
+        _pace()
+        if case.operation.path in CREATION_PATHS:
+            _fresh_key(case)
 
     @schemathesis.hook("after_call")
     def paysuite_honour_rate_limits(context: Any, case: Any, response: Any) -> None:
@@ -270,7 +281,7 @@ def _same(name: str, stored: Any, sent: Any) -> bool:
 
 def _close(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
-        return a == b
+        return bool(a == b)
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return abs(float(a) - float(b)) <= 1e-9 * max(1.0, abs(float(a)))
     return bool(a == b)
@@ -483,7 +494,7 @@ def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = N
         BUNDLED_MAX_EXAMPLES if bundled else MAX_EXAMPLES,
         shrink=not bundled,
     )
-    schema = schemathesis.openapi.from_dict(patched, config=config)
+    schema: BaseSchema = schemathesis.openapi.from_dict(patched, config=config)
     for path in CREATION_PATHS:
         if _app_for(target, path) is None:
             kind = path.rsplit("/", 1)[-1]
@@ -610,66 +621,74 @@ def _collect(result: PropRun, event: Any, profile: str) -> None:
             info = node.failure_info
             if info is None or str(getattr(node.status, "value", node.status)) != "failure":
                 continue
-            failure = info.failure
-            case_node = recorder.cases.get(case_id)
-            case = case_node.value if case_node is not None else None
-            interaction = recorder.interactions.get(case_id)
-            status = None
-            request = response = None
-            if interaction is not None:
-                if interaction.response is not None:
-                    status = interaction.response.status_code
-                    response = {
-                        "status": status,
-                        "headers": _headers(getattr(interaction.response, "headers", {}) or {}),
-                        "body": _body_text(interaction.response),
-                    }
-                request = {
-                    "method": interaction.request.method,
-                    "url": interaction.request.uri,
-                    "headers": _headers(interaction.request.headers),
-                    "body": _bytes_text(interaction.request.body),
-                }
-            if _seed_tolerates(profile, node.name, status):
-                continue
-            if status == THROTTLED:
-                continue  # the target's rate limit, not an answer to the case: not judged
-            message = str(getattr(failure, "message", ""))
-            if (
-                node.name == "content_type_conformance"
-                and profile != "reference"
-                and (status in (404, 405) or (case is not None and _negative_path(case)))
-            ):
-                # No route of the implementation took the request (a refresh path it does not
-                # serve, a mangled URL): the web framework answered, not the API. FMT-006
-                # holds the API's own errors to JSON.
-                continue
-            if node.name == "negative_data_rejection" and case is not None:
-                broken = _document_violation(case)
-                if broken is None and profile != "reference":
-                    continue  # only a reference choice forbids it: not judged in the seed view
-                if broken is not None:
-                    message = f"{message}\nThe document makes it invalid: {broken}"
-                else:
-                    message = f"{message}\nNegative in: {_negative_parts(case)} (RC constraints)"
-            operation = f"{case.method} {case.path}" if case is not None else recorder.label
-            check_id = CHECK_TO_ID.get(node.name)
-            if check_id is None:
-                continue
-            result.add(
-                PropFailure(
-                    check_id=check_id,
-                    check_name=node.name,
-                    operation=operation,
-                    phase=phase,
-                    title=str(getattr(failure, "title", "")),
-                    message=message,
-                    curl=info.code_sample,
-                    status=status,
-                    request=request,
-                    response=response,
-                )
-            )
+            failure = _failure(recorder, case_id, node, phase, profile)
+            if failure is not None:
+                result.add(failure)
+
+
+def _failure(
+    recorder: Any, case_id: str, node: Any, phase: str, profile: str
+) -> PropFailure | None:
+    """A failed check of one case as a ``PropFailure``, or None when the document allows it."""
+    case_node = recorder.cases.get(case_id)
+    case = case_node.value if case_node is not None else None
+    request, response = _interaction(recorder.interactions.get(case_id))
+    status = response["status"] if response is not None else None
+    check_id = CHECK_TO_ID.get(node.name)
+    if check_id is None or _seed_tolerates(profile, node.name, status) or status == THROTTLED:
+        return None  # a 429 is the target's rate limit, not an answer to the case: not judged
+    message = str(getattr(node.failure_info.failure, "message", ""))
+    if (
+        node.name == "content_type_conformance"
+        and profile != "reference"
+        and (status in (404, 405) or (case is not None and _negative_path(case)))
+    ):
+        # No route of the implementation took the request (a refresh path it does not serve,
+        # a mangled URL): the web framework answered, not the API. FMT-006 holds the API's own
+        # errors to JSON.
+        return None
+    if node.name == "negative_data_rejection" and case is not None:
+        broken = _document_violation(case)
+        if broken is None and profile != "reference":
+            return None  # only a reference choice forbids it: not judged in the seed view
+        if broken is not None:
+            message = f"{message}\nThe document makes it invalid: {broken}"
+        else:
+            message = f"{message}\nNegative in: {_negative_parts(case)} (RC constraints)"
+    return PropFailure(
+        check_id=check_id,
+        check_name=node.name,
+        operation=f"{case.method} {case.path}" if case is not None else recorder.label,
+        phase=phase,
+        title=str(getattr(node.failure_info.failure, "title", "")),
+        message=message,
+        curl=node.failure_info.code_sample,
+        status=status,
+        request=request,
+        response=response,
+    )
+
+
+def _interaction(
+    interaction: Any,
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The request and response of a recorded interaction as evidence dicts."""
+    if interaction is None:
+        return None, None
+    response = None
+    if interaction.response is not None:
+        response = {
+            "status": interaction.response.status_code,
+            "headers": _headers(getattr(interaction.response, "headers", {}) or {}),
+            "body": _body_text(interaction.response),
+        }
+    request = {
+        "method": interaction.request.method,
+        "url": interaction.request.uri,
+        "headers": _headers(interaction.request.headers),
+        "body": _bytes_text(interaction.request.body),
+    }
+    return request, response
 
 
 def _negative_path(case: Any) -> bool:
