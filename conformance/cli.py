@@ -10,14 +10,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
 
 from conformance.options import FLAGS
 
 PROG = "paysuite conform"
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "conform",
         help="run the conformance suite against an implementation (default: the bundled stub)",
@@ -30,7 +29,7 @@ def register(subparsers: Any) -> None:
             "be judged."
         ),
     )
-    groups: dict[str, Any] = {"": parser}
+    groups: dict[str, argparse._ActionsContainer] = {"": parser}
     for flag in FLAGS:
         if flag.group not in groups:
             groups[flag.group] = parser.add_argument_group(flag.group)

@@ -1,34 +1,21 @@
-"""pytest plugin of the conformance suite (registered through the ``pytest11`` entry point).
+"""The pytest plugin of the conformance suite (entry point ``paysuite_conformance``).
 
-It collects the checks, runs them in the catalog's order, and turns their outcomes into the
-suite's progress lines, scorecard, reports and exit status:
+It collects the section modules of ``conformance/suite`` (their names do not look like tests)
+and each function carrying a catalog entry as an item named ``"AUTH-001 title"`` and marked
+``conformance_check(ID)``, runs them in the catalog's order, and turns their outcomes into the
+progress lines, the scorecard, the reports and the exit status.
 
-- collection (public hooks only): ``pytest_collect_file`` makes a ``pytest.Module`` of each
-  section module of ``conformance/suite`` (their names do not look like tests, so pytest itself
-  would not), and ``pytest_pycollect_makeitem`` makes a ``pytest.Function`` of each function
-  carrying a catalog entry (``@check``), named ``"AUTH-001 authorize_returns_the_token_pair"``
-  and marked ``conformance_check(ID)``;
-- the fixtures the checks take: ``target``, ``configured`` (the target, when applications are
-  configured) and ``run_cache`` (the property run, computed once);
-- a check that raises ``conformance.outcome.NotApplicable`` is skipped with its reason.
-
-The entry point loads this module in every pytest run of the environment, the project's own
-self-tests included, so it stays inert unless the run collects conformance checks: only then
-does it set up the target, print progress and the scorecard, write the reports and replace
-pytest's exit status with the suite's verdict.
-
-The run's target is prepared once. ``paysuite conform`` (``conformance.runner.run``) prepares it
-before pytest starts and hands it over as a ``PreparedRun`` plugin object; under plain pytest
-(``pytest --pyargs conformance.suite --config FILE ...``) this plugin reads its own options
-(``--target``, ``--config``, ``--profile``, ``--conformance-strict`` (pytest owns
-``--strict``), ``--report-dir``, ``--only``, ``--seed``, ...) and prepares it after collection,
-through the same ``conformance.preflight.prepare``.
+The entry point loads it in every pytest run of the environment, the project's self-tests
+included, so it stays inert unless the run collects conformance checks. ``paysuite conform``
+prepares the target before pytest starts and hands it over as a ``PreparedRun``; under plain
+pytest the plugin reads its options (``conformance.options.FLAGS``) and prepares the target
+after collection, through the same ``conformance.preflight.prepare``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,6 +30,7 @@ from conformance.outcome import CheckFailed, CouldNotCheck, NotApplicable
 if TYPE_CHECKING:
     from conformance.options import Options
     from conformance.preflight import Prepared
+    from conformance.report import Verdict
     from conformance.target import Target
 
 MARKER = "conformance_check"
@@ -81,12 +69,12 @@ class CheckResult:
 class RunState:
     """Everything the plugin keeps for one session (on ``config.stash``, never module-global)."""
 
-    options: Any
+    options: Options
     active: bool = False
-    prepared: Any = None
+    prepared: Prepared | None = None
     #: Whether this plugin prepared the target itself (plain pytest) and so must close it.
     owns_prepared: bool = False
-    target: Any = None
+    target: Target | None = None
     results: dict[str, CheckResult] = field(default_factory=dict)
     evidence: dict[str, Evidence] = field(default_factory=dict)
     selected: list[str] = field(default_factory=list)
@@ -322,7 +310,8 @@ def pytest_collection_modifyitems(
     from conformance.target import Target
 
     if state.prepared is None:  # plain pytest: no runner prepared the target before
-        from conformance.preflight import SetupError, prepare
+        from conformance.options import SetupError
+        from conformance.preflight import prepare
 
         try:
             state.prepared = prepare(options)
@@ -385,14 +374,22 @@ def _set_up_early(target: Target, selected: list[str], run_budget_s: float) -> N
         target.client.check_deadline = None
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    outcome = yield
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
     check_id = _check_id(item)
     state = item.config.stash.get(STATE, None)
-    if check_id is None or state is None or not state.active:
-        return
-    report = outcome.get_result()
+    if check_id is not None and state is not None and state.active:
+        _record(state, check_id, call, report)
+    return report
+
+
+def _record(
+    state: RunState, check_id: str, call: pytest.CallInfo[None], report: pytest.TestReport
+) -> None:
+    """The check's ``CheckResult`` from the report of one of its phases."""
     from conformance import catalog
 
     check = catalog.get(check_id)
@@ -428,7 +425,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         state.results[check_id] = result
 
 
-def _gates(check: Check, options: Any) -> bool:
+def _gates(check: Check, options: Options) -> bool:
     """Whether a failure of ``check`` fails the run.
 
     Every MUST does, and with --strict every SHOULD too. In the reference profile the property
@@ -567,7 +564,7 @@ REFERENCE_SKIP = "reference choice: checked in the reference profile"
 NEVER_RAN = "not run: the run ended before it"
 
 
-def decide(state: RunState) -> Any:
+def decide(state: RunState) -> Verdict:
     """The run's verdict (a ``report.Verdict``): one meaning for the exit status and every report.
 
     In this order: fail (exit 1) when a gating check failed (every MUST; every SHOULD too with
@@ -609,7 +606,7 @@ def decide(state: RunState) -> Any:
 
     throttle = getattr(state.target, "throttle", None)
 
-    def make(verdict: str, exit_code: int, reason: str) -> Any:
+    def make(verdict: str, exit_code: int, reason: str) -> Verdict:
         return Verdict(
             verdict=verdict,
             exit_code=exit_code,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,11 @@ from paysuite_core import tokens
 from paysuite_core.throttle import THROTTLED, Throttle, retry_after_of
 
 if TYPE_CHECKING:
-    from schemathesis import BaseSchema
+    import requests
+    from schemathesis import BaseSchema, Config
+
+    from conformance.target import Target
+    from paysuite_core.target_config import Application
 
 CHAIN_CHECK = "paysuite_chain_holds"
 CHECK_TO_ID = {
@@ -156,7 +161,7 @@ _THROTTLE: list[Throttle | None] = [None]
 
 
 #: The session that sends a throttled request again (one per property run).
-_RESENDER: list[Any] = [None]
+_RESENDER: list[requests.Session | None] = [None]
 
 
 def _send_again(response: Any) -> None:
@@ -174,9 +179,7 @@ def _send_again(response: Any) -> None:
     throttle, deadline = _THROTTLE[0], _DEADLINE[0]
     if throttle is None or response.status_code != THROTTLED:
         return
-    if _RESENDER[0] is None:
-        _RESENDER[0] = requests.Session()
-    session = _RESENDER[0]
+    session = _RESENDER[0] = _RESENDER[0] or requests.Session()
     attempt = 0
     current = response
     while current.status_code == THROTTLED:
@@ -384,7 +387,7 @@ class _Tokens:
         self.ttl_s = ttl_s
         self.flows: dict[str, tokens.TokenFlow] = {}
 
-    def access(self, app: Any) -> str:
+    def access(self, app: Application) -> str:
         with self.lock:
             flow = self.flows.get(app.client_id)
             if flow is None:
@@ -396,7 +399,7 @@ class _Tokens:
                 raise RuntimeError(str(exc)) from None
 
 
-def _app_for(target: Any, path: str) -> Any:
+def _app_for(target: Target, path: str) -> Application | None:
     if path == "/transactions/cashout":
         return target.writer("CASHOUT")
     if path == "/transactions/cashin":
@@ -407,7 +410,7 @@ def _app_for(target: Any, path: str) -> Any:
 # --- the run -----------------------------------------------------------------------------------
 def build_config(
     seed: int, profile: str, base_url: str, max_examples: int = MAX_EXAMPLES, shrink: bool = True
-) -> Any:
+) -> Config:
     import schemathesis
 
     checks: dict[str, Any] = {
@@ -470,7 +473,7 @@ def build_config(
     )
 
 
-def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = None) -> PropRun:
+def run_properties(target: Target, spec: dict[str, Any], deadline: float | None = None) -> PropRun:
     """Run schemathesis against ``target`` with ``spec`` (already loaded, will be patched).
 
     ``deadline`` (monotonic): no case is sent after it, so a slow or hanging target costs at
@@ -486,7 +489,7 @@ def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = N
         spec, base_url=target.base_url, config=target.config, profile=target.profile
     )
     _register_hook()  # before the config names the chain check
-    bundled = bool(getattr(target, "started_stub", False))
+    bundled = target.started_stub
     config = build_config(
         target.seed,
         target.profile,
@@ -501,7 +504,7 @@ def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = N
             result.excluded[f"POST {path}"] = f"no configured application may {kind}"
             schema = schema.exclude(path=path)
     suite_tokens = _Tokens(
-        target.base_url, float(target.config.access_token_ttl_s), getattr(target, "throttle", None)
+        target.base_url, float(target.config.access_token_ttl_s), target.throttle
     )
     secured = {
         path
@@ -523,7 +526,7 @@ def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = N
 
     schema.auth(refresh_interval=None)(SuiteAuth)
     _DEADLINE[0] = deadline
-    _THROTTLE[0] = getattr(target, "throttle", None)
+    _THROTTLE[0] = target.throttle
     _FRESH_KEYS.set()
     restore = _authorize_as_root()
     try:
@@ -571,7 +574,7 @@ def _is_unanswered(text: str) -> bool:
     )
 
 
-def _authorize_as_root() -> Any:
+def _authorize_as_root() -> Callable[[], None]:
     """Let the stateful phase start from authorize, so authorize -> refresh links are followed.
 
     schemathesis's dependency analysis reads ``client_id`` as a reference to a resource nothing
