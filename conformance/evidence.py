@@ -80,13 +80,9 @@ def truncate(text: str, limit: int = MAX_BODY_CHARS) -> str:
     return text[:limit] + f"… [{len(text) - limit} more characters]"
 
 
-def _safe_headers(headers: dict[str, str]) -> dict[str, str]:
-    safe = {}
-    for name, value in headers.items():
-        if name.lower() == "authorization":
-            value = shorten_token(value)
-        safe[name] = value
-    return safe
+def safe_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The headers with the Authorization credential shortened."""
+    return {k: shorten_token(v) if k.lower() == "authorization" else v for k, v in headers.items()}
 
 
 # --- credentials the target issued or accepted ---------------------------------------------
@@ -309,7 +305,7 @@ class Recorded:
 
     @property
     def request_headers(self) -> dict[str, str]:
-        return _safe_headers(dict(self.wire.request_headers))
+        return safe_headers(dict(self.wire.request_headers))
 
     @property
     def request_body(self) -> str | None:

@@ -741,13 +741,14 @@ def _seed_tolerates(profile: str, check_name: str, status: int | None) -> bool:
 
 def _headers(headers: Any) -> dict[str, str]:
     """Flatten schemathesis's header lists; shorten the bearer token like our own evidence."""
-    from conformance.evidence import shorten_token
+    from conformance.evidence import safe_headers
 
-    flat: dict[str, str] = {}
-    for name, value in dict(headers).items():
-        text = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
-        flat[str(name)] = shorten_token(text) if str(name).lower() == "authorization" else text
-    return flat
+    return safe_headers(
+        {
+            str(name): ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+            for name, v in dict(headers).items()
+        }
+    )
 
 
 def _bytes_text(data: bytes | None) -> str | None:
