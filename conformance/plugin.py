@@ -516,15 +516,6 @@ def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str])
         _progress(config, state, check_id)
 
 
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    check_id = _check_id(item)
-    state = item.config.stash.get(STATE, None)
-    if check_id is None or state is None or not state.active:
-        return
-    if state.target is not None:
-        state.target.current = None
-
-
 def _progress(config: pytest.Config, state: RunState, check_id: str) -> None:
     result = state.results.get(check_id)
     if result is None:

@@ -78,7 +78,7 @@ class Verdict:
     strict: bool
     coverage: Coverage
     run_errors: tuple[str, ...] = ()  # problems of the run, not of one check
-    reason: str = ""  # one line: why this verdict
+    reason: str = ""  # one line: why this verdict (every judge gives one)
     #: How often the target answered 429 and how long the run waited (None: not a suite run).
     throttling: ThrottleStats | None = None
 
@@ -189,22 +189,9 @@ def _by_section(results: Sequence[Result]) -> list[tuple[str, list[Result]]]:
     return list(groups.items())
 
 
-def _default_reason(verdict: Verdict, results: Sequence[Result]) -> str:
-    """A reason when the plugin gave none, from the same facts."""
-    failed = [r.check.id for r in results if severity(r) == "fail"]
-    if verdict.verdict == "fail" and failed:
-        return f"{len(failed)} checks failed ({', '.join(failed)})"
-    if verdict.verdict == "error" and verdict.run_errors:
-        return verdict.run_errors[0]
-    errors = [r.check.id for r in results if severity(r) == "error"]
-    if verdict.verdict == "error" and errors:
-        return f"{len(errors)} checks could not be judged ({', '.join(errors)})"
-    return "no gating check failed" if verdict.verdict == "pass" else verdict.verdict
-
-
 def verdict_line(verdict: Verdict, results: Sequence[Result]) -> str:
     """The terminal's last line: the verdict, why, warnings, coverage and the exit status."""
-    parts = [verdict.reason or _default_reason(verdict, results)]
+    parts = [verdict.reason]
     warnings = summary(results)["warnings"]
     if warnings:
         parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
@@ -376,7 +363,7 @@ def to_json(
         "exit_code": verdict.exit_code,
         "profile": verdict.profile,
         "strict": verdict.strict,
-        "reason": verdict.reason or _default_reason(verdict, results),
+        "reason": verdict.reason,
         "coverage": {
             "run": coverage.run,
             "total": coverage.total,
@@ -454,7 +441,7 @@ def to_junit(
             "paysuite.strict": str(verdict.strict).lower(),
             "paysuite.coverage": verdict.coverage.text(),
             "paysuite.coverage_ratio": f"{verdict.coverage.ratio:.4f}",
-            "paysuite.reason": verdict.reason or _default_reason(verdict, results),
+            "paysuite.reason": verdict.reason,
         },
     )
     for result in results:
@@ -549,7 +536,6 @@ def _e(text: Any) -> str:
 
 def _banner(verdict: Verdict, results: Sequence[Result]) -> str:
     """The verdict above everything: colour, reason, coverage, profile, strictness, run errors."""
-    reason = verdict.reason or _default_reason(verdict, results)
     warnings = summary(results)["warnings"]
     facts = [
         f"coverage {_e(verdict.coverage.text())}",
@@ -575,7 +561,7 @@ def _banner(verdict: Verdict, results: Sequence[Result]) -> str:
     return (
         f"<div class='banner verdict-{_e(verdict.verdict)}' id='verdict'>"
         f"<div class='big'>{_e(verdict.verdict.upper())}</div>"
-        f"<div class='why'>{_e(reason)}</div>"
+        f"<div class='why'>{_e(verdict.reason)}</div>"
         f"<div>{' · '.join(facts)}</div>{errors}</div>"
     )
 
