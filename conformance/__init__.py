@@ -17,6 +17,6 @@ What it offers, and where:
   over the bounded recording client of ``conformance.http`` and ``conformance.evidence``.
 - ``conformance.outcome``: how a check ends (``CheckFailed``, ``CouldNotCheck``,
   ``NotApplicable``); ``conformance.api``: the document's paths and words.
-- ``conformance.properties``: the schemathesis property run (the PROP checks), over the spec
+- ``conformance.property_phase``: the schemathesis property run (the PROP checks), over the spec
   fitted by ``conformance.spec_patch`` and ``conformance.document_validity``.
 """

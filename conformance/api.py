@@ -10,7 +10,8 @@ import re
 from typing import Any
 
 from paysuite_core.request_data import same_number
-from paysuite_core.tokens import AUTHORIZE_PATH, REFRESH_PATHS
+from paysuite_core.tokens import AUTHORIZE_PATH
+from paysuite_core.tokens import REFRESH_PATHS as REFRESH_PATHS
 
 CASHIN = "/transactions/cashin"
 CASHOUT = "/transactions/cashout"
@@ -20,24 +21,6 @@ SUCCESS_STATUSES = ("success", "successful")
 UUID_RE = re.compile(
     r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 )
-
-__all__ = [
-    "AUTHORIZE",
-    "CASHIN",
-    "CASHOUT",
-    "EVENTS",
-    "REFRESH_PATHS",
-    "SUCCESS_STATUSES",
-    "UUID_RE",
-    "created_values_differ",
-    "data_of",
-    "event_disagrees_with_find",
-    "reuse_problems",
-    "same_outcome",
-    "status_changed",
-    "find_path",
-    "kind_path",
-]
 
 
 def find_path(ref: str) -> str:

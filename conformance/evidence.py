@@ -1,7 +1,8 @@
 """Evidence: the HTTP exchanges a check made, kept so a failure can prove itself.
 
-Every request a check sends is recorded with its response. An exchange keeps the values it really
-sent (tokens, client secrets, refresh tokens in a path) privately and renders two forms:
+Every request a check sends is recorded with its response (a ``Recorded``: the wire's
+``paysuite_core.exchange.Exchange``, which keeps the values really sent, tokens, client secrets,
+refresh tokens in a path, and renders two forms):
 
 - the *safe* form (the default, what reports publish): displayed headers and bodies are redacted
   (bearer tokens shortened, client secrets masked, issued tokens in a response shortened) and the
@@ -23,10 +24,11 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from paysuite_core.exchange import Exchange
 from paysuite_core.tokens import AUTHORIZE_PATH
 
 MAX_BODY_CHARS = 2000
@@ -78,13 +80,9 @@ def truncate(text: str, limit: int = MAX_BODY_CHARS) -> str:
     return text[:limit] + f"… [{len(text) - limit} more characters]"
 
 
-def _safe_headers(headers: dict[str, str]) -> dict[str, str]:
-    safe = {}
-    for name, value in headers.items():
-        if name.lower() == "authorization":
-            value = shorten_token(value)
-        safe[name] = value
-    return safe
+def safe_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The headers with the Authorization credential shortened."""
+    return {k: shorten_token(v) if k.lower() == "authorization" else v for k, v in headers.items()}
 
 
 # --- credentials the target issued or accepted ---------------------------------------------
@@ -124,18 +122,19 @@ _REFRESH = _Known()
 _SECRETS = _Known()
 
 
-def _learn(exchange: Exchange) -> None:
+def _learn(exchange: Recorded) -> None:
     """Remember the tokens a 2xx authorize or refresh answered, and the secret that earned them."""
-    if exchange.status is None or not 200 <= exchange.status < 300:
+    if not 200 <= exchange.wire.status < 300:
         return
-    answer = exchange.json()
+    answer = exchange.wire.response_json()
     if not isinstance(answer, dict) or not isinstance(answer.get("access"), str):
         return
     client_id = ""
     sent: Any = None
-    if exchange._raw_body:
+    raw_body = exchange._raw_body()
+    if raw_body:
         try:
-            sent = json.loads(exchange._raw_body)
+            sent = json.loads(raw_body)
         except ValueError:
             sent = None
     if isinstance(sent, dict):
@@ -143,7 +142,7 @@ def _learn(exchange: Exchange) -> None:
         # report and the terminal write UTF-8, which cannot hold the surrogate itself.
         client_id = str(sent.get("client_id") or "").encode("utf-8", "backslashreplace").decode()
         _SECRETS.add(sent.get("client_secret"), client_id)
-    path_token = _REFRESH_PATH.search(exchange._raw_url)
+    path_token = _REFRESH_PATH.search(exchange.wire.url)
     if not client_id and path_token:
         known = _REFRESH.match(path_token.group(2))
         client_id = known[1] if known else ""
@@ -217,14 +216,17 @@ class _StandIns:
         return [_Var(var), suffix] if suffix else [_Var(var)]
 
 
-def _split_segments(text: str, pattern: re.Pattern[str], group: int, replace: Any) -> list[Segment]:
-    """Cut ``text`` at each match; ``replace(value)`` gives the segments of group ``group``."""
+def _split_segments(
+    text: str, pattern: re.Pattern[str], stand_in: Callable[[str], list[Segment]]
+) -> list[Segment]:
+    """Cut ``text`` at each match; ``stand_in(value)`` gives the segments of the match's group 2
+    (the credential between the key or path and what follows)."""
     segments: list[Segment] = []
     position = 0
     for match in pattern.finditer(text):
-        segments.append(text[position : match.start(group)])
-        segments.extend(replace(match.group(group)))
-        position = match.end(group)
+        segments.append(text[position : match.start(2)])
+        segments.extend(stand_in(match.group(2)))
+        position = match.end(2)
     segments.append(text[position:])
     return [s for s in segments if s != ""]
 
@@ -238,7 +240,7 @@ class EvidenceItem(dict[str, Any]):
 
     __slots__ = ("_exchange",)
 
-    def __init__(self, data: dict[str, Any], exchange: Exchange) -> None:
+    def __init__(self, data: dict[str, Any], exchange: Recorded) -> None:
         super().__init__(data)
         self._exchange = exchange
 
@@ -253,149 +255,145 @@ def item_form(item: dict[str, Any], *, reveal: bool) -> dict[str, Any]:
     return item
 
 
-@dataclass
-class Exchange:
-    """One request and its response (or the transport error that replaced it).
+class Recorded:
+    """An ``Exchange`` as evidence: the real values stay in ``wire`` (for the curl and
+    ``--reveal-secrets``); ``url``, ``request_headers`` and ``request_body`` are the redacted
+    forms, safe to put in a failure message.
 
-    ``url``, ``request_headers`` and ``request_body`` are the redacted forms (safe to put in a
-    failure message); the values really sent are kept in private fields for the curl.
+    It is built when the request leaves and completed when (if) the answer comes, so a request
+    that got no answer still proves itself.
     """
 
-    method: str
-    url: str
-    request_headers: dict[str, str]
-    request_body: str | None
-    status: int | None = None
-    response_headers: dict[str, str] = field(default_factory=dict)
-    response_body: str | None = None
-    error: str | None = None
-    elapsed_ms: float | None = None
-    note: str | None = None
-    _raw_url: str = field(default="", repr=False, compare=False)
-    _raw_headers: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
-    _raw_body: str | None = field(default=None, repr=False, compare=False)
+    __slots__ = ("note", "wire", "_has_body")
+
+    def __init__(self, wire: Exchange, *, note: str | None = None, has_body: bool = True) -> None:
+        self.wire = wire
+        self.note = note
+        self._has_body = has_body
+        if wire.status:
+            _learn(self)
 
     @classmethod
     def build(
         cls,
         method: str,
         url: str,
-        headers: dict[str, str],
+        headers: Mapping[str, str],
         body: str | bytes | None,
         note: str | None = None,
-    ) -> Exchange:
-        if isinstance(body, bytes):
-            body = body.decode("utf-8", errors="replace")
-        return cls(
-            method=method.upper(),
-            url=redact_url(url),
-            request_headers=_safe_headers(headers),
-            request_body=None if body is None else truncate(redact_body(body)),
-            note=note,
-            _raw_url=url,
-            _raw_headers=dict(headers),
-            _raw_body=None if body is None else truncate(body, MAX_REPLAY_BODY_CHARS),
-        )
+    ) -> Recorded:
+        data = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+        wire = Exchange(method.upper(), url, tuple(headers.items()), data or b"")
+        return cls(wire, note=note, has_body=body is not None)
 
     def record_response(
-        self, status: int, headers: dict[str, str], body: str, elapsed_ms: float
+        self, status: int, headers: Mapping[str, str], body: str, elapsed_ms: float
     ) -> None:
-        self.status = status
-        self.response_headers = dict(headers)
-        self.response_body = truncate(body)
-        self.elapsed_ms = round(elapsed_ms, 1)
+        self.wire.status = status
+        self.wire.response_headers = tuple(headers.items())
+        self.wire.response_body = body.encode("utf-8", "surrogatepass")
+        self.wire.elapsed_ms = round(elapsed_ms, 1)
         _learn(self)
+
+    @property
+    def method(self) -> str:
+        return self.wire.method
+
+    @property
+    def url(self) -> str:
+        return redact_url(self.wire.url)
+
+    @property
+    def request_headers(self) -> dict[str, str]:
+        return safe_headers(dict(self.wire.request_headers))
+
+    @property
+    def request_body(self) -> str | None:
+        if not self._has_body:
+            return None
+        return truncate(redact_body(_text(self.wire.request_body)))
+
+    @property
+    def status(self) -> int | None:
+        return self.wire.status or None
+
+    @property
+    def response_headers(self) -> dict[str, str]:
+        return dict(self.wire.response_headers)
+
+    @property
+    def response_body(self) -> str | None:
+        if not self.wire.status:
+            return None
+        return truncate(_text(self.wire.response_body))
+
+    @property
+    def error(self) -> str | None:
+        return self.wire.error or None
+
+    @error.setter
+    def error(self, value: str | None) -> None:
+        self.wire.error = value or ""
+
+    def _raw_body(self, limit: int = MAX_REPLAY_BODY_CHARS) -> str | None:
+        return truncate(_text(self.wire.request_body), limit) if self._has_body else None
 
     def _curl_words(self, reveal: bool) -> tuple[list[list[Segment]], _StandIns]:
         stand_ins = _StandIns()
         words: list[list[Segment]] = [["curl"], ["-sS"], ["-i"], ["-X"], [self.method]]
-        for name, value in self._raw_headers.items():
+        for name, value in self.wire.request_headers:
             if name.lower() in _SKIPPED_CURL_HEADERS:
                 continue
             words.append(["-H"])
             if name.lower() == "authorization" and not reveal:
-                words.append([f"{name}: ", *self._authorization(value, stand_ins)])
+                words.append([f"{name}: ", *_authorization(value, stand_ins)])
             else:
                 words.append([f"{name}: {value}"])
-        if self._raw_body is not None:
-            words.append(["--data-raw"])
-            if reveal:
-                words.append([self._raw_body])
-            else:
-                words.append(
-                    _split_segments(
-                        self._raw_body,
-                        _SECRET_KEYS,
-                        2,
-                        lambda v: stand_ins.stand_in(v, _SECRETS, SECRET_VAR, "client_secret"),
-                    )
-                )
+        body = self._raw_body()
+        if body is not None:
+            words += [["--data-raw"], [body] if reveal else _stand_in_secrets(body, stand_ins)]
         if reveal:
-            words.append([self._raw_url])
+            words.append([self.wire.url])
         else:
             words.append(
                 _split_segments(
-                    self._raw_url,
+                    self.wire.url,
                     _REFRESH_PATH,
-                    2,
                     lambda v: stand_ins.stand_in(v, _REFRESH, REFRESH_VAR, "refresh token"),
                 )
             )
         return words, stand_ins
-
-    @staticmethod
-    def _authorization(value: str, stand_ins: _StandIns) -> list[Segment]:
-        """The credential of an Authorization value as ``$PAYSUITE_TOKEN``, its scheme kept."""
-        scheme, sep, credential = value.partition(" ")
-        if not sep:
-            scheme, credential = "", value
-        if not credential:
-            return [value]
-        prefix = f"{scheme} " if sep else ""
-        return [prefix, *stand_ins.stand_in(credential, _ACCESS, TOKEN_VAR, "token")]
 
     def curl(self, reveal: bool = False) -> str:
         """A shell command that sends the same request (credentials by variable unless revealed)."""
         words, _ = self._curl_words(reveal)
         return " ".join(_shell_word(word) for word in words)
 
-    def json(self) -> Any:
-        """The response body parsed as JSON, or ``None`` when it is not JSON."""
-        if self.response_body is None:
-            return None
-        try:
-            return json.loads(self.response_body)
-        except ValueError:
-            return None
-
     def to_dict(self, reveal: bool = False) -> dict[str, Any]:
         """The exchange as evidence: the safe form (an :class:`EvidenceItem`) or the revealed one.
 
-        Keys: ``request``, ``response``, ``curl``; the safe form adds ``env`` (variable ->
-        client_id whose credential it holds) when its curl needs variables, and ``note`` when
-        that curl cannot replay the exact request.
+        The safe form adds ``env`` (variable -> client_id whose credential it holds) when its
+        curl needs variables, and ``note`` when that curl cannot replay the exact request.
         """
         request: dict[str, Any] = {
             "method": self.method,
-            "url": self._raw_url if reveal else self.url,
-            "headers": dict(self._raw_headers) if reveal else self.request_headers,
-            "body": self._raw_body if reveal else self.request_body,
+            "url": self.wire.url if reveal else self.url,
+            "headers": dict(self.wire.request_headers) if reveal else self.request_headers,
+            "body": self._raw_body() if reveal else self.request_body,
         }
         if self.note:
             request["note"] = self.note
-        response: dict[str, Any] | None
-        if self.error is not None:
-            response = {"error": self.error}
-        else:
+        response: dict[str, Any] = {"error": self.error}
+        if self.error is None:
             body = self.response_body
             response = {
                 "status": self.status,
                 "headers": self.response_headers,
                 "body": body if reveal or body is None else redact_issued(body),
-                "elapsed_ms": self.elapsed_ms,
+                "elapsed_ms": self.wire.elapsed_ms if self.wire.status else None,
             }
         words, stand_ins = self._curl_words(reveal)
-        data: dict[str, Any] = {
+        data = {
             "request": request,
             "response": response,
             "curl": " ".join(_shell_word(word) for word in words),
@@ -411,6 +409,40 @@ class Exchange:
     def summary(self) -> str:
         outcome = self.error if self.error is not None else f"-> {self.status}"
         return f"{self.method} {self.url} {outcome}"
+
+
+def evidence_of(
+    exchange: Exchange, note: str | None = None, had_body: bool | None = None
+) -> dict[str, Any]:
+    """An exchange another tool recorded (the proxy, an SDK run) as a safe evidence item;
+    ``had_body`` tells an empty body from none (default: an empty body is none)."""
+    if not exchange.status:
+        exchange = replace(exchange, error=exchange.error or "no answer")
+    sent = bool(exchange.request_body) if had_body is None else had_body
+    return Recorded(exchange, note=note, has_body=sent).to_dict()
+
+
+def _text(body: bytes) -> str:
+    return body.decode("utf-8", errors="replace")
+
+
+def _authorization(value: str, stand_ins: _StandIns) -> list[Segment]:
+    """The credential of an Authorization value as ``$PAYSUITE_TOKEN``, its scheme kept."""
+    scheme, sep, credential = value.partition(" ")
+    if not sep:
+        scheme, credential = "", value
+    if not credential:
+        return [value]
+    prefix = f"{scheme} " if sep else ""
+    return [prefix, *stand_ins.stand_in(credential, _ACCESS, TOKEN_VAR, "token")]
+
+
+def _stand_in_secrets(body: str, stand_ins: _StandIns) -> list[Segment]:
+    return _split_segments(
+        body,
+        _SECRET_KEYS,
+        lambda v: stand_ins.stand_in(v, _SECRETS, SECRET_VAR, "client_secret"),
+    )
 
 
 def replay_exports(base_url: str, needs: dict[str, set[str]]) -> list[str]:
@@ -446,11 +478,11 @@ def replay_exports(base_url: str, needs: dict[str, set[str]]) -> list[str]:
 class Evidence:
     """What one check recorded: its exchanges, plus any from a tool (schemathesis) verbatim."""
 
-    exchanges: list[Exchange] = field(default_factory=list)
+    exchanges: list[Recorded] = field(default_factory=list)
     extra: list[dict[str, Any]] = field(default_factory=list)
     limit: int = 400
 
-    def add(self, exchange: Exchange) -> None:
+    def add(self, exchange: Recorded) -> None:
         if len(self.exchanges) < self.limit:
             self.exchanges.append(exchange)
 

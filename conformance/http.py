@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from conformance.evidence import Evidence, Exchange
+from conformance.evidence import Evidence, Recorded
 from conformance.outcome import CouldNotCheck
 from paysuite_core.bounded_http import (
     CONFORM_LIMITS,
@@ -75,7 +75,7 @@ class Reply:
     """A response as a check sees it: status, headers, parsed JSON, and its exchange."""
 
     def __init__(
-        self, status: int, headers: httpx.Headers, content: bytes, exchange: Exchange
+        self, status: int, headers: httpx.Headers, content: bytes, exchange: Recorded
     ) -> None:
         self.status = status
         self.headers = headers
@@ -275,7 +275,7 @@ class RecordingClient:
         shown = _shown(merged)
         if chunked:
             shown["Transfer-Encoding"] = "chunked"
-        exchange = Exchange.build(method, str(request.url), shown, body, note=note)
+        exchange = Recorded.build(method, str(request.url), shown, body, note=note)
         evidence = self._sink()
         if evidence is not None:
             evidence.add(exchange)

@@ -1,21 +1,27 @@
-"""The run's options (``Options``), parsed once from ``paysuite conform``'s or pytest's flags.
+"""The run's options: declared once (``FLAGS``), parsed once (``Options``).
 
-``paysuite conform`` parses its arguments with ``Options.from_args``; plain pytest with the
-plugin's options (``--target``, ``--config``, ...) with ``Options.from_pytest``. Both go through
-``Options.parse``, so a value means the same under either, and a bad one is the same one-line
-``SetupError`` (exit status 2).
+``paysuite conform``'s argparse flags and the pytest plugin's ``--conformance-*`` options are
+both generated from ``FLAGS``, and both go through ``Options.parse``, so a value means the same
+under either and a bad one is the same one-line ``SetupError`` (exit status 2).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from conformance.catalog import UnknownCheckError, parse_only
-from paysuite_core.bounded_http import CONFORM_LIMITS, Limits
+from conformance.checks import PROFILES
 from paysuite_core.durations import parse_duration
 from paysuite_core.throttle import DEFAULT_MAX_WAIT_S
+
+if TYPE_CHECKING:
+    import argparse
+
+    import pytest
+
+    from paysuite_core.bounded_http import Limits
 
 DEFAULT_SEED = 20261121
 #: Below this share of the profile's checks run, the gate fails: a run that skips most of the
@@ -36,6 +42,110 @@ class SetupError(RuntimeError):
     """The run cannot start; the message is one line and says why."""
 
 
+@dataclass(frozen=True)
+class Flag:
+    """One option of a run, declared once for ``paysuite conform`` and for plain pytest.
+
+    Under pytest the flag's ``dest`` is prefixed ``conformance_`` (the namespace is shared with
+    every other plugin); ``pytest_name`` replaces a name pytest owns (its own ``--strict``).
+    """
+
+    name: str
+    help: str
+    metavar: str | None = None
+    switch: bool = False
+    choices: tuple[str, ...] | None = None
+    pytest_name: str | None = None
+    cli_only: bool = False
+    group: str = ""
+
+    @property
+    def dest(self) -> str:
+        return self.name.removeprefix("--").replace("-", "_")
+
+    def add_to(self, add: Callable[..., object], *, pytest: bool) -> None:
+        """Declare the flag through ``add`` (argparse's ``add_argument`` or pytest's
+        ``addoption``): one table, so the two spellings cannot drift apart."""
+        names = [self.pytest_name or self.name] if pytest else [self.name]
+        if not pytest and self.pytest_name:
+            names.append(self.pytest_name)  # the pytest spelling works for paysuite conform too
+        if not pytest and self.name == "--verbose":
+            names.insert(0, "-v")
+        kwargs: dict[str, Any] = {"help": self.help, "default": False if self.switch else None}
+        if self.switch:
+            kwargs["action"] = "store_true"
+        else:
+            kwargs["metavar"] = self.metavar
+        if self.choices:
+            kwargs["choices"] = self.choices
+        add(*names, dest=f"conformance_{self.dest}" if pytest else self.dest, **kwargs)
+
+
+LIMITS_GROUP = "request limits (a hostile target cannot hang the run)"
+FLAGS = (
+    Flag("--target", "base URL of the implementation (…/api)", "URL"),
+    Flag("--config", "target configuration (YAML: applications, customer driver, ...)", "FILE"),
+    Flag(
+        "--profile",
+        "seed: what the document says (default); reference: also paysuite's choices",
+        choices=PROFILES,
+    ),
+    Flag(
+        "--strict",
+        "a failed SHOULD check also fails the run",
+        switch=True,
+        pytest_name="--conformance-strict",
+    ),
+    Flag("--report-dir", "where junit.xml, conformance.json, report.html go (reports/)", "DIR"),
+    Flag("--only", "check IDs or groups to run, e.g. IDEM,AUTH-003", "ID,..."),
+    Flag(
+        "--min-coverage",
+        "the gate fails when fewer of the profile's checks ran (default 50%%; 0 disables)",
+        "SHARE",
+    ),
+    Flag(
+        "--check-timeout",
+        "a check still unjudged after this is an error (default 300s; 90, 90s, 1m30s)",
+        "DURATION",
+    ),
+    Flag(
+        "--max-duration",
+        "stop the run after this; the rest are errors, reports written (default 30m)",
+        "DURATION",
+    ),
+    Flag(
+        "--max-throttle-wait",
+        "the run's total wait for a target that answers 429 (Retry-After honoured); past it a "
+        "throttled check is an error (default 120s; 0: never wait)",
+        "DURATION",
+    ),
+    Flag("--connect-timeout", "seconds to connect (10)", "S", group=LIMITS_GROUP),
+    Flag("--read-timeout", "seconds between two bytes (30)", "S", group=LIMITS_GROUP),
+    Flag("--total-timeout", "seconds for a whole answer (60)", "S", group=LIMITS_GROUP),
+    Flag(
+        "--max-response-bytes",
+        "an answer's body past this is abandoned (1 MiB)",
+        "N",
+        group=LIMITS_GROUP,
+    ),
+    Flag(
+        "--reveal-secrets",
+        "print real tokens in the reports' curl commands (default: $PAYSUITE_TOKEN)",
+        switch=True,
+    ),
+    Flag("--seed", f"seed of the property tests ({DEFAULT_SEED})", "N"),
+    # pytest has its own -v; ``--list`` prints the catalog instead of running.
+    Flag(
+        "--verbose",
+        "print a progress line per check and the whole scorecard (default: the problems, the "
+        "counts, the reports and the verdict)",
+        switch=True,
+        cli_only=True,
+    ),
+    Flag("--list", "print the check catalog and exit", switch=True, cli_only=True),
+)
+
+
 @dataclass
 class Options:
     """Everything a run is told, parsed and checked: what ``conformance.runner.run`` takes."""
@@ -51,7 +161,7 @@ class Options:
     reveal_secrets: bool = False
     check_timeout_s: float = DEFAULT_CHECK_TIMEOUT_S
     max_duration_s: float = DEFAULT_MAX_DURATION_S
-    limits: Limits = CONFORM_LIMITS
+    limits: Limits = field(default_factory=lambda: parse_limits({}))
     max_throttle_wait_s: float = DEFAULT_MAX_THROTTLE_WAIT_S
     #: the progress lines and the whole scorecard at the terminal (``-v``); without it a run
     #: prints its problems, its counts, where the reports are and the verdict
@@ -63,9 +173,9 @@ class Options:
         *,
         target: str | None = None,
         config: str | None = None,
-        profile: str = "seed",
+        profile: str | None = None,
         strict: bool = False,
-        report_dir: str = "reports",
+        report_dir: str | None = None,
         only: str | None = None,
         seed: int | str | None = None,
         min_coverage: str | float | None = None,
@@ -79,16 +189,19 @@ class Options:
         """``Options`` from command-line values (strings, ``None`` for the defaults)."""
         try:
             selected = parse_only(only)
+            seed_value = DEFAULT_SEED if seed is None else int(seed)
         except UnknownCheckError as exc:
             raise SetupError(str(exc)) from None
+        except ValueError:
+            raise SetupError(f"--seed: expected an integer, got {seed!r}") from None
         return cls(
             target=target,
             config=config,
-            profile=profile,
+            profile=profile or "seed",
             strict=bool(strict),
-            report_dir=report_dir,
+            report_dir=report_dir or "reports",
             only=selected,
-            seed=DEFAULT_SEED if seed is None else int(seed),
+            seed=seed_value,
             min_coverage=parse_share(min_coverage),
             reveal_secrets=bool(reveal_secrets),
             check_timeout_s=parse_seconds(
@@ -101,44 +214,27 @@ class Options:
         )
 
     @classmethod
-    def from_args(cls, args: Any) -> Options:
-        """From ``paysuite conform``'s parsed arguments (an ``argparse.Namespace``)."""
-        return cls.parse(
-            target=args.target,
-            config=args.config,
-            profile=getattr(args, "profile", "seed"),
-            strict=bool(getattr(args, "strict", False)),
-            report_dir=getattr(args, "report_dir", "reports"),
-            only=getattr(args, "only", None),
-            seed=getattr(args, "seed", None),
-            min_coverage=getattr(args, "min_coverage", None),
-            reveal_secrets=bool(getattr(args, "reveal_secrets", False)),
-            check_timeout=getattr(args, "check_timeout", None),
-            max_duration=getattr(args, "max_duration", None),
-            limits={name: getattr(args, name, None) for name in LIMIT_OPTIONS},
-            max_throttle_wait=getattr(args, "max_throttle_wait", None),
-            verbose=bool(getattr(args, "verbose", False)),
-        )
+    def from_values(cls, value: Callable[[str], Any]) -> Options:
+        """From the ``FLAGS`` as ``value(dest)`` gives them (``None`` when not given)."""
+        given = {flag.dest: value(flag.dest) for flag in FLAGS if flag.dest != "list"}
+        limits = {name: given.pop(name) for name in LIMIT_OPTIONS}
+        return cls.parse(**given, limits=limits)
 
     @classmethod
-    def from_pytest(cls, config: Any) -> Options:
-        """From the plugin's pytest options (a ``pytest.Config``)."""
-        return cls.parse(
-            target=config.getoption("conformance_target"),
-            config=config.getoption("conformance_config"),
-            profile=config.getoption("conformance_profile"),
-            strict=bool(config.getoption("conformance_strict")),
-            report_dir=config.getoption("conformance_report_dir"),
-            only=config.getoption("conformance_only"),
-            seed=config.getoption("conformance_seed", None),
-            min_coverage=config.getoption("conformance_min_coverage", None),
-            reveal_secrets=bool(config.getoption("conformance_reveal_secrets", False)),
-            check_timeout=config.getoption("conformance_check_timeout", None),
-            max_duration=config.getoption("conformance_max_duration", None),
-            limits={name: config.getoption(f"conformance_{name}", None) for name in LIMIT_OPTIONS},
-            max_throttle_wait=config.getoption("conformance_max_throttle_wait", None),
-            verbose=int(config.getoption("verbose", 0) or 0) > 0,
-        )
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        """From ``paysuite conform``'s parsed arguments."""
+        return cls.from_values(lambda dest: getattr(args, dest, None))
+
+    @classmethod
+    def from_pytest(cls, config: pytest.Config) -> Options:
+        """From the plugin's pytest options; pytest's own ``-v`` stands for ``--verbose``."""
+
+        def value(dest: str) -> Any:
+            if dest == "verbose":
+                return int(config.getoption("verbose", 0) or 0) > 0
+            return config.getoption(f"conformance_{dest}", None)
+
+        return cls.from_values(value)
 
 
 def parse_share(text: str | float | None) -> float:
@@ -182,6 +278,9 @@ def parse_wait(text: str | float | None) -> float:
 
 def parse_limits(values: Mapping[str, str | None]) -> Limits:
     """``Limits`` from the command line's values (``None``: the default)."""
+    # httpx: not loaded to register ``paysuite conform``
+    from paysuite_core.bounded_http import CONFORM_LIMITS, Limits
+
     base = CONFORM_LIMITS
     connect, read, total = (
         parse_seconds(values.get(name), f"--{name.replace('_', '-')}", default)

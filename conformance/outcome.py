@@ -19,21 +19,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from conformance.evidence import Exchange
+from conformance.evidence import Recorded
 
 if TYPE_CHECKING:
     from conformance.http import Reply
 
 
-def exchanges_of(items: Iterable[Any]) -> list[Exchange]:
-    """The ``Exchange`` of each reply or exchange among ``items`` (anything else is dropped)."""
-    out: list[Exchange] = []
+def exchanges_of(items: Iterable[Any]) -> list[Recorded]:
+    """The ``Recorded`` of each reply or exchange among ``items`` (anything else is dropped)."""
+    out: list[Recorded] = []
     for item in items:
-        if isinstance(item, Exchange):
+        if isinstance(item, Recorded):
             out.append(item)
         else:
             exchange = getattr(item, "exchange", None)
-            if isinstance(exchange, Exchange):
+            if isinstance(exchange, Recorded):
                 out.append(exchange)
     return out
 
@@ -44,7 +44,7 @@ class CheckFailed(AssertionError):
     def __init__(
         self,
         message: str,
-        proof: list[Exchange] | None = None,
+        proof: list[Recorded] | None = None,
         *,
         expected: str = "",
         actual: str = "",
@@ -59,7 +59,7 @@ class CheckFailed(AssertionError):
 class CouldNotCheck(Exception):
     """A precondition of the check failed: the check is an ``error``, not a failed rule."""
 
-    def __init__(self, message: str, proof: list[Exchange] | None = None) -> None:
+    def __init__(self, message: str, proof: list[Recorded] | None = None) -> None:
         super().__init__(message)
         self.proof = proof or []
 
@@ -83,7 +83,7 @@ def not_applicable(reason: str) -> NoReturn:
 def expect(
     condition: Any,
     message: str,
-    *proof: Reply | Exchange | None,
+    *proof: Reply | Recorded | None,
     expected: str = "",
     actual: str = "",
 ) -> None:
@@ -93,6 +93,6 @@ def expect(
 
 
 def fail(
-    message: str, *proof: Reply | Exchange | None, expected: str = "", actual: str = ""
+    message: str, *proof: Reply | Recorded | None, expected: str = "", actual: str = ""
 ) -> NoReturn:
     raise CheckFailed(message, exchanges_of(proof), expected=expected, actual=actual)

@@ -1,34 +1,21 @@
-"""pytest plugin of the conformance suite (registered through the ``pytest11`` entry point).
+"""The pytest plugin of the conformance suite (entry point ``paysuite_conformance``).
 
-It collects the checks, runs them in the catalog's order, and turns their outcomes into the
-suite's progress lines, scorecard, reports and exit status:
+It collects the section modules of ``conformance/suite`` (their names do not look like tests)
+and each function carrying a catalog entry as an item named ``"AUTH-001 title"`` and marked
+``conformance_check(ID)``, runs them in the catalog's order, and turns their outcomes into the
+progress lines, the scorecard, the reports and the exit status.
 
-- collection (public hooks only): ``pytest_collect_file`` makes a ``pytest.Module`` of each
-  section module of ``conformance/suite`` (their names do not look like tests, so pytest itself
-  would not), and ``pytest_pycollect_makeitem`` makes a ``pytest.Function`` of each function
-  carrying a catalog entry (``@check``), named ``"AUTH-001 authorize_returns_the_token_pair"``
-  and marked ``conformance_check(ID)``;
-- the fixtures the checks take: ``target``, ``configured`` (the target, when applications are
-  configured) and ``run_cache`` (the property run, computed once);
-- a check that raises ``conformance.outcome.NotApplicable`` is skipped with its reason.
-
-The entry point loads this module in every pytest run of the environment, the project's own
-self-tests included, so it stays inert unless the run collects conformance checks: only then
-does it set up the target, print progress and the scorecard, write the reports and replace
-pytest's exit status with the suite's verdict.
-
-The run's target is prepared once. ``paysuite conform`` (``conformance.runner.run``) prepares it
-before pytest starts and hands it over as a ``PreparedRun`` plugin object; under plain pytest
-(``pytest --pyargs conformance.suite --config FILE ...``) this plugin reads its own options
-(``--target``, ``--config``, ``--profile``, ``--conformance-strict`` (pytest owns
-``--strict``), ``--report-dir``, ``--only``, ``--seed``, ...) and prepares it after collection,
-through the same ``conformance.preflight.prepare``.
+The entry point loads it in every pytest run of the environment, the project's self-tests
+included, so it stays inert unless the run collects conformance checks. ``paysuite conform``
+prepares the target before pytest starts and hands it over as a ``PreparedRun``; under plain
+pytest the plugin reads its options (``conformance.options.FLAGS``) and prepares the target
+after collection, through the same ``conformance.preflight.prepare``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,13 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from conformance.checks import PROFILES, Check, entry_of
+from conformance.checks import Check, entry_of
 from conformance.evidence import Evidence
 from conformance.outcome import CheckFailed, CouldNotCheck, NotApplicable
 
 if TYPE_CHECKING:
     from conformance.options import Options
     from conformance.preflight import Prepared
+    from conformance.report import Verdict
     from conformance.target import Target
 
 MARKER = "conformance_check"
@@ -81,12 +69,12 @@ class CheckResult:
 class RunState:
     """Everything the plugin keeps for one session (on ``config.stash``, never module-global)."""
 
-    options: Any
+    options: Options
     active: bool = False
-    prepared: Any = None
+    prepared: Prepared | None = None
     #: Whether this plugin prepared the target itself (plain pytest) and so must close it.
     owns_prepared: bool = False
-    target: Any = None
+    target: Target | None = None
     results: dict[str, CheckResult] = field(default_factory=dict)
     evidence: dict[str, Evidence] = field(default_factory=dict)
     selected: list[str] = field(default_factory=list)
@@ -109,105 +97,12 @@ _CURRENT_CONFIG: list[pytest.Config] = []
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from conformance.options import FLAGS
+
     group = parser.getgroup("paysuite-conformance", "paysuite conformance suite")
-    group.addoption(
-        "--target",
-        dest="conformance_target",
-        metavar="URL",
-        default=None,
-        help="base URL of the implementation under test (…/api)",
-    )
-    group.addoption(
-        "--config",
-        dest="conformance_config",
-        metavar="FILE",
-        default=None,
-        help="target configuration (YAML: applications, customer driver, ...)",
-    )
-    group.addoption(
-        "--profile",
-        dest="conformance_profile",
-        choices=PROFILES,
-        default="seed",
-        help="seed (the document only) or reference (+ RC choices)",
-    )
-    group.addoption(
-        "--conformance-strict",
-        dest="conformance_strict",
-        action="store_true",
-        default=False,
-        help="a failed SHOULD check also fails the run",
-    )
-    group.addoption(
-        "--report-dir",
-        dest="conformance_report_dir",
-        metavar="DIR",
-        default="reports",
-        help="where junit.xml, conformance.json, report.html go",
-    )
-    group.addoption(
-        "--only",
-        dest="conformance_only",
-        metavar="IDS",
-        default=None,
-        help="comma-separated check IDs or groups (AUTH, IDEM-003, ...)",
-    )
-    group.addoption(
-        "--min-coverage",
-        dest="conformance_min_coverage",
-        metavar="SHARE",
-        default=None,
-        help="fail the gate when fewer of the profile's checks ran (0.5 or 50%%; default 50%%)",
-    )
-    group.addoption(
-        "--check-timeout",
-        dest="conformance_check_timeout",
-        metavar="DURATION",
-        default=None,
-        help="a check still unjudged after this is an error (default 300s)",
-    )
-    group.addoption(
-        "--max-duration",
-        dest="conformance_max_duration",
-        metavar="DURATION",
-        default=None,
-        help="stop the run after this, reports written (default 30m)",
-    )
-    group.addoption(
-        "--max-throttle-wait",
-        dest="conformance_max_throttle_wait",
-        metavar="DURATION",
-        default=None,
-        help="the run's total wait for a target that answers 429 (default 120s; 0: never)",
-    )
-    for name, text in (
-        ("connect-timeout", "seconds to connect (default 10)"),
-        ("read-timeout", "seconds between two bytes of an answer (default 30)"),
-        ("total-timeout", "seconds for a whole answer (default 60)"),
-        ("max-response-bytes", "an answer's body past this is abandoned (default 1048576)"),
-    ):
-        group.addoption(
-            f"--{name}",
-            dest=f"conformance_{name.replace('-', '_')}",
-            metavar="N",
-            default=None,
-            help=text,
-        )
-    group.addoption(
-        "--reveal-secrets",
-        dest="conformance_reveal_secrets",
-        action="store_true",
-        default=False,
-        help="write real tokens and secrets into the reports' curl commands",
-    )
-    group.addoption(
-        "--seed",
-        dest="conformance_seed",
-        metavar="N",
-        type=int,
-        default=None,
-        help="seed of the property tests",
-    )
+    for flag in FLAGS:
+        if not flag.cli_only:
+            flag.add_to(group.addoption, pytest=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -217,10 +112,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[STATE] = RunState(options=handed.options, prepared=handed.prepared)
         _CURRENT_CONFIG.append(config)
         return
-    from conformance.options import DEFAULT_SEED, Options, SetupError
+    from conformance.options import Options, SetupError
 
-    if config.getoption("conformance_seed", None) is None:
-        config.option.conformance_seed = DEFAULT_SEED
     try:
         options = Options.from_pytest(config)
     except SetupError as exc:
@@ -290,6 +183,8 @@ def pytest_pycollect_makeitem(
     # The name is the node id's last part: "AUTH-001 authorize_returns_the_token_pair".
     item = pytest.Function.from_parent(collector, name=f"{entry.id} {name}", callobj=obj)
     item.add_marker(getattr(pytest.mark, MARKER)(entry.id))
+    # What pytest's own --junitxml writes for each case under plain pytest.
+    item.user_properties += [("paysuite.check_id", entry.id), ("paysuite.level", entry.level)]
     return item
 
 
@@ -415,7 +310,8 @@ def pytest_collection_modifyitems(
     from conformance.target import Target
 
     if state.prepared is None:  # plain pytest: no runner prepared the target before
-        from conformance.preflight import SetupError, prepare
+        from conformance.options import SetupError
+        from conformance.preflight import prepare
 
         try:
             state.prepared = prepare(options)
@@ -478,14 +374,22 @@ def _set_up_early(target: Target, selected: list[str], run_budget_s: float) -> N
         target.client.check_deadline = None
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    outcome = yield
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
     check_id = _check_id(item)
     state = item.config.stash.get(STATE, None)
-    if check_id is None or state is None or not state.active:
-        return
-    report = outcome.get_result()
+    if check_id is not None and state is not None and state.active:
+        _record(state, check_id, call, report)
+    return report
+
+
+def _record(
+    state: RunState, check_id: str, call: pytest.CallInfo[None], report: pytest.TestReport
+) -> None:
+    """The check's ``CheckResult`` from the report of one of its phases."""
     from conformance import catalog
 
     check = catalog.get(check_id)
@@ -521,7 +425,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         state.results[check_id] = result
 
 
-def _gates(check: Check, options: Any) -> bool:
+def _gates(check: Check, options: Options) -> bool:
     """Whether a failure of ``check`` fails the run.
 
     Every MUST does, and with --strict every SHOULD too. In the reference profile the property
@@ -612,15 +516,6 @@ def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str])
         _progress(config, state, check_id)
 
 
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    check_id = _check_id(item)
-    state = item.config.stash.get(STATE, None)
-    if check_id is None or state is None or not state.active:
-        return
-    if state.target is not None:
-        state.target.current = None
-
-
 def _progress(config: pytest.Config, state: RunState, check_id: str) -> None:
     result = state.results.get(check_id)
     if result is None:
@@ -660,7 +555,7 @@ REFERENCE_SKIP = "reference choice: checked in the reference profile"
 NEVER_RAN = "not run: the run ended before it"
 
 
-def decide(state: RunState) -> Any:
+def decide(state: RunState) -> Verdict:
     """The run's verdict (a ``report.Verdict``): one meaning for the exit status and every report.
 
     In this order: fail (exit 1) when a gating check failed (every MUST; every SHOULD too with
@@ -702,7 +597,7 @@ def decide(state: RunState) -> Any:
 
     throttle = getattr(state.target, "throttle", None)
 
-    def make(verdict: str, exit_code: int, reason: str) -> Any:
+    def make(verdict: str, exit_code: int, reason: str) -> Verdict:
         return Verdict(
             verdict=verdict,
             exit_code=exit_code,

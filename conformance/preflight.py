@@ -25,19 +25,9 @@ from conformance.options import Options, SetupError
 from conformance.outcome import CouldNotCheck
 from paysuite_core import tokens
 from paysuite_core.bounded_http import Limits
+from paysuite_core.launcher import RunningStub
 from paysuite_core.target_config import TargetConfig, TargetConfigError, load_target_config
 from paysuite_core.throttle import Throttle
-
-__all__ = [
-    "BUNDLED_STUB_ACCESS_TTL_S",
-    "Prepared",
-    "SetupError",
-    "check_reachable",
-    "check_target",
-    "preflight",
-    "prepare",
-    "start_bundled_stub",
-]
 
 #: Access-token lifetime given to the bundled stub so that AUTH-008 can watch a token expire.
 #: Two seconds (the self-tests' own stub lifetime): AUTH-008 waits ttl + 1 s of ``exp``
@@ -54,7 +44,7 @@ class Prepared:
     base_url: str
     #: The run's one throttle (``--max-throttle-wait``): the pre-flight's 429s count in it too.
     throttle: Throttle = field(default_factory=Throttle)
-    stub: Any = None
+    stub: RunningStub | None = None
     stub_dir: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
 
     def close(self) -> None:

@@ -1,14 +1,9 @@
 """The verdict, rendered: terminal scorecard, junit.xml, conformance.json, report.html.
 
-All four come from the same list of ``CheckResult`` and the same :class:`Verdict` so they cannot
-disagree: a SHOULD failure that does not gate the run (``gating=False``, no ``--strict``) is a
-*warning* in every one of them, and each states the verdict, its exit status and the coverage it
-rests on. The HTML report is self-contained (inline CSS, no scripts, no external resources) so it
-can be attached to a CI run and opened anywhere.
-
-Results are read by attribute only (``check``, ``outcome``, ``message``, ``evidence``,
-``duration_s``, ``expected``, ``actual``, ``note``, ``gating``), the last four with defaults, so
-any object shaped like the plugin's ``CheckResult`` renders.
+All four come from the same results (any ``Result``: the suite's, the proxy's, the webhook
+listener's) and the same :class:`Verdict`, so they cannot disagree: a SHOULD failure that does
+not gate the run is a *warning* in every one of them. The HTML report is self-contained (inline
+CSS, no scripts, no external resources) so it can be attached to a CI run and opened anywhere.
 """
 
 from __future__ import annotations
@@ -20,14 +15,12 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from conformance import catalog
 from conformance.evidence import item_form, replay_exports
 from paysuite_core.throttle import ThrottleStats
 
-OUTCOMES = ("passed", "failed", "skipped", "error")
-SEVERITIES = ("pass", "fail", "warning", "skip", "error")
 _MARK = {"pass": "✔", "fail": "×", "warning": "⚠", "skip": "-", "error": "!"}
 _WORD = {
     "pass": "passed",
@@ -85,36 +78,73 @@ class Verdict:
     strict: bool
     coverage: Coverage
     run_errors: tuple[str, ...] = ()  # problems of the run, not of one check
-    reason: str = ""  # one line: why this verdict
+    reason: str = ""  # one line: why this verdict (every judge gives one)
     #: How often the target answered 429 and how long the run waited (None: not a suite run).
     throttling: ThrottleStats | None = None
 
 
-# --- per result -----------------------------------------------------------------------------
-def _gating(result: Any) -> bool:
-    return bool(getattr(result, "gating", True))
+class Rule(Protocol):
+    """A catalog ``Check``, or another judge's rule shaped like it (an SDK's operation)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def level(self) -> str: ...
+    @property
+    def section(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def quote(self) -> str: ...
+    @property
+    def profile(self) -> str: ...
 
 
-def _text(result: Any, name: str) -> str:
-    return str(getattr(result, name, "") or "")
+class Result(Protocol):
+    """The plugin's ``CheckResult``, or another judge's result shaped like it."""
+
+    @property
+    def check(self) -> Rule: ...
+    @property
+    def outcome(self) -> str: ...  # passed | failed | skipped | error
+    @property
+    def message(self) -> str: ...
+    @property
+    def evidence(self) -> list[dict[str, Any]]: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def expected(self) -> str: ...
+    @property
+    def actual(self) -> str: ...
+    @property
+    def note(self) -> str: ...
+    @property
+    def gating(self) -> bool: ...
 
 
-def severity(result: Any) -> str:
+def severity(result: Result) -> str:
     """pass, fail, warning (a failure that does not gate the run), skip or error."""
     if result.outcome == "passed":
         return "pass"
     if result.outcome == "failed":
-        return "fail" if _gating(result) else "warning"
+        return "fail" if result.gating else "warning"
     if result.outcome == "skipped":
         return "skip"
     return "error"
+
+
+def _expected_actual(result: Result) -> list[tuple[str, str]]:
+    """h2spec's pair, as far as the result says it (an error has none: nothing was judged)."""
+    pairs = (("Expected", result.expected), ("Actual", result.actual))
+    return [(label, value) for label, value in pairs if value]
 
 
 def _first_line(text: str, limit: int = 200) -> str:
     return text.splitlines()[0][:limit] if text else ""
 
 
-def summary(results: Sequence[Any]) -> dict[str, int]:
+def summary(results: Sequence[Result]) -> dict[str, int]:
     """Counts by severity; a warning is not counted among the failures."""
     counts = {"passed": 0, "failed": 0, "warnings": 0, "skipped": 0, "errors": 0}
     key = {"pass": "passed", "fail": "failed", "warning": "warnings", "skip": "skipped"}
@@ -123,7 +153,7 @@ def summary(results: Sequence[Any]) -> dict[str, int]:
     return counts
 
 
-def totals_line(results: Sequence[Any]) -> str:
+def totals_line(results: Sequence[Result]) -> str:
     counts = summary(results)
     line = f"{counts['passed']} passed, {counts['failed']} failed"
     if counts["warnings"]:
@@ -145,9 +175,9 @@ def heading(section: str) -> str:
     return _RULE_SUFFIX.sub("", section).replace(", ", " › ", 1)
 
 
-def _by_section(results: Sequence[Any]) -> list[tuple[str, list[Any]]]:
+def _by_section(results: Sequence[Result]) -> list[tuple[str, list[Result]]]:
     """Results grouped under the document's headings, in the document's order."""
-    groups: dict[str, list[Any]] = {}
+    groups: dict[str, list[Result]] = {}
     order = list(catalog.section_order())
     for section in order:
         members = [r for r in results if r.check.section == section]
@@ -159,22 +189,9 @@ def _by_section(results: Sequence[Any]) -> list[tuple[str, list[Any]]]:
     return list(groups.items())
 
 
-def _default_reason(verdict: Verdict, results: Sequence[Any]) -> str:
-    """A reason when the plugin gave none, from the same facts."""
-    failed = [r.check.id for r in results if severity(r) == "fail"]
-    if verdict.verdict == "fail" and failed:
-        return f"{len(failed)} checks failed ({', '.join(failed)})"
-    if verdict.verdict == "error" and verdict.run_errors:
-        return verdict.run_errors[0]
-    errors = [r.check.id for r in results if severity(r) == "error"]
-    if verdict.verdict == "error" and errors:
-        return f"{len(errors)} checks could not be judged ({', '.join(errors)})"
-    return "no gating check failed" if verdict.verdict == "pass" else verdict.verdict
-
-
-def verdict_line(verdict: Verdict, results: Sequence[Any]) -> str:
+def verdict_line(verdict: Verdict, results: Sequence[Result]) -> str:
     """The terminal's last line: the verdict, why, warnings, coverage and the exit status."""
-    parts = [verdict.reason or _default_reason(verdict, results)]
+    parts = [verdict.reason]
     warnings = summary(results)["warnings"]
     if warnings:
         parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
@@ -188,7 +205,7 @@ def verdict_line(verdict: Verdict, results: Sequence[Any]) -> str:
 
 
 # --- evidence -------------------------------------------------------------------------------
-def _evidence(result: Any, reveal: bool) -> list[dict[str, Any]]:
+def _evidence(result: Result, reveal: bool) -> list[dict[str, Any]]:
     """The result's evidence in the form asked for (a tool's dicts pass through unchanged)."""
     return [item_form(item, reveal=reveal) for item in result.evidence]
 
@@ -201,7 +218,7 @@ def _evidence_json(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _replay_needs(results: Sequence[Any]) -> dict[str, set[str]]:
+def _replay_needs(results: Sequence[Result]) -> dict[str, set[str]]:
     """Variable -> client_ids, over every safe curl the reports print."""
     needs: dict[str, set[str]] = {}
     for result in results:
@@ -211,7 +228,7 @@ def _replay_needs(results: Sequence[Any]) -> dict[str, set[str]]:
     return needs
 
 
-def replay(results: Sequence[Any], *, target: str, reveal_secrets: bool) -> dict[str, Any]:
+def replay(results: Sequence[Result], *, target: str, reveal_secrets: bool) -> dict[str, Any]:
     """How the printed curl commands replay: as printed (revealed) or after these exports."""
     if reveal_secrets:
         return {
@@ -232,7 +249,7 @@ def replay(results: Sequence[Any], *, target: str, reveal_secrets: bool) -> dict
 
 # --- terminal -------------------------------------------------------------------------------
 def scorecard(
-    results: Sequence[Any],
+    results: Sequence[Result],
     verdict: Verdict,
     *,
     color: bool = False,
@@ -261,18 +278,17 @@ def scorecard(
     return "\n".join(lines)
 
 
-def _scorecard_lines(result: Any, color: bool) -> list[str]:
+def _scorecard_lines(result: Result, color: bool) -> list[str]:
     check = result.check
     level = severity(result)
     lines = [f"  {_MARK[level]} {check.id:<9} {check.level:<6} {_WORD[level]:<7} {check.title}"]
     if level in ("fail", "warning", "error", "skip") and result.message:
         lines.append(f"      -> {_first_line(result.message)}")
     if level in ("fail", "warning", "error"):
-        for label, name in (("Expected:", "expected"), ("Actual:  ", "actual")):
-            value = _text(result, name)
+        for label, value in (("Expected:", result.expected), ("Actual:  ", result.actual)):
             if value:
                 lines.append(f"         {label} {_first_line(value, 300)}")
-    note = _text(result, "note")
+    note = result.note
     if note and level in ("pass", "warning"):
         line = f"      · {_first_line(note, 300)}"
         lines.append(f"{_DIM}{line}{_RESET}" if color else line)
@@ -284,7 +300,7 @@ def _scorecard_lines(result: Any, color: bool) -> list[str]:
 ERRORS_SHOWN = 5
 
 
-def _last_curl(result: Any, reveal: bool) -> str:
+def _last_curl(result: Result, reveal: bool) -> str:
     """The curl of the last exchange that has one: the request that shows the problem."""
     for item in reversed(_evidence(result, reveal)):
         if item.get("curl"):
@@ -292,7 +308,7 @@ def _last_curl(result: Any, reveal: bool) -> str:
     return ""
 
 
-def problems(results: Sequence[Any], *, target: str = "", reveal_secrets: bool = False) -> str:
+def problems(results: Sequence[Result], *, target: str = "", reveal_secrets: bool = False) -> str:
     """What a quiet run prints of its checks: every failure with its Expected / Actual and the
     curl that reproduces it, the first errors, a line per warning; "" when there is none.
 
@@ -332,7 +348,7 @@ def problems(results: Sequence[Any], *, target: str = "", reveal_secrets: bool =
 
 # --- conformance.json -----------------------------------------------------------------------
 def to_json(
-    results: Sequence[Any],
+    results: Sequence[Result],
     *,
     verdict: Verdict,
     target: str,
@@ -347,7 +363,7 @@ def to_json(
         "exit_code": verdict.exit_code,
         "profile": verdict.profile,
         "strict": verdict.strict,
-        "reason": verdict.reason or _default_reason(verdict, results),
+        "reason": verdict.reason,
         "coverage": {
             "run": coverage.run,
             "total": coverage.total,
@@ -368,7 +384,7 @@ def to_json(
     }
 
 
-def _check_json(result: Any, reveal: bool) -> dict[str, Any]:
+def _check_json(result: Result, reveal: bool) -> dict[str, Any]:
     check = result.check
     return {
         "id": check.id,
@@ -379,19 +395,19 @@ def _check_json(result: Any, reveal: bool) -> dict[str, Any]:
         "quote": check.quote,
         "outcome": result.outcome,
         "not_applicable": bool(getattr(result, "not_applicable", False)),
-        "gating": _gating(result),
+        "gating": result.gating,
         "severity": severity(result),
         "message": result.message,
-        "expected": _text(result, "expected"),
-        "actual": _text(result, "actual"),
-        "note": _text(result, "note"),
+        "expected": result.expected,
+        "actual": result.actual,
+        "note": result.note,
         "evidence": [_evidence_json(item) for item in _evidence(result, reveal)],
     }
 
 
 # --- junit.xml ------------------------------------------------------------------------------
 def to_junit(
-    results: Sequence[Any],
+    results: Sequence[Result],
     *,
     verdict: Verdict,
     duration_s: float,
@@ -401,6 +417,9 @@ def to_junit(
     """One testcase per check; a warning passes (with its WARNING shown); run errors are a case.
 
     ``failures`` counts gating failures only, so a CI dashboard agrees with the exit status.
+    Written here rather than by pytest's ``--junitxml``: the proxy, the replay, the webhook
+    listener and a failed pre-flight write the same file with no pytest session, and pytest's
+    writer has no passing-but-warned case nor an ``error`` for a check that raised while it ran.
     """
     counts = summary(results)
     run_case = 1 if verdict.run_errors else 0
@@ -422,7 +441,7 @@ def to_junit(
             "paysuite.strict": str(verdict.strict).lower(),
             "paysuite.coverage": verdict.coverage.text(),
             "paysuite.coverage_ratio": f"{verdict.coverage.ratio:.4f}",
-            "paysuite.reason": verdict.reason or _default_reason(verdict, results),
+            "paysuite.reason": verdict.reason,
         },
     )
     for result in results:
@@ -443,12 +462,12 @@ def _properties(parent: ET.Element, values: dict[str, str]) -> None:
         ET.SubElement(node, "property", name=name, value=value)
 
 
-def _junit_case(suite: ET.Element, result: Any, reveal: bool) -> None:
+def _junit_case(suite: ET.Element, result: Result, reveal: bool) -> None:
     check = result.check
     case = ET.SubElement(
         suite,
         "testcase",
-        classname=f"conformance.{check.group}",
+        classname=f"conformance.{check.id.split('-', 1)[0]}",  # the group
         name=f"{check.id} [{check.level}] {check.title}",
         time=f"{result.duration_s:.3f}",
     )
@@ -464,15 +483,13 @@ def _junit_case(suite: ET.Element, result: Any, reveal: bool) -> None:
         node.text = _junit_text(result, reveal)
     elif level == "skip":
         ET.SubElement(case, "skipped", message=result.message)
-    elif _text(result, "note"):
-        ET.SubElement(case, "system-out").text = f"NOTE: {_text(result, 'note')}"
+    elif result.note:
+        ET.SubElement(case, "system-out").text = f"NOTE: {result.note}"
 
 
-def _junit_text(result: Any, reveal: bool) -> str:
+def _junit_text(result: Result, reveal: bool) -> str:
     parts = [result.message]
-    for label, name in (("Expected", "expected"), ("Actual", "actual")):
-        if _text(result, name):
-            parts.append(f"{label}: {_text(result, name)}")
+    parts += [f"{label}: {value}" for label, value in _expected_actual(result)]
     parts += ["", f"Document ({result.check.section}): {result.check.quote}"]
     for item in _evidence(result, reveal)[:5]:
         if item.get("curl"):
@@ -517,9 +534,8 @@ def _e(text: Any) -> str:
     return html.escape("" if text is None else str(text))
 
 
-def _banner(verdict: Verdict, results: Sequence[Any]) -> str:
+def _banner(verdict: Verdict, results: Sequence[Result]) -> str:
     """The verdict above everything: colour, reason, coverage, profile, strictness, run errors."""
-    reason = verdict.reason or _default_reason(verdict, results)
     warnings = summary(results)["warnings"]
     facts = [
         f"coverage {_e(verdict.coverage.text())}",
@@ -545,7 +561,7 @@ def _banner(verdict: Verdict, results: Sequence[Any]) -> str:
     return (
         f"<div class='banner verdict-{_e(verdict.verdict)}' id='verdict'>"
         f"<div class='big'>{_e(verdict.verdict.upper())}</div>"
-        f"<div class='why'>{_e(reason)}</div>"
+        f"<div class='why'>{_e(verdict.reason)}</div>"
         f"<div>{' · '.join(facts)}</div>{errors}</div>"
     )
 
@@ -578,13 +594,13 @@ def _exchange_html(item: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _row_html(result: Any) -> str:
+def _row_html(result: Result) -> str:
     level = severity(result)
     detail = ""
     if level != "pass" and result.message:
         detail = f"<div class='reason'>{_e(_first_line(result.message, 300))}</div>"
-    if _text(result, "note") and level in ("pass", "warning"):
-        detail += f"<div class='note'>· {_e(_first_line(_text(result, 'note'), 300))}</div>"
+    if result.note and level in ("pass", "warning"):
+        detail += f"<div class='note'>· {_e(_first_line(result.note, 300))}</div>"
     check_id = _e(result.check.id)
     anchor = (
         f"<a href='#{check_id}'>{check_id}</a>"
@@ -599,14 +615,10 @@ def _row_html(result: Any) -> str:
     )
 
 
-def _section_html(result: Any, reveal: bool) -> str:
+def _section_html(result: Result, reveal: bool) -> str:
     """A failure, warning or error in full: the rule, what it expects, what happened, the proof."""
     level = severity(result)
-    pairs = [
-        f"<dt>{label}</dt><dd>{_e(_text(result, name))}</dd>"
-        for label, name in (("Expected", "expected"), ("Actual", "actual"))
-        if _text(result, name)
-    ]
+    pairs = [f"<dt>{label}</dt><dd>{_e(value)}</dd>" for label, value in _expected_actual(result)]
     expected_actual = f"<dl class='ea'>{''.join(pairs)}</dl>" if pairs else ""
     items = _evidence(result, reveal)
     exchanges = "\n".join(_exchange_html(item) for item in items) or "<p>(no exchange)</p>"
@@ -632,7 +644,7 @@ def _replay_html(info: dict[str, Any]) -> str:
 
 
 def to_html(
-    results: Sequence[Any],
+    results: Sequence[Result],
     *,
     verdict: Verdict,
     target: str,
@@ -723,7 +735,7 @@ UNENCODABLE = "backslashreplace"
 
 
 def write_all(
-    results: Sequence[Any],
+    results: Sequence[Result],
     *,
     verdict: Verdict,
     report_dir: str | Path,

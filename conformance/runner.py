@@ -19,8 +19,6 @@ from conformance.options import Options, SetupError
 
 PROG = "paysuite conform"
 
-__all__ = ["PROG", "Options", "SetupError", "run", "run_prepared"]
-
 
 def run(options: Options, *, stderr: TextIO | None = None) -> int:
     """Prepare the target described by ``options``, run the checks, write the reports.

@@ -23,6 +23,7 @@ bodies. Before schemathesis sees it, this module
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from paysuite_core.target_config import TargetConfig
@@ -54,7 +55,7 @@ def _resolve(spec: dict[str, Any], node: Any) -> Any:
     return node
 
 
-def _walk(node: Any):
+def _walk(node: Any) -> Iterator[dict[str, Any]]:
     if isinstance(node, dict):
         yield node
         for value in node.values():
@@ -64,7 +65,7 @@ def _walk(node: Any):
             yield from _walk(value)
 
 
-def operations(spec: dict[str, Any]):
+def operations(spec: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
     for path, item in (spec.get("paths") or {}).items():
         for method in HTTP_METHODS:
             if isinstance(item, dict) and isinstance(item.get(method), dict):
@@ -135,7 +136,10 @@ def _positive_filters(spec: dict[str, Any], operation: dict[str, Any], number: s
 
 def _relax(spec: dict[str, Any], number: str) -> None:
     # "All bodies are JSON": any JSON media type, RFC 9457 problem details included.
-    any_json = {"application/json": {"schema": {}}, "application/problem+json": {"schema": {}}}
+    any_json: dict[str, Any] = {
+        "application/json": {"schema": {}},
+        "application/problem+json": {"schema": {}},
+    }
     request = spec["components"]["schemas"]["TransactionRequest"]["properties"]
     request["amount"]["type"] = "integer"  # RWF in practice: any implementation takes integers
     mode = spec["components"]["parameters"]["WebhookModeHeader"]["schema"]

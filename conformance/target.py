@@ -273,7 +273,7 @@ class Target:
                 self.ref_origins[ref] = reply
         return reply
 
-    def created(self, kind: str, app: Application, **kwargs: Any) -> tuple[Reply, dict]:
+    def created(self, kind: str, app: Application, **kwargs: Any) -> tuple[Reply, dict[str, Any]]:
         """Create and insist it worked: the helper for checks about something else."""
         reply = self.create(kind, app, **kwargs)
         precondition(
@@ -298,9 +298,11 @@ class Target:
         clean = {k: v for k, v in params.items() if v is not None}
         return self.client.get(EVENTS, token=self.token(app), params=clean or None)
 
-    def events_of(self, app: Application, *, max_pages: int = 20, **filters: Any) -> list[dict]:
+    def events_of(
+        self, app: Application, *, max_pages: int = 20, **filters: Any
+    ) -> list[dict[str, Any]]:
         """Every event record the list returns for ``filters``, following pages when paged."""
-        collected: list[dict] = []
+        collected: list[dict[str, Any]] = []
         offset = 0
         use_paging = True
         for _ in range(max_pages):
@@ -327,14 +329,16 @@ class Target:
                 break
         return collected
 
-    def events_for_ref(self, app: Application, ref: str, *, wait: bool = False) -> list[dict]:
+    def events_for_ref(
+        self, app: Application, ref: str, *, wait: bool = False
+    ) -> list[dict[str, Any]]:
         """Events of one transaction (filtered on our side too, in case the filter is ignored).
 
         ``wait``: poll (at most ``EVENTUAL_S``) until at least one is listed, for an
         implementation that records its events a moment after it answers.
         """
 
-        def read() -> list[dict]:
+        def read() -> list[dict[str, Any]]:
             return [e for e in self.events_of(app, ref=ref) if data_of(e).get("ref") == ref]
 
         return self.wait_until(read, bool, EVENTUAL_S) if wait else read()
@@ -354,7 +358,7 @@ class Target:
             return set()
         return {str(data_of(e).get("ref")) for e in self._created_on(app, number)}
 
-    def _created_on(self, app: Application, number: str) -> list[dict]:
+    def _created_on(self, app: Application, number: str) -> list[dict[str, Any]]:
         """Every ``transaction:created`` event the list shows for ``number``, whoever made it."""
         return [
             e
@@ -372,7 +376,7 @@ class Target:
         expect: int | None = None,
         sent: Collection[tuple[str, Any]] | None = None,
         own_refs: Collection[str] = (),
-    ) -> list[dict]:
+    ) -> list[dict[str, Any]]:
         """``transaction:created`` events of ``number`` (minus the refs in ``exclude``).
 
         ``sent``: the (kind, amount) of each creation the check sent for ``number``; when given,
@@ -395,7 +399,7 @@ class Target:
         shared = not self.numbers.unique
         strangers: list[str] = []
 
-        def read() -> list[dict]:
+        def read() -> list[dict[str, Any]]:
             found = [
                 e
                 for e in self._created_on(app, number)

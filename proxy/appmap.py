@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from paysuite_core.exchange import Exchange
 from paysuite_core.target_config import PRIVILEGES, Application, TargetConfig
-from proxy.exchange import Exchange
 from proxy.routes import route_of, token_claims
 
 

@@ -21,8 +21,8 @@ from conformance.evidence import Evidence
 from conformance.http import Reply, TargetUnreachable
 from conformance.outcome import CouldNotCheck
 from conformance.target import Target, same_amount
+from paysuite_core.exchange import Exchange
 from paysuite_core.target_config import Application, TargetConfig
-from proxy.exchange import Exchange
 from proxy.routes import route_of, token_claims
 from proxy.rules import CANCELLED, CONFIRMED, Violation
 from proxy.stateful import KeyUse, Seen, Transaction, disagreement, key_location, reuse_check

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from proxy.exchange import Exchange, Headers
+from paysuite_core.exchange import Exchange, Headers
 
 HAR_VERSION = "1.2"
 CREATOR = "paysuite proxy"

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from conformance.checks import Check
+from paysuite_core.exchange import Exchange
 from paysuite_core.target_config import TargetConfig
-from proxy.exchange import Exchange
 from proxy.routes import Route, route_of
 from proxy.rules import (
     CANCELLED,

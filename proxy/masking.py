@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 from urllib.parse import unquote, unquote_plus
 
+from paysuite_core.exchange import Exchange, Headers
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.tokens import REFRESH_PATHS
-from proxy.exchange import Exchange, Headers
 
 Kind = Literal["secret", "access", "refresh"]
 KINDS: tuple[Kind, ...] = ("secret", "access", "refresh")

@@ -32,8 +32,8 @@ from paysuite_core.bounded_http import (
     ResponseTooLarge,
     in_words,
 )
+from paysuite_core.exchange import Exchange, Headers
 from paysuite_core.target_config import Application, TargetConfig
-from proxy.exchange import Exchange, Headers
 from proxy.masking import PLACEHOLDER, placeholders_in
 from proxy.rules import Violation
 

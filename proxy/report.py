@@ -23,9 +23,8 @@ from typing import Any, Generic, TypeVar
 
 from conformance import report as conform_report
 from conformance.checks import Check
-from conformance.evidence import Exchange as EvidenceExchange
+from conformance.evidence import evidence_of as conform_evidence_of
 from conformance.evidence import redact_url
-from proxy.exchange import Exchange
 from proxy.judge import Judge, Observed
 from proxy.report_html import render as render_html
 from proxy.rules import CLIENT_SECTION, party
@@ -53,31 +52,6 @@ class RuleResult(Generic[C]):
     gating: bool = True
 
 
-def evidence_of(
-    exchange: Exchange, note: str | None = None, had_body: bool | None = None
-) -> dict[str, Any]:
-    """An exchange as the suite's evidence item (safe form: nothing usable leaks); ``had_body``
-    tells an empty body from none (default: an empty body is none)."""
-    sent = bool(exchange.request_body) if had_body is None else had_body
-    item = EvidenceExchange.build(
-        exchange.method,
-        exchange.url,
-        dict(exchange.request_headers),
-        exchange.request_body if sent else None,
-        note=note,
-    )
-    if exchange.status == 0:
-        item.error = exchange.error or "no answer"
-    else:
-        item.record_response(
-            exchange.status,
-            dict(exchange.response_headers),
-            exchange.response_body.decode("utf-8", errors="replace"),
-            exchange.elapsed_ms,
-        )
-    return item.to_dict()
-
-
 def results(judge: Judge) -> list[RuleResult[Check]]:
     out: list[RuleResult[Check]] = []
     for state in judge.rule_states():
@@ -89,7 +63,8 @@ def results(judge: Judge) -> list[RuleResult[Check]]:
             evidence: list[dict[str, Any]] = []
             for violation in found:
                 evidence += [
-                    evidence_of(e, f"proxied exchange #{e.seq}") for e in violation.exchanges
+                    conform_evidence_of(e, f"proxied exchange #{e.seq}")
+                    for e in violation.exchanges
                 ]
                 evidence += [dict(c) for c in violation.confirmations]
             more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""

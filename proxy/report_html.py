@@ -15,7 +15,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from conformance import report as conform_report
-from conformance.evidence import redact_url
+from conformance.evidence import evidence_of, redact_url
 from proxy.judge import Judge
 from proxy.rules import CLIENT_RULES, CLIENT_SECTION, party
 
@@ -79,7 +79,6 @@ def client_section(judge: Judge, client: list[RuleResult[Check]]) -> str:
     )
     if not found:
         return head + "<p id='no-client-fault'>No client fault.</p></section>"
-    from proxy.report import evidence_of
 
     blocks = []
     for violation in found:

@@ -16,8 +16,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from conformance.api import CASHIN, CASHOUT, EVENTS
 from conformance.document_validity import AUTHORIZE, FIND, REFRESHES
+from paysuite_core.exchange import Exchange
 from paysuite_core.specfile import load_spec
-from proxy.exchange import Exchange
 
 #: The document's operations by spec path template, with the proxy's short name for each.
 OPERATION_NAMES: dict[str, str] = {

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from conformance import catalog
 from conformance.checks import Check, Section
-from proxy.exchange import Exchange
+from paysuite_core.exchange import Exchange
 
 #: The report's section of the rules a client breaks: its own, apart from the document's sections
 #: where the target's rules sit, so a client's mistake never reads as the server's.

@@ -19,7 +19,7 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
-from proxy.exchange import Exchange, Headers
+from paysuite_core.exchange import Exchange, Headers
 
 #: RFC 9110 section 7.6.1: meaningful for one connection only, never forwarded.
 HOP_BY_HOP = frozenset(

@@ -23,7 +23,7 @@ from typing import TextIO
 from aiohttp import web
 
 from conformance.report import Verdict
-from proxy.exchange import Exchange
+from paysuite_core.exchange import Exchange
 from proxy.judge import Judge
 from proxy.report import scorecard, write_reports
 from proxy.rules import Violation

@@ -23,9 +23,9 @@ from jsonschema.exceptions import best_match
 
 from conformance import document_validity
 from conformance.spec_patch import patch_spec
+from paysuite_core.exchange import Exchange
 from paysuite_core.specfile import load_spec
 from paysuite_core.target_config import Application, TargetConfig
-from proxy.exchange import Exchange
 from proxy.routes import Route
 from proxy.rules import SCHEMA_REQUEST, SCHEMA_RESPONSE, Violation
 

@@ -21,8 +21,8 @@ from conformance.api import (
 )
 from conformance.checks import Check
 from conformance.document_validity import MAX_KEY_LENGTH
+from paysuite_core.exchange import Exchange
 from paysuite_core.tokens import parse_expires
-from proxy.exchange import Exchange
 from proxy.routes import (
     PROCESSED,
     Route,

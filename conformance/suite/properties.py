@@ -1,6 +1,6 @@
 """Every endpoint of the document under generated requests (PROP-001..009).
 
-Property tests (schemathesis): one engine run (``conformance.properties``), its failures sorted
+Property tests (schemathesis): one engine run (``conformance.property_phase``), its failures sorted
 into PROP-001..009. They run last: the catalog's order puts the PROP group at the end.
 """
 
@@ -26,7 +26,7 @@ def _run(target: Target, cache: dict):
             f"not attempted: the target sent over-limit answers ({cache['oversized']})"
         )
     if "properties" not in cache:
-        from conformance.properties import run_properties
+        from conformance.property_phase import run_properties
         from paysuite_core.specfile import load_spec
 
         try:
@@ -72,7 +72,7 @@ def _verdict(target: Target, cache: dict, check_id: str) -> None:
             f"the target throttled past --max-throttle-wait: {result.throttled_out} generated "
             "request(s) still answered 429 and were not judged"
         )
-    from conformance.properties import unexercised
+    from conformance.property_phase import unexercised
 
     problems = unexercised(result)
     if problems:

@@ -19,10 +19,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from conformance import report as conform_report
+from conformance.evidence import evidence_of
 from paysuite.clients.matrix import OPERATIONS, SdkColumn, outcome_of
-from proxy.exchange import Exchange as ProxyExchange
+from paysuite_core.exchange import Exchange as ProxyExchange
 from proxy.masking import Masker, mask_exchange
-from proxy.report import RuleResult, evidence_of
+from proxy.report import RuleResult
 
 TITLE = "paysuite clients report"
 PROFILE = "published SDKs"

@@ -1,4 +1,4 @@
-"""The suite's count of executions takes only a check's own transactions (issue 20, item 3).
+"""The suite's count of executions takes only a check's own transactions.
 
 ``Target.created_events_for_number(..., sent=..., own_refs=...)`` is what IDEM-001..006 count
 with: on a number another client may pay too (a configured list cycles), an event counts only

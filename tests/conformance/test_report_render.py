@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from conformance import catalog, report
-from conformance.evidence import Exchange
+from conformance.evidence import Recorded
 from conformance.plugin import CheckResult
 from conformance.report import Coverage, Verdict
 from paysuite_core.tokens import AUTHORIZE_PATH
@@ -29,9 +29,9 @@ SECRET = "s3cret-of-the-writer"
 BASE = "http://127.0.0.1:9/api"
 
 
-def _token_exchanges() -> list[Exchange]:
+def _token_exchanges() -> list[Recorded]:
     """An authorize that issued TOKEN, then a cashout sent with it (what a check records)."""
-    authorize = Exchange.build(
+    authorize = Recorded.build(
         "POST",
         f"{BASE}{AUTHORIZE_PATH}",
         {"Content-Type": "application/json", "Accept": "application/json"},
@@ -40,7 +40,7 @@ def _token_exchanges() -> list[Exchange]:
     authorize.record_response(
         200, {}, json.dumps({"access": TOKEN, "refresh": REFRESH, "expires": "900"}), 5.0
     )
-    cashout = Exchange.build(
+    cashout = Recorded.build(
         "POST",
         f"{BASE}/transactions/cashout",
         {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
@@ -256,7 +256,7 @@ def _argv(curl: str, env: dict[str, str]) -> list[str]:
 
 def test_safe_curl_replays_once_the_variables_are_exported() -> None:
     authorize, cashout = _token_exchanges()
-    wrong = Exchange.build(
+    wrong = Recorded.build(
         "POST",
         f"{BASE}{AUTHORIZE_PATH}",
         {"Content-Type": "application/json"},
@@ -265,7 +265,7 @@ def test_safe_curl_replays_once_the_variables_are_exported() -> None:
     env = {"PAYSUITE_TOKEN": TOKEN, "PAYSUITE_CLIENT_SECRET": SECRET, "PATH": "/usr/bin:/bin"}
     assert f"Authorization: Bearer {TOKEN}" in _argv(cashout.curl(), env)
     assert json.loads(_argv(wrong.curl(), env)[-2])["client_secret"] == SECRET + "x"
-    forged = Exchange.build("GET", f"{BASE}/x", {"Authorization": f"Bearer {TOKEN[:-4]}AAAA"}, None)
+    forged = Recorded.build("GET", f"{BASE}/x", {"Authorization": f"Bearer {TOKEN[:-4]}AAAA"}, None)
     assert "forgery" in forged.to_dict()["note"]  # says it is not replayed exactly
 
 

@@ -1,4 +1,4 @@
-"""Reports: conformance.json has the issue's structure, junit.xml one case per check, and
+"""Reports: conformance.json has its documented structure, junit.xml one case per check, and
 report.html shows a person the scorecard and a failure's proof (checked in headless Chromium)."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import pytest
 
 from conformance import catalog, report, timestamps
 from conformance import jwt_forgeries as tokens
-from conformance.evidence import Exchange, redact_body, shorten_token
+from conformance.evidence import Recorded, redact_body, shorten_token
 from conformance.options import Options
 from conformance.plugin import REFERENCE_SKIP, CheckResult, RunState, decide
 from conformance.spec_patch import ascii_pattern, patch_spec
@@ -101,7 +101,7 @@ def test_evidence_hides_credentials_and_replays() -> None:
     token = "eyJhbGciOiJIUzI1NiJ9." + "a" * 40 + ".sig"
     assert shorten_token(f"Bearer {token}").startswith("Bearer eyJhbGciOiJI…")
     assert "s3cret-value" not in redact_body('{"client_id": "x", "client_secret": "s3cret-value"}')
-    exchange = Exchange.build(
+    exchange = Recorded.build(
         "post", "http://h/api/x", {"Authorization": f"Bearer {token}"}, '{"a": "it\'s"}'
     )
     curl = exchange.curl()

@@ -274,3 +274,52 @@ def test_a_wrong_base_url_path_names_the_path_and_writes_the_reports(
     (case,) = suite.findall("testcase")
     assert why in case.find("error").get("message", "")  # type: ignore[union-attr]
     assert "banner verdict-error" in (reports / "report.html").read_text(encoding="utf-8")
+
+
+def test_plain_pytest_junitxml_names_each_check_and_its_level(tmp_path: Path) -> None:
+    """pytest's own --junitxml carries the check ID and level beside the suite's junit.xml."""
+    own = tmp_path / "pytest-junit.xml"
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--pyargs", "conformance.suite", "--only", "AUTH-001",
+         "-q", "-p", "no:cacheprovider", "--report-dir", str(tmp_path / "reports"),
+         f"--junitxml={own}"],
+        capture_output=True, text=True, timeout=180, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    (case,) = ET.parse(own).getroot().iter("testcase")
+    assert case.get("name") == "AUTH-001 authorize_returns_the_token_pair"
+    properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert properties == {"paysuite.check_id": "AUTH-001", "paysuite.level": "MUST"}
+    suite = ET.parse(tmp_path / "reports" / "junit.xml").getroot().find("testsuite")
+    assert suite is not None and suite.get("tests") == "1"
+
+
+def test_the_flags_are_declared_once_for_both_spellings() -> None:
+    """``paysuite conform`` and the pytest plugin read one table; pytest's spelling of --strict
+    works for ``paysuite conform`` too."""
+    import argparse
+
+    from conformance.cli import register
+    from conformance.options import FLAGS, Options
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    for spelling in ("--strict", "--conformance-strict"):
+        args = parser.parse_args(["conform", spelling, "--seed", "7", "--read-timeout", "5"])
+        options = Options.from_args(args)
+        assert (options.strict, options.seed, options.limits.read_s) == (True, 7, 5.0)
+    declared: list[str] = []
+
+    class Group:
+        def addoption(self, *names: str, **kwargs: object) -> None:
+            declared.extend(names)
+
+    class Parser:
+        def getgroup(self, name: str, description: str = "") -> Group:
+            return Group()
+
+    from conformance.plugin import pytest_addoption
+
+    pytest_addoption(Parser())  # type: ignore[arg-type]
+    expected = [flag.pytest_name or flag.name for flag in FLAGS if not flag.cli_only]
+    assert declared == expected and "--conformance-strict" in declared

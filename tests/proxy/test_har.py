@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from test_masking import ACCESS_1, SECRET, session
 
-from proxy.exchange import Exchange
+from paysuite_core.exchange import Exchange
 from proxy.har import HarError, read_har, read_session, to_har, write_har
 from proxy.masking import Masker, mask_exchange
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
+from paysuite_core.exchange import Exchange
 from paysuite_core.target_config import parse_target_config
 from paysuite_core.tokens import AUTHORIZE_PATH as AUTHORIZE
 from paysuite_core.tokens import REFRESH_PATHS
-from proxy.exchange import Exchange
 from proxy.masking import Masker, mask_exchange, placeholders_in
 
 SECRET = "s3cr3t-0f-the-app-Xy"

@@ -13,8 +13,8 @@ from typing import Any
 import jwt
 import pytest
 
+from paysuite_core.exchange import Exchange
 from paysuite_core.tokens import AUTHORIZE_PATH, REFRESH_PATHS
-from proxy.exchange import Exchange
 from proxy.judge import UNCONFIRMED, Judge
 from proxy.routes import route_of
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy.exchange import Exchange
+from paysuite_core.exchange import Exchange
 from proxy.server import ForwardingProxy, ProxySettings, end_to_end
 
 GZIPPED = gzip.compress(b'{"answer": "as the target sent it"}', mtime=0)

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from test_masking import AUTHORIZE, REFRESH, SDK_REFRESH, exchange
 
+from paysuite_core.exchange import Exchange
 from paysuite_core.launcher import RunningStub, start_stub, stop_stub
 from paysuite_core.target_config import TargetConfig, parse_target_config
-from proxy.exchange import Exchange
 from proxy.har import read_session, write_har
 from proxy.masking import Masker, mask_exchange
 from proxy.replay import (

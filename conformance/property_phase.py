@@ -24,8 +24,9 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -33,6 +34,13 @@ from conformance.spec_patch import operations, patch_spec
 from conformance.target import checking_flow
 from paysuite_core import tokens
 from paysuite_core.throttle import THROTTLED, Throttle, retry_after_of
+
+if TYPE_CHECKING:
+    import requests
+    from schemathesis import BaseSchema, Config
+
+    from conformance.target import Target
+    from paysuite_core.target_config import Application
 
 CHAIN_CHECK = "paysuite_chain_holds"
 CHECK_TO_ID = {
@@ -48,6 +56,14 @@ CHECK_TO_ID = {
     "use_after_free": "PROP-009",
     CHAIN_CHECK: "PROP-009",
 }
+#: schemathesis checks the run turns off (``use_after_free`` stays mapped above: PROP-009).
+DISABLED_CHECKS = (
+    "use_after_free",
+    "unsupported_method",
+    "response_headers_conformance",
+    "object_level_authorization",
+    "allow_header_conformance",
+)
 MAX_EXAMPLES = 50
 STATEFUL_MAX_STEPS = 6
 #: The budget against the bundled stub (``paysuite conform`` with neither --target nor --config):
@@ -153,7 +169,7 @@ _THROTTLE: list[Throttle | None] = [None]
 
 
 #: The session that sends a throttled request again (one per property run).
-_RESENDER: list[Any] = [None]
+_RESENDER: list[requests.Session | None] = [None]
 
 
 def _send_again(response: Any) -> None:
@@ -171,9 +187,7 @@ def _send_again(response: Any) -> None:
     throttle, deadline = _THROTTLE[0], _DEADLINE[0]
     if throttle is None or response.status_code != THROTTLED:
         return
-    if _RESENDER[0] is None:
-        _RESENDER[0] = requests.Session()
-    session = _RESENDER[0]
+    session = _RESENDER[0] = _RESENDER[0] or requests.Session()
     attempt = 0
     current = response
     while current.status_code == THROTTLED:
@@ -199,6 +213,32 @@ class PropertyBudgetExceeded(RuntimeError):
     """The property run used its time budget: the remaining cases are not sent."""
 
 
+def _pace() -> None:
+    """Stop at the run's budget; wait while the target asked to (after another request's 429)."""
+    deadline = _DEADLINE[0]
+    if deadline is not None and time.monotonic() > deadline:
+        raise PropertyBudgetExceeded("the property run used its time budget")
+    throttle = _THROTTLE[0]
+    pause = throttle.pause_s(deadline) if throttle is not None else 0.0
+    if pause > 0:
+        time.sleep(pause)
+
+
+def _fresh_key(case: Any) -> None:
+    """A new idempotency key for a positive creation case, so that it creates (IDEM rules)."""
+    meta = getattr(case, "meta", None)
+    _one_key_location(case, meta)
+    mode = getattr(getattr(meta, "generation", None), "mode", None)
+    if mode is not None and not mode.is_positive:
+        return  # a negative case may mean its key (too long, empty)
+    key = uuid.uuid4().hex
+    for container in (case.headers, case.query):
+        if isinstance(container, dict):
+            for name in list(container):
+                if name.lower() == "idempotency-key":
+                    container[name] = key
+
+
 def _register_hook() -> None:
     global _HOOK_REGISTERED
     if _HOOK_REGISTERED:
@@ -209,27 +249,9 @@ def _register_hook() -> None:
     def paysuite_fresh_idempotency_key(context: Any, case: Any, kwargs: Any) -> None:
         if not _FRESH_KEYS.is_set():
             return
-        deadline = _DEADLINE[0]
-        if deadline is not None and time.monotonic() > deadline:
-            raise PropertyBudgetExceeded("the property run used its time budget")
-        throttle = _THROTTLE[0]
-        if throttle is not None:  # pace: the target asked to wait, after another request's 429
-            pause = throttle.pause_s(deadline)
-            if pause > 0:
-                time.sleep(pause)
-        if case.operation.path not in CREATION_PATHS:
-            return
-        meta = getattr(case, "meta", None)
-        _one_key_location(case, meta)
-        mode = getattr(getattr(meta, "generation", None), "mode", None)
-        if mode is not None and not mode.is_positive:
-            return  # a negative case may mean its key (too long, empty)
-        key = uuid.uuid4().hex
-        for container in (case.headers, case.query):
-            if isinstance(container, dict):
-                for name in list(container):
-                    if name.lower() == "idempotency-key":
-                        container[name] = key
+        _pace()
+        if case.operation.path in CREATION_PATHS:
+            _fresh_key(case)
 
     @schemathesis.hook("after_call")
     def paysuite_honour_rate_limits(context: Any, case: Any, response: Any) -> None:
@@ -270,7 +292,7 @@ def _same(name: str, stored: Any, sent: Any) -> bool:
 
 def _close(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
-        return a == b
+        return bool(a == b)
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return abs(float(a) - float(b)) <= 1e-9 * max(1.0, abs(float(a)))
     return bool(a == b)
@@ -373,7 +395,7 @@ class _Tokens:
         self.ttl_s = ttl_s
         self.flows: dict[str, tokens.TokenFlow] = {}
 
-    def access(self, app: Any) -> str:
+    def access(self, app: Application) -> str:
         with self.lock:
             flow = self.flows.get(app.client_id)
             if flow is None:
@@ -385,7 +407,7 @@ class _Tokens:
                 raise RuntimeError(str(exc)) from None
 
 
-def _app_for(target: Any, path: str) -> Any:
+def _app_for(target: Target, path: str) -> Application | None:
     if path == "/transactions/cashout":
         return target.writer("CASHOUT")
     if path == "/transactions/cashin":
@@ -396,35 +418,15 @@ def _app_for(target: Any, path: str) -> Any:
 # --- the run -----------------------------------------------------------------------------------
 def build_config(
     seed: int, profile: str, base_url: str, max_examples: int = MAX_EXAMPLES, shrink: bool = True
-) -> Any:
+) -> Config:
     import schemathesis
 
     checks: dict[str, Any] = {
-        name: {"enabled": True}
-        for name in (
-            CHAIN_CHECK,
-            "not_a_server_error",
-            "status_code_conformance",
-            "content_type_conformance",
-            "response_schema_conformance",
-            "positive_data_acceptance",
-            "ignored_auth",
-            "missing_required_header",
-            "ensure_resource_availability",
-        )
+        name: {"enabled": name not in DISABLED_CHECKS} for name in (*CHECK_TO_ID, *DISABLED_CHECKS)
     }
-    checks["negative_data_rejection"] = {"enabled": True}
     if profile != "reference":
         checks["negative_data_rejection"]["expected-statuses"] = ["4xx"]
         checks["missing_required_header"]["expected-statuses"] = ["4xx"]
-    for name in (
-        "use_after_free",
-        "unsupported_method",
-        "response_headers_conformance",
-        "object_level_authorization",
-        "allow_header_conformance",
-    ):
-        checks[name] = {"enabled": False}
     return schemathesis.Config.from_dict(
         {
             "seed": seed,
@@ -459,7 +461,7 @@ def build_config(
     )
 
 
-def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = None) -> PropRun:
+def run_properties(target: Target, spec: dict[str, Any], deadline: float | None = None) -> PropRun:
     """Run schemathesis against ``target`` with ``spec`` (already loaded, will be patched).
 
     ``deadline`` (monotonic): no case is sent after it, so a slow or hanging target costs at
@@ -475,7 +477,7 @@ def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = N
         spec, base_url=target.base_url, config=target.config, profile=target.profile
     )
     _register_hook()  # before the config names the chain check
-    bundled = bool(getattr(target, "started_stub", False))
+    bundled = target.started_stub
     config = build_config(
         target.seed,
         target.profile,
@@ -483,14 +485,14 @@ def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = N
         BUNDLED_MAX_EXAMPLES if bundled else MAX_EXAMPLES,
         shrink=not bundled,
     )
-    schema = schemathesis.openapi.from_dict(patched, config=config)
+    schema: BaseSchema = schemathesis.openapi.from_dict(patched, config=config)
     for path in CREATION_PATHS:
         if _app_for(target, path) is None:
             kind = path.rsplit("/", 1)[-1]
             result.excluded[f"POST {path}"] = f"no configured application may {kind}"
             schema = schema.exclude(path=path)
     suite_tokens = _Tokens(
-        target.base_url, float(target.config.access_token_ttl_s), getattr(target, "throttle", None)
+        target.base_url, float(target.config.access_token_ttl_s), target.throttle
     )
     secured = {
         path
@@ -512,7 +514,7 @@ def run_properties(target: Any, spec: dict[str, Any], deadline: float | None = N
 
     schema.auth(refresh_interval=None)(SuiteAuth)
     _DEADLINE[0] = deadline
-    _THROTTLE[0] = getattr(target, "throttle", None)
+    _THROTTLE[0] = target.throttle
     _FRESH_KEYS.set()
     restore = _authorize_as_root()
     try:
@@ -560,7 +562,7 @@ def _is_unanswered(text: str) -> bool:
     )
 
 
-def _authorize_as_root() -> Any:
+def _authorize_as_root() -> Callable[[], None]:
     """Let the stateful phase start from authorize, so authorize -> refresh links are followed.
 
     schemathesis's dependency analysis reads ``client_id`` as a reference to a resource nothing
@@ -610,66 +612,74 @@ def _collect(result: PropRun, event: Any, profile: str) -> None:
             info = node.failure_info
             if info is None or str(getattr(node.status, "value", node.status)) != "failure":
                 continue
-            failure = info.failure
-            case_node = recorder.cases.get(case_id)
-            case = case_node.value if case_node is not None else None
-            interaction = recorder.interactions.get(case_id)
-            status = None
-            request = response = None
-            if interaction is not None:
-                if interaction.response is not None:
-                    status = interaction.response.status_code
-                    response = {
-                        "status": status,
-                        "headers": _headers(getattr(interaction.response, "headers", {}) or {}),
-                        "body": _body_text(interaction.response),
-                    }
-                request = {
-                    "method": interaction.request.method,
-                    "url": interaction.request.uri,
-                    "headers": _headers(interaction.request.headers),
-                    "body": _bytes_text(interaction.request.body),
-                }
-            if _seed_tolerates(profile, node.name, status):
-                continue
-            if status == THROTTLED:
-                continue  # the target's rate limit, not an answer to the case: not judged
-            message = str(getattr(failure, "message", ""))
-            if (
-                node.name == "content_type_conformance"
-                and profile != "reference"
-                and (status in (404, 405) or (case is not None and _negative_path(case)))
-            ):
-                # No route of the implementation took the request (a refresh path it does not
-                # serve, a mangled URL): the web framework answered, not the API. FMT-006
-                # holds the API's own errors to JSON.
-                continue
-            if node.name == "negative_data_rejection" and case is not None:
-                broken = _document_violation(case)
-                if broken is None and profile != "reference":
-                    continue  # only a reference choice forbids it: not judged in the seed view
-                if broken is not None:
-                    message = f"{message}\nThe document makes it invalid: {broken}"
-                else:
-                    message = f"{message}\nNegative in: {_negative_parts(case)} (RC constraints)"
-            operation = f"{case.method} {case.path}" if case is not None else recorder.label
-            check_id = CHECK_TO_ID.get(node.name)
-            if check_id is None:
-                continue
-            result.add(
-                PropFailure(
-                    check_id=check_id,
-                    check_name=node.name,
-                    operation=operation,
-                    phase=phase,
-                    title=str(getattr(failure, "title", "")),
-                    message=message,
-                    curl=info.code_sample,
-                    status=status,
-                    request=request,
-                    response=response,
-                )
-            )
+            failure = _failure(recorder, case_id, node, phase, profile)
+            if failure is not None:
+                result.add(failure)
+
+
+def _failure(
+    recorder: Any, case_id: str, node: Any, phase: str, profile: str
+) -> PropFailure | None:
+    """A failed check of one case as a ``PropFailure``, or None when the document allows it."""
+    case_node = recorder.cases.get(case_id)
+    case = case_node.value if case_node is not None else None
+    request, response = _interaction(recorder.interactions.get(case_id))
+    status = response["status"] if response is not None else None
+    check_id = CHECK_TO_ID.get(node.name)
+    if check_id is None or _seed_tolerates(profile, node.name, status) or status == THROTTLED:
+        return None  # a 429 is the target's rate limit, not an answer to the case: not judged
+    message = str(getattr(node.failure_info.failure, "message", ""))
+    if (
+        node.name == "content_type_conformance"
+        and profile != "reference"
+        and (status in (404, 405) or (case is not None and _negative_path(case)))
+    ):
+        # No route of the implementation took the request (a refresh path it does not serve,
+        # a mangled URL): the web framework answered, not the API. FMT-006 holds the API's own
+        # errors to JSON.
+        return None
+    if node.name == "negative_data_rejection" and case is not None:
+        broken = _document_violation(case)
+        if broken is None and profile != "reference":
+            return None  # only a reference choice forbids it: not judged in the seed view
+        if broken is not None:
+            message = f"{message}\nThe document makes it invalid: {broken}"
+        else:
+            message = f"{message}\nNegative in: {_negative_parts(case)} (RC constraints)"
+    return PropFailure(
+        check_id=check_id,
+        check_name=node.name,
+        operation=f"{case.method} {case.path}" if case is not None else recorder.label,
+        phase=phase,
+        title=str(getattr(node.failure_info.failure, "title", "")),
+        message=message,
+        curl=node.failure_info.code_sample,
+        status=status,
+        request=request,
+        response=response,
+    )
+
+
+def _interaction(
+    interaction: Any,
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The request and response of a recorded interaction as evidence dicts."""
+    if interaction is None:
+        return None, None
+    response = None
+    if interaction.response is not None:
+        response = {
+            "status": interaction.response.status_code,
+            "headers": _headers(getattr(interaction.response, "headers", {}) or {}),
+            "body": _body_text(interaction.response),
+        }
+    request = {
+        "method": interaction.request.method,
+        "url": interaction.request.uri,
+        "headers": _headers(interaction.request.headers),
+        "body": _bytes_text(interaction.request.body),
+    }
+    return request, response
 
 
 def _negative_path(case: Any) -> bool:
@@ -719,13 +729,14 @@ def _seed_tolerates(profile: str, check_name: str, status: int | None) -> bool:
 
 def _headers(headers: Any) -> dict[str, str]:
     """Flatten schemathesis's header lists; shorten the bearer token like our own evidence."""
-    from conformance.evidence import shorten_token
+    from conformance.evidence import safe_headers
 
-    flat: dict[str, str] = {}
-    for name, value in dict(headers).items():
-        text = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
-        flat[str(name)] = shorten_token(text) if str(name).lower() == "authorization" else text
-    return flat
+    return safe_headers(
+        {
+            str(name): ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+            for name, v in dict(headers).items()
+        }
+    )
 
 
 def _bytes_text(data: bytes | None) -> str | None:

@@ -1,9 +1,9 @@
-"""One request/response pair as the proxy saw it: the unit that is judged, reported, written to
-the HAR file and replayed.
+"""One HTTP request and its answer as they went over the wire: the record every judge keeps.
 
-The proxy forwards bytes unchanged, so an exchange keeps the raw bodies and the headers in order
-(a header may repeat); everything that reads an exchange (the judge, the masking, the HAR writer,
-the replay) works from this one record rather than from aiohttp's request objects.
+The proxy forwards bytes unchanged and writes HAR files, and the conformance suite replays what
+it sent as a curl command, so the record holds the real values: raw bodies, and headers in order
+(a header may repeat). What a report may publish (tokens shortened, secrets masked) is derived
+from it by the reader (``conformance.evidence``, ``proxy.masking``), never stored in its place.
 """
 
 from __future__ import annotations
@@ -15,21 +15,25 @@ from typing import Any
 Headers = tuple[tuple[str, str], ...]
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # the proxy keys and dedups finished records by value
 class Exchange:
-    """A forwarded exchange. ``status`` is 0 when the target gave no answer (``error`` says why)."""
+    """A request and its answer. ``status`` is 0 while there is no answer (``error`` says why).
 
-    seq: int
-    started: float  # Unix seconds when the request reached the proxy
-    elapsed_ms: float  # from the request reaching the proxy to the last byte of the answer
+    Mutable only while the conformance client fills in the answer it is waiting for; a record
+    handed on (judged, written, replayed) is not changed again.
+    """
+
     method: str
-    url: str  # the target's full URL the request was forwarded to
-    request_headers: Headers
-    request_body: bytes
-    status: int
-    response_headers: Headers
-    response_body: bytes
+    url: str
+    request_headers: Headers = ()
+    request_body: bytes = b""
+    status: int = 0
+    response_headers: Headers = ()
+    response_body: bytes = b""
     error: str = ""
+    elapsed_ms: float = 0.0  # from the request leaving to the last byte of the answer
+    seq: int = 0  # the proxy's running number of the exchange in its session
+    started: float = 0.0  # Unix seconds when the request was sent (or reached the proxy)
     notes: tuple[str, ...] = field(default=())
 
     def request_header(self, name: str) -> str | None:
