@@ -317,7 +317,7 @@ def pytest_collection_modifyitems(
             state.prepared = prepare(options)
         except SetupError as exc:
             state.setup_error = str(exc)
-            from conformance.runner import write_setup_reports
+            from conformance.preflight import write_setup_reports
 
             write_setup_reports(options, str(exc))
             pytest.exit(str(exc), returncode=2)

@@ -9,12 +9,14 @@ one-line reason (exit status 2).
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 import httpx
@@ -230,3 +232,31 @@ def start_bundled_stub() -> Prepared:
         workdir.cleanup()
         raise SetupError(f"the bundled stub wrote an unusable credentials file: {exc}") from None
     return Prepared(config=config, base_url=config.base_url, stub=stub, stub_dir=workdir)
+
+
+def write_setup_reports(options: Options, reason: str, *, stderr: TextIO | None = None) -> None:
+    """junit.xml, conformance.json and report.html of a run the pre-flight stopped (ERROR).
+
+    A CI's test-report step reads junit.xml whatever the exit status: without it the job would
+    show nothing at all where it should show why nothing ran."""
+    from conformance.report import write_setup_error
+
+    target = options.target or ""
+    if not target and options.config:
+        try:
+            target = load_target_config(options.config).base_url
+        except (TargetConfigError, OSError):
+            target = f"(the target of {options.config})"
+    try:
+        paths = write_setup_error(
+            reason,
+            report_dir=options.report_dir,
+            target=target or "(the bundled stub)",
+            profile=options.profile,
+            strict=options.strict,
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+    except OSError as exc:
+        print(f"paysuite conform: could not write the reports: {exc}", file=stderr or sys.stderr)
+        return
+    print(f"reports: {', '.join(str(p) for p in paths)}", flush=True)

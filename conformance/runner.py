@@ -27,7 +27,7 @@ def run(options: Options, *, stderr: TextIO | None = None) -> int:
     the bundled stub not starting) is exit status 2 with one line on ``stderr``. A bundled stub
     started for the run is stopped before this returns.
     """
-    from conformance.preflight import prepare
+    from conformance.preflight import prepare, write_setup_reports
 
     try:
         prepared = prepare(options)
@@ -39,37 +39,6 @@ def run(options: Options, *, stderr: TextIO | None = None) -> int:
         return run_prepared(options, prepared, stderr=stderr)
     finally:
         prepared.close()
-
-
-def write_setup_reports(options: Options, reason: str, *, stderr: TextIO | None = None) -> None:
-    """junit.xml, conformance.json and report.html of a run the pre-flight stopped (ERROR).
-
-    A CI's test-report step reads junit.xml whatever the exit status: without it the job would
-    show nothing at all where it should show why nothing ran."""
-    from datetime import UTC, datetime
-
-    from conformance.report import write_setup_error
-    from paysuite_core.target_config import TargetConfigError, load_target_config
-
-    target = options.target or ""
-    if not target and options.config:
-        try:
-            target = load_target_config(options.config).base_url
-        except (TargetConfigError, OSError):
-            target = f"(the target of {options.config})"
-    try:
-        paths = write_setup_error(
-            reason,
-            report_dir=options.report_dir,
-            target=target or "(the bundled stub)",
-            profile=options.profile,
-            strict=options.strict,
-            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        )
-    except OSError as exc:
-        print(f"{PROG}: could not write the reports: {exc}", file=stderr or sys.stderr)
-        return
-    print(f"reports: {', '.join(str(p) for p in paths)}", flush=True)
 
 
 def run_prepared(options: Options, prepared: object, *, stderr: TextIO | None = None) -> int:

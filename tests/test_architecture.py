@@ -144,3 +144,57 @@ def test_the_rule_table_names_files_that_exist() -> None:
             if not (ROOT / "conformance" / "suite" / name).is_file() and name != "catalog.py":
                 missing.append(f"conformance/suite/{name}")
     assert not missing, f"docs/architecture.md names files that do not exist: {missing}"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def runtime_imports(path: Path, modules: set[str]) -> set[str]:
+    """The product modules ``path`` imports when it runs: function-level imports count (they are
+    how a cycle hides), imports under ``if TYPE_CHECKING:`` do not (they never run)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    typing_only = {
+        id(node)
+        for branch in ast.walk(tree)
+        if isinstance(branch, ast.If) and "TYPE_CHECKING" in ast.unparse(branch.test)
+        for statement in branch.body
+        for node in ast.walk(statement)
+    }
+    own = module_name(path)
+    package = own if path.name == "__init__.py" else own.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+    return (found & modules) - {own}
+
+
+def test_no_module_imports_itself_back() -> None:
+    """No import circle between modules: a circle hidden inside a function still runs, and a
+    reader can no longer say which module stands on which."""
+    paths = {module_name(path): path for path in python_files(*PARTS)}
+    graph = {name: runtime_imports(path, set(paths)) for name, path in paths.items()}
+    circles: list[str] = []
+    for start in sorted(graph):
+        stack: list[tuple[str, list[str]]] = [(start, [start])]
+        seen: set[str] = set()
+        while stack:
+            name, trail = stack.pop()
+            for imported in sorted(graph[name]):
+                if imported == start:
+                    circles.append(" -> ".join([*trail, start]))
+                elif imported not in seen and imported > start:
+                    seen.add(imported)
+                    stack.append((imported, [*trail, imported]))
+    assert not circles, "import circles:\n" + "\n".join(circles)
