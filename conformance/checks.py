@@ -1,8 +1,8 @@
 """What a check is: its catalog entry (``Check``) and ``@check``, which declares the entry on the
 function that implements it.
 
-A check is a plain function of ``conformance/suite/<section>.py`` that takes the ``target`` (or
-``configured``, the target when applications are configured) and ends by returning (passed), by
+A check is a plain function of ``conformance/suite/<section>.py`` that takes the ``target`` (the
+target when applications are configured, or ``bare_target``, with or without them) and ends by returning (passed), by
 ``CheckFailed`` (the rule is broken), ``CouldNotCheck`` (an error: the rule could not be judged)
 or ``NotApplicable`` (skipped, with the reason); see ``conformance.outcome``. The entry sits in
 the decorator, right above the code that enforces it::
@@ -15,7 +15,7 @@ the decorator, right above the code that enforces it::
         "The token is obtained by posting the application's client_id and client_secret to the "
         "authorize endpoint.",
     )
-    def authorize_with_a_wrong_secret_is_rejected(configured: Target) -> None: ...
+    def authorize_with_a_wrong_secret_is_rejected(target: Target) -> None: ...
 
 This module imports nothing but the standard library: ``conformance.catalog`` gathers the entries
 by importing the section modules, and ``--list`` must not pay for pytest, httpx or schemathesis.

@@ -8,8 +8,8 @@ suite's progress lines, scorecard, reports and exit status:
   would not), and ``pytest_pycollect_makeitem`` makes a ``pytest.Function`` of each function
   carrying a catalog entry (``@check``), named ``"AUTH-001 authorize_returns_the_token_pair"``
   and marked ``conformance_check(ID)``;
-- the fixtures the checks take: ``target``, ``configured`` (the target, when applications are
-  configured) and ``run_cache`` (the property run, computed once);
+- the fixtures the checks take: ``target`` (when applications are configured), ``bare_target``
+  (with or without them) and ``run_cache`` (the property run, computed once);
 - a check that raises ``conformance.outcome.NotApplicable`` is skipped with its reason.
 
 The entry point loads this module in every pytest run of the environment, the project's own
@@ -319,8 +319,9 @@ def _is_not_applicable(call: pytest.CallInfo[None]) -> bool:
 
 
 @pytest.fixture
-def target(request: pytest.FixtureRequest) -> Iterator[Target]:
-    """The implementation under test; every exchange of this check is recorded as evidence."""
+def bare_target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    """The implementation under test, with or without applications configured; every exchange
+    of this check is recorded as evidence."""
     state = request.config.stash[STATE]
     if state.target is None:
         pytest.skip("no target (the run was not set up)")
@@ -351,13 +352,14 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
 
 
 @pytest.fixture
-def configured(target: Target) -> Target:
-    """The target, when applications are configured (else the check skips)."""
-    if target.config is None:
+def target(bare_target: Target) -> Target:
+    """The implementation under test, when applications are configured (else the check skips):
+    nearly every check needs an application to authorize with."""
+    if bare_target.config is None:
         raise _not_applicable_skip(
             "no applications configured: pass --config with the target's applications"
         )
-    return target
+    return bare_target
 
 
 @pytest.fixture

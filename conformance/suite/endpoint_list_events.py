@@ -87,8 +87,7 @@ def record_problems(event: object) -> list[str]:
     "the list answers the envelope: limit, offset, total, transactions",
     "The list response holds limit, offset, total and the transactions array of event records.",
 )
-def the_list_answers_the_envelope(configured: Target) -> None:
-    target = configured
+def the_list_answers_the_envelope(target: Target) -> None:
     app = _app(target)
     target.created("CASHIN", app)
     reply = target.list_events(app)
@@ -122,8 +121,7 @@ def the_list_answers_the_envelope(configured: Target) -> None:
     "Event record: event_id, event_kind, created_at, data (ref, kind, fee, merchant, client, "
     "amount, status, created_at, processed_at).",
 )
-def event_records_carry_the_documented_fields(configured: Target) -> None:
-    target = configured
+def event_records_carry_the_documented_fields(target: Target) -> None:
     app = _app(target)
     _, created = target.created("CASHIN", app)
     reply = target.eventually(
@@ -183,10 +181,9 @@ def _setup_filters(target: Target, app) -> dict:
     "the ref filter returns exactly the events of that transaction",
     "Query parameters, all optional filters: ref (string), transaction reference key.",
 )
-def the_ref_filter_returns_exactly_that_transaction(configured: Target) -> None:
+def the_ref_filter_returns_exactly_that_transaction(target: Target) -> None:
     """Two cashins and a cashout (when the application may cash out): each ref filter returns
     that transaction's events and nothing else."""
-    target = configured
     app = _app(target)
     made = _setup_filters(target, app)
     cases = [(made["a_in"]["ref"], made["a"]), (made["b_in"]["ref"], made["b"])]
@@ -227,8 +224,7 @@ def the_ref_filter_returns_exactly_that_transaction(configured: Target) -> None:
     "the client filter returns only that customer's events",
     "Query parameters, all optional filters: client (string), customer phone number.",
 )
-def the_client_filter_returns_only_that_customer(configured: Target) -> None:
-    target = configured
+def the_client_filter_returns_only_that_customer(target: Target) -> None:
     app = _app(target)
     made = _setup_filters(target, app)
     wanted = {made[k]["ref"] for k in ("a_in", "a_out") if k in made}
@@ -275,8 +271,7 @@ def the_client_filter_returns_only_that_customer(configured: Target) -> None:
     "the kind filter returns only events of that kind",
     "Query parameters, all optional filters: kind (string), CASHIN or CASHOUT.",
 )
-def the_kind_filter_returns_only_that_kind(configured: Target) -> None:
-    target = configured
+def the_kind_filter_returns_only_that_kind(target: Target) -> None:
     app = _app(target)
     made = _setup_filters(target, app)
     for kind, key in (("CASHIN", "a_in"), ("CASHOUT", "a_out")):
@@ -317,12 +312,11 @@ def the_kind_filter_returns_only_that_kind(configured: Target) -> None:
     "the status filter finds each status (pending, success, failed) and returns only it",
     "Query parameters, all optional filters: status (string), transaction status.",
 )
-def the_status_filter_returns_only_that_status(configured: Target) -> None:
+def the_status_filter_returns_only_that_status(target: Target) -> None:
     """Each status the document names: a pending cashin, and with a customer driver a
     confirmed cashin (success or successful) and a cancelled cashout (failed), each found under
     its status and nothing of another status listed. Either reading of the filter is accepted:
     the event's snapshot status or the transaction's current one."""
-    target = configured
     app = _app(target)
     number = target.number()
     _, pending = target.created("CASHIN", app, number=number)
@@ -419,11 +413,10 @@ def _settled(target: Target, app, ref: str, outcome: str) -> object:
     "page consistently",
     "total: integer (total number of matching events); limit: integer (page size).",
 )
-def total_matches_and_limit_offset_page_consistently(configured: Target) -> None:
+def total_matches_and_limit_offset_page_consistently(target: Target) -> None:
     """Three cashins of one customer, the first confirmed when a customer driver can: total
     counts events, not transactions, so the confirmed one counts twice (its created and its
     processed event), under the client filter, under its ref and on every page."""
-    target = configured
     app = _app(target)
     number = target.number()
     before = 0
@@ -519,8 +512,7 @@ def total_matches_and_limit_offset_page_consistently(configured: Target) -> None
     "Ordering of the events in the list: not shown.",
     "reference",
 )
-def events_are_listed_newest_first(configured: Target) -> None:
-    target = configured
+def events_are_listed_newest_first(target: Target) -> None:
     app = _app(target)
     number = target.number()
     refs = [target.created("CASHIN", app, number=number)[1]["ref"] for _ in range(3)]
@@ -545,8 +537,7 @@ def events_are_listed_newest_first(configured: Target) -> None:
     "list response: not shown.",
     "reference",
 )
-def the_envelope_echoes_the_filters_and_sums_amounts(configured: Target) -> None:
-    target = configured
+def the_envelope_echoes_the_filters_and_sums_amounts(target: Target) -> None:
     app = _app(target)
     number = target.number()
     before = 0
@@ -578,8 +569,7 @@ def the_envelope_echoes_the_filters_and_sums_amounts(configured: Target) -> None
     "page size is 20.]",
     "reference",
 )
-def the_default_page_holds_up_to_20_events(configured: Target) -> None:
-    target = configured
+def the_default_page_holds_up_to_20_events(target: Target) -> None:
     app = _app(target)
     number = target.number()
     for _ in range(11):  # 22 events would be needed for 20; 11 creations give 11 + a margin
@@ -672,11 +662,10 @@ def misspelt_keys(body: object, documented: tuple[str, ...], where: str) -> list
     "Event list envelope: event-kind: string (the key is spelled with a hyphen). Event record: "
     "event_id, event_kind, created_at, data.",
 )
-def the_keys_are_spelled_as_documented(configured: Target) -> None:
+def the_keys_are_spelled_as_documented(target: Target) -> None:
     """The envelope without filters and with every filter (the documented four, and the
     event-kind filter the live service takes, dropped if refused): a key the document names,
     present under another spelling, is that field misspelt; absent is fine."""
-    target = configured
     app = _app(target)
     number = target.number()
     _, created = target.created("CASHIN", app, number=number)
@@ -713,12 +702,11 @@ def the_keys_are_spelled_as_documented(configured: Target) -> None:
     "event kinds. It stays there [pending] until the customer confirms or cancels. total: "
     "total number of matching events.",
 )
-def reading_records_nothing(configured: Target) -> None:
+def reading_records_nothing(target: Target) -> None:
     """A pending cashin and cashout of one customer, found twice each and listed: only a
     stage is an event, so the customer's events and their total read the same after the reads
     as before (RFC 9110 §9.2.1: GET is safe). A status that moved meanwhile with its processed
     event is a stage (time-outs are not shown), excluded from the count."""
-    target = configured
     app = _app(target)
     number = target.number()
     kinds = ["CASHIN", "CASHOUT"] if app.can_cashout() else ["CASHIN"]

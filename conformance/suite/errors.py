@@ -36,8 +36,7 @@ MALFORMED = {
     "malformed input is rejected with a 4xx, never a 5xx",
     "Error response bodies, HTTP error status codes and error codes [...]: not shown.",
 )
-def malformed_input_is_a_4xx_never_a_5xx(configured: Target) -> None:
-    target = configured
+def malformed_input_is_a_4xx_never_a_5xx(target: Target) -> None:
     # Each creation path with an application that may create its kind: a body is judged, not
     # a privilege refused before the body is read.
     paths: list[tuple[str, Application | None]] = [
@@ -263,9 +262,9 @@ def _provoke(target: Target) -> list[tuple[str, int, str, Reply]]:
     "Error response bodies, HTTP error status codes and error codes [...]: not shown.",
     "reference",
 )
-def error_bodies_are_status_code_message(configured: Target) -> None:
+def error_bodies_are_status_code_message(target: Target) -> None:
     problems, proof = [], []
-    for what, _, _, reply in _provoke(configured):
+    for what, _, _, reply in _provoke(target):
         body = reply.body
         if not (
             isinstance(body, dict)
@@ -292,9 +291,9 @@ def error_bodies_are_status_code_message(configured: Target) -> None:
     "rejection in rule 1: not shown.",
     "reference",
 )
-def error_statuses_and_codes_follow_the_catalogue(configured: Target) -> None:
+def error_statuses_and_codes_follow_the_catalogue(target: Target) -> None:
     problems, proof = [], []
-    for what, status, code, reply in _provoke(configured):
+    for what, status, code, reply in _provoke(target):
         if reply.status != status or reply.get("code") != code:
             problems.append(
                 f"{what}: {reply.status} {reply.get('code')!r}, expected {status} {code!r}"
@@ -312,14 +311,13 @@ def error_statuses_and_codes_follow_the_catalogue(configured: Target) -> None:
     "Error response bodies, HTTP error status codes and error codes [...]: not shown. [RFC 9110 "
     "§15.6: a 5xx says the server failed; a request it cannot serve is the client's 4xx.]",
 )
-def odd_requests_are_answered_2xx_or_4xx(configured: Target) -> None:
+def odd_requests_are_answered_2xx_or_4xx(target: Target) -> None:
     """Each request is well framed HTTP that a client or a gateway may send; the server may
     serve it or refuse it, but not fail on it, nor answer a status outside 2xx and 4xx. A
     connection closed instead of an answer refuses it too (a framework may drop a body it
     cannot decode): that is noted, not judged."""
     from conformance.http import TargetUnreachable  # not at import: --list stays light
 
-    target = configured
     client = target.client
     reader = target.writer() or target.need_reader()
     probes: list[tuple[str, Callable[[], Reply]]] = [
@@ -418,8 +416,7 @@ def _key_not_utf8(target: Target, path: str, app: Application) -> Reply:
     "Rate limits, amount bounds and maximum page size: not shown.",
     "reference",
 )
-def a_body_of_64_kib_is_served(configured: Target) -> None:
-    target = configured
+def a_body_of_64_kib_is_served(target: Target) -> None:
     app = target.writer("CASHIN")
     if app is None:
         not_applicable("no application may cashin")

@@ -66,12 +66,11 @@ def _creators(
     "refs are UUID-shaped and unique across every creation of the run (both kinds, each merchant)",
     "ref: Unique reference key, UUID-shaped, generated at creation.",
 )
-def refs_are_uuid_shaped_and_unique(configured: Target) -> None:
+def refs_are_uuid_shaped_and_unique(target: Target) -> None:
     """Cashins and cashouts interleaved (a cashout handed the previous cashin's ref, or the
     reverse, is caught), one of another merchant when configured; and every creation of the
     whole run counts: a ref handed out again by any check's creation fails here, whichever
     check drew it (those checks stop as errors, this rule fails)."""
-    target = configured
     own, other = _creators(target)
     if not own:
         not_applicable("no application may create transactions")
@@ -110,10 +109,9 @@ def refs_are_uuid_shaped_and_unique(configured: Target) -> None:
     "event ids are UUID-shaped and unique",
     "event_id: Unique event identifier, UUID-shaped.",
 )
-def event_ids_are_uuid_shaped_and_unique(configured: Target) -> None:
+def event_ids_are_uuid_shaped_and_unique(target: Target) -> None:
     """An event id names one event: the created and processed events of one transaction, the
     events of different transactions and the events of different pages never share one."""
-    target = configured
     app = _app(target)
     number = target.number()
     refs = [target.created("CASHIN", app, number=number)[1]["ref"] for _ in range(3)]
@@ -176,9 +174,8 @@ def event_ids_are_uuid_shaped_and_unique(configured: Target) -> None:
     "creation created_at is an ISO 8601 instant (zone given) with fractional seconds",
     "created_at: ISO 8601 timestamp in UTC with fractional seconds.",
 )
-def creation_created_at_is_an_instant_with_fraction(configured: Target) -> None:
+def creation_created_at_is_an_instant_with_fraction(target: Target) -> None:
     """A cashin's and a cashout's: one creation response for both."""
-    target = configured
     for kind in _kinds(target):
         now = datetime.now(UTC)
         reply, created = target.created(kind, target.need_writer(kind))
@@ -200,9 +197,8 @@ def creation_created_at_is_an_instant_with_fraction(configured: Target) -> None:
     "find timestamp is ISO 8601 with a numeric UTC offset and fractional seconds",
     "timestamp: ISO 8601 timestamp with a numeric UTC offset and fractional seconds.",
 )
-def find_timestamp_has_a_numeric_offset_and_fraction(configured: Target) -> None:
+def find_timestamp_has_a_numeric_offset_and_fraction(target: Target) -> None:
     """A cashin's and a cashout's: one lookup response for both."""
-    target = configured
     for kind in _kinds(target):
         app = target.need_writer(kind)
         now = datetime.now(UTC)
@@ -267,9 +263,9 @@ def _event_stamps(target: Target) -> tuple[Stamps, Stamps, Reply, Reply]:
     "created_at: ISO 8601 timestamp in UTC. data.created_at, data.processed_at: ISO 8601, "
     "UTC, up to nanosecond fraction.",
 )
-def event_timestamps_are_iso_8601_instants(configured: Target) -> None:
+def event_timestamps_are_iso_8601_instants(target: Target) -> None:
     now = datetime.now(UTC)
-    stamps, _, _, listing = _event_stamps(configured)
+    stamps, _, _, listing = _event_stamps(target)
     problems = [
         f"{label}: {problem}"
         for label, value in stamps
@@ -293,8 +289,8 @@ def event_timestamps_are_iso_8601_instants(configured: Target) -> None:
     "8601 timestamp in UTC. [The live service writes +02:00 in creation and data "
     "timestamps: the same instant, another offset.]",
 )
-def utc_timestamps_are_written_in_utc(configured: Target) -> None:
-    events, creations, created_reply, listing = _event_stamps(configured)
+def utc_timestamps_are_written_in_utc(target: Target) -> None:
+    events, creations, created_reply, listing = _event_stamps(target)
     stamps = [*creations, *events]
     problems = []
     for label, value in stamps:
@@ -383,11 +379,10 @@ def disagreements(created: dict, found: dict, events: list[dict]) -> list[str]:
     "created_at, kind, ref; lookup: amount, client, kind, merchant, ref; event data: ref, "
     "kind, merchant, client, amount, created_at: the fields of that one transaction.]",
 )
-def a_transaction_reads_the_same_everywhere(configured: Target) -> None:
+def a_transaction_reads_the_same_everywhere(target: Target) -> None:
     """A cashin confirmed and a cashout cancelled (or both pending without a customer driver):
     one ref names one transaction, so each field the creation answer, find and the events
     share must agree, timestamps as instants in whatever offset each is written."""
-    target = configured
     for kind, outcome in zip(_kinds(target), ("confirm", "cancel"), strict=False):
         created_reply, found, events = _appearances(target, kind, outcome)
         created = created_reply.body
@@ -414,10 +409,9 @@ def a_transaction_reads_the_same_everywhere(configured: Target) -> None:
     "[Which moment it names is not shown; for a transaction still pending, its creation is "
     "the only moment there is.]",
 )
-def find_timestamp_is_the_creation_instant(configured: Target) -> None:
+def find_timestamp_is_the_creation_instant(target: Target) -> None:
     """A cashin and a cashout, still pending: whether ``timestamp`` names the creation or
     the last change, it is the creation instant then (the lookup's own time is neither)."""
-    target = configured
     for kind in _kinds(target):
         app = target.need_writer(kind)
         created_reply, created = target.created(kind, app)
@@ -452,8 +446,7 @@ def _is_json(reply: Reply) -> bool:
     "every response, errors included, is JSON",
     "All bodies are JSON.",
 )
-def every_response_is_json(configured: Target) -> None:
-    target = configured
+def every_response_is_json(target: Target) -> None:
     app = _app(target)
     pair = target.pair(app, fresh=True)
     client = target.client

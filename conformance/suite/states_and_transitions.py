@@ -149,10 +149,9 @@ def _check_processed_event(found: Reply, events: list[dict], created: dict) -> N
     "(none) -> pending: Event transaction:created is recorded. The response carries ref and "
     "status pending.",
 )
-def creation_records_a_created_event(configured: Target) -> None:
+def creation_records_a_created_event(target: Target) -> None:
     """A cashin and a cashout each: "cashin or cashout request accepted" is one row of the
     table, and a service may record events on one code path only."""
-    target = configured
     for kind in _kinds(target):
         app = _app(target, kind)
         number = target.number()
@@ -201,9 +200,9 @@ def creation_records_a_created_event(configured: Target) -> None:
     "processed event",
     "pending -> customer confirms -> success (typically). Event transaction:processed is recorded.",
 )
-def confirmation_processes_to_success(configured: Target) -> None:
-    for kind in _kinds(configured):
-        _, created, found, events = _processed(configured, "confirm", kind=kind)
+def confirmation_processes_to_success(target: Target) -> None:
+    for kind in _kinds(target):
+        _, created, found, events = _processed(target, "confirm", kind=kind)
         expect(
             found.get("status") in SUCCESS_STATUSES,
             f"after confirmation the {kind.lower()}'s status is {found.get('status')!r}, "
@@ -222,9 +221,9 @@ def confirmation_processes_to_success(configured: Target) -> None:
     "after cancellation (cashin and cashout): failed and exactly one processed event",
     "pending -> customer cancels -> failed (typically). Event transaction:processed is recorded.",
 )
-def cancellation_processes_to_failed(configured: Target) -> None:
-    for kind in _kinds(configured):
-        _, created, found, events = _processed(configured, "cancel", kind=kind)
+def cancellation_processes_to_failed(target: Target) -> None:
+    for kind in _kinds(target):
+        _, created, found, events = _processed(target, "cancel", kind=kind)
         expect(
             found.get("status") == "failed",
             f"after cancellation the {kind.lower()}'s status is {found.get('status')!r}, "
@@ -244,12 +243,11 @@ def cancellation_processes_to_failed(configured: Target) -> None:
     "It stays there until the customer confirms or cancels. [...] transaction:processed: "
     "The customer confirms or cancels. A new event is created.",
 )
-def a_processed_transaction_does_not_change_again(configured: Target) -> None:
+def a_processed_transaction_does_not_change_again(target: Target) -> None:
     """A confirmed cashin and a confirmed cashout are each cancelled afterwards; one wait
     serves both."""
     from conformance.customer import DriverUnavailable
 
-    target = configured
     processed = [
         (kind, *_processed(target, "confirm", kind=kind, judged=False)[1:3])
         for kind in _kinds(target)
@@ -294,9 +292,9 @@ def a_processed_transaction_does_not_change_again(configured: Target) -> None:
     "treat both as a successful outcome.",
     "reference",
 )
-def a_confirmed_transaction_reads_exactly_success(configured: Target) -> None:
-    for kind in _kinds(configured):
-        _, _, found, events = _processed(configured, "confirm", kind=kind, judged=False)
+def a_confirmed_transaction_reads_exactly_success(target: Target) -> None:
+    for kind in _kinds(target):
+        _, _, found, events = _processed(target, "confirm", kind=kind, judged=False)
         statuses = {found.get("status")} | {
             data_of(e).get("status") for e in events if e.get("event_kind") == PROCESSED
         }
@@ -340,12 +338,11 @@ def dated_before_its_stage(event: dict) -> str | None:
     "transaction:processed: recorded when the customer confirms or cancels. A new event is "
     "created.",
 )
-def an_event_is_not_dated_before_its_stage(configured: Target) -> None:
+def an_event_is_not_dated_before_its_stage(target: Target) -> None:
     """A confirmed cashin and a cancelled cashout (their created events only, without a
     customer driver): an event recorded late is fine, one dated before its stage is not. A
     creation and the customer's action are a round trip apart at least, far more than the
     granularity of stamps with a fraction (the slack allowed for each stamp's last digit)."""
-    target = configured
     driver = target.customer is not None and target.customer.unavailable_reason() is None
     for kind, outcome in zip(_kinds(target), ("confirm", "cancel"), strict=False):
         app = _app(target, kind)
@@ -402,12 +399,11 @@ def leave_transactions_alone(target: Target) -> None:
     "Every transaction starts in the status pending. It stays there until the customer "
     "confirms or cancels.",
 )
-def a_transaction_stays_pending_until_the_customer_acts(configured: Target) -> None:
+def a_transaction_stays_pending_until_the_customer_acts(target: Target) -> None:
     """The transactions were created when the run started and no customer acted on them: a
     target that settles on its own (a time-out that has already passed, an outcome drawn at
     creation) shows it by now. Past ``LEFT_ALONE_MAX_S`` a time-out may have ended them, so
     the check leaves new ones alone instead; either way for ``LEFT_ALONE_WAIT_S`` at least."""
-    target = configured
     kinds = _kinds(target)
     early = target.early.pop("LIFE-007", None)
     if not isinstance(early, LeftAlone) or time.monotonic() - early.at > LEFT_ALONE_MAX_S:

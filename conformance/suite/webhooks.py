@@ -146,8 +146,7 @@ def _summary(arrivals: list[Arrival]) -> str:
     QUOTE,
     profile="reference",
 )
-def both_events_are_delivered_as_listed(configured: Target) -> None:
-    target = configured
+def both_events_are_delivered_as_listed(target: Target) -> None:
     hooks, receiver, app = _hooks(target)
     reply, ref, kinds = _transaction(target, hooks, app, confirm=True)
     listed = _listed(target, app, ref, kinds)
@@ -184,8 +183,7 @@ def both_events_are_delivered_as_listed(configured: Target) -> None:
     " the live service's X-Paypack-Signature: base64 HMAC-SHA256(secret, body) (field notes).",
     profile="reference",
 )
-def every_delivery_is_signed(configured: Target) -> None:
-    target = configured
+def every_delivery_is_signed(target: Target) -> None:
     hooks, receiver, app = _hooks(target)
     reply, ref, kinds = _transaction(target, hooks, app, confirm=False)
     listed = _listed(target, app, ref, kinds)
@@ -216,8 +214,7 @@ def every_delivery_is_signed(configured: Target) -> None:
     QUOTE + " Reference choice: a receiver deduplicates by event_id, so a repeat must keep it.",
     profile="reference",
 )
-def no_event_is_delivered_under_two_ids(configured: Target) -> None:
-    target = configured
+def no_event_is_delivered_under_two_ids(target: Target) -> None:
     hooks, receiver, app = _hooks(target)
     reply, ref, kinds = _transaction(target, hooks, app, confirm=False)
     listed = _listed(target, app, ref, kinds)
@@ -254,8 +251,7 @@ def no_event_is_delivered_under_two_ids(configured: Target) -> None:
     QUOTE + " Reference choice: the deliveries of one transaction are attempted in event order.",
     profile="reference",
 )
-def created_is_delivered_before_processed(configured: Target) -> None:
-    target = configured
+def created_is_delivered_before_processed(target: Target) -> None:
     hooks, receiver, app = _hooks(target)
     reply, ref, _ = _transaction(target, hooks, app, confirm=True)
     ledger = receiver.ledger
@@ -287,8 +283,7 @@ def created_is_delivered_before_processed(configured: Target) -> None:
     QUOTE + " Reference choice: at-least-once delivery, retried with backoff.",
     profile="reference",
 )
-def a_failed_delivery_is_retried(configured: Target) -> None:
-    target = configured
+def a_failed_delivery_is_retried(target: Target) -> None:
     hooks, receiver, app = _hooks(target)
     number = target.number()
     if target.customer is not None and target.customer.unavailable_reason() is None:
@@ -341,8 +336,7 @@ def a_failed_delivery_is_retried(configured: Target) -> None:
     "receiver refuses an old one; X-Paypack-Signature alone signs the body only.",
     profile="reference",
 )
-def every_delivery_carries_a_timestamped_signature(configured: Target) -> None:
-    target = configured
+def every_delivery_carries_a_timestamped_signature(target: Target) -> None:
     hooks, receiver, app = _hooks(target)
     reply, ref, kinds = _transaction(target, hooks, app, confirm=False)
     listed = _listed(target, app, ref, kinds)
