@@ -16,7 +16,7 @@ need pytest; the plugin turns it into a pytest skip.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from conformance.evidence import Exchange
@@ -96,3 +96,16 @@ def fail(
     message: str, *proof: Reply | Exchange | None, expected: str = "", actual: str = ""
 ) -> NoReturn:
     raise CheckFailed(message, exchanges_of(proof), expected=expected, actual=actual)
+
+
+def expect_none(
+    problems: Sequence[str],
+    *proof: Reply | Exchange | None,
+    expected: str,
+    prefix: str = "",
+) -> None:
+    """Fail with every problem found unless there is none: a check reports all that is wrong
+    at once, so that fixing the first finding does not merely reveal the next."""
+    if problems:
+        actual = "; ".join(problems)
+        raise CheckFailed(prefix + actual, exchanges_of(proof), expected=expected, actual=actual)

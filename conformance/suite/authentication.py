@@ -26,7 +26,7 @@ from conformance.api import (
 )
 from conformance.checks import Section, check, set_up_early
 from conformance.jwt_forgeries import forgeries, is_jwt, parts
-from conformance.outcome import expect, fail, not_applicable, precondition
+from conformance.outcome import expect, expect_none, fail, not_applicable, precondition
 
 if TYPE_CHECKING:
     from conformance.http import Reply
@@ -232,12 +232,10 @@ def authorize_with_a_wrong_secret_is_rejected(target: Target) -> None:
                 + (" with an access token" if reply.get("access") else ", expected a 4xx")
             )
             proof.append(reply)
-    expect(
-        not problems,
-        "; ".join(problems),
+    expect_none(
+        problems,
         *proof,
         expected="every client_secret other than the application's, byte for byte, refused (4xx)",
-        actual="; ".join(problems),
     )
 
 
@@ -687,12 +685,10 @@ def a_refreshed_pair_is_the_same_merchants(target: Target) -> None:
                 )
                 proof.extend((reply, *replies))
     precondition(judged, "no refresh path returned a working token pair (AUTH-009)")
-    expect(
-        not problems,
-        "; ".join(problems),
+    expect_none(
+        problems,
         *proof,
         expected="a refreshed pair that acts for its own application's merchant only",
-        actual="; ".join(problems),
     )
 
 
@@ -750,12 +746,10 @@ def refresh_refuses_what_is_not_a_refresh_token(target: Target) -> None:
             if reply.ok and reply.get("access"):
                 problems.append(f"GET {template} with {label} answered a token pair")
                 proof.append(reply)
-    expect(
-        not problems,
-        "; ".join(problems),
+    expect_none(
+        problems,
         *proof[:6],
         expected="no token pair for anything but a refresh token the target issued",
-        actual="; ".join(problems),
     )
 
 
@@ -772,12 +766,10 @@ def the_bearer_scheme_is_case_insensitive(target: Target) -> None:
     """A client that writes ``bearer`` follows HTTP; refusing it is an interoperability bug,
     not a document rule (a SHOULD)."""
     problems, proof = _every_operation_accepts(target, ("bearer {}", "BEARER {}"))
-    expect(
-        not problems,
-        "; ".join(problems),
+    expect_none(
+        problems,
         *proof[:6],
         expected="'bearer <token>' and 'BEARER <token>' accepted like 'Bearer <token>'",
-        actual="; ".join(problems),
     )
 
 
@@ -793,12 +785,10 @@ def the_bearer_scheme_is_case_insensitive(target: Target) -> None:
 def a_bare_token_is_accepted(target: Target) -> None:
     """RC-33 follows the live service, so that paypack-js works against the stub."""
     problems, proof = _every_operation_accepts(target, ("{}",))
-    expect(
-        not problems,
-        "; ".join(problems),
+    expect_none(
+        problems,
         *proof[:6],
         expected="'Authorization: <access token>' accepted like 'Bearer <access token>' (RC-33)",
-        actual="; ".join(problems),
     )
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from conformance.api import created_values_differ
 from conformance.checks import Section, check
-from conformance.outcome import expect, not_applicable
+from conformance.outcome import expect, expect_none, not_applicable
 
 if TYPE_CHECKING:
     from conformance.target import Target
@@ -69,12 +69,11 @@ def find_answers_the_lookup_fields(target: Target) -> None:
             actual=str(reply.status),
         )
         problems = lookup_problems(reply.body)
-        expect(
-            not problems,
-            f"lookup response of a {kind.lower()}: " + "; ".join(problems),
+        expect_none(
+            problems,
             reply,
             expected=", ".join(LOOKUP_TYPES),
-            actual="; ".join(problems),
+            prefix=f"lookup response of a {kind.lower()}: ",
         )
         body = reply.body
         wrong = created_values_differ(body, created["ref"], kind, amount, number)
@@ -82,14 +81,13 @@ def find_answers_the_lookup_fields(target: Target) -> None:
             wrong.append(f"fee {body.get('fee')} is negative")
         if not body.get("merchant"):
             wrong.append("merchant is empty")
-        expect(
-            not wrong,
-            f"lookup values of a {kind.lower()}: " + "; ".join(wrong),
+        expect_none(
+            wrong,
             created_reply,
             reply,
             expected=f"ref {created['ref']}, kind {kind}, amount {amount}, client {number}, "
             "status pending",
-            actual="; ".join(wrong),
+            prefix=f"lookup values of a {kind.lower()}: ",
         )
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from conformance import timestamps
 from conformance.api import SUCCESS_STATUSES, data_of
 from conformance.checks import Section, check
-from conformance.outcome import expect, fail, not_applicable, precondition
+from conformance.outcome import expect, expect_none, fail, not_applicable, precondition
 from paysuite_core.request_data import same_number
 
 if TYPE_CHECKING:
@@ -104,12 +104,11 @@ def the_list_answers_the_envelope(target: Target) -> None:
     for name, types in ENVELOPE_OPTIONAL.items():
         if name in body and body[name] is not None and not _typed(body[name], types):
             problems.append(f"{name} is {body[name]!r}, expected {types[0].__name__}")
-    expect(
-        not problems,
-        "envelope: " + "; ".join(problems),
+    expect_none(
+        problems,
         reply,
         expected="limit, offset, total integers and a transactions array",
-        actual="; ".join(problems),
+        prefix="envelope: ",
     )
 
 

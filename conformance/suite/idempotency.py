@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from conformance.api import data_of, kind_path, reuse_problems
 from conformance.checks import Section, check
-from conformance.outcome import expect, not_applicable, precondition
+from conformance.outcome import expect, expect_none, not_applicable, precondition
 
 if TYPE_CHECKING:
     from conformance.http import Reply
@@ -245,12 +245,10 @@ def _judge(trails: Sequence[_Trail], expected: str) -> None:
         if wrong:
             problems.append(f"{sent.what}: {'; '.join(dict.fromkeys(wrong))}")
             proof.append(sent.reply)
-    expect(
-        not problems,
-        "; ".join(problems),
+    expect_none(
+        problems,
         *proof[:4],
         expected=expected,
-        actual="; ".join(problems),
     )
 
 
@@ -503,13 +501,11 @@ def _race(target: Target, channel: Literal["header", "query"], size: int) -> Non
         if len(created) != 1:
             problems.append(f"{what}: {len(created)} transactions were created for {trail.number}")
             proof += odd[:2]
-    expect(
-        not problems,
-        "; ".join(problems),
+    expect_none(
+        problems,
         *proof[:5],
         expected="of each burst with one key, exactly one request accepted and one transaction "
         "created",
-        actual="; ".join(problems),
     )
 
 
@@ -558,12 +554,10 @@ def without_a_key_each_request_creates_a_transaction(target: Target) -> None:
             else:
                 continue
             proof += [sent.reply for sent in group]
-    expect(
-        not problems,
-        "; ".join(problems),
+    expect_none(
+        problems,
         *proof[:6],
         expected="three transactions under three refs for three identical requests without a key",
-        actual="; ".join(problems),
     )
 
 
@@ -864,13 +858,11 @@ def another_merchants_key_reveals_nothing(target: Target) -> None:
             proof += [one, other]
     if not judged:
         not_applicable("no two merchants' applications may create the same kind")
-    expect(
-        not leaks,
-        "; ".join(leaks),
+    expect_none(
+        leaks,
         *proof[:4],
         expected="an answer about the second merchant's own request, without the first "
         "merchant's ref",
-        actual="; ".join(leaks),
     )
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from conformance.api import data_of
 from conformance.checks import Section, check
-from conformance.outcome import expect, not_applicable
+from conformance.outcome import expect, expect_none, not_applicable
 from conformance.suite.authentication import refreshed_pairs
 
 if TYPE_CHECKING:
@@ -65,13 +65,11 @@ def _denied_with_every_token(target: Target, app: Application, kinds: tuple[str,
     for token in _tokens_of(target, app):
         for kind in kinds:
             _denied(target, app, kind, problems, proof, token)
-    expect(
-        not problems,
-        "; ".join(problems),
+    expect_none(
+        problems,
         *proof,
         expected=f"{' and '.join(k.lower() for k in kinds)} refused (4xx) and nothing created, "
         "with the authorized and every refreshed token",
-        actual="; ".join(problems),
     )
 
 
@@ -137,12 +135,10 @@ def each_privilege_allows_what_it_names(target: Target) -> None:
             if not found.ok:
                 problems.append(f"{app.privilege} find answered {found.status}")
                 proof.append(found)
-    expect(
-        not problems,
-        "; ".join(problems),
+    expect_none(
+        problems,
         *proof,
         expected="every privilege allowed what it names, with authorized and refreshed tokens",
-        actual="; ".join(problems),
     )
 
 
@@ -250,13 +246,11 @@ def another_merchant_does_not_see_the_events(target: Target) -> None:
                 f"merchant {other.merchant} sees events of merchant {owner_code} with filters "
                 f"{params}"
             )
-    expect(
-        not problems,
-        "; ".join(problems),
+    expect_none(
+        problems,
         *proof,
         expected=f"no event of merchant {owner.merchant} in merchant {other.merchant}'s list, "
         "unfiltered or under any filter",
-        actual="; ".join(problems),
     )
 
 

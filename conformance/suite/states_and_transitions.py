@@ -21,7 +21,14 @@ from conformance.api import (
     status_changed,
 )
 from conformance.checks import Section, check, set_up_early
-from conformance.outcome import CouldNotCheck, expect, fail, not_applicable, precondition
+from conformance.outcome import (
+    CouldNotCheck,
+    expect,
+    expect_none,
+    fail,
+    not_applicable,
+    precondition,
+)
 from paysuite_core.request_data import same_number
 
 if TYPE_CHECKING:
@@ -183,12 +190,11 @@ def creation_records_a_created_event(target: Target) -> None:
         wrong = created_values_differ(
             data_of(made[0]), created["ref"], kind, amount, number, prefix="data."
         )
-        expect(
-            not wrong,
-            f"the {kind.lower()}'s created event: " + "; ".join(wrong),
+        expect_none(
+            wrong,
             reply,
             expected=f"the values created: kind {kind}, amount {amount}, client {number}, pending",
-            actual="; ".join(wrong),
+            prefix=f"the {kind.lower()}'s created event: ",
         )
 
 
