@@ -26,7 +26,14 @@ from conformance.api import (
 )
 from conformance.checks import Section, check, set_up_early
 from conformance.jwt_forgeries import forgeries, is_jwt, parts
-from conformance.outcome import expect, expect_none, fail, not_applicable, precondition
+from conformance.outcome import (
+    CouldNotCheck,
+    expect,
+    expect_none,
+    fail,
+    not_applicable,
+    precondition,
+)
 
 if TYPE_CHECKING:
     from conformance.http import Reply
@@ -136,6 +143,14 @@ def _a_listed_ref(target: Target, app: Application) -> str | None:
     return None
 
 
+def fresh_refresh_token(target: Target, app: Application) -> str:
+    """The refresh token of a pair authorized just now: rotation may have spent an older one."""
+    token = target.pair(app, fresh=True).refresh
+    if not token:
+        raise CouldNotCheck(f"authorize gave application {app.client_id} no refresh token")
+    return token
+
+
 def refreshed_pairs(target: Target, app: Application) -> Iterator[tuple[str, Reply]]:
     """A pair refreshed on each refresh path that serves one: (path template, its answer).
 
@@ -146,9 +161,7 @@ def refreshed_pairs(target: Target, app: Application) -> Iterator[tuple[str, Rep
     the paths themselves, the checks calling this judge what a served pair may do.
     """
     for template in REFRESH_PATHS:
-        refresh_token = target.pair(app, fresh=True).refresh
-        precondition(refresh_token, f"authorize gave application {app.client_id} no refresh token")
-        reply = target.refresh(str(refresh_token), template)
+        reply = target.refresh(fresh_refresh_token(target, app), template)
         access = reply.get("access") if reply.ok else None
         if isinstance(access, str) and access:
             yield template, reply
@@ -523,8 +536,7 @@ def a_refresh_token_is_not_an_access_token(target: Target) -> None:
 def both_refresh_paths_are_served(target: Target) -> None:
     app = target.need_reader()
     for template in REFRESH_PATHS:
-        pair = target.pair(app, fresh=True)
-        reply = target.refresh(pair.refresh, template)
+        reply = target.refresh(fresh_refresh_token(target, app), template)
         expect(
             reply.ok and isinstance(reply.get("access"), str),
             f"GET {template} answered {reply.status} without a token pair",
@@ -544,11 +556,10 @@ def a_used_refresh_token_stops_working(target: Target) -> None:
     """Judged at once and again at the end of the run on a token spent when it started: a
     target that forgets its spent tokens (a clean-up of expired ones that drops them all) lets
     one work again a while later."""
-    app = target.need_reader()
-    pair = target.pair(app, fresh=True)
-    first = _refresh_on_either_path(target, pair.refresh)
+    token = fresh_refresh_token(target, target.need_reader())
+    first = _refresh_on_either_path(target, token)
     precondition(first.ok, f"refresh answered {first.status} (AUTH-009)", first)
-    again = target.refresh(pair.refresh, REFRESH_PATHS[1])
+    again = target.refresh(token, REFRESH_PATHS[1])
     expect(
         again.rejected,
         f"the refresh token was accepted a second time ({again.status}); RC-10 rotates it",
@@ -585,10 +596,10 @@ def _refresh_on_either_path(target: Target, token: str) -> Reply:
 @set_up_early("AUTH-012")
 def spend_a_refresh_token(target: Target) -> None:
     """Spend a refresh token when the run starts, for AUTH-012 to try again at its end."""
-    pair = target.pair(target.need_reader(), fresh=True)
-    first = _refresh_on_either_path(target, pair.refresh)
+    token = fresh_refresh_token(target, target.need_reader())
+    first = _refresh_on_either_path(target, token)
     if first.ok:
-        target.early["AUTH-012"] = SpentRefresh(pair.refresh, first, time.monotonic())
+        target.early["AUTH-012"] = SpentRefresh(token, first, time.monotonic())
 
 
 @check(

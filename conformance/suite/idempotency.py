@@ -36,7 +36,7 @@ KINDS = ("CASHIN", "CASHOUT")
 Must = Literal["accept", "reject", "either"]
 
 
-def _writer(target: Target, *kinds: str):
+def _writer(target: Target, *kinds: str) -> Application:
     app = target.app("read-write")
     if app is None and len(kinds) == 1:
         app = target.writer(kinds[0])
@@ -571,7 +571,7 @@ def without_a_key_each_request_creates_a_transaction(target: Target) -> None:
     "reference",
 )
 def a_key_is_scoped_to_its_merchant(target: Target) -> None:
-    writers = {}
+    writers: dict[str, Application] = {}
     for app in target.apps("read-write", "cashin"):
         writers.setdefault(app.merchant, app)
     if len(writers) < 2:
@@ -670,7 +670,7 @@ def different_keys_in_the_two_channels_execute_once(target: Target) -> None:
             header=header,
             query=query,
         )
-        again = "reject" if first.reply.ok else "either"
+        again: Must = "reject" if first.reply.ok else "either"
         trail.send(f"{k} repeating both keys", kind, again, header=header, query=query)
         if not first.reply.ok:
             target.note(

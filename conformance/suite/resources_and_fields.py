@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from conformance import timestamps
 from conformance.api import AUTHORIZE, CASHIN, EVENTS, REFRESH_PATHS, UUID_RE, data_of, find_path
 from conformance.checks import Section, check
 from conformance.outcome import expect, fail, not_applicable, precondition
+from conformance.suite.authentication import fresh_refresh_token
+from conformance.suite.states_and_transitions import creatable_kinds
 from paysuite_core.request_data import same_number
 
 if TYPE_CHECKING:
@@ -24,21 +26,6 @@ if TYPE_CHECKING:
 
 
 PROCESSED = "transaction:processed"
-
-
-def _kinds(target: Target) -> list[str]:
-    """The kinds some application may create: a rule of both is judged on both."""
-    kinds = [kind for kind in ("CASHIN", "CASHOUT") if target.writer(kind) is not None]
-    if not kinds:
-        not_applicable("no application may create transactions")
-    return kinds
-
-
-def _app(target: Target):
-    app = target.writer("CASHIN")
-    if app is None:
-        not_applicable("no application may cashin")
-    return app
 
 
 def _creators(
@@ -112,7 +99,7 @@ def refs_are_uuid_shaped_and_unique(target: Target) -> None:
 def event_ids_are_uuid_shaped_and_unique(target: Target) -> None:
     """An event id names one event: the created and processed events of one transaction, the
     events of different transactions and the events of different pages never share one."""
-    app = _app(target)
+    app = target.need_writer()
     number = target.number()
     refs = [target.created("CASHIN", app, number=number)[1]["ref"] for _ in range(3)]
     precondition(len(set(refs)) == 3, f"three creations returned refs {refs} (FMT-001)")
@@ -125,7 +112,7 @@ def event_ids_are_uuid_shaped_and_unique(target: Target) -> None:
             lambda items: len(items) >= 2,
             timeout_s=min(10.0, target.driver_timeout()),
         )
-    events: list[dict] = []
+    events: list[dict[str, Any]] = []
     proof = []
     for ref in refs:
         found = target.events_for_ref(app, ref, wait=True)
@@ -176,7 +163,7 @@ def event_ids_are_uuid_shaped_and_unique(target: Target) -> None:
 )
 def creation_created_at_is_an_instant_with_fraction(target: Target) -> None:
     """A cashin's and a cashout's: one creation response for both."""
-    for kind in _kinds(target):
+    for kind in creatable_kinds(target):
         now = datetime.now(UTC)
         reply, created = target.created(kind, target.need_writer(kind))
         problem = timestamps.instant_with_fraction(created.get("created_at"))
@@ -199,7 +186,7 @@ def creation_created_at_is_an_instant_with_fraction(target: Target) -> None:
 )
 def find_timestamp_has_a_numeric_offset_and_fraction(target: Target) -> None:
     """A cashin's and a cashout's: one lookup response for both."""
-    for kind in _kinds(target):
+    for kind in creatable_kinds(target):
         app = target.need_writer(kind)
         now = datetime.now(UTC)
         _, created = target.created(kind, app)
@@ -232,7 +219,7 @@ def _event_stamps(target: Target) -> tuple[Stamps, Stamps, Reply, Reply]:
     stamps: Stamps = []
     creations: Stamps = []
     replies: list[Reply] = []
-    for kind, outcome in zip(_kinds(target), ("confirm", "cancel"), strict=False):
+    for kind, outcome in zip(creatable_kinds(target), ("confirm", "cancel"), strict=False):
         app = target.need_writer(kind)
         created_reply, created = target.created(kind, app, number=target.number())
         if driver:
@@ -307,7 +294,9 @@ def utc_timestamps_are_written_in_utc(target: Target) -> None:
     )
 
 
-def _appearances(target: Target, kind: str, outcome: str) -> tuple[Reply, Reply, list[dict]]:
+def _appearances(
+    target: Target, kind: str, outcome: str
+) -> tuple[Reply, Reply, list[dict[str, Any]]]:
     """A new ``kind``, processed by the customer's ``outcome`` when a driver can: its
     creation answer, find's answer and every event listed for it."""
     app = target.need_writer(kind)
@@ -337,7 +326,9 @@ def _appearances(target: Target, kind: str, outcome: str) -> tuple[Reply, Reply,
     return created_reply, found, events
 
 
-def disagreements(created: dict, found: dict, events: list[dict]) -> list[str]:
+def disagreements(
+    created: dict[str, Any], found: dict[str, Any], events: list[dict[str, Any]]
+) -> list[str]:
     """Where one transaction reads differently in its creation answer, find's answer and each
     event's ``data``: ref, kind and amount everywhere, the customer (in any notation) and the
     merchant between find and the events, and ``created_at`` as one instant. The status and
@@ -383,7 +374,7 @@ def a_transaction_reads_the_same_everywhere(target: Target) -> None:
     """A cashin confirmed and a cashout cancelled (or both pending without a customer driver):
     one ref names one transaction, so each field the creation answer, find and the events
     share must agree, timestamps as instants in whatever offset each is written."""
-    for kind, outcome in zip(_kinds(target), ("confirm", "cancel"), strict=False):
+    for kind, outcome in zip(creatable_kinds(target), ("confirm", "cancel"), strict=False):
         created_reply, found, events = _appearances(target, kind, outcome)
         created = created_reply.body
         problems = disagreements(created, found.body, events)
@@ -412,7 +403,7 @@ def a_transaction_reads_the_same_everywhere(target: Target) -> None:
 def find_timestamp_is_the_creation_instant(target: Target) -> None:
     """A cashin and a cashout, still pending: whether ``timestamp`` names the creation or
     the last change, it is the creation instant then (the lookup's own time is neither)."""
-    for kind in _kinds(target):
+    for kind in creatable_kinds(target):
         app = target.need_writer(kind)
         created_reply, created = target.created(kind, app)
         found = target.find(created["ref"], app)
@@ -447,7 +438,7 @@ def _is_json(reply: Reply) -> bool:
     "All bodies are JSON.",
 )
 def every_response_is_json(target: Target) -> None:
-    app = _app(target)
+    app = target.need_writer()
     pair = target.pair(app, fresh=True)
     client = target.client
     replies = [
@@ -463,8 +454,7 @@ def every_response_is_json(target: Target) -> None:
     if ref:
         replies.append(client.get(find_path(ref), token=pair.access))
     for template in REFRESH_PATHS:  # only the paths the target serves: either is conformant
-        fresh = target.pair(app, fresh=True)
-        reply = target.refresh(fresh.refresh, template)
+        reply = target.refresh(fresh_refresh_token(target, app), template)
         if reply.ok:
             replies.append(reply)
             replies.append(target.refresh("not-a-token", template))

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from conformance import timestamps
 from conformance.api import (
@@ -39,14 +40,7 @@ PROCESSED = "transaction:processed"
 CREATED = "transaction:created"
 
 
-def _app(target: Target, kind: str = "CASHIN"):
-    app = target.writer(kind)
-    if app is None:
-        not_applicable(f"no application may {kind.lower()}")
-    return app
-
-
-def _kinds(target: Target) -> list[str]:
+def creatable_kinds(target: Target) -> list[str]:
     """The kinds some application may create: the document states the lifecycle for cashin
     and cashout alike, so each rule is judged on both when the configuration allows."""
     kinds = [kind for kind in ("CASHIN", "CASHOUT") if target.writer(kind) is not None]
@@ -55,15 +49,9 @@ def _kinds(target: Target) -> list[str]:
     return kinds
 
 
-def _need_driver(target: Target) -> None:
-    reason = target.need_customer().unavailable_reason()
-    if reason:
-        not_applicable(reason)
-
-
 def _processed(
     target: Target, outcome: str, *, kind: str = "CASHIN", judged: bool = True
-) -> tuple[Reply, dict, Reply, list[dict]]:
+) -> tuple[Reply, dict[str, Any], Reply, list[dict[str, Any]]]:
     """Create a ``kind``, have the customer act, wait for the outcome; returns creation, find,
     events.
 
@@ -72,8 +60,8 @@ def _processed(
     """
     from conformance.customer import DriverUnavailable
 
-    _need_driver(target)
-    app = _app(target, kind)
+    target.need_customer().need_available()
+    app = target.need_writer(kind)
     number = target.need_customer().number_for(outcome, target.number())  # type: ignore[arg-type]
     created_reply, created = target.created(kind, app, number=number)
     ref = created["ref"]
@@ -105,7 +93,9 @@ def _processed(
     return created_reply, created, found, events
 
 
-def _check_processed_event(found: Reply, events: list[dict], created: dict) -> None:
+def _check_processed_event(
+    found: Reply, events: list[dict[str, Any]], created: dict[str, Any]
+) -> None:
     processed = [e for e in events if e.get("event_kind") == PROCESSED]
     expect(
         len(processed) == 1,
@@ -159,8 +149,8 @@ def _check_processed_event(found: Reply, events: list[dict], created: dict) -> N
 def creation_records_a_created_event(target: Target) -> None:
     """A cashin and a cashout each: "cashin or cashout request accepted" is one row of the
     table, and a service may record events on one code path only."""
-    for kind in _kinds(target):
-        app = _app(target, kind)
+    for kind in creatable_kinds(target):
+        app = target.need_writer(kind)
         number = target.number()
         amount = target.amount()
         reply, created = target.created(kind, app, number=number, amount=amount)
@@ -172,7 +162,7 @@ def creation_records_a_created_event(target: Target) -> None:
             actual=repr(created.get("status")),
         )
         events = target.wait_until(
-            lambda app=app, ref=created["ref"]: target.events_for_ref(app, ref),
+            partial(target.events_for_ref, app, created["ref"]),
             lambda items: bool(items),
             timeout_s=10,
         )
@@ -207,7 +197,7 @@ def creation_records_a_created_event(target: Target) -> None:
     "pending -> customer confirms -> success (typically). Event transaction:processed is recorded.",
 )
 def confirmation_processes_to_success(target: Target) -> None:
-    for kind in _kinds(target):
+    for kind in creatable_kinds(target):
         _, created, found, events = _processed(target, "confirm", kind=kind)
         expect(
             found.get("status") in SUCCESS_STATUSES,
@@ -228,7 +218,7 @@ def confirmation_processes_to_success(target: Target) -> None:
     "pending -> customer cancels -> failed (typically). Event transaction:processed is recorded.",
 )
 def cancellation_processes_to_failed(target: Target) -> None:
-    for kind in _kinds(target):
+    for kind in creatable_kinds(target):
         _, created, found, events = _processed(target, "cancel", kind=kind)
         expect(
             found.get("status") == "failed",
@@ -256,7 +246,7 @@ def a_processed_transaction_does_not_change_again(target: Target) -> None:
 
     processed = [
         (kind, *_processed(target, "confirm", kind=kind, judged=False)[1:3])
-        for kind in _kinds(target)
+        for kind in creatable_kinds(target)
     ]
     if target.customer is not None and target.customer.driver in ("sandbox", "command"):
         for _, created, _ in processed:
@@ -266,7 +256,7 @@ def a_processed_transaction_does_not_change_again(target: Target) -> None:
                 pass  # refusing to act again is a fine answer
     time.sleep(target.quiet_s)
     for kind, created, found in processed:
-        app = _app(target, kind)
+        app = target.need_writer(kind)
         ref = created["ref"]
         again = target.find(ref, app)
         changed = status_changed(found.get("status"), again.get("status"))
@@ -299,7 +289,7 @@ def a_processed_transaction_does_not_change_again(target: Target) -> None:
     "reference",
 )
 def a_confirmed_transaction_reads_exactly_success(target: Target) -> None:
-    for kind in _kinds(target):
+    for kind in creatable_kinds(target):
         _, _, found, events = _processed(target, "confirm", kind=kind, judged=False)
         statuses = {found.get("status")} | {
             data_of(e).get("status") for e in events if e.get("event_kind") == PROCESSED
@@ -314,12 +304,12 @@ def a_confirmed_transaction_reads_exactly_success(target: Target) -> None:
         )
 
 
-def dated_before_its_stage(event: dict) -> str | None:
+def dated_before_its_stage(event: dict[str, Any]) -> str | None:
     """How an event's own ``created_at`` falls before the stage it records (the created
     event before ``data.created_at``, the processed one before ``data.processed_at``), beyond
     the granularity of both stamps; ``None`` when it does not or a stamp is unreadable (the
     shape is FMT-005's rule)."""
-    stage = {CREATED: "created_at", PROCESSED: "processed_at"}.get(event.get("event_kind"))
+    stage = {CREATED: "created_at", PROCESSED: "processed_at"}.get(str(event.get("event_kind")))
     if stage is None:
         return None
     own = timestamps.parse(event.get("created_at"))
@@ -350,8 +340,8 @@ def an_event_is_not_dated_before_its_stage(target: Target) -> None:
     creation and the customer's action are a round trip apart at least, far more than the
     granularity of stamps with a fraction (the slack allowed for each stamp's last digit)."""
     driver = target.customer is not None and target.customer.unavailable_reason() is None
-    for kind, outcome in zip(_kinds(target), ("confirm", "cancel"), strict=False):
-        app = _app(target, kind)
+    for kind, outcome in zip(creatable_kinds(target), ("confirm", "cancel"), strict=False):
+        app = target.need_writer(kind)
         if driver:
             _, created, _, events = _processed(target, outcome, kind=kind, judged=False)
         else:
@@ -410,16 +400,16 @@ def a_transaction_stays_pending_until_the_customer_acts(target: Target) -> None:
     target that settles on its own (a time-out that has already passed, an outcome drawn at
     creation) shows it by now. Past ``LEFT_ALONE_MAX_S`` a time-out may have ended them, so
     the check leaves new ones alone instead; either way for ``LEFT_ALONE_WAIT_S`` at least."""
-    kinds = _kinds(target)
+    kinds = creatable_kinds(target)
     early = target.early.pop("LIFE-007", None)
     if not isinstance(early, LeftAlone) or time.monotonic() - early.at > LEFT_ALONE_MAX_S:
-        made = [(kind, target.created(kind, _app(target, kind))[0]) for kind in kinds]
+        made = [(kind, target.created(kind, target.need_writer(kind))[0]) for kind in kinds]
         early = LeftAlone(made, time.monotonic())
     # However short the run, each was left alone for LEFT_ALONE_WAIT_S at least.
     time.sleep(max(0.0, early.at + LEFT_ALONE_WAIT_S - time.monotonic()))
     age = time.monotonic() - early.at
     for kind, creation in early.created:
-        app = _app(target, kind)
+        app = target.need_writer(kind)
         found = target.find(str(creation.get("ref")), app)
         precondition(found.ok, f"find answered {found.status} (FIND-001)", found)
         expect(

@@ -29,7 +29,7 @@ from conformance.api import data_of
 from conformance.checks import Section, check
 from conformance.outcome import expect, fail, not_applicable, precondition
 from paysuite_core.request_data import same_number
-from paysuite_core.webhook_ledger import CREATED, PROCESSED, Arrival
+from paysuite_core.webhook_ledger import CREATED, PROCESSED, Arrival, Ledger
 
 if TYPE_CHECKING:
     from conformance.http import Reply
@@ -59,12 +59,6 @@ def _hooks(target: Target) -> tuple[WebhookTarget, RunningReceiver, Application]
     return hooks, target.webhook_receiver(), app
 
 
-def _need_driver(target: Target) -> None:
-    reason = target.need_customer().unavailable_reason()
-    if reason:
-        not_applicable(reason)
-
-
 def _transaction(
     target: Target, hooks: WebhookTarget, app: Application, *, confirm: bool, number: str = ""
 ) -> tuple[Reply, str, tuple[str, ...]]:
@@ -79,7 +73,7 @@ def _transaction(
     customer = target.customer
     driver = customer is not None and customer.unavailable_reason() is None
     if confirm:
-        _need_driver(target)
+        target.need_customer().need_available()
     if driver and customer is not None:  # magic numbers: the number makes the customer confirm
         number = customer.number_for("confirm", number or target.number())
     reply, _ = target.created("CASHIN", app, webhook_mode=hooks.mode, number=number or None)
@@ -101,7 +95,9 @@ def _transaction(
     return reply, ref, (CREATED, PROCESSED)
 
 
-def _listed(target: Target, app: Application, ref: str, kinds: tuple[str, ...]) -> list[dict]:
+def _listed(
+    target: Target, app: Application, ref: str, kinds: tuple[str, ...]
+) -> list[dict[str, Any]]:
     """The transaction's events as the list shows them, once it shows every kind awaited."""
     events = target.wait_until(
         lambda: target.events_for_ref(app, ref),
@@ -126,6 +122,24 @@ def _await_ids(target: Target, receiver: RunningReceiver, ids: list[str]) -> boo
     return receiver.ledger.wait_for(
         lambda ledger: all(_arrived(receiver, i) for i in ids), target.max_wait_s
     )
+
+
+def _delivered(
+    target: Target, unjudged: str
+) -> tuple[WebhookTarget, RunningReceiver, Reply, str, list[dict[str, Any]]]:
+    """An unconfirmed cashin whose listed events have all arrived, accepted or not: what the
+    checks of one delivery's form judge (an event never delivered is WEBHOOK-001's, so it stops
+    them as an error saying what could not be judged)."""
+    hooks, receiver, app = _hooks(target)
+    reply, ref, kinds = _transaction(target, hooks, app, confirm=False)
+    listed = _listed(target, app, ref, kinds)
+    precondition(
+        _await_ids(target, receiver, [str(e.get("event_id")) for e in listed]),
+        f"not every event of {ref} reached {hooks.url} within {target.max_wait_s:g} s "
+        f"(WEBHOOK-001): {unjudged}: {_summary(receiver.ledger.arrivals(ref))}",
+        reply,
+    )
+    return hooks, receiver, reply, ref, listed
 
 
 def _summary(arrivals: list[Arrival]) -> str:
@@ -184,16 +198,7 @@ def both_events_are_delivered_as_listed(target: Target) -> None:
     profile="reference",
 )
 def every_delivery_is_signed(target: Target) -> None:
-    hooks, receiver, app = _hooks(target)
-    reply, ref, kinds = _transaction(target, hooks, app, confirm=False)
-    listed = _listed(target, app, ref, kinds)
-    arrived = _await_ids(target, receiver, [str(e.get("event_id")) for e in listed])
-    precondition(
-        arrived,
-        f"no delivery of {ref}'s created event reached {hooks.url} within {target.max_wait_s:g} s "
-        "(WEBHOOK-001): there is no signature to judge",
-        reply,
-    )
+    hooks, receiver, reply, ref, _ = _delivered(target, "there is no signature to judge")
     bad = [a for a in receiver.ledger.arrivals(ref) if a.code == "invalid_signature"]
     expect(
         not bad,
@@ -215,17 +220,8 @@ def every_delivery_is_signed(target: Target) -> None:
     profile="reference",
 )
 def no_event_is_delivered_under_two_ids(target: Target) -> None:
-    hooks, receiver, app = _hooks(target)
-    reply, ref, kinds = _transaction(target, hooks, app, confirm=False)
-    listed = _listed(target, app, ref, kinds)
+    _, receiver, reply, ref, listed = _delivered(target, "no duplicate can be judged")
     ids = {str(e.get("event_id")) for e in listed}
-    arrived = _await_ids(target, receiver, sorted(ids))
-    precondition(
-        arrived,
-        f"the deliveries of {ref} did not all reach {hooks.url} within {target.max_wait_s:g} s "
-        "(WEBHOOK-001): no duplicate can be judged",
-        reply,
-    )
     time.sleep(SETTLE_S)  # a repeat under a new id may follow the first delivery
     under = receiver.ledger.ids_per_event(ref)
     twice = {key: found for key, found in under.items() if len(found) > 1 or found - ids}
@@ -310,7 +306,7 @@ def a_failed_delivery_is_retried(target: Target) -> None:
     )
     first = next(a for a in ledger.arrivals(ref) if failed(a))
 
-    def retried(seen: Any) -> bool:
+    def retried(seen: Ledger) -> bool:
         return any(
             a.seq > first.seq and a.body_event_id == first.body_event_id for a in seen.arrivals(ref)
         )
@@ -337,16 +333,7 @@ def a_failed_delivery_is_retried(target: Target) -> None:
     profile="reference",
 )
 def every_delivery_carries_a_timestamped_signature(target: Target) -> None:
-    hooks, receiver, app = _hooks(target)
-    reply, ref, kinds = _transaction(target, hooks, app, confirm=False)
-    listed = _listed(target, app, ref, kinds)
-    arrived = _await_ids(target, receiver, [str(e.get("event_id")) for e in listed])
-    precondition(
-        arrived,
-        f"not every event of {ref} reached {hooks.url} within {target.max_wait_s:g} s "
-        f"(WEBHOOK-001): {_summary(receiver.ledger.arrivals(ref))}",
-        reply,
-    )
+    _, receiver, reply, ref, _ = _delivered(target, "no signature's age can be judged")
     # which headers were sent, verified or not: whether they hold is WEBHOOK-002's question
     untimed = [a for a in receiver.ledger.arrivals(ref) if "paysuite" not in a.signature]
     expect(
