@@ -143,12 +143,15 @@ def _a_listed_ref(target: Target, app: Application) -> str | None:
     return None
 
 
+def _refresh_token(pair: TokenPair, app: Application) -> str:
+    if not pair.refresh:
+        raise CouldNotCheck(f"authorize gave application {app.client_id} no refresh token")
+    return pair.refresh
+
+
 def fresh_refresh_token(target: Target, app: Application) -> str:
     """The refresh token of a pair authorized just now: rotation may have spent an older one."""
-    token = target.pair(app, fresh=True).refresh
-    if not token:
-        raise CouldNotCheck(f"authorize gave application {app.client_id} no refresh token")
-    return token
+    return _refresh_token(target.pair(app, fresh=True), app)
 
 
 def refreshed_pairs(target: Target, app: Application) -> Iterator[tuple[str, Reply]]:
@@ -434,10 +437,7 @@ def _expire_and_refresh(target: Target, clock: ExpiryClock, ttl: float) -> _Expi
     probe = _protected_probe(target, f"Bearer {clock.pairs[0].access}", "an expired access token")
     outcome = _Expired(probe, [], probe.problems, [])
     for template, pair in zip(REFRESH_PATHS, clock.pairs, strict=True):
-        precondition(
-            pair.refresh, f"authorize gave application {clock.app.client_id} no refresh token"
-        )
-        reply = target.refresh(str(pair.refresh), template)
+        reply = target.refresh(_refresh_token(pair, clock.app), template)
         if not (reply.ok and isinstance(reply.get("access"), str)):
             continue  # a path the target does not serve (AUTH-009 judges the paths)
         outcome.served.append(template)
@@ -467,9 +467,7 @@ def refresh_without_authorization_returns_a_working_pair(target: Target) -> None
     working, notes, proof = [], [], []
     broken: list[str] = []
     for template in REFRESH_PATHS:
-        pair = target.pair(app, fresh=True)  # a fresh pair per path: rotation may apply
-        precondition(pair.refresh, f"authorize gave application {app.client_id} no refresh token")
-        reply = target.refresh(str(pair.refresh), template)
+        reply = target.refresh(fresh_refresh_token(target, app), template)
         proof.append(reply)
         if not reply.ok:
             notes.append(f"{template}: {reply.status}")
