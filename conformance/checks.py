@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+if TYPE_CHECKING:
+    from conformance.target import Target
 
 Level = Literal["MUST", "SHOULD"]
 Profile = Literal["seed", "reference"]
@@ -91,12 +94,12 @@ def check(
 #: alone, a spent refresh token outlives the target's housekeeping). Check ID -> its set-up,
 #: which keeps what it made in ``target.early[check ID]``; one that fails leaves the check to
 #: set up for itself and to say what stops it.
-EARLY_SETUPS: dict[str, Callable[[Any], None]] = {}
+EARLY_SETUPS: dict[str, Callable[[Target], None]] = {}
 
 #: The check that runs last of all: its wait, if any, is shortened by every check before it.
 LAST = "AUTH-008"
 
-S = TypeVar("S", bound=Callable[[Any], None])
+S = TypeVar("S", bound="Callable[[Target], None]")
 
 
 def set_up_early(check_id: str) -> Callable[[S], S]:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from conformance.http import Reply
 
 
-def exchanges_of(items: Iterable[Any]) -> list[Exchange]:
+def exchanges_of(items: Iterable[object]) -> list[Exchange]:
     """The ``Exchange`` of each reply or exchange among ``items`` (anything else is dropped)."""
     out: list[Exchange] = []
     for item in items:
@@ -64,7 +64,7 @@ class CouldNotCheck(Exception):
         self.proof = proof or []
 
 
-def precondition(condition: Any, message: str, *proof: Any) -> None:
+def precondition(condition: object, message: str, *proof: Reply | Exchange | None) -> None:
     """Stop the check as an ``error`` ("could not check: ...") unless ``condition`` holds."""
     if not condition:
         raise CouldNotCheck(message, exchanges_of(proof))
@@ -81,7 +81,7 @@ def not_applicable(reason: str) -> NoReturn:
 
 
 def expect(
-    condition: Any,
+    condition: object,
     message: str,
     *proof: Reply | Exchange | None,
     expected: str = "",

@@ -16,10 +16,11 @@ from conformance.api import AUTHORIZE, CASHIN, EVENTS, REFRESH_PATHS, UUID_RE, d
 from conformance.checks import Section, check
 from conformance.outcome import expect, fail, not_applicable, precondition
 from conformance.suite.authentication import fresh_refresh_token
-from conformance.suite.states_and_transitions import creatable_kinds
+from conformance.suite.states_and_transitions import OUTCOMES, creatable_kinds
 from paysuite_core.request_data import same_number
 
 if TYPE_CHECKING:
+    from conformance.customer import Outcome
     from conformance.http import Reply
     from conformance.target import Target
     from paysuite_core.target_config import Application
@@ -219,11 +220,11 @@ def _event_stamps(target: Target) -> tuple[Stamps, Stamps, Reply, Reply]:
     stamps: Stamps = []
     creations: Stamps = []
     replies: list[Reply] = []
-    for kind, outcome in zip(creatable_kinds(target), ("confirm", "cancel"), strict=False):
+    for kind, outcome in zip(creatable_kinds(target), OUTCOMES, strict=False):
         app = target.need_writer(kind)
         created_reply, created = target.created(kind, app, number=target.number())
         if driver:
-            target.resolve(created["ref"], outcome)  # type: ignore[arg-type]
+            target.resolve(created["ref"], outcome)
             target.wait_processed(created["ref"], app)
         events = target.events_for_ref(app, created["ref"], wait=True)
         listing = target.list_events(app, ref=created["ref"])
@@ -295,7 +296,7 @@ def utc_timestamps_are_written_in_utc(target: Target) -> None:
 
 
 def _appearances(
-    target: Target, kind: str, outcome: str
+    target: Target, kind: str, outcome: Outcome
 ) -> tuple[Reply, Reply, list[dict[str, Any]]]:
     """A new ``kind``, processed by the customer's ``outcome`` when a driver can: its
     creation answer, find's answer and every event listed for it."""
@@ -303,12 +304,12 @@ def _appearances(
     customer = target.customer
     driver = customer is not None and customer.unavailable_reason() is None
     number = target.number()
-    if driver:
-        number = customer.number_for(outcome, number)  # type: ignore[union-attr,arg-type]
+    if driver and customer is not None:
+        number = customer.number_for(outcome, number)
     created_reply, created = target.created(kind, app, number=number)
     ref = created["ref"]
     if driver:
-        target.resolve(ref, outcome)  # type: ignore[arg-type]
+        target.resolve(ref, outcome)
         settled = target.wait_processed(ref, app)
         precondition(
             settled.get("status") not in (None, "pending"),
@@ -374,7 +375,7 @@ def a_transaction_reads_the_same_everywhere(target: Target) -> None:
     """A cashin confirmed and a cashout cancelled (or both pending without a customer driver):
     one ref names one transaction, so each field the creation answer, find and the events
     share must agree, timestamps as instants in whatever offset each is written."""
-    for kind, outcome in zip(creatable_kinds(target), ("confirm", "cancel"), strict=False):
+    for kind, outcome in zip(creatable_kinds(target), OUTCOMES, strict=False):
         created_reply, found, events = _appearances(target, kind, outcome)
         created = created_reply.body
         problems = disagreements(created, found.body, events)

@@ -33,11 +33,13 @@ from conformance.outcome import (
 from paysuite_core.request_data import same_number
 
 if TYPE_CHECKING:
+    from conformance.customer import Outcome
     from conformance.http import Reply
     from conformance.target import Target
 
 PROCESSED = "transaction:processed"
 CREATED = "transaction:created"
+OUTCOMES: tuple[Outcome, Outcome] = ("confirm", "cancel")
 
 
 def creatable_kinds(target: Target) -> list[str]:
@@ -50,7 +52,7 @@ def creatable_kinds(target: Target) -> list[str]:
 
 
 def _processed(
-    target: Target, outcome: str, *, kind: str = "CASHIN", judged: bool = True
+    target: Target, outcome: Outcome, *, kind: str = "CASHIN", judged: bool = True
 ) -> tuple[Reply, dict[str, Any], Reply, list[dict[str, Any]]]:
     """Create a ``kind``, have the customer act, wait for the outcome; returns creation, find,
     events.
@@ -62,11 +64,11 @@ def _processed(
 
     target.need_customer().need_available()
     app = target.need_writer(kind)
-    number = target.need_customer().number_for(outcome, target.number())  # type: ignore[arg-type]
+    number = target.need_customer().number_for(outcome, target.number())
     created_reply, created = target.created(kind, app, number=number)
     ref = created["ref"]
     try:
-        target.resolve(ref, outcome)  # type: ignore[arg-type]
+        target.resolve(ref, outcome)
     except DriverUnavailable as exc:
         not_applicable(str(exc))
     found = target.wait_processed(ref, app)
@@ -197,14 +199,20 @@ def creation_records_a_created_event(target: Target) -> None:
     "pending -> customer confirms -> success (typically). Event transaction:processed is recorded.",
 )
 def confirmation_processes_to_success(target: Target) -> None:
+    _judge_outcome(target, "confirm", SUCCESS_STATUSES, "success (or successful)")
+
+
+def _judge_outcome(target: Target, outcome: Outcome, wanted: tuple[str, ...], said: str) -> None:
+    """Each kind processed by the customer's ``outcome``: the status it must reach, and one
+    processed event that agrees with find."""
     for kind in creatable_kinds(target):
-        _, created, found, events = _processed(target, "confirm", kind=kind)
+        _, created, found, events = _processed(target, outcome, kind=kind)
         expect(
-            found.get("status") in SUCCESS_STATUSES,
-            f"after confirmation the {kind.lower()}'s status is {found.get('status')!r}, "
-            "expected success (or successful)",
+            found.get("status") in wanted,
+            f"after {'confirmation' if outcome == 'confirm' else 'cancellation'} the "
+            f"{kind.lower()}'s status is {found.get('status')!r}, expected {said}",
             found,
-            expected="success or successful",
+            expected=" or ".join(wanted),
             actual=repr(found.get("status")),
         )
         _check_processed_event(found, events, created)
@@ -218,17 +226,7 @@ def confirmation_processes_to_success(target: Target) -> None:
     "pending -> customer cancels -> failed (typically). Event transaction:processed is recorded.",
 )
 def cancellation_processes_to_failed(target: Target) -> None:
-    for kind in creatable_kinds(target):
-        _, created, found, events = _processed(target, "cancel", kind=kind)
-        expect(
-            found.get("status") == "failed",
-            f"after cancellation the {kind.lower()}'s status is {found.get('status')!r}, "
-            "expected failed",
-            found,
-            expected="failed",
-            actual=repr(found.get("status")),
-        )
-        _check_processed_event(found, events, created)
+    _judge_outcome(target, "cancel", ("failed",), "failed")
 
 
 @check(
@@ -340,7 +338,7 @@ def an_event_is_not_dated_before_its_stage(target: Target) -> None:
     creation and the customer's action are a round trip apart at least, far more than the
     granularity of stamps with a fraction (the slack allowed for each stamp's last digit)."""
     driver = target.customer is not None and target.customer.unavailable_reason() is None
-    for kind, outcome in zip(creatable_kinds(target), ("confirm", "cancel"), strict=False):
+    for kind, outcome in zip(creatable_kinds(target), OUTCOMES, strict=False):
         app = target.need_writer(kind)
         if driver:
             _, created, _, events = _processed(target, outcome, kind=kind, judged=False)
