@@ -1,4 +1,4 @@
-"""Counts of executions judge only the suite's own traffic on a shared number (issue 20, item 3).
+"""Counts of executions judge only the suite's own traffic on a shared number.
 
 With ``numbers:`` (a configured list instead of a pattern) the suite's customer numbers are not
 its own: other applications of the same merchant may pay them at the same time. Here they do,

@@ -74,7 +74,7 @@ DEFECTS: dict[str, str] = {
     "events-leak-merchants": "the events list shows every merchant's events",
     "text-errors": "error responses are text/plain instead of JSON",
     "bad-json-500": "a body that is not JSON makes cashin and cashout answer 500",
-    # -- authentication and privileges (issue 20, auth area) --
+    # -- authentication and privileges --
     "secret-case-insensitive": "authorize compares the client_secret ignoring letter case",
     "secret-trimmed": "authorize strips whitespace around the client_secret it is given",
     "refresh-accepts-access": "refresh takes any valid token of the service, an access token too",
@@ -92,7 +92,7 @@ DEFECTS: dict[str, str] = {
     "scope",
     "refresh-merchant-last-app": "refresh issues the pair of the merchant's last application "
     "(M1's cashout one), whatever the token's privilege",
-    # -- creations and idempotency (issue 20, idemchecks): a rule on one kind or one channel --
+    # -- creations and idempotency: a rule on one kind or one channel --
     "cashout-long-key-accepted": "the 32-character key limit is checked on cashin only",
     "cashout-query-key-ignored": "cashout ignores the Idempotency-Key query parameter",
     "cashout-key-race": "cashout checks the key, awaits a balance look-up, then records the key",
@@ -111,7 +111,7 @@ DEFECTS: dict[str, str] = {
     "whichever merchant that was",
     "key-channels-apart": "header keys and query keys are kept apart: a key used in one channel "
     "may be used again in the other",
-    # -- evtchecks: find, the events list, fields/formats and the lifecycle (issue 20) --
+    # -- find, the events list, fields/formats and the lifecycle --
     "total-counts-transactions": "the envelope's total counts the matching transactions, "
     "not their events",
     "cashout-reuses-cashin-ref": "a cashout answers and stores the ref of the merchant's "
@@ -132,7 +132,7 @@ DEFECTS: dict[str, str] = {
     "transaction:created event",
     "failed-filter-misses": "the status filter looks for the internal word cancelled when "
     "asked for failed, so status=failed lists nothing",
-    # -- what the mutation score showed unseen (issue 20, item 5) --
+    # -- what the mutation score showed unseen --
     "pending-fails-on-its-own": "a transaction nobody acts on fails half a second after its "
     "creation (a time-out in the wrong unit)",
     "huge-amount-shortened": "an integer amount of more than 400 digits is read as 410",

@@ -588,7 +588,7 @@ def _bad_json_500(s: Session) -> bool:
     return s.client.post(url, content=b"{nope", headers=s.headers()).status_code >= 500
 
 
-# -- authentication and privileges (issue 20, auth area) --
+# -- authentication and privileges --
 
 
 def _authorize_with(s: Session, secret: str) -> bool:
@@ -668,7 +668,7 @@ def _refresh_merchant_last_app(s: Session) -> bool:
     return s.client.post(url, json=body, headers=headers).status_code >= 300
 
 
-# -- creations and idempotency (issue 20, idemchecks) --
+# -- creations and idempotency --
 
 
 def _post(
@@ -782,7 +782,7 @@ def _key_channels_apart(s: Session) -> bool:
     return _post(s, query=key).status_code < 300
 
 
-# -- evtchecks: find, the events list, fields/formats and the lifecycle (issue 20) --
+# -- find, the events list, fields/formats and the lifecycle --
 
 
 def _total_counts_transactions(s: Session) -> bool:
@@ -855,7 +855,7 @@ def _failed_filter_misses(s: Session) -> bool:
     return s.events(client=number, status="failed")["total"] == 0
 
 
-# -- what the mutation score showed unseen (issue 20, item 5) --
+# -- what the mutation score showed unseen --
 
 
 def _pending_fails_on_its_own(s: Session) -> bool:
@@ -900,7 +900,7 @@ PROBES: dict[str, Callable[[Session], bool]] = {
     "events-leak-merchants": _events_leak_merchants,
     "text-errors": _text_errors,
     "bad-json-500": _bad_json_500,
-    # -- authentication and privileges (issue 20, auth area) --
+    # -- authentication and privileges --
     "secret-case-insensitive": _secret_case_insensitive,
     "secret-trimmed": _secret_trimmed,
     "refresh-accepts-access": _refresh_accepts_access,
@@ -912,7 +912,7 @@ PROBES: dict[str, Callable[[Session], bool]] = {
     "kind-filter-leaks-merchants": _kind_filter_leaks_merchants,
     "status-filter-leaks-merchants": _status_filter_leaks_merchants,
     "refresh-merchant-last-app": _refresh_merchant_last_app,
-    # -- creations and idempotency (issue 20, idemchecks) --
+    # -- creations and idempotency --
     "cashout-long-key-accepted": _cashout_long_key_accepted,
     "cashout-query-key-ignored": _cashout_query_key_ignored,
     "cashout-key-race": _cashout_key_race,
@@ -926,7 +926,7 @@ PROBES: dict[str, Callable[[Session], bool]] = {
     "query-key-race": _query_key_race,
     "reuse-names-ref": _reuse_names_ref,
     "key-channels-apart": _key_channels_apart,
-    # -- evtchecks --
+    # -- find, the events list, fields/formats and the lifecycle --
     "total-counts-transactions": _total_counts_transactions,
     "cashout-reuses-cashin-ref": _cashout_reuses_cashin_ref,
     "envelope-event-kind-underscore": _envelope_event_kind_underscore,
