@@ -176,13 +176,16 @@ class _Trail:
         return len(matched)
 
 
-def _trails(target: Target, writers: list[tuple[str, Application]]) -> dict[str, _Trail]:
-    """One trail per application among ``writers`` (one number each)."""
+def _trails(
+    target: Target, *, specific: bool = False
+) -> tuple[dict[str, _Trail], list[tuple[str, _Trail]]]:
+    """One trail per application that may create (one number each), and each kind's trail."""
+    writers = _writers(target, specific=specific)
     amounts = _amounts(target)
     trails: dict[str, _Trail] = {}
     for _, app in writers:
         trails.setdefault(app.client_id, _Trail(target, app, amounts))
-    return trails
+    return trails, [(kind, trails[app.client_id]) for kind, app in writers]
 
 
 def _count(target: Target, trails: Sequence[_Trail], expected: int | None = None) -> None:
@@ -327,10 +330,8 @@ def a_key_over_32_characters_is_rejected(target: Target) -> None:
 def _length_limit(target: Target, channel: Literal["header", "query"]) -> None:
     """The Limits row "at most 32 characters", which names cashin and cashout: on each kind, a
     key of 33 characters is rejected and executes nothing, one of exactly 32 is accepted."""
-    writers = _writers(target, specific=channel == "header")
-    trails = _trails(target, writers)
-    for kind, app in writers:
-        trail = trails[app.client_id]
+    trails, per_kind = _trails(target, specific=channel == "header")
+    for kind, trail in per_kind:
         long_key = (target.fresh_key() + "x")[:33]  # a hex uuid is 32 characters: one more
         exact = target.fresh_key()[:32].ljust(32, "k")
         where = "header" if channel == "header" else "query parameter"
@@ -365,15 +366,14 @@ def _length_limit(target: Target, channel: Literal["header", "query"]) -> None:
 def the_query_parameter_key_is_honoured(target: Target) -> None:
     """The query parameter is the document's key passed another way, not a second key space: a
     key used through it is rejected when reused through it or the header, and the reverse."""
-    writers = _writers(target)
-    trails = _trails(target, writers)
-    for kind, app in writers:
-        trail, k = trails[app.client_id], kind.lower()
+    trails, per_kind = _trails(target)
+    for kind, trail in per_kind:
+        k = kind.lower()
         key = target.fresh_key()
         trail.send(f"{k} with a query key", kind, "accept", query=key)
         trail.send(f"{k} reusing that query key", kind, "reject", query=key)
-    kind, app = writers[0]
-    trail, k = trails[app.client_id], kind.lower()
+    kind, trail = per_kind[0]
+    k = kind.lower()
     in_header, in_query = target.fresh_key(), target.fresh_key()
     trail.send(f"{k} with a header key", kind, "accept", header=in_header)
     trail.send(
@@ -381,7 +381,7 @@ def the_query_parameter_key_is_honoured(target: Target) -> None:
     )
     trail.send(f"{k} with another query key", kind, "accept", query=in_query)
     trail.send(f"{k} reusing that query key in the header", kind, "reject", header=in_query)
-    if app.privilege == "read-write":  # one application of both kinds: IDEM-002's query cell
+    if trail.app.privilege == "read-write":  # one application of both kinds: IDEM-002's query cell
         other = "CASHOUT" if kind == "CASHIN" else "CASHIN"
         across = target.fresh_key()
         trail.send(f"{k} with a third query key", kind, "accept", query=across)
@@ -523,13 +523,11 @@ def without_a_key_each_request_creates_a_transaction(target: Target) -> None:
     failure, not an unjudged check: either one transaction was executed for both, or two share
     the "unique reference key". Three, not two: a target that hands out every second ref twice
     shows it within any three consecutive creations."""
-    writers = _writers(target, specific=True)
-    trails = _trails(target, writers)
-    for kind, app in writers:
-        trail = trails[app.client_id]
+    trails, per_kind = _trails(target, specific=True)
+    for kind, trail in per_kind:
         amount = next(trail.amounts)
         for n in ("a", "the same", "and again the same"):
-            reply = target.create(kind, app, number=trail.number, amount=amount)
+            reply = target.create(kind, trail.app, number=trail.number, amount=amount)
             what = f"{n} {kind.lower()} without a key"
             trail.sent.append(_Sent(what, kind, amount, "accept", reply))
     _count(target, list(trails.values()))
@@ -611,10 +609,9 @@ def one_key_in_both_channels_is_that_key(target: Target) -> None:
     """A client that sends its key both ways sends one key, whichever channel the target reads:
     a key already used is rejected that way too, and a key first sent that way is used. Whether
     the target accepts a key in both channels is left open (a refusal is noted)."""
-    writers = _writers(target, specific=True)
-    trails = _trails(target, writers)
-    for kind, app in writers:
-        trail, k = trails[app.client_id], kind.lower()
+    trails, per_kind = _trails(target, specific=True)
+    for kind, trail in per_kind:
+        k = kind.lower()
         used, new = target.fresh_key(), target.fresh_key()
         trail.send(f"{k} with a header key", kind, "accept", header=used)
         trail.send(
@@ -658,10 +655,9 @@ def different_keys_in_the_two_channels_execute_once(target: Target) -> None:
     """Two different keys in one request may be refused as ambiguous or resolved either way (the
     document says nothing); but the client did send keys, so whichever the target honoured, the
     same request sent again reuses it and must not execute again."""
-    writers = _writers(target)
-    trails = _trails(target, writers)
-    for kind, app in writers:
-        trail, k = trails[app.client_id], kind.lower()
+    trails, per_kind = _trails(target)
+    for kind, trail in per_kind:
+        k = kind.lower()
         header, query = target.fresh_key(), target.fresh_key()
         first = trail.send(
             f"{k} with one key in the header and another in the query",
@@ -701,10 +697,9 @@ def a_key_in_another_case_is_another_key(target: Target) -> None:
 
     If the other-case key is refused, a never-used key of the same shape tells a reuse (the
     failure) from a target that refuses keys of that shape (left open: noted)."""
-    writers = _writers(target, specific=True)
-    trails = _trails(target, writers)
-    for kind, app in writers:
-        trail, k = trails[app.client_id], kind.lower()
+    trails, per_kind = _trails(target, specific=True)
+    for kind, trail in per_kind:
+        k = kind.lower()
         key = "Idem" + target.fresh_key()[:24]
         trail.send(f"{k} with key {key}", kind, "accept", header=key)
         control = ("Idem" + target.fresh_key()[:24]).swapcase()
@@ -762,10 +757,9 @@ def a_query_key_with_a_trailing_space_is_another_key(target: Target) -> None:
     (RFC 9110, 5.5), so a header can never tell "k " from "k". As a string "k " is another key;
     a target that trims keys refuses a new payment as a reuse. A SHOULD: the query channel itself
     is one (IDEM-004), and trimming may be a target's normalisation of that channel."""
-    writers = _writers(target)
-    trails = _trails(target, writers)
-    for kind, app in writers:
-        trail, k = trails[app.client_id], kind.lower()
+    trails, per_kind = _trails(target)
+    for kind, trail in per_kind:
+        k = kind.lower()
         key = target.fresh_key()[:24]
         trail.send(f"{k} with query key {key!r}", kind, "accept", query=key)
         _another_key(
@@ -879,10 +873,9 @@ def the_header_key_wins_over_the_query_key(target: Target) -> None:
     """RC-6 resolves IDEM-009's ambiguity: the header's key is recorded, the query's is not
     (the header is what the document names first, and what the SDKs send). Sent alone later,
     the header's key is a reuse and the query's a new key."""
-    writers = _writers(target)
-    trails = _trails(target, writers)
-    for kind, app in writers:
-        trail, k = trails[app.client_id], kind.lower()
+    trails, per_kind = _trails(target)
+    for kind, trail in per_kind:
+        k = kind.lower()
         header, query = target.fresh_key(), target.fresh_key()
         trail.send(
             f"{k} with key A in the header and key B in the query",
