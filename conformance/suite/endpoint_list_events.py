@@ -14,6 +14,7 @@ from conformance import timestamps
 from conformance.api import SUCCESS_STATUSES, data_of
 from conformance.checks import Section, check
 from conformance.outcome import expect, expect_none, fail, precondition
+from conformance.suite.states_and_transitions import usable_customer
 from paysuite_core.request_data import same_number
 
 if TYPE_CHECKING:
@@ -415,12 +416,8 @@ def total_matches_and_limit_offset_page_consistently(target: Target) -> None:
         before = target.list_events(app, client=number).get("total") or 0
     refs = [target.created("CASHIN", app, number=number)[1]["ref"] for _ in range(3)]
     processed = 0
-    customer = target.customer
-    if (
-        customer is not None
-        and customer.unavailable_reason() is None
-        and customer.driver != "magic-numbers"
-    ):
+    customer = usable_customer(target)
+    if customer is not None and customer.driver != "magic-numbers":
         target.resolve(refs[0], "confirm")
         _settled(target, app, refs[0], "confirm")
         processed = 1

@@ -16,7 +16,7 @@ from conformance.api import AUTHORIZE, CASHIN, EVENTS, REFRESH_PATHS, UUID_RE, d
 from conformance.checks import Section, check
 from conformance.outcome import expect, fail, not_applicable, precondition
 from conformance.suite.authentication import fresh_refresh_token
-from conformance.suite.states_and_transitions import OUTCOMES, creatable_kinds
+from conformance.suite.states_and_transitions import OUTCOMES, creatable_kinds, usable_customer
 from paysuite_core.request_data import same_number
 
 if TYPE_CHECKING:
@@ -211,12 +211,8 @@ def _event_stamps(target: Target) -> tuple[Stamps, Stamps, Reply, Reply]:
     """(label, value) of every timestamp of a new cashin's and a new cashout's events (the
     cashin confirmed and the cashout cancelled when a sandbox driver can), and of their
     creation answers, with the first creation and the last listing that show them."""
-    customer = target.customer
-    driver = (
-        customer is not None
-        and customer.unavailable_reason() is None
-        and customer.driver == "sandbox"
-    )
+    customer = usable_customer(target)
+    driver = customer is not None and customer.driver == "sandbox"
     stamps: Stamps = []
     creations: Stamps = []
     replies: list[Reply] = []
@@ -301,10 +297,10 @@ def _appearances(
     """A new ``kind``, processed by the customer's ``outcome`` when a driver can: its
     creation answer, find's answer and every event listed for it."""
     app = target.need_writer(kind)
-    customer = target.customer
-    driver = customer is not None and customer.unavailable_reason() is None
+    customer = usable_customer(target)
+    driver = customer is not None
     number = target.number()
-    if driver and customer is not None:
+    if customer is not None:
         number = customer.number_for(outcome, number)
     created_reply, created = target.created(kind, app, number=number)
     ref = created["ref"]

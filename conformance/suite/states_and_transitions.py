@@ -33,7 +33,7 @@ from conformance.outcome import (
 from paysuite_core.request_data import same_number
 
 if TYPE_CHECKING:
-    from conformance.customer import Outcome
+    from conformance.customer import Customer, Outcome
     from conformance.http import Reply
     from conformance.target import Target
 
@@ -49,6 +49,12 @@ def creatable_kinds(target: Target) -> list[str]:
     if not kinds:
         not_applicable("no application may create transactions")
     return kinds
+
+
+def usable_customer(target: Target) -> Customer | None:
+    """The customer driver when it can act here; None lets a check go on without one."""
+    customer = target.customer
+    return customer if customer is not None and customer.unavailable_reason() is None else None
 
 
 def _processed(
@@ -337,7 +343,7 @@ def an_event_is_not_dated_before_its_stage(target: Target) -> None:
     customer driver): an event recorded late is fine, one dated before its stage is not. A
     creation and the customer's action are a round trip apart at least, far more than the
     granularity of stamps with a fraction (the slack allowed for each stamp's last digit)."""
-    driver = target.customer is not None and target.customer.unavailable_reason() is None
+    driver = usable_customer(target) is not None
     for kind, outcome in zip(creatable_kinds(target), OUTCOMES, strict=False):
         app = target.need_writer(kind)
         if driver:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from conformance.api import data_of
 from conformance.checks import Section, check
 from conformance.outcome import expect, fail, not_applicable, precondition
+from conformance.suite.states_and_transitions import usable_customer
 from paysuite_core.request_data import same_number
 from paysuite_core.webhook_ledger import CREATED, PROCESSED, Arrival, Ledger
 
@@ -70,11 +71,11 @@ def _transaction(
     """
     from conformance.customer import DriverUnavailable
 
-    customer = target.customer
-    driver = customer is not None and customer.unavailable_reason() is None
+    customer = usable_customer(target)
+    driver = customer is not None
     if confirm:
         target.need_customer().need_available()
-    if driver and customer is not None:  # magic numbers: the number makes the customer confirm
+    if customer is not None:  # magic numbers: the number makes the customer confirm
         number = customer.number_for("confirm", number or target.number())
     reply, _ = target.created("CASHIN", app, webhook_mode=hooks.mode, number=number or None)
     ref = str(reply.get("ref"))
@@ -281,9 +282,9 @@ def created_is_delivered_before_processed(target: Target) -> None:
 )
 def a_failed_delivery_is_retried(target: Target) -> None:
     hooks, receiver, app = _hooks(target)
-    number = target.number()
-    if target.customer is not None and target.customer.unavailable_reason() is None:
-        number = target.customer.number_for("confirm", number)  # what _transaction will send
+    number, customer = target.number(), usable_customer(target)
+    if customer is not None:
+        number = customer.number_for("confirm", number)  # what _transaction will send
     # Refused by the customer number, known before the creation: its delivery may arrive
     # before the creation's answer does.
     receiver.receiver.refuse(
