@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -69,7 +70,7 @@ class OtherApps:
 
 
 def test_counts_on_a_shared_number_list_amid_other_apps_payments(
-    make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    make_stub: Callable[..., RunningStub], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stub = make_stub()
     config = fast_config(stub, tmp_path)
