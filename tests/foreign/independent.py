@@ -46,6 +46,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -691,9 +692,9 @@ async def list_events(request: web.Request) -> web.Response:
                 continue
             if name == "client" and state.chose("normalize-numbers"):
                 wanted = significant(value)
-                tests.append(lambda e, w=wanted: significant(str(e.data.get("client"))) == w)
+                tests.append(partial(_client_is, wanted=wanted))
                 continue
-            tests.append(lambda e, a=attribute, v=value: e.data.get(a) == v)
+            tests.append(partial(_data_is, attribute=attribute, value=value))
     if (status := request.query.get("status")) is not None:
         echoed["status"] = status
         internal = (
@@ -740,6 +741,14 @@ async def list_events(request: web.Request) -> web.Response:
     return web.json_response(dict(sorted(envelope.items())))
 
 
+def _client_is(event: Event, wanted: str) -> bool:
+    return significant(str(event.data.get("client"))) == wanted
+
+
+def _data_is(event: Event, attribute: str, value: str) -> bool:
+    return bool(event.data.get(attribute) == value)
+
+
 async def authorize(request: web.Request) -> web.Response:
     state = state_of(request)
     payload = await json_object(request)
@@ -747,6 +756,7 @@ async def authorize(request: web.Request) -> web.Response:
     for name, value in (("client_id", client_id), ("client_secret", client_secret)):
         if not isinstance(value, str) or not value:
             raise ApiError(400, f"{name} must be a non-empty string")
+    assert isinstance(client_id, str) and isinstance(client_secret, str)  # checked just above
     app = state.apps.get(client_id)
     expected = app.client_secret if app else secrets.token_urlsafe(24)
     if state.has("secret-trimmed"):
@@ -868,7 +878,7 @@ def rate_limit_key(request: web.Request, body: bytes) -> str:
         try:
             claims = jwt.decode(token, options={"verify_signature": False})
             if isinstance(claims.get("id"), str):
-                return claims["id"]
+                return str(claims["id"])
         except jwt.InvalidTokenError:
             pass
     if request.path.endswith("/auth/agents/authorize"):
@@ -877,7 +887,7 @@ def rate_limit_key(request: web.Request, body: bytes) -> str:
         except ValueError:
             payload = None
         if isinstance(payload, dict) and isinstance(payload.get("client_id"), str):
-            return payload["client_id"]
+            return str(payload["client_id"])
     return f"address:{request.remote}"
 
 
