@@ -1,14 +1,7 @@
-"""The check catalog: one stable entry per rule the suite enforces, gathered from the suite.
-
-Each entry is declared with ``@check(...)`` on the function that implements it, in the module of
-``conformance/suite`` named after the document's section it belongs to (``SECTION_MODULES``).
-This module is the one place that lists and looks them up: ``CATALOG`` (in the run's order),
-``get``, ``parse_only`` (``--only``), ``render_list`` (``--list``) and ``render_markdown`` (the
-table of docs/conformance.md). Importing it imports the section modules, which need neither
-pytest nor httpx nor schemathesis: ``--list``, the documentation table and the reports describe
-every check without them.
-
-Levels, profiles and the fields of an entry: ``conformance.checks``.
+"""The check catalog: one stable entry per rule, gathered from the ``@check`` declarations of
+the section modules, and the one place that lists and looks them up. The section modules need
+neither pytest nor httpx nor schemathesis, so ``--list``, the documentation table and the reports
+describe every check without them.
 """
 
 from __future__ import annotations
@@ -16,24 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from importlib import import_module
 
-from conformance.checks import PROFILES, SECTIONS, Check, Level, Profile, entry_of
-
-__all__ = [
-    "CATALOG",
-    "GROUPS",
-    "PROFILES",
-    "SECTION_MODULES",
-    "Check",
-    "Level",
-    "Profile",
-    "UnknownCheckError",
-    "get",
-    "implementations",
-    "parse_only",
-    "render_list",
-    "render_markdown",
-    "section_order",
-]
+from conformance.checks import SECTIONS, Check, entry_of
 
 #: The modules of ``conformance.suite``, one per section of the document, in the run's order.
 SECTION_MODULES: tuple[str, ...] = (

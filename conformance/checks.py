@@ -1,37 +1,21 @@
-"""What a check is: its catalog entry (``Check``) and ``@check``, which declares the entry on the
-function that implements it.
-
-A check is a plain function of ``conformance/suite/<section>.py`` that takes the ``target`` (or
-``configured``, the target when applications are configured) and ends by returning (passed), by
-``CheckFailed`` (the rule is broken), ``CouldNotCheck`` (an error: the rule could not be judged)
-or ``NotApplicable`` (skipped, with the reason); see ``conformance.outcome``. The entry sits in
-the decorator, right above the code that enforces it::
-
-    @check(
-        "AUTH-002",
-        "MUST",
-        Section.AUTHENTICATION_2,
-        "authorize with a wrong client_secret is rejected",
-        "The token is obtained by posting the application's client_id and client_secret to the "
-        "authorize endpoint.",
-    )
-    def authorize_with_a_wrong_secret_is_rejected(configured: Target) -> None: ...
+"""What a check is: its catalog entry (``Check``) and ``@check``, which declares the entry right
+above the function that enforces it (docs/conformance.md, *Where each check lives*).
 
 This module imports nothing but the standard library: ``conformance.catalog`` gathers the entries
 by importing the section modules, and ``--list`` must not pay for pytest, httpx or schemathesis.
-The pytest plugin (``conformance.plugin``) collects every function carrying an entry.
-
-Levels: MUST is what the interface document states or plainly implies; SHOULD is a reference
-choice of paysuite or good practice. Profiles: a ``seed`` check runs in both profiles, a
-``reference`` check runs only in the reference profile (it checks a choice the document leaves
-open) and is skipped with that reason in the seed profile.
+MUST is what the interface document states or plainly implies; SHOULD is a reference choice of
+paysuite or good practice. A ``reference`` check judges a choice the document leaves open and
+runs only in the reference profile.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+if TYPE_CHECKING:
+    from conformance.target import Target
 
 Level = Literal["MUST", "SHOULD"]
 Profile = Literal["seed", "reference"]
@@ -110,12 +94,12 @@ def check(
 #: alone, a spent refresh token outlives the target's housekeeping). Check ID -> its set-up,
 #: which keeps what it made in ``target.early[check ID]``; one that fails leaves the check to
 #: set up for itself and to say what stops it.
-EARLY_SETUPS: dict[str, Callable[[Any], None]] = {}
+EARLY_SETUPS: dict[str, Callable[[Target], None]] = {}
 
 #: The check that runs last of all: its wait, if any, is shortened by every check before it.
 LAST = "AUTH-008"
 
-S = TypeVar("S", bound=Callable[[Any], None])
+S = TypeVar("S", bound="Callable[[Target], None]")
 
 
 def set_up_early(check_id: str) -> Callable[[S], S]:

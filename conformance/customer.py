@@ -20,7 +20,7 @@ import subprocess
 from typing import Literal
 
 from conformance.http import RecordingClient
-from conformance.outcome import CouldNotCheck
+from conformance.outcome import CouldNotCheck, not_applicable
 from paysuite_core.target_config import CustomerDriver
 
 Outcome = Literal["confirm", "cancel"]
@@ -60,6 +60,12 @@ class Customer:
         if self.config.driver == "manual" and not _has_tty():
             return "customer.driver is manual but there is no terminal to prompt on"
         return None
+
+    def need_available(self) -> None:
+        """Skip the running check unless this driver can act here."""
+        reason = self.unavailable_reason()
+        if reason:
+            not_applicable(reason)
 
     def number_for(self, outcome: Outcome, default: str) -> str:
         """The customer number to create with: magic numbers decide the outcome themselves."""

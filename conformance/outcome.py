@@ -16,7 +16,7 @@ need pytest; the plugin turns it into a pytest skip.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from conformance.evidence import Recorded
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from conformance.http import Reply
 
 
-def exchanges_of(items: Iterable[Any]) -> list[Recorded]:
+def exchanges_of(items: Iterable[object]) -> list[Recorded]:
     """The ``Recorded`` of each reply or exchange among ``items`` (anything else is dropped)."""
     out: list[Recorded] = []
     for item in items:
@@ -64,7 +64,7 @@ class CouldNotCheck(Exception):
         self.proof = proof or []
 
 
-def precondition(condition: Any, message: str, *proof: Any) -> None:
+def precondition(condition: object, message: str, *proof: Reply | Recorded | None) -> None:
     """Stop the check as an ``error`` ("could not check: ...") unless ``condition`` holds."""
     if not condition:
         raise CouldNotCheck(message, exchanges_of(proof))
@@ -81,7 +81,7 @@ def not_applicable(reason: str) -> NoReturn:
 
 
 def expect(
-    condition: Any,
+    condition: object,
     message: str,
     *proof: Reply | Recorded | None,
     expected: str = "",
@@ -96,3 +96,16 @@ def fail(
     message: str, *proof: Reply | Recorded | None, expected: str = "", actual: str = ""
 ) -> NoReturn:
     raise CheckFailed(message, exchanges_of(proof), expected=expected, actual=actual)
+
+
+def expect_none(
+    problems: Sequence[str],
+    *proof: Reply | Recorded | None,
+    expected: str,
+    prefix: str = "",
+) -> None:
+    """Fail with every problem found unless there is none: a check reports all that is wrong
+    at once, so that fixing the first finding does not merely reveal the next."""
+    if problems:
+        actual = "; ".join(problems)
+        raise CheckFailed(prefix + actual, exchanges_of(proof), expected=expected, actual=actual)

@@ -10,6 +10,10 @@ included, so it stays inert unless the run collects conformance checks. ``paysui
 prepares the target before pytest starts and hands it over as a ``PreparedRun``; under plain
 pytest the plugin reads its options (``conformance.options.FLAGS``) and prepares the target
 after collection, through the same ``conformance.preflight.prepare``.
+
+The check fixtures: ``target`` (when applications are configured), ``bare_target`` (with or
+without them) and ``run_cache`` (the property run, computed once). A check that raises
+``conformance.outcome.NotApplicable`` is skipped with its reason.
 """
 
 from __future__ import annotations
@@ -214,8 +218,9 @@ def _is_not_applicable(call: pytest.CallInfo[None]) -> bool:
 
 
 @pytest.fixture
-def target(request: pytest.FixtureRequest) -> Iterator[Target]:
-    """The implementation under test; every exchange of this check is recorded as evidence."""
+def bare_target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    """The implementation under test, with or without applications configured; every exchange
+    of this check is recorded as evidence."""
     state = request.config.stash[STATE]
     if state.target is None:
         pytest.skip("no target (the run was not set up)")
@@ -246,13 +251,14 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
 
 
 @pytest.fixture
-def configured(target: Target) -> Target:
-    """The target, when applications are configured (else the check skips)."""
-    if target.config is None:
+def target(bare_target: Target) -> Target:
+    """The implementation under test, when applications are configured (else the check skips):
+    nearly every check needs an application to authorize with."""
+    if bare_target.config is None:
         raise _not_applicable_skip(
             "no applications configured: pass --config with the target's applications"
         )
-    return target
+    return bare_target
 
 
 @pytest.fixture

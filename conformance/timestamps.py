@@ -92,8 +92,8 @@ def instant_with_fraction(text: object) -> str | None:
     (the live service writes ``+02:00``), so the MUST is the zone and the fraction, and UTC
     itself is FMT-007's SHOULD.
     """
-    problem = instant(text)
-    if problem is None and not parse(text).has_fraction:  # type: ignore[union-attr]
+    problem, parsed = instant(text), parse(text)
+    if problem is None and parsed is not None and not parsed.has_fraction:
         return f"{text!r} has no fractional seconds"
     return problem
 

@@ -26,7 +26,14 @@ from conformance.api import (
 )
 from conformance.checks import Section, check, set_up_early
 from conformance.jwt_forgeries import forgeries, is_jwt, parts
-from conformance.outcome import expect, fail, not_applicable, precondition
+from conformance.outcome import (
+    CouldNotCheck,
+    expect,
+    expect_none,
+    fail,
+    not_applicable,
+    precondition,
+)
 
 if TYPE_CHECKING:
     from conformance.http import Reply
@@ -136,6 +143,17 @@ def _a_listed_ref(target: Target, app: Application) -> str | None:
     return None
 
 
+def _refresh_token(pair: TokenPair, app: Application) -> str:
+    if not pair.refresh:
+        raise CouldNotCheck(f"authorize gave application {app.client_id} no refresh token")
+    return pair.refresh
+
+
+def fresh_refresh_token(target: Target, app: Application) -> str:
+    """The refresh token of a pair authorized just now: rotation may have spent an older one."""
+    return _refresh_token(target.pair(app, fresh=True), app)
+
+
 def refreshed_pairs(target: Target, app: Application) -> Iterator[tuple[str, Reply]]:
     """A pair refreshed on each refresh path that serves one: (path template, its answer).
 
@@ -146,9 +164,7 @@ def refreshed_pairs(target: Target, app: Application) -> Iterator[tuple[str, Rep
     the paths themselves, the checks calling this judge what a served pair may do.
     """
     for template in REFRESH_PATHS:
-        refresh_token = target.pair(app, fresh=True).refresh
-        precondition(refresh_token, f"authorize gave application {app.client_id} no refresh token")
-        reply = target.refresh(str(refresh_token), template)
+        reply = target.refresh(fresh_refresh_token(target, app), template)
         access = reply.get("access") if reply.ok else None
         if isinstance(access, str) and access:
             yield template, reply
@@ -174,8 +190,7 @@ def _secret_variants(secret: str) -> dict[str, str]:
     "The token is obtained by posting the application's client_id and client_secret to the "
     "authorize endpoint. The response carries access, refresh and expires.",
 )
-def authorize_returns_the_token_pair(configured: Target) -> None:
-    target = configured
+def authorize_returns_the_token_pair(target: Target) -> None:
     app = target.need_reader()
     reply = target.authorize(app)
     expect(reply.ok, f"authorize answered {reply.status}, expected a 2xx", reply)
@@ -219,10 +234,9 @@ def authorize_returns_the_token_pair(configured: Target) -> None:
     "The token is obtained by posting the application's client_id and client_secret to the "
     "authorize endpoint.",
 )
-def authorize_with_a_wrong_secret_is_rejected(configured: Target) -> None:
+def authorize_with_a_wrong_secret_is_rejected(target: Target) -> None:
     """The secret is compared byte for byte: another case, a prefix, a trailing space or
     newline is another secret (a comparison that lowercases, trims or stops early is not)."""
-    target = configured
     app = target.need_reader()
     problems: list[str] = []
     proof: list[Reply] = []
@@ -234,12 +248,10 @@ def authorize_with_a_wrong_secret_is_rejected(configured: Target) -> None:
                 + (" with an access token" if reply.get("access") else ", expected a 4xx")
             )
             proof.append(reply)
-    expect(
-        not problems,
-        "; ".join(problems),
+    expect_none(
+        problems,
         *proof,
         expected="every client_secret other than the application's, byte for byte, refused (4xx)",
-        actual="; ".join(problems),
     )
 
 
@@ -251,8 +263,8 @@ def authorize_with_a_wrong_secret_is_rejected(configured: Target) -> None:
     "Clients authenticate with an application (a client_id and client_secret pair) and "
     "exchange it for a JWT access token.",
 )
-def authorize_with_an_unknown_client_id_is_rejected(target: Target) -> None:
-    reply = target.client.post(
+def authorize_with_an_unknown_client_id_is_rejected(bare_target: Target) -> None:
+    reply = bare_target.client.post(
         AUTHORIZE, json={"client_id": f"unknown-{uuid.uuid4().hex}", "client_secret": "nope"}
     )
     expect(reply.rejected, f"an unknown client_id answered {reply.status}, expected 4xx", reply)
@@ -267,8 +279,8 @@ def authorize_with_an_unknown_client_id_is_rejected(target: Target) -> None:
     "Authorize and refresh are called without an Authorization header. The transaction and "
     "event endpoints require it.",
 )
-def protected_operations_reject_a_missing_authorization(configured: Target) -> None:
-    _protected_probe(configured, None, "no Authorization header").verdict()
+def protected_operations_reject_a_missing_authorization(target: Target) -> None:
+    _protected_probe(target, None, "no Authorization header").verdict()
 
 
 @check(
@@ -279,10 +291,10 @@ def protected_operations_reject_a_missing_authorization(configured: Target) -> N
     "Requests are authenticated with a JWT access token, sent as Authorization: Bearer "
     "<ACCESS_TOKEN>.",
 )
-def protected_operations_reject_a_malformed_bearer_token(configured: Target) -> None:
+def protected_operations_reject_a_malformed_bearer_token(target: Target) -> None:
     probe = Probe()
     for value in ("Bearer not-a-jwt", "Bearer", "Bearer a.b.c"):
-        _protected_probe(configured, value, repr(value), probe)
+        _protected_probe(target, value, repr(value), probe)
     probe.verdict()
 
 
@@ -296,19 +308,19 @@ def protected_operations_reject_a_malformed_bearer_token(configured: Target) -> 
     "a bare token, which its JavaScript SDK sends.]",
     "reference",
 )
-def a_token_under_another_scheme_is_rejected(configured: Target) -> None:
+def a_token_under_another_scheme_is_rejected(target: Target) -> None:
     """Another scheme is refused; a bare token is the live service's choice, noted not judged."""
-    app = configured.writer() or configured.need_reader()
-    token = configured.token(app)
-    bare = configured.client.get(EVENTS, headers={"Authorization": token})
-    configured.note(
+    app = target.writer() or target.need_reader()
+    token = target.token(app)
+    bare = target.client.get(EVENTS, headers={"Authorization": token})
+    target.note(
         "bare token (no 'Bearer '): "
         + ("accepted, as the live service" if bare.ok else f"refused ({bare.status})")
     )
     probe = Probe()
     for value in (f"Token {token}", f"Basic {token}"):
         label = value.split(" ")[0] + " <valid access token>"
-        _protected_probe(configured, value, label, probe)
+        _protected_probe(target, value, label, probe)
     probe.verdict()
 
 
@@ -320,12 +332,12 @@ def a_token_under_another_scheme_is_rejected(configured: Target) -> None:
     "Requests are authenticated with a JWT access token, sent as Authorization: Bearer "
     "<ACCESS_TOKEN>.",
 )
-def protected_operations_reject_tampered_or_unsigned_tokens(configured: Target) -> None:
-    app = configured.writer() or configured.need_reader()
-    token = configured.pair(app, fresh=True).access
+def protected_operations_reject_tampered_or_unsigned_tokens(target: Target) -> None:
+    app = target.writer() or target.need_reader()
+    token = target.pair(app, fresh=True).access
     probe = Probe()
     for name, forged in forgeries(token).items():
-        _protected_probe(configured, f"Bearer {forged}", f"a token with {name}", probe)
+        _protected_probe(target, f"Bearer {forged}", f"a token with {name}", probe)
     probe.verdict()
 
 
@@ -372,10 +384,9 @@ EXPIRY_SLACK_S = 0.25
     "through the refresh endpoint with its refresh token, without using the client_secret "
     "again.",
 )
-def an_expired_access_token_is_rejected_a_refreshed_one_works(configured: Target) -> None:
+def an_expired_access_token_is_rejected_a_refreshed_one_works(target: Target) -> None:
     """One wait serves every path: a pair per refresh path is authorized before it, and after it
     each path that answers a pair must answer one that works (at least one path must)."""
-    target = configured
     ttl = float(target.need_config().access_token_ttl_s)
     if ttl > target.max_wait_s:
         not_applicable(f"access_token_ttl_s {ttl:g} exceeds max_wait_s {target.max_wait_s:g}")
@@ -426,10 +437,7 @@ def _expire_and_refresh(target: Target, clock: ExpiryClock, ttl: float) -> _Expi
     probe = _protected_probe(target, f"Bearer {clock.pairs[0].access}", "an expired access token")
     outcome = _Expired(probe, [], probe.problems, [])
     for template, pair in zip(REFRESH_PATHS, clock.pairs, strict=True):
-        precondition(
-            pair.refresh, f"authorize gave application {clock.app.client_id} no refresh token"
-        )
-        reply = target.refresh(str(pair.refresh), template)
+        reply = target.refresh(_refresh_token(pair, clock.app), template)
         if not (reply.ok and isinstance(reply.get("access"), str)):
             continue  # a path the target does not serve (AUTH-009 judges the paths)
         outcome.served.append(template)
@@ -452,17 +460,14 @@ def _expire_and_refresh(target: Target, clock: ExpiryClock, ttl: float) -> _Expi
     "call GET {base_url}/auth/refresh/{refresh_token}. [...] Headers: Accept. No "
     "Authorization header. Response: the token pair.",
 )
-def refresh_without_authorization_returns_a_working_pair(configured: Target) -> None:
+def refresh_without_authorization_returns_a_working_pair(target: Target) -> None:
     """Either path may be the one served; but a path that answers 2xx answers "the token pair",
     so a broken pair on one path is not excused by a working one on the other."""
-    target = configured
     app = target.need_reader()
     working, notes, proof = [], [], []
     broken: list[str] = []
     for template in REFRESH_PATHS:
-        pair = target.pair(app, fresh=True)  # a fresh pair per path: rotation may apply
-        precondition(pair.refresh, f"authorize gave application {app.client_id} no refresh token")
-        reply = target.refresh(str(pair.refresh), template)
+        reply = target.refresh(fresh_refresh_token(target, app), template)
         proof.append(reply)
         if not reply.ok:
             notes.append(f"{template}: {reply.status}")
@@ -480,7 +485,7 @@ def refresh_without_authorization_returns_a_working_pair(configured: Target) -> 
         "on every path that answers 2xx",
         actual="; ".join(broken + notes),
     )
-    configured.note("refresh paths serving a pair: " + ", ".join(working))
+    target.note("refresh paths serving a pair: " + ", ".join(working))
 
 
 def _refreshed_pair_problem(target: Target, reply: Reply, proof: list[Reply]) -> str | None:
@@ -511,10 +516,10 @@ def _refreshed_pair_problem(target: Target, reply: Reply, proof: list[Reply]) ->
     "Requests are authenticated with a JWT access token, sent as Authorization: Bearer "
     "<ACCESS_TOKEN>.",
 )
-def a_refresh_token_is_not_an_access_token(configured: Target) -> None:
-    app = configured.writer() or configured.need_reader()
-    pair = configured.pair(app, fresh=True)
-    _protected_probe(configured, f"Bearer {pair.refresh}", "a refresh token").verdict()
+def a_refresh_token_is_not_an_access_token(target: Target) -> None:
+    app = target.writer() or target.need_reader()
+    pair = target.pair(app, fresh=True)
+    _protected_probe(target, f"Bearer {pair.refresh}", "a refresh token").verdict()
 
 
 @check(
@@ -526,12 +531,10 @@ def a_refresh_token_is_not_an_access_token(configured: Target) -> None:
     "serve both.",
     "reference",
 )
-def both_refresh_paths_are_served(configured: Target) -> None:
-    target = configured
+def both_refresh_paths_are_served(target: Target) -> None:
     app = target.need_reader()
     for template in REFRESH_PATHS:
-        pair = target.pair(app, fresh=True)
-        reply = target.refresh(pair.refresh, template)
+        reply = target.refresh(fresh_refresh_token(target, app), template)
         expect(
             reply.ok and isinstance(reply.get("access"), str),
             f"GET {template} answered {reply.status} without a token pair",
@@ -547,16 +550,14 @@ def both_refresh_paths_are_served(configured: Target) -> None:
     "After that the client obtains a new pair through the refresh endpoint with its refresh token.",
     "reference",
 )
-def a_used_refresh_token_stops_working(configured: Target) -> None:
+def a_used_refresh_token_stops_working(target: Target) -> None:
     """Judged at once and again at the end of the run on a token spent when it started: a
     target that forgets its spent tokens (a clean-up of expired ones that drops them all) lets
     one work again a while later."""
-    target = configured
-    app = target.need_reader()
-    pair = target.pair(app, fresh=True)
-    first = _refresh_on_either_path(target, pair.refresh)
+    token = fresh_refresh_token(target, target.need_reader())
+    first = _refresh_on_either_path(target, token)
     precondition(first.ok, f"refresh answered {first.status} (AUTH-009)", first)
-    again = target.refresh(pair.refresh, REFRESH_PATHS[1])
+    again = target.refresh(token, REFRESH_PATHS[1])
     expect(
         again.rejected,
         f"the refresh token was accepted a second time ({again.status}); RC-10 rotates it",
@@ -593,10 +594,10 @@ def _refresh_on_either_path(target: Target, token: str) -> Reply:
 @set_up_early("AUTH-012")
 def spend_a_refresh_token(target: Target) -> None:
     """Spend a refresh token when the run starts, for AUTH-012 to try again at its end."""
-    pair = target.pair(target.need_reader(), fresh=True)
-    first = _refresh_on_either_path(target, pair.refresh)
+    token = fresh_refresh_token(target, target.need_reader())
+    first = _refresh_on_either_path(target, token)
     if first.ok:
-        target.early["AUTH-012"] = SpentRefresh(pair.refresh, first, time.monotonic())
+        target.early["AUTH-012"] = SpentRefresh(token, first, time.monotonic())
 
 
 @check(
@@ -607,8 +608,7 @@ def spend_a_refresh_token(target: Target) -> None:
     "Format and unit of expires: not shown.",
     "reference",
 )
-def expires_is_the_unix_time_of_expiry(configured: Target) -> None:
-    target = configured
+def expires_is_the_unix_time_of_expiry(target: Target) -> None:
     config = target.need_config()
     app = target.need_reader()
     reply = target.authorize(app)
@@ -644,12 +644,11 @@ def _a_reader_of(target: Target, merchant: str, fallback: Application) -> Applic
     "After that the client obtains a new pair through the refresh endpoint with its refresh "
     "token, without using the client_secret again. [...] Response: the token pair.",
 )
-def a_refreshed_pair_is_the_same_merchants(configured: Target) -> None:
+def a_refreshed_pair_is_the_same_merchants(target: Target) -> None:
     """A refresh renews the application's own pair: a pair for another application (another
     merchant's) is a session taken over. Judged where the configuration can see it: a reader of
     the transaction's merchant finds it with its refreshed token, and an application of another
     merchant, refreshed, neither finds nor lists it."""
-    target = configured
     owner = target.need_writer("CASHIN")
     _, created = target.created("CASHIN", owner)
     ref = created["ref"]
@@ -695,12 +694,10 @@ def a_refreshed_pair_is_the_same_merchants(configured: Target) -> None:
                 )
                 proof.extend((reply, *replies))
     precondition(judged, "no refresh path returned a working token pair (AUTH-009)")
-    expect(
-        not problems,
-        "; ".join(problems),
+    expect_none(
+        problems,
         *proof,
         expected="a refreshed pair that acts for its own application's merchant only",
-        actual="; ".join(problems),
     )
 
 
@@ -743,12 +740,11 @@ def _refresh_candidates(pair: TokenPair) -> dict[str, str]:
     "After that the client obtains a new pair through the refresh endpoint with its refresh "
     "token, without using the client_secret again.",
 )
-def refresh_refuses_what_is_not_a_refresh_token(configured: Target) -> None:
+def refresh_refuses_what_is_not_a_refresh_token(target: Target) -> None:
     """Only the application's own refresh token renews its pair: a refresh that takes an access
     token makes a 15-minute token last for ever, and one that takes a forgery hands a pair to
     whoever writes one. Refused means no token pair came back (any status but a 2xx with
     ``access``); on a path the target does not serve, everything is refused."""
-    target = configured
     app = target.need_reader()
     pair = target.pair(app, fresh=True)
     problems: list[str] = []
@@ -759,12 +755,10 @@ def refresh_refuses_what_is_not_a_refresh_token(configured: Target) -> None:
             if reply.ok and reply.get("access"):
                 problems.append(f"GET {template} with {label} answered a token pair")
                 proof.append(reply)
-    expect(
-        not problems,
-        "; ".join(problems),
+    expect_none(
+        problems,
         *proof[:6],
         expected="no token pair for anything but a refresh token the target issued",
-        actual="; ".join(problems),
     )
 
 
@@ -777,16 +771,14 @@ def refresh_refuses_what_is_not_a_refresh_token(configured: Target) -> None:
     "<ACCESS_TOKEN>. [RFC 9110 §11.1: the auth-scheme is a case-insensitive token; RFC 6750 "
     "§2.1 uses it for Bearer.]",
 )
-def the_bearer_scheme_is_case_insensitive(configured: Target) -> None:
+def the_bearer_scheme_is_case_insensitive(target: Target) -> None:
     """A client that writes ``bearer`` follows HTTP; refusing it is an interoperability bug,
     not a document rule (a SHOULD)."""
-    problems, proof = _every_operation_accepts(configured, ("bearer {}", "BEARER {}"))
-    expect(
-        not problems,
-        "; ".join(problems),
+    problems, proof = _every_operation_accepts(target, ("bearer {}", "BEARER {}"))
+    expect_none(
+        problems,
         *proof[:6],
         expected="'bearer <token>' and 'BEARER <token>' accepted like 'Bearer <token>'",
-        actual="; ".join(problems),
     )
 
 
@@ -799,15 +791,13 @@ def the_bearer_scheme_is_case_insensitive(configured: Target) -> None:
     "<ACCESS_TOKEN>. [The live service accepts a bare token, which its JavaScript SDK sends.]",
     "reference",
 )
-def a_bare_token_is_accepted(configured: Target) -> None:
+def a_bare_token_is_accepted(target: Target) -> None:
     """RC-33 follows the live service, so that paypack-js works against the stub."""
-    problems, proof = _every_operation_accepts(configured, ("{}",))
-    expect(
-        not problems,
-        "; ".join(problems),
+    problems, proof = _every_operation_accepts(target, ("{}",))
+    expect_none(
+        problems,
         *proof[:6],
         expected="'Authorization: <access token>' accepted like 'Bearer <access token>' (RC-33)",
-        actual="; ".join(problems),
     )
 
 

@@ -54,8 +54,8 @@ def _creation(target: Target, kind: str) -> None:
     "cashin answers the creation response: kind CASHIN, status pending, the amount sent",
     "Response: the transaction creation response with kind = CASHIN and status = pending.",
 )
-def cashin_answers_the_creation_response(configured: Target) -> None:
-    _creation(configured, "CASHIN")
+def cashin_answers_the_creation_response(target: Target) -> None:
+    _creation(target, "CASHIN")
 
 
 @check(
@@ -65,8 +65,8 @@ def cashin_answers_the_creation_response(configured: Target) -> None:
     "cashout answers the creation response: kind CASHOUT, status pending, the amount sent",
     "Response: the transaction creation response with kind = CASHOUT and status = pending.",
 )
-def cashout_answers_the_creation_response(configured: Target) -> None:
-    _creation(configured, "CASHOUT")
+def cashout_answers_the_creation_response(target: Target) -> None:
+    _creation(target, "CASHOUT")
 
 
 @check(
@@ -76,8 +76,7 @@ def cashout_answers_the_creation_response(configured: Target) -> None:
     "a creation missing amount or number is rejected and creates nothing (cashin and cashout)",
     "Body: amount (number, required), number (string, required). [Cashout: the same body.]",
 )
-def a_creation_missing_amount_or_number_is_rejected(configured: Target) -> None:
-    target = configured
+def a_creation_missing_amount_or_number_is_rejected(target: Target) -> None:
     problems, proof = [], []
     judged = 0
     # Both kinds state the required body: each is checked with an application that may create
@@ -120,8 +119,7 @@ def a_creation_missing_amount_or_number_is_rejected(configured: Target) -> None:
     "HTTP status codes of success responses: not shown.",
     "reference",
 )
-def every_success_answers_200(configured: Target) -> None:
-    target = configured
+def every_success_answers_200(target: Target) -> None:
     app = target.app("read-write")
     if app is None:
         not_applicable("no read-write application configured")
@@ -158,11 +156,10 @@ HUGE_AMOUNT = 10**400
     "never another amount (cashin and cashout)",
     "Response: the transaction creation response [...] amount: the requested amount.",
 )
-def a_creation_answers_the_amount_sent_however_large(configured: Target) -> None:
+def a_creation_answers_the_amount_sent_however_large(target: Target) -> None:
     """An amount of 402 digits is refused by any bound; a parser that shortens what it cannot
     hold must not turn it into a small amount that the creation then accepts. A float's
     ``Infinity`` or ``null`` answer is not another amount: only a finite one below it is."""
-    target = configured
     kinds = [kind for kind in ("CASHIN", "CASHOUT") if target.writer(kind) is not None]
     if not kinds:
         not_applicable("no application may create transactions")

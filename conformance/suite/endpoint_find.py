@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from conformance.api import created_values_differ
 from conformance.checks import Section, check
-from conformance.outcome import expect, not_applicable
+from conformance.outcome import expect, expect_none, not_applicable
 
 if TYPE_CHECKING:
     from conformance.target import Target
@@ -48,10 +48,9 @@ def lookup_problems(body: object) -> list[str]:
     "Response: the transaction lookup response. (amount, client, fee, kind, merchant, ref, "
     "status, timestamp)",
 )
-def find_answers_the_lookup_fields(configured: Target) -> None:
+def find_answers_the_lookup_fields(target: Target) -> None:
     """A cashin and a cashout each: the document gives both the same lookup response, and a
     service may keep them apart (two tables, a signed amount for withdrawals)."""
-    target = configured
     kinds = [kind for kind in ("CASHIN", "CASHOUT") if target.writer(kind) is not None]
     if not kinds:
         not_applicable("no application may create transactions")
@@ -70,12 +69,11 @@ def find_answers_the_lookup_fields(configured: Target) -> None:
             actual=str(reply.status),
         )
         problems = lookup_problems(reply.body)
-        expect(
-            not problems,
-            f"lookup response of a {kind.lower()}: " + "; ".join(problems),
+        expect_none(
+            problems,
             reply,
             expected=", ".join(LOOKUP_TYPES),
-            actual="; ".join(problems),
+            prefix=f"lookup response of a {kind.lower()}: ",
         )
         body = reply.body
         wrong = created_values_differ(body, created["ref"], kind, amount, number)
@@ -83,14 +81,13 @@ def find_answers_the_lookup_fields(configured: Target) -> None:
             wrong.append(f"fee {body.get('fee')} is negative")
         if not body.get("merchant"):
             wrong.append("merchant is empty")
-        expect(
-            not wrong,
-            f"lookup values of a {kind.lower()}: " + "; ".join(wrong),
+        expect_none(
+            wrong,
             created_reply,
             reply,
             expected=f"ref {created['ref']}, kind {kind}, amount {amount}, client {number}, "
             "status pending",
-            actual="; ".join(wrong),
+            prefix=f"lookup values of a {kind.lower()}: ",
         )
 
 
@@ -101,8 +98,7 @@ def find_answers_the_lookup_fields(configured: Target) -> None:
     "find with an unknown ref is rejected",
     "Path parameter: ref (string), the unique reference key of the transaction.",
 )
-def find_with_an_unknown_ref_is_rejected(configured: Target) -> None:
-    target = configured
+def find_with_an_unknown_ref_is_rejected(target: Target) -> None:
     app = target.need_reader()
     for ref in (str(uuid.uuid4()), "not-a-ref"):
         reply = target.find(ref, app)
@@ -128,10 +124,9 @@ FEE_TOLERANCE = 0.0051
     "status, timestamp) [How the fee is computed: not shown.]",
     "reference",
 )
-def the_fee_is_the_amount_times_the_rate(configured: Target) -> None:
+def the_fee_is_the_amount_times_the_rate(target: Target) -> None:
     """An amount off the round hundreds, so that a fee rounded to a tenth or worked out from
     another formula differs from RC-15's by more than a rounding at the last cent."""
-    target = configured
     rate = target.need_config().fee_rate
     rate = REFERENCE_FEE_RATE if rate is None else rate
     kinds = [kind for kind in ("CASHIN", "CASHOUT") if target.writer(kind) is not None]

@@ -7,12 +7,14 @@ totals that count events and paging, the order, and reads that record nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from conformance import timestamps
 from conformance.api import SUCCESS_STATUSES, data_of
 from conformance.checks import Section, check
-from conformance.outcome import expect, fail, not_applicable, precondition
+from conformance.outcome import expect, expect_none, fail, precondition
+from conformance.suite.states_and_transitions import usable_customer
 from paysuite_core.request_data import same_number
 
 if TYPE_CHECKING:
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 
 EVENT_KINDS = ("transaction:created", "transaction:processed")
 PROCESSED = "transaction:processed"
+CREATED = "transaction:created"
 ENVELOPE_INTS = ("limit", "offset", "total")
 ENVELOPE_OPTIONAL = {
     "amount": (int, float),
@@ -41,13 +44,6 @@ DATA_TYPES = {
     "status": (str,),
     "created_at": (str,),
 }
-
-
-def _app(target: Target):
-    app = target.app("read-write") or target.writer("CASHIN")
-    if app is None:
-        not_applicable("no application may create transactions")
-    return app
 
 
 def _typed(value: object, types: tuple[type, ...]) -> bool:
@@ -87,9 +83,8 @@ def record_problems(event: object) -> list[str]:
     "the list answers the envelope: limit, offset, total, transactions",
     "The list response holds limit, offset, total and the transactions array of event records.",
 )
-def the_list_answers_the_envelope(configured: Target) -> None:
-    target = configured
-    app = _app(target)
+def the_list_answers_the_envelope(target: Target) -> None:
+    app = target.need_writer()
     target.created("CASHIN", app)
     reply = target.list_events(app)
     expect(reply.ok, f"the events list answered {reply.status}", reply)
@@ -105,12 +100,11 @@ def the_list_answers_the_envelope(configured: Target) -> None:
     for name, types in ENVELOPE_OPTIONAL.items():
         if name in body and body[name] is not None and not _typed(body[name], types):
             problems.append(f"{name} is {body[name]!r}, expected {types[0].__name__}")
-    expect(
-        not problems,
-        "envelope: " + "; ".join(problems),
+    expect_none(
+        problems,
         reply,
         expected="limit, offset, total integers and a transactions array",
-        actual="; ".join(problems),
+        prefix="envelope: ",
     )
 
 
@@ -122,13 +116,12 @@ def the_list_answers_the_envelope(configured: Target) -> None:
     "Event record: event_id, event_kind, created_at, data (ref, kind, fee, merchant, client, "
     "amount, status, created_at, processed_at).",
 )
-def event_records_carry_the_documented_fields(configured: Target) -> None:
-    target = configured
-    app = _app(target)
+def event_records_carry_the_documented_fields(target: Target) -> None:
+    app = target.need_writer()
     _, created = target.created("CASHIN", app)
     reply = target.eventually(
         lambda: target.list_events(app, ref=created["ref"]),
-        lambda r: not r.ok or _lists_created(r, created["ref"]),
+        partial(_refused_or_lists, ref=created["ref"]),
     )
     expect(
         reply.ok and isinstance(reply.get("transactions"), list),
@@ -150,21 +143,20 @@ def event_records_carry_the_documented_fields(configured: Target) -> None:
     )
 
 
-def _processed_listed(reply, ref: str) -> bool:
+def _lists(reply: Reply, ref: str | None, kind: str | None = CREATED) -> bool:
+    """Whether the page shows an event of ``ref`` (of ``kind``, or of any kind with None)."""
     return any(
-        data_of(e).get("ref") == ref and e.get("event_kind") == PROCESSED
+        data_of(e).get("ref") == ref and kind in (None, e.get("event_kind"))
         for e in reply.get("transactions") or []
     )
 
 
-def _lists_created(reply, ref: str) -> bool:
-    return any(
-        data_of(e).get("ref") == ref and e.get("event_kind") == "transaction:created"
-        for e in reply.get("transactions") or []
-    )
+def _refused_or_lists(reply: Reply, ref: str | None, kind: str | None = CREATED) -> bool:
+    """Done waiting: the list refused (the check says so), or it shows what was awaited."""
+    return not reply.ok or ref is None or _lists(reply, ref, kind)
 
 
-def _setup_filters(target: Target, app) -> dict:
+def _setup_filters(target: Target, app: Application) -> dict[str, Any]:
     """Two customers: A with a cashin and a cashout, B with a cashin (+ a processed one)."""
     a, b = target.number(), target.number()
     made = {
@@ -183,19 +175,18 @@ def _setup_filters(target: Target, app) -> dict:
     "the ref filter returns exactly the events of that transaction",
     "Query parameters, all optional filters: ref (string), transaction reference key.",
 )
-def the_ref_filter_returns_exactly_that_transaction(configured: Target) -> None:
+def the_ref_filter_returns_exactly_that_transaction(target: Target) -> None:
     """Two cashins and a cashout (when the application may cash out): each ref filter returns
     that transaction's events and nothing else."""
-    target = configured
-    app = _app(target)
+    app = target.need_writer()
     made = _setup_filters(target, app)
     cases = [(made["a_in"]["ref"], made["a"]), (made["b_in"]["ref"], made["b"])]
     if "a_out" in made:
         cases.append((made["a_out"]["ref"], made["a"]))
     for ref, number in cases:
         reply = target.eventually(
-            lambda ref=ref: target.list_events(app, ref=ref),
-            lambda r, ref=ref: not r.ok or _lists_created(r, ref),
+            partial(target.list_events, app, ref=ref),
+            partial(_refused_or_lists, ref=ref),
         )
         precondition(reply.ok, f"the events list with ref={ref} answered {reply.status}", reply)
         items = reply.get("transactions") or []
@@ -227,13 +218,12 @@ def the_ref_filter_returns_exactly_that_transaction(configured: Target) -> None:
     "the client filter returns only that customer's events",
     "Query parameters, all optional filters: client (string), customer phone number.",
 )
-def the_client_filter_returns_only_that_customer(configured: Target) -> None:
-    target = configured
-    app = _app(target)
+def the_client_filter_returns_only_that_customer(target: Target) -> None:
+    app = target.need_writer()
     made = _setup_filters(target, app)
     wanted = {made[k]["ref"] for k in ("a_in", "a_out") if k in made}
 
-    def listing():
+    def listing() -> Reply:
         reply = target.list_events(app, client=made["a"], limit=100)
         return target.list_events(app, client=made["a"]) if reply.rejected else reply
 
@@ -275,19 +265,14 @@ def the_client_filter_returns_only_that_customer(configured: Target) -> None:
     "the kind filter returns only events of that kind",
     "Query parameters, all optional filters: kind (string), CASHIN or CASHOUT.",
 )
-def the_kind_filter_returns_only_that_kind(configured: Target) -> None:
-    target = configured
-    app = _app(target)
+def the_kind_filter_returns_only_that_kind(target: Target) -> None:
+    app = target.need_writer()
     made = _setup_filters(target, app)
     for kind, key in (("CASHIN", "a_in"), ("CASHOUT", "a_out")):
         wanted = made[key]["ref"] if key in made else None
         reply = target.eventually(
-            lambda kind=kind: target.list_events(app, kind=kind, client=made["a"]),
-            lambda r, wanted=wanted: (
-                not r.ok
-                or wanted is None
-                or wanted in {data_of(e).get("ref") for e in r.get("transactions") or []}
-            ),
+            partial(target.list_events, app, kind=kind, client=made["a"]),
+            partial(_refused_or_lists, ref=wanted, kind=None),
         )
         items = reply.get("transactions") or []
         expect(reply.ok, f"kind={kind} answered {reply.status}", reply)
@@ -301,7 +286,9 @@ def the_kind_filter_returns_only_that_kind(configured: Target) -> None:
                 continue
             recorded = {data_of(e).get("kind") for e in target.events_for_ref(app, ref, wait=True)}
             # A transaction recorded under the other kind is TXN's defect, not the filter's.
-            precondition(kind in recorded, f"{ref} is recorded with kind {sorted(recorded)}")
+            precondition(
+                kind in recorded, f"{ref} is recorded with kind {sorted(map(str, recorded))}"
+            )
             fail(
                 f"kind={kind} missed {ref}, whose events record kind {kind}",
                 reply,
@@ -317,16 +304,15 @@ def the_kind_filter_returns_only_that_kind(configured: Target) -> None:
     "the status filter finds each status (pending, success, failed) and returns only it",
     "Query parameters, all optional filters: status (string), transaction status.",
 )
-def the_status_filter_returns_only_that_status(configured: Target) -> None:
+def the_status_filter_returns_only_that_status(target: Target) -> None:
     """Each status the document names: a pending cashin, and with a customer driver a
     confirmed cashin (success or successful) and a cancelled cashout (failed), each found under
     its status and nothing of another status listed. Either reading of the filter is accepted:
     the event's snapshot status or the transaction's current one."""
-    target = configured
-    app = _app(target)
+    app = target.need_writer()
     number = target.number()
     _, pending = target.created("CASHIN", app, number=number)
-    current = {pending["ref"]: "pending"}
+    current: dict[str, Any] = {pending["ref"]: "pending"}
     confirmed = cancelled = None
     customer = target.need_customer()
     if customer.unavailable_reason() is None and customer.driver != "magic-numbers":
@@ -343,9 +329,9 @@ def the_status_filter_returns_only_that_status(configured: Target) -> None:
             f"the cancelled {cancelled['ref']} reads {current[cancelled['ref']]!r} (LIFE-003)",
         )
 
-    def allowed(event: dict, wanted: tuple[str, ...]) -> bool:
+    def allowed(event: dict[str, Any], wanted: tuple[str, ...]) -> bool:
         data = data_of(event)
-        return data.get("status") in wanted or current.get(data.get("ref")) in wanted
+        return data.get("status") in wanted or current.get(str(data.get("ref"))) in wanted
 
     reply = target.eventually(
         lambda: target.list_events(app, status="pending", client=number),
@@ -392,7 +378,7 @@ def the_status_filter_returns_only_that_status(configured: Target) -> None:
         )
 
 
-def _settled(target: Target, app, ref: str, outcome: str) -> object:
+def _settled(target: Target, app: Application, ref: str, outcome: str) -> Any:
     """The status find reads once the customer's ``outcome`` took effect, its processed event
     listed (a precondition: leaving pending and recording it are LIFE-002/003's rules)."""
     status = target.wait_processed(ref, app).get("status")
@@ -419,24 +405,19 @@ def _settled(target: Target, app, ref: str, outcome: str) -> object:
     "page consistently",
     "total: integer (total number of matching events); limit: integer (page size).",
 )
-def total_matches_and_limit_offset_page_consistently(configured: Target) -> None:
+def total_matches_and_limit_offset_page_consistently(target: Target) -> None:
     """Three cashins of one customer, the first confirmed when a customer driver can: total
     counts events, not transactions, so the confirmed one counts twice (its created and its
     processed event), under the client filter, under its ref and on every page."""
-    target = configured
-    app = _app(target)
+    app = target.need_writer()
     number = target.number()
     before = 0
     if not target.numbers.unique:  # a configured number may carry earlier events
         before = target.list_events(app, client=number).get("total") or 0
     refs = [target.created("CASHIN", app, number=number)[1]["ref"] for _ in range(3)]
     processed = 0
-    customer = target.customer
-    if (
-        customer is not None
-        and customer.unavailable_reason() is None
-        and customer.driver != "magic-numbers"
-    ):
+    customer = usable_customer(target)
+    if customer is not None and customer.driver != "magic-numbers":
         target.resolve(refs[0], "confirm")
         _settled(target, app, refs[0], "confirm")
         processed = 1
@@ -519,9 +500,8 @@ def total_matches_and_limit_offset_page_consistently(configured: Target) -> None
     "Ordering of the events in the list: not shown.",
     "reference",
 )
-def events_are_listed_newest_first(configured: Target) -> None:
-    target = configured
-    app = _app(target)
+def events_are_listed_newest_first(target: Target) -> None:
+    app = target.need_writer()
     number = target.number()
     refs = [target.created("CASHIN", app, number=number)[1]["ref"] for _ in range(3)]
     reply = target.list_events(app, client=number)
@@ -545,9 +525,8 @@ def events_are_listed_newest_first(configured: Target) -> None:
     "list response: not shown.",
     "reference",
 )
-def the_envelope_echoes_the_filters_and_sums_amounts(configured: Target) -> None:
-    target = configured
-    app = _app(target)
+def the_envelope_echoes_the_filters_and_sums_amounts(target: Target) -> None:
+    app = target.need_writer()
     number = target.number()
     before = 0
     if not target.numbers.unique:  # a configured number may carry earlier events
@@ -578,9 +557,8 @@ def the_envelope_echoes_the_filters_and_sums_amounts(configured: Target) -> None
     "page size is 20.]",
     "reference",
 )
-def the_default_page_holds_up_to_20_events(configured: Target) -> None:
-    target = configured
-    app = _app(target)
+def the_default_page_holds_up_to_20_events(target: Target) -> None:
+    app = target.need_writer()
     number = target.number()
     for _ in range(11):  # 22 events would be needed for 20; 11 creations give 11 + a margin
         target.created("CASHIN", app, number=number)
@@ -672,12 +650,11 @@ def misspelt_keys(body: object, documented: tuple[str, ...], where: str) -> list
     "Event list envelope: event-kind: string (the key is spelled with a hyphen). Event record: "
     "event_id, event_kind, created_at, data.",
 )
-def the_keys_are_spelled_as_documented(configured: Target) -> None:
+def the_keys_are_spelled_as_documented(target: Target) -> None:
     """The envelope without filters and with every filter (the documented four, and the
     event-kind filter the live service takes, dropped if refused): a key the document names,
     present under another spelling, is that field misspelt; absent is fine."""
-    target = configured
-    app = _app(target)
+    app = target.need_writer()
     number = target.number()
     _, created = target.created("CASHIN", app, number=number)
     filters = {"ref": created["ref"], "client": number, "kind": "CASHIN", "status": "pending"}
@@ -713,13 +690,12 @@ def the_keys_are_spelled_as_documented(configured: Target) -> None:
     "event kinds. It stays there [pending] until the customer confirms or cancels. total: "
     "total number of matching events.",
 )
-def reading_records_nothing(configured: Target) -> None:
+def reading_records_nothing(target: Target) -> None:
     """A pending cashin and cashout of one customer, found twice each and listed: only a
     stage is an event, so the customer's events and their total read the same after the reads
     as before (RFC 9110 §9.2.1: GET is safe). A status that moved meanwhile with its processed
     event is a stage (time-outs are not shown), excluded from the count."""
-    target = configured
-    app = _app(target)
+    app = target.need_writer()
     number = target.number()
     kinds = ["CASHIN", "CASHOUT"] if app.can_cashout() else ["CASHIN"]
     refs = [target.created(kind, app, number=number)[1]["ref"] for kind in kinds]
@@ -730,14 +706,14 @@ def reading_records_nothing(configured: Target) -> None:
         return target.list_events(app, client=number, **paging)
 
     def lists_all(reply: Reply) -> bool:
-        return not reply.ok or all(_lists_created(reply, ref) for ref in refs)
+        return not reply.ok or all(_lists(reply, ref) for ref in refs)
 
     before = target.eventually(listing, lists_all)
     if before.rejected:  # the target does not take limit: its default page
         paging.clear()
         before = target.eventually(listing, lists_all)
     precondition(
-        before.ok and all(_lists_created(before, ref) for ref in refs),
+        before.ok and all(_lists(before, ref) for ref in refs),
         f"the created events of {refs} are not listed under their client (LIFE-001, EVT-004)",
         before,
     )
@@ -750,7 +726,7 @@ def reading_records_nothing(configured: Target) -> None:
     # LIFE's concern, not a verdict of this rule.
     moved = {ref for ref, status in again.items() if status != "pending"}
     precondition(
-        not moved or all(_processed_listed(after, ref) for ref in moved),
+        not moved or all(_lists(after, ref, PROCESSED) for ref in moved),
         f"{sorted(moved)} left pending without a processed event while only being read",
         after,
     )

@@ -36,8 +36,7 @@ MALFORMED = {
     "malformed input is rejected with a 4xx, never a 5xx",
     "Error response bodies, HTTP error status codes and error codes [...]: not shown.",
 )
-def malformed_input_is_a_4xx_never_a_5xx(configured: Target) -> None:
-    target = configured
+def malformed_input_is_a_4xx_never_a_5xx(target: Target) -> None:
     # Each creation path with an application that may create its kind: a body is judged, not
     # a privilege refused before the body is read.
     paths: list[tuple[str, Application | None]] = [
@@ -91,168 +90,103 @@ def _padded_body(target: Target, size: int) -> str:
     return json.dumps(head)
 
 
+#: RC-4's catalogue: the status and code each provocation of ``_provoke`` is answered.
+CATALOGUE: dict[str, tuple[int, str]] = {
+    "malformed JSON": (400, "malformed_json"),
+    "amount as text": (400, "validation_error"),
+    "33-character key": (400, "invalid_idempotency_key"),
+    "no Authorization": (401, "missing_token"),
+    "garbage token": (401, "invalid_token"),
+    "wrong secret": (401, "invalid_credentials"),
+    "unknown ref": (404, "transaction_not_found"),
+    "'Bearer' alone": (401, "missing_token"),
+    "a valid token under the Basic scheme": (401, "missing_token"),
+    "a bare value that is no token": (401, "invalid_token"),
+    "an empty key": (400, "invalid_idempotency_key"),
+    "a key with a control character": (400, "invalid_idempotency_key"),
+    "a key sent twice": (400, "ambiguous_idempotency_key"),
+    "an amount over the maximum": (400, "validation_error"),
+    "a JSON array body": (400, "malformed_json"),
+    "Content-Encoding: gzip on plain bytes": (400, "malformed_json"),
+    "a key of bytes that are not UTF-8": (400, "invalid_idempotency_key"),
+    "a number off the configured pattern": (400, "validation_error"),
+    "an X-Webhook-Mode of 65 characters": (400, "validation_error"),
+    "a body over 64 KiB": (413, "payload_too_large"),
+    "a JavaScript body": (415, "unsupported_media_type"),
+    "unknown route": (404, "not_found"),
+    "wrong method": (405, "method_not_allowed"),
+    "reused key": (409, "idempotency_key_reused"),
+    "read-only cashin": (403, "insufficient_privilege"),
+}
+
+
 def _provoke(target: Target) -> list[tuple[str, int, str, Reply]]:
     """(what, expected status, expected code, reply) for each entry of the RC-4 catalogue."""
     writer = target.app("read-write")
     if writer is None:
         not_applicable("no read-write application configured")
-    token = target.token(writer)  # for the Basic probe; every other request takes it anew
+    basic = target.token(writer)  # for the Basic probe; every other request takes it anew
     key = target.fresh_key()
     number = target.number()
     first = target.create("CASHIN", writer, number=number, key=key)
     precondition(first.ok, f"cashin answered {first.status}", first)
-    client = target.client
-    cases = [
-        (
-            "malformed JSON",
-            400,
-            "malformed_json",
-            client.post(CASHIN, content="{", token=target.token(writer)),
+    client, create = target.client, target.create
+
+    def token() -> str:
+        return target.token(writer)
+
+    replies = {
+        "malformed JSON": client.post(CASHIN, content="{", token=token()),
+        "amount as text": client.post(
+            CASHIN, json={"amount": "x", "number": number}, token=token()
         ),
-        (
-            "amount as text",
-            400,
-            "validation_error",
-            client.post(CASHIN, json={"amount": "x", "number": number}, token=target.token(writer)),
+        "33-character key": create("CASHIN", writer, key="k" * 33),
+        "no Authorization": client.get(EVENTS),
+        "garbage token": client.get(EVENTS, headers={"Authorization": "Bearer x.y.z"}),
+        "wrong secret": target.authorize(writer, secret="wrong"),
+        "unknown ref": client.get(find_path("00000000-0000-4000-8000-000000000000"), token=token()),
+        "'Bearer' alone": client.get(EVENTS, headers={"Authorization": "Bearer"}),
+        "a valid token under the Basic scheme": client.get(
+            EVENTS, headers={"Authorization": f"Basic {basic}"}
         ),
-        (
-            "33-character key",
-            400,
-            "invalid_idempotency_key",
-            target.create("CASHIN", writer, key="k" * 33),
+        "a bare value that is no token": client.get(EVENTS, headers={"Authorization": "abc"}),
+        "an empty key": create("CASHIN", writer, key=""),
+        "a key with a control character": create("CASHIN", writer, key="ab\x01cd", key_in="query"),
+        "a key sent twice": client.post(
+            CASHIN,
+            json={"amount": target.amount(), "number": number},
+            params={"Idempotency-Key": [target.fresh_key(), target.fresh_key()]},
+            token=token(),
         ),
-        ("no Authorization", 401, "missing_token", client.get(EVENTS)),
-        (
-            "garbage token",
-            401,
-            "invalid_token",
-            client.get(EVENTS, headers={"Authorization": "Bearer x.y.z"}),
+        "an amount over the maximum": create(
+            "CASHIN", writer, amount=_just_over(target.need_config().amount.max)
         ),
-        ("wrong secret", 401, "invalid_credentials", target.authorize(writer, secret="wrong")),
-        (
-            "unknown ref",
-            404,
-            "transaction_not_found",
-            client.get(
-                find_path("00000000-0000-4000-8000-000000000000"), token=target.token(writer)
-            ),
+        "a JSON array body": client.post(CASHIN, content="[1, 2, 3]", token=token()),
+        "Content-Encoding: gzip on plain bytes": _gzip_on_plain_bytes(target, CASHIN, writer),
+        "a key of bytes that are not UTF-8": _key_not_utf8(target, CASHIN, writer),
+        "a number off the configured pattern": create(
+            "CASHIN", writer, number="hello", key=target.fresh_key()
         ),
-        (
-            "'Bearer' alone",
-            401,
-            "missing_token",
-            client.get(EVENTS, headers={"Authorization": "Bearer"}),
+        "an X-Webhook-Mode of 65 characters": create(
+            "CASHIN", writer, key=target.fresh_key(), webhook_mode="m" * 65
         ),
-        (
-            "a valid token under the Basic scheme",
-            401,
-            "missing_token",
-            client.get(EVENTS, headers={"Authorization": f"Basic {token}"}),
+        "a body over 64 KiB": client.post(
+            CASHIN, content=_padded_body(target, BODY_LIMIT + 1), token=token()
         ),
-        (
-            "a bare value that is no token",
-            401,
-            "invalid_token",
-            client.get(EVENTS, headers={"Authorization": "abc"}),
+        "a JavaScript body": client.post(
+            CASHIN,
+            json={"amount": target.amount(), "number": number},
+            headers={"Content-Type": "application/javascript"},
+            token=token(),
         ),
-        ("an empty key", 400, "invalid_idempotency_key", target.create("CASHIN", writer, key="")),
-        (
-            "a key with a control character",
-            400,
-            "invalid_idempotency_key",
-            target.create("CASHIN", writer, key="ab\x01cd", key_in="query"),
-        ),
-        (
-            "a key sent twice",
-            400,
-            "ambiguous_idempotency_key",
-            client.post(
-                CASHIN,
-                json={"amount": target.amount(), "number": number},
-                params={"Idempotency-Key": [target.fresh_key(), target.fresh_key()]},
-                token=target.token(writer),
-            ),
-        ),
-        (
-            "an amount over the maximum",
-            400,
-            "validation_error",
-            target.create("CASHIN", writer, amount=_just_over(target.need_config().amount.max)),
-        ),
-        (
-            "a JSON array body",
-            400,
-            "malformed_json",
-            client.post(CASHIN, content="[1, 2, 3]", token=target.token(writer)),
-        ),
-        (
-            "Content-Encoding: gzip on plain bytes",
-            400,
-            "malformed_json",
-            _gzip_on_plain_bytes(target, CASHIN, writer),
-        ),
-        (
-            "a key of bytes that are not UTF-8",
-            400,
-            "invalid_idempotency_key",
-            _key_not_utf8(target, CASHIN, writer),
-        ),
-        (
-            "a number off the configured pattern",
-            400,
-            "validation_error",
-            target.create("CASHIN", writer, number="hello", key=target.fresh_key()),
-        ),
-        (
-            "an X-Webhook-Mode of 65 characters",
-            400,
-            "validation_error",
-            target.create("CASHIN", writer, key=target.fresh_key(), webhook_mode="m" * 65),
-        ),
-        (
-            "a body over 64 KiB",
-            413,
-            "payload_too_large",
-            client.post(
-                CASHIN, content=_padded_body(target, BODY_LIMIT + 1), token=target.token(writer)
-            ),
-        ),
-        (
-            "a JavaScript body",
-            415,
-            "unsupported_media_type",
-            client.post(
-                CASHIN,
-                json={"amount": target.amount(), "number": number},
-                headers={"Content-Type": "application/javascript"},
-                token=target.token(writer),
-            ),
-        ),
-        (
-            "unknown route",
-            404,
-            "not_found",
-            client.get("/no/such/route", token=target.token(writer)),
-        ),
-        ("wrong method", 405, "method_not_allowed", client.get(CASHIN, token=target.token(writer))),
-        (
-            "reused key",
-            409,
-            "idempotency_key_reused",
-            target.create("CASHIN", writer, number=number, key=key),
-        ),
-    ]
+        "unknown route": client.get("/no/such/route", token=token()),
+        "wrong method": client.get(CASHIN, token=token()),
+        "reused key": create("CASHIN", writer, number=number, key=key),
+    }
     reader = target.app("read")
     if reader is not None:
-        cases.append(
-            (
-                "read-only cashin",
-                403,
-                "insufficient_privilege",
-                target.create("CASHIN", reader, key=target.fresh_key()),
-            )
-        )
-    return cases
+        replies["read-only cashin"] = create("CASHIN", reader, key=target.fresh_key())
+    return [(what, *CATALOGUE[what], reply) for what, reply in replies.items()]
 
 
 @check(
@@ -263,9 +197,9 @@ def _provoke(target: Target) -> list[tuple[str, int, str, Reply]]:
     "Error response bodies, HTTP error status codes and error codes [...]: not shown.",
     "reference",
 )
-def error_bodies_are_status_code_message(configured: Target) -> None:
+def error_bodies_are_status_code_message(target: Target) -> None:
     problems, proof = [], []
-    for what, _, _, reply in _provoke(configured):
+    for what, _, _, reply in _provoke(target):
         body = reply.body
         if not (
             isinstance(body, dict)
@@ -292,9 +226,9 @@ def error_bodies_are_status_code_message(configured: Target) -> None:
     "rejection in rule 1: not shown.",
     "reference",
 )
-def error_statuses_and_codes_follow_the_catalogue(configured: Target) -> None:
+def error_statuses_and_codes_follow_the_catalogue(target: Target) -> None:
     problems, proof = [], []
-    for what, status, code, reply in _provoke(configured):
+    for what, status, code, reply in _provoke(target):
         if reply.status != status or reply.get("code") != code:
             problems.append(
                 f"{what}: {reply.status} {reply.get('code')!r}, expected {status} {code!r}"
@@ -312,14 +246,13 @@ def error_statuses_and_codes_follow_the_catalogue(configured: Target) -> None:
     "Error response bodies, HTTP error status codes and error codes [...]: not shown. [RFC 9110 "
     "§15.6: a 5xx says the server failed; a request it cannot serve is the client's 4xx.]",
 )
-def odd_requests_are_answered_2xx_or_4xx(configured: Target) -> None:
+def odd_requests_are_answered_2xx_or_4xx(target: Target) -> None:
     """Each request is well framed HTTP that a client or a gateway may send; the server may
     serve it or refuse it, but not fail on it, nor answer a status outside 2xx and 4xx. A
     connection closed instead of an answer refuses it too (a framework may drop a body it
     cannot decode): that is noted, not judged."""
     from conformance.http import TargetUnreachable  # not at import: --list stays light
 
-    target = configured
     client = target.client
     reader = target.writer() or target.need_reader()
     probes: list[tuple[str, Callable[[], Reply]]] = [
@@ -418,8 +351,7 @@ def _key_not_utf8(target: Target, path: str, app: Application) -> Reply:
     "Rate limits, amount bounds and maximum page size: not shown.",
     "reference",
 )
-def a_body_of_64_kib_is_served(configured: Target) -> None:
-    target = configured
+def a_body_of_64_kib_is_served(target: Target) -> None:
     app = target.writer("CASHIN")
     if app is None:
         not_applicable("no application may cashin")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from conformance.api import data_of
 from conformance.checks import Section, check
-from conformance.outcome import expect, not_applicable
+from conformance.outcome import expect, expect_none, not_applicable
 from conformance.suite.authentication import refreshed_pairs
 
 if TYPE_CHECKING:
@@ -65,13 +65,11 @@ def _denied_with_every_token(target: Target, app: Application, kinds: tuple[str,
     for token in _tokens_of(target, app):
         for kind in kinds:
             _denied(target, app, kind, problems, proof, token)
-    expect(
-        not problems,
-        "; ".join(problems),
+    expect_none(
+        problems,
         *proof,
         expected=f"{' and '.join(k.lower() for k in kinds)} refused (4xx) and nothing created, "
         "with the authorized and every refreshed token",
-        actual="; ".join(problems),
     )
 
 
@@ -82,8 +80,7 @@ def _denied_with_every_token(target: Target, app: Application, kinds: tuple[str,
     "a read-only application cannot create transactions, with its authorized or refreshed token",
     "An application has a privilege set: read only, read and write, cashin, or cashout.",
 )
-def a_read_only_application_cannot_create(configured: Target) -> None:
-    target = configured
+def a_read_only_application_cannot_create(target: Target) -> None:
     app = target.app("read")
     if app is None:
         not_applicable("no read-only application configured")
@@ -98,11 +95,10 @@ def a_read_only_application_cannot_create(configured: Target) -> None:
     "refreshed tokens",
     "An application has a privilege set: read only, read and write, cashin, or cashout.",
 )
-def each_privilege_allows_what_it_names(configured: Target) -> None:
+def each_privilege_allows_what_it_names(target: Target) -> None:
     """Each privilege allows what it names. A writer's token renewed by refresh still creates
     its kind (a refresh returns the same application's pair: a privilege lost on refresh is
     the session broken after 15 minutes)."""
-    target = configured
     problems, proof = [], []
     ref = None
     writer, kind = target.writer("CASHIN"), "CASHIN"
@@ -139,12 +135,10 @@ def each_privilege_allows_what_it_names(configured: Target) -> None:
             if not found.ok:
                 problems.append(f"{app.privilege} find answered {found.status}")
                 proof.append(found)
-    expect(
-        not problems,
-        "; ".join(problems),
+    expect_none(
+        problems,
         *proof,
         expected="every privilege allowed what it names, with authorized and refreshed tokens",
-        actual="; ".join(problems),
     )
 
 
@@ -155,11 +149,11 @@ def each_privilege_allows_what_it_names(configured: Target) -> None:
     "a cashin application cannot cash out, with its authorized or refreshed token",
     "An application has a privilege set: read only, read and write, cashin, or cashout.",
 )
-def a_cashin_application_cannot_cash_out(configured: Target) -> None:
-    app = configured.app("cashin")
+def a_cashin_application_cannot_cash_out(target: Target) -> None:
+    app = target.app("cashin")
     if app is None:
         not_applicable("no cashin application configured")
-    _denied_with_every_token(configured, app, ("CASHOUT",))
+    _denied_with_every_token(target, app, ("CASHOUT",))
 
 
 @check(
@@ -169,11 +163,11 @@ def a_cashin_application_cannot_cash_out(configured: Target) -> None:
     "a cashout application cannot cash in, with its authorized or refreshed token",
     "An application has a privilege set: read only, read and write, cashin, or cashout.",
 )
-def a_cashout_application_cannot_cash_in(configured: Target) -> None:
-    app = configured.app("cashout")
+def a_cashout_application_cannot_cash_in(target: Target) -> None:
+    app = target.app("cashout")
     if app is None:
         not_applicable("no cashout application configured")
-    _denied_with_every_token(configured, app, ("CASHIN",))
+    _denied_with_every_token(target, app, ("CASHIN",))
 
 
 def _two_merchants(target: Target) -> tuple[Application, Application]:
@@ -197,8 +191,7 @@ def _two_merchants(target: Target) -> tuple[Application, Application]:
     "another merchant's application cannot find a transaction",
     "An application is created by the merchant in the service dashboard.",
 )
-def another_merchant_cannot_find_the_transaction(configured: Target) -> None:
-    target = configured
+def another_merchant_cannot_find_the_transaction(target: Target) -> None:
     owner, other = _two_merchants(target)
     _, created = target.created("CASHIN", owner)
     reply = target.find(created["ref"], other)
@@ -218,13 +211,12 @@ def another_merchant_cannot_find_the_transaction(configured: Target) -> None:
     "ref, client, kind or status",
     "An application is created by the merchant in the service dashboard.",
 )
-def another_merchant_does_not_see_the_events(configured: Target) -> None:
+def another_merchant_does_not_see_the_events(target: Target) -> None:
     """Every way the list can return data is scoped: unfiltered, and under each filter the
     document names (ref, client, kind, status), since an implementation may build each filter's
     query apart and forget the merchant in one. One page per filter keeps it cheap; a leak still
     shows on it whatever the order, as any event of the owner's merchant code (the owner's
     transactions fill the list), not only the one just created."""
-    target = configured
     owner, other = _two_merchants(target)
     number = target.number()
     _, created = target.created("CASHIN", owner, number=number)
@@ -254,13 +246,11 @@ def another_merchant_does_not_see_the_events(configured: Target) -> None:
                 f"merchant {other.merchant} sees events of merchant {owner_code} with filters "
                 f"{params}"
             )
-    expect(
-        not problems,
-        "; ".join(problems),
+    expect_none(
+        problems,
         *proof,
         expected=f"no event of merchant {owner.merchant} in merchant {other.merchant}'s list, "
         "unfiltered or under any filter",
-        actual="; ".join(problems),
     )
 
 

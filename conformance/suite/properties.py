@@ -6,16 +6,17 @@ into PROP-001..009. They run last: the catalog's order puts the PROP group at th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from conformance.checks import Section, check
+from conformance.checks import Level, Profile, Section, check
 from conformance.outcome import CheckFailed, CouldNotCheck, not_applicable
 
 if TYPE_CHECKING:
+    from conformance.property_phase import PropRun
     from conformance.target import Target
 
 
-def _run(target: Target, cache: dict):
+def _run(target: Target, cache: dict[str, Any]) -> PropRun:
     """Run schemathesis once per session (the first PROP check pays for all of them)."""
     if target.config is None:
         not_applicable("no applications configured: the property tests need a bearer token")
@@ -35,13 +36,13 @@ def _run(target: Target, cache: dict):
             )
         except Exception as exc:  # noqa: BLE001 - reported as the check's error
             cache["properties"] = exc
-    result = cache["properties"]
+    result: PropRun | Exception = cache["properties"]
     if isinstance(result, Exception):
         raise RuntimeError(f"the property run could not complete: {result}") from result
     return result
 
 
-def _verdict(target: Target, cache: dict, check_id: str) -> None:
+def _verdict(target: Target, cache: dict[str, Any], check_id: str, expected: str) -> None:
     from conformance.http import TargetUnreachable
 
     result = _run(target, cache)
@@ -60,7 +61,7 @@ def _verdict(target: Target, cache: dict, check_id: str) -> None:
     if failures:  # judged on answers that were not 429: the target's own, whatever came later
         error = CheckFailed(
             f"{len(failures)} distinct failure(s): " + " | ".join(f.line() for f in failures),
-            expected=EXPECTED[check_id],
+            expected=expected,
             actual=failures[0].line(),
         )
         error.extra_evidence = [f.evidence() for f in failures]
@@ -80,7 +81,7 @@ def _verdict(target: Target, cache: dict, check_id: str) -> None:
         if check_id == "PROP-006":
             raise CheckFailed(
                 "valid requests were never accepted: " + "; ".join(problems) + errors,
-                expected=EXPECTED[check_id],
+                expected=expected,
                 actual="; ".join(problems),
             )
         raise CouldNotCheck(
@@ -92,116 +93,106 @@ def _verdict(target: Target, cache: dict, check_id: str) -> None:
         raise CouldNotCheck("schemathesis ran no scenario")
 
 
-#: What each property check demands, for the report's Expected line.
-EXPECTED = {
-    "PROP-001": "no 5xx on any generated request",
-    "PROP-002": "2xx or 4xx (seed view); the documented code (reference)",
-    "PROP-003": "application/json on every response",
-    "PROP-004": "response bodies valid against the spec's schemas (seed view in seed)",
-    "PROP-005": "a 4xx for requests the document makes invalid",
-    "PROP-006": "valid requests accepted",
-    "PROP-007": "a 4xx without credentials or with invalid ones",
-    "PROP-008": "a 4xx when a required header is missing",
-    "PROP-009": "what a creation returned is found, with the values sent",
-}
+def _property_check(
+    name: str,
+    id: str,
+    level: Level,
+    section: str,
+    title: str,
+    quote: str,
+    expected: str,
+    profile: Profile = "seed",
+) -> None:
+    """Declare one PROP check as a function of this module: the nine differ only in their
+    entry and what they demand, the verdict is one run's, sorted by check ID."""
+
+    def judge(target: Target, run_cache: dict[str, Any]) -> None:
+        _verdict(target, run_cache, id, expected)
+
+    judge.__name__ = judge.__qualname__ = name
+    globals()[name] = check(id, level, section, title, quote, profile)(judge)
 
 
-@check(
+_property_check(
+    "no_server_error_on_generated_input",
     "PROP-001",
     "SHOULD",
     Section.ENDPOINTS,
     "property tests: no server error on any generated input",
     "All bodies are JSON. [every operation, positive and negative data]",
+    "no 5xx on any generated request",
 )
-def no_server_error_on_generated_input(configured: Target, run_cache: dict) -> None:
-    _verdict(configured, run_cache, "PROP-001")
-
-
-@check(
+_property_check(
+    "status_codes_are_documented",
     "PROP-002",
     "SHOULD",
     Section.ENDPOINTS,
     "property tests: status codes are documented ones",
     "HTTP status codes of success responses: not shown. [seed: any 2xx, any 4xx]",
+    "2xx or 4xx (seed view); the documented code (reference)",
 )
-def status_codes_are_documented(configured: Target, run_cache: dict) -> None:
-    _verdict(configured, run_cache, "PROP-002")
-
-
-@check(
+_property_check(
+    "responses_are_application_json",
     "PROP-003",
     "MUST",
     Section.ENDPOINTS,
     "property tests: responses are application/json",
     "All bodies are JSON.",
+    "application/json on every response",
 )
-def responses_are_application_json(configured: Target, run_cache: dict) -> None:
-    _verdict(configured, run_cache, "PROP-003")
-
-
-@check(
+_property_check(
+    "responses_match_the_schemas",
     "PROP-004",
     "MUST",
     Section.RESOURCES,
     "property tests: responses match the documented schemas",
     "Resources and their fields (creation, lookup, event list, token pair).",
+    "response bodies valid against the spec's schemas (seed view in seed)",
 )
-def responses_match_the_schemas(configured: Target, run_cache: dict) -> None:
-    _verdict(configured, run_cache, "PROP-004")
-
-
-@check(
+_property_check(
+    "invalid_requests_are_rejected",
     "PROP-005",
     "SHOULD",
     Section.ENDPOINTS,
     "property tests: invalid requests are rejected",
     "Body: amount (number, required), number (string, required). Idempotency-Key: maximum "
     "length 32.",
+    "a 4xx for requests the document makes invalid",
 )
-def invalid_requests_are_rejected(configured: Target, run_cache: dict) -> None:
-    _verdict(configured, run_cache, "PROP-005")
-
-
-@check(
+_property_check(
+    "valid_requests_are_accepted",
     "PROP-006",
     "MUST",
     Section.ENDPOINTS,
     "property tests: valid requests are accepted",
     "Cashin: a deposit into the merchant account, requested for a customer number.",
+    "valid requests accepted",
 )
-def valid_requests_are_accepted(configured: Target, run_cache: dict) -> None:
-    _verdict(configured, run_cache, "PROP-006")
-
-
-@check(
+_property_check(
+    "no_protected_operation_ignores_auth",
     "PROP-007",
     "MUST",
     Section.AUTHENTICATION_3,
     "property tests: no protected operation ignores auth",
     "The transaction and event endpoints require it.",
+    "a 4xx without credentials or with invalid ones",
 )
-def no_protected_operation_ignores_auth(configured: Target, run_cache: dict) -> None:
-    _verdict(configured, run_cache, "PROP-007")
-
-
-@check(
+_property_check(
+    "a_missing_required_header_is_rejected",
     "PROP-008",
     "MUST",
     Section.AUTHENTICATION_3,
     "property tests: a missing required header is rejected",
     "Authorization: Bearer <ACCESS_TOKEN>, required.",
+    "a 4xx when a required header is missing",
 )
-def a_missing_required_header_is_rejected(configured: Target, run_cache: dict) -> None:
-    _verdict(configured, run_cache, "PROP-008")
-
-
-@check(
+_property_check(
+    "stateful_chains_hold",
     "PROP-009",
     "MUST",
     Section.ENDPOINTS,
     "property tests, stateful: authorize -> refresh, create -> find -> events chains hold",
     "A transaction is identified by a unique reference key (ref) generated by the service "
     "when the transaction is created.",
+    "what a creation returned is found, with the values sent",
 )
-def stateful_chains_hold(configured: Target, run_cache: dict) -> None:
-    _verdict(configured, run_cache, "PROP-009")

@@ -9,36 +9,24 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from conformance import timestamps
 from conformance.api import AUTHORIZE, CASHIN, EVENTS, REFRESH_PATHS, UUID_RE, data_of, find_path
 from conformance.checks import Section, check
 from conformance.outcome import expect, fail, not_applicable, precondition
+from conformance.suite.authentication import fresh_refresh_token
+from conformance.suite.states_and_transitions import OUTCOMES, creatable_kinds, usable_customer
 from paysuite_core.request_data import same_number
 
 if TYPE_CHECKING:
+    from conformance.customer import Outcome
     from conformance.http import Reply
     from conformance.target import Target
     from paysuite_core.target_config import Application
 
 
 PROCESSED = "transaction:processed"
-
-
-def _kinds(target: Target) -> list[str]:
-    """The kinds some application may create: a rule of both is judged on both."""
-    kinds = [kind for kind in ("CASHIN", "CASHOUT") if target.writer(kind) is not None]
-    if not kinds:
-        not_applicable("no application may create transactions")
-    return kinds
-
-
-def _app(target: Target):
-    app = target.writer("CASHIN")
-    if app is None:
-        not_applicable("no application may cashin")
-    return app
 
 
 def _creators(
@@ -66,12 +54,11 @@ def _creators(
     "refs are UUID-shaped and unique across every creation of the run (both kinds, each merchant)",
     "ref: Unique reference key, UUID-shaped, generated at creation.",
 )
-def refs_are_uuid_shaped_and_unique(configured: Target) -> None:
+def refs_are_uuid_shaped_and_unique(target: Target) -> None:
     """Cashins and cashouts interleaved (a cashout handed the previous cashin's ref, or the
     reverse, is caught), one of another merchant when configured; and every creation of the
     whole run counts: a ref handed out again by any check's creation fails here, whichever
     check drew it (those checks stop as errors, this rule fails)."""
-    target = configured
     own, other = _creators(target)
     if not own:
         not_applicable("no application may create transactions")
@@ -110,11 +97,10 @@ def refs_are_uuid_shaped_and_unique(configured: Target) -> None:
     "event ids are UUID-shaped and unique",
     "event_id: Unique event identifier, UUID-shaped.",
 )
-def event_ids_are_uuid_shaped_and_unique(configured: Target) -> None:
+def event_ids_are_uuid_shaped_and_unique(target: Target) -> None:
     """An event id names one event: the created and processed events of one transaction, the
     events of different transactions and the events of different pages never share one."""
-    target = configured
-    app = _app(target)
+    app = target.need_writer()
     number = target.number()
     refs = [target.created("CASHIN", app, number=number)[1]["ref"] for _ in range(3)]
     precondition(len(set(refs)) == 3, f"three creations returned refs {refs} (FMT-001)")
@@ -127,7 +113,7 @@ def event_ids_are_uuid_shaped_and_unique(configured: Target) -> None:
             lambda items: len(items) >= 2,
             timeout_s=min(10.0, target.driver_timeout()),
         )
-    events: list[dict] = []
+    events: list[dict[str, Any]] = []
     proof = []
     for ref in refs:
         found = target.events_for_ref(app, ref, wait=True)
@@ -176,10 +162,9 @@ def event_ids_are_uuid_shaped_and_unique(configured: Target) -> None:
     "creation created_at is an ISO 8601 instant (zone given) with fractional seconds",
     "created_at: ISO 8601 timestamp in UTC with fractional seconds.",
 )
-def creation_created_at_is_an_instant_with_fraction(configured: Target) -> None:
+def creation_created_at_is_an_instant_with_fraction(target: Target) -> None:
     """A cashin's and a cashout's: one creation response for both."""
-    target = configured
-    for kind in _kinds(target):
+    for kind in creatable_kinds(target):
         now = datetime.now(UTC)
         reply, created = target.created(kind, target.need_writer(kind))
         problem = timestamps.instant_with_fraction(created.get("created_at"))
@@ -200,10 +185,9 @@ def creation_created_at_is_an_instant_with_fraction(configured: Target) -> None:
     "find timestamp is ISO 8601 with a numeric UTC offset and fractional seconds",
     "timestamp: ISO 8601 timestamp with a numeric UTC offset and fractional seconds.",
 )
-def find_timestamp_has_a_numeric_offset_and_fraction(configured: Target) -> None:
+def find_timestamp_has_a_numeric_offset_and_fraction(target: Target) -> None:
     """A cashin's and a cashout's: one lookup response for both."""
-    target = configured
-    for kind in _kinds(target):
+    for kind in creatable_kinds(target):
         app = target.need_writer(kind)
         now = datetime.now(UTC)
         _, created = target.created(kind, app)
@@ -227,20 +211,16 @@ def _event_stamps(target: Target) -> tuple[Stamps, Stamps, Reply, Reply]:
     """(label, value) of every timestamp of a new cashin's and a new cashout's events (the
     cashin confirmed and the cashout cancelled when a sandbox driver can), and of their
     creation answers, with the first creation and the last listing that show them."""
-    customer = target.customer
-    driver = (
-        customer is not None
-        and customer.unavailable_reason() is None
-        and customer.driver == "sandbox"
-    )
+    customer = usable_customer(target)
+    driver = customer is not None and customer.driver == "sandbox"
     stamps: Stamps = []
     creations: Stamps = []
     replies: list[Reply] = []
-    for kind, outcome in zip(_kinds(target), ("confirm", "cancel"), strict=False):
+    for kind, outcome in zip(creatable_kinds(target), OUTCOMES, strict=False):
         app = target.need_writer(kind)
         created_reply, created = target.created(kind, app, number=target.number())
         if driver:
-            target.resolve(created["ref"], outcome)  # type: ignore[arg-type]
+            target.resolve(created["ref"], outcome)
             target.wait_processed(created["ref"], app)
         events = target.events_for_ref(app, created["ref"], wait=True)
         listing = target.list_events(app, ref=created["ref"])
@@ -267,9 +247,9 @@ def _event_stamps(target: Target) -> tuple[Stamps, Stamps, Reply, Reply]:
     "created_at: ISO 8601 timestamp in UTC. data.created_at, data.processed_at: ISO 8601, "
     "UTC, up to nanosecond fraction.",
 )
-def event_timestamps_are_iso_8601_instants(configured: Target) -> None:
+def event_timestamps_are_iso_8601_instants(target: Target) -> None:
     now = datetime.now(UTC)
-    stamps, _, _, listing = _event_stamps(configured)
+    stamps, _, _, listing = _event_stamps(target)
     problems = [
         f"{label}: {problem}"
         for label, value in stamps
@@ -293,8 +273,8 @@ def event_timestamps_are_iso_8601_instants(configured: Target) -> None:
     "8601 timestamp in UTC. [The live service writes +02:00 in creation and data "
     "timestamps: the same instant, another offset.]",
 )
-def utc_timestamps_are_written_in_utc(configured: Target) -> None:
-    events, creations, created_reply, listing = _event_stamps(configured)
+def utc_timestamps_are_written_in_utc(target: Target) -> None:
+    events, creations, created_reply, listing = _event_stamps(target)
     stamps = [*creations, *events]
     problems = []
     for label, value in stamps:
@@ -311,19 +291,21 @@ def utc_timestamps_are_written_in_utc(configured: Target) -> None:
     )
 
 
-def _appearances(target: Target, kind: str, outcome: str) -> tuple[Reply, Reply, list[dict]]:
+def _appearances(
+    target: Target, kind: str, outcome: Outcome
+) -> tuple[Reply, Reply, list[dict[str, Any]]]:
     """A new ``kind``, processed by the customer's ``outcome`` when a driver can: its
     creation answer, find's answer and every event listed for it."""
     app = target.need_writer(kind)
-    customer = target.customer
-    driver = customer is not None and customer.unavailable_reason() is None
+    customer = usable_customer(target)
+    driver = customer is not None
     number = target.number()
-    if driver:
-        number = customer.number_for(outcome, number)  # type: ignore[union-attr,arg-type]
+    if customer is not None:
+        number = customer.number_for(outcome, number)
     created_reply, created = target.created(kind, app, number=number)
     ref = created["ref"]
     if driver:
-        target.resolve(ref, outcome)  # type: ignore[arg-type]
+        target.resolve(ref, outcome)
         settled = target.wait_processed(ref, app)
         precondition(
             settled.get("status") not in (None, "pending"),
@@ -341,7 +323,9 @@ def _appearances(target: Target, kind: str, outcome: str) -> tuple[Reply, Reply,
     return created_reply, found, events
 
 
-def disagreements(created: dict, found: dict, events: list[dict]) -> list[str]:
+def disagreements(
+    created: dict[str, Any], found: dict[str, Any], events: list[dict[str, Any]]
+) -> list[str]:
     """Where one transaction reads differently in its creation answer, find's answer and each
     event's ``data``: ref, kind and amount everywhere, the customer (in any notation) and the
     merchant between find and the events, and ``created_at`` as one instant. The status and
@@ -383,12 +367,11 @@ def disagreements(created: dict, found: dict, events: list[dict]) -> list[str]:
     "created_at, kind, ref; lookup: amount, client, kind, merchant, ref; event data: ref, "
     "kind, merchant, client, amount, created_at: the fields of that one transaction.]",
 )
-def a_transaction_reads_the_same_everywhere(configured: Target) -> None:
+def a_transaction_reads_the_same_everywhere(target: Target) -> None:
     """A cashin confirmed and a cashout cancelled (or both pending without a customer driver):
     one ref names one transaction, so each field the creation answer, find and the events
     share must agree, timestamps as instants in whatever offset each is written."""
-    target = configured
-    for kind, outcome in zip(_kinds(target), ("confirm", "cancel"), strict=False):
+    for kind, outcome in zip(creatable_kinds(target), OUTCOMES, strict=False):
         created_reply, found, events = _appearances(target, kind, outcome)
         created = created_reply.body
         problems = disagreements(created, found.body, events)
@@ -414,11 +397,10 @@ def a_transaction_reads_the_same_everywhere(configured: Target) -> None:
     "[Which moment it names is not shown; for a transaction still pending, its creation is "
     "the only moment there is.]",
 )
-def find_timestamp_is_the_creation_instant(configured: Target) -> None:
+def find_timestamp_is_the_creation_instant(target: Target) -> None:
     """A cashin and a cashout, still pending: whether ``timestamp`` names the creation or
     the last change, it is the creation instant then (the lookup's own time is neither)."""
-    target = configured
-    for kind in _kinds(target):
+    for kind in creatable_kinds(target):
         app = target.need_writer(kind)
         created_reply, created = target.created(kind, app)
         found = target.find(created["ref"], app)
@@ -452,9 +434,8 @@ def _is_json(reply: Reply) -> bool:
     "every response, errors included, is JSON",
     "All bodies are JSON.",
 )
-def every_response_is_json(configured: Target) -> None:
-    target = configured
-    app = _app(target)
+def every_response_is_json(target: Target) -> None:
+    app = target.need_writer()
     pair = target.pair(app, fresh=True)
     client = target.client
     replies = [
@@ -470,8 +451,7 @@ def every_response_is_json(configured: Target) -> None:
     if ref:
         replies.append(client.get(find_path(ref), token=pair.access))
     for template in REFRESH_PATHS:  # only the paths the target serves: either is conformant
-        fresh = target.pair(app, fresh=True)
-        reply = target.refresh(fresh.refresh, template)
+        reply = target.refresh(fresh_refresh_token(target, app), template)
         if reply.ok:
             replies.append(reply)
             replies.append(target.refresh("not-a-token", template))

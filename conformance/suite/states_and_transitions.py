@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from conformance import timestamps
 from conformance.api import (
@@ -21,25 +22,27 @@ from conformance.api import (
     status_changed,
 )
 from conformance.checks import Section, check, set_up_early
-from conformance.outcome import CouldNotCheck, expect, fail, not_applicable, precondition
+from conformance.outcome import (
+    CouldNotCheck,
+    expect,
+    expect_none,
+    fail,
+    not_applicable,
+    precondition,
+)
 from paysuite_core.request_data import same_number
 
 if TYPE_CHECKING:
+    from conformance.customer import Customer, Outcome
     from conformance.http import Reply
     from conformance.target import Target
 
 PROCESSED = "transaction:processed"
 CREATED = "transaction:created"
+OUTCOMES: tuple[Outcome, Outcome] = ("confirm", "cancel")
 
 
-def _app(target: Target, kind: str = "CASHIN"):
-    app = target.writer(kind)
-    if app is None:
-        not_applicable(f"no application may {kind.lower()}")
-    return app
-
-
-def _kinds(target: Target) -> list[str]:
+def creatable_kinds(target: Target) -> list[str]:
     """The kinds some application may create: the document states the lifecycle for cashin
     and cashout alike, so each rule is judged on both when the configuration allows."""
     kinds = [kind for kind in ("CASHIN", "CASHOUT") if target.writer(kind) is not None]
@@ -48,15 +51,15 @@ def _kinds(target: Target) -> list[str]:
     return kinds
 
 
-def _need_driver(target: Target) -> None:
-    reason = target.need_customer().unavailable_reason()
-    if reason:
-        not_applicable(reason)
+def usable_customer(target: Target) -> Customer | None:
+    """The customer driver when it can act here; None lets a check go on without one."""
+    customer = target.customer
+    return customer if customer is not None and customer.unavailable_reason() is None else None
 
 
 def _processed(
-    target: Target, outcome: str, *, kind: str = "CASHIN", judged: bool = True
-) -> tuple[Reply, dict, Reply, list[dict]]:
+    target: Target, outcome: Outcome, *, kind: str = "CASHIN", judged: bool = True
+) -> tuple[Reply, dict[str, Any], Reply, list[dict[str, Any]]]:
     """Create a ``kind``, have the customer act, wait for the outcome; returns creation, find,
     events.
 
@@ -65,13 +68,13 @@ def _processed(
     """
     from conformance.customer import DriverUnavailable
 
-    _need_driver(target)
-    app = _app(target, kind)
-    number = target.need_customer().number_for(outcome, target.number())  # type: ignore[arg-type]
+    target.need_customer().need_available()
+    app = target.need_writer(kind)
+    number = target.need_customer().number_for(outcome, target.number())
     created_reply, created = target.created(kind, app, number=number)
     ref = created["ref"]
     try:
-        target.resolve(ref, outcome)  # type: ignore[arg-type]
+        target.resolve(ref, outcome)
     except DriverUnavailable as exc:
         not_applicable(str(exc))
     found = target.wait_processed(ref, app)
@@ -98,7 +101,9 @@ def _processed(
     return created_reply, created, found, events
 
 
-def _check_processed_event(found: Reply, events: list[dict], created: dict) -> None:
+def _check_processed_event(
+    found: Reply, events: list[dict[str, Any]], created: dict[str, Any]
+) -> None:
     processed = [e for e in events if e.get("event_kind") == PROCESSED]
     expect(
         len(processed) == 1,
@@ -149,12 +154,11 @@ def _check_processed_event(found: Reply, events: list[dict], created: dict) -> N
     "(none) -> pending: Event transaction:created is recorded. The response carries ref and "
     "status pending.",
 )
-def creation_records_a_created_event(configured: Target) -> None:
+def creation_records_a_created_event(target: Target) -> None:
     """A cashin and a cashout each: "cashin or cashout request accepted" is one row of the
     table, and a service may record events on one code path only."""
-    target = configured
-    for kind in _kinds(target):
-        app = _app(target, kind)
+    for kind in creatable_kinds(target):
+        app = target.need_writer(kind)
         number = target.number()
         amount = target.amount()
         reply, created = target.created(kind, app, number=number, amount=amount)
@@ -166,7 +170,7 @@ def creation_records_a_created_event(configured: Target) -> None:
             actual=repr(created.get("status")),
         )
         events = target.wait_until(
-            lambda app=app, ref=created["ref"]: target.events_for_ref(app, ref),
+            partial(target.events_for_ref, app, created["ref"]),
             lambda items: bool(items),
             timeout_s=10,
         )
@@ -184,12 +188,11 @@ def creation_records_a_created_event(configured: Target) -> None:
         wrong = created_values_differ(
             data_of(made[0]), created["ref"], kind, amount, number, prefix="data."
         )
-        expect(
-            not wrong,
-            f"the {kind.lower()}'s created event: " + "; ".join(wrong),
+        expect_none(
+            wrong,
             reply,
             expected=f"the values created: kind {kind}, amount {amount}, client {number}, pending",
-            actual="; ".join(wrong),
+            prefix=f"the {kind.lower()}'s created event: ",
         )
 
 
@@ -201,15 +204,21 @@ def creation_records_a_created_event(configured: Target) -> None:
     "processed event",
     "pending -> customer confirms -> success (typically). Event transaction:processed is recorded.",
 )
-def confirmation_processes_to_success(configured: Target) -> None:
-    for kind in _kinds(configured):
-        _, created, found, events = _processed(configured, "confirm", kind=kind)
+def confirmation_processes_to_success(target: Target) -> None:
+    _judge_outcome(target, "confirm", SUCCESS_STATUSES, "success (or successful)")
+
+
+def _judge_outcome(target: Target, outcome: Outcome, wanted: tuple[str, ...], said: str) -> None:
+    """Each kind processed by the customer's ``outcome``: the status it must reach, and one
+    processed event that agrees with find."""
+    for kind in creatable_kinds(target):
+        _, created, found, events = _processed(target, outcome, kind=kind)
         expect(
-            found.get("status") in SUCCESS_STATUSES,
-            f"after confirmation the {kind.lower()}'s status is {found.get('status')!r}, "
-            "expected success (or successful)",
+            found.get("status") in wanted,
+            f"after {'confirmation' if outcome == 'confirm' else 'cancellation'} the "
+            f"{kind.lower()}'s status is {found.get('status')!r}, expected {said}",
             found,
-            expected="success or successful",
+            expected=" or ".join(wanted),
             actual=repr(found.get("status")),
         )
         _check_processed_event(found, events, created)
@@ -222,18 +231,8 @@ def confirmation_processes_to_success(configured: Target) -> None:
     "after cancellation (cashin and cashout): failed and exactly one processed event",
     "pending -> customer cancels -> failed (typically). Event transaction:processed is recorded.",
 )
-def cancellation_processes_to_failed(configured: Target) -> None:
-    for kind in _kinds(configured):
-        _, created, found, events = _processed(configured, "cancel", kind=kind)
-        expect(
-            found.get("status") == "failed",
-            f"after cancellation the {kind.lower()}'s status is {found.get('status')!r}, "
-            "expected failed",
-            found,
-            expected="failed",
-            actual=repr(found.get("status")),
-        )
-        _check_processed_event(found, events, created)
+def cancellation_processes_to_failed(target: Target) -> None:
+    _judge_outcome(target, "cancel", ("failed",), "failed")
 
 
 @check(
@@ -244,15 +243,14 @@ def cancellation_processes_to_failed(configured: Target) -> None:
     "It stays there until the customer confirms or cancels. [...] transaction:processed: "
     "The customer confirms or cancels. A new event is created.",
 )
-def a_processed_transaction_does_not_change_again(configured: Target) -> None:
+def a_processed_transaction_does_not_change_again(target: Target) -> None:
     """A confirmed cashin and a confirmed cashout are each cancelled afterwards; one wait
     serves both."""
     from conformance.customer import DriverUnavailable
 
-    target = configured
     processed = [
         (kind, *_processed(target, "confirm", kind=kind, judged=False)[1:3])
-        for kind in _kinds(target)
+        for kind in creatable_kinds(target)
     ]
     if target.customer is not None and target.customer.driver in ("sandbox", "command"):
         for _, created, _ in processed:
@@ -262,7 +260,7 @@ def a_processed_transaction_does_not_change_again(configured: Target) -> None:
                 pass  # refusing to act again is a fine answer
     time.sleep(target.quiet_s)
     for kind, created, found in processed:
-        app = _app(target, kind)
+        app = target.need_writer(kind)
         ref = created["ref"]
         again = target.find(ref, app)
         changed = status_changed(found.get("status"), again.get("status"))
@@ -294,9 +292,9 @@ def a_processed_transaction_does_not_change_again(configured: Target) -> None:
     "treat both as a successful outcome.",
     "reference",
 )
-def a_confirmed_transaction_reads_exactly_success(configured: Target) -> None:
-    for kind in _kinds(configured):
-        _, _, found, events = _processed(configured, "confirm", kind=kind, judged=False)
+def a_confirmed_transaction_reads_exactly_success(target: Target) -> None:
+    for kind in creatable_kinds(target):
+        _, _, found, events = _processed(target, "confirm", kind=kind, judged=False)
         statuses = {found.get("status")} | {
             data_of(e).get("status") for e in events if e.get("event_kind") == PROCESSED
         }
@@ -310,12 +308,12 @@ def a_confirmed_transaction_reads_exactly_success(configured: Target) -> None:
         )
 
 
-def dated_before_its_stage(event: dict) -> str | None:
+def dated_before_its_stage(event: dict[str, Any]) -> str | None:
     """How an event's own ``created_at`` falls before the stage it records (the created
     event before ``data.created_at``, the processed one before ``data.processed_at``), beyond
     the granularity of both stamps; ``None`` when it does not or a stamp is unreadable (the
     shape is FMT-005's rule)."""
-    stage = {CREATED: "created_at", PROCESSED: "processed_at"}.get(event.get("event_kind"))
+    stage = {CREATED: "created_at", PROCESSED: "processed_at"}.get(str(event.get("event_kind")))
     if stage is None:
         return None
     own = timestamps.parse(event.get("created_at"))
@@ -340,15 +338,14 @@ def dated_before_its_stage(event: dict) -> str | None:
     "transaction:processed: recorded when the customer confirms or cancels. A new event is "
     "created.",
 )
-def an_event_is_not_dated_before_its_stage(configured: Target) -> None:
+def an_event_is_not_dated_before_its_stage(target: Target) -> None:
     """A confirmed cashin and a cancelled cashout (their created events only, without a
     customer driver): an event recorded late is fine, one dated before its stage is not. A
     creation and the customer's action are a round trip apart at least, far more than the
     granularity of stamps with a fraction (the slack allowed for each stamp's last digit)."""
-    target = configured
-    driver = target.customer is not None and target.customer.unavailable_reason() is None
-    for kind, outcome in zip(_kinds(target), ("confirm", "cancel"), strict=False):
-        app = _app(target, kind)
+    driver = usable_customer(target) is not None
+    for kind, outcome in zip(creatable_kinds(target), OUTCOMES, strict=False):
+        app = target.need_writer(kind)
         if driver:
             _, created, _, events = _processed(target, outcome, kind=kind, judged=False)
         else:
@@ -402,22 +399,21 @@ def leave_transactions_alone(target: Target) -> None:
     "Every transaction starts in the status pending. It stays there until the customer "
     "confirms or cancels.",
 )
-def a_transaction_stays_pending_until_the_customer_acts(configured: Target) -> None:
+def a_transaction_stays_pending_until_the_customer_acts(target: Target) -> None:
     """The transactions were created when the run started and no customer acted on them: a
     target that settles on its own (a time-out that has already passed, an outcome drawn at
     creation) shows it by now. Past ``LEFT_ALONE_MAX_S`` a time-out may have ended them, so
     the check leaves new ones alone instead; either way for ``LEFT_ALONE_WAIT_S`` at least."""
-    target = configured
-    kinds = _kinds(target)
+    kinds = creatable_kinds(target)
     early = target.early.pop("LIFE-007", None)
     if not isinstance(early, LeftAlone) or time.monotonic() - early.at > LEFT_ALONE_MAX_S:
-        made = [(kind, target.created(kind, _app(target, kind))[0]) for kind in kinds]
+        made = [(kind, target.created(kind, target.need_writer(kind))[0]) for kind in kinds]
         early = LeftAlone(made, time.monotonic())
     # However short the run, each was left alone for LEFT_ALONE_WAIT_S at least.
     time.sleep(max(0.0, early.at + LEFT_ALONE_WAIT_S - time.monotonic()))
     age = time.monotonic() - early.at
     for kind, creation in early.created:
-        app = _app(target, kind)
+        app = target.need_writer(kind)
         found = target.find(str(creation.get("ref")), app)
         precondition(found.ok, f"find answered {found.status} (FIND-001)", found)
         expect(

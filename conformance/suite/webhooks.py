@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any
 from conformance.api import data_of
 from conformance.checks import Section, check
 from conformance.outcome import expect, fail, not_applicable, precondition
+from conformance.suite.states_and_transitions import usable_customer
 from paysuite_core.request_data import same_number
-from paysuite_core.webhook_ledger import CREATED, PROCESSED, Arrival
+from paysuite_core.webhook_ledger import CREATED, PROCESSED, Arrival, Ledger
 
 if TYPE_CHECKING:
     from conformance.http import Reply
@@ -59,12 +60,6 @@ def _hooks(target: Target) -> tuple[WebhookTarget, RunningReceiver, Application]
     return hooks, target.webhook_receiver(), app
 
 
-def _need_driver(target: Target) -> None:
-    reason = target.need_customer().unavailable_reason()
-    if reason:
-        not_applicable(reason)
-
-
 def _transaction(
     target: Target, hooks: WebhookTarget, app: Application, *, confirm: bool, number: str = ""
 ) -> tuple[Reply, str, tuple[str, ...]]:
@@ -76,11 +71,11 @@ def _transaction(
     """
     from conformance.customer import DriverUnavailable
 
-    customer = target.customer
-    driver = customer is not None and customer.unavailable_reason() is None
+    customer = usable_customer(target)
+    driver = customer is not None
     if confirm:
-        _need_driver(target)
-    if driver and customer is not None:  # magic numbers: the number makes the customer confirm
+        target.need_customer().need_available()
+    if customer is not None:  # magic numbers: the number makes the customer confirm
         number = customer.number_for("confirm", number or target.number())
     reply, _ = target.created("CASHIN", app, webhook_mode=hooks.mode, number=number or None)
     ref = str(reply.get("ref"))
@@ -101,7 +96,9 @@ def _transaction(
     return reply, ref, (CREATED, PROCESSED)
 
 
-def _listed(target: Target, app: Application, ref: str, kinds: tuple[str, ...]) -> list[dict]:
+def _listed(
+    target: Target, app: Application, ref: str, kinds: tuple[str, ...]
+) -> list[dict[str, Any]]:
     """The transaction's events as the list shows them, once it shows every kind awaited."""
     events = target.wait_until(
         lambda: target.events_for_ref(app, ref),
@@ -128,6 +125,24 @@ def _await_ids(target: Target, receiver: RunningReceiver, ids: list[str]) -> boo
     )
 
 
+def _delivered(
+    target: Target, unjudged: str
+) -> tuple[WebhookTarget, RunningReceiver, Reply, str, list[dict[str, Any]]]:
+    """An unconfirmed cashin whose listed events have all arrived, accepted or not: what the
+    checks of one delivery's form judge (an event never delivered is WEBHOOK-001's, so it stops
+    them as an error saying what could not be judged)."""
+    hooks, receiver, app = _hooks(target)
+    reply, ref, kinds = _transaction(target, hooks, app, confirm=False)
+    listed = _listed(target, app, ref, kinds)
+    precondition(
+        _await_ids(target, receiver, [str(e.get("event_id")) for e in listed]),
+        f"not every event of {ref} reached {hooks.url} within {target.max_wait_s:g} s "
+        f"(WEBHOOK-001): {unjudged}: {_summary(receiver.ledger.arrivals(ref))}",
+        reply,
+    )
+    return hooks, receiver, reply, ref, listed
+
+
 def _summary(arrivals: list[Arrival]) -> str:
     return (
         "; ".join(
@@ -146,8 +161,7 @@ def _summary(arrivals: list[Arrival]) -> str:
     QUOTE,
     profile="reference",
 )
-def both_events_are_delivered_as_listed(configured: Target) -> None:
-    target = configured
+def both_events_are_delivered_as_listed(target: Target) -> None:
     hooks, receiver, app = _hooks(target)
     reply, ref, kinds = _transaction(target, hooks, app, confirm=True)
     listed = _listed(target, app, ref, kinds)
@@ -184,18 +198,8 @@ def both_events_are_delivered_as_listed(configured: Target) -> None:
     " the live service's X-Paypack-Signature: base64 HMAC-SHA256(secret, body) (field notes).",
     profile="reference",
 )
-def every_delivery_is_signed(configured: Target) -> None:
-    target = configured
-    hooks, receiver, app = _hooks(target)
-    reply, ref, kinds = _transaction(target, hooks, app, confirm=False)
-    listed = _listed(target, app, ref, kinds)
-    arrived = _await_ids(target, receiver, [str(e.get("event_id")) for e in listed])
-    precondition(
-        arrived,
-        f"no delivery of {ref}'s created event reached {hooks.url} within {target.max_wait_s:g} s "
-        "(WEBHOOK-001): there is no signature to judge",
-        reply,
-    )
+def every_delivery_is_signed(target: Target) -> None:
+    hooks, receiver, reply, ref, _ = _delivered(target, "there is no signature to judge")
     bad = [a for a in receiver.ledger.arrivals(ref) if a.code == "invalid_signature"]
     expect(
         not bad,
@@ -216,19 +220,9 @@ def every_delivery_is_signed(configured: Target) -> None:
     QUOTE + " Reference choice: a receiver deduplicates by event_id, so a repeat must keep it.",
     profile="reference",
 )
-def no_event_is_delivered_under_two_ids(configured: Target) -> None:
-    target = configured
-    hooks, receiver, app = _hooks(target)
-    reply, ref, kinds = _transaction(target, hooks, app, confirm=False)
-    listed = _listed(target, app, ref, kinds)
+def no_event_is_delivered_under_two_ids(target: Target) -> None:
+    _, receiver, reply, ref, listed = _delivered(target, "no duplicate can be judged")
     ids = {str(e.get("event_id")) for e in listed}
-    arrived = _await_ids(target, receiver, sorted(ids))
-    precondition(
-        arrived,
-        f"the deliveries of {ref} did not all reach {hooks.url} within {target.max_wait_s:g} s "
-        "(WEBHOOK-001): no duplicate can be judged",
-        reply,
-    )
     time.sleep(SETTLE_S)  # a repeat under a new id may follow the first delivery
     under = receiver.ledger.ids_per_event(ref)
     twice = {key: found for key, found in under.items() if len(found) > 1 or found - ids}
@@ -254,8 +248,7 @@ def no_event_is_delivered_under_two_ids(configured: Target) -> None:
     QUOTE + " Reference choice: the deliveries of one transaction are attempted in event order.",
     profile="reference",
 )
-def created_is_delivered_before_processed(configured: Target) -> None:
-    target = configured
+def created_is_delivered_before_processed(target: Target) -> None:
     hooks, receiver, app = _hooks(target)
     reply, ref, _ = _transaction(target, hooks, app, confirm=True)
     ledger = receiver.ledger
@@ -287,12 +280,11 @@ def created_is_delivered_before_processed(configured: Target) -> None:
     QUOTE + " Reference choice: at-least-once delivery, retried with backoff.",
     profile="reference",
 )
-def a_failed_delivery_is_retried(configured: Target) -> None:
-    target = configured
+def a_failed_delivery_is_retried(target: Target) -> None:
     hooks, receiver, app = _hooks(target)
-    number = target.number()
-    if target.customer is not None and target.customer.unavailable_reason() is None:
-        number = target.customer.number_for("confirm", number)  # what _transaction will send
+    number, customer = target.number(), usable_customer(target)
+    if customer is not None:
+        number = customer.number_for("confirm", number)  # what _transaction will send
     # Refused by the customer number, known before the creation: its delivery may arrive
     # before the creation's answer does.
     receiver.receiver.refuse(
@@ -315,7 +307,7 @@ def a_failed_delivery_is_retried(configured: Target) -> None:
     )
     first = next(a for a in ledger.arrivals(ref) if failed(a))
 
-    def retried(seen: Any) -> bool:
+    def retried(seen: Ledger) -> bool:
         return any(
             a.seq > first.seq and a.body_event_id == first.body_event_id for a in seen.arrivals(ref)
         )
@@ -341,18 +333,8 @@ def a_failed_delivery_is_retried(configured: Target) -> None:
     "receiver refuses an old one; X-Paypack-Signature alone signs the body only.",
     profile="reference",
 )
-def every_delivery_carries_a_timestamped_signature(configured: Target) -> None:
-    target = configured
-    hooks, receiver, app = _hooks(target)
-    reply, ref, kinds = _transaction(target, hooks, app, confirm=False)
-    listed = _listed(target, app, ref, kinds)
-    arrived = _await_ids(target, receiver, [str(e.get("event_id")) for e in listed])
-    precondition(
-        arrived,
-        f"not every event of {ref} reached {hooks.url} within {target.max_wait_s:g} s "
-        f"(WEBHOOK-001): {_summary(receiver.ledger.arrivals(ref))}",
-        reply,
-    )
+def every_delivery_carries_a_timestamped_signature(target: Target) -> None:
+    _, receiver, reply, ref, _ = _delivered(target, "no signature's age can be judged")
     # which headers were sent, verified or not: whether they hold is WEBHOOK-002's question
     untimed = [a for a in receiver.ledger.arrivals(ref) if "paysuite" not in a.signature]
     expect(

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conformkit import conform, fast_config
 
 from conformance import catalog
+from paysuite_core.launcher import RunningStub
 from stub_server.faults import FAULTS
 
 # First tier (not marked slow): every change must keep each fault failing exactly its checks.
@@ -44,7 +46,10 @@ def test_every_fault_names_checks_that_exist() -> None:
 
 @pytest.mark.parametrize("fault", CONFORMANCE_FAULTS)
 def test_fault_fails_exactly_its_checks(
-    fault: str, make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    fault: str,
+    make_stub: Callable[..., RunningStub],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     trips = FAULTS[fault].trips
     only = sorted(set(BROAD) | (trips & EXPENSIVE))
@@ -68,7 +73,9 @@ def test_fault_fails_exactly_its_checks(
         assert {c["severity"] for c in lenient.report["checks"] if c["id"] in trips} == {"warning"}
 
 
-def test_plain_pytest_agrees_with_the_verdict(make_stub, tmp_path: Path) -> None:
+def test_plain_pytest_agrees_with_the_verdict(
+    make_stub: Callable[..., RunningStub], tmp_path: Path
+) -> None:
     """pytest's exit status is the suite's: a SHOULD failure passes unless strict."""
     stub = make_stub(faults=("query-key-ignored",))
     config = fast_config(stub, tmp_path)

@@ -78,8 +78,8 @@ def test_a_stray_assert_in_a_check_is_an_error_of_the_suite(
     module = importlib.import_module("conformance.suite.endpoint_find")
     original = module.find_with_an_unknown_ref_is_rejected
 
-    def find_with_an_unknown_ref_is_rejected(configured: Any) -> None:
-        assert configured is None  # a type-narrowing assert that does not hold
+    def find_with_an_unknown_ref_is_rejected(target: Any) -> None:
+        assert target is None  # a type-narrowing assert that does not hold
 
     find_with_an_unknown_ref_is_rejected.__module__ = module.__name__
     setattr(find_with_an_unknown_ref_is_rejected, ENTRY_ATTRIBUTE, entry_of(original))

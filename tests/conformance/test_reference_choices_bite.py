@@ -8,11 +8,14 @@ harness (test_faults.py) runs the seed profile and cannot show this; the mutatio
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 from conformkit import conform, fast_config
+
+from paysuite_core.launcher import RunningStub
 
 
 def _settings(directory: Path, **values: object) -> Path:
@@ -23,7 +26,7 @@ def _settings(directory: Path, **values: object) -> Path:
 
 
 def test_a_stub_that_refuses_bare_tokens_fails_only_auth_017(
-    make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    make_stub: Callable[..., RunningStub], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """RC-33: the stub's --strict-auth refuses ``Authorization: <token>``, as the document's
     wording alone would allow; the reference profile's AUTH-017 says so, AUTH-016 does not."""
@@ -38,7 +41,7 @@ def test_a_stub_that_refuses_bare_tokens_fails_only_auth_017(
 
 
 def test_a_smaller_body_limit_fails_err_005(
-    make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    make_stub: Callable[..., RunningStub], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """RC-29: bodies up to 64 KiB are served; a stub configured for 32 KiB refuses them."""
     settings = _settings(tmp_path / "s", max_body_bytes=32_768)
@@ -49,7 +52,7 @@ def test_a_smaller_body_limit_fails_err_005(
 
 
 def test_a_fee_off_the_declared_rate_fails_find_003(
-    make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    make_stub: Callable[..., RunningStub], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """RC-15: the fee is round(amount * fee_rate, 2) at the rate the target declares; a stub
     charging 3% while its configuration declares 2.3% is caught, one declaring 3% is not."""

@@ -1,4 +1,4 @@
-"""Counts of executions judge only the suite's own traffic on a shared number (issue 20, item 3).
+"""Counts of executions judge only the suite's own traffic on a shared number.
 
 With ``numbers:`` (a configured list instead of a pattern) the suite's customer numbers are not
 its own: other applications of the same merchant may pay them at the same time. Here they do,
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -69,7 +70,7 @@ class OtherApps:
 
 
 def test_counts_on_a_shared_number_list_amid_other_apps_payments(
-    make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    make_stub: Callable[..., RunningStub], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stub = make_stub()
     config = fast_config(stub, tmp_path)

@@ -8,11 +8,13 @@ those (``Variant.differs_on``, kept beside the variants).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conformkit import conform, fast_config
 
+from paysuite_core.launcher import RunningStub
 from stub_server.faults import VARIANTS
 
 pytestmark = pytest.mark.slow
@@ -30,7 +32,10 @@ def test_every_variant_names_what_tells_it_apart() -> None:
     "variants", [SIMPLE, ("live",), ("lenient",)], ids=["simple", "live", "lenient"]
 )
 def test_seed_strict_passes(
-    variants: tuple[str, ...], make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    variants: tuple[str, ...],
+    make_stub: Callable[..., RunningStub],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     stub = make_stub(variants=variants, extra_args=("--access-ttl", "2"))
     config = fast_config(stub, tmp_path)
@@ -45,7 +50,7 @@ def test_seed_strict_passes(
 
 
 def test_reference_flags_every_simple_variant(
-    make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    make_stub: Callable[..., RunningStub], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stub = make_stub(variants=SIMPLE)
     config = fast_config(stub, tmp_path)
@@ -63,7 +68,10 @@ def test_reference_flags_every_simple_variant(
 
 @pytest.mark.parametrize("name", COMPOSITES)
 def test_reference_names_each_difference_of_a_composite(
-    name: str, make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    name: str,
+    make_stub: Callable[..., RunningStub],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The whole reference profile against ``live`` / ``lenient``: exactly its differences fail."""
     stub = make_stub(variants=(name,), extra_args=("--access-ttl", "2"))
@@ -76,7 +84,7 @@ def test_reference_names_each_difference_of_a_composite(
 
 
 def test_configured_number_list_on_a_persistent_target(
-    make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    make_stub: Callable[..., RunningStub], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """With ``numbers:`` instead of a pattern, counts exclude earlier transactions: two runs
     against the same database pass (the second sees the first one's transactions)."""

@@ -4,6 +4,7 @@ section in the target configuration."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from webhookstub import free_port, hooked_stub
 
 from conformance import catalog
 from conformance.suite.webhooks import NO_SECTION
-from paysuite_core.launcher import stop_stub
+from paysuite_core.launcher import RunningStub, stop_stub
 from stub_server.faults import FAULTS
 
 pytestmark = pytest.mark.slow
@@ -62,7 +63,7 @@ def test_each_webhook_fault_fails_exactly_its_check(
 
 
 def test_without_a_webhooks_section_the_checks_skip_with_the_reason(
-    make_stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    make_stub: Callable[..., RunningStub], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = fast_config(make_stub(), tmp_path)
     outcome = conform(capsys, tmp_path / "r", config=config, profile="reference", only="WEBHOOK")

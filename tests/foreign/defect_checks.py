@@ -29,7 +29,7 @@ DEFECT_CHECKS: dict[str, frozenset[str]] = {
     "events-leak-merchants": frozenset({"ISO-002"}),
     "text-errors": frozenset({"FMT-006"}),
     "bad-json-500": frozenset({"ERR-001"}),
-    # -- authentication and privileges (issue 20, auth area) --
+    # -- authentication and privileges --
     "secret-case-insensitive": frozenset({"AUTH-002"}),
     "secret-trimmed": frozenset({"AUTH-002"}),
     "refresh-accepts-access": frozenset({"AUTH-015"}),
@@ -41,7 +41,7 @@ DEFECT_CHECKS: dict[str, frozenset[str]] = {
     "kind-filter-leaks-merchants": frozenset({"ISO-002"}),
     "status-filter-leaks-merchants": frozenset({"ISO-002"}),
     "refresh-merchant-last-app": frozenset({"PRIV-001", "PRIV-002", "PRIV-003"}),
-    # -- creations and idempotency (issue 20, idemchecks) --
+    # -- creations and idempotency --
     # (an over-long key accepted also fails PROP-005 in a full run: the property phase sends one)
     "cashout-long-key-accepted": frozenset({"IDEM-003", "IDEM-012"}),
     "cashout-query-key-ignored": frozenset({"IDEM-004", "IDEM-012", "IDEM-013"}),
@@ -56,7 +56,7 @@ DEFECT_CHECKS: dict[str, frozenset[str]] = {
     "query-key-race": frozenset({"IDEM-013"}),
     "reuse-names-ref": frozenset({"IDEM-014"}),
     "key-channels-apart": frozenset({"IDEM-004"}),
-    # -- evtchecks: find, the events list, fields/formats and the lifecycle (issue 20) --
+    # -- find, the events list, fields/formats and the lifecycle --
     "total-counts-transactions": frozenset({"EVT-007"}),
     "cashout-reuses-cashin-ref": frozenset({"FMT-001"}),
     "envelope-event-kind-underscore": frozenset({"EVT-011"}),
@@ -68,7 +68,7 @@ DEFECT_CHECKS: dict[str, frozenset[str]] = {
     "cashout-not-processed": frozenset({"LIFE-002", "LIFE-003"}),
     "find-records-event": frozenset({"EVT-012"}),
     "failed-filter-misses": frozenset({"EVT-006"}),
-    # -- what the mutation score showed unseen (issue 20, item 5) --
+    # -- what the mutation score showed unseen --
     "pending-fails-on-its-own": frozenset({"LIFE-007"}),
     "huge-amount-shortened": frozenset({"TXN-005"}),
     "chunked-body-500": frozenset({"ERR-004"}),

@@ -46,6 +46,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,7 @@ DEFECTS: dict[str, str] = {
     "events-leak-merchants": "the events list shows every merchant's events",
     "text-errors": "error responses are text/plain instead of JSON",
     "bad-json-500": "a body that is not JSON makes cashin and cashout answer 500",
-    # -- authentication and privileges (issue 20, auth area) --
+    # -- authentication and privileges --
     "secret-case-insensitive": "authorize compares the client_secret ignoring letter case",
     "secret-trimmed": "authorize strips whitespace around the client_secret it is given",
     "refresh-accepts-access": "refresh takes any valid token of the service, an access token too",
@@ -92,7 +93,7 @@ DEFECTS: dict[str, str] = {
     "scope",
     "refresh-merchant-last-app": "refresh issues the pair of the merchant's last application "
     "(M1's cashout one), whatever the token's privilege",
-    # -- creations and idempotency (issue 20, idemchecks): a rule on one kind or one channel --
+    # -- creations and idempotency: a rule on one kind or one channel --
     "cashout-long-key-accepted": "the 32-character key limit is checked on cashin only",
     "cashout-query-key-ignored": "cashout ignores the Idempotency-Key query parameter",
     "cashout-key-race": "cashout checks the key, awaits a balance look-up, then records the key",
@@ -111,7 +112,7 @@ DEFECTS: dict[str, str] = {
     "whichever merchant that was",
     "key-channels-apart": "header keys and query keys are kept apart: a key used in one channel "
     "may be used again in the other",
-    # -- evtchecks: find, the events list, fields/formats and the lifecycle (issue 20) --
+    # -- find, the events list, fields/formats and the lifecycle --
     "total-counts-transactions": "the envelope's total counts the matching transactions, "
     "not their events",
     "cashout-reuses-cashin-ref": "a cashout answers and stores the ref of the merchant's "
@@ -132,7 +133,7 @@ DEFECTS: dict[str, str] = {
     "transaction:created event",
     "failed-filter-misses": "the status filter looks for the internal word cancelled when "
     "asked for failed, so status=failed lists nothing",
-    # -- what the mutation score showed unseen (issue 20, item 5) --
+    # -- what the mutation score showed unseen --
     "pending-fails-on-its-own": "a transaction nobody acts on fails half a second after its "
     "creation (a time-out in the wrong unit)",
     "huge-amount-shortened": "an integer amount of more than 400 digits is read as 410",
@@ -691,9 +692,9 @@ async def list_events(request: web.Request) -> web.Response:
                 continue
             if name == "client" and state.chose("normalize-numbers"):
                 wanted = significant(value)
-                tests.append(lambda e, w=wanted: significant(str(e.data.get("client"))) == w)
+                tests.append(partial(_client_is, wanted=wanted))
                 continue
-            tests.append(lambda e, a=attribute, v=value: e.data.get(a) == v)
+            tests.append(partial(_data_is, attribute=attribute, value=value))
     if (status := request.query.get("status")) is not None:
         echoed["status"] = status
         internal = (
@@ -740,6 +741,14 @@ async def list_events(request: web.Request) -> web.Response:
     return web.json_response(dict(sorted(envelope.items())))
 
 
+def _client_is(event: Event, wanted: str) -> bool:
+    return significant(str(event.data.get("client"))) == wanted
+
+
+def _data_is(event: Event, attribute: str, value: str) -> bool:
+    return bool(event.data.get(attribute) == value)
+
+
 async def authorize(request: web.Request) -> web.Response:
     state = state_of(request)
     payload = await json_object(request)
@@ -747,6 +756,7 @@ async def authorize(request: web.Request) -> web.Response:
     for name, value in (("client_id", client_id), ("client_secret", client_secret)):
         if not isinstance(value, str) or not value:
             raise ApiError(400, f"{name} must be a non-empty string")
+    assert isinstance(client_id, str) and isinstance(client_secret, str)  # checked just above
     app = state.apps.get(client_id)
     expected = app.client_secret if app else secrets.token_urlsafe(24)
     if state.has("secret-trimmed"):
@@ -868,7 +878,7 @@ def rate_limit_key(request: web.Request, body: bytes) -> str:
         try:
             claims = jwt.decode(token, options={"verify_signature": False})
             if isinstance(claims.get("id"), str):
-                return claims["id"]
+                return str(claims["id"])
         except jwt.InvalidTokenError:
             pass
     if request.path.endswith("/auth/agents/authorize"):
@@ -877,7 +887,7 @@ def rate_limit_key(request: web.Request, body: bytes) -> str:
         except ValueError:
             payload = None
         if isinstance(payload, dict) and isinstance(payload.get("client_id"), str):
-            return payload["client_id"]
+            return str(payload["client_id"])
     return f"address:{request.remote}"
 
 
