@@ -405,7 +405,7 @@ def _short(filename: str) -> str:
 _AREAS = (
     ("sqlite3", "SQLite statements"),
     ("stub_server/store", "stub: store (Python side)"),
-    ("stub_server/tokens", "stub: token checks"),
+    ("stub_server/token_issuer", "stub: token checks"),
     ("stub_server/timefmt", "stub: time formatting"),
     ("stub_server/", "stub: handlers and validation"),
     ("jwt/", "PyJWT"),

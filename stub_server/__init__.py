@@ -9,6 +9,6 @@ What it offers:
 
 Layout, by the interface document's sections: ``handlers/`` (auth, transactions, events,
 sandbox, SDK extensions), ``rules/`` (request body, fields, idempotency, privileges, rendering,
-lifecycle), ``store/`` (SQLite, one module per table or mechanism), ``fault_hooks`` (what each
+lifecycle), ``store/`` (SQLite, one module per table or mechanism), ``fault_injection`` (what each
 fault changes). ``docs/stub.md`` lists where each rule of the document is enforced.
 """

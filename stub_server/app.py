@@ -3,7 +3,7 @@
 Nothing here decides an answer. The handlers are in ``stub_server.handlers`` (one module per
 section of the interface document), the rules they share in ``stub_server.rules``, the state
 they read in ``stub_server.state`` (``StubApp``) and what each fault switch changes in
-``stub_server.fault_hooks``.
+``stub_server.fault_injection``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from stub_server.handlers.transactions import TransactionHandlers
 from stub_server.handlers.webhook_deliveries import WebhookDeliveryHandlers
 from stub_server.rules.lifecycle import resolve_due_forever
 from stub_server.state import StubApp
-from stub_server.webhooks.dispatcher import Dispatcher
+from stub_server.webhook_delivery.dispatcher import Dispatcher
 
 __all__ = ["STUB_KEY", "StubApp", "build_app", "expect_continue"]
 

@@ -1,7 +1,7 @@
 """``paysuite stub`` (serve) and ``paysuite stub apps create`` (the only way to make applications).
 
 Registration imports nothing heavy: aiohttp, PyJWT and the store load only when a command runs
-(``stub_server.faults``, pure data, is read at registration so that ``--help`` can name the
+(``stub_server.fault_catalog``, pure data, is read at registration so that ``--help`` can name the
 switches). Precedence: defaults < ``--config`` file < command-line flags.
 """
 
@@ -13,7 +13,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from stub_server.faults import FAULTS, VARIANTS, Fault, Variant
+from stub_server.fault_catalog import FAULTS, VARIANTS, Fault, Variant
 
 if TYPE_CHECKING:
     from stub_server.settings import StubSettings
@@ -221,7 +221,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace) -> StubSettings:
     """Resolve defaults, the config file and the flags into ``StubSettings``."""
-    from stub_server.faults import UnknownSwitchError, check_names
+    from stub_server.fault_catalog import UnknownSwitchError, check_names
     from stub_server.settings import StubSettings, load_settings_file, settings_from_mapping
 
     settings = StubSettings()
@@ -404,8 +404,8 @@ def _webhooks_store(args: argparse.Namespace, command: str) -> Any:
 
 def run_webhooks_add(args: argparse.Namespace) -> int:
     from stub_server import timefmt
-    from stub_server.webhooks.endpoint_url import EndpointUrlError
-    from stub_server.webhooks.endpoints import add_endpoint
+    from stub_server.webhook_delivery.endpoint_url import EndpointUrlError
+    from stub_server.webhook_delivery.endpoints import add_endpoint
 
     store = _webhooks_store(args, "add")
     if isinstance(store, int):
@@ -427,7 +427,7 @@ def run_webhooks_add(args: argparse.Namespace) -> int:
 
 def _report_ping(url: str) -> None:
     """Send the HEAD the live dashboard sends a new webhook URL, and say how it went."""
-    from stub_server.webhooks.endpoints import ping
+    from stub_server.webhook_delivery.endpoints import ping
 
     problem = ping(url)
     if problem is None:
@@ -442,8 +442,8 @@ def _report_ping(url: str) -> None:
 
 def run_webhooks_rotate(args: argparse.Namespace) -> int:
     from stub_server import timefmt
-    from stub_server.webhooks.endpoint_url import EndpointUrlError
-    from stub_server.webhooks.endpoints import parse_duration, rotate_endpoint
+    from stub_server.webhook_delivery.endpoint_url import EndpointUrlError
+    from stub_server.webhook_delivery.endpoints import parse_duration, rotate_endpoint
 
     try:
         overlap_s = parse_duration(args.overlap)

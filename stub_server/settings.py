@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from paysuite_core.target_config import RWANDA_MOBILE_PATTERN
 from paysuite_core.yamlfile import read_yaml
-from stub_server.faults import (
+from stub_server.fault_catalog import (
     FAULTS,
     VARIANTS,
     UnknownSwitchError,
@@ -26,8 +26,8 @@ from stub_server.faults import (
     expand_variants,
 )
 from stub_server.ratelimit import AuthorizeLimits, Bucket
-from stub_server.webhooks.endpoint_url import EndpointUrlError, check_endpoint_url, check_mode
-from stub_server.webhooks.retry_policy import RetryPolicy
+from stub_server.webhook_delivery.endpoint_url import EndpointUrlError, check_endpoint_url, check_mode
+from stub_server.webhook_delivery.retry_policy import RetryPolicy
 
 Outcome = Literal["none", "success", "failed"]
 OUTCOMES: tuple[Outcome, ...] = ("none", "success", "failed")
@@ -115,7 +115,7 @@ class StubSettings:
     #: Webhook endpoints from the config file, (mode, URL) pairs (RC-40); the database keeps
     #: them from the first start on, their secrets in ``<db>.webhook-secrets``.
     webhooks: tuple[tuple[str, str], ...] = ()
-    #: How failed webhook deliveries are retried (``stub_server.webhooks.retry_policy``).
+    #: How failed webhook deliveries are retried (``stub_server.webhook_delivery.retry_policy``).
     webhook_retry: RetryPolicy = field(default_factory=RetryPolicy)
     #: The signature headers every delivery carries: ``paysuite`` (Paysuite-Signature, with
     #: its timestamp) and ``live`` (X-Paypack-Signature, what merchants' receivers verify).

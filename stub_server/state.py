@@ -3,7 +3,7 @@ configures them), resolved once at start so that a request reads plain attribute
 
 Variants (conformant choices where the document is silent) are resolved here; fault switches
 are not: ``RuleHooks`` holds the points where a rule can be replaced, with the document's rule
-as each default, and ``stub_server.fault_hooks.install`` replaces the ones the run's faults
+as each default, and ``stub_server.fault_injection.install`` replaces the ones the run's faults
 break. So no handler asks which fault is on.
 """
 
@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from stub_server import fault_hooks, signing_key, timefmt
+from stub_server import fault_injection, signing_key, timefmt
 from stub_server.errors import InFlight
 from stub_server.filters import DEFAULT_LIMIT
 from stub_server.ratelimit import AuthorizeGuard
@@ -22,9 +22,9 @@ from stub_server.rules.idempotency import GLOBAL_KEY_SCOPE, KeyRule, Persist, st
 from stub_server.rules.rendering import Renderer
 from stub_server.settings import StubSettings
 from stub_server.store import AppRecord, Store, WebhookEndpoint, uuid4_text
-from stub_server.tokens import TokenService
-from stub_server.webhooks.dispatcher import DeliveryHooks
-from stub_server.webhooks.endpoints import sync_configured
+from stub_server.token_issuer import TokenService
+from stub_server.webhook_delivery.dispatcher import DeliveryHooks
+from stub_server.webhook_delivery.endpoints import sync_configured
 
 #: The ``page-size-10`` behaviour's default page size (variant ``lenient``).
 LENIENT_DEFAULT_LIMIT = 10
@@ -46,7 +46,7 @@ def _as_given(status: str | None) -> str | None:
 class RuleHooks:
     """The points where a fault switch replaces a rule; each default is the document's rule.
 
-    ``stub_server.fault_hooks`` is the only module that changes them.
+    ``stub_server.fault_injection`` is the only module that changes them.
     """
 
     persist: Persist
@@ -122,7 +122,7 @@ class StubApp:
         self.verified_secrets: dict[str, bytes] = {}
         self.in_flight = InFlight()
         self.auth_guard = AuthorizeGuard(settings.authorize_limits)
-        fault_hooks.install(self, settings.faults, random.Random())
+        fault_injection.install(self, settings.faults, random.Random())
 
     def app_record(self, client_id: str) -> AppRecord | None:
         """The application ``client_id`` names, cached (applications never change)."""

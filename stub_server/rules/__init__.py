@@ -11,6 +11,6 @@
 - ``lifecycle``: pending -> processed, by the sandbox or the simulated customer (States and
   transitions).
 
-The handlers (``stub_server.handlers``) call them; a fault switch (``stub_server.fault_hooks``)
+The handlers (``stub_server.handlers``) call them; a fault switch (``stub_server.fault_injection``)
 replaces one of them through ``stub_server.state.RuleHooks``.
 """

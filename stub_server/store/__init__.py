@@ -37,7 +37,7 @@ from stub_server.store.refresh_rotation import RefreshRotation
 from stub_server.store.refs import uuid4_text
 from stub_server.store.schema import SCHEMA, make_private
 from stub_server.store.transactions import KeyMode, Transactions
-from stub_server.store.webhooks import (
+from stub_server.store.webhook_outbox import (
     DEFAULT_MODE,
     DELIVERY_STATUSES,
     Delivery,

@@ -6,7 +6,7 @@ Endpoints 1-3 (cashin, cashout, find: TXN-001..TXN-003, FIND-001, FIND-002) and 
 transitions (a transaction is processed exactly once, with one processed event: LIFE-001..LIFE-004).
 
 Why it is race-free without locks: every call runs on the event loop's thread, the idempotency
-row, the transaction and its created event (and its webhook delivery, ``store.webhooks``) go
+row, the transaction and its created event (and its webhook delivery, ``store.webhook_outbox``) go
 in one SQL transaction, and a transaction is
 processed by ``UPDATE ... WHERE status = 'pending'`` exactly once. A creation is all or nothing
 without a SAVEPOINT: the idempotency insert goes first (a duplicate key fails that one
@@ -23,7 +23,7 @@ from typing import Literal
 
 from stub_server.store.records import TX_COLUMNS, KeyReused, NewTransaction, TxRecord
 from stub_server.store.refs import uuid4_text
-from stub_server.store.webhooks import WebhookOutbox
+from stub_server.store.webhook_outbox import WebhookOutbox
 
 #: ``strict``: a duplicate key raises ``KeyReused`` (the rule); ``overwrite``: the key is
 #: recorded without checking it (fault switches only).
@@ -36,7 +36,7 @@ LOOKUP_CACHE_SIZE = 20_000
 
 class Transactions(WebhookOutbox):
     """The ``transactions`` and ``idempotency`` tables, and the events a transaction records
-    (with their webhook deliveries, when an endpoint exists: ``store.webhooks``).
+    (with their webhook deliveries, when an endpoint exists: ``store.webhook_outbox``).
 
     ``lookups`` caches what a caller derived from a committed transaction (the find handler: its
     rendered response), by ref and then by the merchant the read was scoped to. Every write that

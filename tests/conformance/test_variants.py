@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conformkit import conform, fast_config
 
-from stub_server.faults import VARIANTS
+from stub_server.fault_catalog import VARIANTS
 
 pytestmark = pytest.mark.slow
 

@@ -28,7 +28,7 @@ from stubkit import InProcessStub
 from stub_server import timefmt
 from stub_server.store import Store, WebhookEndpoint
 from stub_server.store.webhook_secrets import secrets_path
-from stub_server.webhooks.dispatcher import BREAKER_FAILURES, CircuitBreaker
+from stub_server.webhook_delivery.dispatcher import BREAKER_FAILURES, CircuitBreaker
 
 BACKLOG = 2000
 PRODUCTION_DELIVERIES = 20

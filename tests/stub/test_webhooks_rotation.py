@@ -17,7 +17,7 @@ from webhookkit import FAST_RETRY, Receiver
 from paysuite_core import webhook_signature
 from stub_server import timefmt
 from stub_server.store import Store, WebhookEndpoint
-from stub_server.webhooks.endpoints import rotate_endpoint
+from stub_server.webhook_delivery.endpoints import rotate_endpoint
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from paysuite_core.webhook_signature import new_secret
 from stub_server.store import Store, WebhookEndpoint
-from stub_server.webhooks.endpoint_url import EndpointUrlError, check_endpoint_url, check_mode
+from stub_server.webhook_delivery.endpoint_url import EndpointUrlError, check_endpoint_url, check_mode
 
 #: How long ``ping`` waits for the HEAD's answer.
 PING_TIMEOUT_S = 5.0

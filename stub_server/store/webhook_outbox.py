@@ -4,7 +4,7 @@ and ``X-Webhook-Mode`` but leaves delivery "not shown").
 Why an outbox in the same database: a delivery row is inserted by ``enqueue_delivery`` inside
 the very SQL transaction that inserts its event (``store.transactions``), so an event that is
 committed (and acknowledged) always has its delivery committed with it, and a SIGKILL between
-the commit and the POST loses nothing: the dispatcher (``stub_server.webhooks.dispatcher``)
+the commit and the POST loses nothing: the dispatcher (``stub_server.webhook_delivery.dispatcher``)
 finds the row ``pending`` on the next start. A row is written only when at least one endpoint
 exists (``webhook_urls`` is empty otherwise), so a stub without webhooks pays one dict check per
 event and nothing more.

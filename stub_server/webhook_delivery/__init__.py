@@ -6,7 +6,7 @@
 - ``dispatcher``: the outbox's consumer, signing with ``paysuite_core.webhook_signature``; its
   ``DeliveryHooks`` are where the ``webhook-*`` fault switches act.
 
-The outbox and endpoint tables are the store's (``stub_server.store.webhooks``): a delivery is
+The outbox and endpoint tables are the store's (``stub_server.store.webhook_outbox``): a delivery is
 written in the same SQL transaction as its event. The delivery log is served by
 ``stub_server.handlers.webhook_deliveries``.
 """

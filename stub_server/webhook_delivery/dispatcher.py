@@ -22,8 +22,8 @@ verify (FIELD-NOTES.md); the stub config's ``webhook_signatures`` can keep eithe
 endpoint appears or its URL changes, the dispatcher sends it a ``HEAD`` as the live dashboard
 does, and logs an endpoint that does not answer it.
 
-The fault switches of delivery (``stub_server.faults``: ``webhook-*``) are fields of
-``DeliveryHooks``, set by ``stub_server.fault_hooks``; the defaults are the rules.
+The fault switches of delivery (``stub_server.fault_catalog``: ``webhook-*``) are fields of
+``DeliveryHooks``, set by ``stub_server.fault_injection``; the defaults are the rules.
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ from stub_server import timefmt
 from stub_server.errors import json_body
 from stub_server.rules.rendering import Renderer
 from stub_server.store import Delivery, Store, WebhookEndpoint, no_endpoint_error, uuid4_text
-from stub_server.webhooks.endpoint_url import EndpointUrlError, check_endpoint_url
-from stub_server.webhooks.retry_policy import RetryPolicy
+from stub_server.webhook_delivery.endpoint_url import EndpointUrlError, check_endpoint_url
+from stub_server.webhook_delivery.retry_policy import RetryPolicy
 
-log = logging.getLogger("stub_server.webhooks")
+log = logging.getLogger("stub_server.webhook_delivery")
 
 #: Without a wake-up, the dispatcher looks at the outbox (and re-reads the endpoints, which
 #: ``paysuite stub webhooks add`` may have changed) this often.

@@ -1,6 +1,6 @@
 """What each fault switch changes, in one place, applied when a ``StubApp`` is assembled.
 
-``stub_server.faults`` declares the faults (and the checks each must trip); this module carries
+``stub_server.fault_catalog`` declares the faults (and the checks each must trip); this module carries
 them out. Each fault replaces one rule hook of ``stub_server.state.RuleHooks`` (or one
 setting of a rule object) with a broken version, so the handlers keep the document's rules
 only and never ask which fault is on. With no fault selected ``install`` changes nothing.
@@ -15,11 +15,11 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from stub_server import timefmt
-from stub_server.faults import BAD_SIGNATURE_SUFFIX, EARLY_EXPIRY_S, OUT_OF_ORDER_HOLD_S
+from stub_server.fault_catalog import BAD_SIGNATURE_SUFFIX, EARLY_EXPIRY_S, OUT_OF_ORDER_HOLD_S
 from stub_server.rules import lifecycle
 from stub_server.rules.idempotency import Persist, key_reused
 from stub_server.store import AppRecord, NewTransaction, Store, TxRecord
-from stub_server.tokens import TokenService
+from stub_server.token_issuer import TokenService
 
 if TYPE_CHECKING:
     from stub_server.state import StubApp
