@@ -1,30 +1,29 @@
-"""Adding webhook endpoints: from the config file at start, or ``paysuite stub webhooks add``.
+"""Adding, rotating and pinging webhook endpoints (config file at start, ``paysuite stub
+webhooks``).
 
-Each endpoint gets its own signing secret, made here and shown once (the command prints it;
-a config-file endpoint's is printed to stderr on the start that made it and written into the
-credentials file). The stub needs the secret in clear to sign, as a webhook sender does, so it
-keeps it like its JWT key: in ``<db>.webhook-secrets`` (0600), never in the database
-(``store.webhook_secrets``).
-
-``rotate_endpoint`` gives an endpoint a new secret while the old one keeps signing for an
-overlap (``paysuite stub webhooks rotate --overlap 24h``), so that its receiver can switch at
-any moment of the overlap without refusing a delivery. ``ping`` sends the ``HEAD`` the live
-dashboard sends to a webhook URL when it is registered.
-"""
+Each endpoint gets its own signing secret, shown once. The stub needs the secret in clear to
+sign, as a webhook sender does, so it keeps it like its JWT key: in ``<db>.webhook-secrets``
+(0600), never in the database (``store.webhook_secrets``). A rotation keeps the old secret
+signing for an overlap, so that a receiver can switch at any moment of it without refusing a
+delivery."""
 
 from __future__ import annotations
 
+import contextlib
 import re
-import urllib.error
-import urllib.request
 from collections.abc import Iterable
 from dataclasses import replace
 
+import aiohttp
+
 from paysuite_core.webhook_signature import new_secret
 from stub_server.store import Store, WebhookEndpoint
-from stub_server.webhook_delivery.endpoint_url import EndpointUrlError, check_endpoint_url, check_mode
+from stub_server.webhook_delivery.endpoint_url import (
+    EndpointUrlError,
+    check_endpoint_url,
+    check_mode,
+)
 
-#: How long ``ping`` waits for the HEAD's answer.
 PING_TIMEOUT_S = 5.0
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -40,7 +39,7 @@ def parse_duration(text: str) -> float:
 
 def rotate_endpoint(store: Store, mode: str, overlap_s: float, now_us: int) -> WebhookEndpoint:
     """Give ``mode``'s endpoint a new secret; the current one keeps signing (beside it) for
-    ``overlap_s`` more seconds. Raises ``EndpointUrlError`` when the mode has no endpoint."""
+    ``overlap_s`` more seconds."""
     current = store.webhook_endpoint(mode)
     if current is None:
         raise EndpointUrlError(f"no webhook endpoint for mode {mode!r}")
@@ -54,30 +53,28 @@ def rotate_endpoint(store: Store, mode: str, overlap_s: float, now_us: int) -> W
     return rotated
 
 
-def ping(url: str, timeout_s: float = PING_TIMEOUT_S) -> str | None:
-    """``HEAD url`` as the live dashboard pings a webhook URL: None when it answered 2xx,
-    else why not (a receiver not started yet, a route without HEAD)."""
+async def ping(url: str, session: aiohttp.ClientSession | None = None) -> str | None:
+    """``HEAD url`` as the live dashboard pings a webhook URL: None when it answered 2xx, else
+    why not (a receiver not started yet, a route without HEAD)."""
     try:
         check_endpoint_url(url)
+        async with contextlib.AsyncExitStack() as stack:
+            if session is None:
+                session = aiohttp.ClientSession(trust_env=False)
+                await stack.enter_async_context(session)
+            timeout = aiohttp.ClientTimeout(total=PING_TIMEOUT_S)
+            async with session.head(url, allow_redirects=False, timeout=timeout) as response:
+                return None if 200 <= response.status < 300 else f"HTTP {response.status}"
     except EndpointUrlError as exc:
         return str(exc)
-    request = urllib.request.Request(url, method="HEAD")
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        with opener.open(request, timeout=timeout_s) as response:
-            status = int(response.status)
-    except urllib.error.HTTPError as exc:
-        status = int(exc.code)
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return f"no answer: {reason}"
-    return None if 200 <= status < 300 else f"HTTP {status}"
+    except TimeoutError:
+        return f"no answer within {PING_TIMEOUT_S:g} s"
+    except (aiohttp.ClientError, OSError) as exc:
+        return f"{type(exc).__name__}: {exc}"
 
 
 def add_endpoint(store: Store, mode: str, url: str, now_us: int) -> WebhookEndpoint:
-    """Point ``mode`` at ``url`` with a fresh secret (replacing that mode's endpoint, if any).
-
-    Raises ``EndpointUrlError`` for a mode or URL the stub will not use."""
+    """Point ``mode`` at ``url`` with a fresh secret (replacing that mode's endpoint, if any)."""
     endpoint = WebhookEndpoint(check_mode(mode), check_endpoint_url(url), new_secret())
     store.put_webhook_endpoint(endpoint, now_us)
     return endpoint
@@ -86,10 +83,8 @@ def add_endpoint(store: Store, mode: str, url: str, now_us: int) -> WebhookEndpo
 def sync_configured(
     store: Store, configured: Iterable[tuple[str, str]], now_us: int
 ) -> list[WebhookEndpoint]:
-    """Bring the config file's endpoints into the database; return those created now.
-
-    A mode already in the database keeps its secret, so a restart (or a changed URL) does not
-    invalidate what a receiver was given."""
+    """Bring the config file's endpoints into the database; return those created now. A mode
+    already there keeps its secret: a restart does not invalidate what a receiver was given."""
     created = []
     for mode, url in configured:
         current = store.webhook_endpoint(mode)
