@@ -26,7 +26,11 @@ from stub_server.fault_catalog import (
     expand_variants,
 )
 from stub_server.ratelimit import AuthorizeLimits, Bucket
-from stub_server.webhook_delivery.endpoint_url import EndpointUrlError, check_endpoint_url, check_mode
+from stub_server.webhook_delivery.endpoint_url import (
+    EndpointUrlError,
+    check_endpoint_url,
+    check_mode,
+)
 from stub_server.webhook_delivery.retry_policy import RetryPolicy
 
 Outcome = Literal["none", "success", "failed"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from stub_server.store.group_commit import GroupCommitDatabase
 from stub_server.store.records import EVENT_COLUMNS, EventRecord
 from stub_server.store.webhook_secrets import EndpointSecrets, SecretsFile
-from stub_server.store.where import SqlValue, where_clause
+from stub_server.store.where import where_clause
 
 #: The mode of a transaction created without ``X-Webhook-Mode`` (RC-40).
 DEFAULT_MODE = "development"

@@ -105,7 +105,8 @@ def test_sigkill_durability_and_restart(tmp_path: Path) -> None:
     assert status == -9
     # another port than the first run's, so that the credentials file can only name it if the
     # restart rewrote the file rather than kept the old one
-    second = start_stub(tmp_path, extra_args=["--port", str(_free_port_other_than(urlsplit(first.root_url).port or 0))])
+    port = _free_port_other_than(urlsplit(first.root_url).port or 0)
+    second = start_stub(tmp_path, extra_args=["--port", str(port)])
     try:
         assert second.root_url != first.root_url
         config2 = second.config()
