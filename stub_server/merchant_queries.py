@@ -9,6 +9,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from stub_server.filters import ListFilters
 from stub_server.store import Amount, SqlValue, Store, TxRecord, where_clause
 from stub_server.store.records import TX_COLUMNS
 
@@ -42,19 +43,6 @@ class Balances:
     total: Amount
     mtn: Amount
     airtel: Amount
-
-
-@dataclass(frozen=True, slots=True)
-class TxQuery:
-    merchant: str
-    status: str | None = None
-    client: str | None = None
-    ref: str | None = None
-    kind: str | None = None
-    from_us: int | None = None
-    to_us: int | None = None
-    limit: int = 20
-    offset: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,10 +84,10 @@ def balances(store: Store, merchant: str) -> Balances:
     )
 
 
-def list_transactions(store: Store, q: TxQuery) -> TxPage:
+def list_transactions(store: Store, merchant: str, q: ListFilters) -> TxPage:
     """Newest first, with totals over every match."""
     clause, params = where_clause(
-        (("merchant", q.merchant), ("status", q.status), ("client", q.client), ("ref", q.ref),
+        (("merchant", merchant), ("status", q.status), ("client", q.client), ("ref", q.ref),
          ("kind", q.kind)),
         q.from_us,
         q.to_us,
