@@ -29,8 +29,7 @@ from stub_server import timefmt
 from stub_server.errors import json_body
 from stub_server.rules.rendering import Renderer
 from stub_server.store import Delivery, Store, WebhookEndpoint, no_endpoint_error, uuid4_text
-from stub_server.webhook_delivery.endpoint_url import EndpointUrlError, check_endpoint_url
-from stub_server.webhook_delivery.endpoints import ping
+from stub_server.webhook_delivery.endpoints import ping, send
 from stub_server.webhook_delivery.retry_policy import RetryPolicy
 
 log = logging.getLogger("stub_server.webhook_delivery")
@@ -40,7 +39,7 @@ log = logging.getLogger("stub_server.webhook_delivery")
 POLL_S = 1.0
 #: Deliveries read from the outbox per round.
 BATCH = 200
-ERROR_BODY_CHARS = 200
+
 #: Transactions delivered at once to one endpoint.
 LANE_CONCURRENCY = 4
 #: Failed attempts in a row that open an endpoint's circuit breaker.
@@ -134,14 +133,11 @@ class Dispatcher:
         render: Renderer,
         policy: RetryPolicy,
         hooks: DeliveryHooks,
-        *,
-        lane_concurrency: int = LANE_CONCURRENCY,
     ) -> None:
         self.store = store
         self.render = render
         self.policy = policy
         self.hooks = hooks
-        self.lane_concurrency = lane_concurrency
         self.lanes: dict[str, Lane] = {}
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[object]] = set()
@@ -153,15 +149,12 @@ class Dispatcher:
         lane = self.lanes.get(mode)
         if lane is None:
             breaker = CircuitBreaker(self.policy.base_s, self.policy.cap_s)
-            lane = self.lanes[mode] = Lane(mode, breaker, self.lane_concurrency)
+            lane = self.lanes[mode] = Lane(mode, breaker)
         return lane
 
     async def run_forever(self) -> None:
-        timeout = aiohttp.ClientTimeout(total=self.policy.timeout_s)
         connector = aiohttp.TCPConnector(limit=0)  # the lanes bound the connections
-        async with aiohttp.ClientSession(
-            timeout=timeout, connector=connector, trust_env=False
-        ) as session:
+        async with aiohttp.ClientSession(connector=connector, trust_env=False) as session:
             self._session = session
             try:
                 while True:
@@ -340,10 +333,6 @@ class Dispatcher:
     ) -> str | None:
         """None when the receiver acknowledged it (2xx), else why the attempt failed."""
         assert self._session is not None, "run_forever() first"
-        try:
-            check_endpoint_url(endpoint.url)  # the environment may have changed since the add
-        except EndpointUrlError as exc:
-            return str(exc)
         headers = {
             "Content-Type": "application/json",
             **self.signature_headers(endpoint, body),
@@ -351,15 +340,4 @@ class Dispatcher:
             webhook_signature.ATTEMPT_HEADER: str(attempt),
             webhook_signature.MODE_HEADER: endpoint.mode,
         }
-        try:
-            async with self._session.post(
-                endpoint.url, data=body, headers=headers, allow_redirects=False
-            ) as response:
-                if 200 <= response.status < 300:
-                    return None
-                text = (await response.text(errors="replace"))[:ERROR_BODY_CHARS]
-                return f"HTTP {response.status}: {text}".rstrip(": ")
-        except TimeoutError:
-            return f"no answer within {self.policy.timeout_s:g} s"
-        except (aiohttp.ClientError, OSError) as exc:
-            return f"{type(exc).__name__}: {exc}"
+        return await send(self._session, "POST", endpoint.url, self.policy.timeout_s, body, headers)

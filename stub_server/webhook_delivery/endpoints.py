@@ -25,6 +25,8 @@ from stub_server.webhook_delivery.endpoint_url import (
 )
 
 PING_TIMEOUT_S = 5.0
+#: How much of a failed answer's body goes into the log's ``last_error``.
+ERROR_BODY_CHARS = 200
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -53,24 +55,41 @@ def rotate_endpoint(store: Store, mode: str, overlap_s: float, now_us: int) -> W
     return rotated
 
 
-async def ping(url: str, session: aiohttp.ClientSession | None = None) -> str | None:
-    """``HEAD url`` as the live dashboard pings a webhook URL: None when it answered 2xx, else
-    why not (a receiver not started yet, a route without HEAD)."""
+async def send(
+    session: aiohttp.ClientSession,
+    method: str,
+    url: str,
+    timeout_s: float,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> str | None:
+    """None when ``url`` answered 2xx, else why not, in words. The URL is checked again: the
+    environment may have changed since the endpoint was added."""
+    timeout = aiohttp.ClientTimeout(total=timeout_s)
     try:
         check_endpoint_url(url)
-        async with contextlib.AsyncExitStack() as stack:
-            if session is None:
-                session = aiohttp.ClientSession(trust_env=False)
-                await stack.enter_async_context(session)
-            timeout = aiohttp.ClientTimeout(total=PING_TIMEOUT_S)
-            async with session.head(url, allow_redirects=False, timeout=timeout) as response:
-                return None if 200 <= response.status < 300 else f"HTTP {response.status}"
+        async with session.request(
+            method, url, data=body, headers=headers, allow_redirects=False, timeout=timeout
+        ) as response:
+            if 200 <= response.status < 300:
+                return None
+            text = (await response.text(errors="replace"))[:ERROR_BODY_CHARS]
+            return f"HTTP {response.status}: {text}".rstrip(": ")
     except EndpointUrlError as exc:
         return str(exc)
     except TimeoutError:
-        return f"no answer within {PING_TIMEOUT_S:g} s"
+        return f"no answer within {timeout_s:g} s"
     except (aiohttp.ClientError, OSError) as exc:
         return f"{type(exc).__name__}: {exc}"
+
+
+async def ping(url: str, session: aiohttp.ClientSession | None = None) -> str | None:
+    """``HEAD url`` as the live dashboard pings a webhook URL when it is registered."""
+    async with contextlib.AsyncExitStack() as stack:
+        if session is None:
+            session = aiohttp.ClientSession(trust_env=False)
+            await stack.enter_async_context(session)
+        return await send(session, "HEAD", url, PING_TIMEOUT_S)
 
 
 def add_endpoint(store: Store, mode: str, url: str, now_us: int) -> WebhookEndpoint:
