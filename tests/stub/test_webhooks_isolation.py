@@ -1,6 +1,6 @@
-"""One bad endpoint cannot stall another, and the signing secrets are kept like keys (issue 21).
+"""One bad endpoint cannot stall another, and the signing secrets are kept like keys.
 
-Tried as the attacker of issue 21 did: a ``development`` endpoint that accepts connections and
+Tried as an attacker would: a ``development`` endpoint that accepts connections and
 never answers, with 2,000 deliveries pending to it, beside a ``production`` endpoint that
 answers at once. Each endpoint has its own lane (concurrency, circuit breaker), so the
 production deliveries arrive within a second. And a copy of the database holds no secret: they

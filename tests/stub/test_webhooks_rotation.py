@@ -1,4 +1,4 @@
-"""Secret rotation with overlap (issue 21): ``paysuite stub webhooks rotate --overlap 24h`` signs
+"""Secret rotation with overlap: ``paysuite stub webhooks rotate --overlap 24h`` signs
 with both the old and the new secret until the overlap ends, so a receiver can switch secrets at
 any moment of it without refusing a delivery."""
 
