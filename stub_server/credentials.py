@@ -29,6 +29,7 @@ from paysuite_core.target_config import (
 from stub_server import timefmt
 from stub_server.settings import CREDENTIALS_NAME, StubSettings
 from stub_server.store import DEFAULT_MODE, Store, WebhookEndpoint
+from stub_server.store.private_files import on_disk
 
 DEFAULT_MERCHANT = "DEMO01"
 SECOND_MERCHANT = "DEMO02"
@@ -49,7 +50,7 @@ def credentials_path(settings: StubSettings) -> Path:
     """Where the file goes: --credentials, else beside the database, else a temp dir."""
     if settings.credentials:
         return Path(settings.credentials).resolve()
-    if settings.db == ":memory:" or settings.db.startswith("file:"):
+    if not on_disk(settings.db):
         return Path(tempfile.mkdtemp(prefix="paysuite-stub-")) / CREDENTIALS_NAME
     return Path(settings.db).resolve().parent / CREDENTIALS_NAME
 

@@ -19,12 +19,13 @@ from pathlib import Path
 
 from stub_server.store import decimal_sum
 from stub_server.store.checkpoint import AUTOCHECKPOINT_BACKSTOP_PAGES, Checkpointer
-from stub_server.store.schema import SCHEMA, make_private, migrate
+from stub_server.store.private_files import make_private, on_disk
+from stub_server.store.schema import SCHEMA, migrate
 
 
 def missing_folder(path: str) -> str | None:
     """The folder of database file ``path`` when it does not exist."""
-    if path == ":memory:" or path.startswith("file:"):
+    if not on_disk(path):
         return None
     folder = Path(path).parent
     return None if folder.is_dir() else str(folder)
@@ -35,7 +36,7 @@ class GroupCommitDatabase:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        if path != ":memory:" and not path.startswith("file:"):
+        if on_disk(path):
             # no silent creation of folders: a typo in ``--db`` must not start an empty store
             missing = missing_folder(path)
             if missing is not None:

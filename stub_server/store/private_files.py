@@ -1,4 +1,5 @@
-"""Files beside the database that hold secrets (the JWT key, the webhook secrets).
+"""Files that hold private data: the database (merchants' transactions, customers' numbers)
+and, beside it, the secrets (the JWT key, the webhook secrets).
 
 Why beside and not inside: a database gets copied (a backup, a test artifact, a bug report),
 and whoever holds these secrets can mint tokens or sign deliveries the stub's clients accept.
@@ -10,11 +11,14 @@ import os
 from pathlib import Path
 
 
+def on_disk(db: str) -> bool:
+    """False for ``:memory:`` and ``file:`` URIs, which name no file of their own."""
+    return db != ":memory:" and not db.startswith("file:")
+
+
 def beside_db(db: str, suffix: str) -> Path | None:
-    """None for ``:memory:`` and ``file:`` URIs: their secrets live as long as the process."""
-    if db == ":memory:" or db.startswith("file:"):
-        return None
-    return Path(db + suffix)
+    """None off disk: the secrets then live as long as the process."""
+    return Path(db + suffix) if on_disk(db) else None
 
 
 def write_private(path: Path, text: str) -> None:
@@ -31,3 +35,14 @@ def write_private(path: Path, text: str) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def make_private(path: str) -> None:
+    """Create the database file 0600 before SQLite opens it, and tighten an existing one and its
+    ``-wal``/``-shm`` (SQLite creates those with the database file's permissions)."""
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.chmod(path + suffix, 0o600)
+        except FileNotFoundError:
+            pass
