@@ -20,7 +20,7 @@ _ROOT = str(Path(__file__).resolve().parents[1]) + "/"
 _AREAS = (
     ("sqlite3", "SQLite statements"),
     ("stub_server/store", "stub: store (Python side)"),
-    ("stub_server/tokens", "stub: token checks"),
+    ("stub_server/token_issuer", "stub: token checks"),
     ("stub_server/timefmt", "stub: time formatting"),
     ("stub_server/", "stub: handlers and validation"),
     ("jwt/", "PyJWT"),

@@ -1,12 +1,7 @@
-"""The request log (``--access-log clf|json``, off by default), through aiohttp's own facilities.
-
-``clf`` is the Common Log Format written by aiohttp's ``AccessLogger`` with ``CLF_FORMAT``:
-``127.0.0.1 - - [21/Nov/2026:06:44:32 +0000] "POST /api/transactions/cashin HTTP/1.1" 200 128``.
-``json`` is one JSON object a line (``JsonAccessLogger``, an ``AbstractAccessLogger``): ``time``
-(UTC, ISO 8601), ``remote``, ``method``, ``path`` (with its query), ``version``, ``status``,
-``bytes``, ``duration_ms``, ``user_agent``. Lines go to ``--access-log-file PATH`` (appended,
-created mode 0600: it names customers' refs and filters) or to stderr. With the log off, no
-logger is given to aiohttp at all, so the request path pays nothing for it.
+"""The request log (``--access-log clf|json``, off by default), through aiohttp's own facilities:
+its ``AccessLogger`` for the Common Log Format, an ``AbstractAccessLogger`` for JSON lines. The
+file is created 0600 (it names customers' refs and filters). With the log off no logger is given
+to aiohttp at all, so the request path pays nothing for it.
 """
 
 from __future__ import annotations
@@ -25,15 +20,11 @@ from aiohttp.web_response import StreamResponse
 
 from stub_server.settings import AccessLogFormat
 
-#: Common Log Format in aiohttp's ``access_log_format`` notation: host ident authuser date
-#: request status bytes.
 CLF_FORMAT = '%a - - %t "%r" %s %b'
 LOGGER_NAME = "stub_server.access"
 
 
 class JsonAccessLogger(AbstractAccessLogger):
-    """One JSON object a line per request (the ``json`` access log)."""
-
     def log(self, request: BaseRequest, response: StreamResponse, time_s: float) -> None:
         line: dict[str, Any] = {
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -54,8 +45,7 @@ class JsonAccessLogger(AbstractAccessLogger):
 
 
 def runner_arguments(fmt: AccessLogFormat | None, path: str | None) -> dict[str, Any]:
-    """The ``web.AppRunner`` keyword arguments for the chosen access log: ``access_log=None``
-    when it is off."""
+    """The ``web.AppRunner`` keyword arguments for the chosen access log."""
     if fmt is None:
         return {"access_log": None}
     logger = logging.getLogger(LOGGER_NAME)

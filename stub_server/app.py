@@ -1,10 +1,5 @@
 """The aiohttp application: routes, the error middleware, and the background work's lifecycle.
-
-Nothing here decides an answer. The handlers are in ``stub_server.handlers`` (one module per
-section of the interface document), the rules they share in ``stub_server.rules``, the state
-they read in ``stub_server.state`` (``StubApp``) and what each fault switch changes in
-``stub_server.fault_hooks``.
-"""
+Nothing here decides an answer."""
 
 from __future__ import annotations
 
@@ -23,7 +18,7 @@ from stub_server.handlers.transactions import TransactionHandlers
 from stub_server.handlers.webhook_deliveries import WebhookDeliveryHandlers
 from stub_server.rules.lifecycle import resolve_due_forever
 from stub_server.state import StubApp
-from stub_server.webhooks.dispatcher import Dispatcher
+from stub_server.webhook_delivery.dispatcher import Dispatcher
 
 __all__ = ["STUB_KEY", "StubApp", "build_app", "expect_continue"]
 
@@ -43,7 +38,6 @@ async def expect_continue(request: web.Request) -> None:
 
 
 def routes(stub: StubApp) -> list[Route]:
-    """(method, path, handler) of every route this stub serves, in registration order."""
     settings = stub.settings
     auth = AuthHandlers(stub)
     transactions = TransactionHandlers(stub)
@@ -96,10 +90,7 @@ def build_app(stub: StubApp, *, background: bool = True) -> web.Application:
             tasks.append(asyncio.create_task(resolve_due_forever(stub)))
         if background:
             dispatcher = Dispatcher(
-                stub.store,
-                stub.render,
-                settings.webhook_retry,
-                stub.webhook_hooks,
+                stub.store, stub.render, settings.webhook_retry, stub.webhook_hooks
             )
             tasks.append(asyncio.create_task(dispatcher.run_forever()))
         yield

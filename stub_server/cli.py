@@ -1,46 +1,62 @@
-"""``paysuite stub`` (serve) and ``paysuite stub apps create`` (the only way to make applications).
+"""``paysuite stub`` (serve) and its ``apps``, ``keys`` and ``webhooks`` commands.
 
 Registration imports nothing heavy: aiohttp, PyJWT and the store load only when a command runs
-(``stub_server.faults``, pure data, is read at registration so that ``--help`` can name the
+(``fault_catalog``, pure data, is read at registration so that ``--help`` can name the
 switches). Precedence: defaults < ``--config`` file < command-line flags.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
+import sqlite3
 import sys
 import textwrap
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from stub_server.faults import FAULTS, VARIANTS, Fault, Variant
+from stub_server.fault_catalog import FAULTS, VARIANTS, Fault, Variant
 
 if TYPE_CHECKING:
     from stub_server.settings import StubSettings
+    from stub_server.store import Store
 
 PRIVILEGE_CHOICES = ("read", "read-write", "cashin", "cashout")
 #: ``--help`` lines are cut to this width; ``--list-faults`` and ``--list-variants`` are not.
 HELP_WIDTH = 100
+#: Serve flags and the setting each overrides (when given).
+_FLAG_SETTINGS = {
+    "host": "host",
+    "port": "port",
+    "db": "db",
+    "credentials": "credentials",
+    "access_ttl": "access_ttl_s",
+    "refresh_ttl": "refresh_ttl_s",
+    "pending_timeout": "pending_timeout_s",
+    "access_log": "access_log",
+    "access_log_file": "access_log_file",
+}
 
 
 def switch_lines(registry: Mapping[str, Fault | Variant], width: int | None = None) -> list[str]:
     """One line per switch: its name, padded to a column, and its description (cut to
     ``width`` characters when given, for ``--help``)."""
     column = max(len(name) for name in registry) + 2
-    lines = []
-    for name, switch in registry.items():
-        line = f"{name:<{column}}{switch.description}"
-        if width is not None:
-            line = f"{name:<{column}}" + textwrap.shorten(
-                switch.description, width - column, placeholder=" ..."
-            )
-        lines.append(line)
-    return lines
+    return [
+        f"{name:<{column}}"
+        + (
+            switch.description
+            if width is None
+            else textwrap.shorten(switch.description, width - column, placeholder=" ...")
+        )
+        for name, switch in registry.items()
+    ]
 
 
 class _ListSwitches(argparse.Action):
-    """``--list-faults`` / ``--list-variants``: print the registry, one switch a line, and
-    exit 0 before anything starts (like ``--version``)."""
+    """Prints the registry and exits 0 before anything starts (like ``--version``)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
         self.registry: Mapping[str, Fault | Variant] = kwargs.pop("registry")
@@ -58,17 +74,17 @@ class _ListSwitches(argparse.Action):
 
 
 def _stub_epilog() -> str:
-    """The names ``--fault`` and ``--variant`` take, one line each (``--help``)."""
-    parts = [
-        f"variants (--variant NAME; conformant alternative choices, {len(VARIANTS)}):",
-        *(f"  {line}" for line in switch_lines(VARIANTS, HELP_WIDTH - 2)),
-        "",
-        f"faults (--fault NAME; deliberate bugs, each tripping named checks, {len(FAULTS)}):",
-        *(f"  {line}" for line in switch_lines(FAULTS, HELP_WIDTH - 2)),
-        "",
-        "--list-variants and --list-faults print them with their whole descriptions.",
-    ]
-    return "\n".join(parts)
+    return "\n".join(
+        [
+            f"variants (--variant NAME; conformant alternative choices, {len(VARIANTS)}):",
+            *(f"  {line}" for line in switch_lines(VARIANTS, HELP_WIDTH - 2)),
+            "",
+            f"faults (--fault NAME; deliberate bugs, each tripping named checks, {len(FAULTS)}):",
+            *(f"  {line}" for line in switch_lines(FAULTS, HELP_WIDTH - 2)),
+            "",
+            "--list-variants and --list-faults print them with their whole descriptions.",
+        ]
+    )
 
 
 def register(
@@ -94,7 +110,7 @@ def register(
     create.add_argument("--merchant", required=True, help="merchant code, e.g. DEMO01")
     create.add_argument("--privilege", required=True, choices=PRIVILEGE_CHOICES)
     create.add_argument(
-        "--db", dest="apps_db", metavar="PATH", help="an existing database file (the stub's)"
+        "--db", dest="command_db", metavar="PATH", help="an existing database file (the stub's)"
     )
     create.add_argument(
         "--create-db",
@@ -111,16 +127,14 @@ def register(
         "picks it up on SIGHUP or its next start; from then on every token signed with the "
         "old key is refused (401 invalid_token) and clients authorize again.",
     )
-    rotate.add_argument("--db", dest="keys_db", metavar="PATH", help="database file")
+    rotate.add_argument("--db", dest="command_db", metavar="PATH", help="database file")
     rotate.set_defaults(func=run_keys_rotate)
-    register_webhooks(commands)
+    _register_webhooks(commands)
     return parser
 
 
-def register_webhooks(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> None:
-    """``paysuite stub webhooks add|list`` (RC-40)."""
+def _register_webhooks(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``paysuite stub webhooks add|list|rotate`` (RC-40)."""
     webhooks = commands.add_parser("webhooks", help="manage webhook endpoints")
     webhooks_commands = webhooks.add_subparsers(
         dest="webhooks_command", metavar="{add,list,rotate}", required=True
@@ -134,15 +148,11 @@ def register_webhooks(
         "must be loopback unless PAYSUITE_ALLOW_REMOTE_WEBHOOKS=1. The URL is sent a HEAD, as "
         "the live dashboard does; one that does not answer it is reported (and still added).",
     )
-    add.add_argument("--db", dest="webhooks_db", metavar="PATH", help="an existing database file")
     add.add_argument("--mode", required=True, help="e.g. development or production")
     add.add_argument("--url", required=True, help="the receiver, e.g. http://127.0.0.1:9911/")
     add.set_defaults(func=run_webhooks_add)
     listing = webhooks_commands.add_parser(
         "list", help="the endpoints: modes and URLs (never the secrets)"
-    )
-    listing.add_argument(
-        "--db", dest="webhooks_db", metavar="PATH", help="an existing database file"
     )
     listing.set_defaults(func=run_webhooks_list)
     rotate = webhooks_commands.add_parser(
@@ -153,178 +163,158 @@ def register_webhooks(
         "secret (the new first), X-Paypack-Signature (one value) keeps the old one. A running "
         "stub picks it up within a second.",
     )
-    rotate.add_argument(
-        "--db", dest="webhooks_db", metavar="PATH", help="an existing database file"
-    )
     rotate.add_argument("--mode", default="development", help="(default development)")
     rotate.add_argument(
         "--overlap", default="24h", help="how long the old secret still signs: 24h, 30m, 0 (24h)"
     )
     rotate.set_defaults(func=run_webhooks_rotate)
+    for command in (add, listing, rotate):
+        command.add_argument(
+            "--db", dest="command_db", metavar="PATH", help="an existing database file"
+        )
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", help="interface to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, help="port (default 8080; 0 picks a free one)")
-    parser.add_argument("--db", metavar="PATH", help="SQLite file (default paysuite-stub.db)")
-    parser.add_argument("--credentials", metavar="PATH", help="where to write the credentials")
-    parser.add_argument("--config", metavar="FILE", help="stub YAML config (docs/stub.md)")
-    parser.add_argument("--access-ttl", type=float, metavar="S", help="access token lifetime")
-    parser.add_argument("--refresh-ttl", type=float, metavar="S", help="refresh token lifetime")
-    parser.add_argument(
-        "--no-sandbox", action="store_true", help="remove the /_sandbox customer endpoints"
-    )
-    parser.add_argument(
+    add = parser.add_argument
+    add("--host", help="interface to bind (default 127.0.0.1)")
+    add("--port", type=int, help="port (default 8080; 0 picks a free one)")
+    add("--db", metavar="PATH", help="SQLite file (default paysuite-stub.db)")
+    add("--credentials", metavar="PATH", help="where to write the credentials")
+    add("--config", metavar="FILE", help="stub YAML config (docs/stub.md)")
+    add("--access-ttl", type=float, metavar="S", help="access token lifetime")
+    add("--refresh-ttl", type=float, metavar="S", help="refresh token lifetime")
+    add("--no-sandbox", action="store_true", help="remove the /_sandbox customer endpoints")
+    add(
         "--strict-auth",
         action="store_true",
         help="demand 'Authorization: Bearer <token>'; by default a bare token is accepted "
         "too, as the live service does for paypack-js (RC-33)",
     )
-    parser.add_argument(
-        "--fault",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="enable a fault switch (repeatable; names below, or --list-faults)",
-    )
-    parser.add_argument(
-        "--variant",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="enable a variant (repeatable; names below, or --list-variants)",
-    )
-    parser.add_argument(
-        "--list-faults",
-        action=_ListSwitches,
-        registry=FAULTS,
-        help="print the fault names, one a line with its description, and exit",
-    )
-    parser.add_argument(
-        "--list-variants",
-        action=_ListSwitches,
-        registry=VARIANTS,
-        help="print the variant names, one a line with its description, and exit",
-    )
-    parser.add_argument(
-        "--pending-timeout", type=float, metavar="S", help="seconds before pending fails"
-    )
-    parser.add_argument(
+    for kind, registry in (("fault", FAULTS), ("variant", VARIANTS)):
+        verb = "enable a fault switch" if kind == "fault" else "enable a variant"
+        add(
+            f"--{kind}",
+            action="append",
+            default=[],
+            metavar="NAME",
+            help=f"{verb} (repeatable; names below, or --list-{kind}s)",
+        )
+        add(
+            f"--list-{kind}s",
+            action=_ListSwitches,
+            registry=registry,
+            help=f"print the {kind} names, one a line with its description, and exit",
+        )
+    add("--pending-timeout", type=float, metavar="S", help="seconds before pending fails")
+    add(
         "--access-log",
         choices=("clf", "json", "none"),
         help="log every request: Common Log Format or JSON lines (default: none)",
     )
-    parser.add_argument(
-        "--access-log-file", metavar="PATH", help="where the access log goes (default stderr)"
-    )
+    add("--access-log-file", metavar="PATH", help="where the access log goes (default stderr)")
 
 
 def settings_from_args(args: argparse.Namespace) -> StubSettings:
     """Resolve defaults, the config file and the flags into ``StubSettings``."""
-    from stub_server.faults import UnknownSwitchError, check_names
-    from stub_server.settings import StubSettings, load_settings_file, settings_from_mapping
+    from stub_server.fault_catalog import UnknownSwitchError, check_names
+    from stub_server.settings import (
+        SettingsError,
+        StubSettings,
+        load_settings_file,
+        settings_from_mapping,
+    )
 
     settings = StubSettings()
     if getattr(args, "config", None):
         settings = load_settings_file(args.config, settings)
-    overrides: dict[str, Any] = {}
-    for attr, key in (
-        ("host", "host"),
-        ("port", "port"),
-        ("db", "db"),
-        ("credentials", "credentials"),
-        ("access_ttl", "access_ttl_s"),
-        ("refresh_ttl", "refresh_ttl_s"),
-        ("pending_timeout", "pending_timeout_s"),
-        ("access_log", "access_log"),
-        ("access_log_file", "access_log_file"),
-    ):
-        value = getattr(args, attr, None)
-        if value is not None:
-            overrides[key] = value
+    overrides: dict[str, object] = {
+        key: getattr(args, attr)
+        for attr, key in _FLAG_SETTINGS.items()
+        if getattr(args, attr, None) is not None
+    }
     if getattr(args, "no_sandbox", False):
         overrides["sandbox"] = False
     if getattr(args, "strict_auth", False):
         overrides["strict_auth"] = True
     settings = settings_from_mapping(overrides, settings)
-    from dataclasses import replace
-
     try:
         faults = check_names(getattr(args, "fault", []) or [], FAULTS, "fault")
         variants = check_names(getattr(args, "variant", []) or [], VARIANTS, "variant")
     except UnknownSwitchError as exc:
-        from stub_server.settings import SettingsError
-
         raise SettingsError(str(exc)) from None
     return replace(settings, faults=settings.faults | faults, variants=settings.variants | variants)
 
 
-def run_stub(args: argparse.Namespace) -> int:
+def _fail(message: str, status: int) -> int:
+    print(message, file=sys.stderr)
+    return status
+
+
+def _settings_or_status(args: argparse.Namespace) -> StubSettings | int:
+    """The settings, or 2 (a usage error, reported) when they cannot be resolved."""
     from stub_server.settings import SettingsError
 
     try:
-        settings = settings_from_args(args)
+        return settings_from_args(args)
     except SettingsError as exc:
-        print(f"paysuite stub: {exc}", file=sys.stderr)
-        return 2
-    import sqlite3
+        return _fail(f"paysuite stub: {exc}", 2)
 
+
+def _cannot_open(db: str, exc: sqlite3.Error) -> int:
+    return _fail(f"paysuite stub: cannot open the database {db}: {exc}", 1)
+
+
+def run_stub(args: argparse.Namespace) -> int:
+    settings = _settings_or_status(args)
+    if isinstance(settings, int):
+        return settings
     from stub_server.server import run
     from stub_server.store.group_commit import missing_folder
 
     for what, path in (("database", settings.db), ("access log", settings.access_log_file)):
         folder = missing_folder(path) if path else None
         if folder is not None:
-            print(
+            return _fail(
                 f"paysuite stub: the {what}'s folder {folder} does not exist ({what} {path});"
                 " create it first",
-                file=sys.stderr,
+                1,
             )
-            return 1
     try:
         return run(settings)
     except sqlite3.Error as exc:
-        print(f"paysuite stub: cannot open the database {settings.db}: {exc}", file=sys.stderr)
-        return 1
+        return _cannot_open(settings.db, exc)
+
+
+def _new_db_problem(db: str, create_db: bool) -> str | None:
+    """Why ``apps create`` may not use ``db``, a file that does not exist yet."""
+    from stub_server.store.group_commit import missing_folder
+
+    if not create_db:
+        return (
+            f"no database at {db} (start the stub with --db {db} first, or add --create-db to"
+            " make a new one)"
+        )
+    folder = missing_folder(db)
+    return None if folder is None else f"the database's folder {folder} does not exist"
 
 
 def run_apps_create(args: argparse.Namespace) -> int:
-    import os
-    import sqlite3
-
     from stub_server import timefmt
-    from stub_server.settings import SettingsError
     from stub_server.store import Store
-    from stub_server.store.group_commit import missing_folder
 
-    try:
-        settings = settings_from_args(args)
-    except SettingsError as exc:
-        print(f"paysuite stub: {exc}", file=sys.stderr)
-        return 2
-    db = args.apps_db or settings.db
+    settings = _settings_or_status(args)
+    if isinstance(settings, int):
+        return settings
+    db = args.command_db or settings.db
     if db == ":memory:":
-        print("paysuite stub apps create: --db ':memory:' would forget the app", file=sys.stderr)
-        return 2
+        return _fail("paysuite stub apps create: --db ':memory:' would forget the app", 2)
     merchant = args.merchant.strip()
     if not merchant or len(merchant) > 64:
-        print("paysuite stub apps create: --merchant must be 1..64 characters", file=sys.stderr)
-        return 2
+        return _fail("paysuite stub apps create: --merchant must be 1..64 characters", 2)
     if not db.startswith("file:") and not os.path.isfile(db):
-        if not args.create_db:
-            print(
-                f"paysuite stub apps create: no database at {db} (start the stub with --db"
-                f" {db} first, or add --create-db to make a new one)",
-                file=sys.stderr,
-            )
-            return 1
-        folder = missing_folder(db)
-        if folder is not None:
-            print(
-                f"paysuite stub apps create: the database's folder {folder} does not exist",
-                file=sys.stderr,
-            )
-            return 1
+        problem = _new_db_problem(db, args.create_db)
+        if problem is not None:
+            return _fail(f"paysuite stub apps create: {problem}", 1)
     try:
         store = Store(db)
         try:
@@ -332,8 +322,7 @@ def run_apps_create(args: argparse.Namespace) -> int:
         finally:
             store.close()
     except sqlite3.Error as exc:
-        print(f"paysuite stub: cannot open the database {db}: {exc}", file=sys.stderr)
-        return 1
+        return _cannot_open(db, exc)
     print(f"client_id: {client_id}")
     print(f"client_secret: {secret}")
     print(f"privilege: {args.privilege}")
@@ -343,26 +332,18 @@ def run_apps_create(args: argparse.Namespace) -> int:
 
 
 def run_keys_rotate(args: argparse.Namespace) -> int:
-    import os
-    import sqlite3
-
     from stub_server import signing_key
-    from stub_server.settings import SettingsError
 
-    try:
-        settings = settings_from_args(args)
-    except SettingsError as exc:
-        print(f"paysuite stub: {exc}", file=sys.stderr)
-        return 2
-    db = args.keys_db or settings.db
+    settings = _settings_or_status(args)
+    if isinstance(settings, int):
+        return settings
+    db = args.command_db or settings.db
     try:
         path = signing_key.rotate(db)
     except signing_key.SigningKeyError as exc:
-        print(f"paysuite stub keys rotate: {exc}", file=sys.stderr)
-        return 2
+        return _fail(f"paysuite stub keys rotate: {exc}", 2)
     except (OSError, sqlite3.Error) as exc:
-        print(f"paysuite stub keys rotate: cannot rotate the key of {db}: {exc}", file=sys.stderr)
-        return 1
+        return _fail(f"paysuite stub keys rotate: cannot rotate the key of {db}: {exc}", 1)
     print(f"new signing key: {path}")
     print("send SIGHUP to a running stub (or restart it): tokens of the old key are then refused")
     if settings.jwt_key or os.environ.get(signing_key.ENV_VAR):
@@ -374,38 +355,30 @@ def run_keys_rotate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _webhooks_store(args: argparse.Namespace, command: str) -> Any:
+def _webhooks_store(args: argparse.Namespace, command: str) -> Store | int:
     """The store of ``--db`` (which must exist), or the exit status and a message on stderr."""
-    import os
-    import sqlite3
-
-    from stub_server.settings import SettingsError
     from stub_server.store import Store
 
-    try:
-        settings = settings_from_args(args)
-    except SettingsError as exc:
-        print(f"paysuite stub: {exc}", file=sys.stderr)
-        return 2
-    db = args.webhooks_db or settings.db
+    settings = _settings_or_status(args)
+    if isinstance(settings, int):
+        return settings
+    db = args.command_db or settings.db
     if db == ":memory:" or (not db.startswith("file:") and not os.path.isfile(db)):
-        print(
+        return _fail(
             f"paysuite stub webhooks {command}: no database at {db} (start the stub with --db"
             f" {db} first)",
-            file=sys.stderr,
+            1,
         )
-        return 1
     try:
         return Store(db)
     except sqlite3.Error as exc:
-        print(f"paysuite stub: cannot open the database {db}: {exc}", file=sys.stderr)
-        return 1
+        return _cannot_open(db, exc)
 
 
 def run_webhooks_add(args: argparse.Namespace) -> int:
     from stub_server import timefmt
-    from stub_server.webhooks.endpoint_url import EndpointUrlError
-    from stub_server.webhooks.endpoints import add_endpoint
+    from stub_server.webhook_delivery.endpoint_url import EndpointUrlError
+    from stub_server.webhook_delivery.endpoints import add_endpoint, ping
 
     store = _webhooks_store(args, "add")
     if isinstance(store, int):
@@ -413,51 +386,42 @@ def run_webhooks_add(args: argparse.Namespace) -> int:
     try:
         endpoint = add_endpoint(store, args.mode, args.url, timefmt.now_us())
     except EndpointUrlError as exc:
-        print(f"paysuite stub webhooks add: {exc}", file=sys.stderr)
-        return 2
+        return _fail(f"paysuite stub webhooks add: {exc}", 2)
     finally:
         store.close()
     print(f"mode: {endpoint.mode}")
     print(f"url: {endpoint.url}")
     print(f"secret: {endpoint.secret}")
     print("(the signing secret is shown only now)", file=sys.stderr)
-    _report_ping(endpoint.url)
-    return 0
-
-
-def _report_ping(url: str) -> None:
-    """Send the HEAD the live dashboard sends a new webhook URL, and say how it went."""
-    from stub_server.webhooks.endpoints import ping
-
-    problem = ping(url)
+    # the HEAD the live dashboard sends a new webhook URL
+    problem = asyncio.run(ping(endpoint.url))
     if problem is None:
-        print(f"HEAD {url}: answered")
+        print(f"HEAD {endpoint.url}: answered")
     else:
         print(
-            f"warning: {url} does not answer a HEAD ({problem}): deliveries will fail until a "
-            "receiver answers there",
+            f"warning: {endpoint.url} does not answer a HEAD ({problem}): deliveries will fail "
+            "until a receiver answers there",
             file=sys.stderr,
         )
+    return 0
 
 
 def run_webhooks_rotate(args: argparse.Namespace) -> int:
     from stub_server import timefmt
-    from stub_server.webhooks.endpoint_url import EndpointUrlError
-    from stub_server.webhooks.endpoints import parse_duration, rotate_endpoint
+    from stub_server.webhook_delivery.endpoint_url import EndpointUrlError
+    from stub_server.webhook_delivery.endpoints import parse_duration, rotate_endpoint
 
     try:
         overlap_s = parse_duration(args.overlap)
     except EndpointUrlError as exc:
-        print(f"paysuite stub webhooks rotate: --overlap: {exc}", file=sys.stderr)
-        return 2
+        return _fail(f"paysuite stub webhooks rotate: --overlap: {exc}", 2)
     store = _webhooks_store(args, "rotate")
     if isinstance(store, int):
         return store
     try:
         endpoint = rotate_endpoint(store, args.mode, overlap_s, timefmt.now_us())
     except EndpointUrlError as exc:
-        print(f"paysuite stub webhooks rotate: {exc}", file=sys.stderr)
-        return 2
+        return _fail(f"paysuite stub webhooks rotate: {exc}", 2)
     finally:
         store.close()
     print(f"mode: {endpoint.mode}")
@@ -487,7 +451,5 @@ def run_webhooks_list(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """``python -m stub_server`` is ``paysuite stub``."""
     parser = argparse.ArgumentParser(prog="python -m stub_server")
-    sub = parser.add_subparsers(dest="command")
-    stub_parser = register(sub)
-    args = stub_parser.parse_args(argv)
+    args = register(parser.add_subparsers(dest="command")).parse_args(argv)
     return int(args.func(args) or 0)

@@ -1,15 +1,10 @@
 """The credentials file: the stub's applications in the target-configuration format.
 
-On a database without applications the stub creates one application per privilege for the
-default merchant and a read-write one for a second merchant, and writes their secrets (the only
-time they exist in clear) with ``write_target_config`` (mode 0600). On later starts the secrets
-cannot be recovered from their hashes, so an existing file is kept and only its addresses and
-declared limits are rewritten. If the file is missing, or names none of the database's
-applications, a fresh set of applications is created so the file always works.
-
-When the stub has webhook endpoints, the file also gets a ``webhooks`` section (the receiver's
-address, its signing secret and the mode to send, RC-40) for the endpoint of mode
-``development``, else the first one: the stub signs with the secret, so it can always write it.
+The secrets exist in clear only when the applications are created (on a database without any),
+so on later starts an existing file is kept and only its addresses and declared limits are
+rewritten; if it is missing or names none of the database's applications, a fresh set is
+created so the file always works. With webhook endpoints, the file also gets a ``webhooks``
+section (RC-40): the stub signs with the secret, so it can always write it.
 """
 
 from __future__ import annotations
@@ -34,6 +29,7 @@ from paysuite_core.target_config import (
 from stub_server import timefmt
 from stub_server.settings import CREDENTIALS_NAME, StubSettings
 from stub_server.store import DEFAULT_MODE, Store, WebhookEndpoint
+from stub_server.store.private_files import on_disk
 
 DEFAULT_MERCHANT = "DEMO01"
 SECOND_MERCHANT = "DEMO02"
@@ -54,7 +50,7 @@ def credentials_path(settings: StubSettings) -> Path:
     """Where the file goes: --credentials, else beside the database, else a temp dir."""
     if settings.credentials:
         return Path(settings.credentials).resolve()
-    if settings.db == ":memory:" or settings.db.startswith("file:"):
+    if not on_disk(settings.db):
         return Path(tempfile.mkdtemp(prefix="paysuite-stub-")) / CREDENTIALS_NAME
     return Path(settings.db).resolve().parent / CREDENTIALS_NAME
 
@@ -106,8 +102,7 @@ def write_credentials(store: Store, settings: StubSettings, root_url: str, path:
 
 
 def webhook_target(endpoints: list[WebhookEndpoint]) -> WebhookTarget | None:
-    """The target configuration's ``webhooks`` section for one of ``endpoints`` (the one of
-    mode ``development``, else the first): paysuite's receiver binds where its URL points."""
+    """For the endpoint of mode ``development``, else the first."""
     if not endpoints:
         return None
     chosen = next((e for e in endpoints if e.mode == DEFAULT_MODE), endpoints[0])

@@ -1,13 +1,9 @@
 """Running out of file descriptors: one log line every few seconds, not a traceback flood.
 
-Why: when ``accept()`` fails with EMFILE (or ENFILE, ENOBUFS, ENOMEM), asyncio's accept loop
-reports it through the event loop's exception handler and backs off for a second; the default
-handler logs a full traceback each time, from every listening socket. Under a connection flood
-that wrote 24 MB of identical tracebacks in 13 s. ``ResourceErrorLog`` is installed with the
-public ``loop.set_exception_handler``: resource errors become one warning per ``interval_s``
-saying how many were folded into it; every other error goes to asyncio's default handler as
-before. ``raise_fd_limit`` lifts the soft descriptor limit to the hard one at start, so the
-limit is the administrator's choice and not a shell default of 1024.
+Why: when ``accept()`` fails with EMFILE (or ENFILE, ENOBUFS, ENOMEM), asyncio's default
+exception handler logs a full traceback each time, from every listening socket: under a
+connection flood, 24 MB in 13 s. ``raise_fd_limit`` makes the limit the administrator's choice,
+not a shell default of 1024.
 """
 
 from __future__ import annotations
@@ -26,7 +22,8 @@ RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.EN
 
 
 class ResourceErrorLog:
-    """An asyncio exception handler folding resource exhaustion into rate-limited lines."""
+    """Folds resource errors into one warning per ``interval_s``; the rest goes to asyncio's
+    default handler."""
 
     def __init__(self, interval_s: float = 5.0, clock: Callable[[], float] = time.monotonic):
         self.interval_s = interval_s
@@ -57,7 +54,6 @@ class ResourceErrorLog:
 
 
 def raise_fd_limit() -> int:
-    """Raise the soft RLIMIT_NOFILE to the hard limit; return the limit now in force."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and soft < hard:
         try:

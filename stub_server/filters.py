@@ -1,7 +1,5 @@
-"""Query filters of the two list endpoints: the events list and the SDKs' transactions list.
-
-Both read the same filters with the same rules (RC-23..25, RC-34), so one parser validates them
-and the handlers only decide what to do with the result. Every bad value is a
+"""Query filters of the events list and the SDKs' transactions list: both read the same filters
+with the same rules (RC-23..25, RC-34), so one parser validates them; every bad value is a
 ``400 validation_error`` naming the parameter, never a 500.
 """
 
@@ -27,20 +25,16 @@ EVENT_KINDS = ("transaction:created", "transaction:processed")
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 
-#: The filters of the events list; the transactions list has all of them but ``event-kind``.
 EVENT_FILTERS = ("status", "client", "ref", "kind", "event-kind", "from", "to")
 TRANSACTION_FILTERS = ("status", "client", "ref", "kind", "from", "to")
-#: The paging parameters both lists read beside their filters.
 PAGING = ("limit", "offset")
 
 
 @dataclass(frozen=True, slots=True)
 class ListFilters:
-    """The validated filters of one list request."""
-
     #: Each filter as the client sent it (non-empty values only), for echoing back (RC-26).
     given: dict[str, str]
-    #: The stored status the ``status`` filter selects, or None.
+    #: The stored status the ``status`` filter selects.
     status: str | None
     kind: str | None
     event_kind: str | None
@@ -65,26 +59,17 @@ def parse_list_query(
     lenient: bool = False,
     default_limit: int = DEFAULT_LIMIT,
 ) -> ListFilters:
-    """Validate ``names`` filters plus ``limit`` and ``offset`` from ``query``.
-
-    A filter sent with an empty value counts as not given (RC-25). ``from``/``to`` accept what
-    ``timefmt.parse_bound`` does: ISO 8601, and a JavaScript ``Date``'s text (RC-34).
-    ``lenient`` (the ``lenient-filters`` behaviour): an unknown status, kind or event kind is
-    no 400 but a filter that no stored row matches, so the list is empty. A filter or paging
-    parameter sent twice (``?status=success&status=failed``) is a 400 ``ambiguous_parameter``
-    (RC-41), whatever the values: the list of one of them would be a guess.
+    """A filter sent empty counts as not given (RC-25). ``lenient`` (the ``lenient-filters``
+    behaviour): an unknown status, kind or event kind is a filter no row matches, not a 400. A
+    parameter sent twice is a 400 ``ambiguous_parameter`` (RC-41): either list would be a guess.
     """
     refuse_repeated(query, (*names, *PAGING), "query parameter")
     given = {name: value for name in names if (value := query.get(name))}
+    for name, allowed in (("status", STATUS_FILTERS), ("kind", KINDS), ("event-kind", EVENT_KINDS)):
+        value = given.get(name)
+        if value is not None and value not in allowed and not lenient:
+            raise validation_error(name, f"must be one of {', '.join(allowed)}")
     status = given.get("status")
-    if status is not None and status not in STATUS_FILTERS and not lenient:
-        raise validation_error("status", f"must be one of {', '.join(STATUS_FILTERS)}")
-    kind = given.get("kind")
-    if kind is not None and kind not in KINDS and not lenient:
-        raise validation_error("kind", f"must be one of {', '.join(KINDS)}")
-    event_kind = given.get("event-kind")
-    if event_kind is not None and event_kind not in EVENT_KINDS and not lenient:
-        raise validation_error("event-kind", f"must be one of {', '.join(EVENT_KINDS)}")
     bounds: dict[str, int] = {}
     for name in ("from", "to"):
         if name in given:
@@ -97,8 +82,8 @@ def parse_list_query(
     return ListFilters(
         given=given,
         status=None if status is None else STATUS_FILTERS.get(status, status),
-        kind=kind,
-        event_kind=event_kind,
+        kind=given.get("kind"),
+        event_kind=given.get("event-kind"),
         from_us=bounds.get("from"),
         to_us=bounds.get("to"),
         limit=int_param(query.get("limit"), "limit", default_limit, 1, MAX_LIMIT),
@@ -107,8 +92,7 @@ def parse_list_query(
 
 
 def int_param(raw: str | None, name: str, default: int, low: int, high: int | None) -> int:
-    """A non-negative decimal integer query parameter within [low, high]; ASCII digits only
-    (``int()`` would also take ``+5``, `` 5`` and full-width digits)."""
+    """ASCII digits only: ``int()`` would also take ``+5``, `` 5`` and full-width digits."""
     if raw is None or raw == "":
         return default
     bound = f"between {low} and {high}" if high is not None else f">= {low}"

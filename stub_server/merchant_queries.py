@@ -1,11 +1,6 @@
 """Read-only SQL behind the SDK-only routes (RC-36, RC-37): a merchant's balances and its
-transactions list.
-
-Kept out of ``stub_server.store`` because nothing in the interface document needs it: these
-queries only read the ``transactions`` table the document's operations write, on the store's
-connection (so they see exactly what was acknowledged). The transactions table has no merchant
-index (creation pays for every index), so both scan it; fine for a stub, and only the SDK routes
-pay.
+transactions list. Kept out of ``stub_server.store`` because nothing in the document needs it;
+both scan ``transactions``, which has no merchant index (creation pays for every index).
 """
 
 from __future__ import annotations
@@ -14,7 +9,9 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from stub_server.filters import ListFilters
 from stub_server.store import Amount, SqlValue, Store, TxRecord, where_clause
+from stub_server.store.records import TX_COLUMNS
 
 #: Provider names of the Go SDK's ``detectProvider`` (``paypack/driver/api/providers.go``),
 #: which maps a number's operator prefix, with or without the country code, to a channel.
@@ -30,13 +27,9 @@ _PROVIDER_SQL = (
     f" THEN '{AIRTEL}'"
     f" ELSE '{UNKNOWN}' END"
 )
-_TX_COLUMNS = (
-    "id, ref, merchant, app_id, kind, amount, client, fee, status, created_us, processed_us"
-)
 
 
 def provider_of(number: str) -> str:
-    """The mobile-money channel of a customer number, as the Go SDK names it."""
     local = number
     for country in ("+25", "25"):
         if number.startswith(country):
@@ -47,24 +40,9 @@ def provider_of(number: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Balances:
-    """Net settled funds of a merchant: in total and per channel."""
-
     total: Amount
     mtn: Amount
     airtel: Amount
-
-
-@dataclass(frozen=True, slots=True)
-class TxQuery:
-    merchant: str
-    status: str | None = None
-    client: str | None = None
-    ref: str | None = None
-    kind: str | None = None
-    from_us: int | None = None
-    to_us: int | None = None
-    limit: int = 20
-    offset: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +55,7 @@ class TxPage:
 
 
 def _sum_or_total(conn: sqlite3.Connection, sql: str, params: list[SqlValue]) -> list[Any]:
-    """Run ``sql`` with exact ``SUM``; on integer overflow, with floating ``TOTAL`` instead."""
+    """Exact ``SUM``; on integer overflow, floating ``TOTAL`` instead."""
     try:
         return conn.execute(sql, params).fetchall()
     except sqlite3.OperationalError:
@@ -106,10 +84,10 @@ def balances(store: Store, merchant: str) -> Balances:
     )
 
 
-def list_transactions(store: Store, q: TxQuery) -> TxPage:
-    """One page of a merchant's transactions, newest first, with totals over every match."""
+def list_transactions(store: Store, merchant: str, q: ListFilters) -> TxPage:
+    """Newest first, with totals over every match."""
     clause, params = where_clause(
-        (("merchant", q.merchant), ("status", q.status), ("client", q.client), ("ref", q.ref),
+        (("merchant", merchant), ("status", q.status), ("client", q.client), ("ref", q.ref),
          ("kind", q.kind)),
         q.from_us,
         q.to_us,
@@ -125,7 +103,7 @@ def list_transactions(store: Store, q: TxQuery) -> TxPage:
     rows: list[Any] = []  # sqlite3's rows are untyped
     if total > q.offset:
         rows = conn.execute(
-            f"SELECT {_TX_COLUMNS} FROM transactions{clause}"
+            f"SELECT {TX_COLUMNS} FROM transactions{clause}"
             " ORDER BY created_us DESC, id DESC LIMIT ? OFFSET ?",
             [*params, q.limit, q.offset],
         ).fetchall()

@@ -1,22 +1,13 @@
 """Authorize under attack (RC-38): attempt limits, a bounded hashing queue, no existence oracle.
 
-Why: checking a client_secret costs one scrypt (about 84 ms of CPU, on purpose). Before this
-module every wrong-secret attempt queued one on asyncio's default thread pool: 128 concurrent
-attempts pushed everyone's latency from 5 ms to 674 ms and a legitimate first authorize to
-10.6 s, and an unknown client_id was answered in 4 ms instead of 120 ms, telling an attacker
-which client_ids exist. So:
-
-- ``KeyedLimiter``: a token bucket per client_id and one per peer address. An attempt that has
-  to hash takes one token from both; when either is empty the answer is ``429`` with
-  ``Retry-After`` before any hashing. A pair (client_id, secret) already verified in this process
-  costs nothing and is never limited, so established clients keep working during a flood. The
-  429 is sent after a pause of up to ``TARPIT_S`` (the time until the next token), so a client
-  hammering in a loop sends a few attempts a second per connection, not thousands: a refusal
-  costs the stub almost nothing, but thousands a second would still cost everyone's latency.
-- ``HashQueue``: hashes run on their own small pool (default one thread: the event loop keeps a
-  core), and at most ``queue`` attempts wait; beyond that ``503 busy`` with ``Retry-After``.
-- Unknown client_ids are checked against a dummy hash of the same cost, in the same queue, so
-  known and unknown client_ids take the same time and the same answer.
+Why: checking a client_secret costs one scrypt (about 84 ms of CPU, on purpose). Unbounded, 128
+concurrent wrong-secret attempts pushed everyone's latency from 5 ms to 674 ms, and an unknown
+client_id answered faster than a known one told an attacker which exist. So: a token bucket per
+client_id and per peer (``429`` with ``Retry-After`` before any hashing, sent after a pause of up
+to ``TARPIT_S`` so a loop sends a few attempts a second, not thousands); a pair already verified
+in this process is never limited; hashes run on their own small pool with at most ``queue``
+waiting (else ``503 busy``); unknown client_ids are checked against a dummy hash of the same
+cost, so both take the same time and the same answer.
 """
 
 from __future__ import annotations
@@ -43,8 +34,6 @@ TARPIT_S = 1.0
 
 @dataclass(frozen=True)
 class Bucket:
-    """``burst`` attempts at once, refilled at ``per_s`` a second."""
-
     burst: int
     per_s: float
 
@@ -73,7 +62,6 @@ class KeyedLimiter:
         return min(float(self.bucket.burst), tokens + (now - at) * self.bucket.per_s)
 
     def wait_s(self, key: str) -> float:
-        """Seconds until ``key`` may try again (0: now)."""
         tokens = self._tokens(key, self.clock())
         if tokens >= 1:
             return 0.0
@@ -93,8 +81,6 @@ class Busy(Exception):
 
 
 class HashQueue:
-    """Secret checks on a dedicated pool, with a bounded number waiting."""
-
     def __init__(self, workers: int, queue: int) -> None:
         self.capacity = workers + queue
         self.pending = 0
@@ -119,8 +105,6 @@ def _retry_after(seconds: float) -> dict[str, str]:
 
 
 class AuthorizeGuard:
-    """What ``authorize`` does before and instead of hashing (see the module docstring)."""
-
     def __init__(
         self,
         limits: AuthorizeLimits,
@@ -134,8 +118,6 @@ class AuthorizeGuard:
         self.hashes = HashQueue(limits.hash_workers, limits.hash_queue)
 
     async def admit(self, client_id: str, peer: str | None) -> None:
-        """Take one attempt from both buckets, or raise ``429 too_many_attempts`` (after the
-        tarpit pause)."""
         client_key = client_id[:MAX_KEY_CHARS]
         peer_key = peer or "?"
         wait = max(self.per_client.wait_s(client_key), self.per_peer.wait_s(peer_key))
@@ -151,7 +133,6 @@ class AuthorizeGuard:
         self.per_peer.take(peer_key)
 
     async def check(self, secret: str, stored: str | None) -> bool:
-        """Verify ``secret`` against ``stored`` (the dummy when the client_id is unknown)."""
         try:
             ok = await self.hashes.verify(secret, stored or DUMMY_HASH)
         except Busy:

@@ -1,12 +1,9 @@
 """Run the stub: bind, write the credentials file, announce, serve until SIGTERM/SIGINT.
 
-The announcement is a contract with the launcher and with people: exactly one line
-``paysuite stub listening on http://HOST:PORT`` (the real port when 0 was asked), then
-``credentials: /abs/path`` when that file was written. On SIGTERM or SIGINT the listening socket
-closes, in-flight requests finish, the database closes, and the process exits 0, all within
-``SHUTDOWN_TIMEOUT_S`` (docs/stub.md promises 10 s): requests still inside a handler get until
-``SHUTDOWN_TIMEOUT_S - CLOSE_GRACE_S``, then aiohttp's own shutdown gets ``CLOSE_GRACE_S`` before
-it cancels what is left. SIGHUP re-reads the signing key file (``paysuite stub keys rotate``).
+The announcement is a contract with the launcher: exactly one line ``paysuite stub listening on
+http://HOST:PORT`` (the real port when 0 was asked), then ``credentials: /abs/path``. Shutdown
+takes at most ``SHUTDOWN_TIMEOUT_S`` (docs/stub.md promises 10 s): requests inside a handler get
+until ``SHUTDOWN_TIMEOUT_S - CLOSE_GRACE_S``, then aiohttp's own shutdown ``CLOSE_GRACE_S``.
 """
 
 from __future__ import annotations
@@ -32,7 +29,7 @@ CLOSE_GRACE_S = 1.5
 
 
 def reload_signing_key(stub: StubApp) -> None:
-    """SIGHUP: sign and verify with the key file's current key (after a rotation)."""
+    """SIGHUP, after ``paysuite stub keys rotate``."""
     path = signing_key.key_path(stub.settings.db)
     if stub.settings.jwt_key or path is None:
         log.warning("SIGHUP: the signing key is not read from a file; nothing to reload")

@@ -18,10 +18,20 @@ from typing import Any, Literal
 from paysuite_core.config_schema import schema, validate
 from paysuite_core.target_config import RWANDA_MOBILE_PATTERN
 from paysuite_core.yamlfile import read_yaml
-from stub_server.faults import FAULTS, VARIANTS, UnknownSwitchError, check_names, expand_variants
+from stub_server.fault_catalog import (
+    FAULTS,
+    VARIANTS,
+    UnknownSwitchError,
+    check_names,
+    expand_variants,
+)
 from stub_server.ratelimit import AuthorizeLimits
-from stub_server.webhooks.endpoint_url import EndpointUrlError, check_endpoint_url, check_mode
-from stub_server.webhooks.retry_policy import RetryPolicy
+from stub_server.webhook_delivery.endpoint_url import (
+    EndpointUrlError,
+    check_endpoint_url,
+    check_mode,
+)
+from stub_server.webhook_delivery.retry_policy import RetryPolicy
 
 Outcome = Literal["none", "success", "failed"]
 #: The request log's formats (``stub_server.access_log``).
@@ -99,6 +109,7 @@ class StubSettings:
     access_log_file: str | None = None  # None: stderr
     #: (mode, URL) pairs; the database keeps them from the first start on
     webhooks: tuple[tuple[str, str], ...] = ()
+    #: How failed webhook deliveries are retried (``stub_server.webhook_delivery.retry_policy``).
     webhook_retry: RetryPolicy = field(default_factory=RetryPolicy)
     webhook_signatures: tuple[str, ...] = ("paysuite", "live")
 

@@ -1,14 +1,9 @@
-"""The JWT signing key, kept out of the database (issue 13).
-
-Why: whoever holds the key mints tokens the stub accepts (any merchant, any lifetime). A copy of
-the database (a backup, a test artifact, a bug report) must not carry it, so the key lives in its
-own file beside the database, ``<db>.jwt-key``, created mode 0600, or comes from outside: the
-``jwt_key`` setting, else the ``PAYSUITE_STUB_JWT_KEY`` environment variable.
+"""The JWT signing key, kept out of the database (``store.private_files``): in ``<db>.jwt-key``,
+or from outside (the ``jwt_key`` setting, else ``PAYSUITE_STUB_JWT_KEY``).
 
 Earlier versions kept the key in the ``meta`` table; on start the stub moves it into the key file
 (so tokens issued before the upgrade stay valid) and deletes the row. ``rotate`` writes a fresh
-key: tokens signed with the old one are refused once the stub runs with the new one (it re-reads
-the file on SIGHUP and at start).
+key: tokens signed with the old one are refused once the stub re-reads the file (SIGHUP, start).
 """
 
 from __future__ import annotations
@@ -18,6 +13,7 @@ import secrets
 from pathlib import Path
 
 from stub_server.store import Store
+from stub_server.store.private_files import beside_db, write_private
 
 ENV_VAR = "PAYSUITE_STUB_JWT_KEY"
 SUFFIX = ".jwt-key"
@@ -29,30 +25,11 @@ class SigningKeyError(RuntimeError):
 
 
 def key_path(db: str) -> Path | None:
-    """Where the key of database ``db`` lives; None for ``:memory:`` and ``file:`` URIs."""
-    if db == ":memory:" or db.startswith("file:"):
-        return None
-    return Path(db + SUFFIX)
+    return beside_db(db, SUFFIX)
 
 
 def new_key() -> str:
     return secrets.token_hex(32)
-
-
-def write_key(path: Path, key: str) -> None:
-    """Replace the key file atomically; the new file is 0600 from its first byte."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="ascii") as handle:
-            handle.write(key + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def read_key(path: Path) -> str | None:
@@ -79,7 +56,7 @@ def resolve(configured: str | None, store: Store, db: str) -> str:
         key = read_key(path)
         if key is None:
             key = legacy or new_key()
-            write_key(path, key)
+            write_private(path, key)
     if key is None:  # an in-memory database: the key lives as long as the process
         key = legacy or new_key()
     if legacy is not None:
@@ -98,5 +75,6 @@ def rotate(db: str) -> Path:
             store.erase_meta(_META_KEY)  # an un-migrated key must not come back
         finally:
             store.close()
-    write_key(path, new_key())
+    write_private(path, new_key())
+
     return path

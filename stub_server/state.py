@@ -1,10 +1,7 @@
-"""``StubApp``: what every handler reads (settings, store, token service, the rules as this run
-configures them), resolved once at start so that a request reads plain attributes.
-
-Variants (conformant choices where the document is silent) are resolved here; fault switches
-are not: ``RuleHooks`` holds the points where a rule can be replaced, with the document's rule
-as each default, and ``stub_server.fault_hooks.install`` replaces the ones the run's faults
-break. So no handler asks which fault is on.
+"""``StubApp``: what every handler reads, resolved once at start so that a request reads plain
+attributes. Variants are resolved here; faults are not: ``RuleHooks`` holds the points where a
+rule can be replaced, with the document's rule as each default, and ``fault_injection`` replaces
+the ones the run's faults break, so no handler asks which fault is on.
 """
 
 from __future__ import annotations
@@ -13,7 +10,7 @@ import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from stub_server import fault_hooks, signing_key, timefmt
+from stub_server import fault_injection, signing_key, timefmt
 from stub_server.errors import InFlight
 from stub_server.filters import DEFAULT_LIMIT
 from stub_server.ratelimit import AuthorizeGuard
@@ -22,16 +19,12 @@ from stub_server.rules.idempotency import GLOBAL_KEY_SCOPE, KeyRule, Persist, st
 from stub_server.rules.rendering import Renderer
 from stub_server.settings import StubSettings
 from stub_server.store import AppRecord, Store, WebhookEndpoint, uuid4_text
-from stub_server.tokens import TokenService
-from stub_server.webhooks.dispatcher import DeliveryHooks
-from stub_server.webhooks.endpoints import sync_configured
+from stub_server.token_issuer import TokenService
+from stub_server.webhook_delivery.dispatcher import DeliveryHooks
+from stub_server.webhook_delivery.endpoints import sync_configured
 
 #: The ``page-size-10`` behaviour's default page size (variant ``lenient``).
 LENIENT_DEFAULT_LIMIT = 10
-
-
-def _same(value: str) -> str:
-    return value
 
 
 def _own_merchant(record: AppRecord) -> str | None:
@@ -44,11 +37,6 @@ def _as_given(status: str | None) -> str | None:
 
 @dataclass
 class RuleHooks:
-    """The points where a fault switch replaces a rule; each default is the document's rule.
-
-    ``stub_server.fault_hooks`` is the only module that changes them.
-    """
-
     persist: Persist
     #: Token ``sub`` values a protected operation accepts (Authentication, 1).
     access_subs: tuple[str, ...] = ("access",)
@@ -59,7 +47,7 @@ class RuleHooks:
     #: Whether a privilege may create a kind (Authentication, 5).
     may_create: privileges.MayCreate = privileges.may_create
     #: The kind a creation stores and answers, from the kind its endpoint names.
-    stored_kind: Callable[[str], str] = _same
+    stored_kind: Callable[[str], str] = str
     #: A new transaction's ref (Resources and their fields: unique).
     new_ref: Callable[[], str] = uuid4_text
     #: The merchant whose data a read may see (RC-6, ISO-*); None sees every merchant.
@@ -80,8 +68,6 @@ class RuleHooks:
 
 
 class StubApp:
-    """The state the handlers share: one per served application."""
-
     def __init__(self, settings: StubSettings, store: Store | None = None) -> None:
         self.settings = settings
         self.store = store or Store(settings.db)
@@ -122,10 +108,10 @@ class StubApp:
         self.verified_secrets: dict[str, bytes] = {}
         self.in_flight = InFlight()
         self.auth_guard = AuthorizeGuard(settings.authorize_limits)
-        fault_hooks.install(self, settings.faults, random.Random())
+        fault_injection.install(self, settings.faults, random.Random())
 
     def app_record(self, client_id: str) -> AppRecord | None:
-        """The application ``client_id`` names, cached (applications never change)."""
+        """Cached: applications never change."""
         record = self._apps.get(client_id)
         if record is None:
             record = self.store.app(client_id)

@@ -1,12 +1,10 @@
-"""Timestamps: stored as integer microseconds since the epoch, rendered per reference choice.
-
-RC-19/RC-21: UTC with microseconds and ``Z``. RC-20: find's ``timestamp`` with the configured
-numeric offset. The ``timestamp-format`` fault renders ``2026-11-21 06:44:32`` instead; the
-``nanosecond-timestamps`` behaviour (variant ``live``) nine fraction digits (``*_ns``).
+"""Timestamps: stored as integer microseconds since the epoch, rendered per reference choice
+(RC-19/RC-21: UTC with microseconds and ``Z``; RC-20: find's ``timestamp`` with the configured
+offset).
 
 Rendering is on every response's path, so the text up to the whole second is cached per second
 (``strftime``/``isoformat`` cost more than the rest of a find's Python code) and only the
-microseconds are formatted per call; the result is the same string, character for character.
+microseconds are formatted per call.
 """
 
 from __future__ import annotations
@@ -33,7 +31,7 @@ _offset_seconds: dict[tuple[int, timezone], tuple[str, str]] = {}
 
 
 def utc_text(us: int | None, *, broken: bool = False) -> str | None:
-    """``2026-11-21T06:44:32.421455Z``; ``None`` stays ``None`` (unprocessed)."""
+    """``2026-11-21T06:44:32.421455Z``; ``broken``: the ``timestamp-format`` fault's text."""
     if us is None:
         return None
     if broken:
@@ -68,19 +66,15 @@ def offset_text(us: int, tz: timezone, *, broken: bool = False) -> str:
 
 
 def sub_micro_digits(us: int) -> str:
-    """Three digits below the microsecond for the nanosecond renderings.
-
-    The store keeps microseconds, so these digits are not measured: they are derived from the
-    microsecond value alone, so one instant always renders as the same text everywhere (creation,
-    find, events) and texts still sort like their instants. They are not padding zeros: a client
-    that rounds a 9-digit fraction to 6 digits instead of truncating it reads another instant
-    about half the time, which a check comparing instants can notice.
-    """
+    """Three digits below the microsecond, derived from it so that one instant always renders
+    as the same text and texts sort like their instants. Not zeros: a client that rounds a
+    9-digit fraction instead of truncating it then reads another instant, which a check can
+    notice."""
     return f"{us * 7919 % 1000:03d}"
 
 
 def utc_text_ns(us: int | None) -> str | None:
-    """``2026-11-21T06:44:32.421455842Z``: ``utc_text`` with nine fraction digits."""
+
     if us is None:
         return None
     text = utc_text(us) or ""  # never empty: us is not None
@@ -88,22 +82,16 @@ def utc_text_ns(us: int | None) -> str | None:
 
 
 def offset_text_ns(us: int, tz: timezone) -> str:
-    """``2026-11-21T08:44:32.421455842+02:00``: ``offset_text`` with nine fraction digits."""
+
     text = offset_text(us, tz)
     return f"{text[:-6]}{sub_micro_digits(us)}{text[-6:]}"  # the offset is always +HH:MM
 
 
 def parse_bound(text: str, *, upper: bool) -> int:
-    """An events ``from``/``to`` value as epoch microseconds (RC-24, RC-34).
-
-    Accepted, in this order: an ISO 8601 date or date-time (the reference choice), then the two
-    texts a JavaScript ``Date`` turns into, which the published paypack-js SDK puts on the wire
-    unencoded: ``Date.prototype.toString()`` (``Sun Nov 22 2026 10:34:45 GMT+0200 (Central Africa
-    Time)``) and ``toUTCString()`` (``Sun, 22 Nov 2026 10:34:45 GMT``, an RFC 5322 date, parsed
-    by ``email.utils``). A bare date covers the whole day: as ``to`` it means the day's last
-    microsecond, so both bounds are inclusive. A date-time without an offset is taken as UTC.
-    Anything else raises ``ValueError``.
-    """
+    """An events ``from``/``to`` value as epoch microseconds (RC-24, RC-34): ISO 8601, else the
+    JavaScript ``Date`` texts paypack-js puts on the wire (``toString()``, ``toUTCString()``). A
+    bare date as ``to`` means the day's last microsecond (both bounds inclusive); no offset is
+    UTC."""
     if len(text) == 10:
         day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
         if upper:
@@ -138,7 +126,6 @@ _JS_DATE = re.compile(
 
 
 def _parse_js_date(text: str) -> datetime:
-    """A JavaScript ``Date``'s ``toString()`` or ``toUTCString()`` text as an aware datetime."""
     match = _JS_DATE.fullmatch(text.strip())
     if match is None:
         try:
@@ -149,12 +136,6 @@ def _parse_js_date(text: str) -> datetime:
     if month not in _MONTHS:
         raise ValueError(f"unknown month {month!r}")
     offset = timedelta(hours=int(off_h), minutes=int(off_m))
-    return datetime(
-        int(year),
-        _MONTHS[month],
-        int(day),
-        int(hour),
-        int(minute),
-        int(second),
-        tzinfo=timezone(-offset if sign == "-" else offset),
-    )
+    zone = timezone(-offset if sign == "-" else offset)
+    moment = (int(year), _MONTHS[month], int(day), int(hour), int(minute), int(second))
+    return datetime(*moment, tzinfo=zone)

@@ -27,7 +27,7 @@ from stub_server.rules.request_body import read_json
 from stub_server.rules.single_values import single
 from stub_server.state import StubApp
 from stub_server.store import AppRecord
-from stub_server.tokens import Claims
+from stub_server.token_issuer import Claims
 
 MAX_SECRET_LENGTH = 1024
 MAX_CLIENT_ID_LENGTH = 128

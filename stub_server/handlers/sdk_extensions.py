@@ -2,16 +2,12 @@
 
 paypack-py, paypack-js and paypack-go all call ``GET /merchants/me`` and ``GET /transactions/list``;
 a stand-in for the live service that answered them 404 would break those SDK methods, so the stub
-serves them with the shapes the SDKs parse (their types: paypack-js ``index.d.ts``, paypack-go
-``paypack/api/types.go``). The conformance suite never demands them. Both need an access token
-(any privilege, like the document's reads) and see only the caller's merchant.
+serves them with the shapes the SDKs parse. The conformance suite never demands them. Both need an
+access token (any privilege, like the document's reads) and see only the caller's merchant.
 
-Not served: the Go SDK's checkout lookup (``GET checkouts/find/{agent}``, ``checkout/find/`` in an
-older version). Its response carries the application's ``client_secret``, which the document says
-is displayed only once, at creation; the stub keeps only a hash of it (docs/stub.md).
-
-No conformance check covers them (they are outside the document); ``tests/stub/
-test_stub_sdk_routes.py`` and ``tests/clients`` do. The SQL is in ``stub_server.merchant_queries``.
+Not served: the Go SDK's checkout lookup (``GET checkouts/find/{agent}``): its response carries
+the application's ``client_secret``, which the document says is displayed only once; the stub
+keeps only a hash of it.
 """
 
 from __future__ import annotations
@@ -26,9 +22,6 @@ from stub_server.state import StubApp
 
 
 class SdkHandlers:
-    """``GET /merchants/me`` and ``GET /transactions/list``, reading the state of one
-    ``StubApp``."""
-
     def __init__(self, stub: StubApp) -> None:
         self.stub = stub
 
@@ -57,20 +50,7 @@ class SdkHandlers:
         stub = self.stub
         record = authenticate(stub, request)
         f = parse_list_query(request.query, TRANSACTION_FILTERS)
-        page = merchant_queries.list_transactions(
-            stub.store,
-            merchant_queries.TxQuery(
-                merchant=record.merchant,
-                status=f.status,
-                client=f.client,
-                ref=f.ref,
-                kind=f.kind,
-                from_us=f.from_us,
-                to_us=f.to_us,
-                limit=f.limit,
-                offset=f.offset,
-            ),
-        )
+        page = merchant_queries.list_transactions(stub.store, record.merchant, f)
         body: dict[str, object] = {
             **f.given,
             "offset": f.offset,

@@ -15,8 +15,6 @@ from stub_server.store.records import AppRecord
 
 
 class Applications(GroupCommitDatabase):
-    """The ``applications`` table."""
-
     def create_app(self, merchant: str, privilege: str, now_us: int) -> tuple[str, str]:
         """Create an application; return (client_id, client_secret). The secret is not kept."""
         client_id = str(uuid.uuid4())
@@ -35,6 +33,3 @@ class Applications(GroupCommitDatabase):
             (client_id,),
         ).fetchone()
         return None if row is None else AppRecord(*row)
-
-    def app_count(self) -> int:
-        return int(self.conn.execute("SELECT COUNT(*) FROM applications").fetchone()[0])

@@ -18,14 +18,8 @@ AUTOCHECKPOINT_BACKSTOP_PAGES = 20000
 
 
 class Checkpointer:
-    """Copies the WAL back into the database file on a background thread.
-
-    This thread runs a PASSIVE checkpoint (it never blocks the writer) with its own connection
-    once ``CHECKPOINT_COMMITS`` commits were counted (``commits``, bumped by the store), or at
-    most ``idle_s`` after the first commit not yet checkpointed; the request path keeps SQLite's
-    own checkpoint only as a backstop at ``AUTOCHECKPOINT_BACKSTOP_PAGES``. Durability is
-    unchanged: a COMMIT is in the WAL before a handler answers, whoever checkpoints it later.
-    """
+    """A PASSIVE checkpoint (it never blocks the writer) once ``CHECKPOINT_COMMITS`` commits
+    were counted, or at most ``idle_s`` after the first commit not yet checkpointed."""
 
     def __init__(self, path: str, interval_s: float = 0.1, idle_s: float = 2.0) -> None:
         self.commits = 0  # bumped on the event loop thread; read here (an int: GIL-atomic)

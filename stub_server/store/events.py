@@ -1,15 +1,12 @@
-"""The events list (Endpoints, 4. List transaction events) and its ``total`` and ``amount``.
+"""The events list (Endpoint 4; EVT-001, EVT-003..EVT-010, ISO-002) and its ``total`` and
+``amount`` (RC-27).
 
-Checked by EVT-001, EVT-003..EVT-010, ISO-002 and LIFE-001..LIFE-003 (the events a transaction's
-life records are written by ``store.transactions``).
-
-Why running totals: the list's ``total`` and ``amount`` (RC-27) come from ``event_totals``,
-kept by triggers inside the same SQL statement as each insert (``store.event_totals``), so they
-are exactly what a scan would count and sum, and the unfiltered list (or one filtered by status,
-kind or event kind) costs the same at any store size. Whenever the cells cannot give the scan's
-exact answer (a float amount, whose sum depends on the order of addition; a sum past SQLite's
-integers) the list falls back to the scan, which adds fractional amounts as decimals
-(``store.decimal_sum``).
+Why running totals: ``total`` and ``amount`` come from cells kept by triggers in the same SQL
+statement as each insert (``store.event_totals``), so they are exactly what a scan would give,
+and the unfiltered list (or one filtered by status, kind or event kind) costs the same at any
+store size. Whenever the cells cannot be exact (a float amount, whose sum depends on the order
+of addition; a sum past SQLite's integers) the list falls back to the scan, which adds
+fractional amounts as decimals (``store.decimal_sum``).
 """
 
 from __future__ import annotations
@@ -29,10 +26,9 @@ DEFERRED_OFFSET = 200
 
 
 class Events(GroupCommitDatabase):
-    """Reading the events list: one page, its ``total`` and its ``amount``."""
-
     def list_events(self, q: EventQuery) -> tuple[int, Amount, list[EventRecord]]:
         """(total, sum of amounts, page) for the matching events."""
+
         clause, params = where_clause(
             (
                 ("merchant", q.merchant),

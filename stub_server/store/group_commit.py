@@ -1,20 +1,14 @@
 """The store's one connection and its group commit: how an acknowledged write is durable.
 
-Why these choices:
-- stdlib ``sqlite3`` in WAL mode with ``synchronous=NORMAL``. In WAL mode a commit is in the WAL
-  file (in the OS page cache) before ``COMMIT`` returns, so every acknowledged write survives a
-  SIGKILL of the stub; only a power loss or OS crash can lose the last commits, which a test
-  double may accept in exchange for not paying an fsync per request.
-- Every call is synchronous on the event loop's thread. That serializes writers, so the
-  idempotency insert and the ``pending`` -> processed update are race-free without locks.
-- Each write commits before the handler answers 2xx. Creations use *group commit*: the first
-  creation of an event-loop turn opens a SQL transaction (``open_batch``), later ones in the
-  same turn join it, and one COMMIT, scheduled with ``call_soon``, acknowledges them all: their
-  handlers await that commit before answering. Any other use of the connection (``conn``:
-  reads, processing, refresh rotation) commits the open batch first, so reads only ever see
-  committed data.
-- Checkpoints run on a background thread (``checkpoint.Checkpointer``), not inside the COMMIT
-  of a request.
+- WAL mode with ``synchronous=NORMAL``: a commit is in the WAL (the OS page cache) before
+  ``COMMIT`` returns, so every acknowledged write survives a SIGKILL; only a power loss can lose
+  the last commits, which a test double may accept rather than pay an fsync per request.
+- Every call is synchronous on the event loop's thread: writers are serialized, so the
+  idempotency insert and the pending -> processed update are race-free without locks.
+- Group commit: the first creation of an event-loop turn opens a SQL transaction, later ones in
+  the same turn join it, and one COMMIT (``call_soon``) acknowledges them all. Any other use of
+  the connection (``conn``) commits the open batch first, so reads only see committed data.
+- Checkpoints run on a background thread (``checkpoint``), not inside a request's COMMIT.
 """
 
 from __future__ import annotations
@@ -25,28 +19,24 @@ from pathlib import Path
 
 from stub_server.store import decimal_sum
 from stub_server.store.checkpoint import AUTOCHECKPOINT_BACKSTOP_PAGES, Checkpointer
-from stub_server.store.schema import SCHEMA, make_private, migrate
+from stub_server.store.private_files import make_private, on_disk
+from stub_server.store.schema import SCHEMA, migrate
 
 
 def missing_folder(path: str) -> str | None:
-    """The folder of database file ``path`` when it does not exist (None for ``:memory:``,
-    ``file:`` URIs and existing folders)."""
-    if path == ":memory:" or path.startswith("file:"):
+    """The folder of database file ``path`` when it does not exist."""
+    if not on_disk(path):
         return None
     folder = Path(path).parent
     return None if folder.is_dir() else str(folder)
 
 
 class GroupCommitDatabase:
-    """One connection, used only from the event loop thread, with batched creation commits.
-
-    The base of every table's class (``store.transactions``, ``store.events``...); ``Store``
-    puts them together.
-    """
+    """The base of every table's class; ``Store`` puts them together."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        if path != ":memory:" and not path.startswith("file:"):
+        if on_disk(path):
             # no silent creation of folders: a typo in ``--db`` must not start an empty store
             missing = missing_folder(path)
             if missing is not None:
@@ -63,7 +53,6 @@ class GroupCommitDatabase:
         self._db.executescript(SCHEMA)
         migrate(self._db)
         self._batch: list[asyncio.Future[None]] | None = None
-        #: Values derived from committed transactions, by ref (``Transactions.lookups``).
         self.lookups: dict[str, dict[str | None, bytes]] = {}
         self._checkpointer: Checkpointer | None = None
         if str(self._db.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
@@ -72,28 +61,23 @@ class GroupCommitDatabase:
 
     @property
     def conn(self) -> sqlite3.Connection:
-        """The connection, after committing any open batch of creations."""
         if self._batch is not None:
             self.flush()
         return self._db
 
     def open_batch(self) -> None:
-        """Open this event-loop turn's batch of creations, unless it is open already; its
-        COMMIT is scheduled for the end of the turn. Must be called from the event loop."""
         if self._batch is None:
             self._db.execute("BEGIN IMMEDIATE")
             self._batch = []
             asyncio.get_running_loop().call_soon(self.flush)
 
     def batch_commit(self) -> asyncio.Future[None]:
-        """The future of the open batch's COMMIT, for a creation whose rows are in it."""
         assert self._batch is not None, "open_batch() first"
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._batch.append(done)
         return done
 
     def flush(self) -> None:
-        """Commit the open batch of creations and wake the handlers waiting on it."""
         waiters, self._batch = self._batch, None
         if waiters is None:
             return
@@ -115,7 +99,6 @@ class GroupCommitDatabase:
                 waiter.set_result(None)
 
     def count_commit(self) -> None:
-        """Tell the checkpoint thread that one more commit is in the WAL."""
         if self._checkpointer is not None:
             self._checkpointer.commits += 1
 

@@ -12,9 +12,6 @@ class Meta(GroupCommitDatabase):
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
-    def set_meta(self, key: str, value: str) -> None:
-        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
-
     def erase_meta(self, key: str) -> None:
         """Delete a meta row so that its bytes are gone from the files too (a secret): SQLite
         keeps deleted content in free pages and in the WAL unless told otherwise."""

@@ -1,9 +1,5 @@
-"""The rows the store hands out and takes in, as frozen dataclasses.
-
-Kept apart from the SQL so that handlers, renderers and tests can name a record without pulling
-in a connection. ``Amount`` is a JSON number as SQLite gives it back: an ``int`` while every
-amount is a whole number, a ``float`` otherwise.
-"""
+"""The rows the store hands out and takes in, apart from the SQL so that handlers, renderers
+and tests can name a record without pulling in a connection."""
 
 from __future__ import annotations
 
@@ -23,8 +19,6 @@ EVENT_COLUMNS = (
 
 @dataclass(frozen=True, slots=True)
 class AppRecord:
-    """A merchant application: who may authorize, for which merchant, with which privilege."""
-
     client_id: str
     secret_hash: str
     privilege: str
@@ -68,7 +62,7 @@ class EventRecord:
 
 @dataclass(frozen=True, slots=True)
 class EventQuery:
-    """The events list's filters and page; ``None`` filters nothing."""
+    """``None`` filters nothing."""
 
     merchant: str | None
     status: str | None = None
@@ -85,8 +79,6 @@ class EventQuery:
 
 @dataclass(frozen=True, slots=True)
 class NewTransaction:
-    """What a creation stores: the transaction, its idempotency key and its resolution plan."""
-
     ref: str
     merchant: str
     app_id: str

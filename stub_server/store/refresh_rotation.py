@@ -1,8 +1,5 @@
-"""Spent refresh tokens (Endpoints, 6. Refresh tokens; RC-10): rotation's memory.
-
-Checked by AUTH-012. A refresh token is recorded by its ``jti`` when used, so a second use is
-refused; rows are pruned once the token would have expired anyway.
-"""
+"""Spent refresh tokens (RC-10, AUTH-012): a used ``jti`` is recorded so a second use is
+refused; rows are pruned once the token would have expired anyway."""
 
 from __future__ import annotations
 
@@ -10,10 +7,8 @@ from stub_server.store.group_commit import GroupCommitDatabase
 
 
 class RefreshRotation(GroupCommitDatabase):
-    """The ``used_refresh`` table."""
-
     def use_refresh(self, jti: str, exp: int) -> bool:
-        """Record a refresh token as spent; False when it already was."""
+        """False when it was already spent."""
         cur = self.conn.execute(
             "INSERT OR IGNORE INTO used_refresh (jti, exp) VALUES (?, ?)", (jti, exp)
         )

@@ -13,8 +13,7 @@ _hex_pos = 0
 
 
 def uuid4_text() -> str:
-    """``str(uuid.uuid4())`` without a ``UUID`` object or a system call per ref. The randomness
-    is ``os.urandom``'s, drawn 4 KiB at a time; only the event loop's thread calls this."""
+    """``os.urandom`` drawn 4 KiB at a time; only the event loop's thread calls this."""
     global _hex_pool, _hex_pos
     pos = _hex_pos
     if pos >= len(_hex_pool):

@@ -6,7 +6,6 @@ inside one SQL transaction, so a database is either fully on this schema or unto
 
 from __future__ import annotations
 
-import os
 import sqlite3
 
 from stub_server.store.event_totals import (
@@ -121,21 +120,6 @@ CREATE INDEX IF NOT EXISTS outbox_event ON webhook_outbox(event_id);
 
 #: Indexes of earlier versions, replaced by wider ones that also cover ``amount``.
 _OLD_INDEXES = ("ev_merchant", "ev_client")
-
-
-def make_private(path: str) -> None:
-    """Create the database file mode 0600 before SQLite opens it, and tighten an existing one
-    and its ``-wal``/``-shm``: they hold merchants' transactions and customers' numbers.
-
-    SQLite creates ``-wal`` and ``-shm`` with the database file's permissions, so a 0600
-    database is enough for files made from now on.
-    """
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
-    for suffix in ("", "-wal", "-shm"):
-        try:
-            os.chmod(path + suffix, 0o600)
-        except FileNotFoundError:
-            pass
 
 
 def migrate(db: sqlite3.Connection) -> None:

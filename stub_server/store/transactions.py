@@ -1,17 +1,12 @@
-"""Transactions: creation with its idempotency key, lookup, and the pending -> processed move.
-
-Enforces, on the storage side: Errors, rule 1 (a reused Idempotency-Key creates nothing: the
-key's row is the first insert of a creation; checked by IDEM-001, IDEM-002, IDEM-005, IDEM-007),
-Endpoints 1-3 (cashin, cashout, find: TXN-001..TXN-003, FIND-001, FIND-002) and States and
-transitions (a transaction is processed exactly once, with one processed event: LIFE-001..LIFE-004).
+"""Transactions: creation with its idempotency key, lookup, and the pending -> processed move
+(Errors rule 1: IDEM-001/002/005/007; Endpoints 1-3; States and transitions: LIFE-001..004).
 
 Why it is race-free without locks: every call runs on the event loop's thread, the idempotency
-row, the transaction and its created event (and its webhook delivery, ``store.webhooks``) go
-in one SQL transaction, and a transaction is
-processed by ``UPDATE ... WHERE status = 'pending'`` exactly once. A creation is all or nothing
-without a SAVEPOINT: the idempotency insert goes first (a duplicate key fails that one
-statement, which writes nothing), and if a later insert fails the rows already inserted are
-deleted again before the error propagates (``_undo_creation``).
+row, the transaction, its created event and its webhook delivery go in one SQL transaction, and
+a transaction is processed by ``UPDATE ... WHERE status = 'pending'`` exactly once. A creation
+is all or nothing without a SAVEPOINT: the idempotency insert goes first (a duplicate key fails
+that one statement, which writes nothing), and if a later insert fails the rows already
+inserted are deleted again before the error propagates (``_undo_creation``).
 """
 
 from __future__ import annotations
@@ -23,32 +18,23 @@ from typing import Literal
 
 from stub_server.store.records import TX_COLUMNS, KeyReused, NewTransaction, TxRecord
 from stub_server.store.refs import uuid4_text
-from stub_server.store.webhooks import WebhookOutbox
+from stub_server.store.webhook_outbox import WebhookOutbox
 
-#: ``strict``: a duplicate key raises ``KeyReused`` (the rule); ``overwrite``: the key is
-#: recorded without checking it (fault switches only).
+#: ``overwrite``: the key is recorded without checking it (fault switches only).
 KeyMode = Literal["strict", "overwrite"]
-
-
-#: Rendered lookups kept at most (``Transactions.lookups``); past it the cache starts over.
 LOOKUP_CACHE_SIZE = 20_000
 
 
 class Transactions(WebhookOutbox):
-    """The ``transactions`` and ``idempotency`` tables, and the events a transaction records
-    (with their webhook deliveries, when an endpoint exists: ``store.webhooks``).
-
-    ``lookups`` caches what a caller derived from a committed transaction (the find handler: its
-    rendered response), by ref and then by the merchant the read was scoped to. Every write that
-    touches a ref (its creation, the undoing of a failed one, its processing) drops that ref's
-    entries in the same synchronous call, before anything else can read, so a cached value is
-    always what a read of the committed row would give now.
+    """``lookups`` caches what a caller derived from a committed transaction (the find handler:
+    its rendered response), by ref and then by the merchant the read was scoped to. Every write
+    that touches a ref drops that ref's entries in the same synchronous call, before anything
+    else can read, so a cached value is always what a read of the committed row would give now.
     """
 
     lookups: dict[str, dict[str | None, bytes]]
 
     def forget_ref(self, ref: str) -> None:
-        """Drop what ``lookups`` holds for ``ref`` (a write touched it)."""
         self.lookups.pop(ref, None)
 
     def cached_lookup(self, ref: str, merchant: str | None) -> bytes | None:
@@ -56,14 +42,13 @@ class Transactions(WebhookOutbox):
         return None if entry is None else entry.get(merchant)
 
     def remember_lookup(self, ref: str, merchant: str | None, value: bytes) -> None:
-        """Keep ``value``, derived from ``find(ref, merchant)`` just now (committed data)."""
+        """``value`` was derived from ``find(ref, merchant)`` just now (committed data)."""
         lookups = self.lookups
         if len(lookups) >= LOOKUP_CACHE_SIZE:
             lookups.clear()
         lookups.setdefault(ref, {})[merchant] = value
 
     def key_used(self, scope: str, key: str) -> bool:
-        """Whether ``key`` has a row in ``scope`` (a merchant, or the global scope)."""
         row = self.conn.execute(
             "SELECT 1 FROM idempotency WHERE merchant = ? AND key = ?", (scope, key)
         ).fetchone()
@@ -72,12 +57,8 @@ class Transactions(WebhookOutbox):
     def create_transaction(
         self, new: NewTransaction, *, key_mode: KeyMode = "strict"
     ) -> asyncio.Future[None]:
-        """Insert the key, the transaction and its created event, all or nothing.
-
-        Returns the future of the batch's COMMIT: await it before acknowledging. Must be called
-        from the event loop. ``key_mode``: ``strict`` raises ``KeyReused`` at once on a duplicate
-        key (the rule); ``overwrite`` records the key without checking it (faults only).
-        """
+        """Insert the key, the transaction and its created event, all or nothing; returns the
+        future of the batch's COMMIT: await it before acknowledging."""
         db = self._db
         self.open_batch()
         if key_mode == "overwrite":
@@ -96,11 +77,8 @@ class Transactions(WebhookOutbox):
         return self.batch_commit()
 
     def _insert_creation(self, insert: str, new: NewTransaction) -> None:
-        """The key, the transaction and its created event; on failure, none of them.
-
-        The key goes first: a duplicate fails that statement alone, which writes nothing (SQLite
-        undoes a failed statement), so ``KeyReused`` leaves the batch untouched.
-        """
+        """The key goes first: a duplicate fails that statement alone, which writes nothing
+        (SQLite undoes a failed statement), so ``KeyReused`` leaves the batch untouched."""
         db = self._db
         scope = new.key_scope or new.merchant
         self.forget_ref(new.ref)  # refs-reused: a new row answers find for an old ref
@@ -159,27 +137,19 @@ class Transactions(WebhookOutbox):
 
     def find(self, ref: str, merchant: str | None) -> TxRecord | None:
         """The latest transaction with ``ref``, within ``merchant`` unless that is None."""
-        if merchant is None:
-            row = self.conn.execute(
-                f"SELECT {TX_COLUMNS} FROM transactions WHERE ref = ? ORDER BY id DESC LIMIT 1",
-                (ref,),
-            ).fetchone()
-        else:
-            row = self.conn.execute(
-                f"SELECT {TX_COLUMNS} FROM transactions WHERE ref = ? AND merchant = ?"
-                " ORDER BY id DESC LIMIT 1",
-                (ref, merchant),
-            ).fetchone()
+        scoped = "" if merchant is None else " AND merchant = ?"
+        row = self.conn.execute(
+            f"SELECT {TX_COLUMNS} FROM transactions WHERE ref = ?{scoped} ORDER BY id DESC LIMIT 1",
+            (ref,) if merchant is None else (ref, merchant),
+        ).fetchone()
         return None if row is None else TxRecord(*row)
 
     def process(self, tx_id: int, status: str, now_us: int, *, record_event: bool) -> bool:
-        """Move a pending transaction to ``status`` once; False when it was no longer pending."""
+        """False when it was no longer pending."""
         return self.process_many([(tx_id, status)], now_us, record_event=record_event) == 1
 
     def overwrite_status(self, tx_id: int, status: str, now_us: int) -> None:
-        """Set a transaction's status whatever it was, recording no event: the document's rule
-        broken on purpose, for the ``processed-changes-again`` fault only (``process`` is the
-        rule: pending to processed, once)."""
+        """The ``processed-changes-again`` fault: whatever the status was, recording no event."""
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -199,11 +169,8 @@ class Transactions(WebhookOutbox):
     def process_many(
         self, items: Sequence[tuple[int, str]], now_us: int, *, record_event: bool
     ) -> int:
-        """Process (id, status) pairs in one SQL transaction; return how many were pending.
-
-        ``UPDATE ... WHERE status = 'pending'`` makes each transaction change at most once,
-        whoever asks (sandbox, auto-resolution, time-out) and in whatever order.
-        """
+        """How many of (id, status) were pending: each changes at most once, whoever asks
+        (sandbox, auto-resolution, time-out) and in whatever order."""
         conn = self.conn
         done = 0
         conn.execute("BEGIN IMMEDIATE")
@@ -242,7 +209,7 @@ class Transactions(WebhookOutbox):
         return done
 
     def due(self, now_us: int, limit: int = 500) -> list[tuple[int, str | None]]:
-        """Pending transactions whose auto-resolution or time-out is due: (id, status)."""
+        """(id, status) of the pending transactions whose resolution or time-out is due."""
         rows: list[tuple[int, str | None]] = self.conn.execute(
             "SELECT id, due_status FROM transactions"
             " WHERE status = 'pending' AND due_us <= ? ORDER BY due_us LIMIT ?",
@@ -251,7 +218,6 @@ class Transactions(WebhookOutbox):
         return rows
 
     def next_due(self) -> int | None:
-        """The earliest due time of a pending transaction (microseconds), if any."""
         row = self.conn.execute(
             "SELECT MIN(due_us) FROM transactions WHERE status = 'pending'"
         ).fetchone()

@@ -1,27 +1,20 @@
-"""The webhook endpoints' signing secrets, kept out of the database like the JWT key (issue 21).
+"""The webhook endpoints' signing secrets, kept out of the database (``store.private_files``) in
+``<db>.webhook-secrets``; the ``webhook_endpoints`` table keeps only the mode and the URL.
 
-Why: whoever holds an endpoint's secret can sign deliveries that endpoint's receiver accepts as
-the stub's. A database gets copied (a backup, a test artifact, a bug report), so the secrets
-live in their own file beside it, ``<db>.webhook-secrets``, mode 0600 from its first byte, as
-``stub_server.signing_key`` keeps the JWT key in ``<db>.jwt-key``. The ``webhook_endpoints``
-table keeps only the mode and the URL (its ``secret`` column stays empty); earlier databases'
-secrets are moved into the file at the first start and wiped from the database
-(``secure_delete``, then a WAL checkpoint, so the bytes are gone from the file as well).
-
-The file is JSON, one entry per mode: the current ``secret`` and, during a rotation's overlap
-(``paysuite stub webhooks rotate --overlap``), the ``previous`` one and until when
-(``previous_until_us``) deliveries are signed with it too. ``paysuite stub webhooks add`` and
-``rotate`` write it from another process; the running stub re-reads it when it changes.
-An in-memory database keeps its secrets in memory.
+The file is JSON, one entry per mode: the current ``secret`` and, during a rotation's overlap,
+the ``previous`` one and until when (``previous_until_us``) it still signs. ``paysuite stub
+webhooks add`` and ``rotate`` write it from another process; the running stub re-reads it when
+it changes.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from stub_server.store.private_files import beside_db, write_private
 
 SUFFIX = ".webhook-secrets"
 
@@ -32,8 +25,6 @@ class SecretsFileError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class EndpointSecrets:
-    """The secrets of one endpoint: the current one, and the previous one during an overlap."""
-
     secret: str
     previous: str | None = None
     previous_until_us: int | None = None
@@ -52,10 +43,7 @@ class EndpointSecrets:
 
 
 def secrets_path(db: str) -> Path | None:
-    """Where the secrets of database ``db`` live; None for ``:memory:`` and ``file:`` URIs."""
-    if db == ":memory:" or db.startswith("file:"):
-        return None
-    return Path(db + SUFFIX)
+    return beside_db(db, SUFFIX)
 
 
 def _parse(text: str, path: Path) -> dict[str, EndpointSecrets]:
@@ -92,7 +80,7 @@ class SecretsFile:
         return (st.st_ino, st.st_mtime_ns, st.st_size)
 
     def all(self) -> dict[str, EndpointSecrets]:
-        """Every mode's secrets (a copy), from the file as it is now."""
+        """A copy, from the file as it is now."""
         if self.path is None:
             return dict(self._memory)
         stamp = self._current_stamp()
@@ -111,26 +99,10 @@ class SecretsFile:
         return self.all().get(mode)
 
     def put(self, mode: str, secrets: EndpointSecrets) -> None:
-        """Set ``mode``'s secrets and write the file (atomically, 0600)."""
-        current = self.all()
-        current[mode] = secrets
-        self._write(current)
-
-    def _write(self, entries: dict[str, EndpointSecrets]) -> None:
-        self._memory = dict(entries)
-        if self.path is None:
-            return
-        text = json.dumps({m: s.to_dict() for m, s in sorted(entries.items())}, indent=1)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        self._stamp = self._current_stamp()
+        entries = self.all()
+        entries[mode] = secrets
+        self._memory = entries
+        if self.path is not None:
+            text = json.dumps({m: s.to_dict() for m, s in sorted(entries.items())}, indent=1)
+            write_private(self.path, text)
+            self._stamp = self._current_stamp()

@@ -11,9 +11,7 @@ SqlValue = str | int | float | None
 def where_clause(
     equal: Iterable[tuple[str, SqlValue]], from_us: int | None, to_us: int | None
 ) -> tuple[str, list[SqlValue]]:
-    """`` WHERE col = ? AND ... AND created_us >= ? ...`` and its parameters: the filters both
-    lists (events and the SDKs' transactions) apply the same way. ``None`` values filter
-    nothing; an empty filter set is an empty clause."""
+    """``None`` values filter nothing; an empty filter set is an empty clause."""
     where: list[str] = []
     params: list[SqlValue] = []
     for column, value in equal:

@@ -1,6 +1,6 @@
 """The suite has teeth, and bites only where it should: each fault fails exactly its checks.
 
-``stub_server.faults.FAULTS`` holds, beside each fault, the exact set of checks it must fail
+``stub_server.fault_catalog.FAULTS`` holds, beside each fault, the exact set of checks it must fail
 (``Fault.trips``). Each test here runs the suite against a stub with one fault and asserts that
 the failed checks are that set: not fewer (a missed defect), not more (blame on another rule).
 
@@ -21,7 +21,7 @@ from conformkit import conform, fast_config
 
 from conformance import catalog
 from paysuite_core.launcher import RunningStub
-from stub_server.faults import FAULTS
+from stub_server.fault_catalog import FAULTS
 
 # First tier (not marked slow): every change must keep each fault failing exactly its checks.
 

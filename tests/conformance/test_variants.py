@@ -15,7 +15,7 @@ import pytest
 from conformkit import conform, fast_config
 
 from paysuite_core.launcher import RunningStub
-from stub_server.faults import VARIANTS
+from stub_server.fault_catalog import VARIANTS
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ from webhookstub import free_port, hooked_stub
 from conformance import catalog
 from conformance.suite.webhooks import NO_SECTION
 from paysuite_core.launcher import RunningStub, stop_stub
-from stub_server.faults import FAULTS
+from stub_server.fault_catalog import FAULTS
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""Issue 13's reliability battery, the parts not covered elsewhere: SIGKILL in the middle of
+"""The reliability battery, the parts not covered elsewhere: SIGKILL in the middle of
 create and confirm/cancel storms (nothing acknowledged lost, nothing half-done), 20-way refresh
 reuse, and a token attack list. (The 100-way key race is in test_stub_transactions.py, the
 confirm-vs-cancel race in test_stub_lifecycle.py, SIGKILL after creates in

@@ -7,7 +7,7 @@ import pytest
 
 from paysuite.cli import build_parser
 from stub_server.cli import HELP_WIDTH
-from stub_server.faults import FAULTS, VARIANTS
+from stub_server.fault_catalog import FAULTS, VARIANTS
 
 
 def _exit_output(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -49,7 +49,7 @@ def test_help_lists_every_variant_and_fault_one_line_each(
 
 
 def test_an_unknown_name_points_at_the_list() -> None:
-    from stub_server.faults import UnknownSwitchError, check_names
+    from stub_server.fault_catalog import UnknownSwitchError, check_names
 
     with pytest.raises(UnknownSwitchError, match="--list-faults describes each"):
         check_names(["no-such-fault"], FAULTS, "fault")

@@ -27,7 +27,7 @@ from webhookkit import (
     webhook_out_of_order,
 )
 
-from stub_server.faults import FAULTS, VARIANTS
+from stub_server.fault_catalog import FAULTS, VARIANTS
 
 REQUIRED_FAULTS = {
     "idempotency-ignored", "idempotency-racy", "long-keys-accepted", "query-key-ignored",

@@ -1,4 +1,4 @@
-"""Issue 13, in process: the signing key out of the database, private files, authorize limits,
+"""Hardening, in process: the signing key out of the database, private files, authorize limits,
 the bounded hashing queue, no existence oracle, slow bodies, ambiguous idempotency keys."""
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -71,6 +73,16 @@ async def _concurrent_creations(api: Api, n: int) -> list[str]:
     return refs
 
 
+def _free_port_other_than(taken: int) -> int:
+    """A loopback port free now and not ``taken`` (the OS may hand a just-freed port back)."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        if port != taken:
+            return port
+
+
 def test_sigkill_durability_and_restart(tmp_path: Path) -> None:
     """Every acknowledged create survives kill -9; the restart keeps the secrets usable."""
     first = start_stub(tmp_path, extra_args=["--access-ttl", "60"])
@@ -91,9 +103,12 @@ def test_sigkill_durability_and_restart(tmp_path: Path) -> None:
         status = stop_stub(first, kill=True)
         api.close()
     assert status == -9
-    second = start_stub(tmp_path)
+    # another port than the first run's, so that the credentials file can only name it if the
+    # restart rewrote the file rather than kept the old one
+    port = _free_port_other_than(urlsplit(first.root_url).port or 0)
+    second = start_stub(tmp_path, extra_args=["--port", str(port)])
     try:
-        assert second.root_url != first.root_url or True
+        assert second.root_url != first.root_url
         config2 = second.config()
         assert [a.client_secret for a in config2.applications] == [
             a.client_secret for a in config.applications

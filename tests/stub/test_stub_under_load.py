@@ -1,4 +1,4 @@
-"""Issue 13, the stub as a process under hostile connections: idle and slowloris connections are
+"""The stub as a process under hostile connections: idle and slowloris connections are
 closed, running out of descriptors logs a line (not tracebacks), SIGTERM keeps its 10 s promise,
 SIGHUP loads a rotated key."""
 

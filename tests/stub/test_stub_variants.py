@@ -17,7 +17,7 @@ from store_checks import count_transactions
 from stubkit import AGENTS_REFRESH_PATH, InProcessStub, new_number, refresh_url
 
 from paysuite_core.tokens import AUTHORIZE_PATH
-from stub_server.faults import (
+from stub_server.fault_catalog import (
     BEHAVIOURS,
     FAULTS,
     VARIANTS,

@@ -24,7 +24,7 @@ from stub_server import timefmt
 from stub_server.errors import json_body
 from stub_server.settings import SettingsError
 from stub_server.store import EventQuery, NewTransaction, Store, WebhookEndpoint, uuid4_text
-from stub_server.webhooks.endpoint_url import ALLOW_REMOTE_ENV, check_endpoint_url
+from stub_server.webhook_delivery.endpoint_url import ALLOW_REMOTE_ENV, check_endpoint_url
 
 CREATED, PROCESSED = "transaction:created", "transaction:processed"
 

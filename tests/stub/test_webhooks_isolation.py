@@ -1,6 +1,6 @@
-"""One bad endpoint cannot stall another, and the signing secrets are kept like keys (issue 21).
+"""One bad endpoint cannot stall another, and the signing secrets are kept like keys.
 
-Tried as the attacker of issue 21 did: a ``development`` endpoint that accepts connections and
+Tried as an attacker would: a ``development`` endpoint that accepts connections and
 never answers, with 2,000 deliveries pending to it, beside a ``production`` endpoint that
 answers at once. Each endpoint has its own lane (concurrency, circuit breaker), so the
 production deliveries arrive within a second. And a copy of the database holds no secret: they
@@ -28,7 +28,7 @@ from stubkit import InProcessStub
 from stub_server import timefmt
 from stub_server.store import Store, WebhookEndpoint
 from stub_server.store.webhook_secrets import secrets_path
-from stub_server.webhooks.dispatcher import BREAKER_FAILURES, CircuitBreaker
+from stub_server.webhook_delivery.dispatcher import BREAKER_FAILURES, CircuitBreaker
 
 BACKLOG = 2000
 PRODUCTION_DELIVERIES = 20

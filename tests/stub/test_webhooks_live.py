@@ -118,7 +118,7 @@ def test_an_endpoint_is_sent_a_head_when_registered_and_a_silent_one_is_reported
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     from stub_server import timefmt
-    from stub_server.webhooks.endpoints import add_endpoint
+    from stub_server.webhook_delivery.endpoints import add_endpoint
 
     stub = inproc(webhooks={"development": merchant.url}, webhook_retry=FAST_RETRY)
     deadline = time.monotonic() + 5
@@ -126,7 +126,7 @@ def test_an_endpoint_is_sent_a_head_when_registered_and_a_silent_one_is_reported
         time.sleep(0.02)
     assert merchant.heads == 1
     silent = "http://127.0.0.1:9/nobody"  # discard port: nothing answers
-    with caplog.at_level("WARNING", logger="stub_server.webhooks"):
+    with caplog.at_level("WARNING", logger="stub_server.webhook_delivery"):
         stub.call(add_endpoint, stub.stub.store, "production", silent, timefmt.now_us())
         deadline = time.monotonic() + 5
         while "does not answer a HEAD" not in caplog.text and time.monotonic() < deadline:

@@ -1,4 +1,4 @@
-"""Secret rotation with overlap (issue 21): ``paysuite stub webhooks rotate --overlap 24h`` signs
+"""Secret rotation with overlap: ``paysuite stub webhooks rotate --overlap 24h`` signs
 with both the old and the new secret until the overlap ends, so a receiver can switch secrets at
 any moment of it without refusing a delivery."""
 
@@ -17,7 +17,7 @@ from webhookkit import FAST_RETRY, Receiver
 from paysuite_core import webhook_signature
 from stub_server import timefmt
 from stub_server.store import Store, WebhookEndpoint
-from stub_server.webhooks.endpoints import rotate_endpoint
+from stub_server.webhook_delivery.endpoints import rotate_endpoint
 
 
 @pytest.fixture

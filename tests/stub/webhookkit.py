@@ -144,7 +144,7 @@ def endpoint_on(stub: Any, answer: Callable[[int], int] = lambda n: 200) -> Iter
     """A receiver added as the ``development`` endpoint of a running in-process stub (the way
     ``paysuite stub webhooks add`` adds one), closed afterwards."""
     from stub_server import timefmt
-    from stub_server.webhooks.endpoints import add_endpoint
+    from stub_server.webhook_delivery.endpoints import add_endpoint
 
     receiver = Receiver(answer)
     try:

@@ -1,9 +1,7 @@
 """When a failed delivery is tried again, and when it is given up (RC-40).
 
 Exponential backoff without jitter: the stub has one dispatcher, so there is no herd to spread,
-and a fixed schedule is one a test can predict. The defaults (1 s doubling to 5 min, 12
-attempts, 10 s to answer) follow the contract of issue 12; a test shortens them through the
-stub config's ``webhook_retry``.
+and a fixed schedule is one a test can predict (through the stub config's ``webhook_retry``).
 """
 
 from __future__ import annotations

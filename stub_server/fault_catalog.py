@@ -1,20 +1,11 @@
-"""Fault switches and conformant variants: how the stub proves the suites have teeth.
+"""The fault and variant catalog: how the stub proves the suites have teeth (pure data).
 
-A *fault* breaks one rule of the interface document (or a reference choice), so a self-test can
-run the conformance suite or the load reconciliation against a faulty stub and assert that it
-notices. A *variant* is a different but conformant choice where the document is silent, so a
-self-test can show the suite raises no false alarm against "an implementation that is not the
-stub". Every switch is off by default; the names are a stable contract.
-
-The registries carry what the self-tests need beside each switch, so the map lives here and not
-inside a test: ``Fault.trips`` is the exact set of conformance checks the fault must fail, and
-``Variant.differs_on`` the set of reference-profile checks expected to notice the variant.
-
-Two variants are *composites*: ``live`` (the live service, per the field notes) and ``lenient``
-(lenient wherever the document is silent). Each is a list of parts, either other variants or
-*behaviours*: switches the stub implements but does not offer on their own (``BEHAVIOURS``).
-``expand_variants`` turns the selected names into every switch they imply; the stub only ever
-asks "is switch X on?", so a composite needs no code of its own.
+A *fault* breaks one rule of the document (or a reference choice): ``trips`` is the exact set of
+conformance checks it must fail and no other. A *variant* is a different but conformant choice
+where the document is silent: ``differs_on`` is the set of reference-profile checks expected to
+notice it (the seed profile must notice none). Composites (``live``, ``lenient``) are lists of
+variants and ``BEHAVIOURS``; the stub only asks "is switch X on?" (``expand_variants``), so a
+composite needs no code of its own. ``fault_injection`` is where the faults bite.
 """
 
 from __future__ import annotations
@@ -25,12 +16,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Fault:
-    """A deliberate bug.
-
-    ``trips``: the conformance checks that must fail against a stub with this fault and no other
-    check (issue 7: "a check fails only for the rule it names"). ``load_only``: the fault is the
-    load suite's (its reconciliation or token renewal catches it) and breaks no conformance check.
-    """
+    """``load_only``: the load suite's reconciliation or token renewal catches it; it breaks no
+    conformance check."""
 
     description: str
     trips: frozenset[str] = frozenset()
@@ -39,12 +26,7 @@ class Fault:
 
 @dataclass(frozen=True)
 class Variant:
-    """A conformant alternative choice (or, in ``BEHAVIOURS``, one part of a composite).
-
-    ``differs_on``: the reference-profile checks expected to notice it (the seed profile must
-    notice none). ``parts``: for a composite, the variants and behaviours it switches on; its
-    ``differs_on`` is the union of theirs (``_composite``).
-    """
+    """``parts``: a composite's variants and behaviours; its ``differs_on`` is their union."""
 
     description: str
     differs_on: frozenset[str] = frozenset()
@@ -161,12 +143,8 @@ FAULTS: dict[str, Fault] = {
     ),
 }
 
-#: Under ``webhook-out-of-order``, how long a created delivery waits for its processed one.
 OUT_OF_ORDER_HOLD_S = 30.0
-#: Under ``webhook-bad-signature``, what the endpoint's secret is signed as instead.
 BAD_SIGNATURE_SUFFIX = "-not-the-endpoint-secret"
-
-#: How long an access token works under the ``early-expiry`` fault.
 EARLY_EXPIRY_S = 2.0
 
 #: Switches that only composites turn on. Their ``differs_on`` is the best current guess of the
@@ -229,7 +207,6 @@ _SIMPLE_VARIANTS: dict[str, Variant] = {
 
 
 def _composite(description: str, *parts: str) -> Variant:
-    """A variant made of other switches; it differs wherever one of its parts does."""
     known = {**_SIMPLE_VARIANTS, **BEHAVIOURS}
     differs: frozenset[str] = frozenset()
     for part in parts:
@@ -270,11 +247,10 @@ VARIANTS: dict[str, Variant] = {
 
 
 class UnknownSwitchError(ValueError):
-    """A fault or variant name that the stub does not know; the message lists the valid ones."""
+    """The message lists the valid names."""
 
 
 def check_names(names: Iterable[str], registry: Mapping[str, object], kind: str) -> frozenset[str]:
-    """Validate switch names against a registry, failing with the list of valid names."""
     chosen = frozenset(names)
     unknown = sorted(chosen - registry.keys())
     if unknown:
@@ -286,9 +262,8 @@ def check_names(names: Iterable[str], registry: Mapping[str, object], kind: str)
 
 
 def expand_variants(names: Iterable[str]) -> frozenset[str]:
-    """Every switch the selected variants turn on: the names themselves and, for a composite,
-    its parts (recursively). The stub asks only about switches, so ``live`` turns on
-    ``created-201`` exactly as ``--variant created-201`` does."""
+    """The names themselves and, for a composite, its parts (recursively)."""
+
     switches: set[str] = set()
     todo = list(names)
     while todo:

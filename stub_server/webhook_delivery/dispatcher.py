@@ -1,29 +1,15 @@
-"""The dispatcher: takes due deliveries from the outbox, POSTs them signed, records the outcome.
+"""The outbox's consumer: takes due deliveries, POSTs them signed, records the outcome (RC-40).
 
-At-least-once (RC-40): a delivery leaves ``pending`` only when a receiver answered 2xx
-(``delivered``) or its last attempt failed (``abandoned``); an attempt cut short by a stop or a
-SIGKILL was not recorded, so it is made again after the restart, with the same event_id, which
-is how a receiver deduplicates. Deliveries of one transaction are attempted one after the other
-in event order (created before processed); different transactions go concurrently.
+At-least-once: a delivery leaves ``pending`` only when a receiver answered 2xx (``delivered``)
+or its last attempt failed (``abandoned``); an attempt cut short by a stop or a SIGKILL was not
+recorded, so it is made again after the restart with the same event_id, by which a receiver
+deduplicates. One transaction's deliveries go one after the other in event order; different
+transactions go concurrently.
 
-One endpoint cannot stall another (issue 21): each endpoint (mode) has its own lane, with its
-own concurrency (``LANE_CONCURRENCY`` transactions at a time) and its own circuit breaker
-(``CircuitBreaker``: after ``BREAKER_FAILURES`` attempts in a row that got no answer, a refused
-connection, a 5xx or a 429 (``stalls``), the endpoint is left
-alone for a cool-down that doubles while it keeps failing; then one trial delivery decides). A
-never-answering endpoint holds its own lane's slots for ``timeout_s`` at most and then is not
-tried at all while its breaker is open; the others' deliveries are read from the outbox per
-mode, so a backlog of thousands never hides their due rows. Deliveries whose endpoint's breaker
-is open stay ``pending`` without spending an attempt.
-
-Every delivery carries two signatures (``paysuite_core.webhook_signature``): the timestamped
-``Paysuite-Signature`` and the live service's ``X-Paypack-Signature`` that merchants' receivers
-verify (FIELD-NOTES.md); the stub config's ``webhook_signatures`` can keep either alone. When an
-endpoint appears or its URL changes, the dispatcher sends it a ``HEAD`` as the live dashboard
-does, and logs an endpoint that does not answer it.
-
-The fault switches of delivery (``stub_server.faults``: ``webhook-*``) are fields of
-``DeliveryHooks``, set by ``stub_server.fault_hooks``; the defaults are the rules.
+One endpoint cannot stall another: each endpoint (mode) has its own lane, with its own
+concurrency and circuit breaker, and the outbox is read per mode, so a backlog of thousands
+never hides another endpoint's due rows. Deliveries whose breaker is open stay ``pending``
+without spending an attempt.
 """
 
 from __future__ import annotations
@@ -43,48 +29,36 @@ from stub_server import timefmt
 from stub_server.errors import json_body
 from stub_server.rules.rendering import Renderer
 from stub_server.store import Delivery, Store, WebhookEndpoint, no_endpoint_error, uuid4_text
-from stub_server.webhooks.endpoint_url import EndpointUrlError, check_endpoint_url
-from stub_server.webhooks.retry_policy import RetryPolicy
+from stub_server.webhook_delivery.endpoints import ping, send
+from stub_server.webhook_delivery.retry_policy import RetryPolicy
 
-log = logging.getLogger("stub_server.webhooks")
+log = logging.getLogger("stub_server.webhook_delivery")
 
 #: Without a wake-up, the dispatcher looks at the outbox (and re-reads the endpoints, which
 #: ``paysuite stub webhooks add`` may have changed) this often.
 POLL_S = 1.0
 #: Deliveries read from the outbox per round.
 BATCH = 200
-#: How much of a failed answer's body goes into the log's ``last_error``.
-ERROR_BODY_CHARS = 200
+
 #: Transactions delivered at once to one endpoint.
 LANE_CONCURRENCY = 4
 #: Failed attempts in a row that open an endpoint's circuit breaker.
 BREAKER_FAILURES = 5
-#: How long the HEAD sent to a new endpoint may take.
-PING_TIMEOUT_S = 5.0
-#: The signature formats a delivery may carry: ``paysuite`` (Paysuite-Signature, timestamped)
-#: and ``live`` (X-Paypack-Signature, the live service's).
+#: ``paysuite`` (Paysuite-Signature, timestamped) and ``live`` (X-Paypack-Signature).
 SIGNATURE_FORMATS = ("paysuite", "live")
-
-
-def _same(secret: str) -> str:
-    return secret
 
 
 @dataclass
 class DeliveryHooks:
-    """The points where a webhook fault switch replaces a rule of delivery."""
+    """The points where a ``webhook-*`` fault replaces a rule of delivery."""
 
-    #: The secret a delivery is signed with, from each of the endpoint's.
-    signing_secret: Callable[[str], str] = _same
-    #: Whether a failed attempt is retried (before ``max_attempts``).
+    signing_secret: Callable[[str], str] = str
     retries: bool = True
     #: Whether each delivered event is sent a second time under a new event_id.
     duplicate_new_id: bool = False
     #: When set, a created delivery waits (up to this long) for its processed one, and the
     #: two are sent processed first.
     out_of_order_hold_s: float | None = None
-    #: The signature headers a delivery carries (``SIGNATURE_FORMATS``; the stub config's
-    #: ``webhook_signatures``).
     signature_formats: tuple[str, ...] = SIGNATURE_FORMATS
 
 
@@ -100,9 +74,9 @@ def stalls(error: str) -> bool:
 
 @dataclass
 class CircuitBreaker:
-    """An endpoint's breaker: closed (deliver), open (leave it alone until ``open_until``),
-    then half-open (one trial delivery: a success closes it, a failure opens it again for
-    twice as long, up to the retry policy's cap)."""
+    """Closed (deliver), open (leave the endpoint alone until ``open_until``), then half-open
+    (one trial delivery: a success closes it, a failure opens it again for twice as long, up to
+    the retry policy's cap)."""
 
     base_s: float
     cap_s: float
@@ -135,7 +109,7 @@ class CircuitBreaker:
 
 @dataclass
 class Lane:
-    """One endpoint's share of the dispatcher: its transactions under way and its breaker."""
+    """One endpoint's transactions under way and its breaker."""
 
     mode: str
     breaker: CircuitBreaker
@@ -144,7 +118,6 @@ class Lane:
     pinged_url: str | None = None
 
     def free(self, now: float) -> int:
-        """How many more transactions may start on this lane now."""
         if self.breaker.is_open(now):
             return 0
         limit = 1 if self.breaker.half_open(now) else self.limit
@@ -160,14 +133,11 @@ class Dispatcher:
         render: Renderer,
         policy: RetryPolicy,
         hooks: DeliveryHooks,
-        *,
-        lane_concurrency: int = LANE_CONCURRENCY,
     ) -> None:
         self.store = store
         self.render = render
         self.policy = policy
         self.hooks = hooks
-        self.lane_concurrency = lane_concurrency
         self.lanes: dict[str, Lane] = {}
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[object]] = set()
@@ -179,15 +149,12 @@ class Dispatcher:
         lane = self.lanes.get(mode)
         if lane is None:
             breaker = CircuitBreaker(self.policy.base_s, self.policy.cap_s)
-            lane = self.lanes[mode] = Lane(mode, breaker, self.lane_concurrency)
+            lane = self.lanes[mode] = Lane(mode, breaker)
         return lane
 
     async def run_forever(self) -> None:
-        timeout = aiohttp.ClientTimeout(total=self.policy.timeout_s)
         connector = aiohttp.TCPConnector(limit=0)  # the lanes bound the connections
-        async with aiohttp.ClientSession(
-            timeout=timeout, connector=connector, trust_env=False
-        ) as session:
+        async with aiohttp.ClientSession(connector=connector, trust_env=False) as session:
             self._session = session
             try:
                 while True:
@@ -215,32 +182,19 @@ class Dispatcher:
             if lane.pinged_url != url:
                 lane.pinged_url = url
                 lane.breaker.succeeded()  # a new address starts with a closed breaker
-                self._start(self.ping(mode, url))
+                self._start(self._ping(mode, url))
 
     def _start(self, work: Coroutine[Any, Any, object]) -> None:
         task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def ping(self, mode: str, url: str) -> str | None:
-        """``HEAD url``, as the live dashboard pings a webhook URL; None when it answered
-        2xx, else why not (logged: the endpoint will not receive deliveries as it is)."""
+    async def _ping(self, mode: str, url: str) -> None:
+        """Logged when unanswered: the endpoint will not receive deliveries as it is."""
         assert self._session is not None, "run_forever() first"
-        try:
-            check_endpoint_url(url)
-            async with self._session.head(
-                url, allow_redirects=False, timeout=aiohttp.ClientTimeout(total=PING_TIMEOUT_S)
-            ) as response:
-                problem = None if 200 <= response.status < 300 else f"HTTP {response.status}"
-        except EndpointUrlError as exc:
-            problem = str(exc)
-        except TimeoutError:
-            problem = f"no answer within {PING_TIMEOUT_S:g} s"
-        except (aiohttp.ClientError, OSError) as exc:
-            problem = f"{type(exc).__name__}: {exc}"
+        problem = await ping(url, self._session)
         if problem is not None:
             log.warning("webhook endpoint %s %s does not answer a HEAD: %s", mode, url, problem)
-        return problem
 
     async def _sleep(self) -> None:
         """Until a delivery that a lane may start is due, a wake-up (a new delivery, a
@@ -262,8 +216,7 @@ class Dispatcher:
             await asyncio.wait_for(self._wake.wait(), timeout=delay)
 
     def _dispatch_due(self) -> None:
-        """Start delivering the due transactions not already under way, lane by lane, while
-        each lane has slots."""
+        """Start the due transactions not already under way, lane by lane, while slots last."""
         now = timefmt.now_us()
         now_mono = time.monotonic()
         for mode in self.store.pending_modes():
@@ -303,9 +256,8 @@ class Dispatcher:
 
     def _postpone(self, d: Delivery, until_us: int) -> None:
         self.store.record_attempt(
-            d.id, attempts=d.attempts, status="pending", url=d.url, last_error=d.last_error,
-            next_attempt_us=until_us, delivered_us=None,
-        )  # fmt: skip
+            d.id, d.attempts, "pending", d.url, last_error=d.last_error, next_attempt_us=until_us
+        )
 
     async def _deliver_in_turn(self, lane: Lane, ref: str, deliveries: list[Delivery]) -> None:
         try:
@@ -327,9 +279,8 @@ class Dispatcher:
         if endpoint is None or event is None:  # the endpoint was removed; the event cannot be
             why = no_endpoint_error(delivery.mode) if endpoint is None else "event not found"
             store.record_attempt(
-                delivery.id, attempts=delivery.attempts, status="abandoned", url=delivery.url,
-                last_error=why, next_attempt_us=None, delivered_us=None,
-            )  # fmt: skip
+                delivery.id, delivery.attempts, "abandoned", delivery.url, last_error=why
+            )
             return
         record = self.render.event(event)
         attempt = delivery.attempts + 1
@@ -337,10 +288,7 @@ class Dispatcher:
         now = timefmt.now_us()
         if error is None:
             lane.breaker.succeeded()
-            store.record_attempt(
-                delivery.id, attempts=attempt, status="delivered", url=endpoint.url,
-                last_error=None, next_attempt_us=None, delivered_us=now,
-            )  # fmt: skip
+            store.record_attempt(delivery.id, attempt, "delivered", endpoint.url, delivered_us=now)
             if self.hooks.duplicate_new_id:
                 copy = {**record, "event_id": uuid4_text()}
                 await self.post(endpoint, json_body(copy), str(copy["event_id"]), 1)
@@ -352,20 +300,20 @@ class Dispatcher:
         if attempt >= self.policy.max_attempts or not self.hooks.retries:
             log.warning("webhook %s abandoned after %d attempt(s): %s", event.event_id,
                         attempt, error)  # fmt: skip
-            store.record_attempt(
-                delivery.id, attempts=attempt, status="abandoned", url=endpoint.url,
-                last_error=error, next_attempt_us=None, delivered_us=None,
-            )  # fmt: skip
+            store.record_attempt(delivery.id, attempt, "abandoned", endpoint.url, last_error=error)
             return
+        retry_us = now + int(self.policy.delay_s(attempt) * 1e6)
         store.record_attempt(
-            delivery.id, attempts=attempt, status="pending", url=endpoint.url, last_error=error,
-            next_attempt_us=now + int(self.policy.delay_s(attempt) * 1e6), delivered_us=None,
-        )  # fmt: skip
+            delivery.id,
+            attempt,
+            "pending",
+            endpoint.url,
+            last_error=error,
+            next_attempt_us=retry_us,
+        )
 
     def signature_headers(self, endpoint: WebhookEndpoint, body: bytes) -> dict[str, str]:
-        """The signature headers of one delivery made now, in the configured formats.
-
-        During a rotation's overlap ``Paysuite-Signature`` carries a ``v1=`` per secret (the new
+        """During a rotation's overlap ``Paysuite-Signature`` carries a ``v1=`` per secret (the new
         one first); ``X-Paypack-Signature`` has room for one value, so it is made with the
         previous secret until the overlap ends: the receivers written for the live service
         keep verifying with the secret they were given until they switch."""
@@ -383,13 +331,8 @@ class Dispatcher:
     async def post(
         self, endpoint: WebhookEndpoint, body: bytes, event_id: str, attempt: int
     ) -> str | None:
-        """POST one signed delivery; None when the receiver acknowledged it (2xx), else why
-        the attempt failed."""
+        """None when the receiver acknowledged it (2xx), else why the attempt failed."""
         assert self._session is not None, "run_forever() first"
-        try:
-            check_endpoint_url(endpoint.url)  # the environment may have changed since the add
-        except EndpointUrlError as exc:
-            return str(exc)
         headers = {
             "Content-Type": "application/json",
             **self.signature_headers(endpoint, body),
@@ -397,15 +340,4 @@ class Dispatcher:
             webhook_signature.ATTEMPT_HEADER: str(attempt),
             webhook_signature.MODE_HEADER: endpoint.mode,
         }
-        try:
-            async with self._session.post(
-                endpoint.url, data=body, headers=headers, allow_redirects=False
-            ) as response:
-                if 200 <= response.status < 300:
-                    return None
-                text = (await response.text(errors="replace"))[:ERROR_BODY_CHARS]
-                return f"HTTP {response.status}: {text}".rstrip(": ")
-        except TimeoutError:
-            return f"no answer within {self.policy.timeout_s:g} s"
-        except (aiohttp.ClientError, OSError) as exc:
-            return f"{type(exc).__name__}: {exc}"
+        return await send(self._session, "POST", endpoint.url, self.policy.timeout_s, body, headers)

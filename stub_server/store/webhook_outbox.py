@@ -1,18 +1,13 @@
-"""Webhook endpoints and the delivery outbox (reference choice RC-40: the document names webhooks
-and ``X-Webhook-Mode`` but leaves delivery "not shown").
+"""Webhook endpoints and the delivery outbox (RC-40: the document names webhooks and
+``X-Webhook-Mode`` but leaves delivery "not shown").
 
-Why an outbox in the same database: a delivery row is inserted by ``enqueue_delivery`` inside
-the very SQL transaction that inserts its event (``store.transactions``), so an event that is
-committed (and acknowledged) always has its delivery committed with it, and a SIGKILL between
-the commit and the POST loses nothing: the dispatcher (``stub_server.webhooks.dispatcher``)
-finds the row ``pending`` on the next start. A row is written only when at least one endpoint
-exists (``webhook_urls`` is empty otherwise), so a stub without webhooks pays one dict check per
-event and nothing more.
-
-The endpoints' signing secrets are not in the database: ``store.webhook_secrets`` keeps them in
-a 0600 file beside it (a database gets copied); ``webhook_endpoints`` has the mode and URL.
-Deliveries are due per mode (``outbox_mode_due``), so that the dispatcher gives each endpoint
-its own lane and one endpoint's backlog never hides another's due deliveries.
+Why an outbox in the same database: a delivery row is inserted inside the very SQL transaction
+that inserts its event (``store.transactions``), so a committed (acknowledged) event always has
+its delivery committed with it, and a SIGKILL between the commit and the POST loses nothing. A
+row is written only when an endpoint exists, so a stub without webhooks pays one dict check per
+event. The endpoints' signing secrets are not in the database (``store.webhook_secrets``).
+Deliveries are due per mode (``outbox_mode_due``), so that one endpoint's backlog never hides
+another's due deliveries.
 """
 
 from __future__ import annotations
@@ -23,11 +18,10 @@ from dataclasses import dataclass
 from stub_server.store.group_commit import GroupCommitDatabase
 from stub_server.store.records import EVENT_COLUMNS, EventRecord
 from stub_server.store.webhook_secrets import EndpointSecrets, SecretsFile
-from stub_server.store.where import SqlValue, where_clause
+from stub_server.store.where import where_clause
 
 #: The mode of a transaction created without ``X-Webhook-Mode`` (RC-40).
 DEFAULT_MODE = "development"
-#: A delivery's ``status`` values, in the order a delivery can go through them.
 DELIVERY_STATUSES = ("pending", "delivered", "abandoned")
 
 DELIVERY_COLUMNS = (
@@ -38,8 +32,6 @@ DELIVERY_COLUMNS = (
 
 @dataclass(frozen=True, slots=True)
 class WebhookEndpoint:
-    """Where the deliveries of one mode go, and the secret that signs them."""
-
     mode: str
     url: str
     secret: str
@@ -52,14 +44,12 @@ class WebhookEndpoint:
         return EndpointSecrets(self.secret, self.previous, self.previous_until_us)
 
     def signing_secrets(self, now_us: int) -> tuple[str, ...]:
-        """What a delivery made now is signed with: the current secret, then the previous one
-        while the overlap lasts."""
         return self.secrets.signing(now_us)
 
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    """One row of ``webhook_outbox`` (``DELIVERY_COLUMNS``, in order): one event, one endpoint."""
+    """One row of ``webhook_outbox`` (``DELIVERY_COLUMNS``, in order)."""
 
     id: int
     event_seq: int
@@ -76,16 +66,12 @@ class Delivery:
 
 
 def no_endpoint_error(mode: str) -> str:
-    """The log's ``last_error`` of an event whose mode has no endpoint (never attempted)."""
     return f"no endpoint for mode {mode!r}"
 
 
 class WebhookOutbox(GroupCommitDatabase):
-    """The ``webhook_endpoints`` and ``webhook_outbox`` tables."""
-
     def __init__(self, path: str) -> None:
         super().__init__(path)
-        #: The endpoints' secrets, out of the database (``store.webhook_secrets``).
         self.webhook_secrets = SecretsFile(path)
         self._move_secrets_out()
         #: mode -> URL of every endpoint, read at start and by ``reload_webhook_urls``.
@@ -94,14 +80,9 @@ class WebhookOutbox(GroupCommitDatabase):
         self.on_enqueue: Callable[[], None] | None = None
         self.reload_webhook_urls()
 
-    # -- endpoints -------------------------------------------------------------------------
-    def reload_webhook_urls(self) -> bool:
-        """Re-read the endpoints (``paysuite stub webhooks add`` writes them from another
-        process); True when they changed."""
-        urls = dict(self.conn.execute("SELECT mode, url FROM webhook_endpoints").fetchall())
-        changed = urls != self.webhook_urls
-        self.webhook_urls = urls
-        return changed
+    def reload_webhook_urls(self) -> None:
+        """``paysuite stub webhooks add`` writes the endpoints from another process."""
+        self.webhook_urls = dict(self.conn.execute("SELECT mode, url FROM webhook_endpoints"))
 
     def _move_secrets_out(self) -> None:
         """Earlier versions kept secrets in ``webhook_endpoints.secret``: move each into the
@@ -142,8 +123,7 @@ class WebhookOutbox(GroupCommitDatabase):
         return None if row is None else self._endpoint(row[0], row[1])
 
     def put_webhook_endpoint(self, endpoint: WebhookEndpoint, now_us: int) -> None:
-        """Add the endpoint of ``endpoint.mode``, or replace its URL and secrets: the secrets
-        go to the secrets file first, the database gets the mode and URL only."""
+        """The secrets go to the secrets file first, the database gets the mode and URL only."""
         self.webhook_secrets.put(endpoint.mode, endpoint.secrets)
         self.conn.execute(
             "INSERT INTO webhook_endpoints (mode, url, secret, created_us) VALUES (?, ?, '', ?)"
@@ -152,7 +132,6 @@ class WebhookOutbox(GroupCommitDatabase):
         )
         self.reload_webhook_urls()
 
-    # -- the outbox, written inside an event's SQL transaction --------------------------------
     def enqueue_delivery(
         self,
         event_seq: int,
@@ -181,13 +160,11 @@ class WebhookOutbox(GroupCommitDatabase):
         if self.on_enqueue is not None:
             self.on_enqueue()
 
-    # -- the dispatcher's side -------------------------------------------------------------
     def due_deliveries(
         self, now_us: int, limit: int, exclude_refs: Collection[str] = (), *, mode: str
     ) -> list[Delivery]:
-        """Pending deliveries of ``mode`` due by ``now_us``, earliest due first (for first
-        attempts: event order), leaving out the transactions ``exclude_refs`` (being
-        delivered). Read along ``outbox_mode_due``, so a large backlog costs no sort."""
+        """Earliest due first (for first attempts: event order), leaving out the transactions
+        being delivered; along ``outbox_mode_due``, so a large backlog costs no sort."""
         marks = ", ".join("?" * len(exclude_refs))
         rows = self.conn.execute(
             f"SELECT {DELIVERY_COLUMNS} FROM webhook_outbox INDEXED BY outbox_mode_due"
@@ -199,7 +176,6 @@ class WebhookOutbox(GroupCommitDatabase):
         return [Delivery(*row) for row in rows]
 
     def pending_modes(self) -> list[str]:
-        """The modes that have pending deliveries (a handful: one per endpoint, at most)."""
         rows = self.conn.execute(
             "SELECT DISTINCT mode FROM webhook_outbox INDEXED BY outbox_mode_due"
             " WHERE status = 'pending'"
@@ -207,7 +183,6 @@ class WebhookOutbox(GroupCommitDatabase):
         return [str(row[0]) for row in rows]
 
     def pending_deliveries_of(self, ref: str) -> list[Delivery]:
-        """Every pending delivery of the transaction ``ref``, in event order."""
         rows = self.conn.execute(
             f"SELECT {DELIVERY_COLUMNS} FROM webhook_outbox"
             " WHERE ref = ? AND status = 'pending' ORDER BY id",
@@ -216,8 +191,6 @@ class WebhookOutbox(GroupCommitDatabase):
         return [Delivery(*row) for row in rows]
 
     def next_delivery_due(self, mode: str, exclude_refs: Collection[str] = ()) -> int | None:
-        """When the earliest pending delivery of ``mode`` is due (microseconds), if any,
-        leaving out the transactions ``exclude_refs`` (those being delivered: a handful)."""
         marks = ", ".join("?" * len(exclude_refs))
         row = self.conn.execute(
             "SELECT next_attempt_us FROM webhook_outbox INDEXED BY outbox_mode_due"
@@ -229,8 +202,7 @@ class WebhookOutbox(GroupCommitDatabase):
         return None if row is None else int(row[0])
 
     def resend(self, event_id: str, now_us: int) -> list[Delivery]:
-        """Make the deliveries of ``event_id`` pending again, due now (``paysuite webhooks
-        resend``): a delivered or abandoned event is sent once more, same event_id."""
+        """``paysuite webhooks resend``: sent once more, due now, with the same event_id."""
         self.conn.execute(
             "UPDATE webhook_outbox SET status = 'pending', next_attempt_us = ?, delivered_us = NULL"
             " WHERE event_id = ? AND url IS NOT NULL",
@@ -249,22 +221,20 @@ class WebhookOutbox(GroupCommitDatabase):
     def record_attempt(
         self,
         delivery_id: int,
-        *,
         attempts: int,
         status: str,
         url: str | None,
-        last_error: str | None,
-        next_attempt_us: int | None,
-        delivered_us: int | None,
+        *,
+        last_error: str | None = None,
+        next_attempt_us: int | None = None,
+        delivered_us: int | None = None,
     ) -> None:
-        """The outcome of one attempt: delivered, pending again (retry due) or abandoned."""
         self.conn.execute(
             "UPDATE webhook_outbox SET attempts = ?, status = ?, url = ?, last_error = ?,"
             " next_attempt_us = ?, delivered_us = ? WHERE id = ?",
             (attempts, status, url, last_error, next_attempt_us, delivered_us, delivery_id),
         )
 
-    # -- the sandbox's delivery log --------------------------------------------------------
     def deliveries(
         self,
         *,
@@ -275,12 +245,9 @@ class WebhookOutbox(GroupCommitDatabase):
         offset: int = 0,
     ) -> tuple[int, list[Delivery]]:
         """(total matching, one page oldest first) of the delivery log."""
-        equal: tuple[tuple[str, SqlValue], ...] = (
-            ("ref", ref),
-            ("event_id", event_id),
-            ("status", status),
-        )
+        equal = (("ref", ref), ("event_id", event_id), ("status", status))
         clause, params = where_clause(equal, None, None)
+
         total = self.conn.execute(
             f"SELECT COUNT(*) FROM webhook_outbox{clause}", params
         ).fetchone()[0]

@@ -1,8 +1,6 @@
-"""JWT access and refresh tokens (reference choice RC-11), signed HS256 with PyJWT.
-
-Access and refresh tokens share the claims of the live service; ``sub`` tells them apart and
-each verifier refuses the other kind. ``exp`` is rounded *up* to a whole second so a token lives
-at least its TTL (PyJWT compares whole seconds), which keeps 1 s TTLs usable in tests.
+"""JWT access and refresh tokens (RC-11), signed HS256 with PyJWT. ``sub`` tells the two kinds
+apart and each verifier refuses the other. ``exp`` is rounded *up* to a whole second so a token
+lives at least its TTL (PyJWT compares whole seconds), which keeps 1 s TTLs usable in tests.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ import jwt
 
 from stub_server.errors import ApiError
 
-#: A JWT's decoded claims: JSON, so their values are whatever the token holds (checked on use).
+#: JSON from the wire: its values are whatever the token holds (checked on use).
 Claims = dict[str, Any]
 
 ISSUER = "paysuite-stub"
@@ -34,8 +32,6 @@ class TokenPair:
 
 
 class TokenService:
-    """Issues and verifies the stub's token pairs (Authentication; RC-11)."""
-
     def __init__(
         self,
         key: str,
@@ -53,8 +49,7 @@ class TokenService:
         self._verified: dict[str, Claims] = {}
 
     def rekey(self, key: str) -> None:
-        """Sign and verify with ``key`` from now on (a rotation): tokens of the old key, even
-        ones already verified and cached, are refused."""
+        """Tokens of the old key, even ones already verified and cached, are refused."""
         self.key = key
         self._verified.clear()
 
@@ -70,29 +65,18 @@ class TokenService:
             "iat": iat,
         }
         access_exp = math.ceil(now + self.access_ttl_s)
-        access = jwt.encode(
-            {**base, "sub": "access", "exp": access_exp, "jti": uuid.uuid4().hex},
-            self.key,
-            algorithm="HS256",
-        )
-        refresh = jwt.encode(
-            {
-                **base,
-                "sub": "refresh",
-                "exp": math.ceil(now + self.refresh_ttl_s),
-                "jti": uuid.uuid4().hex,
-            },
-            self.key,
-            algorithm="HS256",
+        access, refresh = (
+            jwt.encode({**base, "sub": sub, "exp": exp, "jti": uuid.uuid4().hex}, self.key)
+            for sub, exp in (
+                ("access", access_exp),
+                ("refresh", math.ceil(now + self.refresh_ttl_s)),
+            )
         )
         return TokenPair(access, refresh, access_exp)
 
     def verify(self, token: str, expected_sub: str | tuple[str, ...]) -> Claims:
-        """Decode and check a token; raise ``ApiError`` 401 with the catalogue's code.
-
-        A token whose signature was verified once is remembered (PyJWT's decode is the largest
-        cost of a find); its ``exp`` is still checked on every use.
-        """
+        """A token verified once is remembered (PyJWT's decode is the largest cost of a find);
+        its ``exp`` is still checked on every use."""
         cached = self._verified.get(token)
         if cached is not None:
             if self._options["verify_exp"] and cached["exp"] <= time.time():
