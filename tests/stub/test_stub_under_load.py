@@ -126,7 +126,9 @@ def test_sigterm_with_slow_bodies_exits_within_the_promise(tmp_path: Path) -> No
         started = time.monotonic()
         stub.process.send_signal(signal.SIGTERM)
         assert stub.process.wait(15) == 0
-        assert time.monotonic() - started <= 10.5
+        # 10 s is the promise (docs/stub.md); the second above it is the interpreter's own exit,
+        # which a loaded 2-core machine (CI beside other jobs) stretches.
+        assert time.monotonic() - started <= 11.5
     finally:
         for sock in held:
             sock.close()
