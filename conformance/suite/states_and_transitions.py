@@ -1,6 +1,7 @@
-"""The document's "States and transitions" (LIFE-001..007): pending until the customer acts,
+"""The document's "States and transitions" (LIFE-001..008): pending until the customer acts,
 then processed exactly once, each stage recorded by an event dated no earlier than the stage;
-every rule on a cashin and on a cashout.
+every rule on a cashin and on a cashout; and the reference's pending time-out (RC-18), where
+the target declares one.
 
 The customer is played by the configured driver (sandbox, magic numbers, a command, or the
 operator); without one the checks after creation skip.
@@ -367,6 +368,19 @@ def an_event_is_not_dated_before_its_stage(target: Target) -> None:
 LEFT_ALONE_MAX_S = 60.0
 #: LIFE-007's own wait, when the run could not leave a transaction alone from its start.
 LEFT_ALONE_WAIT_S = 1.5
+#: A transaction is judged by LIFE-007 only while it is this much younger than the time-out the
+#: target declares (RC-18): the find's round trip and the target's own timer must not race it.
+TIMEOUT_MARGIN_S = 1.0
+
+
+def left_alone_limit(target: Target) -> float:
+    """How long LIFE-007 may leave a transaction alone and still demand that it be pending:
+    ``LEFT_ALONE_MAX_S``, or less when the target declares an earlier time-out (RC-18), which
+    LIFE-008 judges instead."""
+    declared = target.config.pending_timeout_s if target.config is not None else None
+    if declared is None:
+        return LEFT_ALONE_MAX_S
+    return min(LEFT_ALONE_MAX_S, float(declared) - TIMEOUT_MARGIN_S)
 
 
 @dataclass
@@ -402,11 +416,18 @@ def leave_transactions_alone(target: Target) -> None:
 def a_transaction_stays_pending_until_the_customer_acts(target: Target) -> None:
     """The transactions were created when the run started and no customer acted on them: a
     target that settles on its own (a time-out that has already passed, an outcome drawn at
-    creation) shows it by now. Past ``LEFT_ALONE_MAX_S`` a time-out may have ended them, so
-    the check leaves new ones alone instead; either way for ``LEFT_ALONE_WAIT_S`` at least."""
+    creation) shows it by now. Past ``LEFT_ALONE_MAX_S`` (or the time-out the target declares,
+    minus a margin) a time-out may have ended them, so the check leaves new ones alone instead;
+    either way for ``LEFT_ALONE_WAIT_S`` at least."""
     kinds = creatable_kinds(target)
+    limit = left_alone_limit(target)
+    if limit < LEFT_ALONE_WAIT_S:
+        not_applicable(
+            f"the target declares a pending time-out of {target.need_config().pending_timeout_s:g}"
+            f" s: too short to leave a transaction alone for {LEFT_ALONE_WAIT_S:g} s"
+        )
     early = target.early.pop("LIFE-007", None)
-    if not isinstance(early, LeftAlone) or time.monotonic() - early.at > LEFT_ALONE_MAX_S:
+    if not isinstance(early, LeftAlone) or time.monotonic() - early.at > limit:
         made = [(kind, target.created(kind, target.need_writer(kind))[0]) for kind in kinds]
         early = LeftAlone(made, time.monotonic())
     # However short the run, each was left alone for LEFT_ALONE_WAIT_S at least.
@@ -425,3 +446,107 @@ def a_transaction_stays_pending_until_the_customer_acts(target: Target) -> None:
             expected="status pending until the customer confirms or cancels",
             actual=f"status {found.get('status')!r}",
         )
+
+
+#: LIFE-008: past the declared time-out, before the transaction is looked at (the target's own
+#: timer, its poll, and the creation's round trip).
+TIMEOUT_SLACK_S = 0.5
+#: LIFE-008: how long a transaction may still read pending after that, on a slow target.
+TIMEOUT_GRACE_S = 2.0
+
+
+@dataclass
+class Abandoned:
+    """LIFE-008's transaction, created when the run started and never settled by anyone."""
+
+    kind: str
+    creation: Reply
+    at: float
+
+
+def declared_timeout(target: Target) -> float:
+    """The pending time-out the target declares (RC-18), when the check can wait for it; else
+    not applicable, with the reason."""
+    declared = target.config.pending_timeout_s if target.config is not None else None
+    if declared is None:
+        not_applicable("the configuration declares no pending time-out (pending_timeout_s)")
+    if float(declared) > target.max_wait_s:
+        not_applicable(
+            f"the declared pending time-out ({declared:g} s) is longer than max_wait_s "
+            f"({target.max_wait_s:g} s)"
+        )
+    return float(declared)
+
+
+@set_up_early("LIFE-008")
+def abandon_a_transaction(target: Target) -> None:
+    """Create LIFE-008's transaction when the run starts: its time-out passes while every other
+    check runs, not in a wait of LIFE-008's own."""
+    declared = target.config.pending_timeout_s if target.config is not None else None
+    if declared is None or float(declared) > target.max_wait_s:
+        return
+    for kind in ("CASHIN", "CASHOUT"):
+        app = target.writer(kind)
+        if app is not None:
+            reply = target.create(kind, app, key=target.fresh_key())
+            if reply.ok and isinstance(reply.get("ref"), str) and not reply.ref_reused:
+                target.early["LIFE-008"] = Abandoned(kind, reply, time.monotonic())
+            return
+
+
+@check(
+    "LIFE-008",
+    "SHOULD",
+    Section.STATES,
+    "a transaction nobody confirms or cancels is failed once the target's declared pending "
+    "time-out has passed, with exactly one processed event (RC-18)",
+    "Other transitions, time-outs and failure causes: not shown.",
+    "reference",
+)
+def a_pending_transaction_fails_at_the_declared_time_out(target: Target) -> None:
+    """RC-18: the reference stub fails a transaction still pending after its time-out, recording
+    the ``transaction:processed`` event the customer's cancellation would. Judged only where the
+    configuration declares a time-out the check may wait for (the bundled stub declares a short
+    one); the transaction was created when the run started, so only what remains of the
+    time-out is waited for."""
+    timeout = declared_timeout(target)
+    early = target.early.pop("LIFE-008", None)
+    if not isinstance(early, Abandoned):
+        kind = creatable_kinds(target)[0]
+        early = Abandoned(kind, target.created(kind, target.need_writer(kind))[0], time.monotonic())
+    app = target.need_writer(early.kind)
+    ref = str(early.creation.get("ref"))
+    time.sleep(max(0.0, early.at + timeout + TIMEOUT_SLACK_S - time.monotonic()))
+    found = target.wait_until(
+        lambda: target.find(ref, app),
+        lambda reply: not reply.ok or reply.get("status") != "pending",
+        timeout_s=TIMEOUT_GRACE_S,
+    )
+    precondition(found.ok, f"find answered {found.status} (FIND-001)", found)
+    age = time.monotonic() - early.at
+    k = early.kind.lower()
+    expect(
+        found.get("status") == "failed",
+        f"a {k} nobody confirmed or cancelled reads {found.get('status')!r} {age:.1f} s after "
+        f"its creation; the target declares a pending time-out of {timeout:g} s",
+        early.creation,
+        found,
+        expected=f"status failed once the declared {timeout:g} s time-out has passed (RC-18)",
+        actual=f"status {found.get('status')!r}",
+    )
+    events = target.wait_until(
+        lambda: target.events_for_ref(app, ref),
+        lambda items: any(e.get("event_kind") == PROCESSED for e in items),
+        timeout_s=TIMEOUT_GRACE_S,
+    )
+    processed = [e for e in events if e.get("event_kind") == PROCESSED]
+    statuses = [data_of(e).get("status") for e in processed]
+    expect(
+        statuses == ["failed"],
+        f"the timed-out {k} {ref} has {len(processed)} transaction:processed event(s)"
+        + (f" reading {statuses}" if processed else ""),
+        found,
+        target.list_events(app, ref=ref),
+        expected="exactly one transaction:processed event, status failed",
+        actual=f"{len(processed)} processed event(s): {statuses}",
+    )
