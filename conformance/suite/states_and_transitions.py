@@ -368,19 +368,68 @@ def an_event_is_not_dated_before_its_stage(target: Target) -> None:
 LEFT_ALONE_MAX_S = 60.0
 #: LIFE-007's own wait, when the run could not leave a transaction alone from its start.
 LEFT_ALONE_WAIT_S = 1.5
-#: A transaction is judged by LIFE-007 only while it is this much younger than the time-out the
-#: target declares (RC-18): the find's round trip and the target's own timer must not race it.
+#: Under a declared time-out (RC-18), a transaction LIFE-007 finds settled counts as timed out
+#: only if its processed event dates the settling this close to the time-out or later (the
+#: target's timer and its poll); half the time-out at most, for a very short one.
 TIMEOUT_MARGIN_S = 1.0
 
 
-def left_alone_limit(target: Target) -> float:
-    """How long LIFE-007 may leave a transaction alone and still demand that it be pending:
-    ``LEFT_ALONE_MAX_S``, or less when the target declares an earlier time-out (RC-18), which
-    LIFE-008 judges instead."""
+def declared_time_out(target: Target) -> float | None:
+    """The pending time-out the configuration declares (RC-18), if any."""
     declared = target.config.pending_timeout_s if target.config is not None else None
-    if declared is None:
-        return LEFT_ALONE_MAX_S
-    return min(LEFT_ALONE_MAX_S, float(declared) - TIMEOUT_MARGIN_S)
+    return None if declared is None else float(declared)
+
+
+def settled_after(events: list[dict[str, Any]]) -> float | None:
+    """Seconds from a transaction's creation to its settling, as its processed event dates them
+    (``data.created_at`` to ``data.processed_at``); None when no processed event says so
+    readably (the stamps' shape is FMT-005's rule)."""
+    for event in events:
+        if event.get("event_kind") != PROCESSED:
+            continue
+        created = timestamps.parse(data_of(event).get("created_at"))
+        processed = timestamps.parse(data_of(event).get("processed_at"))
+        if created and processed and created.zone and processed.zone:
+            return (processed.moment - created.moment).total_seconds()
+    return None
+
+
+def _judge_left_alone(target: Target, kind: str, creation: Reply, found: Reply, age: float) -> None:
+    """A transaction nobody acted on must read pending, unless the target declares a time-out
+    (RC-18) and its processed event dates the settling at that time-out: then it timed out as
+    declared, which LIFE-008 judges, and nothing settled it before."""
+    status = found.get("status")
+    timeout = declared_time_out(target)
+    if status == "pending" or timeout is None:
+        expect(
+            status == "pending",
+            f"a {kind.lower()} nobody confirmed or cancelled reads {status!r} "
+            f"{age:.1f} s after its creation",
+            creation,
+            found,
+            expected="status pending until the customer confirms or cancels",
+            actual=f"status {status!r}",
+        )
+        return
+    ref = str(creation.get("ref"))
+    events = target.events_for_ref(target.need_writer(kind), ref)
+    after = settled_after(events)
+    precondition(
+        after is not None,
+        f"the {kind.lower()} {ref}, left alone, reads {status!r} and no processed event dates "
+        "when it settled, to tell the declared time-out from an early settling",
+        found,
+    )
+    earliest = timeout - min(TIMEOUT_MARGIN_S, timeout / 2)
+    expect(
+        after is not None and after >= earliest,
+        f"a {kind.lower()} nobody confirmed or cancelled was settled {status!r} {after:.2f} s "
+        f"after its creation, before the {timeout:g} s pending time-out the target declares",
+        creation,
+        found,
+        expected=f"status pending until the customer acts or the declared {timeout:g} s pass",
+        actual=f"settled {status!r} after {after:.2f} s",
+    )
 
 
 @dataclass
@@ -416,18 +465,13 @@ def leave_transactions_alone(target: Target) -> None:
 def a_transaction_stays_pending_until_the_customer_acts(target: Target) -> None:
     """The transactions were created when the run started and no customer acted on them: a
     target that settles on its own (a time-out that has already passed, an outcome drawn at
-    creation) shows it by now. Past ``LEFT_ALONE_MAX_S`` (or the time-out the target declares,
-    minus a margin) a time-out may have ended them, so the check leaves new ones alone instead;
-    either way for ``LEFT_ALONE_WAIT_S`` at least."""
+    creation) shows it by now. Past ``LEFT_ALONE_MAX_S`` a time-out may have ended them, so
+    the check leaves new ones alone instead; either way for ``LEFT_ALONE_WAIT_S`` at least.
+    Where the target declares an earlier time-out (RC-18), one it ended is no failure: its
+    processed event must date the settling at that time-out, not before."""
     kinds = creatable_kinds(target)
-    limit = left_alone_limit(target)
-    if limit < LEFT_ALONE_WAIT_S:
-        not_applicable(
-            f"the target declares a pending time-out of {target.need_config().pending_timeout_s:g}"
-            f" s: too short to leave a transaction alone for {LEFT_ALONE_WAIT_S:g} s"
-        )
     early = target.early.pop("LIFE-007", None)
-    if not isinstance(early, LeftAlone) or time.monotonic() - early.at > limit:
+    if not isinstance(early, LeftAlone) or time.monotonic() - early.at > LEFT_ALONE_MAX_S:
         made = [(kind, target.created(kind, target.need_writer(kind))[0]) for kind in kinds]
         early = LeftAlone(made, time.monotonic())
     # However short the run, each was left alone for LEFT_ALONE_WAIT_S at least.
@@ -437,15 +481,7 @@ def a_transaction_stays_pending_until_the_customer_acts(target: Target) -> None:
         app = target.need_writer(kind)
         found = target.find(str(creation.get("ref")), app)
         precondition(found.ok, f"find answered {found.status} (FIND-001)", found)
-        expect(
-            found.get("status") == "pending",
-            f"a {kind.lower()} nobody confirmed or cancelled reads {found.get('status')!r} "
-            f"{age:.1f} s after its creation",
-            creation,
-            found,
-            expected="status pending until the customer confirms or cancels",
-            actual=f"status {found.get('status')!r}",
-        )
+        _judge_left_alone(target, kind, creation, found, age)
 
 
 #: LIFE-008: past the declared time-out, before the transaction is looked at (the target's own
@@ -464,26 +500,26 @@ class Abandoned:
     at: float
 
 
-def declared_timeout(target: Target) -> float:
+def waitable_time_out(target: Target) -> float:
     """The pending time-out the target declares (RC-18), when the check can wait for it; else
     not applicable, with the reason."""
-    declared = target.config.pending_timeout_s if target.config is not None else None
+    declared = declared_time_out(target)
     if declared is None:
         not_applicable("the configuration declares no pending time-out (pending_timeout_s)")
-    if float(declared) > target.max_wait_s:
+    if declared > target.max_wait_s:
         not_applicable(
             f"the declared pending time-out ({declared:g} s) is longer than max_wait_s "
             f"({target.max_wait_s:g} s)"
         )
-    return float(declared)
+    return declared
 
 
 @set_up_early("LIFE-008")
 def abandon_a_transaction(target: Target) -> None:
     """Create LIFE-008's transaction when the run starts: its time-out passes while every other
     check runs, not in a wait of LIFE-008's own."""
-    declared = target.config.pending_timeout_s if target.config is not None else None
-    if declared is None or float(declared) > target.max_wait_s:
+    declared = declared_time_out(target)
+    if declared is None or declared > target.max_wait_s:
         return
     for kind in ("CASHIN", "CASHOUT"):
         app = target.writer(kind)
@@ -509,7 +545,7 @@ def a_pending_transaction_fails_at_the_declared_time_out(target: Target) -> None
     configuration declares a time-out the check may wait for (the bundled stub declares a short
     one); the transaction was created when the run started, so only what remains of the
     time-out is waited for."""
-    timeout = declared_timeout(target)
+    timeout = waitable_time_out(target)
     early = target.early.pop("LIFE-008", None)
     if not isinstance(early, Abandoned):
         kind = creatable_kinds(target)[0]

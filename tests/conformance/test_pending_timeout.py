@@ -3,7 +3,8 @@
 Proven both ways on the stub: one whose time-out runs passes, one declaring a time-out it never
 applies (its resolver switched off) fails, and a configuration that declares none, or one too
 long to wait for, is not applicable with the reason. LIFE-007 (a MUST of the seed profile)
-judges only what is younger than the declared time-out.
+takes a transaction the declared time-out ended for no failure, and one settled before it for
+one.
 """
 
 from __future__ import annotations
@@ -31,11 +32,22 @@ def test_a_declared_time_out_that_runs_passes_life_008(
     outcome = conform(
         capsys, tmp_path / "r", config=config, profile="reference", only="LIFE-007,LIFE-008"
     )
-    assert outcome.ids("passed") == {"LIFE-008"}, outcome.report["checks"]
-    # A 1 s time-out leaves LIFE-007 nothing it may demand: skipped, with the reason.
-    life_007 = _check(outcome.report, "LIFE-007")
-    assert life_007["not_applicable"], life_007
-    assert "pending time-out of 1 s" in str(life_007["message"]), life_007
+    # LIFE-007 finds its transactions timed out: no failure, the processed event dates it at
+    # the declared time-out.
+    assert outcome.ids("passed") == {"LIFE-007", "LIFE-008"}, outcome.report["checks"]
+
+
+def test_a_settling_before_the_declared_time_out_fails_life_007(
+    make_stub: Callable[..., RunningStub], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A target that fails what is left alone after 1 s while declaring 20 s: LIFE-007 (seed,
+    MUST) reads the processed event's dates and fails it."""
+    stub = make_stub(extra_args=("--pending-timeout", "1"))
+    config = fast_config(stub, tmp_path, pending_timeout_s=20)
+    outcome = conform(capsys, tmp_path / "r", config=config, only="LIFE-007")
+    assert outcome.ids("failed") == {"LIFE-007"}, outcome.report["checks"]
+    failed = _check(outcome.report, "LIFE-007")
+    assert "before the 20 s pending time-out" in str(failed["message"]), failed
 
 
 @pytest.mark.slow  # LIFE-008 waits out the time-out and its grace before failing: ~10 s
