@@ -36,6 +36,11 @@ from paysuite_core.throttle import Throttle
 #: granularity, and the suite's token flows, which renew after a third of the lifetime, still
 #: hand out tokens with over a second to live.
 BUNDLED_STUB_ACCESS_TTL_S = 2
+#: Pending time-out given to the bundled stub (RC-18), declared in its credentials file, so that
+#: LIFE-008 can watch a transaction nobody settles fail within the run, waiting for nothing: it
+#: creates its transaction when the run starts, and the run lasts longer than this. Three
+#: seconds leaves LIFE-007 its 1.5 s look at transactions left alone, with a margin.
+BUNDLED_STUB_PENDING_TIMEOUT_S = 3
 
 
 @dataclass
@@ -211,14 +216,19 @@ def prepare(options: Options) -> Prepared:
 
 
 def start_bundled_stub() -> Prepared:
-    """A fresh stub in a temporary directory, with a short token lifetime, as the target."""
+    """A fresh stub in a temporary directory, with a short token lifetime and pending time-out,
+    as the target."""
     from paysuite_core.launcher import StubStartError, start_stub
 
     workdir = tempfile.TemporaryDirectory(prefix="paysuite-conform-")
     try:
         stub = start_stub(
-            Path(workdir.name), extra_args=("--access-ttl", str(BUNDLED_STUB_ACCESS_TTL_S))
-        )
+            Path(workdir.name),
+            extra_args=(
+                "--access-ttl", str(BUNDLED_STUB_ACCESS_TTL_S),
+                "--pending-timeout", str(BUNDLED_STUB_PENDING_TIMEOUT_S),
+            ),
+        )  # fmt: skip
     except StubStartError as exc:
         workdir.cleanup()
         first = str(exc).splitlines()[0]

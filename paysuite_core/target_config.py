@@ -145,6 +145,10 @@ class TargetConfig:
     #: The target's fee rate, where it declares one: the reference profile judges the fee as
     #: RC-15 computes it, ``round(amount * fee_rate, 2)`` (0.023 when not declared).
     fee_rate: float | None = None
+    #: How long the target leaves a transaction pending before it fails it on its own, where
+    #: it declares one (RC-18); None: not declared, so no check waits for a time-out, and none
+    #: treats a transaction left alone as one that may have timed out.
+    pending_timeout_s: float | None = None
 
     @property
     def effective_number_pattern(self) -> str:

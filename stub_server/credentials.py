@@ -96,6 +96,7 @@ def write_credentials(store: Store, settings: StubSettings, root_url: str, path:
         amount=AmountRange(min=settings.amount_min, max=settings.amount_max),
         refresh_rotation=not settings.variant("no-rotation"),  # RC-10: a refresh token works once
         fee_rate=settings.fee_rate,  # RC-15
+        pending_timeout_s=settings.pending_timeout_s,  # RC-18: LIFE-008 waits for it when short
         webhooks=webhook_target(store.webhook_endpoints()),
     )
     return write_target_config(replace(config), path, header=HEADER)

@@ -40,12 +40,30 @@ def _ids(*check_ids: str) -> frozenset[str]:
 FAULTS: dict[str, Fault] = {
     "idempotency-ignored": Fault(
         "a reused Idempotency-Key creates a second transaction",
-        _ids("IDEM-001", "IDEM-002", "IDEM-004", "IDEM-005", "IDEM-008", "IDEM-009", "IDEM-013"),
+        _ids(
+            "IDEM-001",
+            "IDEM-002",
+            "IDEM-004",
+            "IDEM-005",
+            "IDEM-008",
+            "IDEM-009",
+            "IDEM-013",
+            "IDEM-016",
+        ),
     ),
     "idempotency-rejected-but-executed": Fault(
         "a reused Idempotency-Key is answered 409 as the rule says, but the transaction is "
         "created anyway",
-        _ids("IDEM-001", "IDEM-002", "IDEM-004", "IDEM-005", "IDEM-008", "IDEM-009", "IDEM-013"),
+        _ids(
+            "IDEM-001",
+            "IDEM-002",
+            "IDEM-004",
+            "IDEM-005",
+            "IDEM-008",
+            "IDEM-009",
+            "IDEM-013",
+            "IDEM-016",
+        ),
     ),
     "key-reuse-other-kind-executes": Fault(
         "a key reused on the other kind (a cashin's key on a cashout, or the reverse) is answered "
@@ -63,7 +81,7 @@ FAULTS: dict[str, Fault] = {
     ),
     "query-key-ignored": Fault(
         "the Idempotency-Key query parameter is ignored (a new key is generated)",
-        _ids("IDEM-004", "IDEM-012", "IDEM-013"),
+        _ids("IDEM-004", "IDEM-012", "IDEM-013", "IDEM-016"),
     ),
     "tokens-never-expire": Fault(
         "the exp claim of access and refresh tokens is not checked", _ids("AUTH-008")

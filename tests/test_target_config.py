@@ -33,6 +33,7 @@ def test_minimal_config_gets_documented_defaults() -> None:
     assert config.customer.driver == "none" and not config.customer.can_resolve
     assert config.effective_number_pattern == RWANDA_MOBILE_PATTERN
     assert (config.amount.min, config.amount.max) == (100, 100_000)
+    assert config.pending_timeout_s is None  # no time-out declared: LIFE-008 not applicable
     assert config.merchants() == ["A", "B"]
     assert [a.client_id for a in config.applications_with("cashin")] == ["b"]
     assert config.applications[0].can_cashout() and not config.applications[1].can_cashout()
@@ -72,6 +73,8 @@ def test_unset_environment_reference_names_the_variable_and_key() -> None:
         ({"number_pattern": "(unclosed"}, r"number_pattern: not a valid regex"),
         ({"max_wait_s": "soon"}, r"max_wait_s: expected a number"),
         ({"max_wait_s": "${X:-nan}"}, r"max_wait_s: expected a number, got nan"),
+        ({"pending_timeout_s": 0}, r"^pending_timeout_s: "),
+        ({"pending_timeout_s": "soon"}, r"^pending_timeout_s: expected a number"),
         (
             {"customer": {"driver": "magic-numbers", "cancel_number": "0780000000"}},
             r"^customer\.confirm_number: required by the magic-numbers driver$",
@@ -124,6 +127,7 @@ def test_written_file_is_private_and_round_trips(tmp_path: Path) -> None:
         },
         "numbers": ["0781234567"],
         "amount": {"min": 100, "max": 5000},
+        "pending_timeout_s": 3,
     }
     original = parse_target_config(raw, env={})
     path = write_target_config(original, tmp_path / "creds" / "c.yaml", header="secret stuff")

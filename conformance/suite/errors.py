@@ -1,4 +1,4 @@
-"""The document's "Errors", rule 2 (ERR-001..005); rule 1, idempotency, is ``idempotency.py``.
+"""The document's "Errors", rule 2 (ERR-001..006); rule 1, idempotency, is ``idempotency.py``.
 
 Malformed input never breaks the server, nor does input that is odd but well framed; the
 reference error catalogue and body limits.
@@ -375,4 +375,44 @@ def a_body_of_64_kib_is_served(target: Target) -> None:
         over,
         expected=f"{BODY_LIMIT} bytes served (2xx); {BODY_LIMIT + 1} bytes refused with 413",
         actual=f"{at.status}; {over.status}",
+    )
+
+
+#: ERR-006: digits of the integer in the unknown field: one more than Python's default limit on
+#: converting text to int (``sys.get_int_max_str_digits``, 4300), where a parser may give up.
+HUGE_INTEGER_DIGITS = 4301
+
+
+@check(
+    "ERR-006",
+    "SHOULD",
+    Section.ERRORS_2,
+    "a valid cashin with an unknown field holding a 4301-digit integer is served: unknown "
+    "fields are ignored (RC-30)",
+    "All bodies are JSON. [...] Body: amount (number, required), number (string, required).",
+    "reference",
+)
+def an_unknown_field_holding_a_huge_integer_is_ignored(target: Target) -> None:
+    """RC-30 ignores unknown fields, whatever they hold: a JSON number of any length is valid
+    JSON (RFC 8259 sets no limit), so the body is well formed and its known fields valid. A
+    parser that converts every integer it meets refuses this one as malformed, and a client's
+    payment with it."""
+    app = target.writer("CASHIN")
+    if app is None:
+        not_applicable("no application may cashin")
+    body = _valid_body(target)
+    text = json.dumps(body)[:-1] + ', "extra": 1' + "0" * (HUGE_INTEGER_DIGITS - 1) + "}"
+    reply = target.client.post(
+        CASHIN,
+        content=text,
+        headers={"Idempotency-Key": target.fresh_key()},
+        token=target.token(app),
+    )
+    expect(
+        reply.ok and reply.get("status") == "pending",
+        f"a valid cashin with an unknown field holding a {HUGE_INTEGER_DIGITS}-digit integer "
+        f"answered {reply.status}",
+        reply,
+        expected="served like the same body without the field (2xx, a pending transaction)",
+        actual=f"{reply.status} {reply.text[:120]}",
     )

@@ -1,5 +1,5 @@
 """The document's "Errors", rule 1, and the Idempotency-Key of "Limits" and "Endpoints:
-1. Cashin" (IDEM-001..015): a key executes once, whatever the path and the timing.
+1. Cashin" (IDEM-001..017): a key executes once, whatever the path and the timing.
 
 Every proof counts ``transaction:created`` events for a customer number used by this check
 alone, so "not executed twice" is observed, not inferred from a status code; and only its own
@@ -116,11 +116,12 @@ class _Trail:
         kind: str,
         must: Must,
         *,
-        header: str | None = None,
+        header: str | bytes | None = None,
         query: str | None = None,
     ) -> _Sent:
         """POST one creation, its key in the header, the query parameter, or both (two
-        different keys too, which ``Target.create`` cannot send)."""
+        different keys too, which ``Target.create`` cannot send); a header key given as bytes
+        goes on the wire as they are (UTF-8, which a ``str`` header cannot carry)."""
         amount = next(self.amounts)
         reply = self.target.client.post(
             kind_path(kind),
@@ -888,3 +889,59 @@ def the_header_key_wins_over_the_query_key(target: Target) -> None:
         "the header's key A is recorded (A alone is a reuse); the query's B is not (B alone is "
         "a new key, executed once)",
     )
+
+
+def _non_ascii_key(target: Target) -> str:
+    """A fresh key that is a string but not ASCII: 24 characters, 25 bytes in UTF-8."""
+    return "clé-" + target.fresh_key()[:20]
+
+
+def _non_ascii(target: Target, channel: Literal["header", "query"]) -> None:
+    """A key with a non-ASCII character, sent (UTF-8) through ``channel``: accepted and
+    executed once, then rejected on reuse without executing."""
+    trails, per_kind = _trails(target)
+    for kind, trail in per_kind:
+        k = kind.lower()
+        key = _non_ascii_key(target)
+        header = key.encode() if channel == "header" else None
+        query = key if channel == "query" else None
+        what = f"the {channel} key {key!r} (UTF-8)"
+        trail.send(f"{k} with {what}", kind, "accept", header=header, query=query)
+        trail.send(f"{k} reusing {what}", kind, "reject", header=header, query=query)
+    _count_and_judge(
+        target,
+        trails,
+        f"a non-ASCII {channel} key is a key: accepted and executed once, rejected on reuse",
+    )
+
+
+@check(
+    "IDEM-016",
+    "SHOULD",
+    Section.ENDPOINT_CASHIN,
+    "a non-ASCII Idempotency-Key query parameter (clé-..., UTF-8) is a key: accepted, executed "
+    "once, rejected on reuse (cashin and cashout)",
+    "Idempotency-Key: string [...] Unique string, maximum length 32. The examples also pass it "
+    "as a query parameter named Idempotency-Key.",
+)
+def a_non_ascii_query_key_is_a_key(target: Target) -> None:
+    """The document makes the key a string, and a query parameter carries any string (its UTF-8
+    bytes percent-encoded, ``?Idempotency-Key=cl%C3%A9-...``): a target that refuses one refuses
+    a client's payment for its key's spelling. A SHOULD, as the query channel itself (IDEM-004)."""
+    _non_ascii(target, "query")
+
+
+@check(
+    "IDEM-017",
+    "SHOULD",
+    Section.ENDPOINT_CASHIN,
+    "a non-ASCII Idempotency-Key header (UTF-8 bytes) is a key: accepted, executed once, "
+    "rejected on reuse (RC-39; cashin and cashout)",
+    "Idempotency-Key: string [...] Unique string, maximum length 32.",
+    "reference",
+)
+def a_non_ascii_header_key_is_a_key(target: Target) -> None:
+    """HTTP header values are ASCII by convention (RFC 9110, 5.5: other octets are "obs-text"),
+    so a target may refuse one: only the reference profile demands the stub's choice, a header
+    key taken as its UTF-8 text like any other string."""
+    _non_ascii(target, "header")

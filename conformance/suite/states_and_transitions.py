@@ -1,6 +1,7 @@
-"""The document's "States and transitions" (LIFE-001..007): pending until the customer acts,
+"""The document's "States and transitions" (LIFE-001..008): pending until the customer acts,
 then processed exactly once, each stage recorded by an event dated no earlier than the stage;
-every rule on a cashin and on a cashout.
+every rule on a cashin and on a cashout; and the reference's pending time-out (RC-18), where
+the target declares one.
 
 The customer is played by the configured driver (sandbox, magic numbers, a command, or the
 operator); without one the checks after creation skip.
@@ -367,6 +368,68 @@ def an_event_is_not_dated_before_its_stage(target: Target) -> None:
 LEFT_ALONE_MAX_S = 60.0
 #: LIFE-007's own wait, when the run could not leave a transaction alone from its start.
 LEFT_ALONE_WAIT_S = 1.5
+#: Under a declared time-out (RC-18), a transaction LIFE-007 finds settled counts as timed out
+#: only if its processed event dates the settling this close to the time-out or later (the
+#: target's timer and its poll); half the time-out at most, for a very short one.
+TIMEOUT_MARGIN_S = 1.0
+
+
+def declared_time_out(target: Target) -> float | None:
+    """The pending time-out the configuration declares (RC-18), if any."""
+    declared = target.config.pending_timeout_s if target.config is not None else None
+    return None if declared is None else float(declared)
+
+
+def settled_after(events: list[dict[str, Any]]) -> float | None:
+    """Seconds from a transaction's creation to its settling, as its processed event dates them
+    (``data.created_at`` to ``data.processed_at``); None when no processed event says so
+    readably (the stamps' shape is FMT-005's rule)."""
+    for event in events:
+        if event.get("event_kind") != PROCESSED:
+            continue
+        created = timestamps.parse(data_of(event).get("created_at"))
+        processed = timestamps.parse(data_of(event).get("processed_at"))
+        if created and processed and created.zone and processed.zone:
+            return (processed.moment - created.moment).total_seconds()
+    return None
+
+
+def _judge_left_alone(target: Target, kind: str, creation: Reply, found: Reply, age: float) -> None:
+    """A transaction nobody acted on must read pending, unless the target declares a time-out
+    (RC-18) and its processed event dates the settling at that time-out: then it timed out as
+    declared, which LIFE-008 judges, and nothing settled it before."""
+    status = found.get("status")
+    timeout = declared_time_out(target)
+    if status == "pending" or timeout is None:
+        expect(
+            status == "pending",
+            f"a {kind.lower()} nobody confirmed or cancelled reads {status!r} "
+            f"{age:.1f} s after its creation",
+            creation,
+            found,
+            expected="status pending until the customer confirms or cancels",
+            actual=f"status {status!r}",
+        )
+        return
+    ref = str(creation.get("ref"))
+    events = target.events_for_ref(target.need_writer(kind), ref)
+    after = settled_after(events)
+    precondition(
+        after is not None,
+        f"the {kind.lower()} {ref}, left alone, reads {status!r} and no processed event dates "
+        "when it settled, to tell the declared time-out from an early settling",
+        found,
+    )
+    earliest = timeout - min(TIMEOUT_MARGIN_S, timeout / 2)
+    expect(
+        after is not None and after >= earliest,
+        f"a {kind.lower()} nobody confirmed or cancelled was settled {status!r} {after:.2f} s "
+        f"after its creation, before the {timeout:g} s pending time-out the target declares",
+        creation,
+        found,
+        expected=f"status pending until the customer acts or the declared {timeout:g} s pass",
+        actual=f"settled {status!r} after {after:.2f} s",
+    )
 
 
 @dataclass
@@ -403,7 +466,9 @@ def a_transaction_stays_pending_until_the_customer_acts(target: Target) -> None:
     """The transactions were created when the run started and no customer acted on them: a
     target that settles on its own (a time-out that has already passed, an outcome drawn at
     creation) shows it by now. Past ``LEFT_ALONE_MAX_S`` a time-out may have ended them, so
-    the check leaves new ones alone instead; either way for ``LEFT_ALONE_WAIT_S`` at least."""
+    the check leaves new ones alone instead; either way for ``LEFT_ALONE_WAIT_S`` at least.
+    Where the target declares an earlier time-out (RC-18), one it ended is no failure: its
+    processed event must date the settling at that time-out, not before."""
     kinds = creatable_kinds(target)
     early = target.early.pop("LIFE-007", None)
     if not isinstance(early, LeftAlone) or time.monotonic() - early.at > LEFT_ALONE_MAX_S:
@@ -416,12 +481,108 @@ def a_transaction_stays_pending_until_the_customer_acts(target: Target) -> None:
         app = target.need_writer(kind)
         found = target.find(str(creation.get("ref")), app)
         precondition(found.ok, f"find answered {found.status} (FIND-001)", found)
-        expect(
-            found.get("status") == "pending",
-            f"a {kind.lower()} nobody confirmed or cancelled reads {found.get('status')!r} "
-            f"{age:.1f} s after its creation",
-            creation,
-            found,
-            expected="status pending until the customer confirms or cancels",
-            actual=f"status {found.get('status')!r}",
+        _judge_left_alone(target, kind, creation, found, age)
+
+
+#: LIFE-008: past the declared time-out, before the transaction is looked at (the target's own
+#: timer, its poll, and the creation's round trip).
+TIMEOUT_SLACK_S = 0.5
+#: LIFE-008: how long a transaction may still read pending after that, on a slow target.
+TIMEOUT_GRACE_S = 2.0
+
+
+@dataclass
+class Abandoned:
+    """LIFE-008's transaction, created when the run started and never settled by anyone."""
+
+    kind: str
+    creation: Reply
+    at: float
+
+
+def waitable_time_out(target: Target) -> float:
+    """The pending time-out the target declares (RC-18), when the check can wait for it; else
+    not applicable, with the reason."""
+    declared = declared_time_out(target)
+    if declared is None:
+        not_applicable("the configuration declares no pending time-out (pending_timeout_s)")
+    if declared > target.max_wait_s:
+        not_applicable(
+            f"the declared pending time-out ({declared:g} s) is longer than max_wait_s "
+            f"({target.max_wait_s:g} s)"
         )
+    return declared
+
+
+@set_up_early("LIFE-008")
+def abandon_a_transaction(target: Target) -> None:
+    """Create LIFE-008's transaction when the run starts: its time-out passes while every other
+    check runs, not in a wait of LIFE-008's own."""
+    declared = declared_time_out(target)
+    if declared is None or declared > target.max_wait_s:
+        return
+    for kind in ("CASHIN", "CASHOUT"):
+        app = target.writer(kind)
+        if app is not None:
+            reply = target.create(kind, app, key=target.fresh_key())
+            if reply.ok and isinstance(reply.get("ref"), str) and not reply.ref_reused:
+                target.early["LIFE-008"] = Abandoned(kind, reply, time.monotonic())
+            return
+
+
+@check(
+    "LIFE-008",
+    "SHOULD",
+    Section.STATES,
+    "a transaction nobody confirms or cancels is failed once the target's declared pending "
+    "time-out has passed, with exactly one processed event (RC-18)",
+    "Other transitions, time-outs and failure causes: not shown.",
+    "reference",
+)
+def a_pending_transaction_fails_at_the_declared_time_out(target: Target) -> None:
+    """RC-18: the reference stub fails a transaction still pending after its time-out, recording
+    the ``transaction:processed`` event the customer's cancellation would. Judged only where the
+    configuration declares a time-out the check may wait for (the bundled stub declares a short
+    one); the transaction was created when the run started, so only what remains of the
+    time-out is waited for."""
+    timeout = waitable_time_out(target)
+    early = target.early.pop("LIFE-008", None)
+    if not isinstance(early, Abandoned):
+        kind = creatable_kinds(target)[0]
+        early = Abandoned(kind, target.created(kind, target.need_writer(kind))[0], time.monotonic())
+    app = target.need_writer(early.kind)
+    ref = str(early.creation.get("ref"))
+    time.sleep(max(0.0, early.at + timeout + TIMEOUT_SLACK_S - time.monotonic()))
+    found = target.wait_until(
+        lambda: target.find(ref, app),
+        lambda reply: not reply.ok or reply.get("status") != "pending",
+        timeout_s=TIMEOUT_GRACE_S,
+    )
+    precondition(found.ok, f"find answered {found.status} (FIND-001)", found)
+    age = time.monotonic() - early.at
+    k = early.kind.lower()
+    expect(
+        found.get("status") == "failed",
+        f"a {k} nobody confirmed or cancelled reads {found.get('status')!r} {age:.1f} s after "
+        f"its creation; the target declares a pending time-out of {timeout:g} s",
+        early.creation,
+        found,
+        expected=f"status failed once the declared {timeout:g} s time-out has passed (RC-18)",
+        actual=f"status {found.get('status')!r}",
+    )
+    events = target.wait_until(
+        lambda: target.events_for_ref(app, ref),
+        lambda items: any(e.get("event_kind") == PROCESSED for e in items),
+        timeout_s=TIMEOUT_GRACE_S,
+    )
+    processed = [e for e in events if e.get("event_kind") == PROCESSED]
+    statuses = [data_of(e).get("status") for e in processed]
+    expect(
+        statuses == ["failed"],
+        f"the timed-out {k} {ref} has {len(processed)} transaction:processed event(s)"
+        + (f" reading {statuses}" if processed else ""),
+        found,
+        target.list_events(app, ref=ref),
+        expected="exactly one transaction:processed event, status failed",
+        actual=f"{len(processed)} processed event(s): {statuses}",
+    )

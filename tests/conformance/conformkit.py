@@ -16,6 +16,8 @@ from paysuite_core.launcher import RunningStub
 
 #: A short access lifetime so that AUTH-008 (expiry) runs against the stub.
 STUB_ACCESS_TTL = ("--access-ttl", "2")
+#: A short pending time-out, declared in the credentials file, so that LIFE-008 (RC-18) runs.
+STUB_PENDING_TIMEOUT = ("--pending-timeout", "3")
 
 
 @dataclass

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conformkit import STUB_ACCESS_TTL, Outcome, conform, fast_config
+from conformkit import STUB_ACCESS_TTL, STUB_PENDING_TIMEOUT, Outcome, conform, fast_config
 from webhookstub import free_port, hooked_stub
 
 from conformance.catalog import CATALOG
@@ -29,7 +29,9 @@ def test_full_suite_passes_strict(
 ) -> None:
     stub = module_stub
     if profile == "reference":  # a stub that delivers webhooks, so the WEBHOOK checks run too
-        stub = hooked_stub(tmp_path / "stub", free_port(), extra_args=STUB_ACCESS_TTL)
+        stub = hooked_stub(
+            tmp_path / "stub", free_port(), extra_args=STUB_ACCESS_TTL + STUB_PENDING_TIMEOUT
+        )
     try:
         outcome = _full_run(profile, stub, tmp_path, capsys)
     finally:
@@ -52,7 +54,8 @@ def _full_run(
     assert outcome.status == 0, "\n".join(bad) or outcome.stderr
     assert report["profile"] == profile
     assert report["summary"]["failed"] == 0 and report["summary"]["errors"] == 0
-    # Every check ran: the stub has every application kind, a customer driver and a short TTL.
+    # Every check ran: the stub has every application kind, a customer driver, a short TTL and
+    # (reference) a short pending time-out.
     skipped = {c["id"]: c["message"] for c in report["checks"] if c["outcome"] == "skipped"}
     if profile == "reference":
         assert skipped == {}

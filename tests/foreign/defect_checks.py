@@ -73,4 +73,5 @@ DEFECT_CHECKS: dict[str, frozenset[str]] = {
     "huge-amount-shortened": frozenset({"TXN-005"}),
     "chunked-body-500": frozenset({"ERR-004"}),
     "nan-amount-accepted": frozenset({"ERR-001"}),
+    "non-ascii-key-refused": frozenset({"IDEM-016"}),
 }

@@ -139,6 +139,8 @@ DEFECTS: dict[str, str] = {
     "huge-amount-shortened": "an integer amount of more than 400 digits is read as 410",
     "chunked-body-500": "a creation whose body comes chunked (no Content-Length) answers 500",
     "nan-amount-accepted": "an amount of NaN (taken by a lenient JSON parser) is accepted",
+    "non-ascii-key-refused": "an idempotency key that is not ASCII (clé-...) is refused with a "
+    "400, in either channel",
 }
 
 #: Other conformant choices where the document is silent, switched on with ``--choice NAME``
@@ -485,6 +487,8 @@ def idempotency_key(request: web.Request, kind: str = "CASHIN") -> str | None:
     )
     if key is not None and len(key) > MAX_KEY_LENGTH and not unlimited:
         raise ApiError(400, f"Idempotency-Key is longer than {MAX_KEY_LENGTH} characters")
+    if key is not None and not key.isascii() and state.has("non-ascii-key-refused"):
+        raise ApiError(400, "Idempotency-Key must be ASCII")
     return _defective_key(state, key, header, query)
 
 

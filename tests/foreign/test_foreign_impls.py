@@ -883,6 +883,10 @@ def _nan_amount_accepted(s: Session) -> bool:
     return s.client.post(url, content=body, headers=s.headers()).status_code < 400
 
 
+def _non_ascii_key_refused(s: Session) -> bool:
+    return _post(s, query="clé-" + secrets.token_hex(8)).status_code == 400
+
+
 PROBES: dict[str, Callable[[Session], bool]] = {
     "key-reuse-executes": _key_reuse_executes,
     "wrong-kind-on-cashout": _wrong_kind_on_cashout,
@@ -945,6 +949,7 @@ PROBES: dict[str, Callable[[Session], bool]] = {
     "huge-amount-shortened": _huge_amount_shortened,
     "chunked-body-500": _chunked_body_500,
     "nan-amount-accepted": _nan_amount_accepted,
+    "non-ascii-key-refused": _non_ascii_key_refused,
 }
 
 

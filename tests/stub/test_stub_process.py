@@ -49,6 +49,7 @@ def test_credentials_file(stub) -> None:
     assert config.customer.confirm.url("R") == f"{stub.root_url}/_sandbox/transactions/R/confirm"
     assert config.customer.cancel.url("R") == f"{stub.root_url}/_sandbox/transactions/R/cancel"
     assert config.access_token_ttl_s == 900 and config.max_wait_s == 30
+    assert config.pending_timeout_s == 600  # RC-18, declared for LIFE-008
     assert config.amount.min == 100 and config.amount.max == 10_000_000
     assert config.effective_number_pattern == RWANDA_MOBILE_PATTERN
     raw = _db_bytes(stub.db_path)
