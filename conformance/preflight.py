@@ -36,6 +36,14 @@ from paysuite_core.throttle import Throttle
 #: granularity, and the suite's token flows, which renew after a third of the lifetime, still
 #: hand out tokens with over a second to live.
 BUNDLED_STUB_ACCESS_TTL_S = 2
+#: Refresh-token lifetime given to the bundled stub: 10 minutes, not the 5-day default. AUTH-012
+#: tries a refresh token spent when the run began again at its end, to catch a target that
+#: forgets its spent tokens; a clean-up that drops them some time before they expire (half an
+#: hour early, say) shows only on a token that close to its expiry, which with 5 days no run's
+#: token ever is. Nothing in a run keeps a refresh token that long: each check refreshes a pair
+#: authorized just before, and AUTH-008, whose pairs are issued when the run starts, issues new
+#: ones if those no longer refresh.
+BUNDLED_STUB_REFRESH_TTL_S = 600
 
 
 @dataclass
@@ -211,14 +219,18 @@ def prepare(options: Options) -> Prepared:
 
 
 def start_bundled_stub() -> Prepared:
-    """A fresh stub in a temporary directory, with a short token lifetime, as the target."""
+    """A fresh stub in a temporary directory, with short token lifetimes, as the target."""
     from paysuite_core.launcher import StubStartError, start_stub
 
     workdir = tempfile.TemporaryDirectory(prefix="paysuite-conform-")
     try:
         stub = start_stub(
-            Path(workdir.name), extra_args=("--access-ttl", str(BUNDLED_STUB_ACCESS_TTL_S))
-        )
+            Path(workdir.name),
+            extra_args=(
+                "--access-ttl", str(BUNDLED_STUB_ACCESS_TTL_S),
+                "--refresh-ttl", str(BUNDLED_STUB_REFRESH_TTL_S),
+            ),
+        )  # fmt: skip
     except StubStartError as exc:
         workdir.cleanup()
         first = str(exc).splitlines()[0]
