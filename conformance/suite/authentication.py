@@ -36,7 +36,7 @@ from conformance.outcome import (
 )
 
 if TYPE_CHECKING:
-    from conformance.http import Reply
+    from conformance.http import RecordingClient, Reply
     from conformance.target import Target, TokenPair
     from paysuite_core.target_config import Application
 
@@ -849,3 +849,174 @@ def _every_operation_accepts(
             )
             accepted(reply, f"GET {path}", label)
     return problems, proof
+
+
+#: RC-38 as the stub documents it (docs/stub.md, ``authorize_limits``, the defaults): at most
+#: 20 authorize attempts per client_id that need a secret check, 2 more a second; a secret is
+#: hashed (and counted) up to this length, a longer one is refused before anything else.
+RC38_PER_CLIENT_BURST = 20
+RC38_MAX_SECRET_CHARS = 1024
+#: A refusal's ``Retry-After`` (whole seconds): an attempt comes back within 0.5 s at 2 a second.
+RC38_MAX_RETRY_AFTER_S = 1
+#: How many authorizes each part sends: well past the burst, so that a count that should not
+#: be kept (a verified pair's, an over-long secret's) shows as a 429 even when hashing is slow.
+RC38_VERIFIED_BURST = 40
+RC38_LONG_SECRET_BURST = 30
+#: The wrong-secret flood goes out at once (every attempt counted before any is answered), so
+#: its 429 does not depend on how fast the target hashes.
+RC38_FLOOD = RC38_PER_CLIENT_BURST + 10
+#: Over-long secrets sent once the flood's client_id is limited: refused (401), not limited.
+RC38_LONG_SECRET_WHEN_LIMITED = 3
+
+
+@check(
+    "AUTH-018",
+    "SHOULD",
+    Section.ENDPOINT_AUTHORIZE,
+    "authorize attempts are limited (RC-38): a verified pair never; a secret over 1024 "
+    "characters is refused unhashed and never counted; a flood of wrong secrets gets 429 with "
+    "Retry-After",
+    "Rate limits, amount bounds and maximum page size: not shown. [The stub limits the "
+    "authorize attempts that need a secret check, per client_id and per peer.]",
+    "reference",
+)
+def authorize_attempts_are_limited(target: Target) -> None:
+    """The one check about a rate limit: its authorizes bypass the run's throttle, so it sees
+    every 429. What it leaves behind is harmless to the checks after it: the flood uses a
+    client_id no application has (the rule counts unknown ids like known ones), so no
+    application is limited, and it spends a third of the peer's allowance (60, 10 more a
+    second), which is back within two seconds."""
+    from conformance.http import RecordingClient
+
+    app = target.need_reader()
+    verified = target.authorize(app)
+    precondition(
+        verified.ok and verified.get("access"),
+        f"authorize answered {verified.status} to the correct credentials (AUTH-001)",
+        verified,
+    )
+    unthrottled = RecordingClient(target.base_url, lambda: target.current, target.limits)
+    unthrottled.check_deadline = target.client.check_deadline
+    problems: list[str] = []
+    proof: list[Reply] = []
+    try:
+        _verified_pair_is_never_limited(unthrottled, app, problems, proof)
+        _long_secret_is_not_counted(unthrottled, app.client_id, problems, proof)
+        _wrong_secret_flood_is_limited(target, unthrottled, problems, proof)
+    finally:
+        unthrottled.close()
+    expect_none(
+        problems,
+        *proof[:6],
+        expected=f"correct credentials never limited; a client_secret of "
+        f"{RC38_MAX_SECRET_CHARS + 1} characters answered 401, never counted nor limited; "
+        f"{RC38_FLOOD} wrong secrets at once limited with 429 and Retry-After of at most "
+        f"{RC38_MAX_RETRY_AFTER_S} s (RC-38)",
+    )
+
+
+def _authorize_body(client_id: str, secret: str) -> dict[str, str]:
+    return {"client_id": client_id, "client_secret": secret}
+
+
+def _verified_pair_is_never_limited(
+    client: RecordingClient, app: Application, problems: list[str], proof: list[Reply]
+) -> None:
+    """Correct credentials, already verified, are never counted: a burst of them all get a
+    pair (a stub that counted them would lock an application out with its own secret)."""
+    body = _authorize_body(app.client_id, app.client_secret)
+    for sent in range(1, RC38_VERIFIED_BURST + 1):
+        reply = client.post(AUTHORIZE, json=body)
+        if not (reply.ok and reply.get("access")):
+            problems.append(
+                f"the correct credentials, authorized {sent} times in a row, answered "
+                f"{reply.status} the {sent}th time: a verified pair is never limited"
+            )
+            proof.append(reply)
+            return
+
+
+def _long_secret_is_not_counted(
+    client: RecordingClient, client_id: str, problems: list[str], proof: list[Reply]
+) -> None:
+    """A secret over the hashed length is refused before the limit and the hash: a burst of
+    them, past the per-client allowance, stays 401 (never a 429, never a 503 of the queue)."""
+    body = _authorize_body(client_id, "x" * (RC38_MAX_SECRET_CHARS + 1))
+    for sent in range(1, RC38_LONG_SECRET_BURST + 1):
+        reply = client.post(AUTHORIZE, json=body)
+        if reply.status != 401:
+            problems.append(
+                f"a client_secret of {RC38_MAX_SECRET_CHARS + 1} characters answered "
+                f"{reply.status} the {sent}th time in a row, expected 401 every time: it is "
+                "refused unhashed and not counted"
+            )
+            proof.append(reply)
+            return
+
+
+def _wrong_secret_flood_is_limited(
+    target: Target, client: RecordingClient, problems: list[str], proof: list[Reply]
+) -> None:
+    """Wrong secrets of exactly the hashed length, all at once, for a client_id no application
+    has: past the allowance they get 429 with a short ``Retry-After``; the others 401 (or 503
+    when the queue of secret checks is full, RC-38's other answer). Then the limited client_id
+    still gets 401 for an over-long secret: that refusal comes before the limit."""
+    from conformance.http import concurrent_requests
+
+    client_id = f"paysuite-rc38-{uuid.uuid4().hex}"
+    wrong = _authorize_body(client_id, "w" * RC38_MAX_SECRET_CHARS)
+    call = {"method": "POST", "path": AUTHORIZE, "json": wrong}
+    answers = concurrent_requests(
+        target.base_url, [call] * RC38_FLOOD, target.current, target.limits,
+        throttle=None, deadline=target.client.check_deadline,
+    )  # fmt: skip
+    replies = [reply for reply in answers if reply is not None]
+    precondition(replies, f"none of {RC38_FLOOD} authorizes sent at once got an answer")
+    limited = [reply for reply in replies if reply.status == 429]
+    odd = [reply for reply in replies if reply.status not in (401, 429, 503)]
+    if odd:
+        problems.append(
+            f"{len(odd)} of {RC38_FLOOD} wrong secrets answered "
+            f"{', '.join(sorted({str(r.status) for r in odd}))}, expected 401, 429 or 503"
+        )
+        proof.extend(odd[:2])
+    if not limited:
+        statuses = ", ".join(sorted({str(r.status) for r in replies}))
+        problems.append(
+            f"{len(replies)} wrong secrets for one client_id, sent at once, were never limited "
+            f"(answered {statuses}); RC-38 allows {RC38_PER_CLIENT_BURST} and then answers 429"
+        )
+        proof.extend(replies[:1])
+        return
+    for reply in limited:
+        problem = _retry_after_problem(reply)
+        if problem:
+            problems.append(f"a 429 of the flood {problem}")
+            proof.append(reply)
+            break
+    long_body = _authorize_body(client_id, "x" * (RC38_MAX_SECRET_CHARS + 1))
+    for _ in range(RC38_LONG_SECRET_WHEN_LIMITED):
+        reply = client.post(AUTHORIZE, json=long_body)
+        if reply.status != 401:
+            problems.append(
+                f"once the client_id was limited, a client_secret of "
+                f"{RC38_MAX_SECRET_CHARS + 1} characters answered {reply.status}, expected "
+                "401: it is refused before the limit"
+            )
+            proof.append(reply)
+            return
+
+
+def _retry_after_problem(reply: Reply) -> str | None:
+    """What is wrong with a 429's ``Retry-After``, or None: RC-38 sends whole seconds, at most
+    the time the default allowance takes to give one attempt back."""
+    value = reply.headers.get("Retry-After")
+    if value is None:
+        return "has no Retry-After"
+    text = value.strip()
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= RC38_MAX_RETRY_AFTER_S:
+        return (
+            f"has Retry-After {value!r}, expected whole seconds from 1 to "
+            f"{RC38_MAX_RETRY_AFTER_S}"
+        )
+    return None
