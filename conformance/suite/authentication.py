@@ -566,6 +566,9 @@ def a_used_refresh_token_stops_working(target: Target) -> None:
     )
     spent = target.early.pop("AUTH-012", None)
     if isinstance(spent, SpentRefresh):
+        # A run of a few checks (``--only``) comes here at once: give the target's
+        # housekeeping a moment to run between the spending and the reuse.
+        time.sleep(max(0.0, SPENT_MIN_AGE_S - (time.monotonic() - spent.at)))
         later = target.refresh(spent.token, REFRESH_PATHS[1])
         age = time.monotonic() - spent.at
         expect(
@@ -575,6 +578,11 @@ def a_used_refresh_token_stops_working(target: Target) -> None:
             spent.first,
             later,
         )
+
+
+#: AUTH-012: how old the token spent when the run started is, at least, when it is tried again
+#: (a full run is far past it; the stub forgets expired spent tokens once a second).
+SPENT_MIN_AGE_S = 2.0
 
 
 @dataclass
@@ -930,7 +938,7 @@ def _verified_pair_is_never_limited(
         if not (reply.ok and reply.get("access")):
             problems.append(
                 f"the correct credentials, authorized {sent} times in a row, answered "
-                f"{reply.status} the {sent}th time: a verified pair is never limited"
+                f"{reply.status} the last time: a verified pair is never limited"
             )
             proof.append(reply)
             return
@@ -946,9 +954,9 @@ def _long_secret_is_not_counted(
         reply = client.post(AUTHORIZE, json=body)
         if reply.status != 401:
             problems.append(
-                f"a client_secret of {RC38_MAX_SECRET_CHARS + 1} characters answered "
-                f"{reply.status} the {sent}th time in a row, expected 401 every time: it is "
-                "refused unhashed and not counted"
+                f"a client_secret of {RC38_MAX_SECRET_CHARS + 1} characters, sent {sent} times "
+                f"in a row, answered {reply.status} the last time, expected 401 every time: it "
+                "is refused unhashed and not counted"
             )
             proof.append(reply)
             return
@@ -1016,7 +1024,6 @@ def _retry_after_problem(reply: Reply) -> str | None:
     text = value.strip()
     if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= RC38_MAX_RETRY_AFTER_S:
         return (
-            f"has Retry-After {value!r}, expected whole seconds from 1 to "
-            f"{RC38_MAX_RETRY_AFTER_S}"
+            f"has Retry-After {value!r}, expected whole seconds from 1 to {RC38_MAX_RETRY_AFTER_S}"
         )
     return None
