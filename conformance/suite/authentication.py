@@ -1,9 +1,10 @@
 """The document's "Authentication" section, with "Endpoints: 5. Authorize an application" and
-"6. Refresh tokens" (AUTH-001..016).
+"6. Refresh tokens" (AUTH-001..018).
 
 The token pair, bad credentials (a client_secret matches byte for byte), requests without or with
 a bad token, the ``Bearer`` scheme in any case, refresh (each path a target serves: what it
-returns, what it refuses, rotation), the access token's expiry and ``expires``.
+returns, what it refuses, rotation), the access token's expiry and ``expires``, and (reference
+profile) the stub's limit on authorize attempts, the one rate limit the suite judges.
 """
 
 from __future__ import annotations
@@ -914,7 +915,7 @@ def authorize_attempts_are_limited(target: Target) -> None:
     try:
         _verified_pair_is_never_limited(unthrottled, app, problems, proof)
         _long_secret_is_not_counted(unthrottled, app.client_id, problems, proof)
-        _wrong_secret_flood_is_limited(target, unthrottled, problems, proof)
+        _wrong_secret_flood_is_limited(unthrottled, problems, proof)
     finally:
         unthrottled.close()
     expect_none(
@@ -967,7 +968,7 @@ def _long_secret_is_not_counted(
 
 
 def _wrong_secret_flood_is_limited(
-    target: Target, client: RecordingClient, problems: list[str], proof: list[Reply]
+    client: RecordingClient, problems: list[str], proof: list[Reply]
 ) -> None:
     """Wrong secrets of exactly the hashed length for a client_id no application has, one
     after the other: 401 up to the allowance, then 429 with a short ``Retry-After``. Then the
