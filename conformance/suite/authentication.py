@@ -867,19 +867,21 @@ RC38_PER_CLIENT_BURST = 20
 RC38_MAX_SECRET_CHARS = 1024
 #: A refusal's ``Retry-After`` (whole seconds): an attempt comes back within 0.5 s at 2 a second.
 RC38_MAX_RETRY_AFTER_S = 1
-#: How many authorizes each part sends: well past the burst, so that a count that should not
-#: be kept (a verified pair's, an over-long secret's) shows as a 429 even when hashing is slow.
+#: How many authorizes each burst sends in a row: past the allowance, so that a count that
+#: should not be kept (a verified pair's, an over-long secret's) shows as a 429.
 RC38_VERIFIED_BURST = 40
 RC38_LONG_SECRET_BURST = 30
+#: The same once the application's allowance is spent: a count kept shows at once, however
+#: slowly the target checks secrets.
+RC38_WHILE_LIMITED = 10
 #: The wrong-secret flood: at most this many in a row, until the first 429.
 RC38_FLOOD = 2 * RC38_PER_CLIENT_BURST
-#: The flood's secrets hold a lone surrogate: valid JSON (``\\ud800``), no UTF-8 text, so no
-#: application's secret; the stub counts such an attempt like any other and answers it without
-#: the 0.1 s hash, so the flood is limited before the allowance refills, however busy the
-#: machine, and costs the run no hashing.
+#: The wrong secrets hold a lone surrogate: valid JSON (``\\ud800``), no UTF-8 text, so no
+#: application's secret; the stub counts such an attempt like any other and refuses it without
+#: the 0.1 s hash, so an allowance is spent before it refills, however busy the machine, and
+#: the check costs the run no hashing.
 RC38_WRONG_SECRET = "w" * (RC38_MAX_SECRET_CHARS - 1) + "\ud800"
-#: Over-long secrets sent once the flood's client_id is limited: refused (401), not limited.
-RC38_LONG_SECRET_WHEN_LIMITED = 3
+RC38_LONG_SECRET = "x" * (RC38_MAX_SECRET_CHARS + 1)
 
 
 @check(
@@ -895,10 +897,12 @@ RC38_LONG_SECRET_WHEN_LIMITED = 3
 )
 def authorize_attempts_are_limited(target: Target) -> None:
     """The one check about a rate limit: its authorizes bypass the run's throttle, so it sees
-    every 429. What it leaves behind is harmless to the checks after it: the flood uses a
-    client_id no application has (the rule counts unknown ids like known ones), so no
-    application is limited, and it spends a third of the peer's allowance (60, 10 more a
-    second), which is back within two seconds. Each part stops at its first wrong answer."""
+    every 429. The correct credentials and an over-long secret are sent in bursts, then again
+    once wrong secrets have spent the application's allowance (without a 429: one attempt comes
+    back within 0.5 s, so a later check of the application waits a second at most); the flood
+    that must end in a 429 uses a client_id no application has (the rule counts unknown ids like
+    known ones). Two thirds of the peer's allowance (60, 10 more a second) are spent, back within
+    four seconds. Each part stops at its first wrong answer."""
     from conformance.http import RecordingClient
 
     app = target.need_reader()
@@ -908,16 +912,25 @@ def authorize_attempts_are_limited(target: Target) -> None:
         f"authorize answered {verified.status} to the correct credentials (AUTH-001)",
         verified,
     )
-    unthrottled = RecordingClient(target.base_url, lambda: target.current, target.limits)
-    unthrottled.check_deadline = target.client.check_deadline
+    client = RecordingClient(target.base_url, lambda: target.current, target.limits)
+    client.check_deadline = target.client.check_deadline
     problems: list[str] = []
     proof: list[Reply] = []
     try:
-        _verified_pair_is_never_limited(unthrottled, app, problems, proof)
-        _long_secret_is_not_counted(unthrottled, app.client_id, problems, proof)
-        _wrong_secret_flood_is_limited(unthrottled, problems, proof)
+        burst = "in a row"
+        _verified_pair_is_never_limited(client, app, RC38_VERIFIED_BURST, burst, problems, proof)
+        _long_secret_is_not_counted(
+            client, app.client_id, RC38_LONG_SECRET_BURST, burst, problems, proof
+        )
+        _spend_the_allowance(client, app.client_id, problems, proof)
+        spent = "once wrong secrets spent its allowance"
+        _verified_pair_is_never_limited(client, app, RC38_WHILE_LIMITED, spent, problems, proof)
+        _long_secret_is_not_counted(
+            client, app.client_id, RC38_WHILE_LIMITED, spent, problems, proof
+        )
+        _wrong_secret_flood_is_limited(client, problems, proof)
     finally:
-        unthrottled.close()
+        client.close()
     expect_none(
         problems,
         *proof[:6],
@@ -933,16 +946,21 @@ def _authorize_body(client_id: str, secret: str) -> dict[str, str]:
 
 
 def _verified_pair_is_never_limited(
-    client: RecordingClient, app: Application, problems: list[str], proof: list[Reply]
+    client: RecordingClient,
+    app: Application,
+    count: int,
+    when: str,
+    problems: list[str],
+    proof: list[Reply],
 ) -> None:
-    """Correct credentials, already verified, are never counted: a burst of them all get a
-    pair (a stub that counted them would lock an application out with its own secret)."""
+    """Correct credentials, already verified, are never counted nor limited: each gets a pair
+    (a stub that counted them would lock an application out with its own secret)."""
     body = _authorize_body(app.client_id, app.client_secret)
-    for sent in range(1, RC38_VERIFIED_BURST + 1):
+    for sent in range(1, count + 1):
         reply = client.post(AUTHORIZE, json=body)
         if not (reply.ok and reply.get("access")):
             problems.append(
-                f"the correct credentials, authorized {sent} times in a row, answered "
+                f"the correct credentials, authorized {sent} times {when}, answered "
                 f"{reply.status} the last time: a verified pair is never limited"
             )
             proof.append(reply)
@@ -950,19 +968,40 @@ def _verified_pair_is_never_limited(
 
 
 def _long_secret_is_not_counted(
-    client: RecordingClient, client_id: str, problems: list[str], proof: list[Reply]
+    client: RecordingClient,
+    client_id: str,
+    count: int,
+    when: str,
+    problems: list[str],
+    proof: list[Reply],
 ) -> None:
-    """A secret over the hashed length is refused before the limit and the hash: a burst of
-    them, past the per-client allowance, stays 401 (never a 429, never a 503 of the queue)."""
-    body = _authorize_body(client_id, "x" * (RC38_MAX_SECRET_CHARS + 1))
-    for sent in range(1, RC38_LONG_SECRET_BURST + 1):
+    """A secret over the hashed length is refused before the limit and the hash: it stays 401
+    (never a 429, never a 503 of the queue of secret checks)."""
+    body = _authorize_body(client_id, RC38_LONG_SECRET)
+    for sent in range(1, count + 1):
         reply = client.post(AUTHORIZE, json=body)
         if reply.status != 401:
             problems.append(
                 f"a client_secret of {RC38_MAX_SECRET_CHARS + 1} characters, sent {sent} times "
-                f"in a row, answered {reply.status} the last time, expected 401 every time: it "
+                f"{when}, answered {reply.status} the last time, expected 401 every time: it "
                 "is refused unhashed and not counted"
             )
+            proof.append(reply)
+            return
+
+
+def _spend_the_allowance(
+    client: RecordingClient, client_id: str, problems: list[str], proof: list[Reply]
+) -> None:
+    """As many wrong secrets for ``client_id`` as its allowance holds (fewer if a 429 says it
+    is spent already): refused, and counted."""
+    wrong = _authorize_body(client_id, RC38_WRONG_SECRET)
+    for _ in range(RC38_PER_CLIENT_BURST):
+        reply = client.post(AUTHORIZE, json=wrong)
+        if reply.status == 429:
+            return
+        if reply.ok:
+            problems.append(f"a wrong client_secret answered {reply.status}")
             proof.append(reply)
             return
 
@@ -971,17 +1010,17 @@ def _wrong_secret_flood_is_limited(
     client: RecordingClient, problems: list[str], proof: list[Reply]
 ) -> None:
     """Wrong secrets of exactly the hashed length for a client_id no application has, one
-    after the other: 401 up to the allowance, then 429 with a short ``Retry-After``. Then the
-    limited client_id still gets 401 for an over-long secret: that refusal comes before the
-    limit."""
-    client_id = f"paysuite-rc38-{uuid.uuid4().hex}"
-    wrong = _authorize_body(client_id, RC38_WRONG_SECRET)
-    limited: Reply | None = None
+    after the other: 401 up to the allowance, then 429 with a short ``Retry-After``."""
+    wrong = _authorize_body(f"paysuite-rc38-{uuid.uuid4().hex}", RC38_WRONG_SECRET)
+    reply: Reply | None = None
     for sent in range(1, RC38_FLOOD + 1):
         reply = client.post(AUTHORIZE, json=wrong)
         if reply.status == 429:
-            limited = reply
-            break
+            problem = _retry_after_problem(reply)
+            if problem:
+                problems.append(f"the 429 of the flood {problem}")
+                proof.append(reply)
+            return
         if reply.status not in (401, 503):
             problems.append(
                 f"a wrong client_secret, sent {sent} times in a row, answered {reply.status} "
@@ -990,28 +1029,11 @@ def _wrong_secret_flood_is_limited(
             )
             proof.append(reply)
             return
-    if limited is None:
-        problems.append(
-            f"{RC38_FLOOD} wrong secrets in a row for one client_id were never limited; RC-38 "
-            f"allows {RC38_PER_CLIENT_BURST} and then answers 429"
-        )
-        proof.append(reply)
-        return
-    problem = _retry_after_problem(limited)
-    if problem:
-        problems.append(f"the 429 of the flood {problem}")
-        proof.append(limited)
-    long_body = _authorize_body(client_id, "x" * (RC38_MAX_SECRET_CHARS + 1))
-    for _ in range(RC38_LONG_SECRET_WHEN_LIMITED):
-        reply = client.post(AUTHORIZE, json=long_body)
-        if reply.status != 401:
-            problems.append(
-                f"once the client_id was limited, a client_secret of "
-                f"{RC38_MAX_SECRET_CHARS + 1} characters answered {reply.status}, expected "
-                "401: it is refused before the limit"
-            )
-            proof.append(reply)
-            return
+    problems.append(
+        f"{RC38_FLOOD} wrong secrets in a row for one client_id were never limited; RC-38 "
+        f"allows {RC38_PER_CLIENT_BURST} and then answers 429"
+    )
+    proof.extend([reply] if reply is not None else [])
 
 
 def _retry_after_problem(reply: Reply) -> str | None:
