@@ -1,9 +1,10 @@
 """The document's "Authentication" section, with "Endpoints: 5. Authorize an application" and
-"6. Refresh tokens" (AUTH-001..016).
+"6. Refresh tokens" (AUTH-001..018).
 
 The token pair, bad credentials (a client_secret matches byte for byte), requests without or with
 a bad token, the ``Bearer`` scheme in any case, refresh (each path a target serves: what it
-returns, what it refuses, rotation), the access token's expiry and ``expires``.
+returns, what it refuses, rotation), the access token's expiry and ``expires``, and (reference
+profile) the stub's limit on authorize attempts, the one rate limit the suite judges.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from conformance.outcome import (
 )
 
 if TYPE_CHECKING:
-    from conformance.http import Reply
+    from conformance.http import RecordingClient, Reply
     from conformance.target import Target, TokenPair
     from paysuite_core.target_config import Application
 
@@ -566,6 +567,9 @@ def a_used_refresh_token_stops_working(target: Target) -> None:
     )
     spent = target.early.pop("AUTH-012", None)
     if isinstance(spent, SpentRefresh):
+        # A run of a few checks (``--only``) comes here at once: give the target's
+        # housekeeping a moment to run between the spending and the reuse.
+        time.sleep(max(0.0, SPENT_MIN_AGE_S - (time.monotonic() - spent.at)))
         later = target.refresh(spent.token, REFRESH_PATHS[1])
         age = time.monotonic() - spent.at
         expect(
@@ -575,6 +579,11 @@ def a_used_refresh_token_stops_working(target: Target) -> None:
             spent.first,
             later,
         )
+
+
+#: AUTH-012: how old the token spent when the run started is, at least, when it is tried again
+#: (a full run is far past it; the stub forgets expired spent tokens once a second).
+SPENT_MIN_AGE_S = 2.0
 
 
 @dataclass
@@ -849,3 +858,176 @@ def _every_operation_accepts(
             )
             accepted(reply, f"GET {path}", label)
     return problems, proof
+
+
+#: RC-38 as the stub documents it (docs/stub.md, ``authorize_limits``, the defaults): at most
+#: 20 authorize attempts per client_id that need a secret check, 2 more a second; a secret is
+#: hashed (and counted) up to this length, a longer one is refused before anything else.
+RC38_PER_CLIENT_BURST = 20
+RC38_MAX_SECRET_CHARS = 1024
+#: A refusal's ``Retry-After`` (whole seconds): an attempt comes back within 0.5 s at 2 a second.
+RC38_MAX_RETRY_AFTER_S = 1
+#: How many authorizes each burst sends in a row: past the allowance, so that a count that
+#: should not be kept (a verified pair's, an over-long secret's) shows as a 429.
+RC38_VERIFIED_BURST = 40
+RC38_LONG_SECRET_BURST = 30
+#: The same once the application is limited: a count kept shows at once, however slowly the
+#: target checks secrets.
+RC38_WHILE_LIMITED = 10
+#: The wrong-secret flood: at most this many in a row, until the first 429.
+RC38_FLOOD = 2 * RC38_PER_CLIENT_BURST
+#: The wrong secrets hold a lone surrogate: valid JSON (``\\ud800``), no UTF-8 text, so no
+#: application's secret; the stub counts such an attempt like any other and refuses it without
+#: the 0.1 s hash, so an allowance is spent before it refills, however busy the machine, and
+#: the check costs the run no hashing.
+RC38_WRONG_SECRET = "w" * (RC38_MAX_SECRET_CHARS - 1) + "\ud800"
+RC38_LONG_SECRET = "x" * (RC38_MAX_SECRET_CHARS + 1)
+
+
+@check(
+    "AUTH-018",
+    "SHOULD",
+    Section.ENDPOINT_AUTHORIZE,
+    "authorize attempts are limited (RC-38): a verified pair never; a secret over 1024 "
+    "characters is refused unhashed and never counted; a flood of wrong secrets gets 429 with "
+    "Retry-After",
+    "Rate limits, amount bounds and maximum page size: not shown. [The stub limits the "
+    "authorize attempts that need a secret check, per client_id and per peer.]",
+    "reference",
+)
+def authorize_attempts_are_limited(target: Target) -> None:
+    """The one check about a rate limit: its authorizes bypass the run's throttle, so it sees
+    every 429. The correct credentials and an over-long secret are sent in bursts, then wrong
+    secrets until the application is limited, then the first two again: neither may be limited
+    while the client_id is. What it leaves behind is harmless to the checks after it: one of the
+    application's attempts comes back within 0.5 s (a later check that sends it a wrong secret
+    waits out one 429 at most), and a third of the peer's allowance (60, 10 more a second) is
+    spent, back within two seconds. Each part stops at its first wrong answer."""
+    from conformance.http import RecordingClient
+
+    app = target.need_reader()
+    verified = target.authorize(app)
+    precondition(
+        verified.ok and verified.get("access"),
+        f"authorize answered {verified.status} to the correct credentials (AUTH-001)",
+        verified,
+    )
+    client = RecordingClient(target.base_url, lambda: target.current, target.limits)
+    client.check_deadline = target.client.check_deadline
+    problems: list[str] = []
+    proof: list[Reply] = []
+    try:
+        burst = "in a row"
+        _verified_pair_is_never_limited(client, app, RC38_VERIFIED_BURST, burst, problems, proof)
+        _long_secret_is_not_counted(
+            client, app.client_id, RC38_LONG_SECRET_BURST, burst, problems, proof
+        )
+        _wrong_secret_flood_is_limited(client, app.client_id, problems, proof)
+        spent = "once wrong secrets had it limited"
+        _verified_pair_is_never_limited(client, app, RC38_WHILE_LIMITED, spent, problems, proof)
+        _long_secret_is_not_counted(
+            client, app.client_id, RC38_WHILE_LIMITED, spent, problems, proof
+        )
+    finally:
+        client.close()
+    expect_none(
+        problems,
+        *proof[:6],
+        expected=f"correct credentials never limited; a client_secret of "
+        f"{RC38_MAX_SECRET_CHARS + 1} characters answered 401, never counted nor limited; "
+        f"wrong secrets in a row limited with 429 and Retry-After of at most "
+        f"{RC38_MAX_RETRY_AFTER_S} s (RC-38)",
+    )
+
+
+def _authorize_body(client_id: str, secret: str) -> dict[str, str]:
+    return {"client_id": client_id, "client_secret": secret}
+
+
+def _verified_pair_is_never_limited(
+    client: RecordingClient,
+    app: Application,
+    count: int,
+    when: str,
+    problems: list[str],
+    proof: list[Reply],
+) -> None:
+    """Correct credentials, already verified, are never counted nor limited: each gets a pair
+    (a stub that counted them would lock an application out with its own secret)."""
+    body = _authorize_body(app.client_id, app.client_secret)
+    for sent in range(1, count + 1):
+        reply = client.post(AUTHORIZE, json=body)
+        if not (reply.ok and reply.get("access")):
+            problems.append(
+                f"the correct credentials, authorized {sent} times {when}, answered "
+                f"{reply.status} the last time: a verified pair is never limited"
+            )
+            proof.append(reply)
+            return
+
+
+def _long_secret_is_not_counted(
+    client: RecordingClient,
+    client_id: str,
+    count: int,
+    when: str,
+    problems: list[str],
+    proof: list[Reply],
+) -> None:
+    """A secret over the hashed length is refused before the limit and the hash: it stays 401
+    (never a 429, never a 503 of the queue of secret checks)."""
+    body = _authorize_body(client_id, RC38_LONG_SECRET)
+    for sent in range(1, count + 1):
+        reply = client.post(AUTHORIZE, json=body)
+        if reply.status != 401:
+            problems.append(
+                f"a client_secret of {RC38_MAX_SECRET_CHARS + 1} characters, sent {sent} times "
+                f"{when}, answered {reply.status} the last time, expected 401 every time: it "
+                "is refused unhashed and not counted"
+            )
+            proof.append(reply)
+            return
+
+
+def _wrong_secret_flood_is_limited(
+    client: RecordingClient, client_id: str, problems: list[str], proof: list[Reply]
+) -> None:
+    """Wrong secrets of exactly the hashed length, one after the other: 401 up to what is left
+    of the allowance, then 429 with a short ``Retry-After``."""
+    wrong = _authorize_body(client_id, RC38_WRONG_SECRET)
+    reply: Reply | None = None
+    for sent in range(1, RC38_FLOOD + 1):
+        reply = client.post(AUTHORIZE, json=wrong)
+        if reply.status == 429:
+            problem = _retry_after_problem(reply)
+            if problem:
+                problems.append(f"the 429 of the flood {problem}")
+                proof.append(reply)
+            return
+        if reply.status not in (401, 503):
+            problems.append(
+                f"a wrong client_secret, sent {sent} times in a row, answered {reply.status} "
+                "the last time, expected 401 (503 when the queue of secret checks is full), "
+                "then 429"
+            )
+            proof.append(reply)
+            return
+    problems.append(
+        f"{RC38_FLOOD} wrong secrets in a row for one client_id were never limited; RC-38 "
+        f"allows {RC38_PER_CLIENT_BURST} and then answers 429"
+    )
+    proof.extend([reply] if reply is not None else [])
+
+
+def _retry_after_problem(reply: Reply) -> str | None:
+    """What is wrong with a 429's ``Retry-After``, or None: RC-38 sends whole seconds, at most
+    the time the default allowance takes to give one attempt back."""
+    value = reply.headers.get("Retry-After")
+    if value is None:
+        return "has no Retry-After"
+    text = value.strip()
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= RC38_MAX_RETRY_AFTER_S:
+        return (
+            f"has Retry-After {value!r}, expected whole seconds from 1 to {RC38_MAX_RETRY_AFTER_S}"
+        )
+    return None
