@@ -12,7 +12,8 @@ error of the check, raised from the ``ResponseTooLarge`` that cut it (``oversize
 A rate-limited target is honoured: a ``429`` is waited for as the run's throttle decides
 (``paysuite_core.throttle``: ``Retry-After``, the ``--max-throttle-wait`` budget) and the request
 sent again; the check sees the answer after it. One the throttle no longer retries is an error
-of the check (``ThrottledOut``), never a failure: no check is about rate limits.
+of the check (``ThrottledOut``), never a failure. The one check about a rate limit, AUTH-018
+(reference profile, RC-38), sends its own requests with ``throttle=None`` to see the 429s.
 """
 
 from __future__ import annotations
