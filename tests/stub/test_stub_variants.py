@@ -48,6 +48,7 @@ def test_fault_registry_carries_the_checks() -> None:
     assert FAULTS["idempotency-ignored"].trips == {
         *("IDEM-001", "IDEM-002", "IDEM-004", "IDEM-005"),
         *("IDEM-008", "IDEM-009", "IDEM-013"),  # a key in both channels; the query key's race
+        "IDEM-016",  # a non-ASCII query key, reused: executed again
     }
     for name, fault in FAULTS.items():
         assert fault.description, name
