@@ -111,6 +111,8 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     "a key of bytes that are not UTF-8": (400, "invalid_idempotency_key"),
     "a number off the configured pattern": (400, "validation_error"),
     "an X-Webhook-Mode of 65 characters": (400, "validation_error"),
+    "a list filter sent twice": (400, "ambiguous_parameter"),
+    "limit sent twice, the same value": (400, "ambiguous_parameter"),
     "a body over 64 KiB": (413, "payload_too_large"),
     "a JavaScript body": (415, "unsupported_media_type"),
     "unknown route": (404, "not_found"),
@@ -170,6 +172,12 @@ def _provoke(target: Target) -> list[tuple[str, int, str, Reply]]:
         "an X-Webhook-Mode of 65 characters": create(
             "CASHIN", writer, key=target.fresh_key(), webhook_mode="m" * 65
         ),
+        "a list filter sent twice": client.get(
+            EVENTS, params={"status": ["success", "failed"]}, token=token()
+        ),
+        "limit sent twice, the same value": client.get(
+            EVENTS, params={"limit": ["5", "5"]}, token=token()
+        ),
         "a body over 64 KiB": client.post(
             CASHIN, content=_padded_body(target, BODY_LIMIT + 1), token=token()
         ),
@@ -221,7 +229,7 @@ def error_bodies_are_status_code_message(target: Target) -> None:
     "ERR-003",
     "SHOULD",
     Section.ERRORS_2,
-    "error statuses and codes follow the catalogue (RC-4, RC-5)",
+    "error statuses and codes follow the catalogue (RC-4, RC-5, RC-41)",
     "Error response bodies, HTTP error status codes and error codes, including those of the "
     "rejection in rule 1: not shown.",
     "reference",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from conformkit import STUB_ACCESS_TTL, Outcome, conform, fast_config
 from paysuite_core.launcher import RunningStub
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stub"))
-from stubkit import InProcessStub, make_settings  # noqa: E402
+from stubkit import InProcessStub  # noqa: E402
 
 import stub_server.handlers.auth as stub_auth  # noqa: E402
 
@@ -47,27 +47,6 @@ def _stub_with_limits(
     settings = directory / "stub-settings.yaml"
     settings.write_text(yaml.safe_dump({"authorize_limits": limits}), encoding="utf-8")
     return make_stub(extra_args=(*STUB_ACCESS_TTL, "--config", str(settings)))
-
-
-@pytest.fixture
-def inproc_stub(tmp_path: Path) -> Iterator[tuple[InProcessStub, Path]]:
-    """The stub's app served in this process, and a target configuration naming it."""
-    instance = InProcessStub(make_settings(), background=False)
-    config = tmp_path / "target.yaml"
-    apps = [
-        {
-            "client_id": app.client_id,
-            "client_secret": app.client_secret,
-            "privilege": app.privilege,
-            "merchant": app.merchant,
-        }
-        for app in instance.applications
-    ]
-    config.write_text(
-        yaml.safe_dump({"base_url": instance.base_url, "applications": apps}), encoding="utf-8"
-    )
-    yield instance, config
-    instance.close()
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ harness (test_faults.py) runs the seed profile and cannot show this; the mutatio
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +17,11 @@ import yaml
 from conformkit import conform, fast_config
 
 from paysuite_core.launcher import RunningStub
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stub"))
+from stubkit import InProcessStub  # noqa: E402
+
+import stub_server.filters as stub_filters  # noqa: E402
 
 
 def _settings(directory: Path, **values: object) -> Path:
@@ -67,3 +73,23 @@ def test_a_fee_off_the_declared_rate_fails_find_003(
     assert outcome.ids("failed") == {"FIND-003"}, outcome.report["checks"]
     failed = next(c for c in outcome.report["checks"] if c["id"] == "FIND-003")
     assert "0.023" in failed["expected"] and failed["evidence"], failed
+
+
+def test_a_stub_that_takes_a_repeated_parameter_fails_err_003(
+    inproc_stub: tuple[InProcessStub, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RC-41: the stub's app in this process, its events list taking the first copy of a
+    repeated filter or ``limit`` (aiohttp's ``get``) instead of refusing the request."""
+    monkeypatch.setattr(stub_filters, "refuse_repeated", lambda *_args: None)
+    outcome = conform(
+        capsys, tmp_path / "r", config=inproc_stub[1], profile="reference", only="ERR-003"
+    )
+    assert outcome.ids("failed") == {"ERR-003"}, outcome.report["checks"]
+    failed = next(c for c in outcome.report["checks"] if c["id"] == "ERR-003")
+    message = failed["message"]
+    assert "a list filter sent twice: 200" in message, message
+    assert "limit sent twice, the same value: 200" in message, message
+    assert "ambiguous_parameter" in message and failed["evidence"], failed
