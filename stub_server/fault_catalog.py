@@ -37,33 +37,21 @@ def _ids(*check_ids: str) -> frozenset[str]:
     return frozenset(check_ids)
 
 
+#: What a key reused and executed again trips: every channel and timing of a reuse.
+_EVERY_REUSE = _ids(
+    *("IDEM-001", "IDEM-002", "IDEM-004", "IDEM-005"),
+    *("IDEM-008", "IDEM-009", "IDEM-013", "IDEM-016"),
+)
+
 FAULTS: dict[str, Fault] = {
     "idempotency-ignored": Fault(
         "a reused Idempotency-Key creates a second transaction",
-        _ids(
-            "IDEM-001",
-            "IDEM-002",
-            "IDEM-004",
-            "IDEM-005",
-            "IDEM-008",
-            "IDEM-009",
-            "IDEM-013",
-            "IDEM-016",
-        ),
+        _EVERY_REUSE,
     ),
     "idempotency-rejected-but-executed": Fault(
         "a reused Idempotency-Key is answered 409 as the rule says, but the transaction is "
         "created anyway",
-        _ids(
-            "IDEM-001",
-            "IDEM-002",
-            "IDEM-004",
-            "IDEM-005",
-            "IDEM-008",
-            "IDEM-009",
-            "IDEM-013",
-            "IDEM-016",
-        ),
+        _EVERY_REUSE,
     ),
     "key-reuse-other-kind-executes": Fault(
         "a key reused on the other kind (a cashin's key on a cashout, or the reverse) is answered "
