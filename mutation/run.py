@@ -321,9 +321,10 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--only-class",
         metavar="CLASS",
-        choices=("observable", "not-observable", "equivalent"),
+        choices=("observable", "not-observable", "equivalent", "killed-by-check"),
         help="with --survivors: only the survivors classification.toml puts in CLASS (e.g. "
-        "observable, once checks were added for them)",
+        "observable, once checks were added for them; killed-by-check, to confirm the kills in "
+        "a session run before those checks)",
     )
     args = parser.parse_args(argv)
     if args.only_class and not args.survivors:
