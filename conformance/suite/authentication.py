@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -944,6 +944,18 @@ def _authorize_body(client_id: str, secret: str) -> dict[str, str]:
     return {"client_id": client_id, "client_secret": secret}
 
 
+def _first_unexpected(
+    client: RecordingClient, body: dict[str, str], count: int, expected: Callable[[Reply], bool]
+) -> tuple[int, Reply] | None:
+    """Send ``body`` to authorize ``count`` times in a row; the first answer that is not
+    ``expected``, with how many had been sent, or None."""
+    for sent in range(1, count + 1):
+        reply = client.post(AUTHORIZE, json=body)
+        if not expected(reply):
+            return sent, reply
+    return None
+
+
 def _verified_pair_is_never_limited(
     client: RecordingClient,
     app: Application,
@@ -955,15 +967,14 @@ def _verified_pair_is_never_limited(
     """Correct credentials, already verified, are never counted nor limited: each gets a pair
     (a stub that counted them would lock an application out with its own secret)."""
     body = _authorize_body(app.client_id, app.client_secret)
-    for sent in range(1, count + 1):
-        reply = client.post(AUTHORIZE, json=body)
-        if not (reply.ok and reply.get("access")):
-            problems.append(
-                f"the correct credentials, authorized {sent} times {when}, answered "
-                f"{reply.status} the last time: a verified pair is never limited"
-            )
-            proof.append(reply)
-            return
+    found = _first_unexpected(client, body, count, lambda r: bool(r.ok and r.get("access")))
+    if found is not None:
+        sent, reply = found
+        problems.append(
+            f"the correct credentials, authorized {sent} times {when}, answered "
+            f"{reply.status} the last time: a verified pair is never limited"
+        )
+        proof.append(reply)
 
 
 def _long_secret_is_not_counted(
@@ -977,16 +988,15 @@ def _long_secret_is_not_counted(
     """A secret over the hashed length is refused before the limit and the hash: it stays 401
     (never a 429, never a 503 of the queue of secret checks)."""
     body = _authorize_body(client_id, RC38_LONG_SECRET)
-    for sent in range(1, count + 1):
-        reply = client.post(AUTHORIZE, json=body)
-        if reply.status != 401:
-            problems.append(
-                f"a client_secret of {RC38_MAX_SECRET_CHARS + 1} characters, sent {sent} times "
-                f"{when}, answered {reply.status} the last time, expected 401 every time: it "
-                "is refused unhashed and not counted"
-            )
-            proof.append(reply)
-            return
+    found = _first_unexpected(client, body, count, lambda r: r.status == 401)
+    if found is not None:
+        sent, reply = found
+        problems.append(
+            f"a client_secret of {RC38_MAX_SECRET_CHARS + 1} characters, sent {sent} times "
+            f"{when}, answered {reply.status} the last time, expected 401 every time: it "
+            "is refused unhashed and not counted"
+        )
+        proof.append(reply)
 
 
 def _wrong_secret_flood_is_limited(
