@@ -212,8 +212,11 @@ class Dispatcher:
         if delay <= 0:
             await asyncio.sleep(0)  # more due than one batch: go on, but let requests in
             return
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation that
+        # arrives as the wake-up does, and the stub's shutdown would then wait forever.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), timeout=delay)
+            async with asyncio.timeout(delay):
+                await self._wake.wait()
 
     def _dispatch_due(self) -> None:
         """Start the due transactions not already under way, lane by lane, while slots last."""

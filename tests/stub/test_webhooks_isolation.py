@@ -9,6 +9,7 @@ are in ``<db>.webhook-secrets`` (0600), as the JWT key is in ``<db>.jwt-key``.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import socket
@@ -28,7 +29,13 @@ from stubkit import InProcessStub
 from stub_server import timefmt
 from stub_server.store import Store, WebhookEndpoint
 from stub_server.store.webhook_secrets import secrets_path
-from stub_server.webhook_delivery.dispatcher import BREAKER_FAILURES, CircuitBreaker
+from stub_server.webhook_delivery.dispatcher import (
+    BREAKER_FAILURES,
+    CircuitBreaker,
+    DeliveryHooks,
+    Dispatcher,
+)
+from stub_server.webhook_delivery.retry_policy import RetryPolicy
 
 BACKLOG = 2000
 PRODUCTION_DELIVERIES = 20
@@ -133,6 +140,30 @@ def test_a_never_answering_endpoint_does_not_delay_another(
         assert max(latencies) < 1.0, latencies
     finally:
         production.close()
+
+
+def test_a_stop_that_comes_with_a_wake_up_still_stops_the_dispatcher(
+    inproc: Callable[..., InProcessStub],
+) -> None:
+    """The stub's shutdown cancels the dispatcher; when a new delivery wakes it in the same
+    instant, the cancellation must not be lost (Python 3.11's ``asyncio.wait_for`` lost it,
+    and the shutdown then waited for ever)."""
+    stub = inproc(background=False)
+    store = stub.stub.store
+
+    async def stop_during_wake_up() -> bool:
+        dispatcher = Dispatcher(store, stub.stub.render, RetryPolicy(), DeliveryHooks())
+        task = asyncio.create_task(dispatcher.run_forever())
+        await asyncio.sleep(0.05)  # asleep, waiting for work
+        assert store.on_enqueue is not None
+        store.on_enqueue()  # a delivery was queued ...
+        task.cancel()  # ... as the stub began to stop
+        done, _ = await asyncio.wait({task}, timeout=2)
+        if not done:
+            task.cancel()
+        return task in done
+
+    assert stub.run(stop_during_wake_up()), "the dispatcher went on after it was cancelled"
 
 
 def test_the_circuit_breaker_opens_doubles_and_closes() -> None:
