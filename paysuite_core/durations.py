@@ -1,8 +1,9 @@
 """Durations as a person writes them on a command line: ``90``, ``90s``, ``1m30s``, ``1h``, ``2.5``.
 
-One grammar for ``paysuite conform`` and ``paysuite load``: Locust's (``-t 1h20m``, ``3h30m10s``),
-so a duration means the same in ``paysuite load --duration`` and in Locust, with a decimal allowed
-in each part (``2.5``, ``1.5m``), which Locust's whole seconds do not take.
+One grammar for ``paysuite conform``, ``paysuite load`` and ``paysuite stub webhooks rotate
+--overlap``: Locust's (``-t 1h20m``, ``3h30m10s``), so a duration means the same in ``paysuite load
+--duration`` and in Locust, with a decimal allowed in each part (``2.5``, ``1.5m``), which Locust's
+whole seconds do not take, and days (``1d``) for a secret's overlap, which Locust has no use for.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import re
 
 EXAMPLES = "20, 20s, 1m30s, 1h, 2.5"
 _NUMBER = r"(\d+(?:\.\d+)?)"
-_DURATION = re.compile(rf"(?:{_NUMBER}h)?(?:{_NUMBER}m)?(?:{_NUMBER}s?)?")
+_DURATION = re.compile(rf"(?:{_NUMBER}d)?(?:{_NUMBER}h)?(?:{_NUMBER}m)?(?:{_NUMBER}s?)?")
 
 
 def parse_duration(value: str | float) -> float:
@@ -23,8 +24,8 @@ def parse_duration(value: str | float) -> float:
     match = _DURATION.fullmatch(text)
     if match is None or not any(match.groups()):
         raise ValueError(f"{value!r} is not a duration (examples: {EXAMPLES})")
-    hours, minutes, seconds = (float(part or 0) for part in match.groups())
-    return hours * 3600 + minutes * 60 + seconds
+    days, hours, minutes, seconds = (float(part or 0) for part in match.groups())
+    return days * 86400 + hours * 3600 + minutes * 60 + seconds
 
 
 def duration_argument(text: str) -> float:

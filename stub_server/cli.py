@@ -407,14 +407,15 @@ def run_webhooks_add(args: argparse.Namespace) -> int:
 
 
 def run_webhooks_rotate(args: argparse.Namespace) -> int:
+    from paysuite_core.durations import parse_duration
     from stub_server import timefmt
     from stub_server.webhook_delivery.endpoint_url import EndpointUrlError
-    from stub_server.webhook_delivery.endpoints import parse_duration, rotate_endpoint
+    from stub_server.webhook_delivery.endpoints import rotate_endpoint
 
     try:
         overlap_s = parse_duration(args.overlap)
-    except EndpointUrlError as exc:
-        return _fail(f"paysuite stub webhooks rotate: --overlap: {exc}", 2)
+    except ValueError as exc:
+        return _fail(f"paysuite stub webhooks rotate: --overlap: expected a duration: {exc}", 2)
     store = _webhooks_store(args, "rotate")
     if isinstance(store, int):
         return store

@@ -10,7 +10,6 @@ delivery."""
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -27,16 +26,6 @@ from stub_server.webhook_delivery.endpoint_url import (
 PING_TIMEOUT_S = 5.0
 #: How much of a failed answer's body goes into the log's ``last_error``.
 ERROR_BODY_CHARS = 200
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(text: str) -> float:
-    """``24h``, ``30m``, ``90s``, ``1d`` or plain seconds; raises ``EndpointUrlError``."""
-    match = _DURATION.match(text)
-    if match is None:
-        raise EndpointUrlError(f"expected a duration such as 24h, 30m or 90s, got {text!r}")
-    return float(match.group(1)) * _UNITS[match.group(2)]
 
 
 def rotate_endpoint(store: Store, mode: str, overlap_s: float, now_us: int) -> WebhookEndpoint:

@@ -168,7 +168,17 @@ def test_duration_override_scales_the_ramp_step_down_to_its_minimum() -> None:
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("20", 20), ("20s", 20), ("1m30s", 90), ("1h", 3600), ("2m", 120), ("2.5", 2.5), (7, 7)],
+    [
+        ("20", 20),
+        ("20s", 20),
+        ("1m30s", 90),
+        ("1h", 3600),
+        ("2m", 120),
+        ("2.5", 2.5),
+        (7, 7),
+        ("1d", 86_400),
+        ("1d2h", 93_600),  # days: the stub's secret overlap
+    ],
 )
 def test_durations_in_locusts_format(text: str, seconds: float) -> None:
     from paysuite_core.durations import parse_duration
