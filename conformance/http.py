@@ -13,7 +13,7 @@ A rate-limited target is honoured: a ``429`` is waited for as the run's throttle
 (``paysuite_core.throttle``: ``Retry-After``, the ``--max-throttle-wait`` budget) and the request
 sent again; the check sees the answer after it. One the throttle no longer retries is an error
 of the check (``ThrottledOut``), never a failure. The one check about a rate limit, AUTH-018
-(reference profile, RC-38), sends its own requests with ``throttle=None`` to see the 429s.
+(reference profile, RC-38), sends through a ``sibling(throttled=False)`` to see the 429s.
 """
 
 from __future__ import annotations
@@ -314,22 +314,24 @@ class RecordingClient:
     def post(self, path: str, **kwargs: Any) -> Reply:
         return self.request("POST", path, **kwargs)
 
+    def sibling(self, *, throttled: bool = True) -> RecordingClient:
+        """A client with connections of its own, sending to the same target into the same
+        evidence, under the same limits and check deadline: one per thread of a race, and
+        (``throttled=False``) AUTH-018's, which must see every 429 the run's throttle hides."""
+        client = RecordingClient(
+            self.base_url, self._sink, self.limits, self.throttle if throttled else None
+        )
+        client.check_deadline = self.check_deadline
+        return client
+
     def close(self) -> None:
         self._client.close()
 
 
-def concurrent_requests(
-    base_url: str,
-    calls: list[dict[str, Any]],
-    evidence: Evidence | None,
-    limits: Limits | None = None,
-    *,
-    throttle: Throttle | None = None,
-    deadline: float | None = None,
-) -> list[Reply | None]:
+def concurrent_requests(client: RecordingClient, calls: list[dict[str, Any]]) -> list[Reply | None]:
     """Send ``calls`` (each the keyword arguments of ``RecordingClient.request``) at once.
 
-    Used by the idempotency race: each call has a thread and a connection of its own, and all
+    Used by the idempotency race: each call has a thread and a ``client.sibling()``, and all
     wait for one another before sending, so every request is in flight before any answer is
     read. A request that got no answer (a server that refuses so many connections at once) or
     an oversized one is ``None``, its exchange recording why: the race is judged on the answers
@@ -339,11 +341,10 @@ def concurrent_requests(
     start = threading.Barrier(len(calls))
 
     def attempt(call: dict[str, Any]) -> Reply | None:
-        client = RecordingClient(base_url, lambda: evidence, limits, throttle)
-        client.check_deadline = deadline
+        racer = client.sibling()
         try:
             start.wait()
-            return client.request(**call)
+            return racer.request(**call)
         except TargetUnreachable:
             return None
         except CouldNotCheck as exc:
@@ -351,7 +352,7 @@ def concurrent_requests(
                 return None
             raise
         finally:
-            client.close()
+            racer.close()
 
     with concurrent.futures.ThreadPoolExecutor(len(calls), "paysuite-race") as pool:
         futures = [pool.submit(attempt, call) for call in calls]

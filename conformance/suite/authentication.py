@@ -903,8 +903,6 @@ def authorize_attempts_are_limited(target: Target) -> None:
     application's attempts comes back within 0.5 s (a later check that sends it a wrong secret
     waits out one 429 at most), and a third of the peer's allowance (60, 10 more a second) is
     spent, back within two seconds. Each part stops at its first wrong answer."""
-    from conformance.http import RecordingClient
-
     app = target.need_reader()
     verified = target.authorize(app)
     precondition(
@@ -912,8 +910,7 @@ def authorize_attempts_are_limited(target: Target) -> None:
         f"authorize answered {verified.status} to the correct credentials (AUTH-001)",
         verified,
     )
-    client = RecordingClient(target.base_url, lambda: target.current, target.limits)
-    client.check_deadline = target.client.check_deadline
+    client = target.client.sibling(throttled=False)
     problems: list[str] = []
     proof: list[Reply] = []
     try:

@@ -435,10 +435,7 @@ def _burst(
         **({"headers": {"Idempotency-Key": key}} if channel == "header" else {}),
         **({"params": {"Idempotency-Key": key}} if channel == "query" else {}),
     }
-    return concurrent_requests(
-        target.base_url, [call] * size, target.current, target.limits,
-        throttle=target.throttle, deadline=target.client.check_deadline,
-    )  # fmt: skip
+    return concurrent_requests(target.client, [call] * size)
 
 
 def _race(target: Target, channel: Literal["header", "query"], size: int) -> None:
