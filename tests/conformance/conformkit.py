@@ -36,6 +36,11 @@ class Outcome:
     def ids(self, outcome: str) -> set[str]:
         return {c["id"] for c in self.report["checks"] if c["outcome"] == outcome}
 
+    def check(self, check_id: str) -> dict[str, Any]:
+        """The report's entry for ``check_id``: there is exactly one."""
+        (entry,) = [c for c in self.report["checks"] if c["id"] == check_id]
+        return dict(entry)
+
 
 def conform(
     capsys: pytest.CaptureFixture[str],

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 from conformkit import STUB_ACCESS_TTL
 
 from paysuite_core.launcher import RunningStub, start_stub, stop_stub
+from stub_server.credentials import write_credentials
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stub"))
 from stubkit import InProcessStub, make_settings  # noqa: E402
@@ -28,20 +28,14 @@ def module_stub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStu
 
 @pytest.fixture
 def inproc_stub(tmp_path: Path) -> Iterator[tuple[InProcessStub, Path]]:
-    """The stub's app served in this process, and a target configuration naming it."""
+    """The stub's app served in this process, and the credentials file the stub writes for it."""
     instance = InProcessStub(make_settings(), background=False)
-    config = tmp_path / "target.yaml"
-    apps = [
-        {
-            "client_id": app.client_id,
-            "client_secret": app.client_secret,
-            "privilege": app.privilege,
-            "merchant": app.merchant,
-        }
-        for app in instance.applications
-    ]
-    config.write_text(
-        yaml.safe_dump({"base_url": instance.base_url, "applications": apps}), encoding="utf-8"
+    config = instance.call(
+        write_credentials,
+        instance.stub.store,
+        instance.settings,
+        instance.root_url,
+        tmp_path / "target.yaml",
     )
     yield instance, config
     instance.close()

@@ -37,7 +37,7 @@ def _judged(capsys: pytest.CaptureFixture[str], report_dir: Path, config: Path) 
 
 
 def _message(outcome: Outcome) -> str:
-    return str(next(c for c in outcome.report["checks"] if c["id"] == CHECK)["message"])
+    return str(outcome.check(CHECK)["message"])
 
 
 def _stub_with_limits(

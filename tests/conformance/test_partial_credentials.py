@@ -88,7 +88,7 @@ def test_a_stray_assert_in_a_check_is_an_error_of_the_suite(
     )
     config = fast_config(module_stub, tmp_path)
     outcome = conform(capsys, tmp_path / "reports", config=config, only="FIND-002")
-    (result,) = [c for c in outcome.report["checks"] if c["id"] == "FIND-002"]
+    result = outcome.check("FIND-002")
     assert result["outcome"] == "error", result
     assert result["message"].startswith("AssertionError"), result["message"]
     assert outcome.status == 2 and outcome.report["verdict"] == "error"

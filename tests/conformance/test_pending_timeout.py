@@ -18,12 +18,6 @@ from conformkit import conform, fast_config
 from paysuite_core.launcher import RunningStub
 
 
-def _check(outcome_report: dict[str, object], check_id: str) -> dict[str, object]:
-    checks = outcome_report["checks"]
-    assert isinstance(checks, list)
-    return next(c for c in checks if c["id"] == check_id)
-
-
 def test_a_declared_time_out_that_runs_passes_life_008(
     make_stub: Callable[..., RunningStub], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -46,7 +40,7 @@ def test_a_settling_before_the_declared_time_out_fails_life_007(
     config = fast_config(stub, tmp_path, pending_timeout_s=20)
     outcome = conform(capsys, tmp_path / "r", config=config, only="LIFE-007")
     assert outcome.ids("failed") == {"LIFE-007"}, outcome.report["checks"]
-    failed = _check(outcome.report, "LIFE-007")
+    failed = outcome.check("LIFE-007")
     assert "before the 20 s pending time-out" in str(failed["message"]), failed
 
 
@@ -60,7 +54,7 @@ def test_a_declared_time_out_never_applied_fails_life_008(
     config = fast_config(stub, tmp_path)
     outcome = conform(capsys, tmp_path / "r", config=config, profile="reference", only="LIFE-008")
     assert outcome.ids("failed") == {"LIFE-008"}, outcome.report["checks"]
-    failed = _check(outcome.report, "LIFE-008")
+    failed = outcome.check("LIFE-008")
     assert "reads 'pending'" in str(failed["message"]) and failed["evidence"], failed
 
 
@@ -81,6 +75,6 @@ def test_life_008_is_not_applicable_without_a_time_out_it_may_wait_for(
     stub = make_stub()
     config = fast_config(stub, tmp_path, pending_timeout_s=declared)
     outcome = conform(capsys, tmp_path / "r", config=config, profile="reference", only="LIFE-008")
-    skipped = _check(outcome.report, "LIFE-008")
+    skipped = outcome.check("LIFE-008")
     assert skipped["not_applicable"], skipped
     assert reason in str(skipped["message"]), skipped

@@ -42,7 +42,7 @@ def test_a_stub_that_refuses_bare_tokens_fails_only_auth_017(
         capsys, tmp_path / "r", config=config, profile="reference", only="AUTH-016,AUTH-017"
     )
     assert outcome.ids("failed") == {"AUTH-017"}, outcome.report["checks"]
-    failed = next(c for c in outcome.report["checks"] if c["id"] == "AUTH-017")
+    failed = outcome.check("AUTH-017")
     assert "answered 401" in failed["message"] and failed["evidence"], failed
 
 
@@ -71,7 +71,7 @@ def test_a_fee_off_the_declared_rate_fails_find_003(
     wrong = fast_config(stub, tmp_path / "w", fee_rate=0.023)
     outcome = conform(capsys, tmp_path / "r2", config=wrong, profile="reference", only="FIND-003")
     assert outcome.ids("failed") == {"FIND-003"}, outcome.report["checks"]
-    failed = next(c for c in outcome.report["checks"] if c["id"] == "FIND-003")
+    failed = outcome.check("FIND-003")
     assert "0.023" in failed["expected"] and failed["evidence"], failed
 
 
@@ -88,7 +88,7 @@ def test_a_stub_that_takes_a_repeated_parameter_fails_err_003(
         capsys, tmp_path / "r", config=inproc_stub[1], profile="reference", only="ERR-003"
     )
     assert outcome.ids("failed") == {"ERR-003"}, outcome.report["checks"]
-    failed = next(c for c in outcome.report["checks"] if c["id"] == "ERR-003")
+    failed = outcome.check("ERR-003")
     message = failed["message"]
     assert "a list filter sent twice: 200" in message, message
     assert "limit sent twice, the same value: 200" in message, message

@@ -79,7 +79,7 @@ def test_reference_names_each_difference_of_a_composite(
     outcome = conform(capsys, tmp_path / "ref", config=config, profile="reference")
     assert outcome.ids("failed") == set(VARIANTS[name].differs_on), outcome.report["checks"]
     assert not outcome.ids("error")
-    (auth006,) = [c for c in outcome.report["checks"] if c["id"] == "AUTH-006"]
+    auth006 = outcome.check("AUTH-006")
     assert "bare token" in auth006["note"] and "accepted" in auth006["note"]
 
 
