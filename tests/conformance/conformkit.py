@@ -12,12 +12,14 @@ import pytest
 import yaml
 
 from conformance.cli import run as conform_run
+from conformance.preflight import BUNDLED_STUB_ACCESS_TTL_S, BUNDLED_STUB_PENDING_TIMEOUT_S
 from paysuite_core.launcher import RunningStub
 
-#: A short access lifetime so that AUTH-008 (expiry) runs against the stub.
-STUB_ACCESS_TTL = ("--access-ttl", "2")
-#: A short pending time-out, declared in the credentials file, so that LIFE-008 (RC-18) runs.
-STUB_PENDING_TIMEOUT = ("--pending-timeout", "3")
+#: The bundled stub's short access lifetime, so that AUTH-008 (expiry) runs against the stub.
+STUB_ACCESS_TTL = ("--access-ttl", str(BUNDLED_STUB_ACCESS_TTL_S))
+#: The bundled stub's short pending time-out, declared in the credentials file, so that
+#: LIFE-008 (RC-18) runs.
+STUB_PENDING_TIMEOUT = ("--pending-timeout", str(BUNDLED_STUB_PENDING_TIMEOUT_S))
 
 
 @dataclass
