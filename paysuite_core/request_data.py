@@ -5,7 +5,10 @@ service. The target configuration gives either an explicit list of numbers or a 
 the Rwandan mobile pattern of the live service). For the default pattern, faker fills digit
 templates derived from it (``078#######`` ...), which is fast and uniform. For any other pattern,
 hypothesis's ``from_regex`` (already a dependency) draws pools of distinct matching strings:
-regex-driven generation is a solved problem, not one to hand-write.
+regex-driven generation is a solved problem, not one to hand-write. Hypothesis favours the
+simplest strings (``0720000000``, ``0722222229``), which the property phase's schemathesis sends
+too and people testing by hand pick, so each string's digits are then made random where the
+pattern allows: a fresh number must not be one somebody else is likely to have paid.
 
 Two uses: a load test draws numbers at random (``number``); a conformance check that counts
 events per number needs one nobody used before (``fresh``), so each run seeds its draws anew.
@@ -65,9 +68,29 @@ def sample_from_regex(pattern: str, count: int = 200, seed: int = 0) -> list[str
         collect()
     if not found:
         raise PatternTooNarrow(f"number_pattern {pattern!r}: could not generate a matching number")
-    values = sorted(found)
-    random.Random(seed).shuffle(values)
+    rng = random.Random(seed)
+    values: list[str] = []
+    taken: set[str] = set()
+    for value in sorted(found):
+        scattered = _random_digits(value, compiled, rng)
+        chosen = scattered if scattered not in taken else value
+        if chosen not in taken:
+            taken.add(chosen)
+            values.append(chosen)
+    rng.shuffle(values)
     return values
+
+
+def _random_digits(value: str, compiled: re.Pattern[str], rng: random.Random) -> str:
+    """``value`` with each ASCII digit replaced by a random one wherever the pattern still
+    matches: hypothesis's simple strings, spread over the pattern's space."""
+    chars = list(value)
+    for index, char in enumerate(chars):
+        if char in "0123456789":
+            chars[index] = str(rng.randrange(10))
+            if not compiled.fullmatch("".join(chars)):
+                chars[index] = char
+    return "".join(chars)
 
 
 class NumberSource:
