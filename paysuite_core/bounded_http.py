@@ -20,8 +20,12 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import httpx
+
+if TYPE_CHECKING:
+    from paysuite_core.tls import TLSSettings
 
 READ_CHUNK = 65536
 _ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")\]]+)")
@@ -156,26 +160,26 @@ class BoundedClient:
     each request while the caller waits at most the total deadline; past it the client is
     closed (which breaks the worker's blocked read) and a fresh one serves on.
 
-    ``verify``, ``trust_env`` (environment proxies) and ``transport`` (a test's
-    ``httpx.MockTransport``) are httpx's own options.
+    ``tls``: what to trust and present over HTTPS (``paysuite_core.tls``; default: verify
+    against the default or the environment's CAs); ``trust_env``: httpx's, for environment
+    proxies; ``transport`` is a test's
+    ``httpx.MockTransport``. The client itself comes from ``paysuite_core.http_clients``.
     """
 
     def __init__(
         self,
         limits: Limits,
         *,
-        verify: bool = True,
+        tls: TLSSettings | None = None,
         trust_env: bool = True,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
+        from paysuite_core.http_clients import httpx_client
+
         self.limits = limits
+        self.tls = tls
         self._new_client = functools.partial(
-            httpx.Client,
-            timeout=limits.timeout(),
-            follow_redirects=False,
-            verify=verify,
-            trust_env=trust_env,
-            transport=transport,
+            httpx_client, tls, timeout=limits.timeout(), trust_env=trust_env, transport=transport
         )
         self._client = self._new_client()
         self._worker = concurrent.futures.ThreadPoolExecutor(1, "paysuite-http")

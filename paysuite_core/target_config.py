@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from paysuite_core.config_schema import schema, validate
+from paysuite_core.tls import TLSSettings
 from paysuite_core.webhook_signature import DEFAULT_TOLERANCE_S
 from paysuite_core.yamlfile import read_yaml
 
@@ -149,6 +150,10 @@ class TargetConfig:
     #: it declares one (RC-18); None: not declared, so no check waits for a time-out, and none
     #: treats a transaction left alone as one that may have timed out.
     pending_timeout_s: float | None = None
+    #: How to reach the target over HTTPS (``tls:``: CA bundle, client certificate, insecure),
+    #: its paths made absolute against the file's folder; the command line's flags override it
+    #: and the environment fills what neither gives (``paysuite_core.tls.TLSSettings.resolve``).
+    tls: TLSSettings | None = None
 
     @property
     def effective_number_pattern(self) -> str:
@@ -179,6 +184,7 @@ class TargetConfig:
             "numbers": list(self.numbers),
             "amount": dict(vars(self.amount)),
             "webhooks": self.webhooks.to_dict() if self.webhooks else None,
+            "tls": _tls_dict(self.tls),
         }
         return {key: value for key, value in data.items() if value not in (None, [], "")}
 
@@ -273,10 +279,46 @@ def _webhooks(raw: dict[str, Any]) -> WebhookTarget:
     return hooks if url else replace(hooks, url=f"http://{hooks.listen}/")
 
 
+def _tls_dict(tls: TLSSettings | None) -> dict[str, Any] | None:
+    if tls is None:
+        return None
+    given = {key: value for key, value in tls.to_dict().items() if value not in (None, False)}
+    return given or None
+
+
+def _tls(raw: Mapping[str, Any], base_dir: Path | None) -> TLSSettings:
+    """The ``tls:`` section, each path relative to the configuration file's folder."""
+
+    def path(key: str) -> str | None:
+        value = raw.get(key)
+        if not value:
+            return None
+        full = Path(value).expanduser()
+        if not full.is_absolute() and base_dir is not None:
+            full = base_dir / full
+        if not full.is_file():
+            raise TargetConfigError(f"tls.{key}: no such file: {full}")
+        return str(full)
+
+    if raw.get("client_key") and not raw.get("client_cert"):
+        raise TargetConfigError("tls.client_key: needs tls.client_cert (the certificate it signs)")
+    return TLSSettings(
+        ca_bundle=path("ca_bundle"),
+        client_cert=path("client_cert"),
+        client_key=path("client_key"),
+        insecure=bool(raw.get("insecure", False)),
+    )
+
+
 def parse_target_config(
-    data: Any, *, env: Mapping[str, str] | None = None, base_url: str | None = None
+    data: Any,
+    *,
+    env: Mapping[str, str] | None = None,
+    base_url: str | None = None,
+    base_dir: Path | None = None,
 ) -> TargetConfig:
-    """Validate a parsed YAML document; ``base_url`` (from ``--target``) overrides the file's."""
+    """Validate a parsed YAML document; ``base_url`` (from ``--target``) overrides the file's;
+    ``base_dir`` is where the ``tls:`` section's relative paths start (the file's folder)."""
     data = _resolve(data, schema("target"), os.environ if env is None else env, "")
     validate("target", data, TargetConfigError)
     given = {key: value for key, value in data.items() if value is not None}
@@ -292,6 +334,7 @@ def parse_target_config(
             "numbers": tuple(given.get("numbers", ())),
             "amount": amount,
             "webhooks": _webhooks(given["webhooks"]) if "webhooks" in given else None,
+            "tls": _tls(given["tls"], base_dir) if "tls" in given else None,
         }
     )
 
@@ -303,7 +346,9 @@ def load_target_config(
     path = Path(path)
     data = read_yaml(path, TargetConfigError)
     try:
-        return parse_target_config(data, env=env, base_url=base_url)
+        return parse_target_config(
+            data, env=env, base_url=base_url, base_dir=path.resolve().parent
+        )
     except TargetConfigError as exc:
         raise TargetConfigError(f"{path}: {exc}") from None
 

@@ -1,0 +1,101 @@
+"""Every HTTP client paysuite opens toward a target, built here and nowhere else.
+
+Each client stack a command uses (httpx for the suite, the replay and the webhook commands;
+requests for schemathesis and paypack-py; aiohttp for the proxy's upstream and the webhook
+forwarder; geventhttpclient for the load users) is made by one function of this module from the
+run's ``TLSSettings``. So a CA bundle, a client certificate or ``--insecure`` reaches every
+request of every command the same way, and a client cannot be opened without them: an
+architecture test (tests/test_architecture.py) forbids building one anywhere else.
+
+Bounds (time-outs, size caps) stay where each stack reads its answers (``bounded_http``,
+``load.connection``); this module fixes what every client shares: no redirect followed, no
+environment proxy taken unless asked, and the TLS settings.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from paysuite_core.tls import TLSSettings
+
+if TYPE_CHECKING:
+    import aiohttp
+    import requests
+
+def default_tls() -> TLSSettings:
+    """The settings of a caller that has none of its own: verification on, against the
+    environment's bundle (``SSL_CERT_FILE``, ``REQUESTS_CA_BUNDLE``) or the default CAs."""
+    return TLSSettings.resolve()
+
+
+def httpx_client(
+    tls: TLSSettings | None = None,
+    *,
+    timeout: httpx.Timeout | float = 30.0,
+    trust_env: bool = False,
+    transport: httpx.BaseTransport | None = None,
+) -> httpx.Client:
+    """A synchronous httpx client (redirects not followed)."""
+    settings = tls or default_tls()
+    return httpx.Client(
+        timeout=timeout,
+        follow_redirects=False,
+        verify=settings.ssl_context(),
+        trust_env=trust_env,
+        transport=transport,
+    )
+
+
+def requests_session(tls: TLSSettings | None = None) -> requests.Session:
+    """A requests session with the settings as requests reads them (``verify``, ``cert``)."""
+    import requests
+
+    settings = tls or default_tls()
+    session = requests.Session()
+    session.trust_env = False
+    session.verify = settings.requests_verify()
+    cert = settings.requests_cert()
+    if cert is not None:
+        session.cert = cert
+    return session
+
+
+def aiohttp_session(
+    tls: TLSSettings | None = None, *, limit: int = 100, **kwargs: Any
+) -> aiohttp.ClientSession:
+    """An aiohttp session (call inside a running loop) whose connector carries the settings."""
+    import aiohttp
+
+    settings = tls or default_tls()
+    connector = aiohttp.TCPConnector(ssl=settings.ssl_context(), limit=limit)
+    return aiohttp.ClientSession(connector=connector, trust_env=False, **kwargs)
+
+
+def gevent_client(origin: str, tls: TLSSettings | None = None, **kwargs: Any) -> Any:
+    """A geventhttpclient ``HTTPClient`` for ``origin`` (``scheme://host:port``), its TLS
+    context made by gevent's ssl so that its sockets cooperate without monkey-patching."""
+    from geventhttpclient import HTTPClient
+    from geventhttpclient.url import URL
+
+    url = URL(origin)
+    if url.scheme == "https":
+        settings = tls or default_tls()
+        kwargs["ssl_context_factory"] = lambda **_: _gevent_context(settings)
+        if settings.insecure:
+            kwargs["insecure"] = True
+    return HTTPClient.from_url(url, **kwargs)
+
+
+def _gevent_context(settings: TLSSettings) -> Any:
+    import gevent.ssl
+
+    trusted = settings.requests_verify()  # the bundle's path, or False when --insecure
+    context = gevent.ssl.create_default_context(cafile=trusted or None)
+    if settings.client_cert:
+        context.load_cert_chain(settings.client_cert, settings.client_key)
+    if settings.insecure:
+        context.check_hostname = False
+        context.verify_mode = gevent.ssl.CERT_NONE
+    return context

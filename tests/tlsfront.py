@@ -1,0 +1,124 @@
+"""A TLS-terminating front for a loopback server, as a staging gateway stands before a target.
+
+``TLSFront(upstream_port, mode, tmp_path)`` listens on 127.0.0.1 with a certificate from a
+private CA made by ``trustme`` and pipes each decrypted connection, byte for byte, to the plain
+HTTP server at ``upstream_port`` (the bundled stub). The modes are the ways a real target's TLS
+meets a QA engineer:
+
+- ``private-ca``: a certificate for 127.0.0.1 and localhost from the private CA;
+- ``mtls``: the same, and the front demands a client certificate the CA signed;
+- ``wrong-host``: a certificate from the CA for another host name only;
+- ``expired``: a certificate from the CA for 127.0.0.1 whose validity ended yesterday.
+
+Files written under ``directory``: ``ca.pem`` (what ``--ca-bundle`` takes), and for ``mtls``
+``client.pem`` / ``client-key.pem`` (``--client-cert`` / ``--client-key``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import socket
+import ssl
+import threading
+from pathlib import Path
+from typing import Literal
+
+import trustme
+
+Mode = Literal["private-ca", "mtls", "wrong-host", "expired"]
+MODES: tuple[Mode, ...] = ("private-ca", "mtls", "wrong-host", "expired")
+
+
+class TLSFront:
+    def __init__(self, upstream_port: int, mode: Mode, directory: Path) -> None:
+        self.upstream_port = upstream_port
+        self.mode = mode
+        directory.mkdir(parents=True, exist_ok=True)
+        ca = trustme.CA()
+        self.ca_pem = directory / "ca.pem"
+        ca.cert_pem.write_to_path(str(self.ca_pem))
+        if mode == "wrong-host":
+            leaf = ca.issue_cert("other.example")
+        elif mode == "expired":
+            now = datetime.datetime.now(datetime.UTC)
+            leaf = ca.issue_cert(
+                "127.0.0.1",
+                "localhost",
+                not_before=now - datetime.timedelta(days=30),
+                not_after=now - datetime.timedelta(days=1),
+            )
+        else:
+            leaf = ca.issue_cert("127.0.0.1", "localhost")
+        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        leaf.configure_cert(self.context)
+        self.client_cert: Path | None = None
+        self.client_key: Path | None = None
+        if mode == "mtls":
+            ca.configure_trust(self.context)
+            self.context.verify_mode = ssl.CERT_REQUIRED
+            client = ca.issue_cert("paysuite-qa@example.test")
+            self.client_cert = directory / "client.pem"
+            self.client_key = directory / "client-key.pem"
+            client.cert_chain_pems[0].write_to_path(str(self.client_cert))
+            client.private_key_pem.write_to_path(str(self.client_key))
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._accept, name="tls-front", daemon=True)
+
+    # --- lifecycle --------------------------------------------------------------------
+    def __enter__(self) -> TLSFront:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopping.set()
+        self._listener.close()
+        self._thread.join(10)
+
+    @property
+    def origin(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.origin}/api"
+
+    def _accept(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                raw, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
+
+    def _serve(self, raw: socket.socket) -> None:
+        """One connection: the handshake on a real socket (so OpenSSL sends its alert, as a
+        gateway does, when the client's certificate is missing), then bytes both ways."""
+        raw.settimeout(30)
+        try:
+            secure = self.context.wrap_socket(raw, server_side=True)
+        except (OSError, ssl.SSLError):
+            raw.close()
+            return
+        try:
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=30)
+        except OSError:
+            secure.close()
+            return
+        threading.Thread(target=_copy, args=(upstream, secure), daemon=True).start()
+        _copy(secure, upstream)
+
+
+def _copy(source: socket.socket, sink: socket.socket) -> None:
+    try:
+        while data := source.recv(65536):
+            sink.sendall(data)
+    except (OSError, ssl.SSLError):
+        pass
+    finally:
+        for end in (source, sink):
+            try:
+                end.close()
+            except OSError:
+                pass
