@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import aiohttp
     import requests
 
+
 def default_tls() -> TLSSettings:
     """The settings of a caller that has none of its own: verification on, against the
     environment's bundle (``SSL_CERT_FILE``, ``REQUESTS_CA_BUNDLE``) or the default CAs."""

@@ -346,9 +346,7 @@ def load_target_config(
     path = Path(path)
     data = read_yaml(path, TargetConfigError)
     try:
-        return parse_target_config(
-            data, env=env, base_url=base_url, base_dir=path.resolve().parent
-        )
+        return parse_target_config(data, env=env, base_url=base_url, base_dir=path.resolve().parent)
     except TargetConfigError as exc:
         raise TargetConfigError(f"{path}: {exc}") from None
 

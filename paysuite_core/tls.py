@@ -230,7 +230,8 @@ def explain(exc: BaseException, url: str) -> str | None:
     for error in _chain(exc):
         if isinstance(error, ssl.SSLCertVerificationError):
             code = getattr(error, "verify_code", 0)
-            cause = _VERIFY_CAUSES.get(code, f"its certificate was refused ({error.verify_message})")
+            refused = f"its certificate was refused ({error.verify_message})"
+            cause = _VERIFY_CAUSES.get(code, refused)
             fix = _FIX_NAME if code in _NAME_CODES else _FIX_DATE if code in (9, 10) else _FIX_TRUST
             return f"TLS: {host}: {cause}: {fix}"
         if isinstance(error, ssl.SSLError) or "SSL" in type(error).__name__:
