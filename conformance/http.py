@@ -39,6 +39,7 @@ from paysuite_core.bounded_http import (
     no_answer,
 )
 from paysuite_core.throttle import THROTTLED, Decision, Throttle, retry_after_of
+from paysuite_core.tls import TLSSettings
 
 USER_AGENT = "paysuite-conformance"
 
@@ -182,13 +183,16 @@ class RecordingClient:
         sink: Callable[[], Evidence | None],
         limits: Limits | None = None,
         throttle: Throttle | None = None,
+        tls: TLSSettings | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._sink = sink
         self.limits = limits or CONFORM_LIMITS
         #: The run's throttle: a 429 is waited for and sent again (None: a 429 is an answer).
         self.throttle = throttle
-        self._client = BoundedClient(self.limits)
+        #: What to trust and present over HTTPS (None: the environment's CAs or the defaults).
+        self.tls = tls
+        self._client = BoundedClient(self.limits, tls=tls)
         #: monotonic time after which the running check sends nothing more (None: no budget).
         self.check_deadline: float | None = None
 
@@ -319,7 +323,7 @@ class RecordingClient:
         evidence, under the same limits and check deadline: one per thread of a race, and
         (``throttled=False``) AUTH-018's, which must see every 429 the run's throttle hides."""
         client = RecordingClient(
-            self.base_url, self._sink, self.limits, self.throttle if throttled else None
+            self.base_url, self._sink, self.limits, self.throttle if throttled else None, self.tls
         )
         client.check_deadline = self.check_deadline
         return client

@@ -336,6 +336,7 @@ def pytest_collection_modifyitems(
         started_stub=state.prepared.stub is not None,
         limits=options.limits,
         throttle=state.prepared.throttle,
+        tls=state.prepared.tls,
     )
     _set_up_early(
         state.target,

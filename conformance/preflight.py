@@ -30,6 +30,7 @@ from paysuite_core.bounded_http import Limits
 from paysuite_core.launcher import RunningStub
 from paysuite_core.target_config import TargetConfig, TargetConfigError, load_target_config
 from paysuite_core.throttle import Throttle
+from paysuite_core.tls import TLSSettings
 
 #: Access-token lifetime given to the bundled stub so that AUTH-008 can watch a token expire.
 #: Two seconds (the self-tests' own stub lifetime): AUTH-008 waits ttl + 1 s of ``exp``
@@ -59,6 +60,9 @@ class Prepared:
     base_url: str
     #: The run's one throttle (``--max-throttle-wait``): the pre-flight's 429s count in it too.
     throttle: Throttle = field(default_factory=Throttle)
+    #: The run's TLS settings, resolved once from the flags, the configuration's ``tls:`` and
+    #: the environment (None: the environment's CAs or the defaults).
+    tls: TLSSettings | None = None
     stub: RunningStub | None = None
     stub_dir: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
 

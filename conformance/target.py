@@ -25,6 +25,7 @@ from paysuite_core.bounded_http import CONFORM_LIMITS, Limits
 from paysuite_core.request_data import AmountSource, NumberSource, same_number
 from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, Application, TargetConfig
 from paysuite_core.throttle import Throttle
+from paysuite_core.tls import TLSSettings
 from paysuite_core.tokens import Send, TokenFlow, TokenPair
 from paysuite_core.webhook_receiver import RunningReceiver
 
@@ -66,6 +67,7 @@ class Target:
         started_stub: bool = False,
         limits: Limits | None = None,
         throttle: Throttle | None = None,
+        tls: TLSSettings | None = None,
     ) -> None:
         self.config = config
         self.base_url = base_url.rstrip("/")
@@ -82,8 +84,11 @@ class Target:
         #: The run's throttle (rate limits honoured, ``paysuite_core.throttle``): every request
         #: of the checks, the customer driver's and the proxy's look-ups go through it.
         self.throttle = throttle if throttle is not None else Throttle()
+        #: What to trust and present over HTTPS (``paysuite_core.tls``), for every client of
+        #: the run: the checks', the customer driver's, the property phase's.
+        self.tls = tls
         self.client = RecordingClient(
-            self.base_url, lambda: self.current, self.limits, self.throttle
+            self.base_url, lambda: self.current, self.limits, self.throttle, tls
         )
         # Fresh numbers on every run: a persistent target must not see a number twice.
         self.numbers = NumberSource(
