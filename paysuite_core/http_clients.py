@@ -57,6 +57,11 @@ def requests_session(tls: TLSSettings | None = None) -> requests.Session:
     session = requests.Session()
     session.trust_env = False
     session.verify = settings.requests_verify()
+    if settings.insecure:
+        # said once in the verdict and the reports, not by urllib3 on every request
+        import urllib3
+
+        urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
     cert = settings.requests_cert()
     if cert is not None:
         session.cert = cert

@@ -280,6 +280,12 @@ def _text_line(host: str, text: str) -> str | None:
             f"TLS: {host}: its certificate comes from a CA that is not trusted (a private CA?): "
             f"{_FIX_TRUST}"
         )
+    if "EOF OCCURRED IN VIOLATION" in upper or "UNEXPECTED_EOF" in upper:
+        return (
+            f"TLS: {host}: the server closed the connection during the TLS handshake, as a "
+            "gateway that requires a client certificate does: give it with --client-cert PEM "
+            "(and --client-key PEM)"
+        )
     if "WRONG_VERSION_NUMBER" in upper or "RECORD_LAYER_FAILURE" in upper:
         return f"TLS: {host}: it does not answer TLS on this port: use http:// or the TLS port"
     return None

@@ -73,8 +73,8 @@ class TLSFront:
 
     def __exit__(self, *exc: object) -> None:
         self._stopping.set()
-        self._listener.close()
         self._thread.join(10)
+        self._listener.close()
 
     @property
     def origin(self) -> str:
@@ -85,9 +85,12 @@ class TLSFront:
         return f"{self.origin}/api"
 
     def _accept(self) -> None:
+        self._listener.settimeout(0.1)  # a closed listener does not wake accept(): poll
         while not self._stopping.is_set():
             try:
                 raw, _ = self._listener.accept()
+            except TimeoutError:
+                continue
             except OSError:
                 return
             threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
