@@ -109,6 +109,8 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     "a JSON array body": (400, "malformed_json"),
     "Content-Encoding: gzip on plain bytes": (400, "malformed_json"),
     "a key of bytes that are not UTF-8": (400, "invalid_idempotency_key"),
+    "a query key of escapes that are not UTF-8": (400, "invalid_idempotency_key"),
+    "a body naming amount twice": (400, "duplicate_key"),
     "a number off the configured pattern": (400, "validation_error"),
     "an X-Webhook-Mode of 65 characters": (400, "validation_error"),
     "a list filter sent twice": (400, "ambiguous_parameter"),
@@ -166,6 +168,17 @@ def _provoke(target: Target) -> list[tuple[str, int, str, Reply]]:
         "a JSON array body": client.post(CASHIN, content="[1, 2, 3]", token=token()),
         "Content-Encoding: gzip on plain bytes": _gzip_on_plain_bytes(target, CASHIN, writer),
         "a key of bytes that are not UTF-8": _key_not_utf8(target, CASHIN, writer),
+        "a query key of escapes that are not UTF-8": client.post(
+            f"{CASHIN}?Idempotency-Key=ab%FF{target.fresh_key()[:8]}",
+            json=_valid_body(target),
+            token=token(),
+        ),
+        "a body naming amount twice": client.post(
+            CASHIN,
+            content=_amount_twice(target, number),
+            headers={"Idempotency-Key": target.fresh_key()},
+            token=token(),
+        ),
         "a number off the configured pattern": create(
             "CASHIN", writer, number="hello", key=target.fresh_key()
         ),
@@ -229,7 +242,7 @@ def error_bodies_are_status_code_message(target: Target) -> None:
     "ERR-003",
     "SHOULD",
     Section.ERRORS_2,
-    "error statuses and codes follow the catalogue (RC-4, RC-5, RC-41)",
+    "error statuses and codes follow the catalogue (RC-4, RC-5, RC-41, RC-42)",
     "Error response bodies, HTTP error status codes and error codes, including those of the "
     "rejection in rule 1: not shown.",
     "reference",
@@ -339,6 +352,12 @@ def _gzip_on_plain_bytes(target: Target, path: str, app: Application) -> Reply:
         },
         token=target.token(app),
     )
+
+
+def _amount_twice(target: Target, number: str) -> str:
+    """A cashin body naming ``amount`` twice, each value valid alone (RC-42): two meanings."""
+    first, second = target.amount(), target.amount()
+    return f'{{"amount": {first}, "amount": {second}, "number": {json.dumps(number)}}}'
 
 
 def _key_not_utf8(target: Target, path: str, app: Application) -> Reply:

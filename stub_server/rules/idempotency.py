@@ -14,6 +14,7 @@ import re
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from urllib.parse import unquote_plus, unquote_to_bytes
 
 from aiohttp import web
 
@@ -51,6 +52,7 @@ class KeyRule:
         """
         sources = [("header", request.headers.getall("Idempotency-Key", []))]
         if self.read_query and request.query_string:
+            _refuse_undecodable_query_key(request.rel_url.raw_query_string)
             sources.append(("query parameter", request.query.getall("Idempotency-Key", [])))
         keys: list[str] = []
         for where, values in sources:
@@ -83,6 +85,22 @@ class KeyRule:
                 "invalid_idempotency_key",
                 f"Idempotency-Key: must be at most {self.max_length} characters, got {len(key)}",
             )
+
+
+def _refuse_undecodable_query_key(raw_query: str) -> None:
+    """A query key whose escapes are not UTF-8 (``ab%FFcd``) is refused like such a header
+    key: the parsed query replaces each bad byte with U+FFFD, so ``ab%FFcd`` and ``ab%FEcd``
+    would be one key and the second refused as a reuse of a key never sent (RC-42)."""
+    for pair in raw_query.split("&"):
+        name, _, value = pair.partition("=")
+        if unquote_plus(name) != "Idempotency-Key":
+            continue
+        try:
+            unquote_to_bytes(value.replace("+", " ")).decode("utf-8")
+        except UnicodeDecodeError:
+            raise ApiError(
+                400, "invalid_idempotency_key", "Idempotency-Key: must be UTF-8 text"
+            ) from None
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")

@@ -2,7 +2,8 @@
 
 Enforces Endpoints (request bodies are JSON objects), Limits (the body size) and Errors, rule 2
 (malformed input is a 4xx, never a 5xx). Checked by ERR-001, ERR-003, TXN-003 and PROP-005.
-Order of the answers: 415 (media type), 413 (size), 408 (slow body), 400 (not a JSON object).
+Order of the answers: 415 (media type), 413 (size), 408 (slow body), 400 (not a JSON object, or
+one that names a key twice: RC-42).
 """
 
 from __future__ import annotations
@@ -31,7 +32,29 @@ def _parse_int(text: str) -> int:
     return -_HUGE if text.startswith("-") else _HUGE
 
 
-_json_decode = json.JSONDecoder(parse_int=_parse_int).decode
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice (RC-42)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> JsonObject:
+    """An object whose keys are each named once: ``{"amount":100,"amount":200}`` has two
+    meanings (Python's json, and most parsers, keep the last; some keep the first), so the
+    request is refused rather than executed on a guess, as a repeated header is (RC-41)."""
+    body = dict(pairs)
+    if len(body) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
+    return body
+
+
+_json_decode = json.JSONDecoder(parse_int=_parse_int, object_pairs_hook=_unique_keys).decode
 
 
 def malformed_json() -> Exception:
@@ -82,6 +105,12 @@ async def read_json(
         raise ApiError(400, "malformed_json", "the request body ended early") from None
     try:
         body = _json_decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
+    except DuplicateKey as exc:
+        raise ApiError(
+            400,
+            "duplicate_key",
+            f"the request body names the key {exc.key!r} more than once; send it once",
+        ) from None
     except (ValueError, RecursionError):
         raise on_malformed() from None
     if not isinstance(body, dict):

@@ -8,6 +8,7 @@ harness (test_faults.py) runs the seed profile and cannot show this; the mutatio
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stub"))
 from stubkit import InProcessStub  # noqa: E402
 
 import stub_server.filters as stub_filters  # noqa: E402
+import stub_server.rules.idempotency as stub_idempotency  # noqa: E402
+import stub_server.rules.request_body as stub_request_body  # noqa: E402
 
 
 def _settings(directory: Path, **values: object) -> Path:
@@ -93,3 +96,22 @@ def test_a_stub_that_takes_a_repeated_parameter_fails_err_003(
     assert "a list filter sent twice: 200" in message, message
     assert "limit sent twice, the same value: 200" in message, message
     assert "ambiguous_parameter" in message and failed["evidence"], failed
+
+
+def test_a_stub_that_takes_the_last_of_a_repeated_key_fails_err_003(
+    inproc_stub: tuple[InProcessStub, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RC-42: the stub's app in this process parsing bodies as Python's json does (the last
+    copy of a repeated key wins) and decoding a query key with replacement characters."""
+    monkeypatch.setattr(stub_request_body, "_json_decode", json.JSONDecoder().decode)
+    monkeypatch.setattr(stub_idempotency, "_refuse_undecodable_query_key", lambda _raw: None)
+    outcome = conform(
+        capsys, tmp_path / "r", config=inproc_stub[1], profile="reference", only="ERR-003"
+    )
+    assert outcome.ids("failed") == {"ERR-003"}, outcome.report["checks"]
+    message = outcome.check("ERR-003")["message"]
+    assert "a body naming amount twice: 200" in message, message
+    assert "a query key of escapes that are not UTF-8: 200" in message, message

@@ -129,6 +129,78 @@ def test_the_delivery_log_refuses_a_parameter_sent_twice(inproc, name: str) -> N
     _refused(response, name, "query parameter")
 
 
+# -- one meaning to the last byte (RC-42) -------------------------------------------------------
+def _duplicate_refused(response: httpx.Response, key: str) -> None:
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert body["code"] == "duplicate_key", body
+    assert repr(key) in body["message"], body
+
+
+@pytest.mark.parametrize("kind", ["cashin", "cashout"])
+def test_a_body_naming_a_key_twice_is_refused_and_creates_nothing(inproc, kind: str) -> None:
+    server = inproc()
+    number = new_number()
+    json_headers = server.api.headers(**{"Content-Type": "application/json"})
+    raw = f'{{"amount":100,"amount":200,"number":"{number}"}}'
+    response = server.api.http.post(f"/transactions/{kind}", content=raw, headers=json_headers)
+    _duplicate_refused(response, "amount")
+    assert server.call(count_transactions, server.stub.store) == 0
+    nested = f'{{"amount":100,"number":"{number}","meta":{{"a":1,"a":2}}}}'
+    response = server.api.http.post(f"/transactions/{kind}", content=nested, headers=json_headers)
+    _duplicate_refused(response, "a")  # an unknown field is ignored, but not an ambiguous one
+    once = f'{{"amount":100,"number":"{number}"}}'
+    assert (
+        server.api.http.post(
+            f"/transactions/{kind}", content=once, headers=json_headers
+        ).status_code
+        == 200
+    )
+
+
+def test_authorize_with_the_secret_twice_is_refused_even_when_the_last_is_right(inproc) -> None:
+    server = inproc()
+    app = server.api.app()
+    for first, last in (("wrong", app.client_secret), (app.client_secret, "wrong")):
+        raw = (
+            f'{{"client_id":"{app.client_id}","client_secret":"{first}","client_secret":"{last}"}}'
+        )
+        response = server.api.http.post(
+            "/auth/agents/authorize", content=raw, headers={"Content-Type": "application/json"}
+        )
+        _duplicate_refused(response, "client_secret")
+        assert "access" not in response.json()
+
+
+def test_a_query_key_that_is_not_utf8_is_refused_like_such_a_header_key(inproc) -> None:
+    server = inproc()
+    body = {"amount": 100, "number": new_number()}
+    for raw_key in ("ab%FFcd", "ab%FEcd"):
+        response = server.api.http.post(
+            f"/transactions/cashin?Idempotency-Key={raw_key}",
+            json=body,
+            headers=server.api.headers(),
+        )
+        assert response.status_code == 400, response.text
+        assert response.json()["code"] == "invalid_idempotency_key", response.text
+        assert "UTF-8" in response.json()["message"]
+    assert server.call(count_transactions, server.stub.store) == 0
+    header = server.api.http.post(
+        "/transactions/cashin",
+        json=body,
+        headers={**server.api.headers(), "Idempotency-Key": b"ab\xffcd"},  # type: ignore[dict-item]
+    )
+    assert header.status_code == 400 and header.json()["code"] == "invalid_idempotency_key"
+    # valid UTF-8 escapes are a key, and two different ones are two keys
+    for raw_key in ("cl%C3%A9-1", "cl%C3%A9-2"):
+        response = server.api.http.post(
+            f"/transactions/cashin?Idempotency-Key={raw_key}",
+            json=body,
+            headers=server.api.headers(),
+        )
+        assert response.status_code == 200, response.text
+
+
 # -- fractional amounts -------------------------------------------------------------------------
 #: Amounts whose binary sum drifts: adding the doubles gives 400.21000000000015.
 DRIFTING = [100.01, 100.1, 100.1, 100.0000000000001]
