@@ -63,5 +63,5 @@ def _json(body: bytes) -> Any:
         return None
     try:
         return json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # a body nested past what Python's parser reads
         return None

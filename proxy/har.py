@@ -24,6 +24,11 @@ from urllib.parse import parse_qsl, urlsplit
 from paysuite_core.exchange import Exchange, Headers
 
 HAR_VERSION = "1.2"
+#: The largest HAR file read, and the most entries: parsed JSON takes several times its size in
+#: memory, and every command stays under 300 MB whatever file it is handed. A proxy session of
+#: this API writes about 2 KB an exchange, so the bounds hold some ten thousand exchanges.
+MAX_HAR_BYTES = 32 << 20
+MAX_HAR_ENTRIES = 20_000
 CREATOR = "paysuite proxy"
 
 
@@ -189,6 +194,12 @@ def read_session(path: str | Path) -> RecordedSession:
     """The exchanges of a HAR file and, when paysuite wrote it, the target they were sent to."""
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_HAR_BYTES:
+            raise HarError(
+                f"{path}: {size} bytes, over the {MAX_HAR_BYTES >> 20} MiB a HAR file may have: "
+                "split the recording"
+            )
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise HarError(f"{path}: no such file") from None
@@ -196,6 +207,8 @@ def read_session(path: str | Path) -> RecordedSession:
         raise HarError(f"{path}: cannot be read ({exc})") from None
     except ValueError as exc:
         raise HarError(f"{path}: not JSON ({exc})") from None
+    except RecursionError:
+        raise HarError(f"{path}: JSON nested deeper than can be read") from None
     try:
         return parse_har(data)
     except HarError as exc:
@@ -205,6 +218,11 @@ def read_session(path: str | Path) -> RecordedSession:
 def parse_har(data: Any) -> RecordedSession:
     log = _field(data, "log", dict, "")
     entries = _field(log, "entries", list, "log.")
+    if len(entries) > MAX_HAR_ENTRIES:
+        raise HarError(
+            f"log.entries: {len(entries)} entries, over the {MAX_HAR_ENTRIES} a HAR file may "
+            "have: split the recording"
+        )
     exchanges = [_exchange(entry, index) for index, entry in enumerate(entries)]
     extension = log.get("_paysuite")
     extension = extension if isinstance(extension, dict) else {}

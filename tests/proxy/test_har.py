@@ -185,3 +185,37 @@ def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_an_empty_session_is_a_valid_har() -> None:
     assert to_har([])["log"]["entries"] == []
+
+
+def test_a_file_over_the_size_limit_is_refused_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import proxy.har
+
+    path = tmp_path / "big.har"
+    path.write_text(json.dumps({"log": {"entries": []}}) + " " * 2048)
+    monkeypatch.setattr(proxy.har, "MAX_HAR_BYTES", 1024)
+    with pytest.raises(HarError, match=r"big\.har: \d+ bytes, over the .* split the recording"):
+        read_session(path)
+
+
+def test_too_many_entries_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import proxy.har
+
+    monkeypatch.setattr(proxy.har, "MAX_HAR_ENTRIES", 3)
+    path = tmp_path / "many.har"
+    path.write_text(json.dumps({"log": {"entries": [{}] * 4}}))
+    with pytest.raises(HarError, match="4 entries, over the 3"):
+        read_session(path)
+
+
+def test_json_nested_past_the_parser_is_a_har_error_and_a_body_so_nested_no_crash(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "deep.har"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(HarError, match="nested deeper"):
+        read_session(path)
+    deep = ("[" * 100_000 + "]" * 100_000).encode()
+    exchange = Exchange("POST", TARGET, request_body=deep, status=200, response_body=deep)
+    assert exchange.request_json() is None and exchange.response_json() is None
