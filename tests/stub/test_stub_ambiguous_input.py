@@ -16,6 +16,7 @@ import pytest
 from store_checks import count_transactions
 from stubkit import InProcessStub, new_number
 
+from paysuite_core.tokens import AUTHORIZE_PATH
 from stub_server.store.decimal_sum import DecimalSum, combine
 
 
@@ -166,7 +167,7 @@ def test_authorize_with_the_secret_twice_is_refused_even_when_the_last_is_right(
             f'{{"client_id":"{app.client_id}","client_secret":"{first}","client_secret":"{last}"}}'
         )
         response = server.api.http.post(
-            "/auth/agents/authorize", content=raw, headers={"Content-Type": "application/json"}
+            AUTHORIZE_PATH, content=raw, headers={"Content-Type": "application/json"}
         )
         _duplicate_refused(response, "client_secret")
         assert "access" not in response.json()
