@@ -27,10 +27,11 @@ from conformance.options import Options, SetupError
 from conformance.outcome import CouldNotCheck
 from paysuite_core import tokens
 from paysuite_core.bounded_http import Limits
+from paysuite_core.http_clients import httpx_client
 from paysuite_core.launcher import RunningStub
 from paysuite_core.target_config import TargetConfig, TargetConfigError, load_target_config
 from paysuite_core.throttle import Throttle
-from paysuite_core.tls import TLSSettings
+from paysuite_core.tls import TLSSettings, explain
 
 #: Access-token lifetime given to the bundled stub so that AUTH-008 can watch a token expire.
 #: Two seconds (the self-tests' own stub lifetime): AUTH-008 waits ttl + 1 s of ``exp``
@@ -87,16 +88,22 @@ def load_config(options: Options) -> TargetConfig | None:
         raise SetupError(str(exc).replace("\n", " ")) from None
 
 
-def check_reachable(base_url: str, timeout_s: float = 10.0) -> None:
-    """Any HTTP answer at all will do (its body is not read); no answer is exit status 2."""
+def check_reachable(
+    base_url: str, timeout_s: float = 10.0, *, tls: TLSSettings | None = None
+) -> None:
+    """Any HTTP answer at all will do (its body is not read); no answer is exit status 2.
+
+    Over HTTPS this is where a certificate problem shows first, so its reason is the one line
+    of ``paysuite_core.tls.explain`` (the host, the cause, the option that fixes it), not
+    httpx's chain of wrappers."""
     try:
         with (
-            httpx.Client(timeout=timeout_s) as client,
+            httpx_client(tls, timeout=timeout_s, trust_env=True) as client,
             client.stream("GET", base_url + EVENTS),
         ):
             pass
     except httpx.HTTPError as exc:
-        reason = str(exc) or type(exc).__name__
+        reason = explain(exc, base_url) or str(exc) or type(exc).__name__
         raise SetupError(f"cannot reach the target {base_url}: {reason}") from None
 
 
@@ -108,7 +115,11 @@ def _describe(reply: Reply) -> str:
 
 
 def preflight(
-    config: TargetConfig, limits: Limits | None = None, throttle: Throttle | None = None
+    config: TargetConfig,
+    limits: Limits | None = None,
+    throttle: Throttle | None = None,
+    *,
+    tls: TLSSettings | None = None,
 ) -> None:
     """Before any check: the target answers JSON at the API's paths and takes every application.
 
@@ -118,13 +129,14 @@ def preflight(
     and a 429 is waited for within the run's ``throttle`` like every other.
     """
     base = config.base_url
-    client = RecordingClient(base, lambda: None, limits, throttle)
+    client = RecordingClient(base, lambda: None, limits, throttle, tls)
 
     def send(method: str, path: str, **kwargs: Any) -> Reply:
         try:
             reply = client.request(method, path, **kwargs)
         except TargetUnreachable as exc:
-            raise SetupError(f"cannot reach the target {base}: {exc}") from None
+            reason = explain(exc, base) or str(exc)
+            raise SetupError(f"cannot reach the target {base}: {reason}") from None
         except ThrottledOut as exc:
             raise SetupError(f"the pre-flight could not run: {exc}") from None
         except CouldNotCheck as exc:

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from load.connection import Connection, origin_and_target
 from paysuite_core.bounded_http import Limits, no_answer
+from paysuite_core.tls import TLSSettings
 
 #: ``json.loads``'s own decoder (the one it uses when given no options)
 _DECODER = jsonlib.JSONDecoder()
@@ -90,14 +91,19 @@ class Client:
     """
 
     def __init__(
-        self, base_url: str, limits: Limits, request_event: Any, *, insecure: bool = True
+        self,
+        base_url: str,
+        limits: Limits,
+        request_event: Any,
+        *,
+        tls: TLSSettings | None = None,
     ) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"not an http(s) base URL: {base_url!r}")
         self.base_url = base_url.rstrip("/")
         self.limits = limits
-        self.insecure = insecure
+        self.tls = tls
         #: Locust's ``request`` event, fired once per exchange
         self.report = request_event.fire
         self.origin = f"{parts.scheme}://{parts.netloc}"
@@ -122,7 +128,7 @@ class Client:
     def connection(self, origin: str) -> Connection:
         connection = self._connections.get(origin)
         if connection is None:
-            connection = Connection(origin, self.limits, insecure=self.insecure)
+            connection = Connection(origin, self.limits, tls=self.tls)
             self._connections[origin] = connection
         return connection
 

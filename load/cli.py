@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from load.shape_catalog import SHAPE_NAMES  # pure data: cheap to import at registration
+from paysuite_core.tls import add_arguments as add_tls_arguments
 
 
 def _load(args: argparse.Namespace) -> int:
@@ -124,4 +125,5 @@ def register(subparsers: Any) -> None:
         help="receive the target's webhooks during the run; the reconciliation then also checks "
         "that every acknowledged create's events were delivered (needs the config's webhooks)",
     )
+    add_tls_arguments(load)
     load.set_defaults(func=_load)

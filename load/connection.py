@@ -16,9 +16,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import gevent
-import gevent.ssl
-from geventhttpclient import HTTPClient
-from geventhttpclient.url import URL
 
 from paysuite_core.bounded_http import (
     ConnectTimeout,
@@ -27,6 +24,8 @@ from paysuite_core.bounded_http import (
     TotalTimeout,
     read_capped,
 )
+from paysuite_core.http_clients import gevent_client
+from paysuite_core.tls import TLSSettings
 
 #: The ``User-Agent`` of every request the load side sends.
 USER_AGENT = "paysuite-load"
@@ -40,46 +39,33 @@ def origin_and_target(url: str) -> tuple[str, str]:
     return f"{parts.scheme}://{parts.netloc}", target
 
 
-def _unverified_context(**_: Any) -> gevent.ssl.SSLContext:
-    """A TLS client context that accepts any certificate (``insecure``); gevent's, so that its
-    sockets cooperate in a process that was not monkey-patched too."""
-    context = gevent.ssl.SSLContext(gevent.ssl.PROTOCOL_TLS_CLIENT)
-    context.check_hostname = False
-    context.verify_mode = gevent.ssl.CERT_NONE
-    return context
-
-
 class Connection:
     """A keep-alive connection to ``origin`` (``scheme://host:port``), one exchange at a time.
 
-    ``insecure``: do not verify a TLS certificate (Locust's ``FastHttpUser`` default: load targets
-    are local stand-ins, often with self-signed certificates).
+    ``tls``: what to trust and present over HTTPS (the run's ``LoadPlan.tls``). Unlike Locust's
+    ``FastHttpUser``, the certificate is verified unless the settings say ``insecure``: a load
+    target is a staging deployment as often as a local stand-in, and a run that measured a
+    man in the middle would say nothing of the target.
     """
 
-    __slots__ = ("origin", "limits", "insecure", "_client", "_timer")
+    __slots__ = ("origin", "limits", "tls", "_client", "_timer")
 
-    def __init__(self, origin: str, limits: Limits, *, insecure: bool = True) -> None:
+    def __init__(self, origin: str, limits: Limits, *, tls: TLSSettings | None = None) -> None:
         self.origin = origin
         self.limits = limits
-        self.insecure = insecure
+        self.tls = tls
         self._client = self._connect()
         #: the total timeout, one timer restarted per exchange (not made and freed each time)
         self._timer = gevent.Timeout(limits.total_s)
 
-    def _connect(self) -> HTTPClient:
-        url = URL(self.origin)
-        extra: dict[str, Any] = {}
-        if url.scheme == "https" and self.insecure:
-            # geventhttpclient's ``insecure`` only turns the host name check off; the certificate
-            # is still verified unless the context itself does not (as Locust's session does)
-            extra = {"insecure": True, "ssl_context_factory": _unverified_context}
-        return HTTPClient.from_url(
-            url,
+    def _connect(self) -> Any:
+        return gevent_client(
+            self.origin,
+            self.tls,
             concurrency=1,
             connection_timeout=self.limits.connect_s,
             network_timeout=self.limits.read_s,
             headers={"User-Agent": USER_AGENT},
-            **extra,
         )
 
     def exchange(

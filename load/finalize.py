@@ -78,6 +78,7 @@ def write_no_run(
     exit_code: int,
     reason: str,
     stop_reason: str = STOPPED_BY_PRECHECK,
+    tls: str = "",
 ) -> dict[str, Any]:
     """load.json and load.html of a run without a verdict of its own: the pre-check stopped it
     (no load sent), or Locust ended without writing one (``stop_reason`` says which).
@@ -92,6 +93,7 @@ def write_no_run(
         "shape": shape,
         "profile": shape,
         "target": target,
+        "tls": tls,
         "verdict": verdict,
         "reason": reason,
         "exit_code": exit_code,
@@ -216,8 +218,10 @@ def verdict_table(
     shape: str,
     exit_code: int,
     aborted: dict[str, Any] | None = None,
+    tls: str = "",
 ) -> str:
-    """The text printed at the end of a run: the thresholds, the reconciliation, the result."""
+    """The text printed at the end of a run: the thresholds, the reconciliation, the result;
+    ``tls`` (``LoadPlan.tls_text``) is said in the result line when it is ``INSECURE: ...``."""
     ok, cross = _marks()
     lines = [f"paysuite: thresholds (shape {shape})"]
     lines += [threshold_line(v, ok, cross) for v in verdicts]
@@ -243,18 +247,20 @@ def verdict_table(
             f"{r.get('unchecked', 0)} unchecked -> {verdict}"
         )
     why = result_reasons(verdicts, r, aborted)
+    insecure = f"; {tls}" if tls.startswith("INSECURE") else ""
     if exit_code == 0:
-        lines.append("paysuite: result: PASS (exit 0)")
+        lines.append(f"paysuite: result: PASS (exit 0){insecure}")
     elif exit_code == EXIT_INTERRUPTED:
         lines.append(
             f"paysuite: result: INTERRUPTED (exit {EXIT_INTERRUPTED}): {INTERRUPTED}; what ran "
-            "met every threshold and the reconciliation found nothing lost"
+            f"met every threshold and the reconciliation found nothing lost{insecure}"
         )
     else:
         meaning = {EXIT_BREACHED: "threshold breached", EXIT_LOST: "reconciliation failed"}
         # one line per reason: a breach of many thresholds stays readable in a CI log
         lines.append(
-            f"paysuite: result: FAIL (exit {exit_code}: {meaning.get(exit_code, 'failed')}):"
+            f"paysuite: result: FAIL (exit {exit_code}: {meaning.get(exit_code, 'failed')})"
+            f"{insecure}:"
         )
         lines += [f"  - {reason}" for reason in why]
     return "\n".join(lines)
@@ -330,6 +336,7 @@ def _reconcile(plan: LoadPlan) -> dict[str, Any]:
         time_budget_s=plan.reconcile_timeout_s,
         limits=plan.limits,
         webhook_journal=journal_path(plan) if plan.webhooks else None,
+        tls=plan.tls,
     )
     recon["acknowledged_without_ref"] = LEDGER.counters.get("acknowledged_without_ref", 0)
     recon["reasons"] = failure_reasons(recon)
@@ -422,6 +429,7 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
         "shape": shape.name,
         "profile": shape.name,  # the shape's old name, kept for readers of paysuite-load/1
         "target": ctx.config.base_url,
+        "tls": plan.tls_text,
         "run_id": ctx.run_id,
         "started_at": stats.total.start_time,
         "duration_s": round(duration, 3),
@@ -457,6 +465,6 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
     (plan.report_dir / "load.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     if shape.name == "ramp":  # what the ramp found first, the verdict last
         print("\n".join(ramp_table(shape_summary) + ramp_lines(shape_summary)), flush=True)
-    print(verdict_table(verdicts, recon, shape.name, exit_code, aborted), flush=True)
+    print(verdict_table(verdicts, recon, shape.name, exit_code, aborted, plan.tls_text), flush=True)
     environment.process_exit_code = exit_code
     return summary

@@ -44,6 +44,7 @@ from paysuite_core.target_config import (
     load_target_config,
     parse_target_config,
 )
+from paysuite_core.tls import TLSSettings, TLSSettingsError
 
 PLAN_SCHEMA = "paysuite-load-plan/1"
 DEFAULT_SHAPE = "smoke"
@@ -104,6 +105,10 @@ class LoadPlan:
     abort_on_fail: bool = False
     #: receive the target's webhooks during the run and reconcile them (``load.webhook_journal``)
     webhooks: bool = False
+    #: what every client of the run trusts and presents over HTTPS, resolved once here (flags,
+    #: the configuration's ``tls:``, the environment) so that the pre-check, every worker's
+    #: users and the reconciliation judge the target's certificate alike
+    tls: TLSSettings = TLSSettings()
 
     @cached_property
     def shape(self) -> Shape:
@@ -126,6 +131,14 @@ class LoadPlan:
         return "driver" if self.target.customer.driver in _DRIVABLE else "auto"
 
     @property
+    def tls_text(self) -> str:
+        """How the run judged the target's certificate, said in the run's first lines, its
+        load.json and load.html (``INSECURE: ...`` in the verdict line too)."""
+        if not self.tls.insecure and not self.target.base_url.startswith("https:"):
+            return "plain HTTP (no TLS)"
+        return self.tls.describe()
+
+    @property
     def thresholds(self) -> Thresholds:
         """The SLO thresholds of this run: the shape's built-in ones under the file's rules."""
         return resolve_slo(self.shape, self.slo)
@@ -139,6 +152,21 @@ class LoadPlan:
         return replace(
             self, config=config, lifecycle_resolve=self.lifecycle_resolve or lifecycle_resolve
         )
+
+
+def _tls_settings(
+    given: TLSSettings | argparse.Namespace | None, config: TargetConfig | None
+) -> TLSSettings:
+    """The run's TLS settings: ``given`` as resolved, or the flags of ``given`` over the
+    configuration's ``tls:`` over the environment (``paysuite_core.tls``)."""
+    if isinstance(given, TLSSettings):
+        return given
+    try:
+        if given is None:
+            return TLSSettings.resolve(config=config.tls if config is not None else None)
+        return TLSSettings.from_args(given, config)
+    except TLSSettingsError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _positive(name: str, value: float | None) -> None:
@@ -248,11 +276,13 @@ def build_plan(
     abort_on_fail: bool = False,
     webhooks: bool = False,
     summary_only: bool = False,
+    tls: TLSSettings | argparse.Namespace | None = None,
 ) -> LoadPlan:
     """The one way to make a ``LoadPlan``: validates every input, reads the target configuration
     file and the SLO file (once each). ``config=None`` means the bundled stub (``target`` then
     makes no sense). Durations are seconds or strings in Locust's format (``20s``, ``1m30s``).
-    Raises ``UsageError`` with a one-line reason."""
+    ``tls``: resolved settings, or the parsed TLS flags (``paysuite_core.tls.add_arguments``)
+    to resolve against the configuration. Raises ``UsageError`` with a one-line reason."""
     duration_s = _duration("duration", duration)
     step_s = _duration("step_duration", step_duration)
     reconcile_s = _duration("reconcile_timeout", reconcile_timeout)
@@ -305,6 +335,7 @@ def build_plan(
         summary_only=summary_only,
         abort_on_fail=abort_on_fail,
         webhooks=webhooks,
+        tls=_tls_settings(tls, target_config),
     )
 
 
@@ -326,6 +357,7 @@ def plan_from_args(args: argparse.Namespace) -> LoadPlan:
         lifecycle_resolve=args.lifecycle_resolve or "",
         limits=_client_limits(args, lambda name: name.removesuffix("_s")),
         webhooks=bool(getattr(args, "webhooks", False)),
+        tls=args,
     )
 
 
@@ -421,6 +453,7 @@ def write_plan(plan: LoadPlan) -> str:
             "slo": plan.slo.to_dict(),
             "limits": asdict(plan.limits),
             **{name: getattr(plan, name) for name in _AS_IS},
+            "tls": plan.tls.to_dict(),
         }
     )
 
@@ -442,6 +475,7 @@ def read_plan(text: str) -> LoadPlan:
             slo=SLORules.from_dict(data["slo"]),
             limits=Limits(**data["limits"]),
             **{name: data[name] for name in _AS_IS if name in data},
+            tls=TLSSettings.from_dict(data.get("tls")),
         )
-    except (ValueError, KeyError, TargetConfigError) as exc:
+    except (ValueError, KeyError, TypeError, TargetConfigError) as exc:
         raise UsageError(f"not a paysuite load plan: {exc}") from None

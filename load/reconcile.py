@@ -32,6 +32,7 @@ from paysuite_core import bounded_http
 from paysuite_core.bounded_http import LOAD_LIMITS, Limits, TotalTimeout
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.throttle import Throttle, send_honouring
+from paysuite_core.tls import TLSSettings
 from paysuite_core.tokens import PlainAnswer, Request, Send, TokenFlow
 
 if TYPE_CHECKING:  # gevent: not imported where reconcile is only read
@@ -82,12 +83,13 @@ class _Session:
         limits: Limits | None = None,
         throttle: Throttle | None = None,
         deadline: float | None = None,
+        tls: TLSSettings | None = None,
     ) -> None:
         # gevent: not imported where reconcile is only read
         from load.connection import Connection, origin_and_target
 
         self.limits = limits or LOAD_LIMITS
-        self._connection = Connection(origin_and_target(base_url)[0], self.limits)
+        self._connection = Connection(origin_and_target(base_url)[0], self.limits, tls=tls)
         #: the reconciliation's throttle: a 429 is waited for (gevent.sleep) and sent again
         self.throttle = throttle
         self.deadline = deadline
@@ -382,9 +384,13 @@ class _Checks:
     outcomes: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     error_kinds: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     samples: list[dict[str, Any]] = field(default_factory=list)
+    #: the run's TLS settings (``LoadPlan.tls``), as the users had them
+    tls: TLSSettings | None = None
 
     def session(self) -> _Session:
-        return _Session(self.config.base_url, self.limits, self.throttle, self.deadline)
+        return _Session(
+            self.config.base_url, self.limits, self.throttle, self.deadline, tls=self.tls
+        )
 
     def worker(self) -> None:
         import gevent.queue
@@ -459,13 +465,15 @@ def reconcile(
     limits: Limits | None = None,
     webhook_journal: Path | None = None,
     max_throttle_wait_s: float | None = None,
+    tls: TLSSettings | None = None,
 ) -> dict[str, Any]:
     """Check every acknowledged create on the target; returns the counts for load.json.
 
     ``webhook_journal``: the run's receiver journal (``load.webhook_journal``): then every event
     listed for an acknowledged create must also have been delivered by webhook.
     ``max_throttle_wait_s``: how long, in all, it may wait for a target that answers 429
-    (default: its whole ``time_budget_s``, which bounds it anyway)."""
+    (default: its whole ``time_budget_s``, which bounds it anyway). ``tls``: the run's TLS
+    settings (``LoadPlan.tls``; default: verification against the environment's or default CAs)."""
     import gevent.queue
 
     started = time.monotonic()
@@ -480,7 +488,7 @@ def reconcile(
     workers = max(1, min(concurrency, len(unique)))
     checks = _Checks(
         config, limits, throttle, deadline, tokens, queue,
-        {} if webhook_journal is not None else None, gone_after=workers,
+        {} if webhook_journal is not None else None, gone_after=workers, tls=tls,
     )  # fmt: skip
     if unique:
         progress(f"paysuite: reconciling {len(unique)} acknowledged creates on {config.base_url}")
@@ -501,8 +509,9 @@ def reconcile(
     server_side: dict[str, Any] = {}
     if storm:
         server_side = _count_storm(
-            storm, config, tokens, limits, deadline, target_gone, progress, interrupted, throttle
-        )
+            storm, config, tokens, limits, deadline, target_gone, progress, interrupted, throttle,
+            tls,
+        )  # fmt: skip
     # ``interrupted``: the checks were; a Ctrl-C in a later step is said by that step's error
     stopped = interrupted or server_side.get("storm_check_error") == INTERRUPTED
     outcomes = checks.outcomes
@@ -568,6 +577,7 @@ def _count_storm(
     progress: Callable[[str], None],
     interrupted: bool = False,
     throttle: Throttle | None = None,
+    tls: TLSSettings | None = None,
 ) -> dict[str, Any]:
     """``server_duplicates`` within what is left of the budget; not tried on a target gone nor
     after a Ctrl-C, and a Ctrl-C during the count ends it."""
@@ -585,7 +595,7 @@ def _count_storm(
     if remaining <= 0:
         return uncounted("the --reconcile-timeout budget ran out")
     progress(f"paysuite: counting the target's transactions for {len(storm)} storm keys")
-    session = _Session(config.base_url, limits, throttle, deadline)
+    session = _Session(config.base_url, limits, throttle, deadline, tls=tls)
     budget = gevent.Timeout(remaining)
     budget.start()
     try:

@@ -497,6 +497,12 @@ def render_html(report_dir: str | Path) -> Path | None:
     return out
 
 
+def insecure_note(summary: dict[str, Any]) -> str:
+    """``; INSECURE: ...`` after a verdict whose run verified no certificate (else nothing)."""
+    tls = str(summary.get("tls") or "")
+    return f"; {tls}" if tls.startswith("INSECURE") else ""
+
+
 def _no_load_page(summary: dict[str, Any]) -> str:
     """The page of a run the pre-check stopped: the verdict and its reason, nothing measured."""
     word = str(summary.get("verdict") or "error").upper()
@@ -510,9 +516,11 @@ def _no_load_page(summary: dict[str, Any]) -> str:
             f"<style>{CSS}</style></head><body>",
             f"<h1>paysuite load: shape {shape}</h1>",
             f'<div class="banner {cls}" id="verdict">{word} (exit '
-            f"{_cell(summary.get('exit_code'))}): {html.escape(str(summary.get('reason')))}</div>",
+            f"{_cell(summary.get('exit_code'))}): {html.escape(str(summary.get('reason')))}"
+            f"{insecure_note(summary)}</div>",
             f'<div class="facts"><span>target <b>{_cell(summary.get("target"))}</b></span>'
-            f"<span>stopped: {_cell(summary.get('stop_reason'))}</span></div>",
+            f"<span>stopped: {_cell(summary.get('stop_reason'))}</span>"
+            f"<span id='tls'>{_cell(summary.get('tls') or 'TLS not recorded')}</span></div>",
             "<p id='no-load'>"
             + (
                 "The target answered the pre-check's authorize, wrongly: a finding about the "
@@ -635,6 +643,7 @@ def render_page(summary: dict[str, Any], report_dir: Path) -> str:
     headline = (
         f"{word} (exit {_cell(summary.get('exit_code'))}): thresholds "
         f"{'met' if summary.get('slo_passed') else 'breached'}, reconciliation {recon_word}"
+        + insecure_note(summary)
     )
     reasons = summary.get("failed_because") or []
     reason_list = (
@@ -653,6 +662,7 @@ def render_page(summary: dict[str, Any], report_dir: Path) -> str:
             f"<b>{total.get('failures', 0)}</b> failures",
             f"authorize {auth.get('authorize', 0)} · refresh {auth.get('refresh', 0)}",
             f"stopped: {_cell(summary.get('stop_reason'))}",
+            f"<span id='tls'>{_cell(summary.get('tls') or 'TLS not recorded')}</span>",
         )
     )
     shape = _cell(summary.get("shape") or summary.get("profile"))  # profile: its old key

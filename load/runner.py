@@ -34,6 +34,7 @@ from paysuite_core.bounded_http import LOAD_LIMITS, Limits
 from paysuite_core.launcher import end_with_parent
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.throttle import Throttle, send_honouring
+from paysuite_core.tls import TLSSettings
 from paysuite_core.tokens import PlainAnswer
 
 __all__ = ["LoadResult", "TargetRefused", "UsageError", "run"]
@@ -95,11 +96,14 @@ def check_loopback(config: TargetConfig) -> None:
         raise UsageError(str(exc)) from None
 
 
-def preflight(config: TargetConfig, limits: Limits | None = None) -> None:
+def preflight(
+    config: TargetConfig, limits: Limits | None = None, tls: TLSSettings | None = None
+) -> None:
     """Authorize once with the first application: reachable target, accepted credentials, an
     answer that is a token pair. Bounded by ``limits``: no redirect followed, no body
     read past the size limit, no wait past the total timeout. A 429 is waited for as it asks
-    (``paysuite_core.throttle``, its default budget) and sent again."""
+    (``paysuite_core.throttle``, its default budget) and sent again. ``tls``: the run's TLS
+    settings; a certificate problem is its one-line diagnosis (no verdict, exit 2)."""
     limits = limits or LOAD_LIMITS
     app = config.applications[0]
     throttle = Throttle()
@@ -108,7 +112,7 @@ def preflight(config: TargetConfig, limits: Limits | None = None) -> None:
     def probe_send(request: tokens.Request) -> Iterator[PlainAnswer]:
         got = send_honouring(
             throttle,
-            lambda: probe.post_json(config.base_url + request.path, request.json, limits),
+            lambda: probe.post_json(config.base_url + request.path, request.json, limits, tls),
             lambda answer: answer.status,
             lambda answer: {"Retry-After": answer.retry_after} if answer.retry_after else None,
             give_up=lambda answer: answer,
@@ -118,7 +122,7 @@ def preflight(config: TargetConfig, limits: Limits | None = None) -> None:
     try:
         answer = tokens.authorize(probe_send, app)
     except probe.ProbeError as exc:
-        raise TargetRefused(f"target {config.base_url}: {exc}") from None
+        raise TargetRefused(str(exc) if exc.tls else f"target {config.base_url}: {exc}") from None
     assert isinstance(answer, PlainAnswer)
     if answer.status == 404:
         raise TargetRefused(tokens.no_api_at(config.base_url))
@@ -235,6 +239,7 @@ def run_locust(plan: LoadPlan, plan_file: Path, log_path: Path | None = None) ->
         f"most {shape.duration_s:g} s / {shape.max_requests} requests, {mode}"
         + (", --abort-on-fail" if plan.abort_on_fail else "")
     )
+    say(plan.tls_text)
     if plan.workers:
         port = free_port()
         cmd += [
@@ -352,6 +357,7 @@ def ended_early(plan: LoadPlan, refused: TargetRefused, stop_reason: str = "") -
         exit_code=refused.exit_code,
         reason=str(refused),
         stop_reason=stop_reason or STOPPED_BY_PRECHECK,
+        tls=plan.tls_text,
     )
     say(f"reports: {plan.report_dir.resolve()}/load.html, load.json")
     return LoadResult(refused.exit_code, plan.report_dir, summary, plan)
@@ -360,12 +366,13 @@ def ended_early(plan: LoadPlan, refused: TargetRefused, stop_reason: str = "") -
 def _run_against_target(plan: LoadPlan, locust_log: Path | None) -> LoadResult:
     check_loopback(plan.target)
     try:
-        preflight(plan.target, plan.limits)
+        preflight(plan.target, plan.limits, plan.tls)
     except TargetRefused as exc:
         print(f"paysuite load: {exc}", file=sys.stderr, flush=True)
         result = ended_early(plan, exc)
         word = "FAIL" if exc.verdict == "fail" else "ERROR"
-        say(f"result: {word} (exit {exc.exit_code}): {exc}")
+        insecure = f"; {plan.tls_text}" if plan.tls.insecure else ""
+        say(f"result: {word} (exit {exc.exit_code}): {exc}{insecure}")
         return result
     with tempfile.TemporaryDirectory(prefix="paysuite-load-") as tmp:
         plan_file = Path(tmp) / "plan.json"

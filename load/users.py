@@ -90,8 +90,6 @@ class PaysuiteUser(User):
     abstract = True
     # the target's base URL comes from --host or the configuration's base_url
     host = ""
-    #: do not verify a TLS certificate (as Locust's FastHttpUser): load targets are local
-    insecure = True
     #: only applications that may create (a read-only one has nothing to retry or walk)
     creators_only = False
 
@@ -101,12 +99,9 @@ class PaysuiteUser(User):
             raise LocustError(
                 "You must specify the base host: --host, or base_url in --paysuite-config."
             )
-        self.http = bounded.Client(
-            self.host,
-            run_context.current_plan().limits,
-            environment.events.request,
-            insecure=self.insecure,
-        )
+        plan = run_context.current_plan()
+        # the certificate is judged as the pre-check judged it (``LoadPlan.tls``)
+        self.http = bounded.Client(self.host, plan.limits, environment.events.request, tls=plan.tls)
 
     def wait_time(self) -> float:
         return self._wait(self)

@@ -33,6 +33,9 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from paysuite_core.tls import TLSSettings, explain
+from paysuite_core.tls import add_arguments as add_tls_arguments
+
 if TYPE_CHECKING:
     from paysuite_core.target_config import TargetConfig
     from paysuite_core.webhook_ledger import Arrival, Ledger
@@ -116,6 +119,7 @@ def register(subparsers: Any) -> None:
         metavar="S",
         help="how long the handler may take to answer (default 10)",
     )
+    add_tls_arguments(listen)  # for an https:// --forward-to handler
     listen.set_defaults(func=_command(PROG, run_listen))
     trigger = commands.add_parser(
         "trigger",
@@ -135,6 +139,7 @@ def register(subparsers: Any) -> None:
     trigger.add_argument("--amount", type=int, help="amount (default: one the target accepts)")
     trigger.add_argument("--number", help="customer number (default: one the target accepts)")
     trigger.add_argument("--count", type=int, default=1, help="how many transactions (1)")
+    add_tls_arguments(trigger)
     trigger.set_defaults(func=_command("paysuite webhooks trigger", run_trigger))
     resend = commands.add_parser(
         "resend",
@@ -145,11 +150,26 @@ def register(subparsers: Any) -> None:
     resend.add_argument("event_id", metavar="EVENT_ID")
     resend.add_argument("--config", metavar="FILE", help="the stub's credentials file")
     resend.add_argument("--stub", metavar="URL", help="the stub's root URL (instead of --config)")
+    add_tls_arguments(resend)
     resend.set_defaults(func=_command("paysuite webhooks resend", run_resend))
 
 
 class UsageError(ValueError):
     """A command that cannot run as asked; the message says why (exit status 2)."""
+
+
+def _tls(args: argparse.Namespace, config: TargetConfig | None, prog: str) -> TLSSettings:
+    """The command's TLS settings (flags, the configuration's ``tls:``, the environment); an
+    insecure run says so first."""
+    from paysuite_core.tls import TLSSettingsError
+
+    try:
+        tls = TLSSettings.from_args(args, config)
+    except TLSSettingsError as exc:
+        raise UsageError(str(exc)) from None
+    if tls.insecure:
+        print(f"{prog}: {tls.describe()}", file=sys.stderr, flush=True)
+    return tls
 
 
 def _load_config(path: str) -> TargetConfig:
@@ -277,7 +297,9 @@ def run_listen(args: argparse.Namespace) -> int:
     forward = None
     if args.forward_to:
         kinds = frozenset(k.strip() for group in args.events or [] for k in group.split(",") if k)
-        forward = Forwarder(args.forward_to, kinds, args.forward_timeout or FORWARD_TIMEOUT_S)
+        tls = _tls(args, settings.config, PROG)
+        timeout_s = args.forward_timeout or FORWARD_TIMEOUT_S
+        forward = Forwarder(args.forward_to, kinds, timeout_s, tls)
     receiver = WebhookReceiver(
         settings.secret, tolerance_s=settings.tolerance_s, on_arrival=show, forward=forward
     )
@@ -472,7 +494,7 @@ def run_trigger(args: argparse.Namespace) -> int:
     if args.count < 1:
         raise UsageError("--count must be at least 1")
     mode = args.mode or (config.webhooks.mode if config.webhooks else "development")
-    target = Target(config, config.base_url)
+    target = Target(config, config.base_url, tls=_tls(args, config, prog))
     app = target.writer(args.kind.upper())
     if app is None:
         raise UsageError(f"no application of {args.config} may {args.kind}")
@@ -503,7 +525,8 @@ def run_trigger(args: argparse.Namespace) -> int:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 1
     except TargetUnreachable as exc:
-        print(f"{prog}: the target did not answer: {exc}", file=sys.stderr)
+        said = explain(exc, config.base_url) or f"the target did not answer: {exc}"
+        print(f"{prog}: {said}", file=sys.stderr)
         return 2
     finally:
         target.close()
@@ -514,17 +537,21 @@ def run_resend(args: argparse.Namespace) -> int:
     """``POST {stub}/_sandbox/webhooks/deliveries/{event_id}/resend``."""
     import httpx
 
+    from paysuite_core.http_clients import httpx_client
+
     prog = "paysuite webhooks resend"
     root = args.stub
-    if root is None and args.config:
-        root = _load_config(args.config).base_url.removesuffix("/").removesuffix("/api")
+    config = _load_config(args.config) if args.config else None
+    if root is None and config is not None:
+        root = config.base_url.removesuffix("/").removesuffix("/api")
     if root is None:
         raise UsageError("give --config (the stub's credentials file) or --stub URL")
     url = f"{root.rstrip('/')}/_sandbox/webhooks/deliveries/{args.event_id}/resend"
     try:
-        answer = httpx.post(url, timeout=10, trust_env=False)
+        with httpx_client(_tls(args, config, prog), timeout=10) as client:
+            answer = client.post(url)
     except httpx.HTTPError as exc:
-        raise UsageError(f"{url}: {exc}") from None
+        raise UsageError(explain(exc, url) or f"{url}: {exc}") from None
     if answer.status_code != 200:
         print(f"{prog}: {answer.status_code} {answer.text[:300]}", file=sys.stderr)
         return 1

@@ -69,13 +69,24 @@ def requests_session(tls: TLSSettings | None = None) -> requests.Session:
 
 
 def aiohttp_session(
-    tls: TLSSettings | None = None, *, limit: int = 100, **kwargs: Any
+    tls: TLSSettings | None = None,
+    *,
+    limit: int = 100,
+    ttl_dns_cache: int | None = 10,
+    **kwargs: Any,
 ) -> aiohttp.ClientSession:
-    """An aiohttp session (call inside a running loop) whose connector carries the settings."""
+    """An aiohttp session (call inside a running loop) whose connector carries the settings.
+
+    ``limit``: connections open at once (0: no limit, for a caller that bounds them itself, as
+    the stub's webhook lanes do); ``ttl_dns_cache``: how long a resolved name is kept (aiohttp's
+    default, 10 s; the proxy keeps its one target's longer); ``kwargs`` go to the session
+    (time-outs, ``auto_decompress``, ``skip_auto_headers``)."""
     import aiohttp
 
     settings = tls or default_tls()
-    connector = aiohttp.TCPConnector(ssl=settings.ssl_context(), limit=limit)
+    connector = aiohttp.TCPConnector(
+        ssl=settings.ssl_context(), limit=limit, ttl_dns_cache=ttl_dns_cache
+    )
     return aiohttp.ClientSession(connector=connector, trust_env=False, **kwargs)
 
 

@@ -23,6 +23,8 @@ import aiohttp
 from aiohttp import web
 
 from paysuite_core import json_errors
+from paysuite_core.http_clients import aiohttp_session
+from paysuite_core.tls import TLSSettings, explain
 from paysuite_core.webhook_ledger import (
     Arrival,
     HandlerAnswer,
@@ -86,6 +88,8 @@ class Forwarder:
     url: str
     events: frozenset[str] = frozenset()  # empty: every kind
     timeout_s: float = FORWARD_TIMEOUT_S
+    #: what the connection to an https:// handler trusts and presents (``paysuite_core.tls``)
+    tls: TLSSettings | None = None
 
     def wants(self, event: dict[str, Any] | None) -> bool:
         kind = (event or {}).get("event_kind")
@@ -115,7 +119,7 @@ class Forwarder:
             why = f"no answer within {self.timeout_s:g} s"
             status = 504
         except (aiohttp.ClientError, OSError) as exc:
-            why = f"{type(exc).__name__}: {exc}"
+            why = explain(exc, self.url) or f"{type(exc).__name__}: {exc}"
             status = 502
         elapsed = round((time.monotonic() - started) * 1000, 1)
         body_out = json.dumps({"code": "handler_unreachable", "message": why}).encode()
@@ -303,7 +307,8 @@ class WebhookReceiver:
             return web.Response(status=200)  # the dashboard's HEAD: no signature asked
 
         async def session_ctx(app: web.Application) -> AsyncIterator[None]:
-            async with aiohttp.ClientSession(trust_env=False) as session:
+            tls = self.forward.tls if self.forward is not None else None
+            async with aiohttp_session(tls) as session:
                 app[SESSION] = session
                 yield
 

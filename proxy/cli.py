@@ -13,8 +13,13 @@ import ipaddress
 import signal
 import socket
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+from paysuite_core.tls import add_arguments as add_tls_arguments
+
+if TYPE_CHECKING:
+    from paysuite_core.tls import TLSSettings
 
 EXIT_STATUS = (
     "exit status: 0 every exchange followed the document; 1 a violation by the target (the live "
@@ -58,21 +63,43 @@ def _listen(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def _target_answers(url: str, timeout_s: float = 5.0) -> str:
-    """ "" when a TCP connection to the target opens, else why not."""
+def _target_answers(url: str, timeout_s: float = 5.0, tls: TLSSettings | None = None) -> str:
+    """ "" when a TCP connection to the target opens (and, over HTTPS, one request is answered
+    over a connection made with the run's TLS settings), else why not: a certificate problem in
+    ``paysuite_core.tls.explain``'s one line, before any client is pointed at the proxy."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return f"--target {url!r}: expected an http(s) URL"
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         with socket.create_connection((parts.hostname, port), timeout=timeout_s):
-            return ""
+            pass
     except OSError as exc:
         return f"the target {url} does not answer: {exc}"
+    return _tls_answers(url, timeout_s, tls) if parts.scheme == "https" else ""
+
+
+def _tls_answers(url: str, timeout_s: float, tls: TLSSettings | None) -> str:
+    """One HEAD of the target's root over TLS: a gateway that demands a client certificate
+    says so only after the handshake (TLS 1.3), at the first answer read."""
+    import httpx
+
+    from paysuite_core.bounded_http import in_words
+    from paysuite_core.http_clients import httpx_client
+    from paysuite_core.tls import explain
+
+    root = f"{urlsplit(url).scheme}://{urlsplit(url).netloc}/"
+    try:
+        with httpx_client(tls, timeout=timeout_s) as client:
+            client.head(root)
+    except httpx.HTTPError as exc:
+        return explain(exc, url) or f"the target {url} does not answer: {in_words(exc)}"
+    return ""
 
 
 def _proxy(args: argparse.Namespace) -> int:
     from paysuite_core.target_config import TargetConfigError, load_target_config
+    from paysuite_core.tls import TLSSettings, TLSSettingsError
     from proxy.judge import Judge
     from proxy.server import ProxySettings
     from proxy.session import ListenError, SessionLimits, run_session
@@ -84,10 +111,11 @@ def _proxy(args: argparse.Namespace) -> int:
         if args.duration is not None and args.duration <= 0:
             raise UsageError("--duration: expected a positive number of seconds")
         config = load_target_config(args.config) if args.config else None
-    except (UsageError, TargetConfigError) as exc:
+        tls = TLSSettings.from_args(args, config)
+    except (UsageError, TargetConfigError, TLSSettingsError) as exc:
         print(f"paysuite proxy: {exc}", file=sys.stderr, flush=True)
         return 2
-    problem = _target_answers(args.target)
+    problem = _target_answers(args.target, tls=tls)
     if problem:
         print(f"paysuite proxy: {problem}", file=sys.stderr, flush=True)
         return 2
@@ -96,12 +124,16 @@ def _proxy(args: argparse.Namespace) -> int:
         profile=args.profile,
         base_url=config.base_url if config else None,
         judge=args.judge,
+        tls=tls,
     )
     settings = ProxySettings(
         target=args.target,
         max_body_bytes=args.max_body_bytes,
         upstream_timeout_s=args.upstream_timeout,
+        tls=tls,
     )
+    if tls.insecure:
+        print(f"paysuite proxy: {tls.describe()}", file=sys.stderr, flush=True)
     # The session handles SIGINT and SIGTERM itself while it serves and settles, and restores
     # these when it returns: ignored, so that a signal after the last report was written cannot
     # turn the exit status into a kill. They stay ignored: the command is the process's last
@@ -188,6 +220,7 @@ def register(subparsers: Any) -> None:
         default=1 << 20,
         help="largest request body forwarded (default 1 MiB; larger: 413)",
     )
+    add_tls_arguments(proxy)
     proxy.set_defaults(func=_proxy)
 
     replay = subparsers.add_parser(
@@ -224,4 +257,5 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="send the recorded Idempotency-Keys as they were (default: renewed, consistently)",
     )
+    add_tls_arguments(replay)
     replay.set_defaults(func=_replay)

@@ -23,6 +23,7 @@ from conformance.outcome import CouldNotCheck
 from conformance.target import Target, same_amount
 from paysuite_core.exchange import Exchange
 from paysuite_core.target_config import Application, TargetConfig
+from paysuite_core.tls import TLSSettings
 from proxy.routes import route_of, token_claims
 from proxy.rules import CANCELLED, CONFIRMED, Violation
 from proxy.stateful import KeyUse, Seen, Transaction, disagreement, key_location, reuse_check
@@ -63,9 +64,11 @@ class Writers:
 class Confirmer:
     """The judge's own client: a conformance ``Target`` on the configured applications."""
 
-    def __init__(self, config: TargetConfig, *, profile: str) -> None:
+    def __init__(
+        self, config: TargetConfig, *, profile: str, tls: TLSSettings | None = None
+    ) -> None:
         self.config = config
-        self.target = Target(config, config.base_url, profile=profile)
+        self.target = Target(config, config.base_url, profile=profile, tls=tls)
         self._by_merchant: dict[str, Application] | None = None
         self._labels: dict[str, str] = {}  # a token's merchant -> the configuration's label
         #: check ID (or ``EVERY_RULE``) -> what the confirmations found out, for the report

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from conformance.checks import Check
 from paysuite_core.exchange import Exchange
 from paysuite_core.target_config import TargetConfig
+from paysuite_core.tls import TLSSettings
 from proxy.routes import Route, route_of
 from proxy.rules import (
     CANCELLED,
@@ -75,8 +76,12 @@ class Judge:
         base_url: str | None = None,
         confirm: bool = True,
         judge: str = "server",
+        tls: TLSSettings | None = None,
     ) -> None:
         self.config = config
+        #: what the judge's own confirmations trust over HTTPS, as the forwarded traffic does;
+        #: the reports say how the target's certificate was judged (``tls_text``)
+        self.tls = tls
         #: whose violations gate the exit status (``--judge``): "server", "client" or both
         self.gates = JUDGED_PARTIES[judge]
         #: what the end of the session left unsettled (a second Ctrl-C, a SIGTERM while settling)
@@ -166,7 +171,7 @@ class Judge:
         from proxy.confirm import Confirmer
 
         assert self.config is not None
-        confirmer = Confirmer(self.config, profile=self.profile)
+        confirmer = Confirmer(self.config, profile=self.profile, tls=self.tls)
         found: list[Violation] = []
         try:
             for use in self.idempotency.unsettled():

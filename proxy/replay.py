@@ -33,7 +33,9 @@ from paysuite_core.bounded_http import (
     in_words,
 )
 from paysuite_core.exchange import Exchange, Headers
+from paysuite_core.http_clients import httpx_client
 from paysuite_core.target_config import Application, TargetConfig
+from paysuite_core.tls import TLSSettings, explain
 from proxy.masking import PLACEHOLDER, placeholders_in
 from proxy.rules import Violation
 
@@ -343,9 +345,14 @@ class Sender:
                 )
             finally:
                 response.close()
-        except httpx.ConnectError as exc:
-            raise TargetDown(f"the target refused the connection: {exc}") from None
         except (httpx.HTTPError, ResponseTooLarge) as exc:
+            # a refused certificate (or a client certificate the target demands) ends the
+            # replay as a refused connection does: no later exchange would get through
+            line = explain(exc, outgoing.url)
+            if line is not None:
+                raise TargetDown(line) from None
+            if isinstance(exc, httpx.ConnectError):
+                raise TargetDown(f"the target refused the connection: {exc}") from None
             error = in_words(exc)
         return Exchange(
             seq=seq,
@@ -424,11 +431,12 @@ def replay_session(
     return result
 
 
-def open_client(limits: Limits | None = None) -> httpx.Client:
-    """The replay's client: no redirects followed (a redirect is part of what is judged), no
-    environment proxies (the target is addressed directly)."""
+def open_client(limits: Limits | None = None, tls: TLSSettings | None = None) -> httpx.Client:
+    """The replay's client (``paysuite_core.http_clients``): no redirects followed (a redirect
+    is part of what is judged), no environment proxies (the target is addressed directly), the
+    target's certificate judged with ``tls``."""
     limits = limits or CONFORM_LIMITS
-    return httpx.Client(timeout=limits.timeout(), follow_redirects=False, trust_env=False)
+    return httpx_client(tls, timeout=limits.timeout())
 
 
 # --- the command -------------------------------------------------------------------------------
@@ -439,6 +447,7 @@ def run_replay(
     file or configuration that cannot be used, a target that refuses connections, or nothing
     that could be replayed."""
     from paysuite_core.target_config import TargetConfigError, load_target_config
+    from paysuite_core.tls import TLSSettingsError
     from proxy.appmap import MappingError, authorized_ids, map_applications, parse_maps
     from proxy.har import HarError, read_session
     from proxy.judge import Judge
@@ -450,7 +459,8 @@ def run_replay(
     try:
         recorded = read_session(args.har_file)
         config = load_target_config(args.config) if args.config else None
-    except (HarError, TargetConfigError) as exc:
+        tls = TLSSettings.from_args(args, config)
+    except (HarError, TargetConfigError, TLSSettingsError) as exc:
         print(f"paysuite replay: {exc}", file=err, flush=True)
         return 2
     if not recorded.exchanges:
@@ -485,7 +495,10 @@ def run_replay(
         profile=args.profile,
         base_url=config.base_url if config else None,
         judge=getattr(args, "judge", "server"),
+        tls=tls,
     )
+    if tls.insecure:
+        print(f"paysuite replay: {tls.describe()}", file=err, flush=True)
     for line in mapping.lines():
         out.write(line + "\n")
     show = live_line(out)
@@ -493,7 +506,7 @@ def run_replay(
     out.write(
         f"replaying {len(recorded.exchanges)} exchange(s) of {args.har_file} -> {args.target}\n"
     )
-    with open_client() as client:
+    with open_client(tls=tls) as client:
         result = replay_session(
             recorded.exchanges,
             rebuilder,

@@ -207,6 +207,7 @@ def write_reports(
     rule_results = results(judge)
     verdict = verdict_of(judge, rule_results)
     rows = exchange_verdicts(judge)
+    tls = {"tls": tls_text(judge, target)} if judge.tls is not None else {}
     # The API's base URL, where the report's exports authorize: the configuration knows it; the
     # forwarded-to root does not name the API's path (/api)
     api_base = judge.config.base_url if judge.config is not None else target
@@ -220,11 +221,11 @@ def write_reports(
         duration_s=round(duration_s, 3),
         title=TITLE,
         suite_name="paysuite-proxy",
-        extra={"mode": "proxy", "exchanges": rows, **(extra or {})},
+        extra={"mode": "proxy", "exchanges": rows, **tls, **(extra or {})},
     )
     page = render_html(
         judge, rule_results, verdict, target=api_base, started_at=started_at,
-        duration_s=round(duration_s, 3), title=TITLE, exchanges=rows,
+        duration_s=round(duration_s, 3), title=TITLE, exchanges=rows, tls=tls.get("tls", ""),
     )  # fmt: skip
     html = next(p for p in paths if p.name == "report.html")
     partial = html.with_name(".report.html.partial")
@@ -243,4 +244,14 @@ def scorecard(judge: Judge) -> str:
     # the conformance scorecard names a section it does not know "Other": here that is the
     # client's own section
     text = text.replace("\nOther\n", f"\n{CLIENT_SECTION}\n")
-    return text + "\n" + conform_report.verdict_line(verdict, rule_results)
+    line = conform_report.verdict_line(verdict, rule_results)
+    if judge.tls is not None and judge.tls.insecure:
+        line += f"; {judge.tls.describe()}"
+    return text + "\n" + line
+
+
+def tls_text(judge: Judge, target: str) -> str:
+    """How the target's certificate was judged, for conformance.json and report.html."""
+    if judge.tls is None or (not judge.tls.insecure and not target.startswith("https:")):
+        return "plain HTTP (no TLS)"
+    return judge.tls.describe()

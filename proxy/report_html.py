@@ -45,8 +45,9 @@ def render(
     duration_s: float,
     title: str,
     exchanges: list[dict[str, Any]],
+    tls: str = "",
 ) -> str:
-    """The whole page."""
+    """The whole page; ``tls``: how the target's certificate was judged, under the title."""
     server = [r for r in rule_results if party(r.check) == "server"]
     client = [r for r in rule_results if party(r.check) == "client"]
     page = conform_report.to_html(
@@ -58,6 +59,8 @@ def render(
         title=title,
     )
     extra = _CSS + client_section(judge, client) + exchanges_section(exchanges)
+    if tls:
+        page = page.replace("</h1>", f"</h1><p id='tls'>{_e(tls)}</p>", 1)
     return page.replace("</body>", extra + "</body>", 1)
 
 

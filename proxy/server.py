@@ -20,6 +20,8 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from paysuite_core.exchange import Exchange, Headers
+from paysuite_core.http_clients import aiohttp_session
+from paysuite_core.tls import TLSSettings, explain
 
 #: RFC 9110 section 7.6.1: meaningful for one connection only, never forwarded.
 HOP_BY_HOP = frozenset(
@@ -44,6 +46,9 @@ class ProxySettings:
     max_body_bytes: int = 1 << 20
     upstream_timeout_s: float = 30.0
     max_answer_bytes: int = 16 << 20  # no answer of this API comes near it
+    #: what the upstream connection trusts and presents over HTTPS (``paysuite_core.tls``;
+    #: default: the environment's or the default CAs, verified)
+    tls: TLSSettings | None = None
 
 
 class AnswerTooLarge(Exception):
@@ -112,11 +117,13 @@ class ForwardingProxy:
         return app
 
     async def _open(self, _app: web.Application) -> None:
-        self._session = aiohttp.ClientSession(
+        self._session = aiohttp_session(
+            self.settings.tls,
+            limit=100,
+            ttl_dns_cache=300,
             auto_decompress=False,
             skip_auto_headers=NO_AUTO_HEADERS,
             timeout=aiohttp.ClientTimeout(total=self.settings.upstream_timeout_s),
-            connector=aiohttp.TCPConnector(limit=100, ttl_dns_cache=300),
         )
 
     async def _close(self, _app: web.Application) -> None:
@@ -166,7 +173,10 @@ class ForwardingProxy:
                          error=message)  # fmt: skip
             return web.Response(status=502, body=answer, content_type="application/json")
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            message = f"the target did not answer: {type(exc).__name__}: {exc}".rstrip(": ")
+            # a refused certificate is said as every command says it: host, cause, option
+            message = explain(exc, url) or (
+                f"the target did not answer: {type(exc).__name__}: {exc}".rstrip(": ")
+            )
             answer = _error_body(502, "proxy_upstream_unreachable", message)
             self._report(seq, started, clock, request, url, request_headers, body, 0, (), b"",
                          error=message)  # fmt: skip

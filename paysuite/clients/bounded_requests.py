@@ -36,6 +36,7 @@ from paysuite_core.bounded_http import (
     TotalTimeout,
     no_answer,
 )
+from paysuite_core.tls import TLSSettings, explain
 
 #: How much of an answer a record keeps as text (the body itself is capped by the limits).
 RECORD_BODY_CHARS = 64 * 1024
@@ -72,12 +73,24 @@ def _deadline(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-class BoundedAdapter(HTTPAdapter):
-    """An ``HTTPAdapter`` that enforces ``limits`` on every answer and records each exchange."""
+def tls_of(job: Mapping[str, Any]) -> TLSSettings | None:
+    """The run's TLS settings the job carries (resolved once by ``paysuite clients``), or None
+    for a job without them (requests then judges certificates its own way)."""
+    data = job.get("tls")
+    return TLSSettings.from_dict(data) if data is not None else None
 
-    def __init__(self, limits: Limits) -> None:
+
+class BoundedAdapter(HTTPAdapter):
+    """An ``HTTPAdapter`` that enforces ``limits`` on every answer and records each exchange.
+
+    ``tls``: what every request trusts and presents over HTTPS, whatever the SDK's session
+    says (``verify``/``cert`` are the adapter's to honour: requests' public extension point),
+    so the SDK judges the target's certificate exactly as the pre-flight did."""
+
+    def __init__(self, limits: Limits, tls: TLSSettings | None = None) -> None:
         super().__init__(max_retries=0)
         self.limits = limits
+        self.tls = tls
         self.exchanges: list[dict[str, Any]] = []
 
     def send(
@@ -104,6 +117,8 @@ class BoundedAdapter(HTTPAdapter):
         self.exchanges.append(record)
         what = f"{record['method']} {record['url']}"
         limits = self.limits
+        if self.tls is not None:
+            verify, cert = self.tls.requests_verify(), self.tls.requests_cert()
         started = time.monotonic()
         try:
             with _deadline(limits.total_s):
@@ -123,7 +138,7 @@ class BoundedAdapter(HTTPAdapter):
                     response.close()
                     raise
         except (TotalTimeout, ResponseTooLarge, requests.exceptions.RequestException) as exc:
-            reason = no_answer(_ours(exc, limits))
+            reason = explain(exc, record["url"]) or no_answer(_ours(exc, limits))
             record["error"] = f"{what}: {reason}"
             raise Unanswered(reason, gone=not isinstance(exc, ResponseTooLarge)) from None
         finally:

@@ -24,7 +24,12 @@ import time
 from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from paysuite_core.tls import add_arguments as add_tls_arguments
+
+if TYPE_CHECKING:
+    from paysuite_core.tls import TLSSettings
 
 SDK_NAMES = ("paypack-py", "paypack-js")
 
@@ -61,6 +66,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     limits.add_argument(
         "--max-response-bytes", metavar="N", help="an answer's body past this is abandoned (1 MiB)"
     )
+    add_tls_arguments(parser)
     parser.set_defaults(func=run_clients)
     return parser
 
@@ -98,6 +104,7 @@ def run_clients(args: argparse.Namespace) -> int:
     from paysuite.clients import matrix
     from paysuite.clients.cache import default_cache_dir
     from paysuite_core.target_config import TargetConfigError, load_target_config
+    from paysuite_core.tls import TLSSettings, TLSSettingsError
 
     cache_dir = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
     started = time.time()
@@ -111,18 +118,29 @@ def run_clients(args: argparse.Namespace) -> int:
 
                 workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="paysuite-"))
                 config = stack.enter_context(running_stub(Path(workdir))).config()
-            job = make_job(config)
-            check_reachable(config.base_url, limits.connect_s)
-            preflight(config, limits)
-        except (TargetConfigError, UsageError, SetupError) as exc:
+            tls = TLSSettings.from_args(args, config)
+            # both drivers judge the target's certificate as the pre-flight did
+            job = {**make_job(config), "tls": tls.to_dict()}
+            check_reachable(config.base_url, limits.connect_s, tls=tls)
+            preflight(config, limits, tls=tls)
+        except (TargetConfigError, UsageError, SetupError, TLSSettingsError) as exc:
             print(f"paysuite clients: {' '.join(str(exc).split())}", file=sys.stderr)
             return 2
+        if tls.insecure:
+            print(f"paysuite clients: {tls.describe()}", file=sys.stderr)
         columns = [matrix.RUNNERS[name](job, cache_dir, limits) for name in args.sdk or SDK_NAMES]
-    return write_outputs(args, config, columns, started)
+    return write_outputs(args, config, columns, started, tls)
 
 
-def write_outputs(args: argparse.Namespace, config: Any, columns: list[Any], started: float) -> int:
-    """Mask, print the matrix and the verdict, write clients.json and clients.html."""
+def write_outputs(
+    args: argparse.Namespace,
+    config: Any,
+    columns: list[Any],
+    started: float,
+    tls: TLSSettings | None = None,
+) -> int:
+    """Mask, print the matrix and the verdict, write clients.json and clients.html; how the
+    target's certificate was judged goes in both, and ``INSECURE`` in the verdict line."""
     from conformance import report as conform_report
     from paysuite.clients import matrix, report
     from proxy.masking import Masker
@@ -135,9 +153,10 @@ def write_outputs(args: argparse.Namespace, config: Any, columns: list[Any], sta
         "started_at": datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
         "duration_s": round(time.time() - started, 3),
     }
-    data = report.to_json(shown, verdict, **common)
+    tls_text = report.tls_text(tls, config.base_url)
+    data = {**report.to_json(shown, verdict, **common), "tls": tls_text}
     as_json = masker.text(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
-    page = masker.text(report.to_html(shown, verdict, **common))
+    page = masker.text(report.to_html(shown, verdict, **common, tls=tls_text))
     directory = Path(args.report_dir)
     written = []
     try:
@@ -154,5 +173,8 @@ def write_outputs(args: argparse.Namespace, config: Any, columns: list[Any], sta
         return 2
     print(masker.text(matrix.render(shown, config.base_url)))
     print(f"\nreports: {', '.join(str(path) for path in written)}")
-    print(masker.text(conform_report.verdict_line(verdict, report.results(shown))))
+    line = conform_report.verdict_line(verdict, report.results(shown))
+    if tls is not None and tls.insecure:
+        line += f"; {tls.describe()}"
+    print(masker.text(line))
     return verdict.exit_code

@@ -26,6 +26,15 @@ from typing import Any
 
 from paysuite.clients import cache
 from paysuite_core.bounded_http import CONFORM_LIMITS, Limits
+from paysuite_core.tls import TLSSettings
+
+#: what paypack_js_driver.js reads for its TLS settings (``TLSSettings.node_environment``)
+NODE_TLS_VARIABLES = (
+    "PAYSUITE_CA_BUNDLE",
+    "PAYSUITE_CLIENT_CERT",
+    "PAYSUITE_CLIENT_KEY",
+    "PAYSUITE_INSECURE",
+)
 
 #: The rows, in order: the document's operations, then the SDK-only calls.
 OPERATIONS = (
@@ -196,6 +205,10 @@ def run_paypack_js(job: dict[str, Any], cache_dir: Path, limits: Limits | None =
     if installed.skip or installed.path is None:
         return SdkColumn("paypack-js", skip=installed.skip or "not installed")
     env = {**os.environ, "NODE_PATH": str(installed.path), "NODE_NO_WARNINGS": "1"}
+    # the run's TLS settings as the driver reads them into axios's https.Agent (and only them)
+    for name in NODE_TLS_VARIABLES:
+        env.pop(name, None)
+    env.update(TLSSettings.from_dict(job.get("tls")).node_environment())
     argv = ["node", str(JS_DRIVER)]
     return _run_driver("paypack-js", argv, env, bounded_job(job, limits))
 

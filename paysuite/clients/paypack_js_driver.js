@@ -10,6 +10,8 @@
 // (no usable answer within the limits) or "not run" (the target had stopped answering).
 "use strict";
 
+const fs = require("fs");
+const https = require("https");
 const http = require("paypack-js/build/http.js");
 const utils = require("paypack-js/build/utils.js");
 const Paypack = require("paypack-js").default;
@@ -52,6 +54,20 @@ function bodyText(data) {
   return typeof data === "string" ? data : Buffer.isBuffer(data) ? data.toString("utf8") : JSON.stringify(data);
 }
 
+// The run's TLS settings (paysuite_core.tls, TLSSettings.node_environment): the CAs to trust,
+// the client certificate to present, or no verification at all; one agent for every request.
+function tlsAgent(env) {
+  const options = {};
+  if (env.PAYSUITE_CA_BUNDLE) options.ca = fs.readFileSync(env.PAYSUITE_CA_BUNDLE);
+  if (env.PAYSUITE_CLIENT_CERT) {
+    options.cert = fs.readFileSync(env.PAYSUITE_CLIENT_CERT);
+    options.key = fs.readFileSync(env.PAYSUITE_CLIENT_KEY || env.PAYSUITE_CLIENT_CERT);
+  }
+  if (env.PAYSUITE_INSECURE === "1") options.rejectUnauthorized = false;
+  return new https.Agent(options);
+}
+const httpsAgent = tlsAgent(process.env);
+
 const adapter = http.defaults.adapter;
 http.defaults.adapter = async (config) => {
   const base = (config.baseURL || "").replace(/\/?$/, "/");
@@ -77,6 +93,7 @@ http.defaults.adapter = async (config) => {
     maxContentLength: limits.max_body_bytes,
     maxBodyLength: limits.max_body_bytes,
     signal: controller.signal,
+    httpsAgent,
   };
   try {
     const response = await adapter(bounded);
@@ -100,6 +117,7 @@ http.defaults.adapter = async (config) => {
       gone = false;
     } else if (/timeout/i.test(message)) reason = `no answer: a read waited ${limits.read_s} s (--read-timeout)`;
     else if (error && error.code === "ECONNREFUSED") reason = "no answer: connection refused";
+    else if (error && /CERT|TLS|SSL/.test(String(error.code))) reason = `no answer: TLS ${error.code}: ${oneLine(message, 120)}`;
     record.error = `${record.method} ${url}: ${reason}`;
     throw new Unanswered(reason, gone);
   } finally {

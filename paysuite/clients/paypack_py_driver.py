@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from typing import Any
 
-from paysuite.clients.bounded_requests import BoundedAdapter, Unanswered, limits_of
+from paysuite.clients.bounded_requests import BoundedAdapter, Unanswered, limits_of, tls_of
 
 #: (expected, actual) when an answer is not what the SDK's caller needs; None when it is.
 Mismatch = tuple[str, str] | None
@@ -82,7 +82,7 @@ class Driver:
         self.job = job
         self.emit = emit
         self.cells: list[dict[str, Any]] = []
-        self.adapter = BoundedAdapter(limits_of(job))
+        self.adapter = BoundedAdapter(limits_of(job), tls_of(job))
         for prefix in ("http://", "https://"):
             paypack.http_client.client.mount(prefix, self.adapter)
         self.walk_deadline = time.monotonic() + float(job.get("walk_s", DEFAULT_WALK_S))

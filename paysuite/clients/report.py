@@ -14,6 +14,7 @@ the plugin's ``CheckResult``, filed under the section of the document its operat
 
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import dataclass, replace
 from typing import Any
@@ -22,6 +23,7 @@ from conformance import report as conform_report
 from conformance.evidence import evidence_of
 from paysuite.clients.matrix import OPERATIONS, SdkColumn, outcome_of
 from paysuite_core.exchange import Exchange as ProxyExchange
+from paysuite_core.tls import TLSSettings
 from proxy.masking import Masker, mask_exchange
 from proxy.report import RuleResult
 
@@ -320,8 +322,10 @@ def to_html(
     target: str,
     started_at: str,
     duration_s: float,
+    tls: str = "",
 ) -> str:
-    """conform's report page, one row per cell, each failure with its exchanges and curl.
+    """conform's report page, one row per cell, each failure with its exchanges and curl;
+    ``tls``: how the target's certificate was judged, under the title.
 
     ``paysuite clients`` has no ``--reveal-secrets`` (nothing it writes carries a credential),
     so the replay note's mention of it is left out."""
@@ -333,4 +337,13 @@ def to_html(
         duration_s=duration_s,
         title=TITLE,
     )
+    if tls:
+        page = page.replace("</h1>", f"</h1><p id='tls'>{html.escape(tls)}</p>", 1)
     return page.replace(" (or rerun with --reveal-secrets)", "")
+
+
+def tls_text(tls: TLSSettings | None, target: str) -> str:
+    """How the drivers judged the target's certificate, for clients.json and clients.html."""
+    if tls is None or (not tls.insecure and not target.startswith("https:")):
+        return "plain HTTP (no TLS)"
+    return tls.describe()

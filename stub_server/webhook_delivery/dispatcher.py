@@ -25,6 +25,7 @@ from typing import Any
 import aiohttp
 
 from paysuite_core import webhook_signature
+from paysuite_core.http_clients import aiohttp_session
 from stub_server import timefmt
 from stub_server.errors import json_body
 from stub_server.rules.rendering import Renderer
@@ -153,8 +154,8 @@ class Dispatcher:
         return lane
 
     async def run_forever(self) -> None:
-        connector = aiohttp.TCPConnector(limit=0)  # the lanes bound the connections
-        async with aiohttp.ClientSession(connector=connector, trust_env=False) as session:
+        # limit=0: the lanes bound the connections
+        async with aiohttp_session(limit=0) as session:
             self._session = session
             try:
                 while True:

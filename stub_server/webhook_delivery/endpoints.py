@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import aiohttp
 
+from paysuite_core.http_clients import aiohttp_session
 from paysuite_core.webhook_signature import new_secret
 from stub_server.store import Store, WebhookEndpoint
 from stub_server.webhook_delivery.endpoint_url import (
@@ -76,7 +77,7 @@ async def ping(url: str, session: aiohttp.ClientSession | None = None) -> str | 
     """``HEAD url`` as the live dashboard pings a webhook URL when it is registered."""
     async with contextlib.AsyncExitStack() as stack:
         if session is None:
-            session = aiohttp.ClientSession(trust_env=False)
+            session = aiohttp_session()
             await stack.enter_async_context(session)
         return await send(session, "HEAD", url, PING_TIMEOUT_S)
 

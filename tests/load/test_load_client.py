@@ -20,8 +20,9 @@ from hostile import hostile_server
 
 from load.bounded import Client, Reply, RequestFailed
 from load.connection import Connection
-from load.probe import post_json
+from load.probe import ProbeError, post_json
 from paysuite_core.bounded_http import Limits, ResponseTooLarge, TotalTimeout
+from paysuite_core.tls import TLSSettings
 from paysuite_core.tokens import AUTHORIZE_PATH
 
 LIMITS = Limits(connect_s=1.0, read_s=1.0, total_s=1.5, max_body_bytes=10_000)
@@ -198,7 +199,8 @@ def test_a_connect_that_never_completes_is_named_a_connect_timeout() -> None:
 
 @pytest.fixture(scope="module")
 def self_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    """A self-signed certificate and its key for 127.0.0.1 (the openssl command line)."""
+    """A self-signed certificate and its key for 127.0.0.1 (the openssl command line): its own
+    CA, so ``--ca-bundle`` of the certificate trusts it."""
     openssl = shutil.which("openssl")
     if openssl is None:
         pytest.skip("no openssl command to make a self-signed certificate")
@@ -206,17 +208,17 @@ def self_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     cert, key = str(folder / "cert.pem"), str(folder / "key.pem")
     subprocess.run(
         [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=127.0.0.1", "-keyout", key, "-out", cert],
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", key, "-out", cert],
         check=True, capture_output=True, timeout=60,
     )  # fmt: skip
     return cert, key
 
 
-def test_insecure_accepts_a_self_signed_certificate_and_secure_refuses_it(
-    self_signed: tuple[str, str],
-) -> None:
-    """As Locust's FastHttpUser: ``insecure`` (the users' default) verifies no certificate, and
-    neither does the run's pre-check."""
+def test_the_certificate_is_verified_unless_insecure(self_signed: tuple[str, str]) -> None:
+    """The users verify the target's certificate by default (unlike Locust's FastHttpUser),
+    trust what ``--ca-bundle`` gives, accept anything with ``--insecure``; the run's pre-check
+    judges it the same way."""
     cert, key = self_signed
 
     class Answer(http.server.BaseHTTPRequestHandler):
@@ -242,12 +244,17 @@ def test_insecure_accepts_a_self_signed_certificate_and_secure_refuses_it(
     base = f"https://127.0.0.1:{server.server_address[1]}/api"
     try:
         events = RecordedEvents()
+        insecure, trusted = TLSSettings(insecure=True), TLSSettings(ca_bundle=cert)
         with Client(base, LIMITS, events).request("GET", "/x", name="x") as reply:
-            assert (reply.status, reply.problem) == (200, None)
-        with Client(base, LIMITS, events, insecure=False).request("GET", "/x", name="x") as reply:
             assert reply.problem is not None and "CERTIFICATE_VERIFY_FAILED" in reply.problem
+        for tls in (insecure, trusted):
+            with Client(base, LIMITS, events, tls=tls).request("GET", "/x", name="x") as reply:
+                assert (reply.status, reply.problem) == (200, None)
         # and the pre-check before the users (httpx, not gevent) accepts what they accept
-        assert post_json(f"{base}/x", {}, LIMITS).status == 200
+        with pytest.raises(ProbeError, match=r"^TLS: 127\.0\.0\.1:\d+: .*--ca-bundle"):
+            post_json(f"{base}/x", {}, LIMITS)
+        assert post_json(f"{base}/x", {}, LIMITS, insecure).status == 200
+        assert post_json(f"{base}/x", {}, LIMITS, trusted).status == 200
     finally:
         server.shutdown()
         server.server_close()
