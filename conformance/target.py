@@ -201,34 +201,62 @@ class Target:
         assert isinstance(reply, Reply)
         return reply
 
-    def pair(self, app: Application, *, fresh: bool = False) -> TokenPair:
-        """A token pair for ``app``: authorized anew once a third of the configured lifetime
-        has passed, never by refresh (a refresh is what some checks judge)."""
+    # The run's session: one pair per application (``_flows``), which every check's ordinary
+    # request uses. A check never spends the session's refresh token: it refreshes a pair of its
+    # own (``own_pair``), so a target that revokes the old access token on refresh, as it may,
+    # breaks nothing else. Should a check refresh the session's pair anyway, ``refresh`` drops
+    # it and the next use authorizes anew: a spent pair is never used again.
+    def _flow(self, app: Application) -> TokenFlow:
         flow = self._flows.get(app.client_id)
         if flow is None:
-            ttl_s = float(self.config.access_token_ttl_s) if self.config else 900.0
-            flow = checking_flow(self._send, app, ttl_s)
-            self._flows[app.client_id] = flow
-        if fresh or flow.due():
-            try:
-                flow.authorize()
-            except tokens.AuthError as exc:
-                precondition(
-                    False,
-                    f"authorize failed for application {app.client_id} ({app.privilege}): "
-                    f"{getattr(exc.answer, 'status', 'no answer')}",
-                    exc.answer if isinstance(exc.answer, Reply) else None,
-                )
+            flow = self._flows.setdefault(app.client_id, self._new_flow(app))
+        return flow
+
+    def _new_flow(self, app: Application) -> TokenFlow:
+        ttl_s = float(self.config.access_token_ttl_s) if self.config else 900.0
+        return checking_flow(self._send, app, ttl_s)
+
+    def _authorized(self, flow: TokenFlow) -> TokenPair:
+        app = flow.app
+        try:
+            flow.authorize()
+        except tokens.AuthError as exc:
+            precondition(
+                False,
+                f"authorize failed for application {app.client_id} ({app.privilege}): "
+                f"{getattr(exc.answer, 'status', 'no answer')}",
+                exc.answer if isinstance(exc.answer, Reply) else None,
+            )
         assert flow.pair is not None
         return flow.pair
+
+    def pair(self, app: Application, *, fresh: bool = False) -> TokenPair:
+        """The session's token pair for ``app``: authorized anew once a third of the configured
+        lifetime has passed, never renewed by refresh (a refresh is what some checks judge).
+        ``fresh``: authorized just now. Its refresh token is not the caller's to spend: a check
+        that refreshes takes ``own_pair``."""
+        flow = self._flow(app)
+        pair = flow.pair
+        if fresh or pair is None or flow.due():
+            pair = self._authorized(flow)
+        return pair
+
+    def own_pair(self, app: Application) -> TokenPair:
+        """A pair authorized just now for the caller alone: no other check is handed it, so the
+        caller may spend its refresh token (and see its access token revoked) without breaking
+        the session (checks running at the same time included)."""
+        return self._authorized(self._new_flow(app))
 
     def token(self, app: Application) -> str:
         return self.pair(app).access
 
     def refresh(self, refresh_token: str, path_template: str) -> Reply:
-        """GET a refresh path with the document's headers for it: Accept only."""
+        """GET a refresh path with the document's headers for it: Accept only. When
+        ``refresh_token`` is a session pair's, that pair is dropped (``TokenFlow.spent``)."""
         reply = tokens.refresh(self._send, refresh_token, path_template)
         assert isinstance(reply, Reply)
+        for flow in list(self._flows.values()):
+            flow.spent(refresh_token)
         return reply
 
     # --- operations ---------------------------------------------------------------------

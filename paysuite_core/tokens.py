@@ -8,7 +8,9 @@ bodies and paths, the token pair, when to renew, the 401-renew rule. Refresh is 
 examples and the SDKs): the first one a target serves is remembered. ``expires`` is whatever the
 target sends (RC-8), else the JWT's ``exp``, else the configured lifetime. After a 401, or
 shortly before expiry, a flow refreshes, and authorizes again only when the refresh is refused
-(never an authorize storm: ``min_authorize_interval_s``).
+(never an authorize storm: ``min_authorize_interval_s``). A flow never uses a pair again once
+its refresh token was spent: a refresh answers a new pair, and a target may revoke the old
+access token with it (the document does not say; the stub's ``revoke-on-refresh`` variant does).
 """
 
 from __future__ import annotations
@@ -228,6 +230,18 @@ class TokenFlow:
         if self.pair is not None and self.pair.refresh and self._refresh(self.pair.refresh):
             return
         self.authorize()
+
+    def spent(self, refresh_token: str) -> bool:
+        """A refresh made outside the flow (a conformance check judging refresh) used
+        ``refresh_token``: when it is the refresh token of the flow's pair, the pair is dropped,
+        whatever the refresh answered (its access token may be revoked now), and the next use
+        authorizes anew. The new pair is not taken over: it is what the refresh checks judge,
+        and a refresh that answers another application's pair must not reach any other check.
+        Returns whether the pair was dropped."""
+        if self.pair is None or self.pair.refresh != refresh_token:
+            return False
+        self.pair = None
+        return True
 
     def authorize(self) -> Answer | None:
         """Authorize now (rate-limited by ``min_authorize_interval_s``); raises AuthError."""

@@ -26,11 +26,15 @@ class Fault:
 
 @dataclass(frozen=True)
 class Variant:
-    """``parts``: a composite's variants and behaviours; its ``differs_on`` is their union."""
+    """``parts``: a composite's variants and behaviours; its ``differs_on`` is their union.
+    ``noted_by``: checks that tell the variant apart by a note, not a verdict, where neither
+    the document nor a reference choice says what to do (whether a refreshed pair's access token
+    still works)."""
 
     description: str
     differs_on: frozenset[str] = frozenset()
     parts: tuple[str, ...] = ()
+    noted_by: frozenset[str] = frozenset()
 
 
 def _ids(*check_ids: str) -> frozenset[str]:
@@ -208,6 +212,10 @@ _SIMPLE_VARIANTS: dict[str, Variant] = {
         'error bodies carry only {"status", "message"}', _ids("ERR-002", "ERR-003")
     ),
     "no-rotation": Variant("refresh tokens are reusable until they expire", _ids("AUTH-012")),
+    "revoke-on-refresh": Variant(
+        "a used refresh token revokes the access token issued with it (401 invalid_token)",
+        noted_by=_ids("AUTH-009"),
+    ),
     "events-oldest-first": Variant("the events list is ordered oldest first", _ids("EVT-008")),
 }
 

@@ -72,6 +72,7 @@ def install(stub: StubApp, faults: Collection[str], rng: random.Random) -> None:
             stub.settings.refresh_ttl_s,
             check_exp="tokens-never-expire" not in faults,
             check_signature="signature-not-verified" not in faults,
+            link_pairs=stub.tokens.link_pairs,
         )
     if "refs-reused" in faults:
         hooks.new_ref = _every_second_ref_reused(hooks.new_ref)

@@ -75,6 +75,7 @@ class StubApp:
             signing_key.resolve(settings.jwt_key, self.store, settings.db),
             settings.access_ttl_s,
             settings.refresh_ttl_s,
+            link_pairs=settings.variant("revoke-on-refresh"),
         )
         self.number_regex = settings.number_regex
         # Variants and their behaviours, resolved once so that handlers read plain attributes.
@@ -87,6 +88,8 @@ class StubApp:
             self.render.offset_text = timefmt.offset_text_ns
         self.creation_status = 201 if variant("created-201") else 200
         self.rotate_refresh = not variant("no-rotation")
+        #: A used refresh token revokes the access token of its pair (``link_pairs`` above).
+        self.revoke_on_refresh = variant("revoke-on-refresh")
         self.expires_string = variant("expires-string")
         self.oldest_first = variant("events-oldest-first")
         #: ``Authorization: <token>`` without ``Bearer `` (paypack-js sends it so, RC-33).

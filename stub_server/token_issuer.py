@@ -1,6 +1,9 @@
 """JWT access and refresh tokens (RC-11), signed HS256 with PyJWT. ``sub`` tells the two kinds
 apart and each verifier refuses the other. ``exp`` is rounded *up* to a whole second so a token
 lives at least its TTL (PyJWT compares whole seconds), which keeps 1 s TTLs usable in tests.
+With ``link_pairs`` (variant ``revoke-on-refresh``) an access token also names its pair: claim
+``pair``, the ``jti`` of the refresh token issued with it, so that spending that refresh token
+can revoke it.
 """
 
 from __future__ import annotations
@@ -40,8 +43,10 @@ class TokenService:
         *,
         check_exp: bool = True,
         check_signature: bool = True,
+        link_pairs: bool = False,
     ) -> None:
         self.key = key
+        self.link_pairs = link_pairs
         self.access_ttl_s = access_ttl_s
         self.refresh_ttl_s = refresh_ttl_s
         self._options: dict[str, Any] = {"verify_exp": check_exp, "require": ["exp", "sub"]}
@@ -65,12 +70,15 @@ class TokenService:
             "iat": iat,
         }
         access_exp = math.ceil(now + self.access_ttl_s)
-        access, refresh = (
-            jwt.encode({**base, "sub": sub, "exp": exp, "jti": uuid.uuid4().hex}, self.key)
-            for sub, exp in (
-                ("access", access_exp),
-                ("refresh", math.ceil(now + self.refresh_ttl_s)),
-            )
+        refresh_jti = uuid.uuid4().hex
+        linked = {"pair": refresh_jti} if self.link_pairs else {}
+        access = jwt.encode(
+            {**base, **linked, "sub": "access", "exp": access_exp, "jti": uuid.uuid4().hex},
+            self.key,
+        )
+        refresh_exp = math.ceil(now + self.refresh_ttl_s)
+        refresh = jwt.encode(
+            {**base, "sub": "refresh", "exp": refresh_exp, "jti": refresh_jti}, self.key
         )
         return TokenPair(access, refresh, access_exp)
 

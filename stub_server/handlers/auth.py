@@ -5,7 +5,9 @@ Enforces:
   is integer Unix seconds, RC-8); RC-38 (authorize is rate-limited and costs the same for known
   and unknown client_ids).
 - Endpoints, 6. Refresh tokens: AUTH-009, AUTH-011 (both paths, RC-9) and refresh rotation
-  (AUTH-012, RC-10: a used refresh token is refused; ``spend_refresh_token``).
+  (AUTH-012, RC-10: a used refresh token is refused; ``spend_refresh_token``). Under the
+  ``revoke-on-refresh`` variant a used refresh token also revokes the access token issued with
+  it (``revoked``): the document leaves open whether the old access token still works.
 - Authentication, 1-4: every protected operation needs ``Authorization: Bearer <access
   token>`` (AUTH-004..AUTH-008, AUTH-010, PROP-007); a bare token is accepted unless
   ``strict_auth`` (RC-33, AUTH-006).
@@ -16,6 +18,7 @@ body's 415, 413, 400 (``rules.request_body``) and 409 (``rules.idempotency``).
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 
 from aiohttp import web
@@ -45,10 +48,21 @@ def authenticate(stub: StubApp, request: web.Request) -> AppRecord:
     max_age_s = hooks.access_max_age_s
     if max_age_s is not None and time.time() - claims["iat"] > max_age_s:
         raise ApiError(401, "token_expired", "the token has expired")
+    if stub.revoke_on_refresh and revoked(stub, claims):
+        raise ApiError(
+            401, "invalid_token", "the access token was revoked: its pair's refresh token was used"
+        )
     record = stub.app_record(claims["id"])
     if record is None:
         raise ApiError(401, "invalid_token", "the token names an unknown application")
     return record
+
+
+def revoked(stub: StubApp, claims: Claims) -> bool:
+    """Whether the refresh token of this access token's pair was used (``revoke-on-refresh``).
+    A token without the ``pair`` claim (issued before the variant was on) is not revoked."""
+    pair = claims.get("pair")
+    return isinstance(pair, str) and stub.store.spent(pair)
 
 
 def token_from_header(header: str, *, accept_bare: bool) -> str:
@@ -69,12 +83,18 @@ def token_from_header(header: str, *, accept_bare: bool) -> str:
 
 
 def spend_refresh_token(stub: StubApp, claims: Claims) -> None:
-    """Refresh rotation (RC-10): a refresh token works once; the second use is a 401."""
+    """Record a used refresh token. Refresh rotation (RC-10): it works once, the second use is
+    a 401. ``revoke-on-refresh``: the record also revokes the access token of its pair, so it
+    is kept at least as long as that access token lives (a refresh token may be configured to
+    live shorter)."""
     jti = claims.get("jti")
     exp = claims.get("exp")
     if not isinstance(jti, str) or not isinstance(exp, int):
         raise ApiError(401, "invalid_token", "the token is invalid")
-    if not stub.store.use_refresh(jti, exp):
+    iat = claims.get("iat")
+    if stub.revoke_on_refresh and isinstance(iat, int):
+        exp = max(exp, iat + math.ceil(stub.tokens.access_ttl_s) + 1)
+    if not stub.store.use_refresh(jti, exp) and stub.rotate_refresh:
         raise ApiError(401, "invalid_token", "the refresh token was already used")
 
 
@@ -122,7 +142,7 @@ class AuthHandlers:
         record = stub.app_record(claims["id"])
         if record is None:
             raise ApiError(401, "invalid_token", "the token names an unknown application")
-        if stub.rotate_refresh:
+        if stub.rotate_refresh or stub.revoke_on_refresh:
             spend_refresh_token(stub, claims)
         return json_response(self.token_pair_body(record))
 

@@ -39,7 +39,7 @@ REQUIRED_FAULTS = {
 }  # fmt: skip
 REQUIRED_VARIANTS = {
     "created-201", "successful-status", "short-refresh-only", "expires-string", "go-error-body",
-    "no-rotation", "events-oldest-first",
+    "no-rotation", "revoke-on-refresh", "events-oldest-first",
 }  # fmt: skip
 APPS = (("DEMO01", "read-write"), ("DEMO02", "read-write"), ("DEMO01", "read"))
 
@@ -369,6 +369,44 @@ def test_variant_no_rotation(inproc) -> None:
     refresh = s.api.pair()["refresh"]
     for _ in range(3):
         assert s.api.http.get(refresh_url(refresh)).status_code == 200
+
+
+def test_variant_revoke_on_refresh(inproc) -> None:
+    """The old access token answers 401 once its pair's refresh token is used; the new pair's
+    works, and so does another pair of the same application (only the refreshed one is revoked)."""
+    s = inproc(variants=["revoke-on-refresh"])
+    old, other = s.api.pair(fresh=True), s.api.pair(fresh=True)
+    assert _get_events(s, old["access"]).status_code == 200
+    refreshed = s.api.http.get(refresh_url(old["refresh"]))
+    assert refreshed.status_code == 200
+    revoked = _get_events(s, old["access"])
+    assert revoked.status_code == 401 and revoked.json()["code"] == "invalid_token"
+    assert "revoked" in revoked.json()["message"]
+    assert _get_events(s, refreshed.json()["access"]).status_code == 200
+    assert _get_events(s, other["access"]).status_code == 200
+    # rotation still holds: the spent refresh token is refused, and refreshing the new pair
+    # revokes the new access token in turn
+    assert s.api.http.get(refresh_url(old["refresh"])).status_code == 401
+    assert s.api.http.get(refresh_url(refreshed.json()["refresh"])).status_code == 200
+    assert _get_events(s, refreshed.json()["access"]).status_code == 401
+
+
+def test_variant_revoke_on_refresh_without_rotation(inproc) -> None:
+    """With no-rotation too, the refresh token stays reusable and its access token revoked."""
+    s = inproc(variants=["revoke-on-refresh", "no-rotation"])
+    pair = s.api.pair(fresh=True)
+    for _ in range(2):
+        assert s.api.http.get(refresh_url(pair["refresh"])).status_code == 200
+    assert _get_events(s, pair["access"]).status_code == 401
+
+
+def test_default_stub_keeps_a_refreshed_pairs_access_token(inproc) -> None:
+    """Without the variant the old access token lives until it expires, as before."""
+    s = inproc()
+    pair = s.api.pair(fresh=True)
+    assert s.api.http.get(refresh_url(pair["refresh"])).status_code == 200
+    assert _get_events(s, pair["access"]).status_code == 200
+    assert "pair" not in jwt.decode(pair["access"], options={"verify_signature": False})
 
 
 def test_variant_events_oldest_first(inproc) -> None:

@@ -57,7 +57,12 @@ def test_fault_registry_carries_the_checks() -> None:
 
 
 def test_variant_registry_and_expansion() -> None:
-    assert all(v.description and v.differs_on for v in VARIANTS.values() if not v.parts)
+    for name, v in VARIANTS.items():
+        if not v.parts:  # each told apart: by a reference verdict, or by a note (never both)
+            assert v.description and (v.differs_on or v.noted_by), name
+            assert not v.differs_on & v.noted_by, name
+    assert VARIANTS["revoke-on-refresh"].noted_by == {"AUTH-009"}
+    assert not VARIANTS["revoke-on-refresh"].differs_on
     for name in ("live", "lenient"):
         parts = VARIANTS[name].parts
         union = frozenset().union(*((VARIANTS | BEHAVIOURS)[p].differs_on for p in parts))
