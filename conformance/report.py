@@ -394,7 +394,7 @@ def to_json(
         },
         "run_errors": list(verdict.run_errors),
         **({"throttling": verdict.throttling.to_dict()} if verdict.throttling is not None else {}),
-        "tls": _tls_json(verdict.tls),
+        "tls": tls_text(verdict.tls),
         "target": target,
         "started_at": started_at,
         "duration_s": duration_s,
@@ -404,16 +404,13 @@ def to_json(
     }
 
 
-def _tls_json(tls: TLSSettings | None) -> dict[str, Any] | None:
-    """How the certificate was judged (None: a plain HTTP target)."""
-    if tls is None:
-        return None
-    return {
-        "verified": not tls.insecure,
-        "description": tls.describe(),
-        "ca_bundle": tls.ca_bundle,
-        "client_cert": tls.client_cert,
-    }
+#: What conformance.json says of a plain-HTTP target's TLS (the words of every command's report).
+PLAIN_HTTP = "plain HTTP (no TLS)"
+
+
+def tls_text(tls: TLSSettings | None) -> str:
+    """How the certificate was judged (``TLSSettings.describe``), or that there was no TLS."""
+    return tls.describe() if tls is not None else PLAIN_HTTP
 
 
 def _check_json(result: Result, reveal: bool) -> dict[str, Any]:
