@@ -216,8 +216,7 @@ def verdict_line(verdict: Verdict, results: Sequence[Result]) -> str:
         parts.append(f"{count} run error{'s' if count != 1 else ''}")
     if verdict.throttling is not None and verdict.throttling.throttled:
         parts.append(verdict.throttling.text())
-    if verdict.insecure:
-        assert verdict.tls is not None
+    if verdict.tls is not None and verdict.tls.insecure:
         parts.append(verdict.tls.describe())
     parts.append(f"coverage {verdict.coverage.text()}")
     return f"VERDICT: {verdict.verdict.upper()} — {'; '.join(parts)} — exit {verdict.exit_code}"
