@@ -15,6 +15,7 @@ from conformance.catalog import UnknownCheckError, parse_only
 from conformance.checks import PROFILES
 from paysuite_core.durations import parse_duration
 from paysuite_core.throttle import DEFAULT_MAX_WAIT_S
+from paysuite_core.tls import TLS_FLAGS, TLS_GROUP
 
 if TYPE_CHECKING:
     import argparse
@@ -134,6 +135,11 @@ FLAGS = (
         switch=True,
     ),
     Flag("--seed", f"seed of the property tests ({DEFAULT_SEED})", "N"),
+    # The TLS flags every paysuite command takes, worded once in paysuite_core.tls.
+    *(
+        Flag(name, text, metavar, switch=metavar is None, group=TLS_GROUP)
+        for name, metavar, text in TLS_FLAGS
+    ),
     # pytest has its own -v; ``--list`` prints the catalog instead of running.
     Flag(
         "--verbose",
@@ -166,6 +172,12 @@ class Options:
     #: the progress lines and the whole scorecard at the terminal (``-v``); without it a run
     #: prints its problems, its counts, where the reports are and the verdict
     verbose: bool = False
+    #: The TLS flags as given (None: not given); ``conformance.preflight.prepare`` resolves
+    #: them once with the configuration's ``tls:`` and the environment (``TLSSettings``).
+    ca_bundle: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    insecure: bool = False
 
     @classmethod
     def parse(
@@ -185,6 +197,10 @@ class Options:
         limits: Mapping[str, str | None] | None = None,
         max_throttle_wait: str | float | None = None,
         verbose: bool = False,
+        ca_bundle: str | None = None,
+        client_cert: str | None = None,
+        client_key: str | None = None,
+        insecure: bool = False,
     ) -> Options:
         """``Options`` from command-line values (strings, ``None`` for the defaults)."""
         try:
@@ -211,6 +227,10 @@ class Options:
             limits=parse_limits(dict(limits or {})),
             max_throttle_wait_s=parse_wait(max_throttle_wait),
             verbose=bool(verbose),
+            ca_bundle=ca_bundle or None,
+            client_cert=client_cert or None,
+            client_key=client_key or None,
+            insecure=bool(insecure),
         )
 
     @classmethod

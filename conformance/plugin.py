@@ -571,7 +571,7 @@ def decide(state: RunState) -> Verdict:
     when fewer of the profile's checks ran than --min-coverage asks (they were skipped); pass.
     """
     from conformance import catalog
-    from conformance.report import Coverage, Verdict
+    from conformance.report import Coverage, Verdict, shown_tls
 
     ordered = [state.results[cid] for cid in state.selected if cid in state.results]
     in_profile = [
@@ -614,6 +614,7 @@ def decide(state: RunState) -> Verdict:
             run_errors=tuple(state.run_errors),
             reason=reason,
             throttling=throttle.stats() if throttle is not None else None,
+            tls=shown_tls(state.target.base_url, state.target.tls) if state.target else None,
         )
 
     if failed:

@@ -31,7 +31,7 @@ from paysuite_core.http_clients import httpx_client
 from paysuite_core.launcher import RunningStub
 from paysuite_core.target_config import TargetConfig, TargetConfigError, load_target_config
 from paysuite_core.throttle import Throttle
-from paysuite_core.tls import TLSSettings, explain
+from paysuite_core.tls import TLSSettings, TLSSettingsError, explain
 
 #: Access-token lifetime given to the bundled stub so that AUTH-008 can watch a token expire.
 #: Two seconds (the self-tests' own stub lifetime): AUTH-008 waits ttl + 1 s of ``exp``
@@ -105,6 +105,21 @@ def check_reachable(
     except httpx.HTTPError as exc:
         reason = explain(exc, base_url) or str(exc) or type(exc).__name__
         raise SetupError(f"cannot reach the target {base_url}: {reason}") from None
+
+
+def resolve_tls(options: Options, config: TargetConfig | None) -> TLSSettings:
+    """The run's TLS settings, resolved once: the flags over the configuration's ``tls:`` over
+    ``SSL_CERT_FILE`` / ``REQUESTS_CA_BUNDLE``; a file that cannot be used is a ``SetupError``."""
+    try:
+        return TLSSettings.resolve(
+            ca_bundle=options.ca_bundle,
+            client_cert=options.client_cert,
+            client_key=options.client_key,
+            insecure=options.insecure,
+            config=config.tls if config is not None else None,
+        )
+    except TLSSettingsError as exc:
+        raise SetupError(str(exc)) from None
 
 
 def _describe(reply: Reply) -> str:
@@ -204,39 +219,46 @@ NO_APPLICATIONS = (
 )
 
 
-def check_target(options: Options, throttle: Throttle | None = None) -> TargetConfig | None:
-    """Everything about a given target that makes a run pointless, as ``SetupError``.
+def check_target(
+    options: Options, throttle: Throttle | None = None
+) -> tuple[TargetConfig | None, TLSSettings]:
+    """Everything about a given target that makes a run pointless, as ``SetupError``; and the
+    run's TLS settings, resolved once for the pre-flight and every client after it.
 
-    ``None`` means the bundled stub will be started (neither ``--target`` nor ``--config``).
+    A ``None`` configuration means the bundled stub will be started (neither ``--target`` nor
+    ``--config``).
     """
     if options.target is None and options.config is None:
-        return None
+        return None, resolve_tls(options, None)
     config = load_config(options)
+    tls = resolve_tls(options, config)
     if config is None:
-        check_reachable(target_url(options))
+        check_reachable(target_url(options), tls=tls)
         raise SetupError(NO_APPLICATIONS)
-    check_reachable(config.base_url, options.limits.connect_s)
-    preflight(config, options.limits, throttle)
-    return config
+    check_reachable(config.base_url, options.limits.connect_s, tls=tls)
+    preflight(config, options.limits, throttle, tls=tls)
+    return config, tls
 
 
 def prepare(options: Options) -> Prepared:
     """Load the configuration or start the bundled stub, then run the pre-flight.
 
-    The run's throttle is made here, so the pre-flight's waits count in the same budget."""
+    The run's throttle is made here, so the pre-flight's waits count in the same budget; so
+    are its TLS settings (``Prepared.tls``), which every client of the run then uses."""
     throttle = Throttle(options.max_throttle_wait_s)
-    config = check_target(options, throttle)
+    config, tls = check_target(options, throttle)
     if config is None:
         prepared = start_bundled_stub()
         prepared.throttle = throttle
+        prepared.tls = tls
         assert prepared.config is not None
         try:
-            preflight(prepared.config, options.limits, throttle)
+            preflight(prepared.config, options.limits, throttle, tls=tls)
         except BaseException:  # a refused pre-flight or Ctrl-C: the stub must not outlive it
             prepared.close()
             raise
         return prepared
-    return Prepared(config=config, base_url=config.base_url, throttle=throttle)
+    return Prepared(config=config, base_url=config.base_url, throttle=throttle, tls=tls)
 
 
 def start_bundled_stub() -> Prepared:

@@ -32,8 +32,9 @@ import httpx
 
 from conformance.spec_patch import operations, patch_spec
 from conformance.target import checking_flow
-from paysuite_core import tokens
+from paysuite_core import http_clients, tokens
 from paysuite_core.throttle import THROTTLED, Throttle, retry_after_of
+from paysuite_core.tls import TLSSettings
 
 if TYPE_CHECKING:
     import requests
@@ -170,6 +171,8 @@ _THROTTLE: list[Throttle | None] = [None]
 
 #: The session that sends a throttled request again (one per property run).
 _RESENDER: list[requests.Session | None] = [None]
+#: The running property run's TLS settings, for the resender (None outside a run).
+_TLS: list[TLSSettings | None] = [None]
 
 
 def _send_again(response: Any) -> None:
@@ -181,13 +184,12 @@ def _send_again(response: Any) -> None:
     after the rate limit. The request is the very one sent (``response.request``, a prepared
     ``requests`` request: its auth header, body and Idempotency-Key unchanged).
     """
-    import requests
     from schemathesis import Response
 
     throttle, deadline = _THROTTLE[0], _DEADLINE[0]
     if throttle is None or response.status_code != THROTTLED:
         return
-    session = _RESENDER[0] = _RESENDER[0] or requests.Session()
+    session = _RESENDER[0] = _RESENDER[0] or http_clients.requests_session(_TLS[0])
     attempt = 0
     current = response
     while current.status_code == THROTTLED:
@@ -388,9 +390,15 @@ def _one_key_location(case: Any, meta: Any) -> None:
 class _Tokens:
     """Token pairs per application for the generated requests (kept out of the evidence)."""
 
-    def __init__(self, base_url: str, ttl_s: float, throttle: Throttle | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        ttl_s: float,
+        throttle: Throttle | None = None,
+        tls: TLSSettings | None = None,
+    ) -> None:
         self.lock = threading.Lock()
-        self.client = httpx.Client(timeout=30)
+        self.client = http_clients.httpx_client(tls, timeout=30)
         self.send = tokens.httpx_send(self.client, base_url, throttle=throttle)
         self.ttl_s = ttl_s
         self.flows: dict[str, tokens.TokenFlow] = {}
@@ -417,7 +425,12 @@ def _app_for(target: Target, path: str) -> Application | None:
 
 # --- the run -----------------------------------------------------------------------------------
 def build_config(
-    seed: int, profile: str, base_url: str, max_examples: int = MAX_EXAMPLES, shrink: bool = True
+    seed: int,
+    profile: str,
+    base_url: str,
+    max_examples: int = MAX_EXAMPLES,
+    shrink: bool = True,
+    tls: TLSSettings | None = None,
 ) -> Config:
     import schemathesis
 
@@ -449,6 +462,7 @@ def build_config(
             "checks": checks,
             "suppress-health-check": ["all"],
             "request-timeout": 30,
+            **tls_config(tls),
             "warnings": False,
             "output": {
                 "sanitization": {
@@ -459,6 +473,19 @@ def build_config(
             },
         }
     )
+
+
+def tls_config(tls: TLSSettings | None) -> dict[str, Any]:
+    """schemathesis's own keys for the run's TLS settings: its generated requests go through
+    requests, which reads ``REQUESTS_CA_BUNDLE`` only, so the bundle is given by path (or
+    ``False`` under ``--insecure``) and the client certificate as schemathesis takes it."""
+    settings = tls or http_clients.default_tls()
+    config: dict[str, Any] = {"tls-verify": settings.requests_verify()}
+    if settings.client_cert:
+        config["request-cert"] = settings.client_cert
+        if settings.client_key:
+            config["request-cert-key"] = settings.client_key
+    return config
 
 
 def run_properties(target: Target, spec: dict[str, Any], deadline: float | None = None) -> PropRun:
@@ -484,6 +511,7 @@ def run_properties(target: Target, spec: dict[str, Any], deadline: float | None 
         target.base_url,
         BUNDLED_MAX_EXAMPLES if bundled else MAX_EXAMPLES,
         shrink=not bundled,
+        tls=target.tls,
     )
     schema: BaseSchema = schemathesis.openapi.from_dict(patched, config=config)
     for path in CREATION_PATHS:
@@ -492,7 +520,7 @@ def run_properties(target: Target, spec: dict[str, Any], deadline: float | None 
             result.excluded[f"POST {path}"] = f"no configured application may {kind}"
             schema = schema.exclude(path=path)
     suite_tokens = _Tokens(
-        target.base_url, float(target.config.access_token_ttl_s), target.throttle
+        target.base_url, float(target.config.access_token_ttl_s), target.throttle, target.tls
     )
     secured = {
         path
@@ -515,6 +543,7 @@ def run_properties(target: Target, spec: dict[str, Any], deadline: float | None 
     schema.auth(refresh_interval=None)(SuiteAuth)
     _DEADLINE[0] = deadline
     _THROTTLE[0] = target.throttle
+    _TLS[0] = target.tls
     _FRESH_KEYS.set()
     restore = _authorize_as_root()
     try:
@@ -538,6 +567,7 @@ def run_properties(target: Target, spec: dict[str, Any], deadline: float | None 
         _FRESH_KEYS.clear()
         _DEADLINE[0] = None
         _THROTTLE[0] = None
+        _TLS[0] = None
         if _RESENDER[0] is not None:
             _RESENDER[0].close()
             _RESENDER[0] = None

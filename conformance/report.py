@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from conformance import catalog
 from conformance.evidence import item_form, replay_exports
 from paysuite_core.throttle import ThrottleStats
+from paysuite_core.tls import TLSSettings
 
 _MARK = {"pass": "✔", "fail": "×", "warning": "⚠", "skip": "-", "error": "!"}
 _WORD = {
@@ -81,6 +82,21 @@ class Verdict:
     reason: str = ""  # one line: why this verdict (every judge gives one)
     #: How often the target answered 429 and how long the run waited (None: not a suite run).
     throttling: ThrottleStats | None = None
+    #: How the target's certificate was judged (``shown_tls``); None: plain HTTP, nothing to say.
+    tls: TLSSettings | None = None
+
+    @property
+    def insecure(self) -> bool:
+        """Certificates were not verified (``--insecure``): said wherever the verdict is."""
+        return self.tls is not None and self.tls.insecure
+
+
+def shown_tls(target: str, tls: TLSSettings | None) -> TLSSettings | None:
+    """The TLS settings a verdict reports: an HTTPS target's, and ``--insecure`` whatever the
+    target's scheme (a run told not to verify says so even where nothing was verified)."""
+    if tls is None:
+        return None
+    return tls if tls.insecure or target.lower().startswith("https:") else None
 
 
 class Rule(Protocol):
@@ -200,6 +216,8 @@ def verdict_line(verdict: Verdict, results: Sequence[Result]) -> str:
         parts.append(f"{count} run error{'s' if count != 1 else ''}")
     if verdict.throttling is not None and verdict.throttling.throttled:
         parts.append(verdict.throttling.text())
+    if verdict.tls is not None and verdict.tls.insecure:
+        parts.append(verdict.tls.describe())
     parts.append(f"coverage {verdict.coverage.text()}")
     return f"VERDICT: {verdict.verdict.upper()} — {'; '.join(parts)} — exit {verdict.exit_code}"
 
@@ -375,6 +393,7 @@ def to_json(
         },
         "run_errors": list(verdict.run_errors),
         **({"throttling": verdict.throttling.to_dict()} if verdict.throttling is not None else {}),
+        "tls": tls_text(verdict.tls),
         "target": target,
         "started_at": started_at,
         "duration_s": duration_s,
@@ -382,6 +401,15 @@ def to_json(
         "replay": replay(results, target=target, reveal_secrets=reveal_secrets),
         "checks": [_check_json(r, reveal_secrets) for r in results],
     }
+
+
+#: What conformance.json says of a plain-HTTP target's TLS (the words of every command's report).
+PLAIN_HTTP = "plain HTTP (no TLS)"
+
+
+def tls_text(tls: TLSSettings | None) -> str:
+    """How the certificate was judged (``TLSSettings.describe``), or that there was no TLS."""
+    return tls.describe() if tls is not None else PLAIN_HTTP
 
 
 def _check_json(result: Result, reveal: bool) -> dict[str, Any]:
@@ -442,6 +470,7 @@ def to_junit(
             "paysuite.coverage": verdict.coverage.text(),
             "paysuite.coverage_ratio": f"{verdict.coverage.ratio:.4f}",
             "paysuite.reason": verdict.reason,
+            **({"paysuite.tls": verdict.tls.describe()} if verdict.tls is not None else {}),
         },
     )
     for result in results:
@@ -506,7 +535,7 @@ h1{font-size:1.6em;margin-bottom:.2em}.meta{color:#555;margin-bottom:1.5em}
 .banner .big{font-size:1.5em;font-weight:700;letter-spacing:.04em}
 .banner ul{margin:.4em 0 0;padding-left:1.2em}.banner code{color:inherit}
 .verdict-pass{background:#0a7a2f}.verdict-fail{background:#b42318}
-.verdict-error{background:#6b21a8}
+.verdict-error{background:#6b21a8}.tls-insecure{font-weight:700}
 table{border-collapse:collapse;width:100%;margin-bottom:1.5em}
 th,td{text-align:left;padding:.3em .5em;border-bottom:1px solid #e3e3e3;vertical-align:top}
 th.section{background:#f3f4f6;font-weight:600;padding-top:.6em}
@@ -551,6 +580,9 @@ def _banner(verdict: Verdict, results: Sequence[Result]) -> str:
             if verdict.throttling.throttled
             else "<span id='throttling'>the target did not throttle (no 429)</span>"
         )
+    if verdict.tls is not None:
+        kind = "insecure" if verdict.insecure else "verified"
+        facts.append(f"<span id='tls' class='tls-{kind}'>{_e(verdict.tls.describe())}</span>")
     errors = ""
     if verdict.run_errors:
         errors = (

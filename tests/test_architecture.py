@@ -218,10 +218,10 @@ CLIENT_CONSTRUCTORS = frozenset(
         for suffix in ("", ".from_url")
     }
 )
-#: Files another change of issue 29 moves onto the factory (conform's property phase: its token
-#: client and 429 resender), allowed until it lands. An entry whose file builds no client any
-#: more fails below, so the exception goes when its reason does.
-AWAITING_THE_FACTORY = {"conformance/property_phase.py"}
+#: Files another change moves onto the factory, allowed until it lands (none left: conform's
+#: property phase took its token client and 429 resender from it). An entry whose file builds
+#: no client any more fails below, so the exception goes when its reason does.
+AWAITING_THE_FACTORY: set[str] = set()
 
 
 def client_constructions(source: str, filename: str = "<sample>") -> list[tuple[int, str]]:

@@ -48,7 +48,7 @@ def test_json_structure(failing_run: Outcome) -> None:
     report = failing_run.report
     assert set(report) == {
         "verdict", "exit_code", "profile", "strict", "reason", "coverage", "run_errors",
-        "target", "started_at", "duration_s", "summary", "replay", "checks", "throttling",
+        "target", "started_at", "duration_s", "summary", "replay", "checks", "throttling", "tls",
     }  # fmt: skip
     assert set(report["summary"]) == {"passed", "failed", "warnings", "skipped", "errors"}
     assert report["profile"] == "seed" and report["target"].endswith("/api")
