@@ -44,6 +44,7 @@ from conformance.plugin import CheckResult
 from conformance.report import Coverage, Verdict
 from conformance.target import Target
 from paysuite_core.target_config import TargetConfig
+from paysuite_core.tls import TLSSettings
 from paysuite_core.webhook_ledger import Arrival, Ledger
 
 #: How far before the listener's start an event may be stamped and still count as in the window
@@ -70,9 +71,12 @@ class Listing:
     error: str = ""
 
 
-def read_events(config: TargetConfig, refs: Sequence[str] | None = None) -> Listing:
-    """Every event the list shows to the configured merchants (or only of ``refs``)."""
-    target = Target(config, config.base_url)
+def read_events(
+    config: TargetConfig, refs: Sequence[str] | None = None, tls: TLSSettings | None = None
+) -> Listing:
+    """Every event the list shows to the configured merchants (or only of ``refs``), read
+    with the command's TLS settings (``tls``)."""
+    target = Target(config, config.base_url, tls=tls)
     evidence = Evidence(limit=20)
     target.current = evidence
     events: list[dict[str, Any]] = []

@@ -119,7 +119,7 @@ def register(subparsers: Any) -> None:
         metavar="S",
         help="how long the handler may take to answer (default 10)",
     )
-    add_tls_arguments(listen)  # for an https:// --forward-to handler
+    add_tls_arguments(listen)  # an https:// --forward-to handler, and the events list read
     listen.set_defaults(func=_command(PROG, run_listen))
     trigger = commands.add_parser(
         "trigger",
@@ -396,7 +396,7 @@ def _finish(
     listing, expected = None, []
     if config is not None:
         refs = ledger.refs() if args.heard_only else None
-        listing = webhook_listen.read_events(config, refs)
+        listing = webhook_listen.read_events(config, refs, _tls(args, config, PROG))
         expected = webhook_listen.in_window(listing.events, ledger, started)
         ids = {str(r.get("event_id")) for r in expected}
 
