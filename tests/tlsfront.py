@@ -17,6 +17,7 @@ Files written under ``directory``: ``ca.pem`` (what ``--ca-bundle`` takes), and 
 from __future__ import annotations
 
 import datetime
+import select
 import socket
 import ssl
 import threading
@@ -109,19 +110,38 @@ class TLSFront:
         except OSError:
             secure.close()
             return
-        threading.Thread(target=_copy, args=(upstream, secure), daemon=True).start()
-        _copy(secure, upstream)
+        try:
+            _pipe(secure, upstream)
+        finally:
+            for end in (secure, upstream):
+                try:
+                    end.close()
+                except OSError:
+                    pass
 
 
-def _copy(source: socket.socket, sink: socket.socket) -> None:
-    try:
-        while data := source.recv(65536):
-            sink.sendall(data)
-    except (OSError, ssl.SSLError):
-        pass
-    finally:
-        for end in (source, sink):
+def _pipe(secure: ssl.SSLSocket, upstream: socket.socket) -> None:
+    """Bytes both ways, every TLS operation in this one thread: OpenSSL's connection object
+    is not safe to read in one thread while another writes to it (a TLS 1.3 session ticket
+    written during a read corrupted the stream now and then)."""
+    while True:
+        ready = [secure] if secure.pending() else []
+        if not ready:
+            ready, _, _ = select.select([secure, upstream], [], [], 30)
+            if not ready:
+                return  # idle for 30 s, as a gateway closes an idle connection
+        for source, sink in ((secure, upstream), (upstream, secure)):
+            if source not in ready:
+                continue
             try:
-                end.close()
-            except OSError:
-                pass
+                data = source.recv(65536)
+            except ssl.SSLWantReadError:
+                continue  # a TLS record not yet whole
+            except (OSError, ssl.SSLError):
+                return
+            if not data:
+                return
+            try:
+                sink.sendall(data)
+            except (OSError, ssl.SSLError):
+                return
