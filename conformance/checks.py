@@ -119,6 +119,30 @@ def late_order(check_ids: list[str]) -> list[str]:
     return [cid for cid in check_ids if cid not in EARLY_SETUPS] + early
 
 
+#: Checks that must have the target to themselves while they run, and why. A concurrent run
+#: (``--concurrency`` above 1) runs every other check in parallel, each counting only its own
+#: traffic (fresh numbers, its own refs and keys); these each run by themselves afterwards, as
+#: they would in a run one after another.
+ALONE: dict[str, str] = {
+    "AUTH-018": "it floods authorize with wrong secrets to provoke the rate limit's 429s: the "
+    "other checks' authorizes would meet that limit, and their attempts would spend its own",
+    "EVT-010": "it reads the merchant's whole list at far offsets and then each far event alone, "
+    "telling an event recorded between the two reads apart by a window of three positions: "
+    "the other checks' creations meanwhile would shift the list past that window",
+}
+
+
+def concurrent_plan(check_ids: list[str]) -> list[list[str]]:
+    """``check_ids`` (in run order, ``late_order``'s) as the batches of a concurrent run: the
+    checks of a batch run at once, each batch after the one before. First every independent
+    check; then each ``ALONE`` one by itself; then the checks set up early, one after another
+    in their order (``LAST`` last), as in a run one after another."""
+    independent = [cid for cid in check_ids if cid not in ALONE and cid not in EARLY_SETUPS]
+    alone = [[cid] for cid in check_ids if cid in ALONE and cid not in EARLY_SETUPS]
+    late = [[cid] for cid in check_ids if cid in EARLY_SETUPS]
+    return ([independent] if independent else []) + alone + late
+
+
 def entry_of(obj: object) -> Check | None:
     """The catalog entry ``obj`` implements, if it is a check function."""
     entry = getattr(obj, ENTRY_ATTRIBUTE, None) if callable(obj) else None

@@ -215,9 +215,21 @@ class PropertyBudgetExceeded(RuntimeError):
     """The property run used its time budget: the remaining cases are not sent."""
 
 
+#: Set by ``stop``: the running property run sends nothing more (the run was interrupted).
+_STOP = threading.Event()
+
+
+def stop() -> None:
+    """Stop the running property run at its next request: Ctrl-C reached another thread than
+    the one it runs in (``--concurrency``), and schemathesis never hears of it."""
+    _STOP.set()
+
+
 def _pace() -> None:
     """Stop at the run's budget; wait while the target asked to (after another request's 429)."""
     deadline = _DEADLINE[0]
+    if _STOP.is_set():
+        raise KeyboardInterrupt
     if deadline is not None and time.monotonic() > deadline:
         raise PropertyBudgetExceeded("the property run used its time budget")
     throttle = _THROTTLE[0]
@@ -544,6 +556,7 @@ def run_properties(target: Target, spec: dict[str, Any], deadline: float | None 
     _DEADLINE[0] = deadline
     _THROTTLE[0] = target.throttle
     _TLS[0] = target.tls
+    _STOP.clear()
     _FRESH_KEYS.set()
     restore = _authorize_as_root()
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import secrets
+import threading
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterator
@@ -23,7 +24,12 @@ from conformance.outcome import not_applicable, precondition
 from paysuite_core import tokens
 from paysuite_core.bounded_http import CONFORM_LIMITS, Limits
 from paysuite_core.request_data import AmountSource, NumberSource, same_number
-from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, Application, TargetConfig
+from paysuite_core.target_config import (
+    RWANDA_MOBILE_PATTERN,
+    Application,
+    TargetConfig,
+    WebhookTarget,
+)
 from paysuite_core.throttle import Throttle
 from paysuite_core.tls import TLSSettings
 from paysuite_core.tokens import Send, TokenFlow, TokenPair
@@ -77,9 +83,11 @@ class Target:
         #: Waits for what an implementation records late; the bundled stub records nothing late.
         self.settle_s = BUNDLED_SETTLE_S if started_stub else SETTLE_S
         self.quiet_s = BUNDLED_QUIET_S if started_stub else QUIET_S
-        self.current: Evidence | None = None
-        #: Observations of the running check that are no failure (what the target chose).
-        self.notes: list[str] = []
+        # The running check's evidence and notes, per thread: checks that run at once
+        # (``--concurrency``) each keep their own.
+        self._local = threading.local()
+        #: Guards what the checks share: the fresh numbers, the refs seen, the receiver.
+        self._shared = threading.RLock()
         self.limits = limits or CONFORM_LIMITS
         #: The run's throttle (rate limits honoured, ``paysuite_core.throttle``): every request
         #: of the checks, the customer driver's and the proxy's look-ups go through it.
@@ -113,6 +121,28 @@ class Target:
         #: What the checks set up when the run starts, by check ID (``checks.EARLY_SETUPS``).
         self.early: dict[str, Any] = {}
         self._closing = ExitStack()
+
+    @property
+    def current(self) -> Evidence | None:
+        """The running check's evidence, where every exchange of this thread is recorded."""
+        evidence: Evidence | None = getattr(self._local, "current", None)
+        return evidence
+
+    @current.setter
+    def current(self, evidence: Evidence | None) -> None:
+        self._local.current = evidence
+
+    @property
+    def notes(self) -> list[str]:
+        """Observations of the running check that are no failure (what the target chose)."""
+        notes: list[str] | None = getattr(self._local, "notes", None)
+        if notes is None:
+            notes = self._local.notes = []
+        return notes
+
+    @notes.setter
+    def notes(self, notes: list[str]) -> None:
+        self._local.notes = notes
 
     def note(self, text: str) -> None:
         """Record what the target chose where the document leaves it open (shown, not judged)."""
@@ -186,7 +216,8 @@ class Target:
 
     def number(self) -> str:
         """A number this run has not used (a configured list cycles)."""
-        return self.numbers.fresh()
+        with self._shared:
+            return self.numbers.fresh()
 
     # --- tokens -------------------------------------------------------------------------
     @contextmanager
@@ -298,12 +329,13 @@ class Target:
         )
         ref = reply.get("ref") if reply.ok else None
         if isinstance(ref, str):
-            reply.ref_reused = ref in self.refs_seen
-            self.refs_seen.add(ref)
-            if reply.ref_reused:
-                self.ref_reuses.append(reply)
-            else:
-                self.ref_origins[ref] = reply
+            with self._shared:
+                reply.ref_reused = ref in self.refs_seen
+                self.refs_seen.add(ref)
+                if reply.ref_reused:
+                    self.ref_reuses.append(reply)
+                else:
+                    self.ref_origins[ref] = reply
         return reply
 
     def created(self, kind: str, app: Application, **kwargs: Any) -> tuple[Reply, dict[str, Any]]:
@@ -467,10 +499,15 @@ class Target:
     def webhook_receiver(self) -> RunningReceiver:
         """paysuite's receiver on the configured ``webhooks.listen``, started on first use and
         kept for the run (deliveries of one check may arrive during the next)."""
-        from paysuite_core.webhook_receiver import ReceiverStartError, WebhookReceiver, running
-
         hooks = self.config.webhooks if self.config else None
         assert hooks is not None, "webhook_receiver() needs the webhooks section"
+        with self._shared:
+            return self._started_receiver(hooks)
+
+    def _started_receiver(self, hooks: WebhookTarget) -> RunningReceiver:
+        """The receiver, started now if no check has started it yet (under ``_shared``)."""
+        from paysuite_core.webhook_receiver import ReceiverStartError, WebhookReceiver, running
+
         if self._receiver is None:
             receiver = WebhookReceiver(hooks.secret, tolerance_s=hooks.tolerance_s)
             try:
