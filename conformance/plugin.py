@@ -384,6 +384,7 @@ def pytest_collection_modifyitems(
         limits=options.limits,
         throttle=state.prepared.throttle,
         tls=state.prepared.tls,
+        concurrency=options.concurrency,
     )
     _set_up_early(
         state.target,

@@ -74,12 +74,15 @@ class Target:
         limits: Limits | None = None,
         throttle: Throttle | None = None,
         tls: TLSSettings | None = None,
+        concurrency: int = 1,
     ) -> None:
         self.config = config
         self.base_url = base_url.rstrip("/")
         self.profile = profile
         self.seed = seed
         self.started_stub = started_stub
+        #: How many checks run at once (``--concurrency``), and the property phase's workers.
+        self.concurrency = concurrency
         #: Waits for what an implementation records late; the bundled stub records nothing late.
         self.settle_s = BUNDLED_SETTLE_S if started_stub else SETTLE_S
         self.quiet_s = BUNDLED_QUIET_S if started_stub else QUIET_S
