@@ -126,6 +126,11 @@ def late_order(check_ids: list[str]) -> list[str]:
 ALONE: dict[str, str] = {
     "AUTH-018": "it floods authorize with wrong secrets to provoke the rate limit's 429s: the "
     "other checks' authorizes would meet that limit, and their attempts would spend its own",
+    "IDEM-006": "its keyless creations must follow one another at the target: a target that "
+    "hands out every second ref twice shows it within any three consecutive creations, which "
+    "the other checks' creations in between would break up",
+    "FMT-001": "it judges the refs of every creation of the run so far: after the others, it "
+    "sees them all, whichever check's creation drew a ref twice",
     "EVT-010": "it reads the merchant's whole list at far offsets and then each far event alone, "
     "telling an event recorded between the two reads apart by a window of three positions: "
     "the other checks' creations meanwhile would shift the list past that window",

@@ -477,10 +477,41 @@ def _run_ahead(state: RunState, items: list[pytest.Item]) -> None:
             ]
             for future in futures:
                 future.result()
+            if len(batch) > 1:
+                _untangle_refs(state, batch)
     except KeyboardInterrupt:
         _stop_ahead(state, pool)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _untangle_refs(state: RunState, batch: list[str]) -> None:
+    """A check of ``batch`` failed on a transaction whose ref the target also answered another
+    creation (FMT-001's finding): what it saw of "its" transaction may be the other's, so it
+    could not judge its rule. One after another, ``Target.created`` tells the second of two such
+    creations at once; at once, the second answer the target gave may be the first the suite
+    reads, so the two are known only when the batch is done."""
+    target = state.target
+    assert target is not None
+    twice = [*target.ref_reuses]
+    origins = (target.ref_origins.get(str(reply.get("ref"))) for reply in target.ref_reuses)
+    twice += [reply for reply in origins if reply is not None]
+    if not twice:
+        return
+    shared = {id(reply.exchange): reply for reply in twice}
+    for check_id in batch:
+        ran = state.ran.get(check_id)
+        if ran is None or not isinstance(ran.call_error, CheckFailed):
+            continue
+        mine = [shared[id(e)] for e in ran.evidence.exchanges if id(e) in shared]
+        if mine:
+            ref = mine[0].get("ref")
+            ran.call_error = CouldNotCheck(
+                f"a creation of this check was answered ref {ref}, which the target answered "
+                "another creation too (FMT-001): what the check saw of its transaction may be "
+                "the other's",
+                [reply.exchange for reply in mine[:4]],
+            )
 
 
 def _long_first(batch: list[str], ahead: dict[str, pytest.Function]) -> list[str]:
