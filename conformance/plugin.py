@@ -456,6 +456,7 @@ _AHEAD_FIXTURES = frozenset({"target", "bare_target", "run_cache"})
 def _run_ahead(state: RunState, items: list[pytest.Item]) -> None:
     """Every selected check that pytest would run, in ``concurrent_plan``'s batches: the
     checks of a batch at once (``--concurrency`` at a time), each batch after the last."""
+    from conformance.ast_guard import serialized
     from conformance.checks import concurrent_plan
 
     ahead: dict[str, pytest.Function] = {}
@@ -470,6 +471,16 @@ def _run_ahead(state: RunState, items: list[pytest.Item]) -> None:
             ahead[check_id] = item
     batches = concurrent_plan([cid for cid in state.selected if cid in ahead])
     pool = concurrent.futures.ThreadPoolExecutor(state.options.concurrency, "paysuite-check")
+    with serialized():
+        _run_batches(state, batches, ahead, pool)
+
+
+def _run_batches(
+    state: RunState,
+    batches: list[list[str]],
+    ahead: dict[str, pytest.Function],
+    pool: concurrent.futures.ThreadPoolExecutor,
+) -> None:
     try:
         for batch in batches:
             futures = [

@@ -631,12 +631,23 @@ def _schema(
 def _side_by_side(schemas: list[BaseSchema]) -> Iterator[Any]:
     """The events of one schemathesis engine per schema, each run in a thread of its own,
     as they come; a single one runs here. Whatever ends the consumer early (an interruption,
-    an error) stops the others at their next request (``_STOP``)."""
+    an error) stops the others at their next request (``_STOP``). Several workers or engines
+    parse source at once: ``ast.parse`` is serialized meanwhile (``conformance.ast_guard``)."""
     from schemathesis.engine import from_schema
 
-    if len(schemas) == 1:
+    from conformance.ast_guard import serialized
+
+    if len(schemas) == 1:  # one engine, one worker (--concurrency 1)
         yield from from_schema(schemas[0]).execute()
         return
+    with serialized():
+        yield from _engines(schemas)
+
+
+def _engines(schemas: list[BaseSchema]) -> Iterator[Any]:
+    """``_side_by_side``'s threads, one engine each."""
+    from schemathesis.engine import from_schema
+
     arrivals: queue.Queue[Any] = queue.Queue()
     done = object()
 
