@@ -444,6 +444,7 @@ def pytest_runtestloop(session: pytest.Session) -> Iterator[None]:
         and state.target is not None
         and state.options.concurrency > 1
         and not session.config.option.collectonly
+        and not session.testsfailed  # a collection error: pytest's loop stops the run
     ):
         _run_ahead(state, session.items)
     return (yield)
