@@ -35,6 +35,7 @@ from conformance.evidence import Evidence
 from conformance.outcome import CheckFailed, CouldNotCheck, NotApplicable
 
 if TYPE_CHECKING:
+    from conformance.checks import Plan
     from conformance.options import Options
     from conformance.preflight import Prepared
     from conformance.report import Verdict
@@ -455,8 +456,8 @@ _AHEAD_FIXTURES = frozenset({"target", "bare_target", "run_cache"})
 
 
 def _run_ahead(state: RunState, items: list[pytest.Item]) -> None:
-    """Every selected check that pytest would run, in ``concurrent_plan``'s batches: the
-    checks of a batch at once (``--concurrency`` at a time), each batch after the last."""
+    """Every selected check that pytest would run, as ``concurrent_plan`` orders them
+    (``--concurrency`` at a time)."""
     from conformance.ast_guard import serialized
     from conformance.checks import concurrent_plan
 
@@ -470,31 +471,45 @@ def _run_ahead(state: RunState, items: list[pytest.Item]) -> None:
             and set(inspect.signature(item.obj).parameters) <= _AHEAD_FIXTURES
         ):
             ahead[check_id] = item
-    batches = concurrent_plan([cid for cid in state.selected if cid in ahead])
+    plan = concurrent_plan([cid for cid in state.selected if cid in ahead])
     pool = concurrent.futures.ThreadPoolExecutor(state.options.concurrency, "paysuite-check")
-    with serialized():
-        _run_batches(state, batches, ahead, pool)
-
-
-def _run_batches(
-    state: RunState,
-    batches: list[list[str]],
-    ahead: dict[str, pytest.Function],
-    pool: concurrent.futures.ThreadPoolExecutor,
-) -> None:
     try:
-        for batch in batches:
-            futures = [
-                pool.submit(_ahead_one, state, cid, ahead[cid]) for cid in _long_first(batch, ahead)
-            ]
-            for future in futures:
-                future.result()
-            if len(batch) > 1:
-                _untangle_refs(state, batch)
+        with serialized():
+            _run_plan(state, plan, ahead, pool)
     except KeyboardInterrupt:
         _stop_ahead(state, pool)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _run_plan(
+    state: RunState,
+    plan: Plan,
+    ahead: dict[str, pytest.Function],
+    pool: concurrent.futures.ThreadPoolExecutor,
+) -> None:
+    def at_once(batch: list[str]) -> list[concurrent.futures.Future[None]]:
+        return [pool.submit(_ahead_one, state, cid, ahead[cid]) for cid in batch]
+
+    for check_id in plan.first:
+        at_once([check_id])[0].result()
+    shared = [cid for cid in plan.together if "run_cache" in ahead[cid].fixturenames]
+    rest = [cid for cid in plan.together if cid not in shared]
+    # The first check that computes the run-wide result (the property run) first: the longest
+    # task starts at once; the checks that read it last, so that they wait for it holding no
+    # thread another needs.
+    property_run = at_once(shared[:1])
+    for future in at_once(rest):
+        future.result()
+    _untangle_refs(state, rest)
+    readers = at_once(shared[1:])
+    for batch in plan.then:
+        for future in at_once(batch):
+            future.result()
+    for future in property_run + readers:
+        future.result()
+    for check_id in plan.last:
+        at_once([check_id])[0].result()
 
 
 def _untangle_refs(state: RunState, batch: list[str]) -> None:
@@ -524,15 +539,6 @@ def _untangle_refs(state: RunState, batch: list[str]) -> None:
                 "the other's",
                 [reply.exchange for reply in mine[:4]],
             )
-
-
-def _long_first(batch: list[str], ahead: dict[str, pytest.Function]) -> list[str]:
-    """The batch with the first check that computes a run-wide result (the property run, in
-    ``run_cache``) first, so that the longest task starts at once, and the checks that read
-    that result last, so that they wait for it while holding no thread another needs."""
-    shared = [cid for cid in batch if "run_cache" in ahead[cid].fixturenames]
-    rest = [cid for cid in batch if cid not in shared]
-    return shared[:1] + rest + shared[1:]
 
 
 def _stop_ahead(state: RunState, pool: concurrent.futures.ThreadPoolExecutor) -> None:

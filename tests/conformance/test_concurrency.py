@@ -18,7 +18,16 @@ from conformkit import conform, fast_config
 from test_usage import _one_line_failure, run_paysuite
 
 from conformance import catalog
-from conformance.checks import ALONE, EARLY_SETUPS, LAST, concurrent_plan, late_order
+from conformance.checks import (
+    AFTER_OTHERS,
+    ALONE,
+    EARLY_SETUPS,
+    FIRST,
+    LAST,
+    Plan,
+    concurrent_plan,
+    late_order,
+)
 from conformance.evidence import Evidence
 from conformance.http import RecordingClient
 from conformance.options import DEFAULT_CONCURRENCY, Options, SetupError
@@ -27,23 +36,25 @@ from paysuite_core.launcher import RunningStub
 
 def test_the_plan_runs_the_alone_checks_by_themselves_and_the_early_ones_last() -> None:
     order = late_order([check.id for check in catalog.CATALOG])
-    batches = concurrent_plan(order)
-    first, rest = batches[0], batches[1:]
-    assert not set(first) & (set(ALONE) | set(EARLY_SETUPS))
-    alone = [[cid] for cid in order if cid in ALONE and cid not in EARLY_SETUPS]
-    assert rest == alone + [[cid] for cid in order if cid in EARLY_SETUPS]  # in the run's order
-    assert rest[-1] == [LAST]
-    assert sorted(cid for batch in batches for cid in batch) == sorted(order)  # nothing lost
-    assert "AUTH-018" in ALONE and all(why for why in ALONE.values())
+    plan = concurrent_plan(order)
+    special = set(ALONE) | set(AFTER_OTHERS) | set(EARLY_SETUPS)
+    assert plan.first == [cid for cid in order if cid in FIRST]
+    assert plan.together == [cid for cid in order if cid not in special]
+    late = [cid for cid in order if cid in AFTER_OTHERS or cid in EARLY_SETUPS]
+    assert plan.then == [[cid for cid in late if cid != LAST], [LAST]]
+    assert plan.last == [cid for cid in order if cid in ALONE and cid not in FIRST]
+    every = plan.first + plan.together + [c for b in plan.then for c in b] + plan.last
+    assert sorted(every) == sorted(order)  # each check once, none lost
+    assert {"AUTH-018", "IDEM-006", "EVT-010"} <= set(ALONE) and FIRST <= set(ALONE)
+    assert all(why for why in (*ALONE.values(), *AFTER_OTHERS.values()))
 
 
-def test_one_check_selected_alone_is_one_batch() -> None:
-    assert concurrent_plan(["AUTH-018"]) == [["AUTH-018"]]
-    assert concurrent_plan(["AUTH-001", "AUTH-018", "TXN-001"]) == [
-        ["AUTH-001", "TXN-001"],
-        ["AUTH-018"],
-    ]
-    assert concurrent_plan([]) == []
+def test_a_small_selection_plans_as_expected() -> None:
+    plan = concurrent_plan(["AUTH-001", "AUTH-018", "TXN-001", "EVT-010", "FMT-001"])
+    assert plan == Plan(
+        first=["AUTH-018"], together=["AUTH-001", "TXN-001"], then=[["FMT-001"]], last=["EVT-010"]
+    )
+    assert concurrent_plan([]) == Plan([], [], [], [])
 
 
 @pytest.mark.parametrize("value", ["0", "65", "many", "-2", "1.5"])
