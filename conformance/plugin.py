@@ -415,19 +415,25 @@ def _set_up_early(target: Target, selected: list[str], run_budget_s: float) -> N
     itself and to say what stops it."""
     from conformance.checks import EARLY_SETUPS
 
-    budget = min(EARLY_BUDGET_S, run_budget_s / 4)
-    target.client.check_deadline = time.monotonic() + budget
-    try:
-        for check_id in selected:
-            set_up = EARLY_SETUPS.get(check_id)
-            if set_up is None:
-                continue
-            try:
-                set_up(target)
-            except Exception:  # noqa: BLE001 - the check itself reports what stops it
-                target.early.pop(check_id, None)
-    finally:
-        target.client.check_deadline = None
+    deadline = time.monotonic() + min(EARLY_BUDGET_S, run_budget_s / 4)
+
+    def set_up(check_id: str) -> None:
+        target.client.check_deadline = deadline
+        try:
+            EARLY_SETUPS[check_id](target)
+        except Exception:  # noqa: BLE001 - the check itself reports what stops it
+            target.early.pop(check_id, None)
+        finally:
+            target.client.check_deadline = None
+
+    wanted = [check_id for check_id in selected if check_id in EARLY_SETUPS]
+    if target.concurrency == 1:
+        for check_id in wanted:
+            set_up(check_id)
+        return
+    # Independent of one another (each its own transactions or pairs): at once, like the checks.
+    with concurrent.futures.ThreadPoolExecutor(target.concurrency, "paysuite-setup") as pool:
+        list(pool.map(set_up, wanted))
 
 
 # --- checks run ahead, concurrently (--concurrency) ---------------------------------------
@@ -496,17 +502,16 @@ def _run_plan(
     shared = [cid for cid in plan.together if "run_cache" in ahead[cid].fixturenames]
     rest = [cid for cid in plan.together if cid not in shared]
     # The first check that computes the run-wide result (the property run) first: the longest
-    # task starts at once; the checks that read it last, so that they wait for it holding no
-    # thread another needs.
+    # task starts at once; the checks that read it once everything else is done, so that they
+    # wait for it holding no thread another needs.
     property_run = at_once(shared[:1])
     for future in at_once(rest):
         future.result()
     _untangle_refs(state, rest)
-    readers = at_once(shared[1:])
     for batch in plan.then:
         for future in at_once(batch):
             future.result()
-    for future in property_run + readers:
+    for future in property_run + at_once(shared[1:]):
         future.result()
     for check_id in plan.last:
         at_once([check_id])[0].result()
