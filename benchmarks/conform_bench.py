@@ -36,9 +36,11 @@ class Run:
     seconds: float
     verdict: str
     outcomes: dict[str, str]
+    #: the first line of each failed or unjudged check's message, by check ID
+    problems: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"seconds": round(self.seconds, 2), "verdict": self.verdict}
+        return {"seconds": round(self.seconds, 2), "verdict": self.verdict, **self.problems}
 
 
 @dataclass
@@ -126,7 +128,12 @@ def conform(latency_ms: float, concurrency: int, report_dir: Path) -> Run:
     seconds = time.monotonic() - started
     report = json.loads((report_dir / "conformance.json").read_text(encoding="utf-8"))
     outcomes = {check["id"]: check["outcome"] for check in report["checks"]}
-    return Run(seconds, report["verdict"], outcomes)
+    problems = {
+        check["id"]: str(check["message"]).splitlines()[0][:300]
+        for check in report["checks"]
+        if check["outcome"] in ("failed", "error")
+    }
+    return Run(seconds, report["verdict"], outcomes, problems)
 
 
 def run_conform_bench(rounds: int, latency_ms: float, concurrency: int, report_dir: Path) -> int:
@@ -144,6 +151,8 @@ def run_conform_bench(rounds: int, latency_ms: float, concurrency: int, report_d
                 run = conform(latency, concurrency, Path(tmp) / f"{name}-{index}")
                 getattr(sides, name).append(run)
                 say("conform", f"round {index + 1} {name}: {run.seconds:.1f} s, {run.verdict}")
+                for check_id, message in run.problems.items():
+                    say("conform", f"  {check_id}: {message}")
             ratio = sides.far[-1].seconds / sides.near[-1].seconds
             say("conform", f"round {index + 1}: far / near x{ratio:.2f}")
     say("conform", sides.verdict_line())

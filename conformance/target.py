@@ -7,6 +7,7 @@ same against the bundled stub and against any other implementation.
 
 from __future__ import annotations
 
+import functools
 import random
 import secrets
 import threading
@@ -14,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Iterator
 from contextlib import ExitStack, contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from conformance.api import EVENTS, data_of, find_path, kind_path
 from conformance.customer import Customer, Outcome
@@ -60,6 +61,22 @@ def checking_flow(send: Send, app: Application, ttl_s: float) -> TokenFlow:
     )  # fmt: skip
 
 
+M = TypeVar("M", bound=Callable[..., Any])
+
+
+def _one_caller_at_a_time(method: M) -> M:
+    """``method`` under the target's ``_tokens_lock``. Checks that run at once share the
+    session's token flows: two ``pair`` calls that find a pair due would each authorize, and a
+    ``pair(app, fresh=True)`` might return the pair the other call stored."""
+
+    @functools.wraps(method)
+    def locked(self: Target, *args: Any, **kwargs: Any) -> Any:
+        with self._tokens_lock:
+            return method(self, *args, **kwargs)
+
+    return cast("M", locked)
+
+
 class Target:
     """Everything a check needs to talk to the implementation under test."""
 
@@ -91,6 +108,8 @@ class Target:
         self._local = threading.local()
         #: Guards what the checks share: the fresh numbers, the refs seen, the receiver.
         self._shared = threading.RLock()
+        #: Held by ``pair`` (``_one_caller_at_a_time``): the token flows are the checks' too.
+        self._tokens_lock = threading.RLock()
         self.limits = limits or CONFORM_LIMITS
         #: The run's throttle (rate limits honoured, ``paysuite_core.throttle``): every request
         #: of the checks, the customer driver's and the proxy's look-ups go through it.
@@ -264,6 +283,7 @@ class Target:
         assert flow.pair is not None
         return flow.pair
 
+    @_one_caller_at_a_time
     def pair(self, app: Application, *, fresh: bool = False) -> TokenPair:
         """The session's token pair for ``app``: authorized anew once a third of the configured
         lifetime has passed, never renewed by refresh (a refresh is what some checks judge).
