@@ -477,6 +477,11 @@ def _run_ahead(state: RunState, items: list[pytest.Item]) -> None:
             and set(inspect.signature(item.obj).parameters) <= _AHEAD_FIXTURES
         ):
             ahead[check_id] = item
+    assert state.target is not None
+    if not state.target.numbers.unique:
+        # The configured list's numbers are shared by the checks (the list cycles): counts on
+        # a number see every check that holds it at the time. One after another, as pytest runs.
+        return
     plan = concurrent_plan([cid for cid in state.selected if cid in ahead])
     pool = concurrent.futures.ThreadPoolExecutor(state.options.concurrency, "paysuite-check")
     try:
@@ -494,6 +499,8 @@ def _run_plan(
     ahead: dict[str, pytest.Function],
     pool: concurrent.futures.ThreadPoolExecutor,
 ) -> None:
+    from conformance.checks import AFTER_OTHERS
+
     def at_once(batch: list[str]) -> list[concurrent.futures.Future[None]]:
         return [pool.submit(_ahead_one, state, cid, ahead[cid]) for cid in batch]
 
@@ -507,12 +514,14 @@ def _run_plan(
     property_run = at_once(shared[:1])
     for future in at_once(rest):
         future.result()
-    _untangle_refs(state, rest)
     for batch in plan.then:
         for future in at_once(batch):
             future.result()
     for future in property_run + at_once(shared[1:]):
         future.result()
+    # Once the property run, whose refs are noted too, is done; FMT-001 judges those refs.
+    late = [cid for batch in plan.then for cid in batch if cid not in AFTER_OTHERS]
+    _untangle_refs(state, rest + late)
     for check_id in plan.last:
         at_once([check_id])[0].result()
 
@@ -526,7 +535,9 @@ def _untangle_refs(state: RunState, batch: list[str]) -> None:
     target = state.target
     assert target is not None
     twice = [*target.ref_reuses]
-    origins = (target.ref_origins.get(str(reply.get("ref"))) for reply in target.ref_reuses)
+    reused = {str(reply.get("ref")) for reply in target.ref_reuses}
+    reused |= target.refs_reused_by_generated
+    origins = (target.ref_origins.get(ref) for ref in reused)
     twice += [reply for reply in origins if reply is not None]
     if not twice:
         return

@@ -214,6 +214,24 @@ def _send_again(response: Any) -> None:
         setattr(response, name, value)
 
 
+#: The running property run's target (None outside a run): its creations' refs are noted.
+_TARGET: list[Target | None] = [None]
+
+
+def _note_created(case: Any, response: Any) -> None:
+    """A generated creation's ref, noted in the target's refs: the scripted checks run beside
+    the property run (``--concurrency``), and a ref both handed out is then known."""
+    target = _TARGET[0]
+    if target is None or case.operation.path not in CREATION_PATHS:
+        return
+    if not 200 <= response.status_code < 300:
+        return
+    body = _response_json(response)
+    ref = body.get("ref") if isinstance(body, dict) else None
+    if isinstance(ref, str):
+        target.note_generated_ref(ref)
+
+
 class PropertyBudgetExceeded(RuntimeError):
     """The property run used its time budget: the remaining cases are not sent."""
 
@@ -274,6 +292,7 @@ def _register_hook() -> None:
     def paysuite_honour_rate_limits(context: Any, case: Any, response: Any) -> None:
         if _FRESH_KEYS.is_set():
             _send_again(response)
+            _note_created(case, response)
 
     @schemathesis.check
     class paysuite_chain_holds:  # noqa: N801 - schemathesis names failures after the class
@@ -562,6 +581,7 @@ def run_properties(target: Target, spec: dict[str, Any], deadline: float | None 
         schema.auth(refresh_interval=None)(SuiteAuth)
     _DEADLINE[0] = deadline
     _THROTTLE[0] = target.throttle
+    _TARGET[0] = target
     _TLS[0] = target.tls
     _STOP.clear()
     _FRESH_KEYS.set()
@@ -587,6 +607,7 @@ def run_properties(target: Target, spec: dict[str, Any], deadline: float | None 
         _FRESH_KEYS.clear()
         _DEADLINE[0] = None
         _THROTTLE[0] = None
+        _TARGET[0] = None
         _TLS[0] = None
         if _RESENDER[0] is not None:
             _RESENDER[0].close()

@@ -138,6 +138,9 @@ class Target:
         #: whichever check's creation drew it.
         self.ref_origins: dict[str, Reply] = {}
         self.ref_reuses: list[Reply] = []
+        #: Refs of the checks' creations that a creation of the property run was answered too
+        #: (it runs beside them with ``--concurrency``; ``note_generated_ref``).
+        self.refs_reused_by_generated: set[str] = set()
         self.customer = Customer(config.customer, self.client) if config else None
         self._receiver: RunningReceiver | None = None
         #: What the checks set up when the run starts, by check ID (``checks.EARLY_SETUPS``).
@@ -360,6 +363,14 @@ class Target:
                 else:
                     self.ref_origins[ref] = reply
         return reply
+
+    def note_generated_ref(self, ref: str) -> None:
+        """A ref answered to a creation of the property run: a check's creation answered it
+        too, before or after, names two transactions (``ref_reused``, as between two checks)."""
+        with self._shared:
+            if ref in self.refs_seen:
+                self.refs_reused_by_generated.add(ref)
+            self.refs_seen.add(ref)
 
     def created(self, kind: str, app: Application, **kwargs: Any) -> tuple[Reply, dict[str, Any]]:
         """Create and insist it worked: the helper for checks about something else."""
