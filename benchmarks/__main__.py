@@ -1,5 +1,6 @@
-"""``python -m benchmarks [stub|proxy] [options]``, from the repository's root: without a
-subcommand both run with their defaults. Exit 0 unless a benchmark could not run (2)."""
+"""``python -m benchmarks [stub|proxy|conform] [options]``, from the repository's root: without a
+subcommand stub and proxy run with their defaults (conform, minutes long, only when asked). Exit 0
+unless a benchmark could not run (2)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.conform_bench import run_conform_bench
 from benchmarks.proxy_bench import run_proxy_bench
 from benchmarks.stub_bench import EVENTS, run_stub_bench
 from paysuite_core.durations import duration_argument
@@ -34,9 +36,21 @@ def _proxy(args: argparse.Namespace) -> int:
     return run_proxy_bench(args.rounds, args.requests, Path(args.report_dir))
 
 
+def _conform(args: argparse.Namespace) -> int:
+    if args.rounds <= 0 or args.concurrency <= 0 or args.latency <= 0:
+        print(
+            "benchmarks conform: --rounds, --concurrency and --latency must be positive",
+            file=sys.stderr,
+        )
+        return 2
+    return run_conform_bench(
+        args.rounds, args.latency * 1000, args.concurrency, Path(args.report_dir)
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    commands = parser.add_subparsers(dest="command", metavar="{stub,proxy}")
+    commands = parser.add_subparsers(dest="command", metavar="{stub,proxy,conform}")
     stub = commands.add_parser(
         "stub", help="stub vs bare handler, events list at scale, paysuite vs minimal Locust user"
     )
@@ -51,7 +65,18 @@ def build_parser() -> argparse.ArgumentParser:
     proxy.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     proxy.add_argument("--requests", type=int, default=300, help="finds per side per round")
     proxy.set_defaults(func=_proxy)
-    for sub in (stub, proxy):
+    conform = commands.add_parser(
+        "conform", help="paysuite conform against a stub 80 ms away / a near one, side by side"
+    )
+    conform.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    conform.add_argument(
+        "--latency", type=duration_argument, default=0.08, help="the far stub's (80ms)"
+    )
+    conform.add_argument(
+        "--concurrency", type=int, default=8, help="paysuite conform's --concurrency (8)"
+    )
+    conform.set_defaults(func=_conform)
+    for sub in (stub, proxy, conform):
         sub.add_argument("--report-dir", default="reports/bench", help="where the JSON goes")
     return parser
 

@@ -119,6 +119,61 @@ def late_order(check_ids: list[str]) -> list[str]:
     return [cid for cid in check_ids if cid not in EARLY_SETUPS] + early
 
 
+#: Checks that must have the target to themselves while they run, and why. A concurrent run
+#: (``--concurrency`` above 1) runs every other check in parallel, each counting only its own
+#: traffic (fresh numbers, its own refs and keys); these each run by themselves: ``FIRST``
+#: ones before the others (they need no history), the rest once every other check is done.
+ALONE: dict[str, str] = {
+    "AUTH-018": "it floods authorize with wrong secrets to provoke the rate limit's 429s: the "
+    "other checks' authorizes would meet that limit, and their attempts would spend its own",
+    "IDEM-006": "its keyless creations must follow one another at the target: a target that "
+    "hands out every second ref twice shows it within any three consecutive creations, which "
+    "the other checks' creations in between would break up",
+    "EVT-010": "it reads the merchant's whole list at far offsets and then each far event alone, "
+    "telling an event recorded between the two reads apart by a window of three positions: "
+    "the other checks' creations meanwhile would shift the list past that window; and it needs "
+    "the events of the whole run to page that far",
+}
+FIRST = frozenset({"AUTH-018", "IDEM-006"})
+#: Checks that judge what every other scripted check did, and why: in a concurrent run they
+#: run once the other scripted checks are done, beside the checks set up early.
+AFTER_OTHERS: dict[str, str] = {
+    "FMT-001": "it judges the refs of every creation of the run so far: after the others, it "
+    "sees them all, whichever check's creation drew a ref twice",
+}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The order of a concurrent run (``concurrent_plan``)."""
+
+    #: each by itself, before the others
+    first: list[str]
+    #: at once, the checks that share a run-wide result (the property run) among them
+    together: list[str]
+    #: batches run once ``together``'s other checks are done (each batch at once, one after
+    #: the other), while the property run may still go on: it acts on none of their data
+    then: list[list[str]]
+    #: each by itself once everything else is done
+    last: list[str]
+
+
+def concurrent_plan(check_ids: list[str]) -> Plan:
+    """``check_ids`` (in run order, ``late_order``'s) as a concurrent run: the ``ALONE`` checks
+    by themselves (``FIRST`` first, the others last), every independent check at once, then
+    ``AFTER_OTHERS`` beside the checks set up early, and ``LAST`` after those, as in a run one
+    after another (a check set up early is judged once time has passed for it)."""
+    special = set(ALONE) | set(AFTER_OTHERS) | set(EARLY_SETUPS)
+    late = [cid for cid in check_ids if cid in AFTER_OTHERS or cid in EARLY_SETUPS]
+    then = [[cid for cid in late if cid != LAST], [cid for cid in late if cid == LAST]]
+    return Plan(
+        first=[cid for cid in check_ids if cid in FIRST],
+        together=[cid for cid in check_ids if cid not in special],
+        then=[batch for batch in then if batch],
+        last=[cid for cid in check_ids if cid in ALONE and cid not in FIRST],
+    )
+
+
 def entry_of(obj: object) -> Check | None:
     """The catalog entry ``obj`` implements, if it is a check function."""
     entry = getattr(obj, ENTRY_ATTRIBUTE, None) if callable(obj) else None

@@ -192,9 +192,36 @@ class RecordingClient:
         self.throttle = throttle
         #: What to trust and present over HTTPS (None: the environment's CAs or the defaults).
         self.tls = tls
-        self._client = BoundedClient(self.limits, tls=tls)
-        #: monotonic time after which the running check sends nothing more (None: no budget).
-        self.check_deadline: float | None = None
+        # Per thread: checks that run at once (``--concurrency``) each send on connections of
+        # their own (a ``BoundedClient`` sends one request at a time) under their own budget.
+        self._local = threading.local()
+        self._clients: list[BoundedClient] = []
+        self._clients_lock = threading.Lock()
+        #: The budget of a thread that set none (a sibling's, fixed when it is made).
+        self._shared_deadline: float | None = None
+        #: Set when the run is interrupted: no request of this client or its siblings is sent.
+        self.stopped = threading.Event()
+        self._connections()  # the creating thread's, at once: a bad TLS setting shows here
+
+    def _connections(self) -> BoundedClient:
+        """This thread's connections to the target."""
+        client: BoundedClient | None = getattr(self._local, "client", None)
+        if client is None:
+            client = self._local.client = BoundedClient(self.limits, tls=self.tls)
+            with self._clients_lock:
+                self._clients.append(client)
+        return client
+
+    @property
+    def check_deadline(self) -> float | None:
+        """monotonic time after which this thread's running check sends nothing more (None: no
+        budget)."""
+        deadline: float | None = getattr(self._local, "deadline", self._shared_deadline)
+        return deadline
+
+    @check_deadline.setter
+    def check_deadline(self, value: float | None) -> None:
+        self._local.deadline = value
 
     def request(
         self,
@@ -264,6 +291,8 @@ class RecordingClient:
         note: str | None,
         chunked: bool = False,
     ) -> Reply:
+        if self.stopped.is_set():
+            raise CouldNotCheck("not judged: the run was interrupted")
         if self.check_deadline is not None and time.monotonic() > self.check_deadline:
             raise CheckBudgetExceeded(
                 "the check used its time budget (--check-timeout) before it could judge its rule"
@@ -274,7 +303,8 @@ class RecordingClient:
         if chunked and body is not None:
             # An iterator has no length: httpx sends it chunked.
             sent = iter([body.encode() if isinstance(body, str) else body])
-        request = self._client.build_request(
+        client = self._connections()
+        request = client.build_request(
             method, url, headers=_wire(merged), content=sent, params=params
         )
         shown = _shown(merged)
@@ -291,7 +321,7 @@ class RecordingClient:
         if self.check_deadline is not None and self.check_deadline - started < wait_s:
             wait_s, budget_binds = max(self.check_deadline - started, 0.1), True
         try:
-            answer = self._client.send(request, wait_s)
+            answer = client.send(request, wait_s)
         except TotalTimeout as exc:
             if budget_binds:
                 exchange.error = f"cut at the check's time budget after {wait_s:.1f} s"
@@ -321,15 +351,27 @@ class RecordingClient:
     def sibling(self, *, throttled: bool = True) -> RecordingClient:
         """A client with connections of its own, sending to the same target into the same
         evidence, under the same limits and check deadline: one per thread of a race, and
-        (``throttled=False``) AUTH-018's, which must see every 429 the run's throttle hides."""
+        (``throttled=False``) AUTH-018's, which must see every 429 the run's throttle hides.
+
+        The evidence and the deadline are the calling thread's, fixed now: a racer's thread
+        has no running check of its own."""
+        evidence = self._sink()
         client = RecordingClient(
-            self.base_url, self._sink, self.limits, self.throttle if throttled else None, self.tls
+            self.base_url,
+            lambda: evidence,
+            self.limits,
+            self.throttle if throttled else None,
+            self.tls,
         )
-        client.check_deadline = self.check_deadline
+        client._shared_deadline = self.check_deadline
+        client.stopped = self.stopped
         return client
 
     def close(self) -> None:
-        self._client.close()
+        with self._clients_lock:
+            clients, self._clients = self._clients, []
+        for client in clients:
+            client.close()
 
 
 def concurrent_requests(client: RecordingClient, calls: list[dict[str, Any]]) -> list[Reply | None]:
@@ -343,9 +385,10 @@ def concurrent_requests(client: RecordingClient, calls: list[dict[str, Any]]) ->
     gives up on makes the race unjudged (``ThrottledOut``).
     """
     start = threading.Barrier(len(calls))
+    # Made here, in the check's thread: each racer records into the check's evidence.
+    racers = [client.sibling() for _ in calls]
 
-    def attempt(call: dict[str, Any]) -> Reply | None:
-        racer = client.sibling()
+    def attempt(racer: RecordingClient, call: dict[str, Any]) -> Reply | None:
         try:
             start.wait()
             return racer.request(**call)
@@ -359,5 +402,7 @@ def concurrent_requests(client: RecordingClient, calls: list[dict[str, Any]]) ->
             racer.close()
 
     with concurrent.futures.ThreadPoolExecutor(len(calls), "paysuite-race") as pool:
-        futures = [pool.submit(attempt, call) for call in calls]
+        futures = [
+            pool.submit(attempt, racer, call) for racer, call in zip(racers, calls, strict=True)
+        ]
     return [future.result() for future in futures]

@@ -35,6 +35,10 @@ DEFAULT_CHECK_TIMEOUT_S = 300.0
 DEFAULT_MAX_DURATION_S = 1800.0
 #: ``--max-throttle-wait``: the run's total waiting for a target that answers 429 (rate limits).
 DEFAULT_MAX_THROTTLE_WAIT_S = DEFAULT_MAX_WAIT_S
+#: ``--concurrency``: how many independent checks run at once (1: one after another). Eight
+#: keeps a far target's round trips overlapped without crowding a small target.
+DEFAULT_CONCURRENCY = 8
+MAX_CONCURRENCY = 64
 #: The request limits' command-line names (``--connect-timeout``, ...).
 LIMIT_OPTIONS = ("connect_timeout", "read_timeout", "total_timeout", "max_response_bytes")
 
@@ -135,6 +139,12 @@ FLAGS = (
         switch=True,
     ),
     Flag("--seed", f"seed of the property tests ({DEFAULT_SEED})", "N"),
+    Flag(
+        "--concurrency",
+        f"independent checks run this many at a time, and the property phase's workers "
+        f"(default {DEFAULT_CONCURRENCY}; 1: one after another)",
+        "N",
+    ),
     # The TLS flags every paysuite command takes, worded once in paysuite_core.tls.
     *(
         Flag(name, text, metavar, switch=metavar is None, group=TLS_GROUP)
@@ -169,6 +179,8 @@ class Options:
     max_duration_s: float = DEFAULT_MAX_DURATION_S
     limits: Limits = field(default_factory=lambda: parse_limits({}))
     max_throttle_wait_s: float = DEFAULT_MAX_THROTTLE_WAIT_S
+    #: how many independent checks run at once (``conformance.checks.concurrent_plan``)
+    concurrency: int = DEFAULT_CONCURRENCY
     #: the progress lines and the whole scorecard at the terminal (``-v``); without it a run
     #: prints its problems, its counts, where the reports are and the verdict
     verbose: bool = False
@@ -196,6 +208,7 @@ class Options:
         max_duration: str | float | None = None,
         limits: Mapping[str, str | None] | None = None,
         max_throttle_wait: str | float | None = None,
+        concurrency: str | int | None = None,
         verbose: bool = False,
         ca_bundle: str | None = None,
         client_cert: str | None = None,
@@ -226,6 +239,7 @@ class Options:
             max_duration_s=parse_seconds(max_duration, "--max-duration", DEFAULT_MAX_DURATION_S),
             limits=parse_limits(dict(limits or {})),
             max_throttle_wait_s=parse_wait(max_throttle_wait),
+            concurrency=parse_concurrency(concurrency),
             verbose=bool(verbose),
             ca_bundle=ca_bundle or None,
             client_cert=client_cert or None,
@@ -273,6 +287,18 @@ def parse_share(text: str | float | None) -> float:
     if not 0 <= value <= 1:
         raise SetupError(f"--min-coverage: {raw!r} is not between 0 and 100%")
     return value
+
+
+def parse_concurrency(text: str | int | None) -> int:
+    """``--concurrency``: a whole number of checks at once, 1 (one after another) to 64."""
+    if text is None:
+        return DEFAULT_CONCURRENCY
+    raw = str(text).strip()
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_CONCURRENCY:
+        raise SetupError(
+            f"--concurrency: expected a whole number from 1 to {MAX_CONCURRENCY}, got {raw!r}"
+        )
+    return int(raw)
 
 
 def parse_seconds(text: str | float | None, flag: str, default: float) -> float:

@@ -18,6 +18,9 @@ without them) and ``run_cache`` (the property run, computed once). A check that 
 
 from __future__ import annotations
 
+import concurrent.futures
+import inspect
+import threading
 import time
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
@@ -32,6 +35,7 @@ from conformance.evidence import Evidence
 from conformance.outcome import CheckFailed, CouldNotCheck, NotApplicable
 
 if TYPE_CHECKING:
+    from conformance.checks import Plan
     from conformance.options import Options
     from conformance.preflight import Prepared
     from conformance.report import Verdict
@@ -70,6 +74,18 @@ class CheckResult:
 
 
 @dataclass
+class Ran:
+    """A check run ahead of pytest's own protocol (``--concurrency``): what it raised in its
+    set-up and in its body, its evidence, notes and time, which pytest then reports."""
+
+    setup_error: BaseException | None = None
+    call_error: BaseException | None = None
+    evidence: Evidence = field(default_factory=Evidence)
+    notes: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+
+
+@dataclass
 class RunState:
     """Everything the plugin keeps for one session (on ``config.stash``, never module-global)."""
 
@@ -92,6 +108,13 @@ class RunState:
     run_errors: list[str] = field(default_factory=list)
     #: Set once the target has stopped answering: the remaining checks are not attempted.
     unreachable: str | None = None
+    #: The checks run ahead, concurrently, by check ID (``_run_ahead``).
+    ran: dict[str, Ran] = field(default_factory=dict)
+    #: A check run ahead met a target that stopped answering: the rest are not attempted.
+    stopped_answering: str | None = None
+    #: Ctrl-C came while checks ran ahead: pytest stops at the first check without a result.
+    interrupted: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 STATE = pytest.StashKey[RunState]()
@@ -224,30 +247,55 @@ def bare_target(request: pytest.FixtureRequest) -> Iterator[Target]:
     state = request.config.stash[STATE]
     if state.target is None:
         pytest.skip("no target (the run was not set up)")
-    if state.unreachable is not None:
+    marker = request.node.get_closest_marker(MARKER)
+    check_id = str(marker.args[0]) if marker else request.node.name
+    ran = state.ran.get(check_id)
+    if ran is None and state.interrupted:
+        raise KeyboardInterrupt  # Ctrl-C came before this check ran ahead: pytest stops here
+    if ran is not None:  # run ahead: this reports what it did
+        if ran.setup_error is not None:
+            raise ran.setup_error
+        state.evidence[check_id] = ran.evidence
+        state.target.current, state.target.notes = ran.evidence, ran.notes
+        yield state.target
+        state.target.current = None
+        return
+    _open_check(state, check_id)
+    yield state.target
+    _close_check(state.target)
+
+
+def _open_check(state: RunState, check_id: str) -> Evidence:
+    """Start ``check_id`` in this thread: its evidence, notes and time budget; or the
+    ``CouldNotCheck`` that says why it is not attempted."""
+    assert state.target is not None
+    unreachable = state.unreachable or state.stopped_answering
+    if unreachable is not None:
         # One unanswered request already made this run an error; waiting out every remaining
         # check's timeouts would only hide that line under many more.
-        raise CouldNotCheck(f"not attempted: the target stopped answering ({state.unreachable})")
+        raise CouldNotCheck(f"not attempted: the target stopped answering ({unreachable})")
     options = state.options
     now = time.monotonic()
     run_deadline = state.t0 + options.max_duration_s
     if now > run_deadline:
-        if not any("--max-duration" in error for error in state.run_errors):
-            state.run_errors.append(
-                f"the run reached --max-duration ({options.max_duration_s:g} s): the checks "
-                "not judged by then were not attempted"
-            )
+        with state.lock:
+            if not any("--max-duration" in error for error in state.run_errors):
+                state.run_errors.append(
+                    f"the run reached --max-duration ({options.max_duration_s:g} s): the "
+                    "checks not judged by then were not attempted"
+                )
         raise CouldNotCheck("not attempted: the run reached its --max-duration")
     state.target.client.check_deadline = min(now + options.check_timeout_s, run_deadline)
-    marker = request.node.get_closest_marker(MARKER)
-    check_id = str(marker.args[0]) if marker else request.node.name
     evidence = Evidence()
     state.evidence[check_id] = evidence
     state.target.current = evidence
     state.target.notes = []
-    yield state.target
-    state.target.current = None
-    state.target.client.check_deadline = None
+    return evidence
+
+
+def _close_check(target: Target) -> None:
+    target.current = None
+    target.client.check_deadline = None
 
 
 @pytest.fixture
@@ -337,6 +385,7 @@ def pytest_collection_modifyitems(
         limits=options.limits,
         throttle=state.prepared.throttle,
         tls=state.prepared.tls,
+        concurrency=options.concurrency,
     )
     _set_up_early(
         state.target,
@@ -366,19 +415,216 @@ def _set_up_early(target: Target, selected: list[str], run_budget_s: float) -> N
     itself and to say what stops it."""
     from conformance.checks import EARLY_SETUPS
 
-    budget = min(EARLY_BUDGET_S, run_budget_s / 4)
-    target.client.check_deadline = time.monotonic() + budget
+    deadline = time.monotonic() + min(EARLY_BUDGET_S, run_budget_s / 4)
+
+    def set_up(check_id: str) -> None:
+        target.client.check_deadline = deadline
+        try:
+            EARLY_SETUPS[check_id](target)
+        except Exception:  # noqa: BLE001 - the check itself reports what stops it
+            target.early.pop(check_id, None)
+        finally:
+            target.client.check_deadline = None
+
+    wanted = [check_id for check_id in selected if check_id in EARLY_SETUPS]
+    if target.concurrency == 1:
+        for check_id in wanted:
+            set_up(check_id)
+        return
+    # Independent of one another (each its own transactions or pairs): at once, like the checks.
+    with concurrent.futures.ThreadPoolExecutor(target.concurrency, "paysuite-setup") as pool:
+        list(pool.map(set_up, wanted))
+
+
+# --- checks run ahead, concurrently (--concurrency) ---------------------------------------
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> Iterator[None]:
+    """With ``--concurrency`` above 1, run the check bodies ahead in a thread pool; pytest's
+    own loop then reports each stored outcome in the run's order, item by item, so that the
+    terminal, the reports and junit.xml read as after a run one after another."""
+    state = session.config.stash.get(STATE, None)
+    if (
+        state is not None
+        and state.active
+        and state.target is not None
+        and state.options.concurrency > 1
+        and not session.config.option.collectonly
+        and not session.testsfailed  # a collection error: pytest's loop stops the run
+    ):
+        _run_ahead(state, session.items)
+    return (yield)
+
+
+#: The fixtures a check run ahead may ask for: the plugin's own.
+_AHEAD_FIXTURES = frozenset({"target", "bare_target", "run_cache"})
+
+
+def _run_ahead(state: RunState, items: list[pytest.Item]) -> None:
+    """Every selected check that pytest would run, as ``concurrent_plan`` orders them
+    (``--concurrency`` at a time)."""
+    from conformance.ast_guard import serialized
+    from conformance.checks import concurrent_plan
+
+    ahead: dict[str, pytest.Function] = {}
+    for item in items:
+        check_id = _check_id(item)
+        if (
+            check_id is not None
+            and isinstance(item, pytest.Function)
+            and item.get_closest_marker("skip") is None
+            and set(inspect.signature(item.obj).parameters) <= _AHEAD_FIXTURES
+        ):
+            ahead[check_id] = item
+    assert state.target is not None
+    if not state.target.numbers.unique:
+        # The configured list's numbers are shared by the checks (the list cycles): counts on
+        # a number see every check that holds it at the time. One after another, as pytest runs.
+        return
+    plan = concurrent_plan([cid for cid in state.selected if cid in ahead])
+    pool = concurrent.futures.ThreadPoolExecutor(state.options.concurrency, "paysuite-check")
     try:
-        for check_id in selected:
-            set_up = EARLY_SETUPS.get(check_id)
-            if set_up is None:
-                continue
-            try:
-                set_up(target)
-            except Exception:  # noqa: BLE001 - the check itself reports what stops it
-                target.early.pop(check_id, None)
+        with serialized():
+            _run_plan(state, plan, ahead, pool)
+    except KeyboardInterrupt:
+        _stop_ahead(state, pool)
     finally:
-        target.client.check_deadline = None
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _run_plan(
+    state: RunState,
+    plan: Plan,
+    ahead: dict[str, pytest.Function],
+    pool: concurrent.futures.ThreadPoolExecutor,
+) -> None:
+    from conformance.checks import AFTER_OTHERS
+
+    def at_once(batch: list[str]) -> list[concurrent.futures.Future[None]]:
+        return [pool.submit(_ahead_one, state, cid, ahead[cid]) for cid in batch]
+
+    for check_id in plan.first:
+        at_once([check_id])[0].result()
+    shared = [cid for cid in plan.together if "run_cache" in ahead[cid].fixturenames]
+    rest = [cid for cid in plan.together if cid not in shared]
+    # The first check that computes the run-wide result (the property run) first: the longest
+    # task starts at once; the checks that read it once everything else is done, so that they
+    # wait for it holding no thread another needs.
+    property_run = at_once(shared[:1])
+    for future in at_once(rest):
+        future.result()
+    for batch in plan.then:
+        for future in at_once(batch):
+            future.result()
+    for future in property_run + at_once(shared[1:]):
+        future.result()
+    # Once the property run, whose refs are noted too, is done; FMT-001 judges those refs.
+    late = [cid for batch in plan.then for cid in batch if cid not in AFTER_OTHERS]
+    _untangle_refs(state, rest + late)
+    for check_id in plan.last:
+        at_once([check_id])[0].result()
+
+
+def _untangle_refs(state: RunState, batch: list[str]) -> None:
+    """A check of ``batch`` failed on a transaction whose ref the target also answered another
+    creation (FMT-001's finding): what it saw of "its" transaction may be the other's, so it
+    could not judge its rule. One after another, ``Target.created`` tells the second of two such
+    creations at once; at once, the second answer the target gave may be the first the suite
+    reads, so the two are known only when the batch is done."""
+    target = state.target
+    assert target is not None
+    twice = [*target.ref_reuses]
+    reused = {str(reply.get("ref")) for reply in target.ref_reuses}
+    reused |= target.refs_reused_by_generated
+    origins = (target.ref_origins.get(ref) for ref in reused)
+    twice += [reply for reply in origins if reply is not None]
+    if not twice:
+        return
+    shared = {id(reply.exchange): reply for reply in twice}
+    for check_id in batch:
+        ran = state.ran.get(check_id)
+        if ran is None or not isinstance(ran.call_error, CheckFailed):
+            continue
+        mine = [shared[id(e)] for e in ran.evidence.exchanges if id(e) in shared]
+        if mine:
+            ref = mine[0].get("ref")
+            ran.call_error = CouldNotCheck(
+                f"a creation of this check was answered ref {ref}, which the target answered "
+                "another creation too (FMT-001): what the check saw of its transaction may be "
+                "the other's",
+                [reply.exchange for reply in mine[:4]],
+            )
+
+
+def _stop_ahead(state: RunState, pool: concurrent.futures.ThreadPoolExecutor) -> None:
+    """Ctrl-C: the checks not started are not, the running ones stop at their next request
+    and are reported as not run; pytest stops at the first check without a result."""
+    from conformance.property_phase import stop
+
+    with state.lock:
+        state.interrupted = True
+        finished = set(state.ran)
+    assert state.target is not None
+    state.target.client.stopped.set()
+    stop()
+    pool.shutdown(wait=True, cancel_futures=True)
+    with state.lock:
+        for check_id in set(state.ran) - finished:
+            del state.ran[check_id]
+
+
+def _ahead_one(state: RunState, check_id: str, item: pytest.Function) -> None:
+    """Run one check's set-up and body in this thread, keeping what they raised."""
+    target = state.target
+    assert target is not None
+    if state.interrupted:
+        return
+    ran = Ran()
+    started = time.monotonic()
+    try:
+        if "target" in item.fixturenames and target.config is None:
+            raise _not_applicable_skip(
+                "no applications configured: pass --config with the target's applications"
+            )
+        ran.evidence = _open_check(state, check_id)
+    except BaseException as exc:  # noqa: BLE001 - pytest reports it at the check's set-up
+        ran.setup_error = exc
+    else:
+        ran.notes = target.notes
+        values = {"target": target, "bare_target": target, "run_cache": state.cache}
+        arguments = inspect.signature(item.obj).parameters
+        try:
+            item.obj(**{name: values[name] for name in arguments})
+        except BaseException as exc:  # noqa: BLE001 - pytest reports it as the check's call
+            ran.call_error = exc
+            _note_unanswered(state, check_id, exc)
+        finally:
+            _close_check(target)
+    ran.duration_s = time.monotonic() - started
+    with state.lock:
+        state.ran[check_id] = ran
+
+
+def _note_unanswered(state: RunState, check_id: str, exc: BaseException) -> None:
+    from conformance.http import TargetUnreachable
+
+    if isinstance(exc, TargetUnreachable):
+        with state.lock:
+            state.stopped_answering = state.stopped_answering or f"{check_id}: {exc}"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """A check run ahead is not called again: its body's outcome is raised, or it passed."""
+    check_id = _check_id(pyfuncitem)
+    state = pyfuncitem.config.stash.get(STATE, None)
+    ran = state.ran.get(check_id) if state is not None and check_id is not None else None
+    if ran is None:
+        return None
+    if ran.call_error is not None:
+        raise ran.call_error
+    return True
 
 
 @pytest.hookimpl(wrapper=True)
@@ -428,7 +674,9 @@ def _record(
         if report.when == "call" and state.target is not None and state.target.notes:
             result.note = "; ".join(state.target.notes)
         result.gating = _gates(check, state.options)
-        result.duration_s = round(getattr(report, "duration", 0.0), 3)
+        ran = state.ran.get(check_id)
+        duration = ran.duration_s if ran is not None else getattr(report, "duration", 0.0)
+        result.duration_s = round(duration, 3)
         state.results[check_id] = result
 
 

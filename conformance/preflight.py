@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -261,9 +261,9 @@ def prepare(options: Options) -> Prepared:
     return Prepared(config=config, base_url=config.base_url, throttle=throttle, tls=tls)
 
 
-def start_bundled_stub() -> Prepared:
+def start_bundled_stub(extra_args: Sequence[str] = ()) -> Prepared:
     """A fresh stub in a temporary directory, with short token lifetimes and pending time-out,
-    as the target."""
+    as the target. ``extra_args``: more ``paysuite stub`` flags (the benchmark's ``--latency``)."""
     from paysuite_core.launcher import StubStartError, start_stub
 
     workdir = tempfile.TemporaryDirectory(prefix="paysuite-conform-")
@@ -274,6 +274,7 @@ def start_bundled_stub() -> Prepared:
                 "--access-ttl", str(BUNDLED_STUB_ACCESS_TTL_S),
                 "--pending-timeout", str(BUNDLED_STUB_PENDING_TIMEOUT_S),
                 "--refresh-ttl", str(BUNDLED_STUB_REFRESH_TTL_S),
+                *extra_args,
             ),
         )  # fmt: skip
     except StubStartError as exc:

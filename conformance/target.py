@@ -7,13 +7,15 @@ same against the bundled stub and against any other implementation.
 
 from __future__ import annotations
 
+import functools
 import random
 import secrets
+import threading
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterator
 from contextlib import ExitStack, contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from conformance.api import EVENTS, data_of, find_path, kind_path
 from conformance.customer import Customer, Outcome
@@ -23,7 +25,12 @@ from conformance.outcome import not_applicable, precondition
 from paysuite_core import tokens
 from paysuite_core.bounded_http import CONFORM_LIMITS, Limits
 from paysuite_core.request_data import AmountSource, NumberSource, same_number
-from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, Application, TargetConfig
+from paysuite_core.target_config import (
+    RWANDA_MOBILE_PATTERN,
+    Application,
+    TargetConfig,
+    WebhookTarget,
+)
 from paysuite_core.throttle import Throttle
 from paysuite_core.tls import TLSSettings
 from paysuite_core.tokens import Send, TokenFlow, TokenPair
@@ -54,6 +61,22 @@ def checking_flow(send: Send, app: Application, ttl_s: float) -> TokenFlow:
     )  # fmt: skip
 
 
+M = TypeVar("M", bound=Callable[..., Any])
+
+
+def _one_caller_at_a_time(method: M) -> M:
+    """``method`` under the target's ``_tokens_lock``. Checks that run at once share the
+    session's token flows: two ``pair`` calls that find a pair due would each authorize, and a
+    ``pair(app, fresh=True)`` might return the pair the other call stored."""
+
+    @functools.wraps(method)
+    def locked(self: Target, *args: Any, **kwargs: Any) -> Any:
+        with self._tokens_lock:
+            return method(self, *args, **kwargs)
+
+    return cast("M", locked)
+
+
 class Target:
     """Everything a check needs to talk to the implementation under test."""
 
@@ -68,18 +91,25 @@ class Target:
         limits: Limits | None = None,
         throttle: Throttle | None = None,
         tls: TLSSettings | None = None,
+        concurrency: int = 1,
     ) -> None:
         self.config = config
         self.base_url = base_url.rstrip("/")
         self.profile = profile
         self.seed = seed
         self.started_stub = started_stub
+        #: How many checks run at once (``--concurrency``), and the property phase's workers.
+        self.concurrency = concurrency
         #: Waits for what an implementation records late; the bundled stub records nothing late.
         self.settle_s = BUNDLED_SETTLE_S if started_stub else SETTLE_S
         self.quiet_s = BUNDLED_QUIET_S if started_stub else QUIET_S
-        self.current: Evidence | None = None
-        #: Observations of the running check that are no failure (what the target chose).
-        self.notes: list[str] = []
+        # The running check's evidence and notes, per thread: checks that run at once
+        # (``--concurrency``) each keep their own.
+        self._local = threading.local()
+        #: Guards what the checks share: the fresh numbers, the refs seen, the receiver.
+        self._shared = threading.RLock()
+        #: Held by ``pair`` (``_one_caller_at_a_time``): the token flows are the checks' too.
+        self._tokens_lock = threading.RLock()
         self.limits = limits or CONFORM_LIMITS
         #: The run's throttle (rate limits honoured, ``paysuite_core.throttle``): every request
         #: of the checks, the customer driver's and the proxy's look-ups go through it.
@@ -108,11 +138,36 @@ class Target:
         #: whichever check's creation drew it.
         self.ref_origins: dict[str, Reply] = {}
         self.ref_reuses: list[Reply] = []
+        #: Refs of the checks' creations that a creation of the property run was answered too
+        #: (it runs beside them with ``--concurrency``; ``note_generated_ref``).
+        self.refs_reused_by_generated: set[str] = set()
         self.customer = Customer(config.customer, self.client) if config else None
         self._receiver: RunningReceiver | None = None
         #: What the checks set up when the run starts, by check ID (``checks.EARLY_SETUPS``).
         self.early: dict[str, Any] = {}
         self._closing = ExitStack()
+
+    @property
+    def current(self) -> Evidence | None:
+        """The running check's evidence, where every exchange of this thread is recorded."""
+        evidence: Evidence | None = getattr(self._local, "current", None)
+        return evidence
+
+    @current.setter
+    def current(self, evidence: Evidence | None) -> None:
+        self._local.current = evidence
+
+    @property
+    def notes(self) -> list[str]:
+        """Observations of the running check that are no failure (what the target chose)."""
+        notes: list[str] | None = getattr(self._local, "notes", None)
+        if notes is None:
+            notes = self._local.notes = []
+        return notes
+
+    @notes.setter
+    def notes(self, notes: list[str]) -> None:
+        self._local.notes = notes
 
     def note(self, text: str) -> None:
         """Record what the target chose where the document leaves it open (shown, not judged)."""
@@ -186,7 +241,8 @@ class Target:
 
     def number(self) -> str:
         """A number this run has not used (a configured list cycles)."""
-        return self.numbers.fresh()
+        with self._shared:
+            return self.numbers.fresh()
 
     # --- tokens -------------------------------------------------------------------------
     @contextmanager
@@ -230,6 +286,7 @@ class Target:
         assert flow.pair is not None
         return flow.pair
 
+    @_one_caller_at_a_time
     def pair(self, app: Application, *, fresh: bool = False) -> TokenPair:
         """The session's token pair for ``app``: authorized anew once a third of the configured
         lifetime has passed, never renewed by refresh (a refresh is what some checks judge).
@@ -298,13 +355,22 @@ class Target:
         )
         ref = reply.get("ref") if reply.ok else None
         if isinstance(ref, str):
-            reply.ref_reused = ref in self.refs_seen
-            self.refs_seen.add(ref)
-            if reply.ref_reused:
-                self.ref_reuses.append(reply)
-            else:
-                self.ref_origins[ref] = reply
+            with self._shared:
+                reply.ref_reused = ref in self.refs_seen
+                self.refs_seen.add(ref)
+                if reply.ref_reused:
+                    self.ref_reuses.append(reply)
+                else:
+                    self.ref_origins[ref] = reply
         return reply
+
+    def note_generated_ref(self, ref: str) -> None:
+        """A ref answered to a creation of the property run: a check's creation answered it
+        too, before or after, names two transactions (``ref_reused``, as between two checks)."""
+        with self._shared:
+            if ref in self.refs_seen:
+                self.refs_reused_by_generated.add(ref)
+            self.refs_seen.add(ref)
 
     def created(self, kind: str, app: Application, **kwargs: Any) -> tuple[Reply, dict[str, Any]]:
         """Create and insist it worked: the helper for checks about something else."""
@@ -467,10 +533,15 @@ class Target:
     def webhook_receiver(self) -> RunningReceiver:
         """paysuite's receiver on the configured ``webhooks.listen``, started on first use and
         kept for the run (deliveries of one check may arrive during the next)."""
-        from paysuite_core.webhook_receiver import ReceiverStartError, WebhookReceiver, running
-
         hooks = self.config.webhooks if self.config else None
         assert hooks is not None, "webhook_receiver() needs the webhooks section"
+        with self._shared:
+            return self._started_receiver(hooks)
+
+    def _started_receiver(self, hooks: WebhookTarget) -> RunningReceiver:
+        """The receiver, started now if no check has started it yet (under ``_shared``)."""
+        from paysuite_core.webhook_receiver import ReceiverStartError, WebhookReceiver, running
+
         if self._receiver is None:
             receiver = WebhookReceiver(hooks.secret, tolerance_s=hooks.tolerance_s)
             try:

@@ -16,6 +16,7 @@ from stub_server.handlers.sandbox import SandboxHandlers
 from stub_server.handlers.sdk_extensions import SdkHandlers
 from stub_server.handlers.transactions import TransactionHandlers
 from stub_server.handlers.webhook_deliveries import WebhookDeliveryHandlers
+from stub_server.latency import make_latency_middleware
 from stub_server.rules.lifecycle import resolve_due_forever
 from stub_server.state import StubApp
 from stub_server.webhook_delivery.dispatcher import Dispatcher
@@ -72,10 +73,10 @@ def build_app(stub: StubApp, *, background: bool = True) -> web.Application:
     """Wire ``stub`` into an aiohttp application; ``background`` runs auto-resolution and
     the webhook dispatcher."""
     settings = stub.settings
-    app = web.Application(
-        middlewares=[make_error_middleware(settings.variant("go-error-body"), stub.in_flight)],
-        client_max_size=settings.max_body_bytes,
-    )
+    middlewares = [make_error_middleware(settings.variant("go-error-body"), stub.in_flight)]
+    if settings.latency_s > 0:  # outermost: an error answer comes back as late as any other
+        middlewares.insert(0, make_latency_middleware(settings.latency_s))
+    app = web.Application(middlewares=middlewares, client_max_size=settings.max_body_bytes)
     app[STUB_KEY] = stub
     r = app.router
     for method, path, handler in routes(stub):

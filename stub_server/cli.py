@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from paysuite_core.durations import duration_argument
 from stub_server.fault_catalog import FAULTS, VARIANTS, Fault, Variant
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ _FLAG_SETTINGS = {
     "access_ttl": "access_ttl_s",
     "refresh_ttl": "refresh_ttl_s",
     "pending_timeout": "pending_timeout_s",
+    "latency": "latency_s",
     "access_log": "access_log",
     "access_log_file": "access_log_file",
 }
@@ -212,6 +214,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="log every request: Common Log Format or JSON lines (default: none)",
     )
     add("--access-log-file", metavar="PATH", help="where the access log goes (default stderr)")
+    add(
+        "--latency",
+        type=duration_argument,
+        metavar="DURATION",
+        help="hold every answer back this long, like a service one region away (80ms, 0.2s)",
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> StubSettings:

@@ -112,6 +112,8 @@ class StubSettings:
     #: How failed webhook deliveries are retried (``stub_server.webhook_delivery.retry_policy``).
     webhook_retry: RetryPolicy = field(default_factory=RetryPolicy)
     webhook_signatures: tuple[str, ...] = ("paysuite", "live")
+    #: Seconds every answer is held back: a far target on loopback (``stub_server.latency``).
+    latency_s: float = 0.0
 
     @property
     def number_regex(self) -> re.Pattern[str]:

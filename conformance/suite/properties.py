@@ -6,6 +6,7 @@ into PROP-001..009. They run last: the catalog's order puts the PROP group at th
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any
 
 from conformance.checks import Level, Profile, Section, check
@@ -14,6 +15,10 @@ from conformance.outcome import CheckFailed, CouldNotCheck, not_applicable
 if TYPE_CHECKING:
     from conformance.property_phase import PropRun
     from conformance.target import Target
+
+
+#: The property run is computed once: the first PROP check runs it, the others read it.
+_ONE_RUN = threading.Lock()
 
 
 def _run(target: Target, cache: dict[str, Any]) -> PropRun:
@@ -26,16 +31,17 @@ def _run(target: Target, cache: dict[str, Any]) -> PropRun:
         raise CouldNotCheck(
             f"not attempted: the target sent over-limit answers ({cache['oversized']})"
         )
-    if "properties" not in cache:
-        from conformance.property_phase import run_properties
-        from paysuite_core.specfile import load_spec
+    with _ONE_RUN:  # checks that run at once (--concurrency) wait for the first one's run
+        if "properties" not in cache:
+            from conformance.property_phase import run_properties
+            from paysuite_core.specfile import load_spec
 
-        try:
-            cache["properties"] = run_properties(
-                target, load_spec(), deadline=target.client.check_deadline
-            )
-        except Exception as exc:  # noqa: BLE001 - reported as the check's error
-            cache["properties"] = exc
+            try:
+                cache["properties"] = run_properties(
+                    target, load_spec(), deadline=target.client.check_deadline
+                )
+            except Exception as exc:  # noqa: BLE001 - reported as the check's error
+                cache["properties"] = exc
     result: PropRun | Exception = cache["properties"]
     if isinstance(result, Exception):
         raise RuntimeError(f"the property run could not complete: {result}") from result

@@ -56,6 +56,7 @@ def conform(
     seed: int | None = None,
     min_coverage: str | None = None,
     max_throttle_wait: str | None = None,
+    concurrency: str | None = None,
 ) -> Outcome:
     """Run ``paysuite conform`` in this process (a nested pytest session) and collect it."""
     args = argparse.Namespace(
@@ -70,6 +71,7 @@ def conform(
         min_coverage=min_coverage,
         reveal_secrets=False,
         max_throttle_wait=max_throttle_wait,
+        concurrency=concurrency,
     )
     capsys.readouterr()
     status = conform_run(args)

@@ -27,7 +27,9 @@ def test_ctrl_c_in_the_property_phase_writes_the_reports(tmp_path: Path) -> None
         "--report-dir",
         str(tmp_path),
         "-v",
-    ]  # fmt: skip  (-v: a line per check)
+        "--concurrency",
+        "1",
+    ]  # fmt: skip  (-v: a line per check, as each ends: one after another)
     # Its own session, with SIGINT at its default (a background job of a shell ignores it).
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -51,3 +53,30 @@ def test_ctrl_c_in_the_property_phase_writes_the_reports(tmp_path: Path) -> None
     coverage = report["coverage"]
     assert coverage["total"] == 2 and coverage["run"] == 1, coverage
     assert {"id": "PROP-001", "reason": "not run: the run ended before it"} in coverage["skipped"]
+
+
+def test_ctrl_c_while_checks_run_at_once_writes_the_reports(tmp_path: Path) -> None:
+    """With --concurrency the checks run ahead of their progress lines: Ctrl-C during the
+    property run stops it and the checks not started, and the reports show what had finished."""
+    command = [
+        sys.executable, "-m", "paysuite", "conform", "--only", "AUTH-001,PROP-001",
+        "--report-dir", str(tmp_path), "-v", "--concurrency", "4",
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    assert process.stdout is not None
+    for line in process.stdout:  # the run has started: both checks are running ahead
+        if line.startswith("paysuite conform: 2 checks"):
+            break
+    time.sleep(3.0)  # AUTH-001 has ended; the property run has not (about 5 s)
+    os.kill(process.pid, signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 2, output[-2000:]
+    report = json.loads((tmp_path / "conformance.json").read_text(encoding="utf-8"))
+    assert report["verdict"] == "error" and "interrupted" in report["reason"], report["reason"]
+    assert [c["id"] for c in report["checks"] if c["outcome"] == "passed"] == ["AUTH-001"]
+    assert {"id": "PROP-001", "reason": "not run: the run ended before it"} in report["coverage"][
+        "skipped"
+    ]

@@ -51,6 +51,7 @@ EVERY_SETTING = {
     "webhooks": {"development": "http://127.0.0.1:9911/", "production": "http://[::1]:9912/p"},
     "webhook_retry": {"base_s": 0.5, "cap_s": 8, "max_attempts": 3, "timeout_s": 2},
     "webhook_signatures": ["live"],
+    "latency_s": 0.08,
 }
 
 
@@ -71,6 +72,7 @@ def test_the_config_file_sets_every_setting(tmp_path: Path) -> None:
     assert s.faults == {"wrong-kind"} and s.variants == {"created-201"} and s.drop_rate == 0.5
     assert s.strict_auth is True
     assert (s.idle_timeout_s, s.body_timeout_s, s.listen_backlog) == (3, 4, 64)
+    assert s.latency_s == 0.08
     limits = s.authorize_limits
     assert (limits.per_client.burst, limits.per_client.per_s) == (3, 0.5)
     assert (limits.per_peer.burst, limits.per_peer.per_s) == (7, 1)
