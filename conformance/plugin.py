@@ -110,6 +110,8 @@ class RunState:
     unreachable: str | None = None
     #: The checks run ahead, concurrently, by check ID (``_run_ahead``).
     ran: dict[str, Ran] = field(default_factory=dict)
+    #: How many checks are run ahead (the denominator of ``-v``'s lines as they end).
+    ahead: int = 0
     #: A check run ahead met a target that stopped answering: the rest are not attempted.
     stopped_answering: str | None = None
     #: Ctrl-C came while checks ran ahead: pytest stops at the first check without a result.
@@ -483,6 +485,7 @@ def _run_ahead(state: RunState, items: list[pytest.Item]) -> None:
         # a number see every check that holds it at the time. One after another, as pytest runs.
         return
     plan = concurrent_plan([cid for cid in state.selected if cid in ahead])
+    state.ahead = len(ahead)
     pool = concurrent.futures.ThreadPoolExecutor(state.options.concurrency, "paysuite-check")
     try:
         with serialized():
@@ -604,6 +607,21 @@ def _ahead_one(state: RunState, check_id: str, item: pytest.Function) -> None:
     ran.duration_s = time.monotonic() - started
     with state.lock:
         state.ran[check_id] = ran
+        _progress_ahead(state, check_id, ran)
+
+
+def _progress_ahead(state: RunState, check_id: str, ran: Ran) -> None:
+    """With ``-v``, a line as each check run ahead ends (its verdict line comes in the run's
+    order once all have ended): a long concurrent run shows it is moving. Under the state's
+    lock, so the worker threads print one at a time."""
+    config = _CURRENT_CONFIG[-1] if _CURRENT_CONFIG else None
+    if (
+        config is None
+        or not state.options.verbose
+        or config.pluginmanager.get_plugin("terminalreporter") is not None
+    ):
+        return
+    _write(config, f"  ran {len(state.ran)}/{state.ahead}: {check_id} ({ran.duration_s:.1f} s)")
 
 
 def _note_unanswered(state: RunState, check_id: str, exc: BaseException) -> None:

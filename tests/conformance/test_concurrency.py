@@ -9,6 +9,8 @@ and outcomes with and without concurrency, the reports in the run's order, and a
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -138,3 +140,19 @@ def test_a_far_stub_passes_with_the_default_concurrency(
     outcome = conform(capsys, tmp_path / "far", config=config)
     assert outcome.status == 0, outcome.stdout[-3000:]
     assert outcome.report["verdict"] == "pass"
+
+
+def test_verbose_shows_each_check_as_it_ends_then_the_scorecard_in_order(tmp_path: Path) -> None:
+    """A long concurrent run shows it is moving: ``-v`` prints a line as each check run ahead
+    ends, then the verdict lines in the run's order, as a run one after another does."""
+    done = subprocess.run(
+        [sys.executable, "-m", "paysuite", "conform", "-v", "--only", "AUTH-001,AUTH-003,TXN-001",
+         "--report-dir", str(tmp_path / "r")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    ended = [i for i, line in enumerate(lines) if re.match(r"  ran [123]/3: \w+-\d+ \(", line)]
+    ordered = [i for i, line in enumerate(lines) if re.match(r"\[[123]/3\] ", line)]
+    assert len(ended) == 3 and len(ordered) == 3, done.stdout
+    assert max(ended) < min(ordered), done.stdout
