@@ -184,9 +184,12 @@ class RecordingClient:
         limits: Limits | None = None,
         throttle: Throttle | None = None,
         tls: TLSSettings | None = None,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._sink = sink
+        #: httpx's transport for every thread's connections (a test's ``MockTransport``).
+        self._transport = transport
         self.limits = limits or CONFORM_LIMITS
         #: The run's throttle: a 429 is waited for and sent again (None: a 429 is an answer).
         self.throttle = throttle
@@ -207,7 +210,8 @@ class RecordingClient:
         """This thread's connections to the target."""
         client: BoundedClient | None = getattr(self._local, "client", None)
         if client is None:
-            client = self._local.client = BoundedClient(self.limits, tls=self.tls)
+            client = BoundedClient(self.limits, tls=self.tls, transport=self._transport)
+            self._local.client = client
             with self._clients_lock:
                 self._clients.append(client)
         return client
@@ -362,6 +366,7 @@ class RecordingClient:
             self.limits,
             self.throttle if throttled else None,
             self.tls,
+            self._transport,
         )
         client._shared_deadline = self.check_deadline
         client.stopped = self.stopped

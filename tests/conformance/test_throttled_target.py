@@ -27,7 +27,6 @@ from conformkit import conform
 
 from conformance.evidence import Evidence
 from conformance.http import CheckBudgetExceeded, RecordingClient, ThrottledOut
-from paysuite_core.bounded_http import BoundedClient
 from paysuite_core.throttle import Throttle
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "foreign"))
@@ -48,9 +47,12 @@ def _client(
         seen.append(request)
         return answers.pop(0)
 
-    client = RecordingClient("http://target.test/api", lambda: evidence, throttle=throttle)
-    client._client.close()
-    client._client = BoundedClient(client.limits, transport=httpx.MockTransport(handler))
+    client = RecordingClient(
+        "http://target.test/api",
+        lambda: evidence,
+        throttle=throttle,
+        transport=httpx.MockTransport(handler),
+    )
     return client, seen
 
 
