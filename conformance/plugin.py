@@ -27,11 +27,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import pytest
 
+from conformance.api import CASHIN, CASHOUT
 from conformance.checks import Check, entry_of
-from conformance.evidence import Evidence
+from conformance.evidence import Evidence, Recorded
 from conformance.outcome import CheckFailed, CouldNotCheck, NotApplicable
 
 if TYPE_CHECKING:
@@ -537,27 +539,48 @@ def _untangle_refs(state: RunState, batch: list[str]) -> None:
     reads, so the two are known only when the batch is done."""
     target = state.target
     assert target is not None
-    twice = [*target.ref_reuses]
-    reused = {str(reply.get("ref")) for reply in target.ref_reuses}
-    reused |= target.refs_reused_by_generated
-    origins = (target.ref_origins.get(ref) for ref in reused)
-    twice += [reply for reply in origins if reply is not None]
-    if not twice:
+    # Every creation any check sent, whether through ``Target.create`` or its own request (a
+    # race, a malformed-but-accepted body): a ref answered twice is shared, whichever check
+    # drew it first, and so is one a generated creation of the property run drew too.
+    answered: dict[str, list[Recorded]] = {}
+    for done in list(state.ran.values()):
+        for exchange in done.evidence.exchanges:
+            ref = _created_ref(exchange)
+            if ref is not None:
+                answered.setdefault(ref, []).append(exchange)
+    shared = {
+        id(exchange): (ref, exchange)
+        for ref, exchanges in answered.items()
+        if len(exchanges) > 1 or ref in target.refs_reused_by_generated
+        for exchange in exchanges
+    }
+    if not shared:
         return
-    shared = {id(reply.exchange): reply for reply in twice}
     for check_id in batch:
         ran = state.ran.get(check_id)
         if ran is None or not isinstance(ran.call_error, CheckFailed):
             continue
         mine = [shared[id(e)] for e in ran.evidence.exchanges if id(e) in shared]
         if mine:
-            ref = mine[0].get("ref")
             ran.call_error = CouldNotCheck(
-                f"a creation of this check was answered ref {ref}, which the target answered "
-                "another creation too (FMT-001): what the check saw of its transaction may be "
-                "the other's",
-                [reply.exchange for reply in mine[:4]],
+                f"a creation of this check was answered ref {mine[0][0]}, which the target "
+                "answered another creation too (FMT-001): what the check saw of its "
+                "transaction may be the other's",
+                [exchange for _, exchange in mine[:4]],
             )
+
+
+def _created_ref(exchange: Recorded) -> str | None:
+    """The ref a successful cashin or cashout answered, if ``exchange`` is one."""
+    wire = exchange.wire
+    path = urlsplit(wire.url).path
+    if wire.method != "POST" or not path.endswith((CASHIN, CASHOUT)):
+        return None
+    if not 200 <= wire.status < 300:
+        return None
+    body = wire.response_json()
+    ref = body.get("ref") if isinstance(body, dict) else None
+    return ref if isinstance(ref, str) else None
 
 
 def _stop_ahead(state: RunState, pool: concurrent.futures.ThreadPoolExecutor) -> None:
