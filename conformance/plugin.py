@@ -513,22 +513,41 @@ def _run_plan(
         at_once([check_id])[0].result()
     shared = [cid for cid in plan.together if "run_cache" in ahead[cid].fixturenames]
     rest = [cid for cid in plan.together if cid not in shared]
-    # The first check that computes the run-wide result (the property run) first: the longest
-    # task starts at once; the checks that read it once everything else is done, so that they
-    # wait for it holding no thread another needs.
-    property_run = at_once(shared[:1])
-    for future in at_once(rest):
-        future.result()
-    for batch in plan.then:
-        for future in at_once(batch):
+    # The first check that computes the run-wide result (the property run) as soon as a few
+    # scripted checks have shown the target answers within the limits: it is the longest task,
+    # and schemathesis's engine reads whole answers in its first requests, so a target that
+    # answers endless bodies is known (and the property run not attempted) before it starts.
+    # The checks that read the run-wide result once everything else is done, so that they wait
+    # for it holding no thread another needs.
+    scripted = at_once(rest)
+    pending = set(scripted)
+    while pending and len(scripted) - len(pending) < PROPERTY_RUN_AFTER:
+        _done, pending = concurrent.futures.wait(
+            pending, return_when=concurrent.futures.FIRST_COMPLETED
+        )
+    # A thread of its own, not a place in the pool's queue behind the scripted checks; not
+    # waited for on the way out: an interruption stops it (``_stop_ahead``) and lets it end.
+    own = concurrent.futures.ThreadPoolExecutor(1, "paysuite-property-run")
+    try:
+        property_run = [own.submit(_ahead_one, state, cid, ahead[cid]) for cid in shared[:1]]
+        for future in scripted:
             future.result()
-    for future in property_run + at_once(shared[1:]):
-        future.result()
+        for batch in plan.then:
+            for future in at_once(batch):
+                future.result()
+        for future in property_run + at_once(shared[1:]):
+            future.result()
+    finally:
+        own.shutdown(wait=False)
     # Once the property run, whose refs are noted too, is done; FMT-001 judges those refs.
     late = [cid for batch in plan.then for cid in batch if cid not in AFTER_OTHERS]
     _untangle_refs(state, rest + late)
     for check_id in plan.last:
         at_once([check_id])[0].result()
+
+
+#: How many scripted checks of a concurrent run end before the property run starts.
+PROPERTY_RUN_AFTER = 3
 
 
 def _untangle_refs(state: RunState, batch: list[str]) -> None:
@@ -560,7 +579,13 @@ def _untangle_refs(state: RunState, batch: list[str]) -> None:
         ran = state.ran.get(check_id)
         if ran is None or not isinstance(ran.call_error, CheckFailed):
             continue
-        mine = [shared[id(e)] for e in ran.evidence.exchanges if id(e) in shared]
+        # Only a creation made for a check about something else (``Target.created``), as in a
+        # run one after another: a check that judges creations judges a shared ref too.
+        mine = [
+            shared[id(e)]
+            for e in ran.evidence.exchanges
+            if id(e) in shared and id(e) in target.helper_creations
+        ]
         if mine:
             ran.call_error = CouldNotCheck(
                 f"a creation of this check was answered ref {mine[0][0]}, which the target "
@@ -648,11 +673,16 @@ def _progress_ahead(state: RunState, check_id: str, ran: Ran) -> None:
 
 
 def _note_unanswered(state: RunState, check_id: str, exc: BaseException) -> None:
-    from conformance.http import TargetUnreachable
+    """What a check run ahead learnt of the target that stops the others: no answer at all,
+    or answers over the size cap (which the property run then does not meet: its engine's own
+    first requests read whole answers)."""
+    from conformance.http import TargetUnreachable, oversized
 
-    if isinstance(exc, TargetUnreachable):
-        with state.lock:
+    with state.lock:
+        if isinstance(exc, TargetUnreachable):
             state.stopped_answering = state.stopped_answering or f"{check_id}: {exc}"
+        if oversized(exc):
+            state.cache.setdefault("oversized", str(exc))
 
 
 @pytest.hookimpl(tryfirst=True)

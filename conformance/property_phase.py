@@ -21,19 +21,22 @@ errors that say so.
 
 from __future__ import annotations
 
+import io
 import queue
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
+from conformance.http import RecordingClient, Reply, TargetUnreachable
+from conformance.outcome import CouldNotCheck
 from conformance.spec_patch import operations, patch_spec
 from conformance.target import checking_flow
 from paysuite_core import http_clients, tokens
+from paysuite_core.bounded_http import READ_CHUNK, BoundedBody, Limits, ResponseTooLarge
 from paysuite_core.throttle import THROTTLED, Throttle, retry_after_of
 from paysuite_core.tls import TLSSettings
 
@@ -232,6 +235,49 @@ def _note_created(case: Any, response: Any) -> None:
         target.note_generated_ref(ref)
 
 
+class BodyTooLarge(OSError):
+    """An answer of a generated request passed the run's size cap: not read further. An
+    ``OSError``, as a transport failure is: the case got no usable answer."""
+
+
+def capped_body(max_bytes: int) -> Callable[..., Any]:
+    """A requests response hook that reads the body now, chunk by chunk as it inflates, and
+    stops one chunk past ``max_bytes`` (a declared length over it before a byte is read).
+
+    schemathesis reads every answer whole (``response.content``); against a target that sends
+    a 50 MB body or an endless one, eight workers at once took the run past 3 GB. The body read
+    here is handed on as the response's ``raw`` stream, which requests then reads as usual."""
+
+    def hook(response: Any, *_args: Any, **_kwargs: Any) -> Any:
+        try:
+            body = BoundedBody(response.headers, max_bytes)
+            for chunk in response.raw.stream(READ_CHUNK, decode_content=True):
+                body.add(chunk)
+        except ResponseTooLarge as exc:
+            response.close()
+            raise BodyTooLarge(str(exc)) from None
+        response.raw = _ReadBody(bytes(body.data), response.raw)
+        return response
+
+    return hook
+
+
+class _ReadBody(io.BytesIO):
+    """An answer's body already read, as the stream requests reads it from (``raw``); every
+    other attribute (the headers, the HTTP version schemathesis records) is the original's."""
+
+    def __init__(self, data: bytes, original: Any) -> None:
+        super().__init__(data)
+        self._original = original
+
+    def stream(self, amt: int = READ_CHUNK, decode_content: bool | None = None) -> Iterator[bytes]:
+        while chunk := self.read(amt):
+            yield chunk
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._original, name)
+
+
 class PropertyBudgetExceeded(RuntimeError):
     """The property run used its time budget: the remaining cases are not sent."""
 
@@ -285,6 +331,12 @@ def _register_hook() -> None:
         if not _FRESH_KEYS.is_set():
             return
         _pace()
+        target = _TARGET[0]
+        if target is not None:
+            # requests' own per-request hooks, which schemathesis passes on: every answer of
+            # the generated requests read under the run's size cap, as the checks' are
+            hooks = kwargs.setdefault("hooks", {})
+            hooks.setdefault("response", []).append(capped_body(target.limits.max_body_bytes))
         if case.operation.path in CREATION_PATHS:
             _fresh_key(case)
 
@@ -422,7 +474,11 @@ def _one_key_location(case: Any, meta: Any) -> None:
 
 # --- auth ------------------------------------------------------------------------------------
 class _Tokens:
-    """Token pairs per application for the generated requests (kept out of the evidence)."""
+    """Token pairs per application for the generated requests (kept out of the evidence).
+
+    Sent through a ``RecordingClient`` that records nowhere: the run's limits (an endless or
+    huge answer to authorize is cut at the size cap, not read into memory), its throttle and
+    its TLS settings, as every other request of the suite."""
 
     def __init__(
         self,
@@ -430,12 +486,19 @@ class _Tokens:
         ttl_s: float,
         throttle: Throttle | None = None,
         tls: TLSSettings | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.lock = threading.Lock()
-        self.client = http_clients.httpx_client(tls, timeout=30)
-        self.send = tokens.httpx_send(self.client, base_url, throttle=throttle)
+        self.client = RecordingClient(base_url, lambda: None, limits, throttle, tls)
         self.ttl_s = ttl_s
         self.flows: dict[str, tokens.TokenFlow] = {}
+
+    @contextmanager
+    def send(self, request: tokens.Request) -> Iterator[Reply]:
+        """The token module's transport."""
+        yield self.client.request(
+            request.method, request.path, json=request.json, headers=dict(request.headers)
+        )
 
     def access(self, app: Application) -> str:
         with self.lock:
@@ -445,7 +508,7 @@ class _Tokens:
                 self.flows[app.client_id] = flow
             try:
                 return flow.access()
-            except (tokens.AuthError, httpx.HTTPError) as exc:
+            except (tokens.AuthError, TargetUnreachable, CouldNotCheck) as exc:
                 raise RuntimeError(str(exc)) from None
 
 
@@ -557,7 +620,11 @@ def run_properties(target: Target, spec: dict[str, Any], deadline: float | None 
         for phases in (PHASE_GROUPS if target.concurrency > 1 else (PHASES,))
     ]
     suite_tokens = _Tokens(
-        target.base_url, float(target.config.access_token_ttl_s), target.throttle, target.tls
+        target.base_url,
+        float(target.config.access_token_ttl_s),
+        target.throttle,
+        target.tls,
+        target.limits,
     )
     secured = {
         path

@@ -141,6 +141,9 @@ class Target:
         #: Refs of the checks' creations that a creation of the property run was answered too
         #: (it runs beside them with ``--concurrency``; ``note_generated_ref``).
         self.refs_reused_by_generated: set[str] = set()
+        #: The exchanges of creations made through ``created`` (for checks about something
+        #: else), by ``id``: a concurrent run excuses only those when their ref turns out shared.
+        self.helper_creations: set[int] = set()
         self.customer = Customer(config.customer, self.client) if config else None
         self._receiver: RunningReceiver | None = None
         #: What the checks set up when the run starts, by check ID (``checks.EARLY_SETUPS``).
@@ -375,6 +378,8 @@ class Target:
     def created(self, kind: str, app: Application, **kwargs: Any) -> tuple[Reply, dict[str, Any]]:
         """Create and insist it worked: the helper for checks about something else."""
         reply = self.create(kind, app, **kwargs)
+        with self._shared:
+            self.helper_creations.add(id(reply.exchange))
         precondition(
             reply.ok and isinstance(reply.body, dict) and isinstance(reply.get("ref"), str),
             f"{kind.lower()} did not create a transaction to check with: {reply.status}",
