@@ -27,8 +27,9 @@ start, less ``CLOCK_SLACK_S``), plus every event of a transaction it heard of; w
 listener's endpoint is not sent). The listener judges only what it could have seen: an event of
 the window stamped before it started (a transaction delivered to an earlier listener, one of
 whose events is resent now) is compared if it arrives but never counted as "never arrived",
-since it may well have been delivered before the listener existed. The results are ``conformance.plugin.CheckResult`` and the
-reports are ``conformance.report``'s: the same files as ``paysuite conform``.
+since it may well have been delivered before the listener existed. The results are
+``conformance.plugin.CheckResult`` and the reports are ``conformance.report``'s: the same files
+as ``paysuite conform``.
 """
 
 from __future__ import annotations

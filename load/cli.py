@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -16,7 +15,7 @@ from paysuite_core.tls import add_arguments as add_tls_arguments
 def _load(args: argparse.Namespace) -> int:
     """``paysuite load``: the arguments' plan, run by ``load.runner.run``."""
     from load.plan import UsageError, plan_from_args
-    from load.runner import run, say
+    from load.runner import run
 
     try:
         result = run(plan_from_args(args))

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from load import context as run_context
-from load.terminal import print_table_once, reports_line
 from load.ledger import LEDGER, TimeToProcessed
 from load.plan import LoadPlan, option
 from load.reconcile import failure_reasons, reconcile
 from load.shape_catalog import Shape, Thresholds
 from load.slo import OperationStats, Verdict, evaluate, percentile_of
+from load.terminal import print_table_once, reports_line
 from load.timeline import TIMELINE, collect_operations
 from load.webhook_journal import journal_path
 
@@ -167,8 +167,9 @@ def judge(
             else "the only step completed"
         )
         return [
-            Verdict(label, metric, star[metric], first[metric], metric not in first["breached"],
-                    note)  # fmt: skip
+            Verdict(
+                label, metric, star[metric], first[metric], metric not in first["breached"], note
+            )  # fmt: skip
             for metric in ("p95_ms", "error_ratio")
             if metric in star
         ]

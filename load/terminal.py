@@ -31,6 +31,7 @@ def print_table_once(stats: RequestStats) -> None:
     """Locust's statistics table (the whole run), its name column as wide as the longest
     name, then no more of Locust's end tables."""
     import locust.stats  # gevent's monkey-patching comes with it: only inside a Locust run
+
     names = [len(entry.name) for entry in stats.entries.values()]
     width = max([len("Aggregated"), *names]) + _NAME_MARGIN
     previous = locust.stats.STATS_NAME_WIDTH

@@ -15,9 +15,9 @@ only the ids the events list shows (an extra id is WEBHOOK-004's).
 
 A signature verifies in either format (``paysuite_core.webhook_signature.verify_any``): the
 timestamped ``Paysuite-Signature`` or the live service's ``X-Paypack-Signature``, which
-merchants' receivers verify (docs/reference-choices.md). A target that signs only the live way passes
-WEBHOOK-002 and is told by WEBHOOK-006 that nothing in its signature ages: a captured delivery
-can be replayed (a SHOULD finding; the document obliges no signature at all).
+merchants' receivers verify (docs/reference-choices.md). A target that signs only the live
+way passes WEBHOOK-002 and is told by WEBHOOK-006 that nothing in its signature ages: a
+captured delivery can be replayed (a SHOULD finding; the document obliges no signature at all).
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
 
 Why it exists: the conformance suite had only ever been run against the project's own stub and
 variants sharing its code, so a check that merely encodes one of the stub's choices would never
-have been noticed. This server was written from the interface document and what the live service does alone (docs/reference-choices.md)
-(nothing under ``stub_server/`` was read or imported), and wherever the document is silent it
-takes the live service's choice or another defensible one rather than the stub's:
+have been noticed. This server was written from the interface document and what the live
+service does (docs/reference-choices.md) alone (nothing under ``stub_server/`` was read or
+imported), and wherever the document is silent it takes the live service's choice or another
+defensible one rather than the stub's:
 
 * base path ``/api``; refresh served only on ``GET /api/auth/refresh/{refresh_token}`` (the path
   every published SDK calls); refresh tokens are reusable until they expire (no rotation);
