@@ -89,11 +89,13 @@ def say(message: str) -> None:
 
 
 def check_loopback(config: TargetConfig) -> None:
-    """``loopback.check_loopback`` with its refusal as a usage error (exit status 2)."""
+    """``loopback.check_loopback`` with its refusal as a run ended before any load (exit
+    status 2, no verdict): like every other exit past the arguments it writes load.json and
+    load.html, so that a CI job's report step shows why nothing ran."""
     try:
         loopback.check_loopback(config, warn=say)
     except loopback.NotLoopbackError as exc:
-        raise UsageError(str(exc)) from None
+        raise TargetRefused(str(exc), verdict="error") from None
 
 
 def preflight(
@@ -363,8 +365,8 @@ def ended_early(plan: LoadPlan, refused: TargetRefused, stop_reason: str = "") -
 
 
 def _run_against_target(plan: LoadPlan, locust_log: Path | None) -> LoadResult:
-    check_loopback(plan.target)
     try:
+        check_loopback(plan.target)
         preflight(plan.target, plan.limits, plan.tls)
     except TargetRefused as exc:
         print(f"paysuite load: {exc}", file=sys.stderr, flush=True)
