@@ -689,8 +689,12 @@ def to_html(
     and curl right under it, then the warnings, then the scorecard of every check.
 
     Problems come first (as schemathesis puts them): on a run of one failure and forty skips
-    the reader should not look for it in the middle of a table in document order.
+    the reader should not look for it in the middle of a table in document order. A run
+    stopped before any check (the pre-flight) gets only what stopped it: no "No failure, no
+    error" and no empty scorecard under its ERROR banner.
     """
+    if not results and verdict.run_errors:
+        return _stopped_html(verdict, target=target, started_at=started_at, title=title)
     rows = []
     for section, members in _by_section(results):
         rows.append(f"<tr><th class='section' colspan='4'>{_e(section)}</th></tr>")
@@ -725,6 +729,22 @@ def to_html(
         "<h2 id='scorecard'>Scorecard</h2>"
         "<table><thead><tr><th>ID</th><th>Level</th><th>Outcome</th><th>Check</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
+        "</body></html>"
+    )
+
+
+def _stopped_html(verdict: Verdict, *, target: str, started_at: str, title: str) -> str:
+    """The page of a run stopped before any check: the verdict, what stopped it, nothing else."""
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{_e(title)}</title>"
+        f"<style>{_CSS}</style></head><body>"
+        f"<h1>{_e(title)}</h1>"
+        f"<div class='meta'>Target <code>{_e(target)}</code> · started {_e(started_at)}</div>"
+        f"<div class='banner verdict-{_e(verdict.verdict)}' id='verdict'>"
+        f"<div class='big'>{_e(verdict.verdict.upper())}</div>"
+        f"<div class='why'>{_e(verdict.reason)}</div>"
+        f"<div>no check ran · exit {verdict.exit_code}</div></div>"
         "</body></html>"
     )
 

@@ -24,8 +24,12 @@ events the list does not show (someone holding the secret, or another target on 
 "The window" is the events created while the listener ran (``created_at`` at or after its
 start, less ``CLOCK_SLACK_S``), plus every event of a transaction it heard of; with
 ``heard_only`` only the latter (when other modes' transactions are made meanwhile, which this
-listener's endpoint is not sent). The results are ``conformance.plugin.CheckResult`` and the
-reports are ``conformance.report``'s: the same files as ``paysuite conform``.
+listener's endpoint is not sent). The listener judges only what it could have seen: an event of
+the window stamped before it started (a transaction delivered to an earlier listener, one of
+whose events is resent now) is compared if it arrives but never counted as "never arrived",
+since it may well have been delivered before the listener existed. The results are
+``conformance.plugin.CheckResult`` and the reports are ``conformance.report``'s: the same files
+as ``paysuite conform``.
 """
 
 from __future__ import annotations
@@ -129,6 +133,22 @@ def in_window(
     return chosen
 
 
+def before_start(record: dict[str, Any], started: datetime | None) -> bool:
+    """Whether ``record`` was stamped before the listener started (less the clock slack): its
+    delivery may have gone to whoever listened then, so its absence here proves nothing."""
+    if started is None:
+        return False
+    stamp = timestamps.parse(record.get("created_at"))
+    if stamp is None or stamp.zone is None:
+        return False
+    return stamp.moment < started - timedelta(seconds=CLOCK_SLACK_S)
+
+
+def awaited(expected: list[dict[str, Any]], started: datetime | None) -> list[dict[str, Any]]:
+    """The events of the window that must arrive: those stamped since the listener started."""
+    return [r for r in expected if not before_start(r, started)]
+
+
 def _result(number: str, outcome: str, message: str = "", **extra: Any) -> CheckResult:
     """A result of WEBHOOK-``number``."""
     check = catalog.get(f"WEBHOOK-{number}")
@@ -143,15 +163,20 @@ def _describe(arrivals: list[Arrival]) -> str:
 
 
 def judge(
-    ledger: Ledger, listing: Listing | None, expected: list[dict[str, Any]]
+    ledger: Ledger,
+    listing: Listing | None,
+    expected: list[dict[str, Any]],
+    started: datetime | None = None,
 ) -> list[CheckResult]:
-    """The six WEBHOOK results for what arrived (``listing`` None: no --config)."""
+    """The six WEBHOOK results for what arrived (``listing`` None: no --config); with
+    ``started``, the events stamped before it are compared only if they arrived."""
     if not ledger.arrivals():
         nothing = [_result(cid, "skipped", NOTHING) for cid in ("002", "003", "004")]
         untimed = _result("006", "skipped", NOTHING)
-        return [_delivered(ledger, listing, expected), *nothing, _retried(ledger), untimed]
+        delivered = _delivered(ledger, listing, expected, started)
+        return [delivered, *nothing, _retried(ledger), untimed]
     return [
-        _delivered(ledger, listing, expected),
+        _delivered(ledger, listing, expected, started),
         _signed(ledger, listing),
         _one_id_each(ledger, expected if listing is not None else None),
         _in_order(ledger),
@@ -320,7 +345,10 @@ def _retried(ledger: Ledger) -> CheckResult:
 
 
 def _delivered(
-    ledger: Ledger, listing: Listing | None, expected: list[dict[str, Any]]
+    ledger: Ledger,
+    listing: Listing | None,
+    expected: list[dict[str, Any]],
+    started: datetime | None = None,
 ) -> CheckResult:
     if listing is None:
         return _result("001", "skipped", NO_CONFIG)
@@ -335,20 +363,37 @@ def _delivered(
         return _result("001", "skipped", "the events list shows no event of this listening window")
     comparison = ledger.compare(expected)
     arrived = {a.body_event_id: a for a in ledger.arrivals() if a.body_event_id}
-    missing = list(comparison.missing)
+    earlier = [r for r in comparison.missing if before_start(r, started)]
+    missing = [r for r in comparison.missing if not before_start(r, started)]
+    judged = comparison.listed - len(earlier)
+    if judged == 0:
+        return _result(
+            "001",
+            "skipped",
+            f"the {len(earlier)} listed events of the transactions heard of were stamped before "
+            "the listener started: nothing it could have seen to judge",
+            evidence=listing.evidence,
+        )
     different = [
         r
         for r in expected
         if str(r.get("event_id")) in arrived
         and all(a.event != r for a in ledger.arrivals() if a.body_event_id == r.get("event_id"))
     ]
-    note = f"{comparison.listed} listed events, each delivered once after deduplication"
+    note = f"{judged} listed events, each delivered once after deduplication"
+    if earlier:
+        note += (
+            f"; {len(earlier)} more of the transactions heard of were stamped before the "
+            "listener started and did not arrive here (delivered earlier, if at all; not "
+            "judged): "
+            + ", ".join(f"{r.get('event_kind')} {r.get('event_id')}" for r in earlier[:5])
+        )
     if not missing and not different:
         return _result("001", "passed", note=note, evidence=listing.evidence)
     parts = []
     if missing:
         parts.append(
-            f"{len(missing)} of {comparison.listed} listed events never arrived: "
+            f"{len(missing)} of {judged} listed events never arrived: "
             + ", ".join(
                 f"{r.get('event_kind')} {r.get('event_id')} ref={data_of(r).get('ref')}"
                 for r in missing[:5]

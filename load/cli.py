@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -16,16 +15,14 @@ from paysuite_core.tls import add_arguments as add_tls_arguments
 def _load(args: argparse.Namespace) -> int:
     """``paysuite load``: the arguments' plan, run by ``load.runner.run``."""
     from load.plan import UsageError, plan_from_args
-    from load.runner import run, say
+    from load.runner import run
 
-    started = time.monotonic()
     try:
         result = run(plan_from_args(args))
     except UsageError as exc:
         print(f"paysuite load: {exc}", file=sys.stderr, flush=True)
         return 2
-    say(f"load run finished in {time.monotonic() - started:.0f} s: exit {result.exit_code}")
-    return result.exit_code
+    return result.exit_code  # the verdict was the last line printed
 
 
 class _RemovedProfile(argparse.Action):

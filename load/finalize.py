@@ -23,6 +23,7 @@ from load.plan import LoadPlan, option
 from load.reconcile import failure_reasons, reconcile
 from load.shape_catalog import Shape, Thresholds
 from load.slo import OperationStats, Verdict, evaluate, percentile_of
+from load.terminal import print_table_once, reports_line
 from load.timeline import TIMELINE, collect_operations
 from load.webhook_journal import journal_path
 
@@ -158,8 +159,17 @@ def judge(
         if not steps:
             return [Verdict("ramp", "steps_completed", 1, 0, False, "no step completed")]
         first, star = steps[0], slo.get("*", {})
+        label = f"step {first['step']} ({first['users']} users)"
+        later = [str(step["step"]) for step in steps[1:]]
+        note = (
+            f"the verdict's step; steps {', '.join(later)}: the ramp's findings, not judged"
+            if later
+            else "the only step completed"
+        )
         return [
-            Verdict("step 0", metric, star[metric], first[metric], metric not in first["breached"])
+            Verdict(
+                label, metric, star[metric], first[metric], metric not in first["breached"], note
+            )  # fmt: skip
             for metric in ("p95_ms", "error_ratio")
             if metric in star
         ]
@@ -463,6 +473,8 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
     }
     plan.report_dir.mkdir(parents=True, exist_ok=True)
     (plan.report_dir / "load.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    print_table_once(stats)  # Locust's table once (none under --quiet), before the verdict
+    print(reports_line(plan.report_dir, summary["files"]), flush=True)
     if shape.name == "ramp":  # what the ramp found first, the verdict last
         print("\n".join(ramp_table(shape_summary) + ramp_lines(shape_summary)), flush=True)
     print(verdict_table(verdicts, recon, shape.name, exit_code, aborted, plan.tls_text), flush=True)

@@ -99,7 +99,8 @@ class LoadPlan:
     run_id: str = field(default_factory=new_run_id)
     #: no Locust statistics table at all (``--quiet``)
     quiet: bool = False
-    #: Locust's table once, at the end, not every few seconds (``paysuite demo``'s default)
+    #: Locust's table once, at the end: every run's now (``load.terminal``); kept so that
+    #: callers that ask for it (``paysuite demo``) still build their plan
     summary_only: bool = False
     #: stop the run as soon as a threshold can no longer be met (``load.slo.decided_early``)
     abort_on_fail: bool = False

@@ -89,11 +89,13 @@ def say(message: str) -> None:
 
 
 def check_loopback(config: TargetConfig) -> None:
-    """``loopback.check_loopback`` with its refusal as a usage error (exit status 2)."""
+    """``loopback.check_loopback`` with its refusal as a run ended before any load (exit
+    status 2, no verdict): like every other exit past the arguments it writes load.json and
+    load.html, so that a CI job's report step shows why nothing ran."""
     try:
         loopback.check_loopback(config, warn=say)
     except loopback.NotLoopbackError as exc:
-        raise UsageError(str(exc)) from None
+        raise TargetRefused(str(exc), verdict="error") from None
 
 
 def preflight(
@@ -178,13 +180,13 @@ def locust_command(plan: LoadPlan, plan_file: Path) -> list[str]:
         "--paysuite-plan-file", str(plan_file.resolve()),
         "--paysuite-shape", plan.shape_name,
     ]  # fmt: skip
-    # Locust's own switches: --only-summary drops the table printed every few seconds;
-    # --skip-log-setup leaves logging to Python's defaults, which print warnings and errors
-    # but not the INFO records the final table is made of.
+    # Locust's own switches: --only-summary drops the table printed every few seconds (the
+    # verdict prints Locust's table once, load.terminal); --skip-log-setup leaves logging to
+    # Python's defaults, which print warnings and errors but not the INFO records the table
+    # is made of (--quiet: no table at all).
+    cmd += ["--only-summary"]
     if plan.quiet:
-        cmd += ["--only-summary", "--skip-log-setup"]
-    elif plan.summary_only:
-        cmd += ["--only-summary"]
+        cmd += ["--skip-log-setup"]
     return [*cmd, *plan.shape.user_classes]  # the shape's user classes, Locust's positionals
 
 
@@ -338,8 +340,7 @@ def outcome(plan: LoadPlan, code: int) -> LoadResult:
         say(reason)
         return ended_early(plan, TargetRefused(reason), "Locust ended without a verdict")
     summary = json.loads(load_json.read_text())
-    exit_code = int(summary.get("exit_code", code))
-    say(f"reports: {plan.report_dir.resolve()}/load.html, load.json, locust.html, locust_*.csv")
+    exit_code = int(summary.get("exit_code", code))  # reports and verdict printed by Locust
     # 130: a Ctrl-C (or SIGTERM) ended a run in which nothing failed (load.finalize)
     return LoadResult(exit_code if code in (0, 1, 3, 130) else 2, plan.report_dir, summary, plan)
 
@@ -364,8 +365,8 @@ def ended_early(plan: LoadPlan, refused: TargetRefused, stop_reason: str = "") -
 
 
 def _run_against_target(plan: LoadPlan, locust_log: Path | None) -> LoadResult:
-    check_loopback(plan.target)
     try:
+        check_loopback(plan.target)
         preflight(plan.target, plan.limits, plan.tls)
     except TargetRefused as exc:
         print(f"paysuite load: {exc}", file=sys.stderr, flush=True)

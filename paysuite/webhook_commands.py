@@ -398,7 +398,7 @@ def _finish(
         refs = ledger.refs() if args.heard_only else None
         listing = webhook_listen.read_events(config, refs, _tls(args, config, PROG))
         expected = webhook_listen.in_window(listing.events, ledger, started)
-        ids = {str(r.get("event_id")) for r in expected}
+        ids = {str(r.get("event_id")) for r in webhook_listen.awaited(expected, started)}
 
         def arrived(seen: Ledger) -> bool:
             return ids <= {a.body_event_id for a in seen.arrivals()}
@@ -408,7 +408,7 @@ def _finish(
                 f"(waiting up to {args.settle:g} s for listed events not yet arrived)", flush=True
             )
             ledger.wait_for(arrived, args.settle)
-    results = webhook_listen.judge(ledger, listing, expected)
+    results = webhook_listen.judge(ledger, listing, expected, started)
     verdict = webhook_listen.decide(results, strict=args.strict)
     findings = webhook_listen.findings(ledger, listing)
     print(report.scorecard(results, verdict, with_verdict=False, heading="Webhook scorecard"))

@@ -30,9 +30,10 @@ PRIVILEGES: tuple[Privilege, ...] = ("read", "read-write", "cashin", "cashout")
 
 DriverName = Literal["sandbox", "magic-numbers", "command", "manual", "none"]
 
-#: The Rwandan mobile pattern the live service's JavaScript SDK accepts (FIELD-NOTES.md), with
-#: ``[0-9]`` for the SDK's ``\d``: Python's ``\d`` also matches non-ASCII digits such as "٣",
-#: which JSON Schema generators (and the live service) treat as invalid.
+#: The Rwandan mobile pattern the live service's JavaScript SDK accepts
+#: (docs/reference-choices.md), with ``[0-9]`` for the SDK's ``\d``: Python's ``\d`` also
+#: matches non-ASCII digits such as "٣", which JSON Schema generators (and the live service)
+#: treat as invalid.
 RWANDA_MOBILE_PATTERN = r"^(\+?25)?(078|079|075|073|072)[0-9]{7}$"
 
 _ENV_REFERENCE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")

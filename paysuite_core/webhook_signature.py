@@ -5,8 +5,9 @@ The document leaves the signature "not shown", so this is a reference choice mod
 ``Paysuite-Signature: t=<unix seconds>,v1=<hex>``, HMAC-SHA256 under the endpoint's secret over
 ``b"<t>." + raw body``. The timestamp is signed so that a captured delivery cannot be replayed with
 a fresh ``t``; several ``v1=`` entries let an endpoint roll its secret. The live service's
-``X-Paypack-Signature`` (base64 HMAC of the body alone, FIELD-NOTES.md) is carried beside it for
-the receivers merchants already run (docs/webhooks.md, "Two signatures, and why both").
+``X-Paypack-Signature`` (base64 HMAC of the body alone, as merchants' receivers verify) is
+carried beside it for the receivers merchants already run (docs/webhooks.md, "Two signatures,
+and why both").
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from typing import Literal
 
 #: The header that carries the signature.
 SIGNATURE_HEADER = "Paysuite-Signature"
-#: The live service's header: base64 HMAC-SHA256 over the raw body, no timestamp (FIELD-NOTES.md).
+#: The live service's header: base64 HMAC-SHA256 over the raw body, no timestamp
+#: (docs/reference-choices.md).
 LIVE_SIGNATURE_HEADER = "X-Paypack-Signature"
 #: The event's id, repeated in a header so that a receiver can deduplicate before parsing.
 EVENT_ID_HEADER = "Paysuite-Event-Id"

@@ -2,9 +2,10 @@
 of it afterwards (TXN-001/002, FMT-001, FIND-001, LIFE-001/002/003, EVT-003..007; docs/proxy.md,
 "Rules read from the traffic").
 
-Events may be recorded a moment late (FIELD-NOTES.md), so a listing judges a missing processed
-event only when it began ``EVENTUAL_S`` after the processed status was answered; one made sooner
-leaves the question to ``finish``, where the judge lists the ref itself (``proxy.confirm``).
+Events may be recorded a moment late (docs/conformance.md, *Events recorded a moment later*),
+so a listing judges a missing processed event only when it began ``EVENTUAL_S`` after the
+processed status was answered; one made sooner leaves the question to ``finish``, where the
+judge lists the ref itself (``proxy.confirm``).
 """
 
 from __future__ import annotations

@@ -230,10 +230,11 @@ def _composite(description: str, *parts: str) -> Variant:
 
 VARIANTS: dict[str, Variant] = {
     **_SIMPLE_VARIANTS,
-    # The one place that says what "the live service" is (shared/FIELD-NOTES.md); expires is
-    # already an integer by default (RC-8), so no switch is needed for it.
+    # The one place that says what "the live service" is (docs/reference-choices.md, *What the
+    # live service does*); expires is already an integer by default (RC-8), so no switch is
+    # needed for it.
     "live": _composite(
-        "behaves as the live service does per the field notes: bare tokens, only "
+        "behaves as the live service does (docs/reference-choices.md): bare tokens, only "
         "/auth/refresh, successful, nanosecond timestamps, envelope keys omitted when empty, "
         'creations 201, {"status", "message"} error bodies',
         "bare-token",

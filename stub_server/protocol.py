@@ -44,11 +44,15 @@ class JsonErrorRequestHandler(json_errors.JsonErrorRequestHandler):
         return error_response(status, code, reason, go_body=self.go_body)
 
     def log_exception(self, *args: Any, **kw: Any) -> None:
-        """aiohttp's protocol-level errors (a body that cannot be decoded, read again while the
-        connection lingers): one line, not a traceback, since they are the client's doing."""
+        """aiohttp's protocol-level errors: one line, not a traceback, since they are the
+        client's doing. A body that cannot be decoded (``Content-Encoding: gzip`` on plain
+        bytes, which ERR-004 sends on purpose) was answered 400 already; aiohttp reads it again
+        while the connection lingers and calls that "Unhandled": expected, so debug level."""
         exc = kw.get("exc_info")
         text = args[0] % args[1:] if args else "aiohttp error"
-        if isinstance(exc, BaseException):
+        if isinstance(exc, web.RequestPayloadError):
+            log.debug("aiohttp: the rest of an undecodable body: %s", _one_line(exc))
+        elif isinstance(exc, BaseException):
             log.warning("aiohttp: %s: %s", text, _one_line(exc))
         else:
             log.warning("aiohttp: %s", text)

@@ -70,14 +70,14 @@ async def serve(settings: StubSettings) -> int:
             port = server.sockets[0].getsockname()[1]
         root_url = f"http://{url_host(settings.host)}:{port}"
         path = write_credentials(stub.store, settings, root_url, credentials_path(settings))
+        sys.stdout.write(f"paysuite stub listening on {root_url}\ncredentials: {path}\n")
+        sys.stdout.flush()  # first: the launcher, and a person, read "listening on" first
         for endpoint in stub.new_webhook_endpoints:  # made by this start: shown once
             sys.stderr.write(
                 f"webhook endpoint {endpoint.mode} {endpoint.url}\nsecret: {endpoint.secret}\n"
                 f"(the signing secret is shown only now; it is also in {path})\n"
             )
         sys.stderr.flush()
-        sys.stdout.write(f"paysuite stub listening on {root_url}\ncredentials: {path}\n")
-        sys.stdout.flush()
         await stopping.wait()
         # Stop accepting, then let requests already inside a handler (even ones whose body is
         # still arriving) finish before aiohttp closes the connections.

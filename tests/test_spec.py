@@ -1,7 +1,7 @@
 """Checks of spec/openapi.yaml against the interface document and docs/reference-choices.md.
 
 The field lists below are copied from the tables of the interface document
-(shared/seed/000_3786e3aa038b440b.txt), so that a field dropped or renamed in the spec, or typed
+(the interface document), so that a field dropped or renamed in the spec, or typed
 differently from the document, fails here rather than in a conformance run. The tests also pin
 the contract the conformance suite relies on: where the reference choices are marked, where the
 amount and number constraints live, and that schemathesis builds its state machine from the links.

@@ -413,3 +413,49 @@ def test_a_target_signing_only_the_live_way_is_judged_on_it(tmp_path: Path) -> N
     assert checks["WEBHOOK-006"]["outcome"] == "failed"
     assert "can be replayed" in checks["WEBHOOK-006"]["message"]
     assert "VERDICT: PASS" in out and "1 warning" in out
+
+
+@pytest.mark.slow
+def test_a_new_listener_judges_only_what_it_could_have_seen(stubs, tmp_path: Path) -> None:
+    """A transaction delivered to an earlier listener, then its created event resent to a new
+    one: the new listener saw the resend and nothing else, and its processed event (delivered
+    before it started) is not "never arrived"."""
+    stub = stubs(free_port())
+    creds = str(stub.credentials_path)
+    first = Listener(
+        ["--config", creds, "--max-events", "2", "--duration", "60",
+         "--report-dir", str(tmp_path / "first")],
+        tmp_path,
+    )  # fmt: skip
+    command = [sys.executable, "-m", "paysuite", "webhooks"]
+    trigger = subprocess.run(
+        [*command, "trigger", "--config", creds], capture_output=True, text=True, timeout=60
+    )
+    assert trigger.returncode == 0, trigger.stdout + trigger.stderr
+    status, out, err = first.finish()
+    assert status == 0, out + err
+    created = checks_of(tmp_path / "first")  # the first listener's list shows both
+    assert created["WEBHOOK-001"]["outcome"] == "passed"
+    ref = trigger.stdout.split()[2]
+    rows = httpx.get(
+        f"{stub.root_url}/_sandbox/webhooks/deliveries", params={"ref": ref}, timeout=5
+    ).json()["deliveries"]
+    event_id = next(r["event_id"] for r in rows if r["event_kind"] == "transaction:created")
+    time.sleep(2.5)  # past the listener's clock slack: both events are older than its start
+    second = Listener(
+        ["--config", creds, "--duration", "4", "--settle", "1",
+         "--report-dir", str(tmp_path / "second")],
+        tmp_path,
+    )  # fmt: skip
+    resend = subprocess.run(
+        [*command, "resend", event_id, "--config", creds],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert resend.returncode == 0, resend.stderr
+    status, out, err = second.finish()
+    assert status == 0, out + err
+    assert "never arrived" not in out
+    checks = checks_of(tmp_path / "second")
+    assert checks["WEBHOOK-001"]["outcome"] == "passed", checks["WEBHOOK-001"]
+    assert "1 listed event" in checks["WEBHOOK-001"]["note"], checks["WEBHOOK-001"]
+    assert "before the listener started" in checks["WEBHOOK-001"]["note"]

@@ -15,9 +15,9 @@ only the ids the events list shows (an extra id is WEBHOOK-004's).
 
 A signature verifies in either format (``paysuite_core.webhook_signature.verify_any``): the
 timestamped ``Paysuite-Signature`` or the live service's ``X-Paypack-Signature``, which
-merchants' receivers verify (FIELD-NOTES.md). A target that signs only the live way passes
-WEBHOOK-002 and is told by WEBHOOK-006 that nothing in its signature ages: a captured delivery
-can be replayed (a SHOULD finding; the document obliges no signature at all).
+merchants' receivers verify (docs/reference-choices.md). A target that signs only the live
+way passes WEBHOOK-002 and is told by WEBHOOK-006 that nothing in its signature ages: a
+captured delivery can be replayed (a SHOULD finding; the document obliges no signature at all).
 """
 
 from __future__ import annotations
@@ -195,7 +195,8 @@ def both_events_are_delivered_as_listed(target: Target) -> None:
     Section.WEBHOOKS,
     "every delivery is signed with the endpoint's secret, in either signature format",
     QUOTE + " Reference choice: Paysuite-Signature: t=<unix>,v1=<HMAC-SHA256(secret, t.body)>;"
-    " the live service's X-Paypack-Signature: base64 HMAC-SHA256(secret, body) (field notes).",
+    " the live service's X-Paypack-Signature: base64 HMAC-SHA256(secret, body) (what"
+    " merchants' receivers verify).",
     profile="reference",
 )
 def every_delivery_is_signed(target: Target) -> None:

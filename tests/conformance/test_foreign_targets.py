@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,9 +30,12 @@ pytestmark = pytest.mark.slow
 
 
 def run_paysuite(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "paysuite", *args], capture_output=True, text=True, timeout=timeout
-    )
+    """``paysuite ARGS`` in a scratch working directory (reports never in the checkout's)."""
+    with tempfile.TemporaryDirectory(prefix="paysuite-foreign-") as scratch:
+        return subprocess.run(
+            [sys.executable, "-m", "paysuite", *args],
+            capture_output=True, text=True, timeout=timeout, cwd=scratch,
+        )  # fmt: skip
 
 
 def _one_line_exit_2(result: subprocess.CompletedProcess[str], fragment: str) -> None:

@@ -361,3 +361,7 @@ def test_a_preflight_failure_writes_the_three_reports_as_an_error(tmp_path: Path
     assert node is not None and why in node.get("message", "")
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "banner verdict-error" in page and escape(why) in page
+    # what stopped the run and nothing else: no "no failure" under ERROR, no empty scorecard
+    assert page.count(escape(why)) == 1, page
+    assert "No failure" not in page and "Scorecard" not in page and "<table" not in page
+    assert "no check ran" in page

@@ -8,6 +8,7 @@ import pkgutil
 import socket
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -25,9 +26,13 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "conformance.md"
 
 
 def run_paysuite(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "paysuite", *args], capture_output=True, text=True, timeout=timeout
-    )
+    """``paysuite ARGS`` in a scratch working directory: a run without --report-dir writes its
+    reports there, never into the checkout's reports/."""
+    with tempfile.TemporaryDirectory(prefix="paysuite-usage-") as scratch:
+        return subprocess.run(
+            [sys.executable, "-m", "paysuite", *args],
+            capture_output=True, text=True, timeout=timeout, cwd=scratch,
+        )  # fmt: skip
 
 
 def section_modules() -> list[str]:

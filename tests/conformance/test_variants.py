@@ -1,9 +1,9 @@
 """No false alarm: implementations that chose differently where the document is silent.
 
 The stub's variants are conformant alternatives; ``live`` does everything the live service does
-at once (field notes), ``lenient`` is lenient wherever the document is silent. Each must pass
-the seed profile with ``--strict``; the reference profile must name each difference, and only
-those (``Variant.differs_on``, kept beside the variants).
+at once (docs/reference-choices.md), ``lenient`` is lenient wherever the document is silent.
+Each must pass the seed profile with ``--strict``; the reference profile must name each
+difference, and only those (``Variant.differs_on``, kept beside the variants).
 """
 
 from __future__ import annotations

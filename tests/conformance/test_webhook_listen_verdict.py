@@ -152,3 +152,31 @@ def test_a_live_signature_that_does_not_hold_beside_a_valid_one_is_a_finding() -
     assert results["WEBHOOK-002"] == "passed" and results["WEBHOOK-006"] == "passed"
     (note,) = findings(ledger, None)
     assert "X-Paypack-Signature that does not verify" in note
+
+
+def test_an_event_stamped_before_the_start_is_compared_if_it_arrives_never_missed() -> None:
+    """A resend of a created event to a new listener: its processed event, delivered before
+    the listener started, is not "never arrived"; one stamped after the start is."""
+    from datetime import UTC, datetime
+
+    started = datetime(2026, 6, 1, tzinfo=UTC)
+    old = "2026-05-31T23:00:00.000Z"
+    created = {**record("c", CREATED), "created_at": old}
+    processed = {**record("p", PROCESSED), "created_at": old}
+    ledger = Ledger()
+    arrive(ledger, created, attempt="2")
+    listed = [created, processed]
+    results = judge(ledger, Listing(listed), listed, started)
+    assert results[0].outcome == "passed", results[0].message
+    assert "1 listed events" in results[0].note and "p" in results[0].note.split(": ")[-1]
+    assert decide(results).exit_code == 0
+    # without the start (or with the processed event stamped after it) the absence is a failure
+    assert judge(ledger, Listing(listed), listed)[0].outcome == "failed"
+    late = {**processed, "created_at": "2026-06-01T00:00:05.000Z"}
+    assert judge(ledger, Listing([created, late]), [created, late], started)[0].outcome == (
+        "failed"
+    )
+    # nothing it could have seen: no verdict on 001, not a pass
+    empty = Ledger()
+    arrive(empty, record("x", CREATED, "elsewhere"))
+    assert judge(empty, Listing(listed), listed, started)[0].outcome == "skipped"

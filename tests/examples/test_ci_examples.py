@@ -328,3 +328,13 @@ def test_a_gitlab_job_runs_its_commands_in_order(tmp_path: Path, job_name: str) 
     junit = job["artifacts"].get("reports", {}).get("junit")
     if junit:
         assert (tmp_path / junit).is_file()
+
+
+@pytest.mark.parametrize("path", [GITHUB, GITLAB], ids=["github", "gitlab"])
+def test_each_example_says_how_to_aim_at_a_deployed_target(path: Path) -> None:
+    """Adapted to a deployed target as its comments say, a job meets load's loopback rule: the
+    file names the rule's switch and what the refusal looks like."""
+    text = path.read_text(encoding="utf-8")
+    assert "A deployed target" in text and "base_url: https://" in text
+    assert "PAYSUITE_ALLOW_REMOTE_TARGET" in text and "refusing to send load to" in text
+    assert "authorized to load" in text

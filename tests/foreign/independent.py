@@ -3,9 +3,10 @@
 
 Why it exists: the conformance suite had only ever been run against the project's own stub and
 variants sharing its code, so a check that merely encodes one of the stub's choices would never
-have been noticed. This server was written from the interface document and FIELD-NOTES.md alone
-(nothing under ``stub_server/`` was read or imported), and wherever the document is silent it
-takes the live service's choice or another defensible one rather than the stub's:
+have been noticed. This server was written from the interface document and what the live
+service does (docs/reference-choices.md) alone (nothing under ``stub_server/`` was read or
+imported), and wherever the document is silent it takes the live service's choice or another
+defensible one rather than the stub's:
 
 * base path ``/api``; refresh served only on ``GET /api/auth/refresh/{refresh_token}`` (the path
   every published SDK calls); refresh tokens are reusable until they expire (no rotation);
@@ -164,12 +165,12 @@ CHOICES: dict[str, str] = {
 ASYNC_EVENT_DELAY_S = 0.8
 
 DEFAULT_ACCESS_TTL_S = 900
-REFRESH_TTL_S = 5 * 24 * 3600  # FIELD-NOTES: refresh exp = iat + 5 days
+REFRESH_TTL_S = 5 * 24 * 3600  # the live service: refresh exp = iat + 5 days
 MAX_KEY_LENGTH = 32
 DEFAULT_PAGE_SIZE = 10
 MAX_PAGE_SIZE = 100
 MAX_AMOUNT = 10**15  # beyond this a float fee would lose meaning; the document gives no bound
-FEE_RATE = 0.023  # FIELD-NOTES: fee 2.3 for amount 100
+FEE_RATE = 0.023  # the live service: fee 2.3 for amount 100
 STATUS_CONFIRMED = "successful"
 STATUS_CANCELLED = "failed"
 NUMBER_PATTERN = "^07[2389][0-9]{7}$"

@@ -193,6 +193,13 @@ def test_ramp_stops_where_a_tight_slo_breaks(load_stub: RunningStub, tmp_path: P
     assert summary["ramp"]["step_s"] == 5.0 and summary["ramp"]["steps"][0]["duration_s"] >= 4.5
     assert run.returncode == 1
     assert "SLO broken at step 0" in run.stdout
+    # the verdict lines name the step they judged and the ones they did not
+    judged = [line for line in run.stdout.splitlines() if "p95_ms<=" in line]
+    later = ", ".join(str(step["step"]) for step in summary["ramp"]["steps"][1:])
+    assert judged and all(f"step 0 ({summary['ramp']['steps'][0]['users']} users)" in line
+                          for line in judged), run.stdout  # fmt: skip
+    if later:
+        assert f"steps {later}: the ramp's findings, not judged" in judged[0], judged
 
 
 def test_ramp_duration_too_short_for_its_steps_is_a_usage_error(tmp_path: Path) -> None:
@@ -354,8 +361,41 @@ def test_plain_locust_honours_u_r_t_and_needs_no_csv(
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-3000:]
     assert "will be ignored" not in output and "have no impact" not in output
+    assert f"paysuite: reports: {tmp_path.resolve()}/load.json, load.html" in result.stdout
     summary = json.loads((tmp_path / "load.json").read_text())
     assert summary["peak_users"] == 3 and summary["shape_users"] == 3
     assert 3 <= summary["duration_s"] <= 6 and summary["stop_reason"] == "duration 4 s reached"
     page = (tmp_path / "load.html").read_text()
     assert "no data" not in page and page.count("<polyline") >= 5
+
+
+def test_the_terminal_shows_locust_s_table_once_and_the_verdict_last(
+    load_stub: RunningStub, tmp_path: Path
+) -> None:
+    """A run printed 16 Locust tables up to 175 columns wide, its verdict 27 lines from the end:
+    now the statistics table once, narrow, before where the reports went and the verdict,
+    which is the last line; with --quiet no table at all."""
+    import subprocess
+    import sys
+
+    def load(*extra: str) -> list[str]:
+        result = subprocess.run(
+            [sys.executable, "-m", "paysuite", "load", "--config",
+             str(load_stub.credentials_path), "--duration", "6", "--users", "2",
+             "--report-dir", str(tmp_path / f"r{len(extra)}"), *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stdout[-3000:]
+        return [line for line in result.stdout.splitlines() if line.strip()]
+
+    lines = load()
+    tables = [i for i, line in enumerate(lines) if line.startswith("Type ") and "# reqs" in line]
+    assert len(tables) == 1, "\n".join(lines)
+    assert "Response time percentiles" not in "\n".join(lines)
+    assert lines[-1] == "paysuite: result: PASS (exit 0)", lines[-5:]
+    reports = next(i for i, line in enumerate(lines) if line.startswith("paysuite: reports: "))
+    assert tables[0] < reports < len(lines) - 1
+    assert max(len(line) for line in lines[tables[0] : reports]) <= 110
+    quiet = load("--quiet")
+    assert not [line for line in quiet if "# reqs" in line or "Aggregated" in line], quiet
+    assert quiet[-1] == "paysuite: result: PASS (exit 0)", quiet[-5:]

@@ -42,7 +42,12 @@ def test_non_loopback_target_is_refused(tmp_path: Path, monkeypatch: pytest.Monk
     run = run_load(tmp_path, "--config", str(config), "--target", "http://10.1.2.3:8080/api")
     assert run.returncode == 2
     assert "refusing to send load to 10.1.2.3" in _one_line(run.stderr)
-    assert not (tmp_path / "load.json").exists()
+    # an exit past the arguments like the others: its reports say why nothing ran
+    summary = run.summary()
+    assert summary["verdict"] == "error" and summary["no_load"] is True, summary
+    assert "PAYSUITE_ALLOW_REMOTE_TARGET=1" in summary["reason"]
+    assert "refusing to send load" in (tmp_path / "load.html").read_text(encoding="utf-8")
+    assert run.stdout.splitlines()[-1].startswith("paysuite: result: ERROR (exit 2): refusing")
 
 
 def test_non_loopback_hostname_is_refused(tmp_path: Path) -> None:

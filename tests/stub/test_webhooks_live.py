@@ -1,6 +1,7 @@
 """The stub's deliveries pass a receiver written for the live service, unchanged.
 
-``FieldNotesReceiver`` is written from FIELD-NOTES.md's second table alone, the way the
+``FieldNotesReceiver`` is written from docs/reference-choices.md's table of what merchants'
+webhook receivers expect alone, the way the
 merchants' public receivers are, its verification using nothing of paysuite: header
 ``X-Paypack-Signature``, the base64 HMAC-SHA256 of the raw body under the webhook secret, the
 body one event record, ``successful`` in processed events (``--variant live``), a ``HEAD``
@@ -30,7 +31,7 @@ DATA_KEYS = {"ref", "kind", "fee", "merchant", "client", "amount", "status", "cr
 
 
 class FieldNotesReceiver:
-    """A merchant's receiver for the live service, from the field notes only (its HTTP plumbing
+    """A merchant's receiver for the live service, from that table only (its HTTP plumbing
     the tests' one ``HookServer``, which knows nothing of signatures)."""
 
     def __init__(self) -> None:

@@ -219,3 +219,41 @@ def test_webhooks_commands_need_an_existing_database(tmp_path: Path) -> None:
         answer = paysuite(*args)
         assert answer.returncode == 1 and "no database at" in answer.stderr
     assert not Path(missing).exists()
+
+
+def test_listening_on_comes_first_and_an_undecodable_body_logs_no_unhandled_exception(
+    tmp_path: Path,
+) -> None:
+    """One terminal (stdout and stderr together): "listening on" is the first line even with a
+    webhook endpoint whose secret is shown at this start (docs/stub.md), and a body claiming a
+    gzip coding it does not have (ERR-004 sends one on purpose) is answered 400 without an
+    "Unhandled exception" line: the client's doing, logged at debug level."""
+    import httpx
+
+    config = tmp_path / "stub.yaml"
+    config.write_text(yaml.safe_dump(stub_config("http://127.0.0.1:9/hook")), "utf-8")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "paysuite", "stub", "--port", "0", "--db", str(tmp_path / "s.db"),
+         "--config", str(config), "--credentials", str(tmp_path / "creds.yaml")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        assert first.startswith("paysuite stub listening on http://127.0.0.1:"), first
+        root = first.split()[-1]
+        for _ in range(3):
+            answer = httpx.post(
+                f"{root}/api/transactions/cashin",
+                content=b'{"amount": 100, "number": "0780000000"}',
+                headers={"Content-Type": "application/json", "Content-Encoding": "gzip",
+                         "Connection": "close"},
+                timeout=10,
+            )  # fmt: skip
+            assert answer.status_code in (400, 401), answer.text
+        time.sleep(0.5)  # the lingering connection's second read, where aiohttp logged it
+    finally:
+        process.terminate()
+        rest, _ = process.communicate(timeout=30)
+    assert "webhook endpoint development http://127.0.0.1:9/hook" in rest, rest
+    assert "Unhandled exception" not in rest and "RequestPayloadError" not in rest, rest
