@@ -16,6 +16,9 @@ import pytest
 import yaml
 from conformkit import conform, fast_config
 
+from conformance.evidence import Recorded
+from conformance.http import Reply
+from conformance.outcome import CouldNotCheck, precondition
 from paysuite_core.launcher import RunningStub
 from paysuite_core.target_config import load_target_config
 
@@ -74,3 +77,30 @@ def test_auth_008_not_applicable_without_a_short_lifetime_says_why(
     assert " n/a " in line and line.endswith(reason), outcome.stdout
     assert "0 passed, 0 failed, 0 skipped, 1 n/a" in outcome.stdout
     assert outcome.report["summary"]["not_applicable"] == 1
+
+
+def _reply(status: int, body: str) -> Reply:
+    exchange = Recorded.build("GET", "http://127.0.0.1:9/api/transactions/find/r1", {}, "")
+    exchange.record_response(status, {"Content-Type": "application/json"}, body, 1.0)
+    return Reply(
+        status, httpx.Headers({"Content-Type": "application/json"}), body.encode(), exchange
+    )
+
+
+def test_an_unexpected_401_says_its_code() -> None:
+    """A check that could not judge its rule because the target refused its token says why the
+    target refused it: ``token_expired`` is a lifetime too short for the run, not a key rule."""
+    expired = _reply(401, '{"status": 401, "code": "token_expired", "message": "expired"}')
+    other = _reply(401, '{"status": 401, "code": "invalid_token", "message": "bad"}')
+    with pytest.raises(CouldNotCheck) as caught:
+        precondition(False, "every one was refused (401), twice", expired, expired, other)
+    assert str(caught.value) == (
+        "every one was refused (401), twice (401 code: token_expired, invalid_token)"
+    )
+    assert len(caught.value.proof) == 3
+    # no code to say: the message is left as it was; other statuses are the check's to word
+    plain = _reply(401, "{}")
+    for proof in ((plain,), (_reply(403, '{"code": "forbidden"}'),), ()):
+        with pytest.raises(CouldNotCheck) as caught:
+            precondition(False, "refused", *proof)
+        assert str(caught.value) == "refused"
