@@ -21,6 +21,7 @@ from conformance.http import Reply
 from conformance.outcome import CouldNotCheck, precondition
 from paysuite_core.launcher import RunningStub
 from paysuite_core.target_config import load_target_config
+from paysuite_core.tokens import AUTHORIZE_PATH
 
 
 def test_the_stub_declares_its_short_lived_pair_route(
@@ -38,7 +39,7 @@ def test_the_stub_declares_its_short_lived_pair_route(
     body = {"client_id": app.client_id, "client_secret": app.client_secret}
     with httpx.Client() as client:
         pair = client.request(short.authorize.method, short.authorize.url_template, json=body)
-        ordinary = client.post(f"{config.base_url}/auth/agents/authorize", json=body)
+        ordinary = client.post(f"{config.base_url}{AUTHORIZE_PATH}", json=body)
     assert pair.status_code == ordinary.status_code == 200
     lifetime = pair.json()["expires"] - ordinary.json()["expires"]
     assert -900 <= lifetime <= -897, (pair.json(), ordinary.json())
