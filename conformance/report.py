@@ -173,8 +173,9 @@ def _first_line(text: str, limit: int = 200) -> str:
 def summary(results: Sequence[Result]) -> dict[str, int]:
     """Counts by severity; a warning is not counted among the failures, an n/a check not
     among the skipped ones."""
-    counts = {"passed": 0, "failed": 0, "warnings": 0, "skipped": 0, "not_applicable": 0}
-    counts["errors"] = 0
+    counts = dict.fromkeys(
+        ("passed", "failed", "warnings", "skipped", "not_applicable", "errors"), 0
+    )
     key = {
         "pass": "passed",
         "fail": "failed",
