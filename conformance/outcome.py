@@ -65,9 +65,26 @@ class CouldNotCheck(Exception):
 
 
 def precondition(condition: object, message: str, *proof: Reply | Recorded | None) -> None:
-    """Stop the check as an ``error`` ("could not check: ...") unless ``condition`` holds."""
+    """Stop the check as an ``error`` ("could not check: ...") unless ``condition`` holds.
+
+    A 401 among the proof was not expected (the suite authorized just before): its error
+    ``code`` goes into the message, so that "refused (401)" says whether the token had expired
+    (``token_expired``: a lifetime too short for the run) or was refused for another reason."""
     if not condition:
-        raise CouldNotCheck(message, exchanges_of(proof))
+        raise CouldNotCheck(message + refused_codes(proof), exchanges_of(proof))
+
+
+def refused_codes(proof: Iterable[object]) -> str:
+    """``" (401 code: token_expired)"`` for the 401 answers among ``proof`` whose JSON body
+    says a ``code``; "" when there is none."""
+    codes: list[str] = []
+    for reply in proof:
+        if getattr(reply, "status", None) != 401 or not hasattr(reply, "get"):
+            continue
+        code = reply.get("code")
+        if isinstance(code, str) and code and code not in codes:
+            codes.append(code[:60])
+    return f" (401 code: {', '.join(codes)})" if codes else ""
 
 
 class NotApplicable(Exception):

@@ -849,11 +849,9 @@ def _progress(config: pytest.Config, state: RunState, check_id: str) -> None:
     state.done += 1
     total = len(state.selected)
     width = len(str(total))
-    from conformance.report import severity
+    from conformance.report import word
 
-    shown = "warning" if severity(result) == "warning" else result.outcome
-    if result.not_applicable:
-        shown = "n/a"  # the configuration cannot meet what the check needs
+    shown = word(result)  # the scorecard's word: n/a where the configuration cannot meet it
     line = (
         f"[{state.done:>{width}}/{total}] {check_id:<9} {result.check.level:<6} "
         f"{shown:<7} {result.check.title}"

@@ -22,11 +22,15 @@ from conformance.evidence import item_form, replay_exports
 from paysuite_core.throttle import ThrottleStats
 from paysuite_core.tls import TLSSettings
 
-_MARK = {"pass": "✔", "fail": "×", "warning": "⚠", "skip": "-", "error": "!"}
+_MARK = {"pass": "✔", "fail": "×", "warning": "⚠", "n/a": "-", "skip": "-", "error": "!"}
+#: The one word for each severity, wherever a person reads it: the terminal (live and the
+#: scorecard), junit.xml's messages and report.html. A check the configuration cannot meet is
+#: ``n/a`` everywhere; ``skipped`` is left for a check that did not run for another reason.
 _WORD = {
     "pass": "passed",
     "fail": "failed",
     "warning": "warning",
+    "n/a": "n/a",
     "skip": "skipped",
     "error": "error",
 }
@@ -65,7 +69,7 @@ class Coverage:
             line += f", minimum {int(self.minimum * 100 + 1e-9)}%"
         line += ")"
         if self.not_applicable:
-            line += f", {len(self.not_applicable)} not applicable to this configuration"
+            line += f", {len(self.not_applicable)} n/a (not applicable to this configuration)"
         return line
 
 
@@ -140,14 +144,20 @@ class Result(Protocol):
 
 
 def severity(result: Result) -> str:
-    """pass, fail, warning (a failure that does not gate the run), skip or error."""
+    """pass, fail, warning (a failure that does not gate the run), n/a (the configuration
+    cannot meet what the check needs), skip (did not run for another reason) or error."""
     if result.outcome == "passed":
         return "pass"
     if result.outcome == "failed":
         return "fail" if result.gating else "warning"
     if result.outcome == "skipped":
-        return "skip"
+        return "n/a" if getattr(result, "not_applicable", False) else "skip"
     return "error"
+
+
+def word(result: Result) -> str:
+    """The one word for the result's outcome (``passed``, ``n/a``...), live and in reports."""
+    return _WORD[severity(result)]
 
 
 def _expected_actual(result: Result) -> list[tuple[str, str]]:
@@ -161,9 +171,18 @@ def _first_line(text: str, limit: int = 200) -> str:
 
 
 def summary(results: Sequence[Result]) -> dict[str, int]:
-    """Counts by severity; a warning is not counted among the failures."""
-    counts = {"passed": 0, "failed": 0, "warnings": 0, "skipped": 0, "errors": 0}
-    key = {"pass": "passed", "fail": "failed", "warning": "warnings", "skip": "skipped"}
+    """Counts by severity; a warning is not counted among the failures, an n/a check not
+    among the skipped ones."""
+    counts = dict.fromkeys(
+        ("passed", "failed", "warnings", "skipped", "not_applicable", "errors"), 0
+    )
+    key = {
+        "pass": "passed",
+        "fail": "failed",
+        "warning": "warnings",
+        "skip": "skipped",
+        "n/a": "not_applicable",
+    }
     for result in results:
         counts[key.get(severity(result), "errors")] += 1
     return counts
@@ -175,6 +194,8 @@ def totals_line(results: Sequence[Result]) -> str:
     if counts["warnings"]:
         line += f", {counts['warnings']} warnings"
     line += f", {counts['skipped']} skipped"
+    if counts["not_applicable"]:
+        line += f", {counts['not_applicable']} n/a"
     if counts["errors"]:
         line += f", {counts['errors']} errors"
     return line
@@ -300,7 +321,7 @@ def _scorecard_lines(result: Result, color: bool) -> list[str]:
     check = result.check
     level = severity(result)
     lines = [f"  {_MARK[level]} {check.id:<9} {check.level:<6} {_WORD[level]:<7} {check.title}"]
-    if level in ("fail", "warning", "error", "skip") and result.message:
+    if level in ("fail", "warning", "error", "n/a", "skip") and result.message:
         lines.append(f"      -> {_first_line(result.message)}")
     if level in ("fail", "warning", "error"):
         for label, value in (("Expected:", result.expected), ("Actual:  ", result.actual)):
@@ -328,7 +349,9 @@ def _last_curl(result: Result, reveal: bool) -> str:
 
 def problems(results: Sequence[Result], *, target: str = "", reveal_secrets: bool = False) -> str:
     """What a quiet run prints of its checks: every failure with its Expected / Actual and the
-    curl that reproduces it, the first errors, a line per warning; "" when there is none.
+    curl that reproduces it, the first errors, a line per warning and per n/a check (with the
+    reason: a check the configuration cannot meet is never left for the reader to find in the
+    reports); "" when there is none.
 
     A passing run then fits on a screen, and a failing one still says at the terminal what broke
     and how to see it again, without opening a report.
@@ -337,11 +360,11 @@ def problems(results: Sequence[Result], *, target: str = "", reveal_secrets: boo
     errors = [r for r in results if severity(r) == "error"]
     for result in results:
         level = severity(result)
-        if level == "warning":
+        if level in ("warning", "n/a"):
             check = result.check
             lines.append(
-                f"  {_MARK[level]} {check.id:<9} {check.level:<6} warning {check.title}: "
-                f"{_first_line(result.message, 160)}"
+                f"  {_MARK[level]} {check.id:<9} {check.level:<6} {_WORD[level]:<7} "
+                f"{check.title}: {_first_line(result.message, 200)}"
             )
             continue
         if level not in ("fail", "error"):
@@ -457,7 +480,7 @@ def to_junit(
         tests=str(len(results) + run_case),
         failures=str(counts["failed"]),
         errors=str(counts["errors"] + run_case),
-        skipped=str(counts["skipped"]),
+        skipped=str(counts["skipped"] + counts["not_applicable"]),
         time=f"{duration_s:.3f}",
     )
     _properties(
@@ -501,7 +524,7 @@ def _junit_case(suite: ET.Element, result: Result, reveal: bool) -> None:
         time=f"{result.duration_s:.3f}",
     )
     level = severity(result)
-    if level in ("warning", "fail", "error"):
+    if level in ("warning", "fail", "error", "n/a"):
         _properties(case, {"paysuite.outcome": _WORD[level]})
     if level == "warning":
         out = ET.SubElement(case, "system-out")
@@ -510,6 +533,8 @@ def _junit_case(suite: ET.Element, result: Result, reveal: bool) -> None:
         tag = "failure" if level == "fail" else "error"
         node = ET.SubElement(case, tag, message=_first_line(result.message, 500))
         node.text = _junit_text(result, reveal)
+    elif level == "n/a":
+        ET.SubElement(case, "skipped", message=f"n/a: {result.message}")
     elif level == "skip":
         ET.SubElement(case, "skipped", message=result.message)
     elif result.note:
@@ -539,7 +564,7 @@ h1{font-size:1.6em;margin-bottom:.2em}.meta{color:#555;margin-bottom:1.5em}
 table{border-collapse:collapse;width:100%;margin-bottom:1.5em}
 th,td{text-align:left;padding:.3em .5em;border-bottom:1px solid #e3e3e3;vertical-align:top}
 th.section{background:#f3f4f6;font-weight:600;padding-top:.6em}
-.pass{color:#0a7a2f}.fail{color:#b42318;font-weight:600}.skip{color:#6b7280}
+.pass{color:#0a7a2f}.fail{color:#b42318;font-weight:600}.skip,.na{color:#6b7280}
 .warning{color:#b45309;font-weight:600}.error{color:#7a2ab4;font-weight:600}
 tr.row-warning{background:#fffbeb}.reason{color:#555;font-size:.92em}
 .note{color:#6b7280;font-size:.9em}
@@ -640,11 +665,16 @@ def _row_html(result: Result) -> str:
         else check_id
     )
     return (
-        f"<tr class='row-{level}'><td class='id'>{anchor}</td>"
+        f"<tr class='row-{_css(level)}'><td class='id'>{anchor}</td>"
         f"<td class='lvl'>{_e(result.check.level)}</td>"
-        f"<td class='out {level}'>{_e(_WORD[level])}</td>"
+        f"<td class='out {_css(level)}'>{_e(_WORD[level])}</td>"
         f"<td>{_e(result.check.title)}{detail}</td></tr>"
     )
+
+
+def _css(level: str) -> str:
+    """A severity as a CSS class name (``n/a`` is ``na``)."""
+    return level.replace("/", "")
 
 
 def _section_html(result: Result, reveal: bool) -> str:

@@ -28,6 +28,7 @@ from paysuite_core.request_data import AmountSource, NumberSource, same_number
 from paysuite_core.target_config import (
     RWANDA_MOBILE_PATTERN,
     Application,
+    HttpAction,
     TargetConfig,
     WebhookTarget,
 )
@@ -51,13 +52,15 @@ BUNDLED_QUIET_S = 0.25
 __all__ = ["Target", "TokenPair", "checking_flow"]
 
 
-def checking_flow(send: Send, app: Application, ttl_s: float) -> TokenFlow:
+def checking_flow(
+    send: Send, app: Application, ttl_s: float, authorize_at: HttpAction | None = None
+) -> TokenFlow:
     """The suite's token policy: authorize anew once a third of the configured lifetime has
     passed, whatever ``expires`` the target sent (a wrong ``expires`` is a check's finding; it
     must not break every other check)."""
     return TokenFlow(
         send, app, fallback_ttl_s=ttl_s, trust_expires=False, renew_fraction=1 / 3,
-        clock=time.monotonic,
+        clock=time.monotonic, authorize_at=authorize_at,
     )  # fmt: skip
 
 
@@ -306,6 +309,16 @@ class Target:
         caller may spend its refresh token (and see its access token revoked) without breaking
         the session (checks running at the same time included)."""
         return self._authorized(self._new_flow(app))
+
+    def short_lived_pair(self, app: Application) -> TokenPair:
+        """Like ``own_pair``, from the configuration's ``short_lived_pair`` route when the
+        ordinary lifetime is too long to wait out (AUTH-008)."""
+        config = self.config
+        short = config.short_lived_pair if config is not None else None
+        if config is None or short is None or float(config.access_token_ttl_s) <= self.max_wait_s:
+            return self.own_pair(app)
+        flow = checking_flow(self._send, app, float(short.access_token_ttl_s), short.authorize)
+        return self._authorized(flow)
 
     def token(self, app: Application) -> str:
         return self.pair(app).access

@@ -72,15 +72,17 @@ def _json_totals(path: Path) -> dict[str, int]:
         passed, failed = int(summary["passed"]), int(summary["failed"])
         skipped, errors = int(summary.get("skipped", 0)), int(summary.get("errors", 0))
         warnings = int(summary.get("warnings", 0))  # failures that do not gate the run
+        not_applicable = int(summary.get("not_applicable", 0))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
     return {
-        "tests": passed + failed + warnings + skipped + errors,
+        "tests": passed + failed + warnings + skipped + not_applicable + errors,
         "passed": passed,
         "warnings": warnings,
         "failures": failed,
         "errors": errors,
         "skipped": skipped,
+        "not_applicable": not_applicable,
     }
 
 
@@ -204,6 +206,7 @@ def write_index(
             ("warnings", "warnings"),
             ("errors", "errors"),
             ("skipped", "skipped"),
+            ("n/a", "not_applicable"),
         )
         if key in totals
     ]
@@ -265,7 +268,6 @@ def run_demo(
     args: argparse.Namespace,
     conformance_runner: Callable[[Path, Path, Path], ConformanceResult] = run_conformance,
 ) -> int:
-    from conformance.preflight import BUNDLED_STUB_ACCESS_TTL_S
     from paysuite_core.launcher import StubStartError, running_stub
 
     started = time.monotonic()
@@ -274,10 +276,9 @@ def run_demo(
     try:
         with tempfile.TemporaryDirectory(prefix="paysuite-demo-") as workdir:
             say("starting the bundled stub")
-            # the short token lifetime the suite gives its own bundled stub, so that the
-            # expiry check runs rather than skips (the smoke users refresh as they go)
-            ttl = str(BUNDLED_STUB_ACCESS_TTL_S)
-            with running_stub(Path(workdir) / "stub", extra_args=("--access-ttl", ttl)) as stub:
+            # the stub as `paysuite stub` starts it, so that the demo's counts are those of a
+            # run with its credentials file (AUTH-008 on its declared short_lived_pair)
+            with running_stub(Path(workdir) / "stub") as stub:
                 say(f"stub listening on {stub.root_url}")
                 conformance = conformance_runner(
                     stub.credentials_path, report_dir / "conformance", report_dir

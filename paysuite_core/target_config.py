@@ -81,6 +81,26 @@ class HttpAction:
 
 
 @dataclass(frozen=True)
+class ShortLivedPair:
+    """Where the target issues a token pair whose access token expires soon (``short_lived_pair``).
+
+    A target's ordinary lifetime (15 minutes, typically) is too long for a run to wait out, so
+    expiry (AUTH-008) would go unchecked; a target that offers a test route (or a test
+    application's endpoint) issuing short-lived pairs declares it here. ``authorize`` takes the
+    authorize request's body and answers a token pair, refreshable on the ordinary paths.
+    """
+
+    authorize: HttpAction
+    access_token_ttl_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "authorize": self.authorize.render(),
+            "access_token_ttl_s": self.access_token_ttl_s,
+        }
+
+
+@dataclass(frozen=True)
 class CustomerDriver:
     """How a customer is made to confirm or cancel a pending transaction."""
 
@@ -155,6 +175,19 @@ class TargetConfig:
     #: its paths made absolute against the file's folder; the command line's flags override it
     #: and the environment fills what neither gives (``paysuite_core.tls.TLSSettings.resolve``).
     tls: TLSSettings | None = None
+    #: Where a pair with a short-lived access token is issued, for AUTH-008 when the ordinary
+    #: lifetime exceeds ``max_wait_s``; None: not declared.
+    short_lived_pair: ShortLivedPair | None = None
+
+    def expiry_ttl_s(self) -> float | None:
+        """The access-token lifetime AUTH-008 can wait out within ``max_wait_s``: the ordinary
+        one, else the declared short-lived pair's; None when neither is short enough."""
+        if float(self.access_token_ttl_s) <= self.max_wait_s:
+            return float(self.access_token_ttl_s)
+        short = self.short_lived_pair
+        if short is not None and float(short.access_token_ttl_s) <= self.max_wait_s:
+            return float(short.access_token_ttl_s)
+        return None
 
     @property
     def effective_number_pattern(self) -> str:
@@ -186,6 +219,7 @@ class TargetConfig:
             "amount": dict(vars(self.amount)),
             "webhooks": self.webhooks.to_dict() if self.webhooks else None,
             "tls": _tls_dict(self.tls),
+            "short_lived_pair": self.short_lived_pair.to_dict() if self.short_lived_pair else None,
         }
         return {key: value for key, value in data.items() if value not in (None, [], "")}
 
@@ -246,6 +280,13 @@ def _customer(raw: dict[str, Any]) -> CustomerDriver:
     if driver == "sandbox":
         given = {key: _http_action(text, f"customer.{key}") for key, text in given.items()}
     return CustomerDriver(driver=driver, timeout_s=raw.get("timeout_s", 30.0), **given)
+
+
+def _short_lived_pair(raw: dict[str, Any]) -> ShortLivedPair:
+    return ShortLivedPair(
+        authorize=_http_action(raw["authorize"], "short_lived_pair.authorize"),
+        access_token_ttl_s=raw["access_token_ttl_s"],
+    )
 
 
 def _listen_address(value: str, where: str) -> tuple[str, int]:
@@ -336,6 +377,9 @@ def parse_target_config(
             "amount": amount,
             "webhooks": _webhooks(given["webhooks"]) if "webhooks" in given else None,
             "tls": _tls(given["tls"], base_dir) if "tls" in given else None,
+            "short_lived_pair": _short_lived_pair(given["short_lived_pair"])
+            if "short_lived_pair" in given
+            else None,
         }
     )
 

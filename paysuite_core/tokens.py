@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Protocol
 
-from paysuite_core.target_config import Application
+from paysuite_core.target_config import Application, HttpAction
 from paysuite_core.throttle import Throttle, send_honouring
 
 AUTHORIZE_PATH = "/auth/agents/authorize"
@@ -91,11 +91,17 @@ class TokenPair:
 
 
 # --- the requests ----------------------------------------------------------------------------
-def authorize_request(app: Application, *, secret: str | None = None) -> Request:
+def authorize_request(
+    app: Application, *, secret: str | None = None, at: HttpAction | None = None
+) -> Request:
+    """The authorize exchange; ``at``: a route of the target's own with authorize's body and
+    answer (``short_lived_pair.authorize``), its absolute URL instead of the document's path."""
     body = {
         "client_id": app.client_id,
         "client_secret": app.client_secret if secret is None else secret,
     }
+    if at is not None:
+        return Request(at.method, at.url_template, "authorize", JSON_HEADERS, body)
     return Request("POST", AUTHORIZE_PATH, "authorize", JSON_HEADERS, body)
 
 
@@ -182,7 +188,8 @@ class TokenFlow:
     target); when false, by ``fallback_ttl_s`` from the configuration (a conformance run must
     not let a wrong ``expires``, a defect of its own check, break every other check).
     ``renew_fraction``: renew once this fraction of the lifetime has passed; by default 10% of
-    the lifetime before expiry, between 1 s and 60 s.
+    the lifetime before expiry, between 1 s and 60 s. ``authorize_at``: authorize on that
+    route instead of the document's (a declared ``short_lived_pair``).
     """
 
     send: Send
@@ -193,6 +200,7 @@ class TokenFlow:
     min_authorize_interval_s: float = 0.0
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
+    authorize_at: HttpAction | None = None
     pair: TokenPair | None = None
     authorizes: int = 0
     refreshes: int = 0
@@ -251,7 +259,7 @@ class TokenFlow:
                 return None  # never a storm: keep the current token, the next 401 will tell
             self.sleep(self.min_authorize_interval_s - since)
         self._last_authorize = self.clock()
-        with self.send(authorize_request(self.app)) as answer:
+        with self.send(authorize_request(self.app, at=self.authorize_at)) as answer:
             self.authorizes += 1
             data, why = pair_problem(answer)
             _verdict(answer, why)

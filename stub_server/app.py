@@ -19,6 +19,7 @@ from stub_server.handlers.webhook_deliveries import WebhookDeliveryHandlers
 from stub_server.latency import make_latency_middleware
 from stub_server.rules.lifecycle import resolve_due_forever
 from stub_server.state import StubApp
+from stub_server.token_issuer import SHORT_LIVED_PATH
 from stub_server.webhook_delivery.dispatcher import Dispatcher
 
 __all__ = ["STUB_KEY", "StubApp", "build_app", "expect_continue"]
@@ -62,6 +63,7 @@ def routes(stub: StubApp) -> list[Route]:
     if settings.sandbox:
         sandbox_path = "/_sandbox/transactions/{ref}/{action:confirm|cancel}"
         table.append(("POST", sandbox_path, sandbox.settle))
+        table.append(("POST", SHORT_LIVED_PATH, auth.authorize_short_lived))
         deliveries = WebhookDeliveryHandlers(stub)
         table.append(("GET", "/_sandbox/webhooks/deliveries", deliveries.list_deliveries))
         resend_path = "/_sandbox/webhooks/deliveries/{event_id}/resend"

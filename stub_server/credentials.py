@@ -20,6 +20,7 @@ from paysuite_core.target_config import (
     CustomerDriver,
     HttpAction,
     Privilege,
+    ShortLivedPair,
     TargetConfig,
     TargetConfigError,
     WebhookTarget,
@@ -30,6 +31,7 @@ from stub_server import timefmt
 from stub_server.settings import CREDENTIALS_NAME, StubSettings
 from stub_server.store import DEFAULT_MODE, Store, WebhookEndpoint
 from stub_server.store.private_files import on_disk
+from stub_server.token_issuer import SHORT_LIVED_ACCESS_TTL_S, SHORT_LIVED_PATH
 
 DEFAULT_MERCHANT = "DEMO01"
 SECOND_MERCHANT = "DEMO02"
@@ -86,6 +88,15 @@ def write_credentials(store: Store, settings: StubSettings, root_url: str, path:
         )
     else:
         customer = CustomerDriver(driver="none", timeout_s=30)
+    # AUTH-008 watches the sandbox's short-lived pairs expire: the configured lifetime (15
+    # minutes by default) is too long to wait out, and a short one would expire under a run.
+    short_lived = (
+        ShortLivedPair(
+            HttpAction("POST", f"{root_url}{SHORT_LIVED_PATH}"), SHORT_LIVED_ACCESS_TTL_S
+        )
+        if settings.sandbox
+        else None
+    )
     config = TargetConfig(
         base_url=f"{root_url}/api",
         applications=applications,
@@ -98,6 +109,7 @@ def write_credentials(store: Store, settings: StubSettings, root_url: str, path:
         fee_rate=settings.fee_rate,  # RC-15
         pending_timeout_s=settings.pending_timeout_s,  # RC-18: LIFE-008 waits for it when short
         webhooks=webhook_target(store.webhook_endpoints()),
+        short_lived_pair=short_lived,
     )
     return write_target_config(replace(config), path, header=HEADER)
 

@@ -24,6 +24,12 @@ from stub_server.errors import ApiError
 Claims = dict[str, Any]
 
 ISSUER = "paysuite-stub"
+#: The access-token lifetime of a pair from ``POST /_sandbox/auth/short-lived`` (declared as the
+#: credentials file's ``short_lived_pair``): AUTH-008 watches it expire while the run's own
+#: tokens keep the configured lifetime, long enough for a busy machine.
+SHORT_LIVED_ACCESS_TTL_S = 2
+#: Where the sandbox issues those pairs (authorize's body and answer), beside ``/api``.
+SHORT_LIVED_PATH = "/_sandbox/auth/short-lived"
 _CACHE_SIZE = 10_000
 
 
@@ -58,7 +64,11 @@ class TokenService:
         self.key = key
         self._verified.clear()
 
-    def issue(self, client_id: str, merchant: str, privilege: str) -> TokenPair:
+    def issue(
+        self, client_id: str, merchant: str, privilege: str, access_ttl_s: float | None = None
+    ) -> TokenPair:
+        """A pair; ``access_ttl_s``: the access token's lifetime when not the configured one
+        (the sandbox's short-lived pairs, ``SHORT_LIVED_ACCESS_TTL_S``)."""
         now = time.time()
         iat = int(now)
         base = {
@@ -69,7 +79,7 @@ class TokenService:
             "iss": ISSUER,
             "iat": iat,
         }
-        access_exp = math.ceil(now + self.access_ttl_s)
+        access_exp = math.ceil(now + (self.access_ttl_s if access_ttl_s is None else access_ttl_s))
         refresh_jti = uuid.uuid4().hex
         linked = {"pair": refresh_jti} if self.link_pairs else {}
         access = jwt.encode(

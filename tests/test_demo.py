@@ -98,12 +98,14 @@ def test_conformance_totals_from_json(tmp_path: Path, monkeypatch: pytest.Monkey
     def fake_run(options: Options, **kwargs: Any) -> int:
         out.mkdir()
         summary = {"passed": 50, "failed": 2, "warnings": 1, "skipped": 3, "errors": 0}
+        summary["not_applicable"] = 4  # counted among the checks, as the report counts them
         (out / "conformance.json").write_text(json.dumps({"summary": summary}))
         return 1
 
     monkeypatch.setattr(runner, "run", fake_run)
     result = demo.run_conformance(tmp_path / "c.yaml", out, tmp_path)
     assert result.totals == {
-        "tests": 56, "passed": 50, "warnings": 1, "failures": 2, "errors": 0, "skipped": 3
+        "tests": 60, "passed": 50, "warnings": 1, "failures": 2, "errors": 0, "skipped": 3,
+        "not_applicable": 4,
     }  # fmt: skip
     assert result.status == "failed" and result.report is None

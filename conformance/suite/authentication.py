@@ -357,7 +357,7 @@ class ExpiryClock:
 def start_expiry_clock(target: Target, app: Application | None = None) -> ExpiryClock:
     """Issue AUTH-008's pairs now."""
     app = app or target.writer() or target.need_reader()
-    pairs = [target.own_pair(app) for _ in REFRESH_PATHS]
+    pairs = [target.short_lived_pair(app) for _ in REFRESH_PATHS]
     started = time.monotonic()
     return ExpiryClock(app, pairs, _reads_ok(target, pairs[0].access), started)
 
@@ -367,7 +367,7 @@ def issue_the_expiry_pairs(target: Target) -> None:
     """AUTH-008 runs last on pairs issued when the run starts: the token ages while every other
     check runs instead of in a wait of its own (unless the TTL is too long to wait for)."""
     config = target.config
-    if config is not None and float(config.access_token_ttl_s) <= target.max_wait_s:
+    if config is not None and config.expiry_ttl_s() is not None:
         target.early["AUTH-008"] = start_expiry_clock(target)
 
 
@@ -389,9 +389,17 @@ EXPIRY_SLACK_S = 0.25
 def an_expired_access_token_is_rejected_a_refreshed_one_works(target: Target) -> None:
     """One wait serves every path: a pair per refresh path is authorized before it, and after it
     each path that answers a pair must answer one that works (at least one path must)."""
-    ttl = float(target.need_config().access_token_ttl_s)
-    if ttl > target.max_wait_s:
-        not_applicable(f"access_token_ttl_s {ttl:g} exceeds max_wait_s {target.max_wait_s:g}")
+    config = target.need_config()
+    ttl = config.expiry_ttl_s()
+    if ttl is None:
+        not_applicable(
+            f"access_token_ttl_s {float(config.access_token_ttl_s):g} exceeds max_wait_s "
+            f"{target.max_wait_s:g} and no short_lived_pair is declared"
+            if config.short_lived_pair is None
+            else f"access_token_ttl_s {float(config.access_token_ttl_s):g} and short_lived_pair's "
+            f"{float(config.short_lived_pair.access_token_ttl_s):g} exceed max_wait_s "
+            f"{target.max_wait_s:g}"
+        )
     app = target.writer() or target.need_reader()
     clock = target.early.pop("AUTH-008", None)
     early = clock is not None and clock.app == app

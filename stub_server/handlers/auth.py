@@ -30,7 +30,7 @@ from stub_server.rules.request_body import read_json
 from stub_server.rules.single_values import single
 from stub_server.state import StubApp
 from stub_server.store import AppRecord
-from stub_server.token_issuer import Claims
+from stub_server.token_issuer import SHORT_LIVED_ACCESS_TTL_S, Claims
 
 MAX_SECRET_LENGTH = 1024
 MAX_CLIENT_ID_LENGTH = 128
@@ -105,6 +105,16 @@ class AuthHandlers:
         self.stub = stub
 
     async def authorize(self, request: web.Request) -> web.Response:
+        return json_response(self.token_pair_body(await self._authenticated(request)))
+
+    async def authorize_short_lived(self, request: web.Request) -> web.Response:
+        """``POST /_sandbox/auth/short-lived`` (sandbox only): authorize's body and answer, the
+        access token living ``SHORT_LIVED_ACCESS_TTL_S``; refreshed on the ordinary paths."""
+        record = await self._authenticated(request)
+        return json_response(self.token_pair_body(record, SHORT_LIVED_ACCESS_TTL_S))
+
+    async def _authenticated(self, request: web.Request) -> AppRecord:
+        """The application whose client_id and client_secret the authorize body holds."""
         stub = self.stub
         body = await read_json(
             request,
@@ -134,7 +144,7 @@ class AuthHandlers:
             if not await stub.auth_guard.check(secret, stored) or record is None:
                 raise refused
             stub.verified_secrets[client_id] = fingerprint
-        return json_response(self.token_pair_body(record))
+        return record
 
     async def refresh(self, request: web.Request) -> web.Response:
         stub = self.stub
@@ -146,11 +156,13 @@ class AuthHandlers:
             spend_refresh_token(stub, claims)
         return json_response(self.token_pair_body(record))
 
-    def token_pair_body(self, record: AppRecord) -> dict[str, str | int]:
+    def token_pair_body(
+        self, record: AppRecord, access_ttl_s: float | None = None
+    ) -> dict[str, str | int]:
         """The token pair; ``expires`` is integer Unix seconds (RC-8) unless the
         ``expires-string`` variant asks for an ISO 8601 string."""
         stub = self.stub
-        pair = stub.tokens.issue(record.client_id, record.merchant, record.privilege)
+        pair = stub.tokens.issue(record.client_id, record.merchant, record.privilege, access_ttl_s)
         expires: int | str = pair.access_exp
         if stub.expires_string:
             expires = timefmt.utc_text(pair.access_exp * 1_000_000) or ""

@@ -15,7 +15,8 @@ from conformance.cli import run as conform_run
 from conformance.preflight import BUNDLED_STUB_ACCESS_TTL_S, BUNDLED_STUB_PENDING_TIMEOUT_S
 from paysuite_core.launcher import RunningStub
 
-#: The bundled stub's short access lifetime, so that AUTH-008 (expiry) runs against the stub.
+#: The bundled stub's access lifetime, long enough for a busy machine: AUTH-008 (expiry) runs on
+#: the short-lived pairs its credentials file declares (``short_lived_pair``).
 STUB_ACCESS_TTL = ("--access-ttl", str(BUNDLED_STUB_ACCESS_TTL_S))
 #: The bundled stub's short pending time-out, declared in the credentials file, so that
 #: LIFE-008 (RC-18) runs.

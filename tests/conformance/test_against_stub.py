@@ -54,7 +54,8 @@ def _full_run(
     assert outcome.status == 0, "\n".join(bad) or outcome.stderr
     assert report["profile"] == profile
     assert report["summary"]["failed"] == 0 and report["summary"]["errors"] == 0
-    # Every check ran: the stub has every application kind, a customer driver, a short TTL and
+    # Every check ran: the stub has every application kind, a customer driver, a short-lived
+    # pair (short_lived_pair, AUTH-008) and
     # (reference) a short pending time-out.
     skipped = {c["id"]: c["message"] for c in report["checks"] if c["outcome"] == "skipped"}
     if profile == "reference":

@@ -53,8 +53,9 @@ def test_fault_fails_exactly_its_checks(
 ) -> None:
     trips = FAULTS[fault].trips
     only = sorted(set(BROAD) | (trips & EXPENSIVE))
-    extra = ("--access-ttl", "2") if "AUTH-008" in trips else ()
-    stub = make_stub(faults=(fault,), extra_args=extra)
+    # AUTH-008 with the stub's default 15-minute lifetime: it judges the sandbox's short-lived
+    # pairs, which the credentials file declares (short_lived_pair)
+    stub = make_stub(faults=(fault,))
     config = fast_config(stub, tmp_path)
     outcome = conform(capsys, tmp_path / "strict", config=config, only=",".join(only), strict=True)
     failed = outcome.ids("failed")

@@ -133,7 +133,9 @@ def test_json_carries_verdict_and_coverage(written: dict[str, Any]) -> None:
         "applicable": 4,
         "not_applicable": [],
     }
-    assert data["summary"] == {"passed": 1, "failed": 1, "warnings": 1, "skipped": 1, "errors": 1}
+    assert data["summary"] == {
+        "passed": 1, "failed": 1, "warnings": 1, "skipped": 1, "not_applicable": 0, "errors": 1
+    }  # fmt: skip
     checks = {c["id"]: c for c in data["checks"]}
     expected_keys = {"id", "title", "level", "section", "profile", "quote", "outcome", "gating"}
     expected_keys |= {"severity", "message", "expected", "actual", "note", "evidence"}
@@ -365,3 +367,38 @@ def test_a_preflight_failure_writes_the_three_reports_as_an_error(tmp_path: Path
     assert page.count(escape(why)) == 1, page
     assert "No failure" not in page and "Scorecard" not in page and "<table" not in page
     assert "no check ran" in page
+
+
+def test_a_not_applicable_check_is_n_a_in_every_report(tmp_path: Path) -> None:
+    """One word, ``n/a``, where the configuration cannot meet a check: the scorecard, the quiet
+    terminal (which names it with its reason), the totals, conformance.json, junit.xml and
+    report.html; ``skipped`` stays the word of a check skipped for another reason."""
+    reason = "access_token_ttl_s 900 exceeds max_wait_s 30 and no short_lived_pair is declared"
+    results = [
+        CheckResult(catalog.get("AUTH-001"), "passed"),
+        CheckResult(catalog.get("AUTH-008"), "skipped", reason, not_applicable=True),
+        CheckResult(catalog.get("EVT-008"), "skipped", "reference choice"),
+    ]
+    card = report.scorecard(results, VERDICT).splitlines()
+    (line,) = [x for x in card if "AUTH-008" in x]
+    assert " n/a " in line and "skipped" not in line
+    assert any("EVT-008" in x and "skipped" in x for x in card)
+    quiet = report.problems(results, target=BASE).splitlines()
+    assert [x for x in quiet if "AUTH-008" in x and " n/a " in x and x.endswith(reason)]
+    assert report.totals_line(results) == "1 passed, 0 failed, 1 skipped, 1 n/a"
+    data = report.to_json(
+        results, verdict=VERDICT, target=BASE, started_at="2026-01-01T00:00:00Z", duration_s=1.0
+    )
+    checks = {c["id"]: c for c in data["checks"]}
+    assert (checks["AUTH-008"]["severity"], checks["EVT-008"]["severity"]) == ("n/a", "skip")
+    assert (data["summary"]["not_applicable"], data["summary"]["skipped"]) == (1, 1)
+    junit = ET.fromstring(report.to_junit(results, verdict=VERDICT, duration_s=1.0))
+    case = next(c for c in junit.iter("testcase") if "AUTH-008" in (c.get("name") or ""))
+    skipped = case.find("skipped")
+    assert skipped is not None and skipped.get("message") == f"n/a: {reason}"
+    (suite,) = junit.iter("testsuite")
+    assert suite.get("skipped") == "2"
+    html = report.to_html(
+        results, verdict=VERDICT, target=BASE, started_at="2026-01-01T00:00:00Z", duration_s=1.0
+    )
+    assert "<td class='out na'>n/a</td>" in html

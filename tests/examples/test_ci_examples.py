@@ -264,6 +264,9 @@ def assert_reports(workdir: Path, conform_dir: str | None, load_dir: str | None)
             assert (workdir / conform_dir / name).is_file(), f"{conform_dir}/{name}"
         verdict = json.loads((workdir / conform_dir / "conformance.json").read_text())
         assert verdict["verdict"] == "pass", verdict.get("verdict")
+        # the stub's credentials declare short_lived_pair: token expiry is judged, not n/a
+        (expiry,) = [c for c in verdict["checks"] if c["id"] == "AUTH-008"]
+        assert expiry["outcome"] == "passed", expiry
     if load_dir is not None:
         for name in LOAD_REPORTS:
             assert (workdir / load_dir / name).is_file(), f"{load_dir}/{name}"

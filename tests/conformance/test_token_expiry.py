@@ -1,0 +1,107 @@
+"""AUTH-008 (access-token expiry) on a target whose ordinary lifetime is too long to wait out.
+
+The stub runs with its default 15-minute lifetime, as the bundled stub does now (a 2 s one expired
+the run's own tokens under it on a busy machine); its credentials file declares
+``short_lived_pair``, the sandbox route issuing pairs whose access token lives 2 s, and AUTH-008
+judges those. A target that declares nothing short enough is "not applicable", with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from conformkit import conform, fast_config
+
+from conformance.evidence import Recorded
+from conformance.http import Reply
+from conformance.outcome import CouldNotCheck, precondition
+from paysuite_core.launcher import RunningStub
+from paysuite_core.target_config import load_target_config
+from paysuite_core.tokens import AUTHORIZE_PATH
+
+
+def test_the_stub_declares_its_short_lived_pair_route(
+    make_stub: Callable[..., RunningStub],
+) -> None:
+    """The route answers authorize's pair with an access token refused after its 2 s, while
+    the ordinary authorize's token keeps the configured lifetime."""
+    stub = make_stub()
+    config = load_target_config(stub.credentials_path)
+    assert config.access_token_ttl_s == 900
+    short = config.short_lived_pair
+    assert short is not None and short.access_token_ttl_s == 2
+    assert config.expiry_ttl_s() == 2
+    app = config.applications[0]
+    body = {"client_id": app.client_id, "client_secret": app.client_secret}
+    with httpx.Client() as client:
+        pair = client.request(short.authorize.method, short.authorize.url_template, json=body)
+        ordinary = client.post(f"{config.base_url}{AUTHORIZE_PATH}", json=body)
+    assert pair.status_code == ordinary.status_code == 200
+    lifetime = pair.json()["expires"] - ordinary.json()["expires"]
+    assert -900 <= lifetime <= -897, (pair.json(), ordinary.json())
+    wrong = {**body, "client_secret": "not-the-secret"}
+    with httpx.Client() as client:
+        refused = client.post(short.authorize.url_template, json=wrong)
+    assert refused.status_code == 401
+
+
+def test_auth_008_runs_on_the_stubs_own_credentials(
+    make_stub: Callable[..., RunningStub], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stub = make_stub()
+    outcome = conform(capsys, tmp_path / "r", config=fast_config(stub, tmp_path), only="AUTH-008")
+    assert outcome.check("AUTH-008")["outcome"] == "passed", outcome.stdout
+    assert outcome.status == 0
+
+
+def test_auth_008_not_applicable_without_a_short_lifetime_says_why(
+    make_stub: Callable[..., RunningStub], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stub = make_stub()
+    config = fast_config(stub, tmp_path, short_lived_pair=None)
+    assert yaml.safe_load(config.read_text(encoding="utf-8"))["short_lived_pair"] is None
+    outcome = conform(capsys, tmp_path / "r", config=config, only="AUTH-008")
+    check = outcome.check("AUTH-008")
+    assert (check["outcome"], check["not_applicable"], check["severity"]) == (
+        "skipped",
+        True,
+        "n/a",
+    ), check
+    reason = "access_token_ttl_s 900 exceeds max_wait_s 30 and no short_lived_pair is declared"
+    assert reason in check["message"], check
+    # named with its reason on the terminal without -v, in the word of every report
+    (line,) = [line for line in outcome.stdout.splitlines() if "AUTH-008" in line]
+    assert " n/a " in line and line.endswith(reason), outcome.stdout
+    assert "0 passed, 0 failed, 0 skipped, 1 n/a" in outcome.stdout
+    assert outcome.report["summary"]["not_applicable"] == 1
+
+
+def _reply(status: int, body: str) -> Reply:
+    exchange = Recorded.build("GET", "http://127.0.0.1:9/api/transactions/find/r1", {}, "")
+    exchange.record_response(status, {"Content-Type": "application/json"}, body, 1.0)
+    return Reply(
+        status, httpx.Headers({"Content-Type": "application/json"}), body.encode(), exchange
+    )
+
+
+def test_an_unexpected_401_says_its_code() -> None:
+    """A check that could not judge its rule because the target refused its token says why the
+    target refused it: ``token_expired`` is a lifetime too short for the run, not a key rule."""
+    expired = _reply(401, '{"status": 401, "code": "token_expired", "message": "expired"}')
+    other = _reply(401, '{"status": 401, "code": "invalid_token", "message": "bad"}')
+    with pytest.raises(CouldNotCheck) as caught:
+        precondition(False, "every one was refused (401), twice", expired, expired, other)
+    assert str(caught.value) == (
+        "every one was refused (401), twice (401 code: token_expired, invalid_token)"
+    )
+    assert len(caught.value.proof) == 3
+    # no code to say: the message is left as it was; other statuses are the check's to word
+    plain = _reply(401, "{}")
+    for proof in ((plain,), (_reply(403, '{"code": "forbidden"}'),), ()):
+        with pytest.raises(CouldNotCheck) as caught:
+            precondition(False, "refused", *proof)
+        assert str(caught.value) == "refused"
