@@ -57,7 +57,15 @@ def test_fault_fails_exactly_its_checks(
     # pairs, which the credentials file declares (short_lived_pair)
     stub = make_stub(faults=(fault,))
     config = fast_config(stub, tmp_path)
-    outcome = conform(capsys, tmp_path / "strict", config=config, only=",".join(only), strict=True)
+    concurrency = "1" if FAULTS[fault].interleaved else None
+    outcome = conform(
+        capsys,
+        tmp_path / "strict",
+        config=config,
+        only=",".join(only),
+        strict=True,
+        concurrency=concurrency,
+    )
     failed = outcome.ids("failed")
     assert failed == set(trips), (fault, sorted(failed), outcome.report["checks"])
     assert outcome.status == 1 and outcome.report["verdict"] == "fail"
@@ -68,7 +76,13 @@ def test_fault_fails_exactly_its_checks(
             assert check["evidence"] and check["evidence"][0]["curl"].startswith("curl "), check
     levels = {catalog.get(check_id).level for check_id in trips}
     if levels == {"SHOULD"}:
-        lenient = conform(capsys, tmp_path / "lenient", config=config, only=",".join(only))
+        lenient = conform(
+            capsys,
+            tmp_path / "lenient",
+            config=config,
+            only=",".join(only),
+            concurrency=concurrency,
+        )
         assert lenient.ids("failed") == set(trips)
         assert lenient.status == 0, "a SHOULD failure must not fail the run without --strict"
         assert {c["severity"] for c in lenient.report["checks"] if c["id"] in trips} == {"warning"}
