@@ -5,13 +5,17 @@ state, shared by every thread: two ``ast.parse`` calls at once can fail with "AS
 recursion depth mismatch" (CPython issue 106905, fixed in later versions). hypothesis parses
 source as it builds strategies (the constants of the code under test, lambdas' sources, pretty
 printing), and so does schemathesis; with several workers that error was one generated case's
-engine error, an operation left unexercised and a PROP check not judged. While ``serialized()``
-is active, ``ast.parse`` (looked up at each call by every caller) holds one lock.
+engine error, an operation left unexercised and a PROP check not judged. The same state is used
+the other way, when ``compile`` is handed an AST (hypothesis compiles the trees of the lambdas
+it describes, in the stateful phase among others). While ``serialized()`` is active,
+``ast.parse`` and a ``compile`` that makes or takes an AST (both looked up at each call by every
+caller) hold one lock.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,6 +25,7 @@ _LOCK = threading.RLock()
 _STATE_LOCK = threading.Lock()
 _active = 0
 _original: Callable[..., Any] = ast.parse
+_original_compile: Callable[..., Any] = builtins.compile
 
 
 def _parse(*args: Any, **kwargs: Any) -> Any:
@@ -28,14 +33,24 @@ def _parse(*args: Any, **kwargs: Any) -> Any:
         return _original(*args, **kwargs)
 
 
+def _compile(source: Any, *args: Any, **kwargs: Any) -> Any:
+    flags = kwargs.get("flags", args[2] if len(args) > 2 else 0)
+    if isinstance(source, ast.AST) or int(flags) & ast.PyCF_ONLY_AST:
+        with _LOCK:
+            return _original_compile(source, *args, **kwargs)
+    return _original_compile(source, *args, **kwargs)
+
+
 @contextmanager
 def serialized() -> Iterator[None]:
-    """``ast.parse`` behind one lock until the outermost of nested uses ends."""
+    """``ast.parse`` and AST ``compile`` behind one lock until the outermost of nested uses
+    ends."""
     global _active
     with _STATE_LOCK:
         _active += 1
         if _active == 1:
             ast.parse = _parse
+            builtins.compile = _compile
     try:
         yield
     finally:
@@ -43,3 +58,4 @@ def serialized() -> Iterator[None]:
             _active -= 1
             if _active == 0:
                 ast.parse = _original
+                builtins.compile = _original_compile
