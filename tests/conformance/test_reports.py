@@ -50,7 +50,14 @@ def test_json_structure(failing_run: Outcome) -> None:
         "verdict", "exit_code", "profile", "strict", "reason", "coverage", "run_errors",
         "target", "started_at", "duration_s", "summary", "replay", "checks", "throttling", "tls",
     }  # fmt: skip
-    assert set(report["summary"]) == {"passed", "failed", "warnings", "skipped", "errors"}
+    assert set(report["summary"]) == {
+        "passed",
+        "failed",
+        "warnings",
+        "skipped",
+        "errors",
+        "not_applicable",
+    }
     assert report["profile"] == "seed" and report["target"].endswith("/api")
     assert (report["verdict"], report["exit_code"], report["strict"]) == ("fail", 1, False)
     assert set(report["coverage"]) == {
