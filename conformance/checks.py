@@ -129,12 +129,16 @@ ALONE: dict[str, str] = {
     "IDEM-006": "its keyless creations must follow one another at the target: a target that "
     "hands out every second ref twice shows it within any three consecutive creations, which "
     "the other checks' creations in between would break up",
+    "IDEM-005": "a race: its 16 requests with one key must reach the target together, each "
+    "met at the same instant by the others; the other checks' traffic beside it spreads their "
+    "arrival, and a target's narrow window between checking a key and recording it is missed",
+    "IDEM-013": "the same race through the query key (IDEM-005's reason)",
     "EVT-010": "it reads the merchant's whole list at far offsets and then each far event alone, "
     "telling an event recorded between the two reads apart by a window of three positions: "
     "the other checks' creations meanwhile would shift the list past that window; and it needs "
     "the events of the whole run to page that far",
 }
-FIRST = frozenset({"AUTH-018", "IDEM-006"})
+FIRST = frozenset({"AUTH-018", "IDEM-006", "IDEM-005", "IDEM-013"})
 #: Checks that judge what every other scripted check did, and why: in a concurrent run they
 #: run once the other scripted checks are done, beside the checks set up early.
 AFTER_OTHERS: dict[str, str] = {
