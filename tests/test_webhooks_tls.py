@@ -46,13 +46,6 @@ def _config(stub: RunningStub, front: TLSFront, directory: Path) -> str:
     return str(path)
 
 
-def _flags(front: TLSFront) -> list[str]:
-    flags = ["--ca-bundle", str(front.ca_pem)]
-    if front.client_cert is not None:
-        flags += ["--client-cert", str(front.client_cert), "--client-key", str(front.client_key)]
-    return flags
-
-
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*COMMAND, *args], capture_output=True, text=True, timeout=60)
 
@@ -88,7 +81,7 @@ def _trigger_then_resend(
 def test_trigger_and_resend_pass_over_tls_with_the_options(
     front: TLSFront, stub: RunningStub, tmp_path: Path
 ) -> None:
-    trigger, resend = _trigger_then_resend(stub, _config(stub, front, tmp_path), *_flags(front))
+    trigger, resend = _trigger_then_resend(stub, _config(stub, front, tmp_path), *front.flags())
     assert INSECURE not in trigger.stderr + resend.stderr
 
 

@@ -77,6 +77,14 @@ class TLSFront:
         self._thread.join(10)
         self._listener.close()
 
+    def flags(self) -> list[str]:
+        """The command-line options that reach this front: its CA, and for ``mtls`` the client
+        certificate and key."""
+        flags = ["--ca-bundle", str(self.ca_pem)]
+        if self.client_cert is not None:
+            flags += ["--client-cert", str(self.client_cert), "--client-key", str(self.client_key)]
+        return flags
+
     @property
     def origin(self) -> str:
         return f"https://127.0.0.1:{self.port}"

@@ -56,13 +56,6 @@ def _clients(
     )  # fmt: skip
 
 
-def _flags(front: TLSFront) -> list[str]:
-    flags = ["--ca-bundle", str(front.ca_pem)]
-    if front.client_cert is not None:
-        flags += ["--client-cert", str(front.client_cert), "--client-key", str(front.client_key)]
-    return flags
-
-
 def _needs(sdk: str, cache_dir: Path) -> None:
     if sdk == "paypack-js":
         installed = paypack_js(cache_dir)
@@ -77,7 +70,7 @@ def test_both_sdks_pass_over_tls_with_the_ca_bundle_and_client_certificate(
     front: TLSFront, sdk: str, short_stub: RunningStub, tmp_path: Path, cache_dir: Path
 ) -> None:
     _needs(sdk, cache_dir)
-    done = _clients(_config(short_stub, front, tmp_path), sdk, tmp_path, cache_dir, *_flags(front))
+    done = _clients(_config(short_stub, front, tmp_path), sdk, tmp_path, cache_dir, *front.flags())
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((tmp_path / "reports" / "clients.json").read_text("utf-8"))
     [column] = report["sdks"]

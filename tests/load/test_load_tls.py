@@ -70,9 +70,7 @@ def test_a_certificate_problem_is_the_pre_checks_one_line_and_exit_2(
 def test_the_run_passes_with_the_ca_bundle_and_the_client_certificate(
     front: TLSFront, load_stub: RunningStub, tmp_path: Path
 ) -> None:
-    flags = ["--ca-bundle", str(front.ca_pem)]
-    if front.client_cert is not None:
-        flags += ["--client-cert", str(front.client_cert), "--client-key", str(front.client_key)]
+    flags = front.flags()
     run = _load(front, load_stub, tmp_path, *flags)
     assert run.returncode == 0, _output(run)
     summary = run.summary()

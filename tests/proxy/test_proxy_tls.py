@@ -39,14 +39,6 @@ def front(request: pytest.FixtureRequest, stub: RunningStub, tmp_path: Path) -> 
         yield running
 
 
-def _flags(front: TLSFront) -> list[str]:
-    """What the front needs: its CA, and for mutual TLS the client certificate."""
-    flags = ["--ca-bundle", str(front.ca_pem)]
-    if front.client_cert is not None:
-        flags += ["--client-cert", str(front.client_cert), "--client-key", str(front.client_key)]
-    return flags
-
-
 def _through(front: TLSFront, stub: RunningStub, tmp_path: Path, *flags: str) -> tuple[int, str]:
     """A reused key's session (4 exchanges) through the proxy in front of ``front``, the judge
     confirming over the same TLS (the configuration's base URL is the front's)."""
@@ -69,7 +61,7 @@ def _through(front: TLSFront, stub: RunningStub, tmp_path: Path, *flags: str) ->
 def test_the_proxy_forwards_over_tls_with_the_ca_bundle_and_client_certificate(
     front: TLSFront, stub: RunningStub, tmp_path: Path
 ) -> None:
-    status, output = _through(front, stub, tmp_path, *_flags(front))
+    status, output = _through(front, stub, tmp_path, *front.flags())
     assert status == 0, output
     report = json.loads((tmp_path / "reports" / "conformance.json").read_text("utf-8"))
     assert [row["verdict"] for row in report["exchanges"]] == ["pass"] * 4
@@ -144,7 +136,7 @@ def test_replay_over_tls_passes_with_the_options_and_says_why_without(
     front: TLSFront, stub: RunningStub, recorded: Path, tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
-    assert _replay(recorded, front, stub, tmp_path, *_flags(front)) == 0
+    assert _replay(recorded, front, stub, tmp_path, *front.flags()) == 0
     assert "replayed 4, not replayed 0" in capsys.readouterr().out
     report = json.loads((tmp_path / "replay" / "conformance.json").read_text("utf-8"))
     assert report["tls"].startswith("TLS verified against CA bundle")
