@@ -72,7 +72,7 @@ class Step(Protocol[S]):
     the checker calls it many times on the same state.
     """
 
-    def __call__(self, state: S, call: Call) -> Iterable[S]: ...
+    def __call__(self, state: S, call: Call, /) -> Iterable[S]: ...
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,8 @@ class Verdict:
         """One line for a report, e.g. ``after 1, 3, 2 no order explains 4 and 5``."""
         if self.budget_exhausted:
             return f"could not decide: the search stopped after {self.searched} configurations"
+        if self.ok and not self.order:
+            return "explained with no call placed (only unanswered calls, which need not happen)"
         if self.ok:
             return f"explained by the order {_listed(self.order or ())}"
         if self.explained:

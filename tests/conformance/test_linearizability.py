@@ -255,6 +255,7 @@ def test_knossos_crash_test_a_lone_crashed_write() -> None:
     calls = from_events([(0, "invoke", "write", 1), (0, "info", "write", 1)])
     verdict = check([0], calls, register)
     assert verdict.ok and verdict.order == ()
+    assert verdict.summary().startswith("explained with no call placed")
 
 
 def test_knossos_rethink_fail_minimal() -> None:
