@@ -1,0 +1,1 @@
+"""An executable model of the interface document's rules."""
