@@ -16,7 +16,6 @@ that answers nothing before any check succeeded is gone: the rest is unchecked a
 
 from __future__ import annotations
 
-import json
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
@@ -28,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from load.ledger import CreateRecord
-from paysuite_core import bounded_http
+from paysuite_core import bounded_http, guarded_json
 from paysuite_core.bounded_http import LOAD_LIMITS, Limits, TotalTimeout
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.throttle import Throttle, send_honouring
@@ -66,7 +65,7 @@ class _Response:
     body: bytes
 
     def json(self) -> Any:
-        return json.loads(self.body)
+        return guarded_json.loads(self.body)
 
     def raise_for_status(self) -> None:
         if not 200 <= self.status_code < 300:

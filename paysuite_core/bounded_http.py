@@ -76,16 +76,16 @@ class ResponseTooLarge(Exception):
 #: h11, under httpx, takes 100 KiB).
 MAX_HEADER_LINES = 100
 MAX_HEADER_BYTES = 64 * 1024
+#: httpx's (httpcore's h11 connection: ``max_incomplete_event_size``)
+H11_MAX_HEAD = 100 * 1024
 
 
 class HeadersTooLarge(Exception):
     """The target's head passed ``MAX_HEADER_LINES`` or ``MAX_HEADER_BYTES``: not read further."""
 
-    def __init__(self) -> None:
-        super().__init__(
-            f"the target sent more than {MAX_HEADER_LINES} header lines or "
-            f"{MAX_HEADER_BYTES // 1024} KiB of headers: read no further"
-        )
+    def __init__(self, limit: str = "") -> None:
+        limit = limit or f"{MAX_HEADER_LINES} header lines or {MAX_HEADER_BYTES // 1024} KiB"
+        super().__init__(f"the target sent a head of more than {limit}: read no further")
 
 
 class ConnectTimeout(TimeoutError):
@@ -340,9 +340,8 @@ class BoundedClient:
         not inflate).
         """
         wait_s = self.limits.total_s if wait_s is None else wait_s
-        if "accept-encoding" not in request.headers or request.headers["accept-encoding"] == (
-            self._client.headers.get("accept-encoding")
-        ):
+        offered = request.headers.get("accept-encoding")
+        if not raw and offered in (None, self._client.headers.get("accept-encoding")):
             request.headers["Accept-Encoding"] = ACCEPT_ENCODING
         future = self._worker.submit(self._exchange, request, time.monotonic() + wait_s, raw)
         try:
@@ -356,6 +355,10 @@ class BoundedClient:
             raise ConnectTimeout(self.limits.connect_s) from None
         except httpx.ReadTimeout:
             raise ReadTimeout(self.limits.read_s) from None
+        except httpx.RemoteProtocolError as exc:
+            if "Receive buffer too long" in str(exc):  # h11's cap on a head, in its words
+                raise HeadersTooLarge(f"{H11_MAX_HEAD // 1024} KiB") from None
+            raise
 
     def _exchange(self, request: httpx.Request, deadline: float, raw: bool) -> Answer:
         response = self._client.send(request, stream=True)
@@ -372,3 +375,9 @@ class BoundedClient:
     def close(self) -> None:
         self._client.close()
         self._worker.shutdown(wait=False, cancel_futures=True)
+
+    def __enter__(self) -> BoundedClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
