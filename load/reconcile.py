@@ -33,6 +33,7 @@ from paysuite_core.target_config import TargetConfig
 from paysuite_core.throttle import Throttle, send_honouring
 from paysuite_core.tls import TLSSettings
 from paysuite_core.tokens import PlainAnswer, Request, Send, TokenFlow
+from paysuite_core.url_paths import segment
 
 if TYPE_CHECKING:  # gevent: not imported where reconcile is only read
     from gevent.queue import Queue
@@ -249,10 +250,11 @@ def check_one(
     merchant = record.get("merchant", "")
     ref = record["ref"]
     headers = tokens.header(session, merchant)
-    found = session.get(f"{base_url}/transactions/find/{ref}", headers=headers)
+    find = f"{base_url}/transactions/find/{segment(ref)}"  # the target's ref: one segment
+    found = session.get(find, headers=headers)
     if found.status_code == 401:  # the token expired during a long reconciliation
         headers = tokens.header(session, merchant, stale=headers["Authorization"][7:])
-        found = session.get(f"{base_url}/transactions/find/{ref}", headers=headers)
+        found = session.get(find, headers=headers)
     if found.status_code == 404:
         return "missing"
     if not 200 <= found.status_code < 300:
