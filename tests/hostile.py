@@ -27,7 +27,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -375,10 +375,26 @@ def _tree_rss_bytes(pid: int) -> int:
     return total
 
 
-def run_bounded(command: list[str], budget_s: float, **popen: Any) -> Finished:
+def _quietly(action: Callable[[], object]) -> None:
+    try:
+        action()
+    except Exception:  # noqa: BLE001, S110 - the client's failure shows in the command's result
+        pass
+
+
+def run_bounded(
+    command: list[str],
+    budget_s: float,
+    during: Callable[[], object] | None = None,
+    **popen: Any,
+) -> Finished:
     """Run ``command`` (its own process group) sampling its tree's memory every 0.1 s; kill the
-    group at ``budget_s``. The test then asserts on the exit status, the time and the peak."""
+    group at ``budget_s``. The test then asserts on the exit status, the time and the peak.
+    ``during``: what a client does meanwhile (in a thread: a request through a proxy started by
+    ``command``, a delivery to a listener); an exception of its own is not the command's."""
     started = time.monotonic()
+    if during is not None:
+        threading.Thread(target=_quietly, args=(during,), daemon=True).start()
     process = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
