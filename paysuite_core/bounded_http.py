@@ -80,8 +80,10 @@ MAX_HEADER_BYTES = 64 * 1024
 H11_MAX_HEAD = 100 * 1024
 
 
-class HeadersTooLarge(Exception):
-    """The target's head passed ``MAX_HEADER_LINES`` or ``MAX_HEADER_BYTES``: not read further."""
+class HeadersTooLarge(httpx.RemoteProtocolError):
+    """The target's head passed ``MAX_HEADER_LINES`` or ``MAX_HEADER_BYTES`` (or h11's cap): not
+    read further. An httpx protocol error, as h11's own refusal was: every caller that takes a
+    transport failure takes this one."""
 
     def __init__(self, limit: str = "") -> None:
         limit = limit or f"{MAX_HEADER_LINES} header lines or {MAX_HEADER_BYTES // 1024} KiB"

@@ -6,7 +6,8 @@ body, a half-sent body) and, for the replay, a HAR file too big to read (by its 
 entry count). Each command meets them where it reads a target: conform and the clients matrix
 past their pre-flight (``api-then-``), load and trigger past authorize (``auth-then-``), the
 proxy as the upstream of a request sent through it, the replay as the target of a recording,
-``webhooks listen`` as the handler it forwards a delivery to, ``webhooks resend`` as the stub.
+``webhooks listen`` as the handler it forwards a delivery to and the target whose events list
+it reads at the end, ``webhooks resend`` as the stub.
 
 ``python tests/test_hostile_battery.py`` runs the battery one case after another and prints the
 table (command, mode, exit status, wall seconds, peak MB of the process tree).
@@ -168,7 +169,8 @@ def _command(command: str, mode: str, server_root: str, config: Path, work: Path
     if command == "listen":
         port = _free_port()
         line = [*PAYSUITE, "webhooks", "listen", "--port", str(port), "--secret", SECRET,
-                "--forward-to", f"{server_root}/hooks", "--forward-timeout", "3",
+                "--config", str(config), "--forward-to", f"{server_root}/hooks",
+                "--forward-timeout", "3",
                 "--duration", "5", "--settle", "0", "--report-dir", report]  # fmt: skip
         return line, _delivery(port)
     if command == "resend":
