@@ -70,6 +70,8 @@ class Row:
     def line(self) -> str:
         missing = f"missing {', '.join(self.reports)}" if self.reports else "written"
         written = missing if self.command in REPORTS else "(none: writes no reports)"
+        if self.mode in HAR_MODES:
+            written = "(none: the file is refused before a run, exit 2)"
         return (
             f"| {self.command} | {self.mode} | {self.exit} | {self.seconds:.1f} | "
             f"{self.peak_mb:.0f} | {written} |"
