@@ -35,7 +35,7 @@ from conformance.http import RecordingClient, Reply, TargetUnreachable
 from conformance.outcome import CouldNotCheck
 from conformance.spec_patch import operations, patch_spec
 from conformance.target import checking_flow
-from paysuite_core import http_clients, tokens
+from paysuite_core import guarded_json, http_clients, tokens
 from paysuite_core.bounded_http import READ_CHUNK, BoundedBody, Limits, ResponseTooLarge
 from paysuite_core.throttle import THROTTLED, Throttle, retry_after_of
 from paysuite_core.tls import TLSSettings
@@ -365,9 +365,7 @@ def _register_hook() -> None:
 
 def _response_json(response: Any) -> Any:
     try:
-        import json
-
-        return json.loads(response.content)
+        return guarded_json.loads(response.content)
     except (ValueError, TypeError, AttributeError):
         return None
 
