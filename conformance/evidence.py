@@ -227,6 +227,9 @@ class ReplayContext:
     config_path: str | None = None
     #: (method, url, access_token_ttl_s) of the configuration's ``short_lived_pair``.
     short_lived: tuple[str, str, float] | None = None
+    #: The pattern a fresh customer number must match; None: numbers are not made fresh (a
+    #: configured list of numbers, or no configuration).
+    number_pattern: str | None = None
 
 
 _CONTEXT = ReplayContext()
@@ -254,6 +257,8 @@ def set_replay_context(config: TargetConfig | None, config_path: str | None = No
     _CONTEXT.names = names
     _CONTEXT.config_path = config_path
     _CONTEXT.short_lived = short
+    fresh = config is not None and not config.numbers
+    _CONTEXT.number_pattern = config.effective_number_pattern if fresh and config else None
 
 
 def app_name(client_id: str) -> str:
@@ -428,6 +433,56 @@ class _Keys:
         return out
 
 
+_BODY_NUMBER = re.compile(r'("number"\s*:\s*")([0-9]{7,})(")')
+_QUERY_NUMBER = re.compile(r"([?&]client=)([0-9]{7,})(?=&|#|$)")
+
+
+class _Numbers:
+    """The run's customer numbers made fresh: ``$PAYSUITE_NUMBER_n``, the number's last six
+    digits drawn again until it matches the target's pattern (a number the run used has the
+    run's transactions; a fresh one has only the replay's). Kept as sent when the target's
+    numbers are a configured list."""
+
+    def __init__(self, steps: Sequence[Recorded] = ()) -> None:
+        self._vars: dict[str, str] = {}  # number -> variable
+        #: Only a number the reproduction's own requests create with is made fresh: one it
+        #: merely reads (a listing of the run's transactions) must stay the run's.
+        self._created = {
+            m.group(2)
+            for step in steps
+            if step.method == "POST"
+            for m in _BODY_NUMBER.finditer(_text(step.wire.request_body))
+        }
+
+    def segments(self, value: str) -> list[Segment]:
+        if _CONTEXT.number_pattern is None or value not in self._created:
+            return [value]
+        var = self._vars.setdefault(value, f"PAYSUITE_NUMBER_{len(self._vars) + 1}")
+        return [_Var(var)]
+
+    def split(self, segments: Sequence[Segment], pattern: re.Pattern[str]) -> list[Segment]:
+        return [
+            piece
+            for segment in segments
+            for piece in (
+                _split_segments(segment, pattern, self.segments)
+                if isinstance(segment, str)
+                else [segment]
+            )
+        ]
+
+    def lines(self) -> list[str]:
+        code = (
+            "import random,re,sys;p,n=sys.argv[1:];c=(n[:-6]+'%06d'%random.randrange(10**6) "
+            "for _ in range(200));print(next((x for x in c if re.fullmatch(p,x)),n))"
+        )
+        return [
+            f"{var}=$(python3 -c {shlex.quote(code)} "
+            f"{shlex.quote(_CONTEXT.number_pattern or '')} {shlex.quote(number)})"
+            for number, var in self._vars.items()
+        ]
+
+
 def key_runs(wire: Exchange) -> set[str]:
     """The random parts of the idempotency keys an exchange carried (header and query)."""
     keys = _Keys()
@@ -569,9 +624,10 @@ class Recorded:
         return truncate(_text(self.wire.request_body), limit) if self._has_body else None
 
     def _curl_words(
-        self, reveal: bool, keys: _Keys | None = None
+        self, reveal: bool, keys: _Keys | None = None, numbers: _Numbers | None = None
     ) -> tuple[list[list[Segment]], _StandIns]:
-        """The curl's words; with ``keys``, its idempotency keys made fresh (a reproduction)."""
+        """The curl's words; with ``keys`` and ``numbers``, its idempotency keys and customer
+        numbers made fresh (a reproduction)."""
         stand_ins = _StandIns()
         words: list[list[Segment]] = [["curl"], ["-sS"], ["-i"], ["-X"], [self.method]]
         for name, value in self.wire.request_headers:
@@ -586,7 +642,10 @@ class Recorded:
                 words.append([f"{name}: {value}"])
         body = self._raw_body()
         if body is not None:
-            words += [["--data-raw"], [body] if reveal else _stand_in_secrets(body, stand_ins)]
+            data: list[Segment] = [body] if reveal else _stand_in_secrets(body, stand_ins)
+            if numbers is not None:
+                data = numbers.split(data, _BODY_NUMBER)
+            words += [["--data-raw"], data]
         url: list[Segment] = [self.wire.url]
         if not reveal:
             url = _split_segments(
@@ -604,6 +663,8 @@ class Recorded:
                     else [segment]
                 )
             ]
+        if numbers is not None:
+            url = numbers.split(url, _QUERY_NUMBER)
         words.append(url)
         return words, stand_ins
 
@@ -821,23 +882,25 @@ class Reproduction:
     def render(self, reveal: bool = False) -> tuple[str, dict[str, str]]:
         """(the script, variable -> client_id of the credentials it needs)."""
         keys = _Keys()
+        numbers = _Numbers(self.steps)
         needs: dict[str, str] = {}
         curls: list[str] = []
         wait = 0.0
         for step in self.steps:
-            words, stand_ins = step._curl_words(reveal, keys)
+            words, stand_ins = step._curl_words(reveal, keys, numbers)
             curls.append(" ".join(_shell_word(word) for word in words))
             for var, owner in stand_ins.needs.items():
                 if owner or var not in needs:
                     needs[var] = owner
             wait = max(wait, stand_ins.short_ttl_s)
-        lines = keys.lines()
+        lines = keys.lines() + numbers.lines()
         if wait:
             lines.append(f"sleep {math.ceil(wait) + 1}  # past the short-lived token's lifetime")
         if self.race:
             lines.append(
-                f"i=0; while [ $i -lt {self.race} ]; do i=$((i+1)); {curls[-1]} & done; wait"
+                f"i=0; while [ $i -lt {self.race} ]; do i=$((i+1)); {curls[0]} & done; wait"
             )
+            lines.extend(curls[1:])  # the read that shows what the race made
         else:
             lines.extend(curls)
         return "\n".join(lines), needs
@@ -860,10 +923,37 @@ def reproduction(shown: Sequence[Recorded], sent: Sequence[Recorded]) -> Reprodu
         return None
     last = shown[-1]
     race = _race(last, sent)
-    if race:
-        return Reproduction([last], race)
-    first = _first_use(last, sent)
-    return Reproduction([first, last] if first is not None else [last])
+    steps = [last]
+    if not race:
+        first = _first_use(last, sent)
+        steps = [first, last] if first is not None else [last]
+    return Reproduction(steps + _read_back(steps, sent), race)
+
+
+_EVENTS_PATH = "/events/transactions"
+_REF_IN = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def _read_back(steps: Sequence[Recorded], sent: Sequence[Recorded]) -> list[Recorded]:
+    """The events listing the check read after ``steps`` about what they sent (their number,
+    a ref in their URLs): what shows a defect the answers do not (a rejected request executed
+    anyway, an event missing)."""
+    wanted: set[str] = set()
+    for step in steps:
+        body = _text(step.wire.request_body)
+        wanted |= {m.group(2) for m in _BODY_NUMBER.finditer(body)}
+        wanted |= set(_REF_IN.findall(urlsplit(step.wire.url).path))
+    if not wanted:
+        return []
+    after = sent[sent.index(steps[-1]) + 1 :] if steps[-1] in sent else []
+    for exchange in after:
+        parts = urlsplit(exchange.wire.url)
+        if exchange.method != "GET" or not parts.path.endswith(_EVENTS_PATH):
+            continue
+        values = {value for _, _, value in (p.partition("=") for p in parts.query.split("&"))}
+        if values & wanted:
+            return [exchange]
+    return []
 
 
 @dataclass
