@@ -386,7 +386,7 @@ class _StandIns:
 
 
 # --- fresh idempotency keys ------------------------------------------------------------------
-_HEX_RUN = re.compile(r"[0-9a-f]{8,}|[0-9A-F]{8,}")
+_HEX_RUN = re.compile(r"[0-9a-fA-F]{8,}")
 _QUERY_KEY = re.compile(r"([?&]idempotency-key=)([^&#]*)", re.IGNORECASE)
 
 
@@ -404,6 +404,8 @@ class _Keys:
         position = 0
         for match in _HEX_RUN.finditer(value):
             run = match.group(0)
+            if run != run.lower() and run != run.upper():
+                continue  # mixed case: not a random part the suite made (kept as sent)
             var, _ = self._vars.setdefault(
                 run.lower(), (f"PAYSUITE_KEY_{len(self._vars) + 1}", len(run))
             )
@@ -416,7 +418,11 @@ class _Keys:
 
     def runs(self, value: str) -> set[str]:
         """The random parts of a key, lower-cased (how two keys are told to be one)."""
-        return {m.group(0).lower() for m in _HEX_RUN.finditer(value)}
+        return {
+            run.lower()
+            for run in (m.group(0) for m in _HEX_RUN.finditer(value))
+            if run in (run.lower(), run.upper())
+        }
 
     def lines(self) -> list[str]:
         """The shell lines that make the variables: a fresh random hex of each length."""
