@@ -451,14 +451,18 @@ class _Numbers:
 
     def __init__(self, steps: Sequence[Recorded] = ()) -> None:
         self._vars: dict[str, str] = {}  # number -> variable
-        #: Only a number the reproduction's own requests create with is made fresh: one it
-        #: merely reads (a listing of the run's transactions) must stay the run's.
-        self._created = {
+        #: Only a number the reproduction's own requests create with and then list is made
+        #: fresh (the listing shows the replay's transactions alone); one it merely reads (a
+        #: listing of the run's transactions) stays the run's, and a creation's own answer
+        #: needs none.
+        created = {
             m.group(2)
             for step in steps
             if step.method == "POST"
             for m in _BODY_NUMBER.finditer(_text(step.wire.request_body))
         }
+        listed = {m.group(2) for step in steps for m in _QUERY_NUMBER.finditer(step.wire.url)}
+        self._created = created & listed
 
     def segments(self, value: str) -> list[Segment]:
         if _CONTEXT.number_pattern is None or value not in self._created:

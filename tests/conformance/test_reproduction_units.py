@@ -103,16 +103,25 @@ def test_a_key_that_is_not_the_point_is_fresh() -> None:
     assert KEY not in script and "PAYSUITE_KEY_1=$(python3 -c" in script
     assert '"Idempotency-Key: $PAYSUITE_KEY_1"' in script
     assert made.render()[0] == script  # rendering twice gives the same lines
+    assert "PAYSUITE_NUMBER" not in script  # the answer shows it: the number needs no change
 
 
 def test_a_reused_key_sends_its_first_request_first_with_the_same_fresh_key() -> None:
     token = _issue("app-w")
     other = _create(token, "ffffffffffffffffffffffffffffffff")
     first, second = _create(token, KEY), _create(token, KEY, status=409)
-    made = reproduction([second], [other, first, second])
-    assert made is not None and made.steps == [first, second]
+    listing = Recorded.build(
+        "GET", f"{BASE}/events/transactions?client=0780000001", {"Authorization": "Bearer x"}, None
+    )
+    made = reproduction([second], [other, first, second, listing])
+    assert made is not None and made.steps == [first, second, listing]  # and what they did
     script = made.render()[0]
     assert script.count('"Idempotency-Key: $PAYSUITE_KEY_1"') == 2 and "KEY_2" not in script
+    # A fresh number: the listing shows the replay's transactions alone.
+    assert script.count('"number": "\'"$PAYSUITE_NUMBER_1"\'"}') == 2
+    assert "/events/transactions?client=$PAYSUITE_NUMBER_1" in script
+    number = _run(script.splitlines()[1] + "; echo $PAYSUITE_NUMBER_1").strip()
+    assert number != "0780000001" and number.startswith("0780") and len(number) == 10
 
 
 def test_keys_keep_their_relations_upper_case_and_length() -> None:
