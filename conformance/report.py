@@ -683,6 +683,7 @@ h1{font-size:1.6em;margin-bottom:.2em}.meta{color:#555;margin-bottom:1.5em}
 .banner{border-radius:6px;padding:.8em 1.2em;margin:1em 0 1.5em;color:#fff}
 .banner .big{font-size:1.5em;font-weight:700;letter-spacing:.04em}
 .banner ul{margin:.4em 0 0;padding-left:1.2em}.banner code{color:inherit}
+.banner .finding{font-weight:700;margin:.3em 0}
 .verdict-pass{background:#0a7a2f}.verdict-fail{background:#b42318}
 .verdict-error{background:#6b21a8}.tls-insecure{font-weight:700}
 table{border-collapse:collapse;width:100%;margin-bottom:1.5em}
