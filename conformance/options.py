@@ -135,7 +135,7 @@ FLAGS = (
     ),
     Flag(
         "--reveal-secrets",
-        "print real tokens in the reports' curl commands (default: $PAYSUITE_TOKEN)",
+        "print real tokens in the reports' curl commands (default: $PAYSUITE_TOKEN_<APP>)",
         switch=True,
     ),
     Flag("--seed", f"seed of the property tests ({DEFAULT_SEED})", "N"),
