@@ -104,6 +104,20 @@ def account(violation: Violation, world: World) -> str:
 _VAR = re.compile(r"[^A-Za-z0-9]")
 
 
+def substitute(command: str, value: str, variable: str) -> str:
+    """``value`` replaced by ``variable`` in a shell command, expanded wherever it stands:
+    inside a single-quoted word the quote is closed around it."""
+    out: list[str] = []
+    position = 0
+    while (found := command.find(value, position)) >= 0:
+        quoted = command.count("'", 0, found) % 2 == 1
+        out.append(command[position:found])
+        out.append(f"'\"{variable}\"'" if quoted else f'"{variable}"')
+        position = found + len(value)
+    out.append(command[position:])
+    return "".join(out)
+
+
 def script(violation: Violation, world: World, exports: list[str]) -> str:
     """A bash script that replays the shown history with fresh keys and the replay's refs."""
     steps = shown_steps(violation, world)
@@ -122,16 +136,17 @@ def script(violation: Violation, world: World, exports: list[str]) -> str:
         for exchange in step.exchanges[-1:]:
             command = exchange.curl()
             for key, name in keys.items():
-                command = command.replace(key, "${" + name + "}")
+                command = substitute(command, key, "${" + name + "}")
             for ref, name in refs.items():
-                command = command.replace(ref, "${" + name + "}")
-                command = command.replace(ref.upper(), "${" + name + "^^}")
+                command = substitute(command, ref, "${" + name + "}")
+                command = substitute(command, ref.upper(), "${" + name + "^^}")
             ref = step.answer.get("ref")
             if isinstance(step.request, Create) and isinstance(ref, str) and step.answer.ok:
                 name = f"REF{len(refs) + 1}"
                 refs[ref] = name
+                quiet = command.replace("curl -sS -i ", "curl -sS ", 1)
                 out.append(
-                    f"{name}=$({command} | python3 -c "
+                    f"{name}=$({quiet} | python3 -c "
                     '\'import json,sys;print(json.load(sys.stdin).get("ref",""))\')'
                 )
                 out.append(f'echo "{name}=${name}"')
