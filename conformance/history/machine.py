@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
 INDEX = st.integers(min_value=0, max_value=7)
 KEYS = st.sampled_from(["none", "fresh", "reuse", "reuse", "long"])
-WAITS = st.sampled_from([0.3, 1.0, 3.5])
-WAIT_PER_HISTORY_S = 4.0
+WAITS = st.sampled_from([0.3, 1.0, 3.2])
+WAIT_PER_HISTORY_S = 3.5
 
 
 def _pick(items: list[str], index: int) -> str | None:

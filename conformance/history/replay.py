@@ -1,10 +1,12 @@
 """A failing history as a person reads it: the numbered steps, where model and target parted,
 what the model allowed, and a bash script of curl commands that replays it.
 
-The shown history is the shortest hypothesis found, cut to its *slice* when that is shorter:
-the steps that touch the failing step's transactions, customer numbers and keys (and those
-steps' own, transitively). The slice is shown only when the model fails it on its own, at its
-last step, for the same family of rules: a counterexample in its own right.
+The shown history is the shortest hypothesis found, cut to its *slice*: the steps that touch
+the failing step's transactions, customer numbers and keys (and those steps' own,
+transitively), then each earlier step left out while the model still fails the rest. Both cuts
+judge the recorded answers again (no request is sent): what is shown is kept only when the
+model fails it on its own, at its last step, for the same family of rules, so it is a
+counterexample in its own right.
 
 The replay uses the suite's curl of each exchange (credentials as environment variables, as
 every curl of the reports) with two substitutions so that it runs again on the same target:
@@ -67,8 +69,22 @@ def slice_of(violation: Violation, world: World) -> list[Step]:
             if not isinstance(step.request, (Authorize, Refresh)):
                 wanted |= names
     kept.reverse()
-    if len(kept) >= len(steps) or not _fails_alone(kept, world, violation.problem.family):
-        return steps
+    family = violation.problem.family
+    if not _fails_alone(kept, world, family):
+        kept = list(steps)
+    return _minimal(kept, world, family)
+
+
+def _minimal(steps: list[Step], world: World, family: str) -> list[Step]:
+    """Each earlier step left out in turn while the model still fails the rest at its last
+    step for ``family``: the recorded answers judged again, no request sent."""
+    kept = list(steps)
+    position = len(kept) - 2
+    while position >= 0:
+        trial = kept[:position] + kept[position + 1 :]
+        if _fails_alone(trial, world, family):
+            kept = trial
+        position -= 1
     return kept
 
 

@@ -24,7 +24,7 @@ from conformance.target import Target
 from paysuite_core.launcher import RunningStub
 from paysuite_core.target_config import load_target_config
 
-BUDGET_S = 12.0
+BUDGET_S = 25.0
 
 
 def _target(stub: RunningStub, tmp_path: Path, profile: str = "seed") -> Target:
