@@ -29,6 +29,7 @@ from conformance.model.records import (
     Request,
 )
 from conformance.model.state import App, State, World
+from paysuite_core.tokens import REFRESH_PATHS
 
 APPS = (
     App("rw1", "read-write", "M1"),
@@ -266,7 +267,7 @@ def test_tokens_expire_and_refresh_obtains_a_pair() -> None:
     )
     longer = run(SEED, state, Authorize("rw1", "s#1", 10.0), ok({"access": "a"}))
     assert problem_of(SEED, longer, mine, Answer(401), at=0.5).family == OVER_TIME
-    refresh = Refresh("rw1", "rw1#1", "rw1#2", "/auth/refresh/{token}", 900.0)
+    refresh = Refresh("rw1", "rw1#1", "rw1#2", REFRESH_PATHS[1], 900.0)
     assert problem_of(SEED, state, refresh, Answer(401)).family == OVER_TIME
     run(SEED, state, refresh, Answer(404))  # one of the two shapes may not be served
     after = run(SEED, state, refresh, ok({"access": "a", "refresh": "r"}))
