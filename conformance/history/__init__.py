@@ -1,0 +1,1 @@
+"""The history phase: random histories against the target, each answer judged by the model."""

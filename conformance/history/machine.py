@@ -1,0 +1,246 @@
+"""hypothesis's stateful testing as the history's author: each rule one request of the document
+(or the customer's answer, or a wait), each history ended by a full re-read.
+
+The machine draws only choices (which application, which of the history's refs, numbers and
+keys, which spelling); values come from the suite's own sources (fresh customer numbers and
+amounts valid for the target, uuid keys), so histories of two runs never collide on a shared
+target. hypothesis shrinks a failing history to the fewest steps that still fail.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, rule
+
+from conformance.history.driver import Driver, Violation
+from conformance.model.records import Spelling
+from paysuite_core.tokens import REFRESH_PATHS
+
+if TYPE_CHECKING:
+    from conformance.history.session import Session
+    from paysuite_core.target_config import Application
+
+INDEX = st.integers(min_value=0, max_value=7)
+KEYS = st.sampled_from(["none", "fresh", "reuse", "reuse", "long"])
+WAITS = st.sampled_from([0.3, 1.0, 3.2])
+WAIT_PER_HISTORY_S = 3.5
+
+
+def _pick(items: list[str], index: int) -> str | None:
+    return items[index % len(items)] if items else None
+
+
+class HistoryMachine(RuleBasedStateMachine):
+    """One history. ``session`` holds the run: its budget, its target and what failed."""
+
+    def __init__(self, session: Session) -> None:
+        super().__init__()
+        self.session = session
+        self.driver: Driver | None = session.new_driver()
+
+    # --- the run's guard --------------------------------------------------------------------
+    def _go(self, action: Callable[[Driver], object]) -> None:
+        driver = self.driver
+        if driver is None or not self.session.may_continue():
+            return
+        try:
+            action(driver)
+        except Violation as violation:
+            self.session.failed(violation)
+            raise
+        except Exception as exc:  # noqa: BLE001 - a run-level stop, reported by the session
+            self.session.stop(exc)
+            self.driver = None
+
+    def _app(self, driver: Driver, index: int) -> Application:
+        apps = list(driver.apps.values())
+        return apps[index % len(apps)]
+
+    def _reader(self, driver: Driver, ref: str) -> Application:
+        txn = driver.state.txn(ref)
+        return driver.reader_of(txn.merchant if txn is not None else None)
+
+    # --- rules ----------------------------------------------------------------------------
+    @rule(
+        kind=st.sampled_from(["CASHIN", "CASHOUT"]),
+        app=INDEX,
+        key=KEYS,
+        key_index=INDEX,
+        channel=st.sampled_from(["header", "query"]),
+        again=st.booleans(),
+        number_index=INDEX,
+    )
+    def create(
+        self,
+        kind: str,
+        app: int,
+        key: str,
+        key_index: int,
+        channel: str,
+        again: bool,
+        number_index: int,
+    ) -> None:
+        def go(driver: Driver) -> None:
+            number = _pick(driver.numbers, number_index) if again else None
+            if number is None:
+                number = driver.target.number()
+                driver.numbers.append(number)
+            chosen: str | None = None
+            if key == "fresh" or (key == "reuse" and not driver.keys):
+                chosen = uuid.uuid4().hex
+            elif key == "reuse":
+                chosen = _pick(driver.keys, key_index)
+            elif key == "long":
+                chosen = uuid.uuid4().hex + "x"
+            driver.create(self._app(driver, app), kind, number, chosen, channel)
+
+        self._go(go)
+
+    @rule(kind=st.sampled_from(["CASHIN", "CASHOUT"]), app=INDEX)
+    def create_with_a_trailing_slash(self, kind: str, app: int) -> None:
+        def go(driver: Driver) -> None:
+            number = driver.target.number()
+            driver.numbers.append(number)
+            driver.create(self._app(driver, app), kind, number, uuid.uuid4().hex, "header", "slash")
+
+        self._go(go)
+
+    @rule(
+        ref=INDEX, app=INDEX, spelling=st.sampled_from(["canonical", "canonical", "upper", "slash"])
+    )
+    def find(self, ref: int, app: int, spelling: Spelling) -> None:
+        def go(driver: Driver) -> None:
+            chosen = _pick(driver.refs, ref) or driver.unknown_ref()
+            driver.find(self._app(driver, app), chosen, spelling)
+
+        self._go(go)
+
+    @rule(
+        app=INDEX,
+        by=st.sampled_from(["client", "ref", "client+kind", "client+status"]),
+        index=INDEX,
+        paged=st.booleans(),
+        spelling=st.sampled_from(["canonical", "canonical", "other"]),
+    )
+    def list_events(self, app: int, by: str, index: int, paged: bool, spelling: str) -> None:
+        def go(driver: Driver) -> None:
+            chooser = self._app(driver, app)
+            filters: dict[str, str] = {}
+            sent: dict[str, str] = {}
+            spelled: Spelling = "canonical"
+            if by == "ref":
+                ref = _pick(driver.refs, index)
+                if ref is None:
+                    return
+                filters["ref"] = ref
+                if spelling == "other":
+                    spelled, sent = "upper", {"ref": ref.upper()}
+            else:
+                number = _pick(driver.numbers, index)
+                if number is None:
+                    return
+                filters["client"] = number
+                if spelling == "other":
+                    spelled, sent = "country-code", {"client": "25" + number}
+            if by == "client+kind":
+                filters["kind"] = "CASHIN" if index % 2 else "CASHOUT"
+            if by == "client+status":
+                words = sorted({t.word for t in driver.state.txns if t.word} | {"pending"})
+                filters["status"] = words[index % len(words)]
+            if sent:
+                sent = {**filters, **sent}
+            driver.list_events(
+                chooser, filters, limit=2 if paged else None, spelling=spelled, sent=sent or None
+            )
+
+        self._go(go)
+
+    @rule(ref=INDEX, outcome=st.sampled_from(["confirm", "cancel"]))
+    def customer_answers(self, ref: int, outcome: str) -> None:
+        def go(driver: Driver) -> None:
+            chosen = _pick(driver.refs, ref)
+            if chosen is not None:
+                driver.act(chosen, outcome)
+
+        self._go(go)
+
+    @rule(
+        ref=INDEX,
+        first=st.sampled_from(["confirm", "cancel"]),
+        second=st.sampled_from(["confirm", "cancel"]),
+    )
+    def customer_answers_a_settled_transaction(self, ref: int, first: str, second: str) -> None:
+        """The customer answers, the transaction settles (read by find), the customer answers
+        again: a processed transaction never changes."""
+
+        def go(driver: Driver) -> None:
+            chosen = _pick(driver.refs, ref)
+            txn = driver.state.txn(chosen) if chosen is not None else None
+            if chosen is None or txn is None or not txn.pending:
+                return
+            driver.act(chosen, first)
+            driver.await_customers(min(self.session.customer_wait_s(), 3.0), only=chosen)
+            driver.find(driver.reader_of(txn.merchant), chosen)
+            driver.act(chosen, second)
+            driver.find(driver.reader_of(txn.merchant), chosen)
+
+        self._go(go)
+
+    @rule(app=INDEX, path=st.sampled_from(REFRESH_PATHS))
+    def refresh(self, app: int, path: str) -> None:
+        self._go(lambda driver: driver.refresh(self._app(driver, app), path))
+
+    @rule(seconds=WAITS)
+    def wait(self, seconds: float) -> None:
+        """Time passes (a remembered key, a settled status, a pending time-out): at most
+        ``WAIT_PER_HISTORY_S`` in one history, so the budget buys histories, not sleep."""
+
+        def go(driver: Driver) -> None:
+            if driver.waited + seconds <= WAIT_PER_HISTORY_S:
+                driver.waited += seconds
+                self.session.sleep(seconds)
+
+        self._go(go)
+
+    @rule(app=INDEX)
+    def an_expired_token(self, app: int) -> None:
+        """A short-lived pair used after its lifetime (only when the target issues one that
+        expires within a few seconds)."""
+
+        def go(driver: Driver) -> None:
+            ttl = self.session.short_ttl_s
+            if ttl is None or not driver.refs or self.session.expiry_tried:
+                return
+            self.session.expiry_tried = True
+            chosen = self._app(driver, app)
+            label = driver.authorize(chosen, ttl)
+            self.session.sleep(ttl + 2 * driver.world.skew_s + 0.2)
+            driver.find_with(chosen, driver.refs[0], label)
+
+        self._go(go)
+
+    def teardown(self) -> None:
+        """The full re-read: every ref found, every list walked, once late events had time."""
+
+        def go(driver: Driver) -> None:
+            if not driver.steps:
+                return
+            self.session.sleep(driver.world.settle_s + 0.1)
+            driver.await_customers(self.session.customer_wait_s())
+            for ref in list(driver.refs):
+                driver.find(
+                    self._reader(driver, ref), ref, expect_processed=ref in driver.acted_due
+                )
+            for merchant in sorted({t.merchant for t in driver.state.txns}):
+                reader = driver.reader_of(merchant)
+                for number in list(driver.numbers):
+                    driver.walk(reader, {"client": number})
+            self.session.finished(driver)
+
+        self._go(go)
+        if self.driver is not None:
+            self.session.release(self.driver)

@@ -1,0 +1,195 @@
+"""Random histories judged by the executable model (MODEL-001..006, MODEL-008).
+
+The history phase (``conformance.history``) runs once per session, within its own budget
+(``--history-budget``, 30 s by default; 0: not run); each MODEL check reads its family of rules
+from that one run: the shortest history that broke one of them, as a numbered list, the step
+where the model and the target part, what the model allowed, and a script that replays it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from conformance.checks import Level, Profile, Section, check
+from conformance.outcome import CheckFailed, CouldNotCheck, not_applicable
+
+if TYPE_CHECKING:
+    from conformance.history.session import HistoryResult
+    from conformance.target import Target
+
+#: The phase's budget when the run sets none (``--history-budget``).
+DEFAULT_BUDGET_S = 30.0
+#: run_cache keys: the budget the run gives the phase, and the phase's result.
+BUDGET_KEY = "history_budget_s"
+RESULT_KEY = "history"
+_ONE_RUN = threading.Lock()
+
+
+def _run(target: Target, cache: dict[str, Any]) -> HistoryResult:
+    """The history phase, once per session (the first MODEL check pays for all of them)."""
+    budget = float(cache.get(BUDGET_KEY, DEFAULT_BUDGET_S))
+    if budget <= 0:
+        not_applicable("--history-budget 0: the history phase did not run")
+    with _ONE_RUN:
+        if RESULT_KEY not in cache:
+            from conformance.history.run import run_history
+
+            try:
+                cache[RESULT_KEY] = run_history(target, budget, target.seed)
+            except Exception as exc:  # noqa: BLE001 - reported as the check's error
+                cache[RESULT_KEY] = exc
+    result: HistoryResult | Exception = cache[RESULT_KEY]
+    if isinstance(result, Exception):
+        raise RuntimeError(f"the history phase could not complete: {result}") from result
+    return result
+
+
+def _verdict(target: Target, cache: dict[str, Any], check_id: str, expected: str) -> None:
+    from conformance.evidence import replay_exports
+    from conformance.history import replay
+    from conformance.history.session import world_of
+
+    result = _run(target, cache)
+    if result.not_applicable:
+        not_applicable(result.not_applicable)
+    violation = result.failures.get(check_id)
+    world = world_of(target)
+    if violation is not None:
+        shown = replay.shown_steps(violation, world)
+        owners = {
+            getattr(step.request, "app", "") for step in shown if hasattr(step.request, "app")
+        }
+        exports = replay_exports(target.base_url, {"PAYSUITE_TOKEN": owners})
+        error = CheckFailed(
+            replay.account(violation, world),
+            [exchange for step in shown for exchange in step.exchanges][-10:],
+            expected=expected + f"; the model allowed: {violation.problem.allowed}",
+            actual=violation.problem.message,
+        )
+        error.extra_evidence = [
+            {
+                "request": {"history": [step.line()[:500] for step in shown]},
+                "response": {"parted at": len(shown), "problem": violation.problem.message},
+                "curl": replay.script(violation, world, exports),
+            }
+        ]
+        raise error
+    if check_id == "MODEL-008" and result.reference is not None:
+        steps, problem = result.reference
+        raise CheckFailed(
+            f"{problem.message} (at step {len(steps)} of a history)",
+            [exchange for step in steps[-3:] for exchange in step.exchanges],
+            expected=problem.allowed,
+            actual=problem.message,
+        )
+    if result.stopped and not result.passed:
+        raise CouldNotCheck(f"the history phase stopped before any history ended: {result.stopped}")
+    if result.passed == 0:
+        raise CouldNotCheck(
+            f"no history ran to its end within the budget ({result.budget_s:g} s): "
+            "raise --history-budget"
+        )
+    target.note(
+        f"{result.passed} of {result.histories} histories ran to their end "
+        f"({result.steps} requests, {result.duration_s:g} s)"
+        + (f"; stopped: {result.stopped}" if result.stopped else "")
+        + ("; one merchant: isolation not exercised" if result.merchants < 2 else "")
+    )
+
+
+def _model_check(
+    name: str,
+    id: str,
+    level: Level,
+    section: str,
+    title: str,
+    quote: str,
+    expected: str,
+    profile: Profile = "seed",
+) -> None:
+    """Declare one MODEL check: they differ only in their entry; the run is one."""
+
+    def judge(target: Target, run_cache: dict[str, Any]) -> None:
+        _verdict(target, run_cache, id, expected)
+
+    judge.__name__ = judge.__qualname__ = name
+    globals()[name] = check(id, level, section, title, quote, profile)(judge)
+
+
+_model_check(
+    "histories_keep_idempotency",
+    "MODEL-001",
+    "MUST",
+    Section.ERRORS_1,
+    "random histories: a key executes once per merchant, on either channel and kind",
+    "A second cashin or cashout request that reuses an idempotency key already used is "
+    "rejected, and the transaction is not executed twice.",
+    "every reuse refused and nothing executed for it; keys over 32 characters refused",
+)
+_model_check(
+    "histories_keep_privileges_and_merchants",
+    "MODEL-002",
+    "MUST",
+    Section.AUTHENTICATION_5,
+    "random histories: each application does what its privilege names, each merchant sees "
+    "only its own",
+    "An application has a privilege set: read only, read and write, cashin, or cashout.",
+    "no creation by a read-only application, no other merchant's transaction or event",
+)
+_model_check(
+    "histories_keep_the_lifecycle",
+    "MODEL-003",
+    "MUST",
+    Section.STATES,
+    "random histories: one pending transaction per creation, as created, processed once the "
+    "customer answers",
+    "Every transaction starts in the status pending. It stays there until the customer "
+    "confirms or cancels.",
+    "each creation answered and found as sent, pending, then one terminal status",
+)
+_model_check(
+    "histories_keep_events_and_totals",
+    "MODEL-004",
+    "MUST",
+    Section.EVENTS,
+    "random histories: events keep their identity and snapshot; filters, paging and total "
+    "agree with what was created",
+    "Each stage of a transaction is recorded as an event. Events can be listed with filters.",
+    "every event due listed once under each filter, its identity and snapshot kept, the "
+    "total counting them",
+)
+_model_check(
+    "histories_hold_over_time",
+    "MODEL-005",
+    "MUST",
+    Section.STATES,
+    "random histories: what holds later (a settled status, a pending one, a token's lifetime, "
+    "a refresh)",
+    "Other transitions, time-outs and failure causes: not shown. Access tokens typically last "
+    "15 minutes.",
+    "a processed transaction never changes, a pending one waits for the customer, tokens "
+    "work until they expire and not after",
+)
+_model_check(
+    "histories_hold_in_other_spellings",
+    "MODEL-006",
+    "MUST",
+    Section.ENDPOINTS,
+    "random histories: another spelling (upper-case ref, number with 250, trailing slash) "
+    "never reaches what the canonical one is refused",
+    "GET {base_url}/transactions/find/{ref}",
+    "another spelling refused, or answered as the canonical one is",
+)
+_model_check(
+    "histories_follow_the_reference_choices",
+    "MODEL-008",
+    "SHOULD",
+    Section.ENDPOINTS,
+    "random histories: the stub's choices hold (200, 409 on reuse, success/failed, keys per "
+    "merchant, reads by any privilege, the old access token kept on refresh)",
+    "Where the document is silent: docs/reference-choices.md (RC-2, RC-5, RC-6, RC-10, RC-12, "
+    "RC-17).",
+    "the reference choices",
+    profile="reference",
+)
