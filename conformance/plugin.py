@@ -128,6 +128,13 @@ class RunState:
     stopped_answering: str | None = None
     #: Ctrl-C came while checks ran ahead: pytest stops at the first check without a result.
     interrupted: bool = False
+
+    def __post_init__(self) -> None:
+        from conformance.suite.history import BUDGET_KEY
+
+        # The MODEL checks read the phase's budget where they read its result: the run cache.
+        self.cache.setdefault(BUDGET_KEY, self.options.history_budget_s)
+
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
