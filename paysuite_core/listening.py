@@ -122,7 +122,8 @@ class Listening:
         declared = request.content_length
         if declared is None or declared <= self.max_body_bytes:
             return None
-        why = f"the request body ({declared} bytes) exceeds {self.max_body_bytes} bytes"
+        limit = self.max_body_bytes
+        why = f"the request body ({declared} bytes) is larger than the {limit}-byte limit"
         return Refused(413, self.too_large_code, why, close=True)
 
     async def expect_continue(self, request: web.Request) -> None:
@@ -150,7 +151,7 @@ class Listening:
             why = f"the request body did not arrive within {self.body_timeout_s:g} s"
             raise Refused(408, "request_timeout", why, close=True) from None
         except BodyTooLarge:
-            why = f"the request body exceeds {self.max_body_bytes} bytes"
+            why = f"the request body is larger than the {self.max_body_bytes}-byte limit"
             raise Refused(413, self.too_large_code, why, close=True) from None
         except web.RequestPayloadError as exc:  # a coding that does not decode, a bad chunk
             reason = " ".join(str(exc).split()).removeprefix("400, message: ")

@@ -181,7 +181,7 @@ BAD_CHUNK = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nZZ
             "header_too_large",
         ),
         (BAD_CHUNK, 400, "bad_request"),
-    ],  # fmt: skip
+    ],
     ids=["GET", "PUT", "garbage", "NUL", "20 KB header", "bad chunk"],
 )
 def test_every_bad_request_gets_the_receiver_s_json_error(
