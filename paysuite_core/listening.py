@@ -1,6 +1,6 @@
-"""The listening side paysuite's servers share (the webhook receiver, the proxy; the stub takes
-``expect_continue`` and ``runner_options``): bounded in time and size, every refusal in the
-server's own JSON error shape.
+"""The listening side paysuite's servers share (the webhook receiver and the proxy take all of it;
+the stub, which has its own error catalogue and body rules, takes ``expect_continue``): bounded in
+time and size, every refusal in the server's own JSON error shape.
 
 A server faces whatever connects to it, so nothing a client does may hold it open or grow it:
 
@@ -86,6 +86,20 @@ async def read_whole(stream: aiohttp.StreamReader, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+async def expect_continue(request: web.Request, max_body_bytes: int) -> None:
+    """An ``expect_handler``: ``100 Continue`` for a body that will be taken, none for one whose
+    ``Content-Length`` is over ``max_body_bytes`` (the handler answers 413 without waiting for
+    it), and an unknown expectation ignored, which RFC 9110 section 10.1.1 allows, instead of
+    aiohttp's plain-text 417."""
+    expect = request.headers.get("Expect", "")
+    if request.version != HttpVersion11 or expect.lower() != "100-continue":
+        return
+    declared = request.content_length
+    if declared is None or declared <= max_body_bytes:
+        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        request.writer.output_size = 0  # the interim answer is not part of the response
+
+
 @dataclass(eq=False)
 class Refused(Exception):
     """A request the server refuses: answered with the server's JSON error; ``close``: the
@@ -127,16 +141,8 @@ class Listening:
         return Refused(413, self.too_large_code, why, close=True)
 
     async def expect_continue(self, request: web.Request) -> None:
-        """The routes' ``expect_handler``: ``100 Continue`` for a body that will be taken, none for
-        one whose length is refused (the handler answers 413 without waiting for it), and an
-        unknown expectation ignored, which RFC 9110 section 10.1.1 allows, instead of aiohttp's
-        plain-text 417."""
-        expect = request.headers.get("Expect", "")
-        if request.version != HttpVersion11 or expect.lower() != "100-continue":
-            return
-        if self.declared_too_large(request) is None:
-            await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-            request.writer.output_size = 0  # the interim answer is not part of the response
+        """The routes' ``expect_handler`` (``expect_continue`` with this server's limit)."""
+        await expect_continue(request, self.max_body_bytes)
 
     async def read_body(self, request: web.BaseRequest) -> bytes:
         """The whole body, or ``Refused``: 413 from the head or past the limit, 408 when it is not
