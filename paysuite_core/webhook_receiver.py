@@ -137,10 +137,10 @@ class Forwarder:
             why = f"no whole answer within {self.timeout_s:g} s"
         except BodyTooLarge:
             status, code = 502, "handler_answer_too_large"
-            why = f"its {answered} answer's body went past {MAX_BODY_BYTES} bytes"
+            why = f"its {answered} went on past {MAX_BODY_BYTES} bytes"
         except aiohttp.ClientPayloadError as exc:
             status, code = 502, "handler_answer_incomplete"
-            why = f"its {answered} answer's body ended before it was whole ({_cause(exc)})"
+            why = f"its {answered} was cut short: {_cause(exc)}"
         except (aiohttp.ClientError, OSError) as exc:
             status, code = 502, "handler_unreachable"
             why = explain(exc, self.url) or f"{type(exc).__name__}: {exc}"
