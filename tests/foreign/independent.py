@@ -153,10 +153,10 @@ DEFECTS: dict[str, str] = {
     # -- issue 30: new kinds, each breaking a rule of the document; no check was written for them
     # (tests/foreign/model_defects.py gives each its kind) --
     # concurrency across operations: each request right alone, wrong together
-    "pooled-ref-race": "a creation takes the merchant's pre-drawn next ref, then awaits drawing "
-    "the one after: creations at the same instant share one ref (the later overwrites)",
-    "created-event-lost-race": "the created event is appended by copying the event log, "
-    "awaiting, then writing the copy back: of creations at the same instant, events are lost",
+    "pooled-ref-race": "a creation takes the ref pre-drawn for the merchant's customer, then "
+    "awaits drawing the next: two for one customer at once share a ref (the later overwrites)",
+    "created-event-lost-race": "a customer's events are a document read, awaited, then written "
+    "back with the created event: of two creations for one customer at once, one event is lost",
     "key-channels-race": "header and query keys live in two stores, the other channel's read "
     "before an await: one key sent at once in the header and in the query executes twice",
     "customer-answers-race": "the customer's confirm or cancel checks pending, then awaits "
@@ -362,8 +362,8 @@ class State:
         self.key_times: dict[str, float] = {}
         #: The keys of each channel apart (``key-channels-race``).
         self.channel_keys: dict[str, set[str]] = {"header": set(), "query": set()}
-        #: Each merchant's pre-drawn next ref (``pooled-ref-race``).
-        self.ref_pool: dict[str, str] = {}
+        #: The next ref pre-drawn for each merchant's customer (``pooled-ref-race``).
+        self.ref_pool: dict[tuple[str, str], str] = {}
         self.lock = asyncio.Lock()
 
     def has(self, defect: str) -> bool:
@@ -531,19 +531,27 @@ class State:
             self.record(txn, "transaction:created", now)
         return txn
 
-    async def draw_ref(self, merchant: str) -> str:
-        """The ``pooled-ref-race`` defect: the merchant's pre-drawn ref, then (after an await,
-        as a sequence in a database would be) the next one drawn in its place."""
-        ref = self.ref_pool.setdefault(merchant, str(uuid.uuid4()))
+    async def draw_ref(self, merchant: str, number: str) -> str:
+        """The ``pooled-ref-race`` defect: the ref pre-drawn for the merchant's customer (the id
+        of the prompt their phone will show), then, after an await (a sequence in a database),
+        the next one drawn in its place."""
+        ref = self.ref_pool.setdefault((merchant, number), str(uuid.uuid4()))
         await asyncio.sleep(RACE_GAP_S)
-        self.ref_pool[merchant] = str(uuid.uuid4())
+        self.ref_pool[merchant, number] = str(uuid.uuid4())
         return ref
 
     async def append_created_late(self, txn: Transaction) -> None:
-        """The ``created-event-lost-race`` defect: copy the log, await, write the copy back."""
-        log = list(self.events)
+        """The ``created-event-lost-race`` defect: the customer's events are one document, read,
+        awaited, written back with the created event (last writer wins)."""
+
+        def customers(event: Event) -> bool:
+            return event.merchant == txn.merchant and event.data.get("client") == txn.client
+
+        read = [e for e in self.events if customers(e)]
         await asyncio.sleep(RACE_GAP_S)
-        self.events = [*log, self.make_event(txn, "transaction:created", txn.created_ns)]
+        others = [e for e in self.events if not customers(e)]
+        created = self.make_event(txn, "transaction:created", txn.created_ns)
+        self.events = sorted([*others, *read, created], key=lambda e: e.created_ns)
 
 
 # --- request helpers ------------------------------------------------------------------------
@@ -734,7 +742,7 @@ async def create(request: web.Request, kind: str, privileged: bool = True) -> we
     channel = key_channel(request)
     if key is not None:
         key = await racy_key_steps(request, kind, key, channel)
-    ref = await state.draw_ref(app.merchant) if state.has("pooled-ref-race") else None
+    ref = await state.draw_ref(app.merchant, number) if state.has("pooled-ref-race") else None
     async with state.lock:
         if key is not None and state.key_used(key, channel):
             if state.has("key-reuse-executes"):

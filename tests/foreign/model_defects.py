@@ -23,7 +23,7 @@ KINDS = ("concurrency", "time", "spelling", "derived")
 MODEL_DEFECTS: dict[str, str] = {
     # concurrency across operations: each request right alone, wrong together
     "pooled-ref-race": "concurrency",  # ref: unique, generated at creation
-    "created-event-lost-race": "concurrency",  # a created event for every accepted request
+    "created-event-lost-race": "concurrency",  # a created event for every transaction
     "key-channels-race": "concurrency",  # one request executes at most once, header or query
     "customer-answers-race": "concurrency",  # pending until the customer confirms OR cancels
     "total-across-await": "concurrency",  # total: the number of matching events

@@ -946,7 +946,9 @@ def _customer_answers_race(s: Session) -> bool:
     ref = s.created_ref()
     confirm, cancel = s.config.customer.confirm, s.config.customer.cancel
     assert confirm is not None and cancel is not None
-    calls = [(t.method, t.url(ref), {}) for t in (confirm, cancel)] * 2
+    calls: list[tuple[str, str, dict[str, Any]]] = [
+        (t.method, t.url(ref), {}) for t in (confirm, cancel)
+    ] * 2
     answered = sum(a.status_code == 200 for a in _at_once(calls))
     processed = s.events(ref=ref, **{"event-kind": "transaction:processed"})["total"]
     return answered != 1 or processed != 1
