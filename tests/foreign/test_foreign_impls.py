@@ -915,6 +915,7 @@ def _at_once(calls: list[tuple[str, str, dict[str, Any]]]) -> list[httpx.Respons
 def _creation(
     s: Session, number: str, amount: Any = 100, **headers: str
 ) -> tuple[str, str, dict[str, Any]]:
+    """A cashin for ``number`` as a call of ``_at_once``, with any extra headers."""
     url = f"{s.base}/transactions/cashin"
     body = {"amount": amount, "number": number}
     return "POST", url, {"json": body, "headers": {**s.headers(), **headers}}
