@@ -34,6 +34,14 @@ def _pick(items: list[str], index: int) -> str | None:
     return items[index % len(items)] if items else None
 
 
+def _may(app: Application, kind: str) -> bool:
+    return app.can_cashin() if kind == "CASHIN" else app.can_cashout()
+
+
+def _other(kind: str) -> str:
+    return "CASHOUT" if kind == "CASHIN" else "CASHIN"
+
+
 class HistoryMachine(RuleBasedStateMachine):
     """One history. ``session`` holds the run: its budget, its target and what failed."""
 
@@ -85,6 +93,7 @@ class HistoryMachine(RuleBasedStateMachine):
         number_index: int,
     ) -> None:
         def go(driver: Driver) -> None:
+            chooser = self._app(driver, app)
             number = _pick(driver.numbers, number_index) if again else None
             if number is None:
                 number = driver.target.number()
@@ -93,10 +102,49 @@ class HistoryMachine(RuleBasedStateMachine):
             if key == "fresh" or (key == "reuse" and not driver.keys):
                 chosen = uuid.uuid4().hex
             elif key == "reuse":
-                chosen = _pick(driver.keys, key_index)
+                # a key that executed for this application's merchant first (the reuse the
+                # rule is about); another merchant's, or a refused creation's, only when the
+                # merchant has none: drawn from every key, most reuses were no reuse at all
+                own = [
+                    k for k in driver.keys if driver.state.key_use(chooser.merchant, k) == "used"
+                ]
+                chosen = _pick(own or driver.keys, key_index)
             elif key == "long":
                 chosen = uuid.uuid4().hex + "x"
-            driver.create(self._app(driver, app), kind, number, chosen, channel)
+            driver.create(chooser, kind, number, chosen, channel)
+
+        self._go(go)
+
+    @rule(
+        kinds=st.tuples(
+            st.sampled_from(["CASHIN", "CASHOUT"]), st.sampled_from(["CASHIN", "CASHOUT"])
+        ),
+        apps=st.tuples(INDEX, INDEX),
+        channels=st.tuples(
+            st.sampled_from(["header", "query"]), st.sampled_from(["header", "query"])
+        ),
+    )
+    def create_then_reuse_its_key(
+        self, kinds: tuple[str, str], apps: tuple[int, int], channels: tuple[str, str]
+    ) -> None:
+        """A creation that executes, then its key again from an application of the same merchant
+        (either kind, either channel): the reuse the key rule is about, drawn at once. Left to
+        ``create``'s own draws, a reuse by the right merchant of a key that executed is a rare
+        coincidence of a few independent choices."""
+
+        def go(driver: Driver) -> None:
+            creators = [a for a in driver.apps.values() if a.can_cashin() or a.can_cashout()]
+            first = creators[apps[0] % len(creators)]
+            kind = kinds[0] if _may(first, kinds[0]) else _other(kinds[0])
+            peers = [a for a in driver.apps.values() if a.merchant == first.merchant]
+            key = uuid.uuid4().hex
+            for app, sent, channel in (
+                (first, kind, channels[0]),
+                (peers[apps[1] % len(peers)], kinds[1], channels[1]),
+            ):
+                number = driver.target.number()
+                driver.numbers.append(number)
+                driver.create(app, sent, number, key, channel)
 
         self._go(go)
 
@@ -184,7 +232,10 @@ class HistoryMachine(RuleBasedStateMachine):
                 return
             driver.act(chosen, first)
             driver.await_customers(min(self.session.customer_wait_s(), 3.0), only=chosen)
-            driver.find(driver.reader_of(txn.merchant), chosen)
+            # once the driver's whole time-out passed, pending is no answer any more
+            driver.find(
+                driver.reader_of(txn.merchant), chosen, expect_processed=chosen in driver.acted_due
+            )
             driver.act(chosen, second)
             driver.find(driver.reader_of(txn.merchant), chosen)
 
