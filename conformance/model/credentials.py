@@ -94,3 +94,13 @@ def refresh(world: World, state: State, request: Refresh, answer: Answer, at: fl
     state = state.with_token(replace(old, spent=True, standing=standing))
     new = Token(label=request.label, app=request.app, expires=at + request.ttl_s)
     return allow(state.with_token(new))
+
+
+def spend(world: World, state: State, request: Refresh) -> Judged:
+    """A refresh that got no answer, had it taken effect: its refresh token is spent (the new
+    pair never reached the history, so nothing else changes)."""
+    old = state.token(request.token)
+    if old is None or (old.spent and world.refresh_rotation):
+        return allow(state)
+    standing = "ref-live" if old.standing == "live" else old.standing
+    return allow(state.with_token(replace(old, spent=True, standing=standing)))

@@ -114,6 +114,10 @@ class State:
     refused: frozenset[tuple[str, str, float, str]] = frozenset()
     #: refresh paths the target answered 404 (not served: it may serve one shape only)
     unserved: frozenset[str] = frozenset()
+    #: (merchant, kind, amount, number) of creations that got no answer (a time-out, a cut
+    #: connection) in a state where they took effect: their transaction exists under a ref the
+    #: history never learnt, until an event shows it (``events.adopt_landed``)
+    landed: frozenset[tuple[str, str, float, str]] = frozenset()
 
     # --- look-ups ---------------------------------------------------------------------
     def txn(self, ref: str) -> Txn | None:
