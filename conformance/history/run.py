@@ -2,7 +2,9 @@
 
 hypothesis runs the ``HistoryMachine`` (``run_state_machine_as_test``'s own test, seeded from
 the run's ``--seed``; no example database, no deadline) on requests through a client of the
-phase's own under the run's limits and throttle, every request cut at the phase's budget.
+phase's own under the run's limits and throttle, every request cut at the phase's budget; then,
+in the budget's last share, the concurrent histories (``concurrent``: threads at once, judged by
+the linearizability checker).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from conformance.history import concurrent
 from conformance.history.machine import HistoryMachine
 from conformance.history.session import HISTORIES, STEPS, HistoryResult, Session
 from conformance.http import RecordingClient
@@ -50,7 +53,8 @@ def run_history(target: Target, budget_s: float, seed: int) -> HistoryResult:
     client = RecordingClient(
         target.base_url, lambda: None, target.limits, target.throttle, target.tls
     )
-    session = Session(target, client, budget_s)
+    share = concurrent.budget_share(budget_s)
+    session = Session(target, client, budget_s - share)
     client.check_deadline = session.deadline + 5.0
 
     class History(HistoryMachine):
@@ -78,5 +82,10 @@ def run_history(target: Target, budget_s: float, seed: int) -> HistoryResult:
         pass  # account (a failure, or "flaky" once the budget ended the replay) adds nothing
     finally:
         client.close()
+    if session.result.stopped is None:
+        # the rest of the budget: the concurrent histories (MODEL-007)
+        session.result.concurrent = concurrent.run_concurrent(
+            target, session.world, session.started + budget_s
+        )
     session.result.duration_s = round(time.monotonic() - session.started, 3)
     return session.result
