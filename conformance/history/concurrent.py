@@ -8,7 +8,8 @@ threads start each round on a barrier, so that their requests are in flight toge
 1. creations at the same instant by one merchant for one customer, each with a fresh key (each
    must create its own transaction under its own ref), another application creating for the
    same customer, and the list of that customer read meanwhile (total and rows explainable);
-2. one fresh key sent at once in the header and in the query, by both kinds (one effect at most);
+2. one fresh key sent at once in the header and in the query, another in the query by both
+   kinds (one execution per key at most);
 3. the customer's confirm racing the customer's cancel on one pending transaction (one terminal
    state, one processed event), with finds and a list of it meanwhile.
 
@@ -300,11 +301,14 @@ def _creations_at_once(cast: _Cast, number: str) -> list[Task]:
 
 
 def _one_key_at_once(cast: _Cast, number: str) -> list[Task]:
-    """Round 2: one fresh key in the header and the query at once, by each kind it can."""
-    key = _key()
+    """Round 2: one fresh key sent at once in the header and in the query (one kind), and
+    another in the query by both kinds: one execution per key at most."""
+    both, other = _key(), _key()
     kinds = cast.kinds()
-    plan = [(kinds[0], "header"), (kinds[0], "query"), (kinds[-1], "header"), (kinds[-1], "query")]
-    return [_create_then_find(cast.writer[k], k, number, key, channel) for k, channel in plan]
+    last = kinds[-1]
+    plan = [(last, both, "header"), (last, both, "query")]
+    plan += [(kinds[0], other, "query"), (last, other, "query")]
+    return [_create_then_find(cast.writer[k], k, number, key, ch) for k, key, ch in plan]
 
 
 def _answers_at_once(cast: _Cast, ref: str) -> list[Task]:
