@@ -8,6 +8,7 @@ threads start each round on a barrier, so that their requests are in flight toge
 1. creations at the same instant by one merchant for one customer, each with a fresh key (each
    must create its own transaction under its own ref), another application creating for the
    same customer, and the list of that customer read meanwhile (total and rows explainable);
+   twice, for two customers, since whether a request lands inside a race's window is luck;
 2. one fresh key sent at once in the header and in the query, another in the query by both
    kinds (one execution per key at most);
 3. the customer's confirm racing the customer's cancel on one pending transaction (one terminal
@@ -29,8 +30,8 @@ import concurrent.futures
 import threading
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from conformance.customer import DriverFailed
@@ -45,6 +46,8 @@ from conformance.outcome import CouldNotCheck
 from paysuite_core.throttle import THROTTLED, Throttle, retry_after_of
 
 if TYPE_CHECKING:
+    import httpx
+
     from conformance.target import Target
     from paysuite_core.target_config import Application
 
@@ -55,6 +58,8 @@ SHARE = 0.25
 MIN_S = 6.0
 #: How long a thread waits for the others at a round's barrier before it goes alone.
 BARRIER_S = 10.0
+#: Lists of round 1 at most (it reads while the creations are in flight, then once more).
+MAX_LISTS = 10
 #: Configurations the checker may visit (a few rounds of four threads need far fewer).
 MAX_CONFIGURATIONS = 200_000
 
@@ -123,8 +128,16 @@ class PacedClient(RecordingClient):
     is when the attempt that counted left. The throttle's last 429 is returned, not raised: the
     model takes it as no effect."""
 
-    def __init__(self, target: Target, evidence: Evidence, throttle: Throttle | None) -> None:
-        super().__init__(target.base_url, lambda: evidence, target.limits, None, target.tls)
+    def __init__(
+        self,
+        target: Target,
+        evidence: Evidence,
+        throttle: Throttle | None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        super().__init__(
+            target.base_url, lambda: evidence, target.limits, None, target.tls, transport
+        )
         self.pace = throttle
         self.sent_at = 0.0
 
@@ -276,10 +289,21 @@ def _cast(target: Target, owner: Driver) -> _Cast:
 
 
 def _creations_at_once(cast: _Cast, number: str) -> list[Task]:
-    """Round 1: one customer's creations at the same instant, a second app's, and the list."""
+    """Round 1: one customer's creations at the same instant, a second application's for the
+    same customer, and that customer's list read again and again until they are answered."""
     kinds = cast.kinds()
     one, two = kinds[0], kinds[-1]
     other = cast.other
+    creating = threading.Semaphore(0)  # released once per answered creation thread
+
+    def made(task: Task) -> Task:
+        def run(racer: Racer) -> None:
+            try:
+                task(racer)
+            finally:
+                creating.release()
+
+        return run
 
     def stranger(r: Racer) -> None:
         if other.can_cashin() or other.can_cashout():
@@ -289,13 +313,18 @@ def _creations_at_once(cast: _Cast, number: str) -> list[Task]:
             r.list_events(other, {"client": number})
 
     def lists(r: Racer) -> None:
-        for _ in range(3):
+        answered = 0
+        for _ in range(MAX_LISTS):
             r.list_events(cast.reader, {"client": number})
+            while answered < 3 and creating.acquire(blocking=False):
+                answered += 1
+            if answered == 3:
+                break
 
     return [
-        _create_then_find(cast.writer[one], one, number, _key(), "header"),
-        _create_then_find(cast.writer[two], two, number, _key(), "query"),
-        stranger,
+        made(_create_then_find(cast.writer[one], one, number, _key(), "header")),
+        made(_create_then_find(cast.writer[two], two, number, _key(), "query")),
+        made(stranger),
         lists,
     ]
 
@@ -352,13 +381,15 @@ def run_concurrent(target: Target, world: World, deadline: float) -> ConcurrentR
         result.not_applicable = reason
         return result
     started = time.monotonic()
+    numbers = [target.number() for _ in range(4)]  # drawn first: a pattern may take a while
+    world = replace(world, own_numbers=frozenset(numbers))
     log = _Log()
     owner = Racer(target, world, log, 0, deadline)
     racers = [Racer(target, world, log, n, deadline) for n in range(1, THREADS + 1)]
     saved = target.current  # the running check's evidence: the owner records apart
     try:
         owner.enter()
-        _play(target, world, owner, racers, deadline)
+        _play(target, world, owner, racers, numbers, deadline)
     except Exception as exc:  # noqa: BLE001 - the target stopped answering: undecided, said
         result.stopped = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
     finally:
@@ -380,22 +411,38 @@ def run_concurrent(target: Target, world: World, deadline: float) -> ConcurrentR
     return result
 
 
-def _play(target: Target, world: World, owner: Racer, racers: list[Racer], deadline: float) -> None:
+def _play(
+    target: Target,
+    world: World,
+    owner: Racer,
+    racers: list[Racer],
+    numbers: list[str],
+    deadline: float,
+) -> None:
     cast = _cast(target, owner)
-    for app in {cast.reader.client_id: cast.reader, cast.other.client_id: cast.other,
-                **{a.client_id: a for a in cast.writer.values()}}.values():  # fmt: skip
-        owner.authorize(app)
+    apps = {a.client_id: a for a in (cast.reader, cast.other, *cast.writer.values())}
     for racer in racers:
-        racer.share_tokens(owner)
-    numbers = [target.number() for _ in range(3)]
+        racer.share_tokens(owner)  # the same dicts: a pair authorized anew reaches every thread
+    _fresh_pairs(owner, apps.values())
     kind = cast.kinds()[0]
     pending = owner.create(cast.writer[kind], kind, numbers[2], _key(), "header")
     ref = pending.get("ref")
-    _round(racers, _creations_at_once(cast, numbers[0]))
+    for number in (numbers[0], numbers[3]):  # twice: a race's window is a matter of luck
+        _round(racers, _creations_at_once(cast, number))
+        _fresh_pairs(owner, apps.values())
     _round(racers, _one_key_at_once(cast, numbers[1]))
     if pending.ok and isinstance(ref, str):
+        _fresh_pairs(owner, apps.values())
         _round(racers, _answers_at_once(cast, ref))
     _reread(target, world, owner, racers, cast.reader, numbers, deadline)
+
+
+def _fresh_pairs(owner: Racer, apps: Iterable[Application]) -> None:
+    """A pair authorized just now for each application, before each round and the re-read:
+    a target may issue access tokens that live a second or two, and a round must not run
+    into their expiry (the model would then excuse every refusal)."""
+    for app in apps:
+        owner.authorize(app)
 
 
 def _reread(
@@ -413,8 +460,12 @@ def _reread(
     refs = list(dict.fromkeys(ref for r in (owner, *racers) for ref in r.refs))
     acted = {ref for r in racers for ref in r.acted}
     wait = max(0.0, min(target.driver_timeout(), deadline - time.monotonic()))
+    _fresh_pairs(owner, [reader])
     _await(owner, reader, acted, wait)
     merchants = sorted({a.merchant for a in target.apps() if a.client_id in owner.labels})
+    _fresh_pairs(
+        owner, {owner.reader_of(m).client_id: owner.reader_of(m) for m in merchants}.values()
+    )
     for ref in refs:
         for merchant in merchants:
             owner.find(owner.reader_of(merchant), ref)

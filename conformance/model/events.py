@@ -66,6 +66,7 @@ def owned(world: World, state: State, filters: dict[str, str]) -> bool:
         return state.txn(filters["ref"]) is not None
     if "client" in filters and world.unique_numbers:
         numbers = [t.number for t in state.txns] + [number for *_, number in state.landed]
+        numbers += sorted(world.own_numbers)
         return any(same_number(number, filters["client"]) for number in numbers)
     return False
 

@@ -59,6 +59,9 @@ class World:
     unique_numbers: bool = True
     #: Slack around a token's expiry and a declared time-out (clocks and transit).
     skew_s: float = 1.0
+    #: Customer numbers drawn for the history before any request (the concurrent histories'):
+    #: a list under one is the history's own even where no creation of it is placed yet.
+    own_numbers: frozenset[str] = frozenset()
 
     def app(self, client_id: str) -> App:
         for app in self.apps:

@@ -253,3 +253,41 @@ def test_one_application_is_not_applicable(
     )
     target = Target(load_target_config(config_path), "http://127.0.0.1:9/api")
     assert "one application" in (why_not(target) or "")
+
+
+def test_a_429_is_no_call_and_the_call_starts_when_the_attempt_that_counted_left() -> None:
+    """The thread's client sends again after a 429 (the run's throttle decides the wait) and
+    the recorded call's interval starts at that attempt, not at the first one."""
+    import httpx
+
+    from conformance.history import concurrent
+    from paysuite_core.target_config import Application
+    from paysuite_core.throttle import Throttle
+    from paysuite_core.tokens import TokenPair
+
+    ref = str(uuid.uuid4())
+    answers = [
+        httpx.Response(429, headers={"Retry-After": "0"}, json={"message": "slow down"}),
+        httpx.Response(201, json={"ref": ref, "kind": "CASHIN", "status": "pending"}),
+    ]
+    answered: list[float] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        answered.append(time.monotonic())
+        return answers.pop(0)
+
+    target = Target(None, "http://target.test/api")
+    log = concurrent._Log()
+    racer = concurrent.Racer(target, WORLD, log, 1, time.monotonic() + 30)
+    racer.paced = concurrent.PacedClient(
+        target, racer.evidence, Throttle(10), httpx.MockTransport(handler)
+    )
+    racer.client = racer.paced
+    app = Application(client_id="rw1", client_secret="s")
+    racer.labels["rw1"] = "rw1#1"
+    racer.pairs["rw1"] = TokenPair("t", None, None, time.time(), time.time() + 900)
+    before = time.monotonic()
+    racer.create(app, "CASHIN", NUMBER, uuid.uuid4().hex, "header")
+    (call,) = log.calls
+    assert call.answer.status == 201 and len(racer.evidence.exchanges) == 2
+    assert call.invoked >= answered[0] > before  # after the 429 was answered
