@@ -12,6 +12,7 @@ from typing import Any
 from paysuite_core.request_data import same_number
 from paysuite_core.tokens import AUTHORIZE_PATH
 from paysuite_core.tokens import REFRESH_PATHS as REFRESH_PATHS
+from paysuite_core.url_paths import segment
 
 CASHIN = "/transactions/cashin"
 CASHOUT = "/transactions/cashout"
@@ -24,7 +25,9 @@ UUID_RE = re.compile(
 
 
 def find_path(ref: str) -> str:
-    return f"/transactions/find/{ref}"
+    """The lookup of ``ref``, one encoded path segment: a ref is the target's word, and a ref
+    holding ``/`` or ``..`` must not send the suite elsewhere."""
+    return f"/transactions/find/{segment(ref)}"
 
 
 def kind_path(kind: str) -> str:

@@ -23,9 +23,11 @@ SECTION_MODULES: tuple[str, ...] = (
     "resources_and_fields",
     "errors",
     "webhooks",
+    "history",
     "properties",
 )
-#: The check groups (the ID's prefix) in the run's order: the property phase comes last.
+#: The check groups (the ID's prefix) in the run's order: the history phase, then the property
+#: phase come last.
 GROUPS: tuple[str, ...] = (
     "AUTH",
     "TXN",
@@ -38,6 +40,7 @@ GROUPS: tuple[str, ...] = (
     "FMT",
     "ERR",
     "WEBHOOK",
+    "MODEL",
     "PROP",
 )
 

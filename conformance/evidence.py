@@ -6,30 +6,47 @@ refresh tokens in a path, and renders two forms):
 
 - the *safe* form (the default, what reports publish): displayed headers and bodies are redacted
   (bearer tokens shortened, client secrets masked, issued tokens in a response shortened) and the
-  curl command names the credentials by environment variable (``$PAYSUITE_TOKEN``,
-  ``$PAYSUITE_REFRESH_TOKEN``, ``$PAYSUITE_CLIENT_SECRET``), so it replays as printed once those
-  are exported (:func:`replay_exports` says how) and a report never leaks a credential;
+  curl command names the credentials by environment variable, one per application
+  (``$PAYSUITE_TOKEN_<APP>``, ``$PAYSUITE_REFRESH_TOKEN_<APP>``, ``$PAYSUITE_CLIENT_SECRET_<APP>``,
+  ``$PAYSUITE_SHORT_TOKEN_<APP>`` for a short-lived pair's; :func:`app_name`), so it replays as
+  printed once those are exported (:func:`replay_exports` says how) and a report never leaks a
+  credential;
 - the *revealed* form (``to_dict(reveal=True)``, ``--reveal-secrets``): the real values
   everywhere, for a private run whose curl must replay without any setup.
 
 A credential the suite derived from a real one (a token with an altered signature, a secret with
-a suffix) cannot be named by a variable without changing the request; such a curl says so in the
-item's ``note`` rather than silently replaying something else. To tell a credential the target
-issued from one the suite made up, exchanges remember (process-wide, bounded) the tokens that
-authorize and refresh answered and the secrets that authorize accepted.
+a suffix) is rebuilt in the curl from the variable (``$(python3 -c ...)`` keeps the parts it
+shares with an issued token and adds what the suite changed), so a forgery replays as a forgery of
+a fresh token; one that shares too little with any issued credential says so in the item's
+``note`` rather than silently replaying something else. To tell a credential the target issued from
+one the suite made up, exchanges remember (process-wide, bounded) the tokens that authorize and
+refresh answered, when and with which ``expires``, and the secrets that authorize accepted.
+
+A failed check's *reproduction* (:func:`reproduction`) is more than its last curl: the requests
+that show the defect on their own, run in a fresh shell after the exports. Idempotency keys are
+fresh (``$PAYSUITE_KEY_n``, made by the script) so a replay is not answered "key reused" for the
+run's own key; a reused key's first request is sent first with the same fresh key; requests the
+check sent at once (a race) are sent at once again; a short-lived token is waited out first.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from paysuite_core.exchange import Exchange
-from paysuite_core.tokens import AUTHORIZE_PATH
+from paysuite_core.tokens import AUTHORIZE_PATH, parse_expires
+
+if TYPE_CHECKING:
+    from paysuite_core.target_config import TargetConfig
 
 MAX_BODY_CHARS = 2000
 #: A request body kept for the curl is never cut at 2000 characters (it would not replay), but a
@@ -86,40 +103,85 @@ def safe_headers(headers: Mapping[str, str]) -> dict[str, str]:
 
 
 # --- credentials the target issued or accepted ---------------------------------------------
+@dataclass(frozen=True)
+class Issued:
+    """Who a credential belongs to ("" when unknown) and, for an issued access token, when it
+    was issued and when its ``expires`` said it would expire (Unix seconds); ``short``: issued by
+    the configuration's ``short_lived_pair`` route."""
+
+    client_id: str
+    issued_at: float = 0.0
+    expires_at: float | None = None
+    short: bool = False
+
+
 class _Known:
-    """Credential value -> the client_id it belongs to ("" when unknown), oldest dropped first.
+    """Credential value -> ``Issued``, oldest dropped first.
 
     Process-wide on purpose: a token is issued in one check (or the session's set-up) and sent in
     another, and the values are random, so nested sessions cannot confuse each other.
     """
 
     def __init__(self, limit: int = 4096) -> None:
-        self._owners: dict[str, str] = {}
+        self._owners: dict[str, Issued] = {}
         self._limit = limit
 
-    def add(self, value: Any, client_id: str) -> None:
+    def add(self, value: Any, client_id: str, **facts: Any) -> None:
         if not isinstance(value, str) or not value:
             return
         self._owners.pop(value, None)
-        self._owners[value] = client_id
+        self._owners[value] = Issued(client_id, **facts)
         while len(self._owners) > self._limit:
             del self._owners[next(iter(self._owners))]
 
-    def match(self, value: str) -> tuple[str, str] | None:
-        """(known value, client_id) equal to ``value`` or, failing that, its longest prefix."""
+    def get(self, value: str) -> Issued | None:
+        return self._owners.get(value)
+
+    def match(self, value: str) -> tuple[str, Issued] | None:
+        """(known value, its facts) equal to ``value`` or, failing that, its longest prefix."""
         if value in self._owners:
             return value, self._owners[value]
-        best: tuple[str, str] | None = None
-        for known, owner in self._owners.items():
+        best: tuple[str, Issued] | None = None
+        for known, owner in list(self._owners.items()):
             if len(known) >= 8 and value.startswith(known):
                 if best is None or len(known) > len(best[0]):
                     best = (known, owner)
         return best
 
+    def nearest(self, value: str) -> tuple[str, Issued, int, int] | None:
+        """The known value sharing the most with ``value`` at its two ends: (known, facts,
+        common prefix, common suffix), when what they share is most of ``value`` (a forgery
+        that altered a signature, stripped it, or appended to a secret); else None."""
+        best: tuple[str, Issued, int, int] | None = None
+        for known, owner in list(self._owners.items()):
+            head = _common(value, known)
+            limit = min(len(value), len(known)) - head
+            tail = min(_common(value[::-1], known[::-1]), limit)
+            if best is None or head + tail > best[2] + best[3]:
+                best = (known, owner, head, tail)
+        if best is None or best[2] + best[3] < max(8, len(value) // 2):
+            return None
+        return best
+
+
+def _common(one: str, other: str) -> int:
+    """The length of the common prefix of two strings."""
+    size = 0
+    for a, b in zip(one, other, strict=False):
+        if a != b:
+            break
+        size += 1
+    return size
+
 
 _ACCESS = _Known()
 _REFRESH = _Known()
 _SECRETS = _Known()
+
+
+def issued(token: str) -> Issued | None:
+    """What the run knows of an access token it was issued (None: not one it saw issued)."""
+    return _ACCESS.get(token)
 
 
 def _learn(exchange: Recorded) -> None:
@@ -145,9 +207,76 @@ def _learn(exchange: Recorded) -> None:
     path_token = _REFRESH_PATH.search(exchange.wire.url)
     if not client_id and path_token:
         known = _REFRESH.match(path_token.group(2))
-        client_id = known[1] if known else ""
-    _ACCESS.add(answer.get("access"), client_id)
+        client_id = known[1].client_id if known else ""
+    now = time.time()
+    expires_at: float | None = parse_expires(answer.get("expires"), answer["access"], now, 0)
+    if expires_at == now:  # neither ``expires`` nor the JWT said: no expiry known
+        expires_at = None
+    short = _CONTEXT.short_lived is not None and exchange.wire.url == _CONTEXT.short_lived[1]
+    _ACCESS.add(answer["access"], client_id, issued_at=now, expires_at=expires_at, short=short)
     _REFRESH.add(answer.get("refresh"), client_id)
+
+
+# --- the run's applications, by name ---------------------------------------------------------
+@dataclass
+class ReplayContext:
+    """What the exports need to know of the run: each application's name (client_id -> APP),
+    the configuration file the secrets are read from, the short-lived pair's route."""
+
+    names: dict[str, str] = field(default_factory=dict)
+    config_path: str | None = None
+    #: (method, url, access_token_ttl_s) of the configuration's ``short_lived_pair``.
+    short_lived: tuple[str, str, float] | None = None
+    #: The pattern a fresh customer number must match; None: numbers are not made fresh (a
+    #: configured list of numbers, or no configuration).
+    number_pattern: str | None = None
+
+
+_CONTEXT = ReplayContext()
+
+
+def _upper_word(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").upper()
+
+
+def set_replay_context(config: TargetConfig | None, config_path: str | None = None) -> None:
+    """Name the run's applications (``<MERCHANT>_<PRIVILEGE>``, a number added where two share
+    both) and say where their secrets are: the variables of the reports' curls follow."""
+    names: dict[str, str] = {}
+    short: tuple[str, str, float] | None = None
+    if config is not None:
+        taken: dict[str, int] = {}
+        for app in config.applications:
+            base = _upper_word(f"{app.merchant}_{app.privilege}") or "APP"
+            taken[base] = taken.get(base, 0) + 1
+            names[app.client_id] = base if taken[base] == 1 else f"{base}_{taken[base]}"
+        pair = config.short_lived_pair
+        if pair is not None:
+            action = pair.authorize
+            short = (action.method, action.url_template, float(pair.access_token_ttl_s))
+    _CONTEXT.names = names
+    _CONTEXT.config_path = config_path
+    _CONTEXT.short_lived = short
+    fresh = config is not None and not config.numbers
+    _CONTEXT.number_pattern = config.effective_number_pattern if fresh and config else None
+
+
+def app_name(client_id: str) -> str:
+    """The application's name in variable names: the run's (``DEMO01_READ_WRITE``), else its
+    client_id upper-cased, non-alphanumerics as ``_``."""
+    return _CONTEXT.names.get(client_id) or _upper_word(client_id)[:40] or "APP"
+
+
+#: The kinds of credential variable, by the key of the pair (or body) that fills them.
+_KINDS = ("TOKEN", "REFRESH_TOKEN", "CLIENT_SECRET", "SHORT_TOKEN")
+_VARS: dict[str, tuple[str, str]] = {}  # variable -> (kind, client_id)
+
+
+def var_name(kind: str, client_id: str) -> str:
+    """``PAYSUITE_TOKEN_DEMO01_READ_WRITE``; ``PAYSUITE_TOKEN`` when the owner is unknown."""
+    name = f"PAYSUITE_{kind}" + (f"_{app_name(client_id)}" if client_id else "")
+    _VARS[name] = (kind, client_id)
+    return name
 
 
 # --- shell words with environment variables --------------------------------------------------
@@ -158,7 +287,15 @@ class _Var:
     name: str
 
 
-Segment = str | _Var
+@dataclass(frozen=True)
+class _Expr:
+    """A command substitution (``$(...)``) inside a shell word: a value computed from a
+    variable (a forgery of a fresh token, a key upper-cased)."""
+
+    text: str
+
+
+Segment = str | _Var | _Expr
 _DOUBLE_QUOTE_UNSAFE = re.compile(r'["\\$`!]')
 
 
@@ -168,7 +305,7 @@ def _shell_word(segments: Sequence[Segment]) -> str:
     Plain text uses ``shlex.quote``. With a variable, the whole word goes in double quotes when its
     text allows (readable), else single-quoted text is spliced with ``"$VAR"`` (a JSON body).
     """
-    if not any(isinstance(s, _Var) for s in segments):
+    if all(isinstance(s, str) for s in segments):
         return shlex.quote("".join(str(s) for s in segments))
     texts = [s for s in segments if isinstance(s, str)]
     if not any(_DOUBLE_QUOTE_UNSAFE.search(t) for t in texts):
@@ -179,6 +316,8 @@ def _shell_word(segments: Sequence[Segment]) -> str:
                 head = following[:1] if isinstance(following, str) else ""
                 glued = head.isalnum() or head == "_"
                 out.append(f"${{{segment.name}}}" if glued else f"${segment.name}")
+            elif isinstance(segment, _Expr):
+                out.append(segment.text)
             else:
                 out.append(segment)
         return '"' + "".join(out) + '"'
@@ -186,9 +325,18 @@ def _shell_word(segments: Sequence[Segment]) -> str:
     for segment in segments:
         if isinstance(segment, _Var):
             out.append(f'"${segment.name}"')
+        elif isinstance(segment, _Expr):
+            out.append(f'"{segment.text}"')
         elif segment:
             out.append(shlex.quote(segment))
     return "".join(out)
+
+
+def _rebuilt(var: str, head: int, middle: str, tail: int) -> _Expr:
+    """``$VAR``'s first ``head`` and last ``tail`` characters around ``middle``: a forgery of a
+    fresh credential made the way the suite made its own."""
+    code = f"import sys;t=sys.argv[1];print(t[:{head}]+sys.argv[2]+t[len(t)-{tail}:])"
+    return _Expr(f'$(python3 -c {shlex.quote(code)} "${var}" {shlex.quote(middle)})')
 
 
 @dataclass
@@ -197,23 +345,164 @@ class _StandIns:
 
     needs: dict[str, str] = field(default_factory=dict)
     inexact: list[str] = field(default_factory=list)
+    #: The longest short-lived lifetime among the tokens used: the reproduction waits it out.
+    short_ttl_s: float = 0.0
 
-    def stand_in(self, value: str, known: _Known, var: str, what: str) -> list[Segment]:
-        """``value`` as ``$VAR`` (+ the literal suffix the suite appended to a known value)."""
+    def _var(self, kind: str, owner: Issued) -> str:
+        if kind == "TOKEN" and owner.short:
+            kind = "SHORT_TOKEN"
+            if _CONTEXT.short_lived is not None:
+                self.short_ttl_s = max(self.short_ttl_s, _CONTEXT.short_lived[2])
+        var = var_name(kind, owner.client_id)
+        self.needs[var] = owner.client_id
+        return var
+
+    def stand_in(
+        self, value: str, known: _Known, kind: str, what: str, *others: tuple[_Known, str]
+    ) -> list[Segment]:
+        """``value`` as ``$VAR``, or rebuilt from one (the suite's forgery of a known value)."""
+        for store, store_kind in ((known, kind), *others):
+            owner = store.get(value)
+            if owner is not None:
+                return [_Var(self._var(store_kind, owner))]
         match = known.match(value)
-        if match is None:
-            self.needs.setdefault(var, "")
-            self.inexact.append(
-                f"the {what} sent is not one the target issued or accepted in this run (a "
-                f"forgery or a wrong value): ${var} stands in for it, so the replay differs; "
-                "--reveal-secrets prints the exact value"
+        if match is not None:
+            found, owner = match
+            suffix = value[len(found) :]
+            return [_Var(self._var(kind, owner)), suffix]
+        near = known.nearest(value)
+        if near is not None:
+            found, owner, head, tail = near
+            middle = value[head : len(value) - tail]
+            return [_rebuilt(self._var(kind, owner), head, middle, tail)]
+        var = var_name(kind, "")
+        self.needs.setdefault(var, "")
+        self.inexact.append(
+            f"the {what} sent is not one the target issued or accepted in this run (a "
+            f"forgery or a wrong value): ${var} stands in for it, so the replay differs; "
+            "--reveal-secrets prints the exact value"
+        )
+        return [_Var(var)]
+
+
+# --- fresh idempotency keys ------------------------------------------------------------------
+_HEX_RUN = re.compile(r"[0-9a-fA-F]{8,}")
+_QUERY_KEY = re.compile(r"([?&]idempotency-key=)([^&#]*)", re.IGNORECASE)
+
+
+class _Keys:
+    """The run's idempotency keys made fresh: each random part of a key (a run of 8 or more hex
+    digits) becomes ``$PAYSUITE_KEY_n`` of the same length, the same part the same variable
+    wherever it recurs (a reuse, a key in both channels, a key and its upper-cased twin), so
+    the replay keeps every relation between keys and none of the run's values."""
+
+    def __init__(self) -> None:
+        self._vars: dict[str, tuple[str, int]] = {}  # lower-cased run -> (variable, length)
+
+    def segments(self, value: str) -> list[Segment]:
+        out: list[Segment] = []
+        position = 0
+        for match in _HEX_RUN.finditer(value):
+            run = match.group(0)
+            if run != run.lower() and run != run.upper():
+                continue  # mixed case: not a random part the suite made (kept as sent)
+            var, _ = self._vars.setdefault(
+                run.lower(), (f"PAYSUITE_KEY_{len(self._vars) + 1}", len(run))
             )
-            return [_Var(var)]
-        found, owner = match
-        if owner or var not in self.needs:
-            self.needs[var] = owner
-        suffix = value[len(found) :]
-        return [_Var(var), suffix] if suffix else [_Var(var)]
+            out.append(value[position : match.start()])
+            upper = run != run.lower()
+            out.append(_Expr(f'$(printf %s "${var}" | tr a-f A-F)') if upper else _Var(var))
+            position = match.end()
+        out.append(value[position:])
+        return [s for s in out if s != ""]
+
+    def runs(self, value: str) -> set[str]:
+        """The random parts of a key, lower-cased (how two keys are told to be one)."""
+        return {
+            run.lower()
+            for run in (m.group(0) for m in _HEX_RUN.finditer(value))
+            if run in (run.lower(), run.upper())
+        }
+
+    def lines(self) -> list[str]:
+        """The shell lines that make the variables: a fresh random hex of each length."""
+        out = []
+        for var, length in self._vars.values():
+            times = math.ceil(length / 32)
+            made = "uuid.uuid4().hex" if times == 1 else f"(uuid.uuid4().hex*{times})"
+            code = (
+                f"import uuid;print({made}[:{length}])"
+                if length != 32
+                else f"import uuid;print({made})"
+            )
+            out.append(f"{var}=$(python3 -c {shlex.quote(code)})")
+        return out
+
+
+_BODY_NUMBER = re.compile(r'("number"\s*:\s*")([0-9]{7,})(")')
+_QUERY_NUMBER = re.compile(r"([?&]client=)([0-9]{7,})(?=&|#|$)")
+
+
+class _Numbers:
+    """The run's customer numbers made fresh: ``$PAYSUITE_NUMBER_n``, the number's last six
+    digits drawn again until it matches the target's pattern (a number the run used has the
+    run's transactions; a fresh one has only the replay's). Kept as sent when the target's
+    numbers are a configured list."""
+
+    def __init__(self, steps: Sequence[Recorded] = ()) -> None:
+        self._vars: dict[str, str] = {}  # number -> variable
+        #: Only a number the reproduction's own requests create with and then list is made
+        #: fresh (the listing shows the replay's transactions alone); one it merely reads (a
+        #: listing of the run's transactions) stays the run's, and a creation's own answer
+        #: needs none.
+        created = {
+            m.group(2)
+            for step in steps
+            if step.method == "POST"
+            for m in _BODY_NUMBER.finditer(_text(step.wire.request_body))
+        }
+        listed = {m.group(2) for step in steps for m in _QUERY_NUMBER.finditer(step.wire.url)}
+        self._created = created & listed
+
+    def segments(self, value: str) -> list[Segment]:
+        if _CONTEXT.number_pattern is None or value not in self._created:
+            return [value]
+        var = self._vars.setdefault(value, f"PAYSUITE_NUMBER_{len(self._vars) + 1}")
+        return [_Var(var)]
+
+    def split(self, segments: Sequence[Segment], pattern: re.Pattern[str]) -> list[Segment]:
+        return [
+            piece
+            for segment in segments
+            for piece in (
+                _split_segments(segment, pattern, self.segments)
+                if isinstance(segment, str)
+                else [segment]
+            )
+        ]
+
+    def lines(self) -> list[str]:
+        code = (
+            "import random,re,sys;p,n=sys.argv[1:];c=(n[:-6]+'%06d'%random.randrange(10**6) "
+            "for _ in range(200));print(next((x for x in c if re.fullmatch(p,x)),n))"
+        )
+        return [
+            f"{var}=$(python3 -c {shlex.quote(code)} "
+            f"{shlex.quote(_CONTEXT.number_pattern or '')} {shlex.quote(number)})"
+            for number, var in self._vars.items()
+        ]
+
+
+def key_runs(wire: Exchange) -> set[str]:
+    """The random parts of the idempotency keys an exchange carried (header and query)."""
+    keys = _Keys()
+    found: set[str] = set()
+    for name, value in wire.request_headers:
+        if name.lower() == "idempotency-key":
+            found |= keys.runs(value)
+    for match in _QUERY_KEY.finditer(wire.url):
+        found |= keys.runs(match.group(2))
+    return found
 
 
 def _split_segments(
@@ -246,6 +535,11 @@ class EvidenceItem(dict[str, Any]):
 
     def revealed(self) -> dict[str, Any]:
         return self._exchange.to_dict(reveal=True)
+
+
+def wire_of(item: Mapping[str, Any]) -> Exchange | None:
+    """The exchange behind a safe evidence item, real values and all (None: a tool's item)."""
+    return item._exchange.wire if isinstance(item, EvidenceItem) else None
 
 
 def item_form(item: dict[str, Any], *, reveal: bool) -> dict[str, Any]:
@@ -284,6 +578,7 @@ class Recorded:
     ) -> Recorded:
         data = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
         wire = Exchange(method.upper(), url, tuple(headers.items()), data or b"")
+        wire.started = time.time()  # a race is told by requests in flight at once
         return cls(wire, note=note, has_body=body is not None)
 
     def record_response(
@@ -338,7 +633,11 @@ class Recorded:
     def _raw_body(self, limit: int = MAX_REPLAY_BODY_CHARS) -> str | None:
         return truncate(_text(self.wire.request_body), limit) if self._has_body else None
 
-    def _curl_words(self, reveal: bool) -> tuple[list[list[Segment]], _StandIns]:
+    def _curl_words(
+        self, reveal: bool, keys: _Keys | None = None, numbers: _Numbers | None = None
+    ) -> tuple[list[list[Segment]], _StandIns]:
+        """The curl's words; with ``keys`` and ``numbers``, its idempotency keys and customer
+        numbers made fresh (a reproduction)."""
         stand_ins = _StandIns()
         words: list[list[Segment]] = [["curl"], ["-sS"], ["-i"], ["-X"], [self.method]]
         for name, value in self.wire.request_headers:
@@ -347,21 +646,36 @@ class Recorded:
             words.append(["-H"])
             if name.lower() == "authorization" and not reveal:
                 words.append([f"{name}: ", *_authorization(value, stand_ins)])
+            elif name.lower() == "idempotency-key" and keys is not None:
+                words.append([f"{name}: ", *keys.segments(value)])
             else:
                 words.append([f"{name}: {value}"])
         body = self._raw_body()
         if body is not None:
-            words += [["--data-raw"], [body] if reveal else _stand_in_secrets(body, stand_ins)]
-        if reveal:
-            words.append([self.wire.url])
-        else:
-            words.append(
-                _split_segments(
-                    self.wire.url,
-                    _REFRESH_PATH,
-                    lambda v: stand_ins.stand_in(v, _REFRESH, REFRESH_VAR, "refresh token"),
-                )
+            data: list[Segment] = [body] if reveal else _stand_in_secrets(body, stand_ins)
+            if numbers is not None:
+                data = numbers.split(data, _BODY_NUMBER)
+            words += [["--data-raw"], data]
+        url: list[Segment] = [self.wire.url]
+        if not reveal:
+            url = _split_segments(
+                self.wire.url,
+                _REFRESH_PATH,
+                lambda v: stand_ins.stand_in(v, _REFRESH, "REFRESH_TOKEN", "refresh token"),
             )
+        if keys is not None:
+            url = [
+                piece
+                for segment in url
+                for piece in (
+                    _split_segments(segment, _QUERY_KEY, keys.segments)
+                    if isinstance(segment, str)
+                    else [segment]
+                )
+            ]
+        if numbers is not None:
+            url = numbers.split(url, _QUERY_NUMBER)
+        words.append(url)
         return words, stand_ins
 
     def curl(self, reveal: bool = False) -> str:
@@ -427,51 +741,229 @@ def _text(body: bytes) -> str:
 
 
 def _authorization(value: str, stand_ins: _StandIns) -> list[Segment]:
-    """The credential of an Authorization value as ``$PAYSUITE_TOKEN``, its scheme kept."""
+    """The credential of an Authorization value as ``$PAYSUITE_TOKEN_<APP>``, its scheme kept
+    (a refresh token sent as an access token, as AUTH-010 does, by its own variable)."""
     scheme, sep, credential = value.partition(" ")
     if not sep:
         scheme, credential = "", value
     if not credential:
         return [value]
     prefix = f"{scheme} " if sep else ""
-    return [prefix, *stand_ins.stand_in(credential, _ACCESS, TOKEN_VAR, "token")]
+    return [
+        prefix,
+        *stand_ins.stand_in(credential, _ACCESS, "TOKEN", "token", (_REFRESH, "REFRESH_TOKEN")),
+    ]
 
 
 def _stand_in_secrets(body: str, stand_ins: _StandIns) -> list[Segment]:
     return _split_segments(
         body,
         _SECRET_KEYS,
-        lambda v: stand_ins.stand_in(v, _SECRETS, SECRET_VAR, "client_secret"),
+        lambda v: stand_ins.stand_in(v, _SECRETS, "CLIENT_SECRET", "client_secret"),
     )
 
 
-def replay_exports(base_url: str, needs: dict[str, set[str]]) -> list[str]:
+_PAIR_KEY = {"TOKEN": "access", "SHORT_TOKEN": "access", "REFRESH_TOKEN": "refresh"}
+
+
+def _var_kind(var: str) -> tuple[str, str]:
+    """(kind, client_id) of a variable a curl names."""
+    if var in _VARS:
+        return _VARS[var]
+    for kind in sorted(_KINDS, key=len, reverse=True):
+        if var == f"PAYSUITE_{kind}" or var.startswith(f"PAYSUITE_{kind}_"):
+            return kind, ""
+    return "TOKEN", ""
+
+
+def _secret_line(var: str, client_id: str) -> str:
+    """How to fill an application's secret: read from the run's configuration file (with the
+    Python that ran paysuite, which can read it), else a placeholder to replace."""
+    if _CONTEXT.config_path and client_id:
+        code = (
+            "import sys;from paysuite_core.target_config import load_target_config as load;"
+            "print(next(a.client_secret for a in load(sys.argv[1]).applications "
+            "if a.client_id==sys.argv[2]))"
+        )
+        return (
+            f"export {var}=$({shlex.quote(sys.executable)} -c {shlex.quote(code)} "
+            f"{shlex.quote(_CONTEXT.config_path)} {shlex.quote(client_id)})"
+        )
+    owner = client_id or "<client_id>"
+    return f"export {var}='<the client_secret of {owner} in the target config>'"
+
+
+def replay_exports(base_url: str, needs: Mapping[str, Iterable[str]]) -> list[str]:
     """Shell lines that fill the variables the safe curls use, application by application.
 
     ``needs`` maps a variable to the client_ids whose credential it stood for ("" when unknown).
-    A token is fetched fresh from authorize (the one the run used has likely expired), which
-    needs the application's secret, so ``$PAYSUITE_CLIENT_SECRET`` always comes first.
+    A token is fetched fresh (the one the run used has likely expired): from authorize, or from
+    the configuration's ``short_lived_pair`` route for a short-lived one; that needs the
+    application's secret, so its ``$PAYSUITE_CLIENT_SECRET_<APP>`` always comes first.
     """
     if not needs:
         return []
-    owners = sorted({cid for cids in needs.values() for cid in cids if cid}) or ["<client_id>"]
-    authorize = shlex.quote(base_url.rstrip("/") + AUTHORIZE_PATH)
+    by_app: dict[str, set[str]] = {}
+    for var in needs:
+        kind, client_id = _var_kind(var)
+        by_app.setdefault(client_id, set()).add(kind)
+    authorize = "POST " + base_url.rstrip("/") + AUTHORIZE_PATH
     lines: list[str] = []
-    for cid in owners:
-        if len(owners) > 1:
-            lines.append(f"# application {cid}")
-        lines.append(f"export {SECRET_VAR}='<the client_secret of {cid} in the target config>'")
+    for client_id in sorted(by_app):
+        kinds = by_app[client_id]
+        if client_id:
+            lines.append(f"# application {app_name(client_id)} (client_id {client_id})")
+        secret = var_name("CLIENT_SECRET", client_id)
+        lines.append(_secret_line(secret, client_id))
+        cid = client_id or "<client_id>"
         body = '{"client_id":' + json.dumps(cid).replace("'", "'\\''") + ","
-        body += f'"client_secret":"\'"${SECRET_VAR}"\'"}}'
-        for var, key in ((TOKEN_VAR, "access"), (REFRESH_VAR, "refresh")):
-            if var in needs:
-                lines.append(
-                    f"export {var}=$(curl -sS -X POST {authorize} "
-                    "-H 'Content-Type: application/json' -H 'Accept: application/json' "
-                    f"-d '{body}' | python3 -c "
-                    f"'import json,sys;print(json.load(sys.stdin)[\"{key}\"])')"
-                )
+        body += f'"client_secret":"\'"${secret}"\'"}}'
+        for kind in ("TOKEN", "SHORT_TOKEN", "REFRESH_TOKEN"):
+            if kind not in kinds:
+                continue
+            route = authorize
+            if kind == "SHORT_TOKEN" and _CONTEXT.short_lived is not None:
+                route = f"{_CONTEXT.short_lived[0]} {_CONTEXT.short_lived[1]}"
+            method, _, url = route.partition(" ")
+            lines.append(
+                f"export {var_name(kind, client_id)}=$(curl -sS -X {method} {shlex.quote(url)} "
+                "-H 'Content-Type: application/json' -H 'Accept: application/json' "
+                f"-d '{body}' | python3 -c "
+                f"'import json,sys;print(json.load(sys.stdin)[\"{_PAIR_KEY[kind]}\"])')"
+            )
     return lines
+
+
+# --- a check's reproduction ------------------------------------------------------------------
+#: Exchanges sent at once with one key, at least this many, are a race: sent at once again.
+RACE_MIN = 3
+
+
+def _overlaps(one: Exchange, other: Exchange) -> bool:
+    """Whether two requests were in flight at the same time."""
+    if not one.started or not other.started:
+        return False
+    one_end = one.started + max(one.elapsed_ms, 1.0) / 1000
+    other_end = other.started + max(other.elapsed_ms, 1.0) / 1000
+    return one.started <= other_end and other.started <= one_end
+
+
+def _race(last: Recorded, sent: Sequence[Recorded]) -> int:
+    """How many requests like ``last`` (method, path, key) were sent at once with it; 0 when
+    fewer than ``RACE_MIN``."""
+    runs = key_runs(last.wire)
+    if not runs:
+        return 0
+    path = urlsplit(last.wire.url).path
+    racers = [
+        e
+        for e in sent
+        if e.method == last.method
+        and urlsplit(e.wire.url).path == path
+        and key_runs(e.wire) == runs
+        and (e is last or _overlaps(e.wire, last.wire))
+    ]
+    return len(racers) if len(racers) >= RACE_MIN else 0
+
+
+def _first_use(last: Recorded, sent: Sequence[Recorded]) -> Recorded | None:
+    """The first request the check sent with a key ``last`` reuses (None: no reuse)."""
+    runs = key_runs(last.wire)
+    if not runs:
+        return None
+    for exchange in sent:
+        if exchange is last:
+            return None
+        if key_runs(exchange.wire) & runs:
+            return exchange
+    return None
+
+
+class Reproduction:
+    """The shell lines that show a check's defect on their own, after the exports: fresh keys,
+    the first request of a reused key, a race sent at once, a short-lived token waited out.
+
+    Built from exchanges (the real values), rendered safe (variables) or revealed on demand."""
+
+    def __init__(self, steps: Sequence[Recorded], race: int = 0) -> None:
+        self.steps = list(steps)
+        self.race = race
+
+    def render(self, reveal: bool = False) -> tuple[str, dict[str, str]]:
+        """(the script, variable -> client_id of the credentials it needs)."""
+        keys = _Keys()
+        numbers = _Numbers(self.steps)
+        needs: dict[str, str] = {}
+        curls: list[str] = []
+        wait = 0.0
+        for step in self.steps:
+            words, stand_ins = step._curl_words(reveal, keys, numbers)
+            curls.append(" ".join(_shell_word(word) for word in words))
+            for var, owner in stand_ins.needs.items():
+                if owner or var not in needs:
+                    needs[var] = owner
+            wait = max(wait, stand_ins.short_ttl_s)
+        lines = keys.lines() + numbers.lines()
+        if wait:
+            lines.append(f"sleep {math.ceil(wait) + 1}  # past the short-lived token's lifetime")
+        if self.race:
+            lines.append(
+                f"i=0; while [ $i -lt {self.race} ]; do i=$((i+1)); {curls[0]} & done; wait"
+            )
+            lines.extend(curls[1:])  # the read that shows what the race made
+        else:
+            lines.extend(curls)
+        return "\n".join(lines), needs
+
+    def to_dict(self, reveal: bool = False) -> dict[str, Any]:
+        script, needs = self.render(reveal)
+        data: dict[str, Any] = {"script": script}
+        if needs and not reveal:
+            data["env"] = needs
+        if self.race:
+            data["race"] = self.race
+        return data
+
+
+def reproduction(shown: Sequence[Recorded], sent: Sequence[Recorded]) -> Reproduction | None:
+    """What shows a check's defect: the last exchange of its proof (``shown``), preceded by the
+    first request of a key it reuses, or sent as often at once as the check raced it; ``sent``
+    is every exchange the check made, in order. None without an exchange."""
+    if not shown:
+        return None
+    last = shown[-1]
+    race = _race(last, sent)
+    steps = [last]
+    if not race:
+        first = _first_use(last, sent)
+        steps = [first, last] if first is not None else [last]
+    return Reproduction(steps + _read_back(steps, sent), race)
+
+
+_EVENTS_PATH = "/events/transactions"
+_REF_IN = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def _read_back(steps: Sequence[Recorded], sent: Sequence[Recorded]) -> list[Recorded]:
+    """The events listing the check read after ``steps`` about what they sent (their number,
+    a ref in their URLs): what shows a defect the answers do not (a rejected request executed
+    anyway, an event missing)."""
+    wanted: set[str] = set()
+    for step in steps:
+        body = _text(step.wire.request_body)
+        wanted |= {m.group(2) for m in _BODY_NUMBER.finditer(body)}
+        wanted |= set(_REF_IN.findall(urlsplit(step.wire.url).path))
+    if not wanted:
+        return []
+    after = sent[sent.index(steps[-1]) + 1 :] if steps[-1] in sent else []
+    for exchange in after:
+        parts = urlsplit(exchange.wire.url)
+        if exchange.method != "GET" or not parts.path.endswith(_EVENTS_PATH):
+            continue
+        values = {value for _, _, value in (p.partition("=") for p in parts.query.split("&"))}
+        if values & wanted:
+            return [exchange]
+    return []
 
 
 @dataclass
@@ -493,3 +985,79 @@ class Evidence:
         if only_last is not None and len(items) > only_last:
             items = items[-only_last:]
         return self.extra + items
+
+
+# --- a tool's curl (schemathesis's code sample) ----------------------------------------------
+class ToolItem(dict[str, Any]):
+    """A tool's evidence item (a plain dict to JSON) that knows how to reproduce it."""
+
+    __slots__ = ("reproduction",)
+
+    def __init__(self, data: dict[str, Any], reproduction: Reproduction | None) -> None:
+        super().__init__(data)
+        self.reproduction = reproduction
+
+
+_CURL_DATA = ("-d", "--data", "--data-raw", "--data-binary")
+
+
+def _parse_curl(line: str) -> Recorded | None:
+    """One ``curl -X M -H 'h: v' -d 'body' 'url'`` line as the exchange it sends (None: a
+    shape this reader does not know)."""
+    try:
+        words = shlex.split(line)
+    except ValueError:
+        return None
+    if not words or words[0] != "curl":
+        return None
+    method, url, body = "GET", "", None
+    headers: list[tuple[str, str]] = []
+    rest = iter(words[1:])
+    for word in rest:
+        if word == "-X":
+            method = next(rest, "GET")
+        elif word == "-H":
+            name, _, value = next(rest, "").partition(":")
+            headers.append((name.strip(), value.strip()))
+        elif word in _CURL_DATA:
+            body = next(rest, "")
+        elif word.startswith("-") or url:
+            return None
+        else:
+            url = word
+    if not url:
+        return None
+    recorded = Recorded.build(method, url, {}, body)
+    recorded.wire.request_headers = tuple(headers)  # a header may repeat
+    recorded.wire.started = 0.0  # not sent by the suite: never a racer
+    return recorded
+
+
+def tool_item(data: dict[str, Any], code_sample: str) -> ToolItem:
+    """A tool's evidence item whose ``curl`` is its code sample with the credentials named by
+    variable, as the suite's own curls (the tool prints them in full), and which reproduces as
+    the suite's own do: each line a request, keys fresh. A sample this reader cannot parse is
+    kept with every credential the run knows shortened (it may not replay)."""
+    lines = [line for line in code_sample.splitlines() if line.strip()]
+    steps = [_parse_curl(line) for line in lines]
+    if not steps or any(step is None for step in steps):
+        return ToolItem({**data, "curl": _shortened(code_sample)}, None)
+    recorded = [step for step in steps if step is not None]
+    curls, needs = [], {}
+    for step in recorded:
+        words, stand_ins = step._curl_words(False)
+        curls.append(" ".join(_shell_word(word) for word in words))
+        needs.update(stand_ins.needs)
+    item = {**data, "curl": "\n".join(curls)}
+    if needs:
+        item["env"] = needs
+    return ToolItem(item, Reproduction(recorded))
+
+
+def _shortened(text: str) -> str:
+    """``text`` with every credential the run issued or accepted shortened."""
+    for store in (_ACCESS, _REFRESH, _SECRETS):
+        for value in list(store._owners):
+            if len(value) >= 8 and value in text:
+                text = text.replace(value, shorten_token(value))
+    return text

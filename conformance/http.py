@@ -30,6 +30,7 @@ import httpx
 
 from conformance.evidence import Evidence, Recorded
 from conformance.outcome import CouldNotCheck
+from paysuite_core import guarded_json
 from paysuite_core.bounded_http import (
     CONFORM_LIMITS,
     BoundedClient,
@@ -86,9 +87,9 @@ class Reply:
         #: Set by ``Target.create``: the creation answered a ref an earlier one had answered.
         self.ref_reused = False
         try:
-            self.body: Any = jsonlib.loads(content) if content else None
+            self.body: Any = guarded_json.loads(content) if content else None
             self.is_json = bool(content)
-        except (ValueError, RecursionError):
+        except guarded_json.JsonRefused:
             self.body = None
             self.is_json = False
 

@@ -12,6 +12,8 @@ import hmac
 import json
 from typing import Any
 
+from paysuite_core import guarded_json
+
 
 def b64url_decode(segment: str) -> bytes:
     return base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
@@ -27,8 +29,8 @@ def parts(token: str) -> tuple[dict[str, Any], dict[str, Any], str] | None:
     if len(pieces) != 3:
         return None
     try:
-        header = json.loads(b64url_decode(pieces[0]))
-        claims = json.loads(b64url_decode(pieces[1]))
+        header = guarded_json.loads(b64url_decode(pieces[0]), what="a JWT header")
+        claims = guarded_json.loads(b64url_decode(pieces[1]), what="a JWT's claims")
     except (ValueError, UnicodeDecodeError):
         return None
     if not isinstance(header, dict) or not isinstance(claims, dict):

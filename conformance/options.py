@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from conformance.catalog import UnknownCheckError, parse_only
 from conformance.checks import PROFILES
+from conformance.suite.history import DEFAULT_HISTORY_BUDGET_S
 from paysuite_core.durations import parse_duration
 from paysuite_core.throttle import DEFAULT_MAX_WAIT_S
 from paysuite_core.tls import TLS_FLAGS, TLS_GROUP
@@ -38,6 +39,7 @@ DEFAULT_MAX_THROTTLE_WAIT_S = DEFAULT_MAX_WAIT_S
 #: ``--concurrency``: how many independent checks run at once (1: one after another). Eight
 #: keeps a far target's round trips overlapped without crowding a small target.
 DEFAULT_CONCURRENCY = 8
+
 MAX_CONCURRENCY = 64
 #: The request limits' command-line names (``--connect-timeout``, ...).
 LIMIT_OPTIONS = ("connect_timeout", "read_timeout", "total_timeout", "max_response_bytes")
@@ -135,10 +137,16 @@ FLAGS = (
     ),
     Flag(
         "--reveal-secrets",
-        "print real tokens in the reports' curl commands (default: $PAYSUITE_TOKEN)",
+        "print real tokens in the reports' curl commands (default: $PAYSUITE_TOKEN_<APP>)",
         switch=True,
     ),
-    Flag("--seed", f"seed of the property tests ({DEFAULT_SEED})", "N"),
+    Flag("--seed", f"seed of the property tests and the history phase ({DEFAULT_SEED})", "N"),
+    Flag(
+        "--history-budget",
+        f"seconds the history phase (MODEL checks) may take (default "
+        f"{DEFAULT_HISTORY_BUDGET_S:g}; 0: it does not run)",
+        "SECONDS",
+    ),
     Flag(
         "--concurrency",
         f"independent checks run this many at a time, and the property phase's workers "
@@ -181,6 +189,8 @@ class Options:
     max_throttle_wait_s: float = DEFAULT_MAX_THROTTLE_WAIT_S
     #: how many independent checks run at once (``conformance.checks.concurrent_plan``)
     concurrency: int = DEFAULT_CONCURRENCY
+    #: ``--history-budget``: the seconds the history phase may take (0: it does not run)
+    history_budget_s: float = DEFAULT_HISTORY_BUDGET_S
     #: the progress lines and the whole scorecard at the terminal (``-v``); without it a run
     #: prints its problems, its counts, where the reports are and the verdict
     verbose: bool = False
@@ -209,6 +219,7 @@ class Options:
         limits: Mapping[str, str | None] | None = None,
         max_throttle_wait: str | float | None = None,
         concurrency: str | int | None = None,
+        history_budget: str | float | None = None,
         verbose: bool = False,
         ca_bundle: str | None = None,
         client_cert: str | None = None,
@@ -240,6 +251,7 @@ class Options:
             limits=parse_limits(dict(limits or {})),
             max_throttle_wait_s=parse_wait(max_throttle_wait),
             concurrency=parse_concurrency(concurrency),
+            history_budget_s=parse_budget(history_budget),
             verbose=bool(verbose),
             ca_bundle=ca_bundle or None,
             client_cert=client_cert or None,
@@ -312,6 +324,14 @@ def parse_seconds(text: str | float | None, flag: str, default: float) -> float:
     if value <= 0:
         raise SetupError(f"{flag}: {text!r} is not a positive duration")
     return value
+
+
+def parse_budget(text: str | float | None) -> float:
+    """``--history-budget``: a duration like ``--check-timeout``, or ``0``: the history phase
+    does not run (its MODEL checks are not applicable, with that reason)."""
+    if text is not None and str(text).strip() in ("0", "0s"):
+        return 0.0
+    return parse_seconds(text, "--history-budget", DEFAULT_HISTORY_BUDGET_S)
 
 
 def parse_wait(text: str | float | None) -> float:

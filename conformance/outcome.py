@@ -16,7 +16,9 @@ need pytest; the plugin turns it into a pytest skip.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from conformance.evidence import Recorded
@@ -85,6 +87,40 @@ def refused_codes(proof: Iterable[object]) -> str:
         if isinstance(code, str) and code and code not in codes:
             codes.append(code[:60])
     return f" (401 code: {', '.join(codes)})" if codes else ""
+
+
+#: A traceback kept in the reports is cut here (a recursion's would run to megabytes).
+TRACEBACK_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class EngineError:
+    """An exception inside paysuite (a check's own code, a hook, the property engine), not an
+    answer of the target: an error of the run, kept with its traceback for the reports, and
+    never part of a check's failure message (it says nothing about the target's rules)."""
+
+    where: str  # the check, or the property run's operation, during which it was raised
+    message: str  # ``TypeError: unhashable type: 'list'``
+    traceback: str
+
+    def line(self) -> str:
+        """The run error's one line (the traceback is in report.html and conformance.json)."""
+        return (
+            f"paysuite's own error (not the target's) during {self.where}: {self.message} "
+            "(its traceback: report.html, conformance.json engine_errors)"
+        )
+
+    def to_dict(self) -> dict[str, str]:
+        return {"where": self.where, "message": self.message, "traceback": self.traceback}
+
+
+def engine_error(where: str, exc: BaseException) -> EngineError:
+    """``exc`` as an ``EngineError``, its traceback (causes included) formatted now."""
+    text = "".join(traceback.format_exception(exc))
+    if len(text) > TRACEBACK_CHARS:
+        text = text[: TRACEBACK_CHARS // 2] + "\n...\n" + text[-TRACEBACK_CHARS // 2 :]
+    message = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
+    return EngineError(where, message, text)
 
 
 class NotApplicable(Exception):

@@ -33,8 +33,14 @@ import pytest
 
 from conformance.api import CASHIN, CASHOUT
 from conformance.checks import Check, entry_of
-from conformance.evidence import Evidence, Recorded
-from conformance.outcome import CheckFailed, CouldNotCheck, NotApplicable
+from conformance.evidence import Evidence, Recorded, Reproduction, reproduction, set_replay_context
+from conformance.outcome import (
+    CheckFailed,
+    CouldNotCheck,
+    EngineError,
+    NotApplicable,
+    engine_error,
+)
 
 if TYPE_CHECKING:
     from conformance.checks import Plan
@@ -73,6 +79,8 @@ class CheckResult:
     #: A skip because the configuration cannot meet what the check needs (no writer, one
     #: merchant, no customer driver): counted apart from the coverage, never against it.
     not_applicable: bool = False
+    #: The shell lines that show the defect on their own (``evidence.reproduction``).
+    reproduction: Reproduction | None = None
 
 
 @dataclass
@@ -98,6 +106,8 @@ class RunState:
     owns_prepared: bool = False
     target: Target | None = None
     results: dict[str, CheckResult] = field(default_factory=dict)
+    #: Exceptions inside paysuite during a check or the property run: errors of the run.
+    engine_errors: list[EngineError] = field(default_factory=list)
     evidence: dict[str, Evidence] = field(default_factory=dict)
     selected: list[str] = field(default_factory=list)
     started_at: str = ""
@@ -118,6 +128,13 @@ class RunState:
     stopped_answering: str | None = None
     #: Ctrl-C came while checks ran ahead: pytest stops at the first check without a result.
     interrupted: bool = False
+
+    def __post_init__(self) -> None:
+        from conformance.suite.history import BUDGET_KEY
+
+        # The MODEL checks read the phase's budget where they read its result: the run cache.
+        self.cache.setdefault(BUDGET_KEY, self.options.history_budget_s)
+
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -380,6 +397,9 @@ def pytest_collection_modifyitems(
             write_setup_reports(options, str(exc))
             pytest.exit(str(exc), returncode=2)
         state.owns_prepared = True
+    set_replay_context(
+        state.prepared.config, str(Path(options.config).resolve()) if options.config else None
+    )
     state.target = Target(
         state.prepared.config,
         state.prepared.base_url,
@@ -737,6 +757,7 @@ def _record(
             exc = call.excinfo.value
             result = CheckResult(check, "failed", _failure_message(call))
             result.evidence = _proof(state, check_id, exc)
+            result.reproduction = _reproduction(state, check_id, exc)
             result.expected = str(getattr(exc, "expected", "") or check.title)
             result.actual = str(getattr(exc, "actual", "") or result.message.splitlines()[0])
         else:
@@ -776,6 +797,14 @@ def _error_result(
         message = f"could not check: {str(exc).strip()}"
         result = CheckResult(check, "error", message)
         result.evidence = [exchange.to_dict() for exchange in exc.proof]
+        result.reproduction = _reproduction(state, check_id, exc)
+    elif exc is not None and _is_engine_error(exc):
+        error = engine_error(check_id, exc)
+        if all(e.message != error.message for e in state.engine_errors):
+            state.engine_errors.append(error)
+        result = CheckResult(
+            check, "error", f"paysuite's own error, not the target's: {error.message}"
+        )
     else:
         result = CheckResult(check, "error", _error_message(call))
         result.evidence = _proof(state, check_id, None)
@@ -807,6 +836,39 @@ def _error_message(call: pytest.CallInfo[None]) -> str:
     if call.excinfo is None:
         return "error"
     return f"{call.excinfo.typename}: {str(call.excinfo.value).strip()[:500]}"
+
+
+def _is_engine_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is paysuite's own (a defect of a check, a hook, the engine) rather than
+    what a target's answers, or their absence, made a check stop with."""
+    from conformance.customer import DriverUnavailable
+    from conformance.http import TargetUnreachable
+    from conformance.property_phase import PropertyBudgetExceeded
+    from paysuite_core.bounded_http import ResponseTooLarge, TotalTimeout
+    from paysuite_core.throttle import ThrottleExhausted
+
+    known = (
+        CouldNotCheck, CheckFailed, NotApplicable, TargetUnreachable, DriverUnavailable,
+        PropertyBudgetExceeded, ResponseTooLarge, TotalTimeout, ThrottleExhausted, TimeoutError,
+        OSError, KeyboardInterrupt, SystemExit,
+    )  # fmt: skip
+    if isinstance(exc, known) or type(exc).__module__.startswith("_pytest"):
+        return False
+    cause = exc.__cause__
+    return cause is None or not isinstance(cause, known)
+
+
+def _reproduction(state: RunState, check_id: str, exc: BaseException | None) -> Reproduction | None:
+    """The shell lines that show the check's defect (a tool's own, as schemathesis's), from the
+    exchanges that prove it and every exchange the check sent."""
+    for item in getattr(exc, "extra_evidence", None) or []:
+        made = getattr(item, "reproduction", None)
+        if isinstance(made, Reproduction):
+            return made
+    evidence = state.evidence.get(check_id)
+    sent = list(evidence.exchanges) if evidence is not None else []
+    shown = list(getattr(exc, "proof", None) or sent[-8:])
+    return reproduction(shown, sent)
 
 
 def _proof(state: RunState, check_id: str, exc: BaseException | None) -> list[dict[str, Any]]:
@@ -857,7 +919,9 @@ def _progress(config: pytest.Config, state: RunState, check_id: str) -> None:
         f"{shown:<7} {result.check.title}"
     )
     if result.outcome in ("failed", "error", "skipped") and result.message:
-        line += f"\n{'':>{2 * width + 4}}  -> {result.message.splitlines()[0][:160]}"
+        from conformance.report import clip
+
+        line += f"\n{'':>{2 * width + 4}}  -> {clip(result.message, 160)}"
     _write(config, line)
 
 
@@ -888,9 +952,10 @@ def decide(state: RunState) -> Verdict:
     when fewer of the profile's checks ran than --min-coverage asks (they were skipped); pass.
     """
     from conformance import catalog
-    from conformance.report import Coverage, Verdict, shown_tls
+    from conformance.report import Coverage, Verdict, early_expiry, shown_tls
 
     ordered = [state.results[cid] for cid in state.selected if cid in state.results]
+    engine = _engine_errors(state)
     in_profile = [
         r for r in ordered if not (r.outcome == "skipped" and r.message == REFERENCE_SKIP)
     ]
@@ -928,8 +993,10 @@ def decide(state: RunState) -> Verdict:
             profile=options.profile,
             strict=options.strict,
             coverage=coverage,
-            run_errors=tuple(state.run_errors),
+            run_errors=tuple(state.run_errors) + tuple(e.line() for e in engine),
             reason=reason,
+            engine_errors=tuple(engine),
+            findings=early_expiry(ordered),
             throttling=throttle.stats() if throttle is not None else None,
             tls=shown_tls(state.target.base_url, state.target.tls) if state.target else None,
         )
@@ -943,8 +1010,8 @@ def decide(state: RunState) -> Verdict:
         return make(
             "error", 2, "no selected check applies to this configuration: nothing was judged"
         )
-    if state.run_errors or errors:  # what could not be judged says nothing about the target
-        parts = list(state.run_errors[:1])
+    if state.run_errors or errors or engine:  # what was not judged says nothing either way
+        parts = (list(state.run_errors) + [e.line() for e in engine])[:1]
         if errors:
             parts.append(f"{len(errors)} check(s) could not be judged: {', '.join(errors)}")
         return make("error", 2, "; ".join(parts))
@@ -957,6 +1024,13 @@ def decide(state: RunState) -> Verdict:
             "each was skipped",
         )
     return make("pass", 0, f"{coverage.run} of {coverage.applicable} checks ran, no gating failure")
+
+
+def _engine_errors(state: RunState) -> list[EngineError]:
+    """The run's engine errors: the checks' own, then the property run's (once each)."""
+    run = state.cache.get("properties")
+    found = list(state.engine_errors) + list(getattr(run, "engine_errors", None) or [])
+    return list({(e.where, e.message): e for e in found}.values())
 
 
 @pytest.hookimpl(trylast=True)
@@ -989,9 +1063,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 ordered,
                 target=state.target.base_url,
                 reveal_secrets=state.options.reveal_secrets,
+                report_dir=state.options.report_dir,
             )
             if found:
                 _write(config, found)
+            for finding in outcome.findings:
+                _write(config, f"  ! {finding}")
             _write(config, report.totals_line(ordered))
             for error in outcome.run_errors:
                 _write(config, f"  ! {error}")

@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from conformance.http import RecordingClient, Reply, TargetUnreachable
-from conformance.outcome import CouldNotCheck
+from conformance.outcome import CouldNotCheck, EngineError, engine_error
 from conformance.spec_patch import operations, patch_spec
 from conformance.target import checking_flow
-from paysuite_core import http_clients, tokens
+from paysuite_core import guarded_json, http_clients, tokens
 from paysuite_core.bounded_http import READ_CHUNK, BoundedBody, Limits, ResponseTooLarge
 from paysuite_core.throttle import THROTTLED, Throttle, retry_after_of
 from paysuite_core.tls import TLSSettings
@@ -96,11 +96,16 @@ class PropFailure:
     response: dict[str, Any] | None = None
 
     def evidence(self) -> dict[str, Any]:
-        return {
+        """The failure as an evidence item: its curl with the credentials named by variable
+        (schemathesis prints them in full: its sanitization would print ``[Filtered]``, which
+        no shell can replay), and a reproduction with fresh keys."""
+        from conformance.evidence import tool_item
+
+        data = {
             "request": self.request or {"operation": self.operation, "phase": self.phase},
             "response": self.response,
-            "curl": self.curl,
         }
+        return tool_item(data, self.curl)
 
     def line(self) -> str:
         first = self.message.strip().splitlines()[0] if self.message.strip() else self.title
@@ -126,6 +131,9 @@ class PropRun:
     excluded: dict[str, str] = field(default_factory=dict)
     #: Answers that were still 429 once the throttle stopped retrying: cases not judged.
     throttled_out: int = 0
+    #: Exceptions inside paysuite's hooks and checks or schemathesis's engine (not the
+    #: target's answers): errors of the run, with their tracebacks, never a check's failure.
+    engine_errors: list[EngineError] = field(default_factory=list)
 
     def add(self, failure: PropFailure) -> None:
         bucket = self.failures.setdefault(failure.check_id, [])
@@ -365,9 +373,7 @@ def _register_hook() -> None:
 
 def _response_json(response: Any) -> Any:
     try:
-        import json
-
-        return json.loads(response.content)
+        return guarded_json.loads(response.content)
     except (ValueError, TypeError, AttributeError):
         return None
 
@@ -406,7 +412,7 @@ def chain_step(created: dict[str, dict[str, Any]], case: Any, status: int, body:
         return
     if path == "/transactions/find/{ref}":
         ref = (case.path_parameters or {}).get("ref")
-        if ref not in created:
+        if not isinstance(ref, str) or ref not in created:
             return
         expected = created[ref]
         if status == 404:
@@ -422,8 +428,11 @@ def chain_step(created: dict[str, dict[str, Any]], case: Any, status: int, body:
             raise AssertionError(f"find of the created {ref} answered " + "; ".join(wrong))
         return
     if path == "/events/transactions":
+        # A generated query may repeat ``ref`` (a list): not a ref a creation returned.
         ref = (case.query or {}).get("ref")
-        if ref not in created or not (200 <= status < 300) or not isinstance(body, dict):
+        if not isinstance(ref, str) or ref not in created:
+            return
+        if not (200 <= status < 300) or not isinstance(body, dict):
             return
         if set(case.query or {}) - {"ref"}:
             return  # another filter (even an empty one: its meaning is not shown) may exclude it
@@ -576,13 +585,10 @@ def build_config(
             "request-timeout": 30,
             **tls_config(tls),
             "warnings": False,
-            "output": {
-                "sanitization": {
-                    "enabled": True,
-                    "keys-to-sanitize": ["authorization", "client_secret"],
-                    "sensitive-markers": ["secret", "password"],
-                }
-            },
+            # schemathesis's own masking would print ``[Filtered]`` in its curl, which no shell
+            # replays: the suite names each credential by variable instead (``tool_item``), and
+            # its evidence shortens tokens and masks secrets as everywhere else.
+            "output": {"sanitization": {"enabled": False}},
         }
     )
 
@@ -660,11 +666,13 @@ def run_properties(target: Target, spec: dict[str, Any], deadline: float | None 
                 _collect(result, event, target.profile)
             elif isinstance(event, events.NonFatalError):
                 text = f"{event.label}: {_error_text(event)}"
-                result.errors.append(text)
                 if _is_unanswered(text):
+                    result.errors.append(text)
                     result.unanswered.append(text)
+                else:
+                    _engine_error(result, f"the property run ({event.label})", event.value)
             elif isinstance(event, events.FatalError):
-                result.errors.append(f"fatal: {event.exception}")
+                _engine_error(result, "the property run", event.exception)
             elif isinstance(event, events.Interrupted):
                 # schemathesis swallows Ctrl-C and ends its run early; a partial run must not
                 # be judged as a whole one, so the interruption goes on to pytest.
@@ -808,6 +816,13 @@ def _authorize_as_root() -> Callable[[], None]:
     return restore
 
 
+def _engine_error(result: PropRun, where: str, exc: BaseException) -> None:
+    """Keep an engine error once (the same exception of the same operation recurs per case)."""
+    error = engine_error(where, exc)
+    if all((e.where, e.message) != (error.where, error.message) for e in result.engine_errors):
+        result.engine_errors.append(error)
+
+
 def _error_text(event: Any) -> str:
     info = getattr(event, "info", None)
     if info is not None:
@@ -883,21 +898,26 @@ def _failure(
 def _interaction(
     interaction: Any,
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """The request and response of a recorded interaction as evidence dicts."""
+    """The request and response of a recorded interaction as evidence dicts, credentials
+    shortened and masked as in the suite's own evidence."""
+    from conformance.evidence import redact_body, redact_issued, redact_url
+
     if interaction is None:
         return None, None
     response = None
     if interaction.response is not None:
+        answer = _body_text(interaction.response)
         response = {
             "status": interaction.response.status_code,
             "headers": _headers(getattr(interaction.response, "headers", {}) or {}),
-            "body": _body_text(interaction.response),
+            "body": redact_issued(answer) if answer is not None else None,
         }
+    body = _bytes_text(interaction.request.body)
     request = {
         "method": interaction.request.method,
-        "url": interaction.request.uri,
+        "url": redact_url(str(interaction.request.uri)),
         "headers": _headers(interaction.request.headers),
-        "body": _bytes_text(interaction.request.body),
+        "body": redact_body(body) if body is not None else None,
     }
     return request, response
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from conformance import catalog
-from conformance.evidence import item_form, replay_exports
+from conformance.evidence import issued, item_form, replay_exports, wire_of
+from conformance.outcome import EngineError
 from paysuite_core.throttle import ThrottleStats
 from paysuite_core.tls import TLSSettings
 
@@ -88,6 +89,11 @@ class Verdict:
     throttling: ThrottleStats | None = None
     #: How the target's certificate was judged (``shown_tls``); None: plain HTTP, nothing to say.
     tls: TLSSettings | None = None
+    #: Exceptions inside paysuite (not the target's answers), with their tracebacks; each has
+    #: its line among ``run_errors`` too.
+    engine_errors: tuple[EngineError, ...] = ()
+    #: What the failures have in common, said once (``early_expiry``).
+    findings: tuple[str, ...] = ()
 
     @property
     def insecure(self) -> bool:
@@ -166,8 +172,58 @@ def _expected_actual(result: Result) -> list[tuple[str, str]]:
     return [(label, value) for label, value in pairs if value]
 
 
+def clip(text: str, limit: int = 200) -> str:
+    """The first line of ``text``, at most ``limit`` characters, cut at a word boundary with an
+    ellipsis (a reason cut mid-word reads as a different word)."""
+    line = text.splitlines()[0] if text else ""
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
+
+
 def _first_line(text: str, limit: int = 200) -> str:
-    return text.splitlines()[0][:limit] if text else ""
+    return clip(text, limit)
+
+
+#: ``early_expiry`` speaks when at least this many checks failed or errored on such refusals,
+#: and they are most of the failed and errored checks.
+EARLY_EXPIRY_MIN_CHECKS = 3
+
+
+def early_expiry(results: Sequence[Result]) -> tuple[str, ...]:
+    """One line when most failed or errored checks met a 401 on a token younger than the
+    ``expires`` it was issued with: the target expires tokens early, and each check's own
+    message ("answered 401") would leave the reader to find that out 45 times."""
+    broken = [r for r in results if severity(r) in ("fail", "error")]
+    refused = 0
+    hit = 0
+    for result in broken:
+        early = sum(1 for item in result.evidence if _refused_early(item))
+        refused += early
+        hit += 1 if early else 0
+    if hit < EARLY_EXPIRY_MIN_CHECKS or hit * 2 <= len(broken):
+        return ()
+    return (
+        f"the target refused {refused} request{'s' if refused != 1 else ''} with 401 on tokens "
+        f"issued less than their `expires` ago ({hit} of the {len(broken)} failed or errored "
+        "checks): it expires tokens early",
+    )
+
+
+def _refused_early(item: Mapping[str, Any]) -> bool:
+    """Whether an evidence item is a 401 to a token sent before the ``expires`` it came with."""
+    wire = wire_of(item)
+    if wire is None or wire.status != 401:
+        return False
+    credential = (wire.request_header("Authorization") or "").partition(" ")[2]
+    facts = issued(credential) if credential else None
+    if facts is None or facts.expires_at is None or not wire.started:
+        return False
+    return bool(wire.started < facts.expires_at - 1.0)
 
 
 def summary(results: Sequence[Result]) -> dict[str, int]:
@@ -258,13 +314,53 @@ def _evidence_json(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _replay_needs(results: Sequence[Result]) -> dict[str, set[str]]:
-    """Variable -> client_ids, over every safe curl the reports print."""
+    """Variable -> client_ids, over every safe curl and reproduction the reports print."""
     needs: dict[str, set[str]] = {}
     for result in results:
         for item in result.evidence:
             for var, owner in (item.get("env") or {}).items():
                 needs.setdefault(var, set()).add(owner)
+        for var, owner in reproduce(result, reveal=False)[1].items():
+            needs.setdefault(var, set()).add(owner)
     return needs
+
+
+def reproduce(result: Result, *, reveal: bool) -> tuple[str, dict[str, str]]:
+    """(the shell lines that show the result's defect, variable -> client_id they need): the
+    check's reproduction (fresh keys, a reuse's first request, a race sent at once), else the
+    curl of its last exchange; ("", {}) when there is none."""
+    made = getattr(result, "reproduction", None)
+    if made is not None:
+        script, needs = made.render(reveal)
+        return script, {} if reveal else needs
+    for item in reversed(_evidence(result, reveal)):
+        if item.get("curl"):
+            return str(item["curl"]), {} if reveal else dict(item.get("env") or {})
+    return "", {}
+
+
+#: Where each reproduction is written as a script, under the report directory.
+REPRODUCE_DIR = "reproduce"
+
+
+def reproduce_file(result: Result) -> str:
+    """The script's path relative to the report directory: ``reproduce/IDEM-005.sh``."""
+    return f"{REPRODUCE_DIR}/{re.sub(r'[^A-Za-z0-9_.-]', '_', result.check.id)}.sh"
+
+
+def _script(result: Result, target: str, reveal: bool) -> str:
+    """A reproduction as a file: what it shows, the exports it needs, then its lines."""
+    script, needs = reproduce(result, reveal=reveal)
+    exports = replay_exports(target, {var: {owner} for var, owner in needs.items()})
+    lines = [
+        "#!/bin/sh",
+        f"# {result.check.id} [{result.check.level}] {result.check.title}",
+        f"# {clip(result.message, 300)}",
+        f"# paysuite conform's reproduction against {target}",
+        *exports,
+        script,
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def replay(results: Sequence[Result], *, target: str, reveal_secrets: bool) -> dict[str, Any]:
@@ -308,6 +404,7 @@ def scorecard(
         for result in members:
             lines.extend(_scorecard_lines(result, color))
     lines.append("")
+    lines.extend(f"  ! {finding}" for finding in verdict.findings)
     lines.append(totals_line(results))
     if verdict.run_errors:
         lines.append("Run errors")
@@ -339,15 +436,13 @@ def _scorecard_lines(result: Result, color: bool) -> list[str]:
 ERRORS_SHOWN = 5
 
 
-def _last_curl(result: Result, reveal: bool) -> str:
-    """The curl of the last exchange that has one: the request that shows the problem."""
-    for item in reversed(_evidence(result, reveal)):
-        if item.get("curl"):
-            return str(item["curl"])
-    return ""
-
-
-def problems(results: Sequence[Result], *, target: str = "", reveal_secrets: bool = False) -> str:
+def problems(
+    results: Sequence[Result],
+    *,
+    target: str = "",
+    reveal_secrets: bool = False,
+    report_dir: str | Path | None = None,
+) -> str:
     """What a quiet run prints of its checks: every failure with its Expected / Actual and the
     curl that reproduces it, the first errors, a line per warning and per n/a check (with the
     reason: a check the configuration cannot meet is never left for the reader to find in the
@@ -372,9 +467,11 @@ def problems(results: Sequence[Result], *, target: str = "", reveal_secrets: boo
         if level == "error" and errors.index(result) >= ERRORS_SHOWN:
             continue
         lines.extend(_scorecard_lines(result, color=False))
-        curl = _last_curl(result, reveal_secrets)
-        if curl:  # a property failure's reproduction is several commands: keep them indented
-            lines.append("         Reproduce: " + curl.replace("\n", "\n" + " " * 20))
+        script = reproduce(result, reveal=reveal_secrets)[0]
+        if script:  # several lines (fresh keys, a reuse, a race): kept indented under it
+            lines.append("         Reproduce: " + script.replace("\n", "\n" + " " * 20))
+            if report_dir is not None:
+                lines.append(f"         (as a script: {Path(report_dir) / reproduce_file(result)})")
     if len(errors) > ERRORS_SHOWN:
         lines.append(f"  ! ... and {len(errors) - ERRORS_SHOWN} more errors: see report.html")
     if not lines:
@@ -382,7 +479,7 @@ def problems(results: Sequence[Result], *, target: str = "", reveal_secrets: boo
     shown = [r for r in results if severity(r) in ("fail", "error")]
     exports = replay(shown, target=target, reveal_secrets=reveal_secrets)["exports"]
     if exports and any("Reproduce:" in line for line in lines):
-        lines.append("  the curl commands replay after these exports (or with --reveal-secrets):")
+        lines.append("  the reproductions run after these exports (or with --reveal-secrets):")
         lines.extend(f"    {line}" for line in exports)
     return "\n".join(lines)
 
@@ -415,6 +512,8 @@ def to_json(
             "not_applicable": [{"id": cid, "reason": why} for cid, why in coverage.not_applicable],
         },
         "run_errors": list(verdict.run_errors),
+        "engine_errors": [error.to_dict() for error in verdict.engine_errors],
+        "findings": list(verdict.findings),
         **({"throttling": verdict.throttling.to_dict()} if verdict.throttling is not None else {}),
         "tls": tls_text(verdict.tls),
         "target": target,
@@ -453,7 +552,24 @@ def _check_json(result: Result, reveal: bool) -> dict[str, Any]:
         "actual": result.actual,
         "note": result.note,
         "evidence": [_evidence_json(item) for item in _evidence(result, reveal)],
+        **_reproduce_json(result, reveal),
     }
+
+
+def _reproduce_json(result: Result, reveal: bool) -> dict[str, Any]:
+    """``reproduce``: the script that shows the defect, the variables it needs, its file."""
+    if severity(result) not in ("fail", "warning", "error"):
+        return {}
+    script, needs = reproduce(result, reveal=reveal)
+    if not script:
+        return {}
+    data: dict[str, Any] = {"script": script, "file": reproduce_file(result)}
+    if needs:
+        data["env"] = needs
+    race = getattr(getattr(result, "reproduction", None), "race", 0)
+    if race:
+        data["race"] = race
+    return {"reproduce": data}
 
 
 # --- junit.xml ------------------------------------------------------------------------------
@@ -464,6 +580,7 @@ def to_junit(
     duration_s: float,
     reveal_secrets: bool = False,
     suite_name: str = "paysuite-conformance",
+    target: str = "",
 ) -> str:
     """One testcase per check; a warning passes (with its WARNING shown); run errors are a case.
 
@@ -497,7 +614,7 @@ def to_junit(
         },
     )
     for result in results:
-        _junit_case(suite, result, reveal_secrets)
+        _junit_case(suite, result, reveal_secrets, target)
     if verdict.run_errors:
         case = ET.SubElement(suite, "testcase", classname="conformance.run", name="run")
         node = ET.SubElement(case, "error", message=_first_line(verdict.run_errors[0], 500))
@@ -514,7 +631,7 @@ def _properties(parent: ET.Element, values: dict[str, str]) -> None:
         ET.SubElement(node, "property", name=name, value=value)
 
 
-def _junit_case(suite: ET.Element, result: Result, reveal: bool) -> None:
+def _junit_case(suite: ET.Element, result: Result, reveal: bool, target: str = "") -> None:
     check = result.check
     case = ET.SubElement(
         suite,
@@ -528,11 +645,11 @@ def _junit_case(suite: ET.Element, result: Result, reveal: bool) -> None:
         _properties(case, {"paysuite.outcome": _WORD[level]})
     if level == "warning":
         out = ET.SubElement(case, "system-out")
-        out.text = "WARNING: " + _junit_text(result, reveal)
+        out.text = "WARNING: " + _junit_text(result, reveal, target)
     elif level in ("fail", "error"):
         tag = "failure" if level == "fail" else "error"
         node = ET.SubElement(case, tag, message=_first_line(result.message, 500))
-        node.text = _junit_text(result, reveal)
+        node.text = _junit_text(result, reveal, target)
     elif level == "n/a":
         ET.SubElement(case, "skipped", message=f"n/a: {result.message}")
     elif level == "skip":
@@ -541,13 +658,20 @@ def _junit_case(suite: ET.Element, result: Result, reveal: bool) -> None:
         ET.SubElement(case, "system-out").text = f"NOTE: {result.note}"
 
 
-def _junit_text(result: Result, reveal: bool) -> str:
+def _junit_text(result: Result, reveal: bool, target: str = "") -> str:
+    """The message, Expected/Actual, the document's sentence, then the reproduction with the
+    exports it needs (a CI log is read alone), then each exchange's curl."""
     parts = [result.message]
     parts += [f"{label}: {value}" for label, value in _expected_actual(result)]
     parts += ["", f"Document ({result.check.section}): {result.check.quote}"]
-    for item in _evidence(result, reveal)[:5]:
-        if item.get("curl"):
-            parts.append(item["curl"])
+    script, needs = reproduce(result, reveal=reveal)
+    if script:
+        exports = replay_exports(target, {var: {owner} for var, owner in needs.items()})
+        parts += ["", "Reproduce (after these exports):" if exports else "Reproduce:"]
+        parts += [*exports, script]
+    curls = [item["curl"] for item in _evidence(result, reveal)[:5] if item.get("curl")]
+    if curls:
+        parts += ["", "Each exchange as sent (curl):", *curls]
     return "\n".join(parts)
 
 
@@ -559,6 +683,7 @@ h1{font-size:1.6em;margin-bottom:.2em}.meta{color:#555;margin-bottom:1.5em}
 .banner{border-radius:6px;padding:.8em 1.2em;margin:1em 0 1.5em;color:#fff}
 .banner .big{font-size:1.5em;font-weight:700;letter-spacing:.04em}
 .banner ul{margin:.4em 0 0;padding-left:1.2em}.banner code{color:inherit}
+.banner .finding{font-weight:700;margin:.3em 0}
 .verdict-pass{background:#0a7a2f}.verdict-fail{background:#b42318}
 .verdict-error{background:#6b21a8}.tls-insecure{font-weight:700}
 table{border-collapse:collapse;width:100%;margin-bottom:1.5em}
@@ -608,9 +733,9 @@ def _banner(verdict: Verdict, results: Sequence[Result]) -> str:
     if verdict.tls is not None:
         kind = "insecure" if verdict.insecure else "verified"
         facts.append(f"<span id='tls' class='tls-{kind}'>{_e(verdict.tls.describe())}</span>")
-    errors = ""
+    errors = "".join(f"<div class='finding'>{_e(finding)}</div>" for finding in verdict.findings)
     if verdict.run_errors:
-        errors = (
+        errors += (
             "<div>Run errors:</div><ul>"
             + "".join(f"<li>{_e(error)}</li>" for error in verdict.run_errors)
             + "</ul>"
@@ -644,7 +769,9 @@ def _exchange_html(item: dict[str, Any]) -> str:
         out.append(f"<div>Response</div><pre>{_e(res)}</pre>")
     if item.get("curl"):
         needs = ", ".join(f"${var}" for var in item.get("env") or {})
-        label = f"Reproduce (after exporting {_e(needs)}: see Replay)" if needs else "Reproduce"
+        label = "As sent, as curl" + (
+            f" (after exporting {_e(needs)}: see Replay)" if needs else ""
+        )
         out.append(f"<div>{label}</div><pre class='curl'>{_e(item['curl'])}</pre>")
     if item.get("note"):
         out.append(f"<div class='note'>{_e(item['note'])}</div>")
@@ -684,6 +811,15 @@ def _section_html(result: Result, reveal: bool) -> str:
     expected_actual = f"<dl class='ea'>{''.join(pairs)}</dl>" if pairs else ""
     items = _evidence(result, reveal)
     exchanges = "\n".join(_exchange_html(item) for item in items) or "<p>(no exchange)</p>"
+    script, needs = reproduce(result, reveal=reveal)
+    if script:
+        after = (
+            f" (after exporting {', '.join('$' + v for v in needs)}: see Replay)" if needs else ""
+        )
+        exchanges = (
+            f"<div>Reproduce{_e(after)}, or run <code>{_e(reproduce_file(result))}</code></div>"
+            f"<pre class='repro'>{_e(script)}</pre>{exchanges}"
+        )
     return (
         f"<section class='check check-{level}' id='{_e(result.check.id)}'>"
         f"<h3>{_e(result.check.id)} <span class='level'>{_e(result.check.level)}</span> "
@@ -691,6 +827,20 @@ def _section_html(result: Result, reveal: bool) -> str:
         f"<div>Section: {_e(heading(result.check.section))}</div>"
         f"<blockquote>{_e(result.check.quote)}</blockquote>"
         f"{expected_actual}<pre>{_e(result.message)}</pre>{exchanges}</section>"
+    )
+
+
+def _engine_html(errors: Sequence[EngineError]) -> str:
+    """paysuite's own errors, each with its traceback: the run's, never a check's failure."""
+    items = "".join(
+        f"<section class='check check-error'><h3>{_e(error.message)}</h3>"
+        f"<div>During {_e(error.where)}</div><pre>{_e(error.traceback)}</pre></section>"
+        for error in errors
+    )
+    return (
+        "<h2 id='engine-errors'>Errors of paysuite itself</h2><p>Exceptions inside paysuite "
+        "(its checks, hooks or property engine), not answers of the target: the run is an "
+        f"error until they are fixed.</p>{items}"
     )
 
 
@@ -744,6 +894,8 @@ def to_html(
             "(--strict makes them failures).</p>"
             + "\n".join(_section_html(r, reveal_secrets) for r in warned)
         )
+    if verdict.engine_errors:
+        blocks.append(_engine_html(verdict.engine_errors))
     replay_info = replay(results, target=target, reveal_secrets=reveal_secrets)
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
@@ -844,6 +996,7 @@ def write_all(
             duration_s=duration_s,
             reveal_secrets=reveal_secrets,
             suite_name=suite_name,
+            target=target,
         ),
         encoding="utf-8",
         errors=UNENCODABLE,
@@ -862,4 +1015,21 @@ def write_all(
     )
     page = directory / "report.html"
     page.write_text(to_html(results, **common, title=title), encoding="utf-8", errors=UNENCODABLE)
+    _write_scripts(results, directory, target, reveal_secrets)
     return [junit, as_json, page]
+
+
+def _write_scripts(results: Sequence[Result], directory: Path, target: str, reveal: bool) -> None:
+    """Each failure's, warning's and error's reproduction as a script beside the reports (an
+    earlier run's scripts removed: the folder holds this run's)."""
+    for old in (directory / REPRODUCE_DIR).glob("*.sh"):
+        old.unlink()
+    for result in results:
+        if severity(result) not in ("fail", "warning", "error"):
+            continue
+        if not reproduce(result, reveal=reveal)[0]:
+            continue
+        path = directory / reproduce_file(result)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_script(result, target, reveal), encoding="utf-8", errors=UNENCODABLE)
+        path.chmod(0o700 if reveal else 0o755)

@@ -22,11 +22,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from load.connection import Connection, origin_and_target
+from paysuite_core import guarded_json
 from paysuite_core.bounded_http import Limits, no_answer
 from paysuite_core.tls import TLSSettings
-
-#: ``json.loads``'s own decoder (the one it uses when given no options)
-_DECODER = jsonlib.JSONDecoder()
 
 #: what every request asks for when its caller names no encoding: the size limit applies to the
 #: bytes read, so the body must come as it is (a compressed body would be inflated unbounded)
@@ -53,13 +51,9 @@ class Reply:
     verdict: bool | str | None = None
 
     def json(self) -> Any:
-        """``json.loads(body)``, without its encoding detection when the body starts with
-        ``{`` and an ASCII byte: then the detection's answer is UTF-8 (a JSON object in
-        UTF-16/32 has a NUL byte second), so the result, and any error, are the same."""
-        body = self.body
-        if body[:1] == b"{" and body[1:2] != b"\x00":
-            return _DECODER.decode(body.decode("utf-8", "surrogatepass"))
-        return jsonlib.loads(body)
+        """The body as JSON, through the one guarded decoder (``paysuite_core.guarded_json``:
+        UTF-8, shallow; ``JsonRefused``, a ``ValueError``, otherwise)."""
+        return guarded_json.loads(self.body)
 
     def success(self) -> None:
         if self.problem is None:

@@ -35,6 +35,7 @@ from load.shape_catalog import (
     parse_pacing,
 )
 from load.slo import SLOError, SLORules, load_slo_file, resolve_slo
+from paysuite_core import guarded_json
 from paysuite_core.bounded_http import LOAD_LIMITS, Limits
 from paysuite_core.config_schema import validate
 from paysuite_core.durations import parse_duration
@@ -462,7 +463,7 @@ def write_plan(plan: LoadPlan) -> str:
 def read_plan(text: str) -> LoadPlan:
     """The plan ``write_plan`` wrote; ``UsageError`` when it is not one."""
     try:
-        data = json.loads(text)
+        data = guarded_json.loads(text, what="the load plan")
         validate("load-plan", data, ValueError)
         get_shape(data["shape"])
         pacing = data["overrides"].get("pacing")

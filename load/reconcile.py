@@ -16,7 +16,6 @@ that answers nothing before any check succeeded is gone: the rest is unchecked a
 
 from __future__ import annotations
 
-import json
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
@@ -28,12 +27,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from load.ledger import CreateRecord
-from paysuite_core import bounded_http
+from paysuite_core import bounded_http, guarded_json
 from paysuite_core.bounded_http import LOAD_LIMITS, Limits, TotalTimeout
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.throttle import Throttle, send_honouring
 from paysuite_core.tls import TLSSettings
 from paysuite_core.tokens import PlainAnswer, Request, Send, TokenFlow
+from paysuite_core.url_paths import segment
 
 if TYPE_CHECKING:  # gevent: not imported where reconcile is only read
     from gevent.queue import Queue
@@ -66,7 +66,7 @@ class _Response:
     body: bytes
 
     def json(self) -> Any:
-        return json.loads(self.body)
+        return guarded_json.loads(self.body)
 
     def raise_for_status(self) -> None:
         if not 200 <= self.status_code < 300:
@@ -250,10 +250,11 @@ def check_one(
     merchant = record.get("merchant", "")
     ref = record["ref"]
     headers = tokens.header(session, merchant)
-    found = session.get(f"{base_url}/transactions/find/{ref}", headers=headers)
+    find = f"{base_url}/transactions/find/{segment(ref)}"  # the target's ref: one segment
+    found = session.get(find, headers=headers)
     if found.status_code == 401:  # the token expired during a long reconciliation
         headers = tokens.header(session, merchant, stale=headers["Authorization"][7:])
-        found = session.get(f"{base_url}/transactions/find/{ref}", headers=headers)
+        found = session.get(find, headers=headers)
     if found.status_code == 404:
         return "missing"
     if not 200 <= found.status_code < 300:

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from load import loopback, probe
 from load.plan import LoadPlan, UsageError, write_plan
 from load.webhook_journal import receiving
-from paysuite_core import tokens
+from paysuite_core import guarded_json, tokens
 from paysuite_core.bounded_http import LOAD_LIMITS, Limits
 from paysuite_core.launcher import end_with_parent
 from paysuite_core.target_config import TargetConfig
@@ -149,7 +149,7 @@ def preflight(
             "fail" if answer.status >= 500 else "error",
         )
     try:
-        pair = json.loads(answer.body)
+        pair = guarded_json.loads(answer.body)
     except ValueError:
         pair = None
     if not isinstance(pair, dict) or not isinstance(pair.get("access"), str):

@@ -36,6 +36,7 @@ from load.shape_catalog import Pacing
 from paysuite_core import tokens
 from paysuite_core.target_config import Application
 from paysuite_core.tokens import AuthError, TokenFlow
+from paysuite_core.url_paths import segment
 
 T = TypeVar("T")
 #: a Locust task: a function of the user that runs it
@@ -257,16 +258,16 @@ class PaysuiteUser(User):
         return ref
 
     def lookup(self, ref: str) -> dict[str, Any] | None:
-        return self._send("GET", f"/transactions/find/{ref}", "find", _judge_found)
+        return self._send("GET", f"/transactions/find/{segment(ref)}", "find", _judge_found)
 
     def list_events(self, *, filtered: bool) -> None:
         params = ""
         if filtered:
             choices = [f"kind={self.rng.choice(('CASHIN', 'CASHOUT'))}", "status=pending"]
             if self.refs:
-                choices.append(f"ref={self.rng.choice(self.refs)}")
+                choices.append(f"ref={segment(self.rng.choice(self.refs))}")
             if self.numbers:
-                choices.append(f"client={self.rng.choice(self.numbers)}")
+                choices.append(f"client={segment(self.rng.choice(self.numbers))}")
             params = "?" + self.rng.choice(choices)
         name = "events?filter" if filtered else "events"
         self._send("GET", f"/events/transactions{params}", name, _judge_listed)

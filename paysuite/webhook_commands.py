@@ -534,10 +534,15 @@ def run_trigger(args: argparse.Namespace) -> int:
 
 
 def run_resend(args: argparse.Namespace) -> int:
-    """``POST {stub}/_sandbox/webhooks/deliveries/{event_id}/resend``."""
+    """``POST {stub}/_sandbox/webhooks/deliveries/{event_id}/resend``, through the bounded reader
+    (conform's limits: an endless answer is cut at 1 MiB), EVENT_ID refused unless it has the
+    shape of an id and sent as one path segment; an answer that is not what the stub answers is
+    one line, exit status 2."""
     import httpx
 
-    from paysuite_core.http_clients import httpx_client
+    from paysuite_core import guarded_json
+    from paysuite_core.bounded_http import CONFORM_LIMITS, BoundedClient, no_answer
+    from paysuite_core.url_paths import NotAnId, id_segment
 
     prog = "paysuite webhooks resend"
     root = args.stub
@@ -546,15 +551,40 @@ def run_resend(args: argparse.Namespace) -> int:
         root = config.base_url.removesuffix("/").removesuffix("/api")
     if root is None:
         raise UsageError("give --config (the stub's credentials file) or --stub URL")
-    url = f"{root.rstrip('/')}/_sandbox/webhooks/deliveries/{args.event_id}/resend"
     try:
-        with httpx_client(_tls(args, config, prog), timeout=10) as client:
-            answer = client.post(url)
-    except httpx.HTTPError as exc:
-        raise UsageError(explain(exc, url) or f"{url}: {exc}") from None
-    if answer.status_code != 200:
-        print(f"{prog}: {answer.status_code} {answer.text[:300]}", file=sys.stderr)
+        event = id_segment(args.event_id, "EVENT_ID")
+    except NotAnId as exc:
+        raise UsageError(str(exc)) from None
+    url = f"{root.rstrip('/')}/_sandbox/webhooks/deliveries/{event}/resend"
+    try:
+        with BoundedClient(CONFORM_LIMITS, tls=_tls(args, config, prog), trust_env=False) as client:
+            answer = client.send(client.build_request("POST", url))
+    except httpx.InvalidURL as exc:
+        raise UsageError(f"--stub {root!r}: not a URL ({exc})") from None
+    except Exception as exc:  # noqa: BLE001 - every transport failure is one line
+        raise UsageError(explain(exc, url) or f"{url}: {no_answer(exc)}") from None
+    text = " ".join(answer.body[:200].decode("utf-8", "replace").split())
+    if answer.status != 200:
+        print(f"{prog}: {answer.status} {text}", file=sys.stderr)
         return 1
-    for row in answer.json().get("deliveries", []):
-        print(f"resending {row['event_kind']} {row['event_id']} ref={row['ref']} to {row['url']}")
+    try:
+        rows = guarded_json.loads(answer.body, what="the stub's answer").get("deliveries")
+    except (ValueError, AttributeError):
+        rows = None
+    lines = _delivery_lines(rows)
+    if lines is None:
+        raise UsageError(f"{url}: the answer is not the stub's list of deliveries: {text[:80]!r}")
+    for line in lines:
+        print(line)
     return 0
+
+
+def _delivery_lines(rows: Any) -> list[str] | None:
+    """One line per delivery the stub resends, or None when ``rows`` is not its list."""
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        return None
+    return [
+        f"resending {row.get('event_kind')} {row.get('event_id')} ref={row.get('ref')} "
+        f"to {row.get('url')}"
+        for row in rows
+    ]

@@ -8,9 +8,10 @@ from it by the reader (``conformance.evidence``, ``proxy.masking``), never store
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from paysuite_core.guarded_json import JsonRefused, loads
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -62,6 +63,6 @@ def _json(body: bytes) -> Any:
     if not body:
         return None
     try:
-        return json.loads(body)
-    except (ValueError, RecursionError):  # a body nested past what Python's parser reads
+        return loads(body)
+    except JsonRefused:  # not JSON, not UTF-8, or nested past what a record of this API holds
         return None

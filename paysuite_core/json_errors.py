@@ -12,6 +12,9 @@ server keeps aiohttp's plain-text answers, nothing else is lost.
 
 from __future__ import annotations
 
+import logging
+from typing import Any, ClassVar
+
 from aiohttp import web
 
 
@@ -26,28 +29,54 @@ def is_too_long(reason: str, exc: BaseException | None) -> bool:
     return type(exc).__name__ == "LineTooLong" or reason.startswith("Got more than")
 
 
+def one_line(exc: BaseException) -> str:
+    """An exception as one short line: ``400, message: Can not decode content-encoding: gzip``."""
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+
+
 class JsonErrorRequestHandler(web.RequestHandler):
     """aiohttp's connection protocol, answering a request it cannot parse with
     ``{"code", "message"}`` (431 ``header_too_large`` for a header line over the limit);
-    subclasses change the body through ``json_error``."""
+    subclasses change the body through ``error_body`` (or the whole answer through
+    ``json_error``) and the logger through ``log``."""
 
     __slots__ = ()
+    log: ClassVar[logging.Logger] = logging.getLogger("paysuite")
+
+    @classmethod
+    def error_body(cls, status: int, code: str, message: str) -> dict[str, Any]:
+        return {"code": code, "message": message}
 
     def json_error(
         self, request: web.BaseRequest, status: int, exc: BaseException | None, message: str | None
     ) -> web.Response | None:
-        """The answer, or None to leave it to aiohttp (a server error is not the client's)."""
+        """The answer, or None to leave it to aiohttp. A 500 here is an exception that escaped
+        the application: a bug, logged with its traceback; the client still gets JSON."""
         if status >= 500:
-            return None
-        reason = parser_reason(message, exc)
-        too_long = is_too_long(reason, exc)
-        return web.json_response(
-            {
-                "code": "header_too_large" if too_long else "bad_request",
-                "message": f"malformed HTTP request: {reason}",
-            },
-            status=431 if too_long else status,
-        )
+            self.log.error("unhandled error from %s", request.remote, exc_info=exc)
+            code, text = "internal_error", "internal error"
+        else:
+            reason = parser_reason(message, exc)
+            if is_too_long(reason, exc):
+                status, code = 431, "header_too_large"
+            else:
+                code = "bad_request"
+            text = f"malformed HTTP request: {reason}"
+        return web.json_response(self.error_body(status, code, text), status=status)
+
+    def log_exception(self, *args: Any, **kw: Any) -> None:
+        """aiohttp's protocol-level errors: one line, not a traceback, since they are the
+        client's doing. A body that cannot be decoded (``Content-Encoding: gzip`` on plain
+        bytes) was answered 400 already; aiohttp reads it again while the connection lingers and
+        calls that "Unhandled": expected, so debug level."""
+        exc = kw.get("exc_info")
+        text = args[0] % args[1:] if args else "aiohttp error"
+        if isinstance(exc, web.RequestPayloadError):
+            self.log.debug("aiohttp: the rest of an undecodable body: %s", one_line(exc))
+        elif isinstance(exc, BaseException):
+            self.log.warning("aiohttp: %s: %s", text, one_line(exc))
+        else:
+            self.log.warning("aiohttp: %s", text)
 
     def handle_error(
         self,

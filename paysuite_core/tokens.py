@@ -15,7 +15,6 @@ access token with it (the document does not say; the stub's ``revoke-on-refresh`
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Protocol
 
+from paysuite_core import guarded_json
 from paysuite_core.target_config import Application, HttpAction
 from paysuite_core.throttle import Throttle, send_honouring
 
@@ -322,7 +322,7 @@ class PlainAnswer:
     problem: str | None = None
 
     def json(self) -> Any:
-        return json.loads(self.body)
+        return guarded_json.loads(self.body)
 
 
 def httpx_send(client: Any, base_url: str, *, throttle: Throttle | None = None) -> Send:

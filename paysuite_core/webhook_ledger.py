@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from paysuite_core import guarded_json
+
 Verdict = Literal["verified", "duplicate", "rejected", "refused"]
 
 CREATED = "transaction:created"
@@ -135,7 +137,7 @@ def journal_line(arrival: Arrival) -> str:
 def parse_event(body: bytes) -> dict[str, Any] | None:
     """The body as an event record, or ``None`` when it is not a JSON object."""
     try:
-        value = json.loads(body)
+        value = guarded_json.loads(body, what="the delivery")
     except ValueError:
         return None
     return value if isinstance(value, dict) else None

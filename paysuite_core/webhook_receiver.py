@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
@@ -24,6 +25,7 @@ from aiohttp import web
 
 from paysuite_core import json_errors
 from paysuite_core.http_clients import aiohttp_session
+from paysuite_core.listening import BodyTooLarge, Listening, read_whole
 from paysuite_core.tls import TLSSettings, explain
 from paysuite_core.webhook_ledger import (
     Arrival,
@@ -49,6 +51,8 @@ from paysuite_core.webhook_signature import (
 #: Hosts the receiver may bind: it serves the machine it runs on, nothing else.
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
+log = logging.getLogger("paysuite.webhooks")
+
 
 #: How long a stop waits for deliveries still being answered (aiohttp's default is 60 s).
 SHUTDOWN_S = 2.0
@@ -69,6 +73,9 @@ HOP_HEADERS = frozenset(
     {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te",
      "trailer", "upgrade", "proxy-connection", "proxy-authorization", "expect"}
 )  # fmt: skip
+#: The handler's answer headers relayed with its body: what the body is and how it is coded
+#: (the body passes as the handler sent it, not inflated).
+RELAYED_HEADERS = ("Content-Type", "Content-Encoding")
 
 
 class ReceiverStartError(RuntimeError):
@@ -97,33 +104,63 @@ class Forwarder:
 
     async def send(
         self, session: aiohttp.ClientSession, headers: Mapping[str, str], body: bytes
-    ) -> tuple[HandlerAnswer, bytes, str]:
-        """POST ``body`` unchanged with the delivery's headers; the handler's answer, its body
-        and content type (a 502/504 of the listener's own when there was no answer)."""
+    ) -> tuple[HandlerAnswer, bytes, dict[str, str]]:
+        """POST ``body`` unchanged with the delivery's headers; the handler's answer, its whole
+        body and the headers that describe it (type, coding), or a 502/504 of the listener's own
+        when there was no whole answer: a body cut short, endless (past ``MAX_BODY_BYTES``) or
+        not whole within ``timeout_s`` is the handler failing, never relayed as a 200 in part
+        (the sender would take a truncated acknowledgement for a complete one)."""
         sent = {k: v for k, v in headers.items() if k.lower() not in HOP_HEADERS}
         started = time.monotonic()
+        answered = 0  # the handler's status, once its head has come
         try:
-            async with session.post(
-                self.url,
-                data=body,
-                headers=sent,
-                allow_redirects=False,
-                skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
-                timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-            ) as response:
-                content = await response.content.read(MAX_BODY_BYTES)
-                elapsed = round((time.monotonic() - started) * 1000, 1)
-                kind = response.headers.get("Content-Type", "application/octet-stream")
-                return HandlerAnswer(response.status, elapsed), content, kind
+            async with asyncio.timeout(self.timeout_s):
+                async with session.post(
+                    self.url,
+                    data=body,
+                    headers=sent,
+                    allow_redirects=False,
+                    skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
+                ) as response:
+                    answered = response.status
+                    content = await read_whole(response.content, MAX_BODY_BYTES)
+                    elapsed = round((time.monotonic() - started) * 1000, 1)
+                    described = {
+                        name: response.headers[name]
+                        for name in RELAYED_HEADERS
+                        if name in response.headers
+                    }
+                    described.setdefault("Content-Type", "application/octet-stream")
+                    return HandlerAnswer(response.status, elapsed), content, described
         except TimeoutError:
-            why = f"no answer within {self.timeout_s:g} s"
-            status = 504
+            status, code = 504, "handler_unreachable"
+            why = f"no whole answer within {self.timeout_s:g} s"
+        except BodyTooLarge:
+            status, code = 502, "handler_answer_too_large"
+            why = f"its {answered} went on past {MAX_BODY_BYTES} bytes"
+        except aiohttp.ClientPayloadError as exc:
+            status, code = 502, "handler_answer_incomplete"
+            why = f"its {answered} was cut short: {_cause(exc)}"
         except (aiohttp.ClientError, OSError) as exc:
+            status, code = 502, "handler_unreachable"
             why = explain(exc, self.url) or f"{type(exc).__name__}: {exc}"
-            status = 502
         elapsed = round((time.monotonic() - started) * 1000, 1)
-        body_out = json.dumps({"code": "handler_unreachable", "message": why}).encode()
-        return HandlerAnswer(status, elapsed, why), body_out, "application/json"
+        body_out = json.dumps({"code": code, "message": why}).encode()
+        return (
+            HandlerAnswer(status, elapsed, why),
+            body_out,
+            {"Content-Type": "application/json"},
+        )
+
+
+def _cause(exc: BaseException) -> str:
+    """aiohttp's payload error in a few words: ``Not enough data to satisfy content length
+    header``, not the nested reprs."""
+    inner: BaseException = exc
+    while inner.__cause__ is not None or inner.__context__ is not None:
+        inner = inner.__cause__ or inner.__context__  # type: ignore[assignment]
+    text = getattr(inner, "message", None) or str(inner) or type(inner).__name__
+    return " ".join(str(text).split()).rstrip(".")[:200]
 
 
 #: The ``signature`` of a delivery accepted on its ``Paysuite-Signature`` whose
@@ -257,37 +294,25 @@ class WebhookReceiver:
             self.on_arrival(arrival)
         return judgement.status, judgement.answer
 
-    async def _read_body(self, request: web.Request) -> bytes | web.Response:
-        """The body, or the JSON answer to one too large or too slow."""
-        too_large = _error(413, "delivery_too_large", f"the body exceeds {MAX_BODY_BYTES} bytes")
-        if (request.content_length or 0) > MAX_BODY_BYTES:
-            return too_large
-        try:
-            async with asyncio.timeout(BODY_TIMEOUT_S):
-                body = await request.content.read(MAX_BODY_BYTES + 1)
-                while len(body) <= MAX_BODY_BYTES and not request.content.at_eof():
-                    more = await request.content.read(MAX_BODY_BYTES + 1 - len(body))
-                    if not more:
-                        break
-                    body += more
-        except TimeoutError:
-            answer = _error(
-                408, "request_timeout", f"the body did not arrive in {BODY_TIMEOUT_S:g} s"
-            )
-            answer.force_close()
-            return answer
-        if len(body) > MAX_BODY_BYTES:
-            too_large.force_close()
-            return too_large
-        return body
+    def listening(self) -> Listening:
+        """The listening side's bounds (``paysuite_core.listening``), read when the receiver
+        starts: the module's constants, so that a test can shorten them."""
+        return Listening(
+            answer=_error,
+            max_body_bytes=MAX_BODY_BYTES,
+            body_timeout_s=BODY_TIMEOUT_S,
+            idle_timeout_s=IDLE_TIMEOUT_S,
+            too_large_code="delivery_too_large",
+            log=log,
+        )
 
     def app(self) -> web.Application:
-        """Any path takes a POST: the endpoint URL a target is given may carry one."""
+        """Any path takes a POST: the endpoint URL a target is given may carry one. Every other
+        answer (a body too large, too slow or undecodable, another method) is a JSON error."""
+        listening = self.listening()
 
         async def handle(request: web.Request) -> web.Response:
-            body = await self._read_body(request)
-            if isinstance(body, web.Response):
-                return body
+            body = await listening.read_body(request)  # Refused: the middleware's JSON error
             judgement = self.judge(request.headers, body)
             forward = self.forward
             if (
@@ -297,25 +322,29 @@ class WebhookReceiver:
             ):
                 status, answer = self.settle(judgement)
                 return web.json_response(answer, status=status)
-            handler, content, kind = await forward.send(request.app[SESSION], request.headers, body)
+            handler, content, described = await forward.send(
+                request.app[SESSION], request.headers, body
+            )
             judgement.base["handler"] = handler
             judgement.status = handler.status  # what the sender was answered
             self.settle(judgement)
-            return web.Response(status=handler.status, body=content, headers={"Content-Type": kind})
+            return web.Response(status=handler.status, body=content, headers=described)
 
         async def ping(request: web.Request) -> web.Response:
             return web.Response(status=200)  # the dashboard's HEAD: no signature asked
 
         async def session_ctx(app: web.Application) -> AsyncIterator[None]:
             tls = self.forward.tls if self.forward is not None else None
-            async with aiohttp_session(tls) as session:
+            async with aiohttp_session(tls, auto_decompress=False) as session:
                 app[SESSION] = session
                 yield
 
-        application = web.Application(client_max_size=MAX_BODY_BYTES + 1)
+        application = web.Application(
+            client_max_size=MAX_BODY_BYTES + 1, middlewares=[listening.middleware()]
+        )
         application.cleanup_ctx.append(session_ctx)
         application.router.add_route("HEAD", "/{tail:.*}", ping)
-        application.router.add_post("/{tail:.*}", handle)
+        application.router.add_post("/{tail:.*}", handle, expect_handler=listening.expect_continue)
         return application
 
 
@@ -323,6 +352,7 @@ SESSION: web.AppKey[aiohttp.ClientSession] = web.AppKey("forward_session", aioht
 
 
 def _error(status: int, code: str, message: str) -> web.Response:
+    """The receiver's JSON error shape, the one ``json_errors`` gives unparseable requests."""
     return web.json_response({"code": code, "message": message}, status=status)
 
 
@@ -363,8 +393,8 @@ def running(
             access_log=None,
             handle_signals=False,
             shutdown_timeout=SHUTDOWN_S,
-            keepalive_timeout=IDLE_TIMEOUT_S,
             max_field_size=MAX_FIELD_BYTES,
+            **receiver.listening().runner_options(),
         )
         await runner.setup()
         json_errors.install(runner)  # else aiohttp's plain-text 400s, nothing else lost

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from paysuite_core import guarded_json
 from paysuite_core.exchange import Exchange, Headers
 
 HAR_VERSION = "1.2"
@@ -200,15 +201,13 @@ def read_session(path: str | Path) -> RecordedSession:
                 f"{path}: {size} bytes, over the {MAX_HAR_BYTES >> 20} MiB a HAR file may have: "
                 "split the recording"
             )
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = guarded_json.loads(path.read_bytes(), what=str(path), max_bytes=MAX_HAR_BYTES)
     except FileNotFoundError:
         raise HarError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise HarError(f"{path}: cannot be read ({exc})") from None
-    except ValueError as exc:
-        raise HarError(f"{path}: not JSON ({exc})") from None
-    except RecursionError:
-        raise HarError(f"{path}: JSON nested deeper than can be read") from None
+    except guarded_json.JsonRefused as exc:  # not UTF-8, not JSON, nested deeper than a HAR
+        raise HarError(str(exc)) from None
     try:
         return parse_har(data)
     except HarError as exc:

@@ -25,15 +25,16 @@ from urllib.parse import quote, unquote, urlsplit
 
 import httpx
 
+from paysuite_core import guarded_json
 from paysuite_core.bounded_http import (
     CONFORM_LIMITS,
-    BoundedBody,
+    BoundedClient,
     Limits,
     ResponseTooLarge,
+    TotalTimeout,
     in_words,
 )
 from paysuite_core.exchange import Exchange, Headers
-from paysuite_core.http_clients import httpx_client
 from paysuite_core.target_config import Application, TargetConfig
 from paysuite_core.tls import TLSSettings, explain
 from proxy.masking import PLACEHOLDER, placeholders_in
@@ -238,7 +239,7 @@ class Rebuilder:
         except UnicodeDecodeError:
             return body
         try:
-            json.loads(text)
+            guarded_json.loads(text, what="a recorded body")
             inside_json = True
         except ValueError:
             inside_json = False
@@ -283,7 +284,7 @@ class Rebuilder:
 
 def _json_object(body: bytes) -> dict[str, Any] | None:
     try:
-        data = json.loads(body) if body else None
+        data = guarded_json.loads(body, what="a recorded body") if body else None
     except ValueError:
         return None
     return data if isinstance(data, dict) else None
@@ -313,11 +314,11 @@ def _same_places(recorded: Any, replayed: Any) -> Iterator[tuple[str, str]]:
 # --- sending -----------------------------------------------------------------------------------
 @dataclass
 class Sender:
-    """One request at a time over one httpx client, the answer read raw and bounded: the replayed
-    exchange records the bytes the target sent, as the proxy does."""
+    """One request at a time through the bounded reader, the answer read raw (as the wire
+    carried it, not inflated) and within conform's limits: the replayed exchange records the
+    bytes the target sent, as the proxy does."""
 
-    client: httpx.Client
-    limits: Limits = CONFORM_LIMITS
+    client: BoundedClient
 
     def send(self, seq: int, outgoing: Outgoing) -> Exchange:
         request = self.client.build_request(
@@ -331,21 +332,12 @@ class Sender:
         status, body, error = 0, b"", ""
         headers: Headers = ()
         try:
-            response = self.client.send(request, stream=True)
-            try:
-                collected = BoundedBody(response.headers, self.limits.max_body_bytes)
-                deadline = time.monotonic() + self.limits.total_s
-                for chunk in response.iter_raw():
-                    collected.add(chunk)
-                    if time.monotonic() > deadline:
-                        raise httpx.ReadTimeout("no complete answer in time", request=request)
-                status, body = response.status_code, bytes(collected.data)
-                headers = tuple(
-                    (k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw
-                )
-            finally:
-                response.close()
-        except (httpx.HTTPError, ResponseTooLarge) as exc:
+            answer = self.client.send(request, raw=True)
+            status, body = answer.status, answer.body
+            headers = tuple(
+                (k.decode("latin-1"), v.decode("latin-1")) for k, v in answer.headers.raw
+            )
+        except (httpx.HTTPError, ResponseTooLarge, TotalTimeout, TimeoutError) as exc:
             # a refused certificate (or a client certificate the target demands) ends the
             # replay as a refused connection does: no later exchange would get through
             line = explain(exc, outgoing.url)
@@ -431,12 +423,11 @@ def replay_session(
     return result
 
 
-def open_client(limits: Limits | None = None, tls: TLSSettings | None = None) -> httpx.Client:
-    """The replay's client (``paysuite_core.http_clients``): no redirects followed (a redirect
-    is part of what is judged), no environment proxies (the target is addressed directly), the
-    target's certificate judged with ``tls``."""
-    limits = limits or CONFORM_LIMITS
-    return httpx_client(tls, timeout=limits.timeout())
+def open_client(limits: Limits | None = None, tls: TLSSettings | None = None) -> BoundedClient:
+    """The replay's client, the bounded reader (``paysuite_core.bounded_http``): conform's
+    limits, no redirects followed (a redirect is part of what is judged), no environment proxies
+    (the target is addressed directly), the target's certificate judged with ``tls``."""
+    return BoundedClient(limits or CONFORM_LIMITS, tls=tls, trust_env=False)
 
 
 # --- the command -------------------------------------------------------------------------------

@@ -2,26 +2,43 @@
 unchanged, and each exchange is handed to whoever judges it.
 
 "Unchanged" is what makes the verdict about the client's real traffic; only the hop-by-hop headers
-stop here and the framing is recomputed (docs/proxy.md, "Forwarding"). A body too large is a 413
-and an upstream failure a 502, both JSON, and the exchange is still recorded (``status`` 0 and
-``error``) so the report shows it.
+stop here and the framing is recomputed (docs/proxy.md, "Forwarding"): a coded request body passes
+coded, as the target's answers do. A body too large is a 413 (from its Content-Length, before it
+is read), one that does not come in time a 408 and an upstream failure a 502, all JSON, and the
+exchange is still recorded (``status`` 0 and ``error``) so the report shows it. The listening side
+is bounded as every paysuite server's is (``paysuite_core.listening``): idle and slow connections
+are closed, and whatever aiohttp itself answers (a request it cannot parse, a header over its
+limit) is the proxy's JSON error too.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
+from paysuite_core import json_errors
 from paysuite_core.exchange import Exchange, Headers
 from paysuite_core.http_clients import aiohttp_session
+from paysuite_core.listening import (
+    BODY_TIMEOUT_S,
+    IDLE_TIMEOUT_S,
+    BodyTooLarge,
+    Listening,
+    Refused,
+    read_whole,
+)
 from paysuite_core.tls import TLSSettings, explain
+
+log = logging.getLogger("paysuite.proxy")
 
 #: RFC 9110 section 7.6.1: meaningful for one connection only, never forwarded.
 HOP_BY_HOP = frozenset(
@@ -46,6 +63,10 @@ class ProxySettings:
     max_body_bytes: int = 1 << 20
     upstream_timeout_s: float = 30.0
     max_answer_bytes: int = 16 << 20  # no answer of this API comes near it
+    #: a request body not whole this long after its head: 408 (the stub's own bound)
+    body_timeout_s: float = BODY_TIMEOUT_S
+    #: a connection without a complete request head this long: closed
+    idle_timeout_s: float = IDLE_TIMEOUT_S
     #: what the upstream connection trusts and presents over HTTPS (``paysuite_core.tls``;
     #: default: the environment's or the default CAs, verified)
     tls: TLSSettings | None = None
@@ -94,6 +115,23 @@ def _error_body(status: int, code: str, message: str) -> bytes:
     return json.dumps({"status": status, "code": code, "message": message}).encode()
 
 
+def _error(status: int, code: str, message: str) -> web.Response:
+    """The proxy's JSON error: ``{"status", "code", "message"}``."""
+    body = _error_body(status, code, message)
+    return web.Response(status=status, body=body, content_type="application/json")
+
+
+class ProxyRequestHandler(json_errors.JsonErrorRequestHandler):
+    """The proxy's connections: a request aiohttp cannot parse gets the proxy's JSON error."""
+
+    __slots__ = ()
+    log: ClassVar[logging.Logger] = log
+
+    @classmethod
+    def error_body(cls, status: int, code: str, message: str) -> dict[str, Any]:
+        return {"status": status, "code": code, "message": message}
+
+
 class ForwardingProxy:
     """An aiohttp application that forwards to ``settings.target`` and reports each exchange.
 
@@ -107,14 +145,39 @@ class ForwardingProxy:
         self._target = settings.target.rstrip("/")
         self._session: aiohttp.ClientSession | None = None
         self._seq = 0
+        self.listening = Listening(
+            answer=_error,
+            max_body_bytes=settings.max_body_bytes,
+            body_timeout_s=settings.body_timeout_s,
+            idle_timeout_s=settings.idle_timeout_s,
+            too_large_code="proxy_body_too_large",
+            log=log,
+        )
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=self.settings.max_body_bytes)
-        app.router.add_route("*", "/{tail:.*}", self.handle)
+        app = web.Application(
+            client_max_size=self.settings.max_body_bytes,
+            middlewares=[self.listening.middleware()],
+        )
+        app.router.add_route(
+            "*", "/{tail:.*}", self.handle, expect_handler=self.listening.expect_continue
+        )
         app.on_response_prepare.append(_as_the_target_sent)
         app.on_startup.append(self._open)
         app.on_cleanup.append(self._close)
         return app
+
+    async def runner(self, **options: Any) -> web.AppRunner:
+        """The proxy set up to serve (add a ``web.TCPSite``; ``cleanup()`` when done): request
+        bodies not inflated (they pass as sent), the listening side's time-outs, and JSON for
+        what aiohttp answers itself. ``options`` go to ``web.AppRunner``."""
+        runner = web.AppRunner(
+            self.app(), auto_decompress=False, **self.listening.runner_options(), **options
+        )
+        await runner.setup()
+        if not json_errors.install(runner, ProxyRequestHandler):
+            log.warning("JSON errors for unparseable HTTP are unavailable with this aiohttp")
+        return runner
 
     async def _open(self, _app: web.Application) -> None:
         self._session = aiohttp_session(
@@ -140,14 +203,11 @@ class ForwardingProxy:
             (name.decode("latin-1"), value.decode("latin-1")) for name, value in request.raw_headers
         )
         try:
-            body = await request.read()
-        except web.HTTPRequestEntityTooLarge:
-            limit = self.settings.max_body_bytes
-            message = f"request body larger than the proxy's limit of {limit} bytes"
-            answer = _error_body(413, "proxy_body_too_large", message)
+            body = await self.listening.read_body(request)
+        except Refused as refused:  # too large, too slow, cut: recorded, then answered
             self._report(seq, started, clock, request, url, request_headers, b"", 0, (), b"",
-                         error=message)  # fmt: skip
-            return web.Response(status=413, body=answer, content_type="application/json")
+                         error=refused.message)  # fmt: skip
+            return self.listening.refusal(refused)
         outgoing = CIMultiDict(
             (name, value) for name, value in end_to_end(request_headers) if name.lower() != "host"
         )
@@ -191,18 +251,15 @@ class ForwardingProxy:
         return response
 
     async def _read_bounded(self, upstream: aiohttp.ClientResponse) -> bytes:
+        """The target's whole answer (a cut one raises aiohttp's payload error: a 502)."""
         limit = self.settings.max_answer_bytes
         too_large = f"the target's answer is larger than the proxy's limit of {limit} bytes"
         if upstream.content_length is not None and upstream.content_length > limit:
             raise AnswerTooLarge(too_large)
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in upstream.content.iter_chunked(1 << 16):
-            size += len(chunk)
-            if size > limit:
-                raise AnswerTooLarge(too_large)
-            chunks.append(chunk)
-        return b"".join(chunks)
+        try:
+            return await read_whole(upstream.content, limit)
+        except BodyTooLarge:
+            raise AnswerTooLarge(too_large) from None
 
     def _report(
         self,

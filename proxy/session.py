@@ -108,8 +108,7 @@ async def serve(
                 stop.set()
 
     proxy = ForwardingProxy(settings, queue.put_nowait)
-    runner = web.AppRunner(proxy.app(), access_log=None, handle_signals=False)
-    await runner.setup()
+    runner = await proxy.runner(access_log=None, handle_signals=False)
     site = web.TCPSite(runner, host, port)
     try:
         await site.start()

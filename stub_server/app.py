@@ -7,8 +7,9 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from aiohttp import HttpVersion11, web
+from aiohttp import web
 
+from paysuite_core import listening
 from stub_server.errors import make_error_middleware
 from stub_server.handlers.auth import AuthHandlers
 from stub_server.handlers.events import EventHandlers
@@ -31,12 +32,10 @@ Route = tuple[str, str, Handler]
 
 
 async def expect_continue(request: web.Request) -> None:
-    """``Expect: 100-continue`` gets its interim answer; any other expectation is ignored, which
-    RFC 9110 section 10.1.1 allows, instead of aiohttp's plain-text 417."""
-    expect = request.headers.get("Expect", "")
-    if request.version == HttpVersion11 and expect.lower() == "100-continue":
-        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        request.writer.output_size = 0  # the interim answer is not part of the response
+    """``Expect: 100-continue`` gets its interim answer unless the body's length is over the
+    limit (the handler answers 413 without it); any other expectation is ignored
+    (``paysuite_core.listening.expect_continue``)."""
+    await listening.expect_continue(request, request.app[STUB_KEY].settings.max_body_bytes)
 
 
 def routes(stub: StubApp) -> list[Route]:

@@ -167,7 +167,9 @@ def _register_webhooks(commands: argparse._SubParsersAction[argparse.ArgumentPar
     )
     rotate.add_argument("--mode", default="development", help="(default development)")
     rotate.add_argument(
-        "--overlap", default="24h", help="how long the old secret still signs: 24h, 30m, 0 (24h)"
+        "--overlap",
+        default="24h",
+        help="how long the old secret still signs, from 0 (at once) to 7d: 24h, 30m (24h)",
     )
     rotate.set_defaults(func=run_webhooks_rotate)
     for command in (add, listing, rotate):
@@ -417,6 +419,7 @@ def run_webhooks_add(args: argparse.Namespace) -> int:
 def run_webhooks_rotate(args: argparse.Namespace) -> int:
     from paysuite_core.durations import parse_duration
     from stub_server import timefmt
+    from stub_server.store.webhook_secrets import check_overlap
     from stub_server.webhook_delivery.endpoint_url import EndpointUrlError
     from stub_server.webhook_delivery.endpoints import rotate_endpoint
 
@@ -424,6 +427,10 @@ def run_webhooks_rotate(args: argparse.Namespace) -> int:
         overlap_s = parse_duration(args.overlap)
     except ValueError as exc:
         return _fail(f"paysuite stub webhooks rotate: --overlap: expected a duration: {exc}", 2)
+    try:
+        check_overlap(overlap_s)
+    except ValueError as exc:
+        return _fail(f"paysuite stub webhooks rotate: --overlap {args.overlap}: {exc}", 2)
     store = _webhooks_store(args, "rotate")
     if isinstance(store, int):
         return store

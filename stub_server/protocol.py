@@ -6,7 +6,7 @@ why that needs a handler of its own): the catalogue's JSON body, and one log lin
 from __future__ import annotations
 
 import logging
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from aiohttp import web
 
@@ -18,16 +18,12 @@ log = logging.getLogger("stub_server")
 _CODES = {400: "bad_request", 413: "payload_too_large", 500: "internal_error"}
 
 
-def _one_line(exc: BaseException) -> str:
-    """An exception as one short line: ``400, message: Can not decode content-encoding: gzip``."""
-    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-
-
 class JsonErrorRequestHandler(json_errors.JsonErrorRequestHandler):
     """aiohttp's connection protocol, answering its own errors as the catalogue's JSON body."""
 
     __slots__ = ()
     go_body: ClassVar[bool] = False
+    log: ClassVar[logging.Logger] = logging.getLogger("stub_server")
 
     def json_error(
         self, request: web.BaseRequest, status: int, exc: BaseException | None, message: str | None
@@ -42,20 +38,6 @@ class JsonErrorRequestHandler(json_errors.JsonErrorRequestHandler):
             log.warning("rejected unparseable HTTP from %s: %s %s", request.remote, status, reason)
         code = _CODES.get(status, "internal_error" if status >= 500 else "bad_request")
         return error_response(status, code, reason, go_body=self.go_body)
-
-    def log_exception(self, *args: Any, **kw: Any) -> None:
-        """aiohttp's protocol-level errors: one line, not a traceback, since they are the
-        client's doing. A body that cannot be decoded (``Content-Encoding: gzip`` on plain
-        bytes, which ERR-004 sends on purpose) was answered 400 already; aiohttp reads it again
-        while the connection lingers and calls that "Unhandled": expected, so debug level."""
-        exc = kw.get("exc_info")
-        text = args[0] % args[1:] if args else "aiohttp error"
-        if isinstance(exc, web.RequestPayloadError):
-            log.debug("aiohttp: the rest of an undecodable body: %s", _one_line(exc))
-        elif isinstance(exc, BaseException):
-            log.warning("aiohttp: %s: %s", text, _one_line(exc))
-        else:
-            log.warning("aiohttp: %s", text)
 
 
 class GoBodyRequestHandler(JsonErrorRequestHandler):

@@ -27,7 +27,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,12 +58,38 @@ BEHAVIOURS: dict[str, str] = {
     "api-then-endless-chunked": "authorize and the events list answer; everything else endless",
     "api-then-huge-body": "authorize and the events list answer; everything else 50 MB",
     "api-then-trickle": "authorize and the events list answer; everything else trickles",
+    # The third round's modes (each also as auth-then- and api-then-, like those above).
+    "endless-headers": "a 200 status line, then 8 KB header lines for ever",
+    "gzip-bomb": "200 chunked, Content-Encoding: gzip: 4 GiB of zeros in about 4 MB",
+    "deep-json": "200 application/json: a JSON array nested 100,000 deep (200 KB)",
+    "half-sent": "200 declaring 1000 bytes; 26 come, then the connection closes",
 }
+for _mode in ("endless-headers", "gzip-bomb", "deep-json", "half-sent"):
+    BEHAVIOURS[f"auth-then-{_mode}"] = f"authorize answers a token pair; everything else {_mode}"
+    BEHAVIOURS[f"api-then-{_mode}"] = f"authorize and the events list answer; else {_mode}"
 _EMPTY_LIST = json.dumps({"limit": 20, "offset": 0, "total": 0, "transactions": []}).encode()
 HUGE_BODY_BYTES = 50 * 1024 * 1024
 MAX_STREAM_BYTES = 4 * 1024**3
 MAX_SECONDS = 120.0
 _CHUNK = b"x" * 65536
+DEEP_JSON = b"[" * 100_000 + b"]" * 100_000
+_HEADER_LINE = b"X-Pad-%d: " + b"h" * 8192 + b"\r\n"
+
+
+def _gzip_pieces() -> tuple[bytes, bytes]:
+    """A gzip member's head and first MiB of zeros, and the piece that adds each further MiB
+    (deflate's output for a window of zeros, flushed to a byte boundary, repeats exactly): a
+    bomb streamed without compressing 4 GiB."""
+    import zlib
+
+    deflate = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    zeros = bytes(1 << 20)
+    first = deflate.compress(zeros) + deflate.flush(zlib.Z_SYNC_FLUSH)
+    steady = deflate.compress(zeros) + deflate.flush(zlib.Z_SYNC_FLUSH)
+    return first, steady
+
+
+_GZIP = _gzip_pieces()
 
 
 @dataclass
@@ -186,7 +212,50 @@ def _redirect(server: HostileServer, conn: socket.socket, path: str, deadline: f
     return True
 
 
+def _endless_headers(
+    server: HostileServer, conn: socket.socket, path: str, deadline: float
+) -> bool:
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
+    for n in range(MAX_STREAM_BYTES // len(_HEADER_LINE)):
+        if server.stopping.is_set() or time.monotonic() > deadline:
+            break
+        conn.sendall(_HEADER_LINE % n)
+    return False
+
+
+def _gzip_bomb(server: HostileServer, conn: socket.socket, path: str, deadline: float) -> bool:
+    conn.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n"
+    )
+    first, steady = _GZIP
+    conn.sendall(b"%x\r\n%s\r\n" % (len(first), first))
+    frame = b"%x\r\n%s\r\n" % (len(steady), steady)
+    for _ in range(MAX_STREAM_BYTES >> 20):  # a MiB of zeros a frame
+        if server.stopping.is_set() or time.monotonic() > deadline:
+            break
+        conn.sendall(frame)
+    return False
+
+
+def _deep_json(server: HostileServer, conn: socket.socket, path: str, deadline: float) -> bool:
+    _answer(conn, "200 OK", DEEP_JSON)
+    return True
+
+
+def _half_sent(server: HostileServer, conn: socket.socket, path: str, deadline: float) -> bool:
+    conn.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+        b'{"ref": "half", "status": '
+    )
+    return False
+
+
 _MISBEHAVIOURS = {
+    "endless-headers": _endless_headers,
+    "gzip-bomb": _gzip_bomb,
+    "deep-json": _deep_json,
+    "half-sent": _half_sent,
     "endless-chunked": _endless_chunked,
     "huge-body": _huge_body,
     "trickle": _trickle,
@@ -306,10 +375,26 @@ def _tree_rss_bytes(pid: int) -> int:
     return total
 
 
-def run_bounded(command: list[str], budget_s: float, **popen: Any) -> Finished:
+def _quietly(action: Callable[[], object]) -> None:
+    try:
+        action()
+    except Exception:  # noqa: BLE001, S110 - the client's failure shows in the command's result
+        pass
+
+
+def run_bounded(
+    command: list[str],
+    budget_s: float,
+    during: Callable[[], object] | None = None,
+    **popen: Any,
+) -> Finished:
     """Run ``command`` (its own process group) sampling its tree's memory every 0.1 s; kill the
-    group at ``budget_s``. The test then asserts on the exit status, the time and the peak."""
+    group at ``budget_s``. The test then asserts on the exit status, the time and the peak.
+    ``during``: what a client does meanwhile (in a thread: a request through a proxy started by
+    ``command``, a delivery to a listener); an exception of its own is not the command's."""
     started = time.monotonic()
+    if during is not None:
+        threading.Thread(target=_quietly, args=(during,), daemon=True).start()
     process = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,

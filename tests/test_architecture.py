@@ -313,3 +313,178 @@ client.post("/a")
     assert [line for line, _ in found] == list(range(10, 21))
     # and the factory itself is where they are: the rule would see them
     assert client_constructions(FACTORY_MODULE.read_text(encoding="utf-8"))
+
+
+# --- one bounded reader, one guarded JSON decoder -----------------------------------------------
+#: The factory functions of ``paysuite_core/http_clients.py``.
+FACTORIES = frozenset({"httpx_client", "requests_session", "aiohttp_session", "gevent_client"})
+#: The modules that may open a client, each with how it bounds what it reads (issue 32): every
+#: other module sends through ``BoundedClient`` or the load side's ``Connection``.
+BOUNDED_READERS: dict[str, str] = {
+    "paysuite_core/bounded_http.py": "BoundedClient: every body under Limits, inflated step by "
+    "step (Inflater); h11 caps a head at 100 KiB",
+    "load/connection.py": "read_capped under Limits; BoundedHeaders counts the head's lines",
+    "conformance/property_phase.py": "the 429 resender: the request carries capped_body, "
+    "requests' response hook; http.client takes at most 100 header lines",
+    "conformance/preflight.py": "check_reachable reads a status line and headers, no body",
+    "proxy/cli.py": "_tls_answers sends a HEAD: a status line and headers, no body",
+    "paysuite_core/webhook_receiver.py": "the forwarder: content.read(MAX_BODY_BYTES) of the "
+    "handler's answer; aiohttp's client takes 128 header lines of 8190 bytes",
+    "proxy/server.py": "the upstream answer streamed under the proxy's cap; aiohttp's client "
+    "takes 128 header lines of 8190 bytes",
+    "stub_server/webhook_delivery/dispatcher.py": "the stub's one delivery session, handed to "
+    "endpoints.deliver; aiohttp's client caps the head",
+    "stub_server/webhook_delivery/endpoints.py": "the stub's endpoint check; a delivery keeps "
+    "ERROR_BODY_CHARS of a failed answer, under the delivery's total time-out",
+}
+#: The one JSON decoder for what comes from a target or a file.
+GUARDED_DECODER = "paysuite_core/guarded_json.py"
+_JSON_DECODES = frozenset(
+    {"json.loads", "json.load", "json.JSONDecoder", "json.decoder.JSONDecoder"}
+)
+#: ``path::function`` where a bare ``json.loads`` reads what paysuite itself wrote, and why.
+TRUSTED_JSON: dict[str, str] = {
+    "paysuite_core/config_schema.py::schema": "the project's own JSON Schema files",
+    "paysuite_core/webhook_ledger.py::from_journal": "the receiver's own journal lines",
+    "conformance/evidence.py::_learn": "the request body the suite itself sent",
+    "load/report.py::render_html": "the run's own load.json, written by paysuite",
+    "load/runner.py::outcome": "the run's own load.json, written by paysuite",
+    "paysuite/demo.py::_json_totals": "the demo's own conformance.json and load.json",
+    "proxy/masking.py::_masked_member": "one JSON string literal the masker's pattern matched",
+    "paysuite/clients/report.py::_masked_value": "paysuite's own json.dumps of a parsed value",
+    "paysuite/clients/paypack_py_driver.py::main": "the job the parent wrote to its stdin",
+}
+
+
+def factory_calls(source: str, filename: str = "<sample>") -> list[tuple[int, str]]:
+    """Where ``source`` uses a client factory: calls it (``httpx_client(...)``,
+    ``http_clients.requests_session(...)``) or hands it on (``partial(httpx_client, ...)``),
+    as (line, name)."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename=filename)):
+        if isinstance(node, ast.Name) and node.id in FACTORIES:
+            found.append((node.lineno, node.id))
+        elif isinstance(node, ast.Attribute) and node.attr in FACTORIES:
+            found.append((node.lineno, node.attr))
+    return found
+
+
+def json_decodes(source: str, filename: str = "<sample>") -> list[tuple[int, str, str]]:
+    """Where ``source`` decodes JSON with the standard library, aliases resolved (``import json
+    as j``, ``from json import loads``): (line, enclosing function or ``<module>``, name)."""
+    tree = ast.parse(source, filename=filename)
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                names[alias.asname or alias.name.split(".", 1)[0]] = (
+                    alias.name if alias.asname else alias.name.split(".", 1)[0]
+                )
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    found: list[tuple[int, str, str]] = []
+
+    def visit(node: ast.AST, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = function
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inner = child.name
+            elif isinstance(child, ast.Call):
+                parts: list[str] = []
+                func = child.func
+                while isinstance(func, ast.Attribute):
+                    parts.insert(0, func.attr)
+                    func = func.value
+                if isinstance(func, ast.Name):
+                    qualified = ".".join([names.get(func.id, func.id), *parts])
+                    if qualified in _JSON_DECODES:
+                        found.append((child.lineno, function, qualified))
+            visit(child, inner)
+
+    visit(tree, "<module>")
+    return found
+
+
+def test_only_the_bounded_readers_open_clients() -> None:
+    """A client factory is called only by a module that bounds what the client reads (body
+    size as decoded, head size, time): a new command cannot read a target's answer whole with
+    ``httpx_client(...).post(url)``, as ``webhooks resend`` did (3 GB in 11 s)."""
+    offenders, used = [], set()
+    for path in python_files(*PRODUCT):
+        relative = path.relative_to(ROOT).as_posix()
+        if path == FACTORY_MODULE:
+            continue
+        found = factory_calls(path.read_text(encoding="utf-8"), relative)
+        if relative in BOUNDED_READERS:
+            used |= {relative} if found else set()
+            continue
+        offenders += [f"{relative}:{line}: {name}(...)" for line, name in found]
+    assert not offenders, (
+        "a client opened outside the bounded readers (send through "
+        "paysuite_core.bounded_http.BoundedClient):\n" + "\n".join(offenders)
+    )
+    stale = set(BOUNDED_READERS) - used
+    assert not stale, f"no client opened any more, remove from BOUNDED_READERS: {stale}"
+
+
+def test_untrusted_json_goes_through_the_guarded_decoder() -> None:
+    """``json.loads`` of a target's answer or a file is a traceback waiting (RecursionError on
+    a deep body) and reads any size: outside ``paysuite_core/guarded_json.py`` it appears only
+    where paysuite reads what it wrote itself (``TRUSTED_JSON``, a reason each). The stub is the
+    target side: it parses requests with its own rules (duplicate keys, RC-42)."""
+    offenders, used = [], set()
+    for path in python_files(*(part for part in PRODUCT if part != "stub_server")):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative == GUARDED_DECODER:
+            continue
+        for line, function, name in json_decodes(path.read_text(encoding="utf-8"), relative):
+            key = f"{relative}::{function}"
+            if key in TRUSTED_JSON:
+                used.add(key)
+            else:
+                offenders.append(f"{relative}:{line} in {function}: {name}(...)")
+    assert not offenders, (
+        "JSON decoded outside paysuite_core.guarded_json (use guarded_json.loads, or name a "
+        "read of paysuite's own output in TRUSTED_JSON with why):\n" + "\n".join(offenders)
+    )
+    stale = set(TRUSTED_JSON) - used
+    assert not stale, f"no JSON decoded there any more, remove from TRUSTED_JSON: {stale}"
+    assert json_decodes((ROOT / GUARDED_DECODER).read_text(encoding="utf-8"))
+
+
+def test_the_reader_rules_find_every_way_around_them() -> None:
+    sample = """
+import json
+import json as j
+from json import loads
+from json import load as read_json
+from paysuite_core import http_clients
+from paysuite_core.http_clients import httpx_client
+
+def answer(body, handle):
+    json.loads(body)
+    j.loads(body)
+    loads(body)
+    read_json(handle)
+    json.JSONDecoder().decode(body)
+    json.dumps(body)
+    guarded_json.loads(body)
+
+class Command:
+    def run(self, url):
+        httpx_client(None).post(url)
+        http_clients.gevent_client("http://x")
+        other.factory(url)
+        functools.partial(httpx_client, None)
+
+json.load(open("x"))
+"""
+    assert json_decodes(sample) == [
+        (10, "answer", "json.loads"), (11, "answer", "json.loads"), (12, "answer", "json.loads"),
+        (13, "answer", "json.load"), (14, "answer", "json.JSONDecoder"),
+        (25, "<module>", "json.load"),
+    ]  # fmt: skip
+    assert sorted(factory_calls(sample)) == [
+        (20, "httpx_client"), (21, "gevent_client"), (23, "httpx_client"),
+    ]  # fmt: skip

@@ -8,8 +8,9 @@ that is down, not this API, or refuses the secret is exit status 2 and one line,
 Exit status: 0 when every SDK that could run worked (an SDK not available here is not a
 failure), 1 when the target answered an operation not as an SDK needs, 2 when the run could not
 judge (a usage error, the pre-flight refused, an operation got no usable answer within conform's
-limits, or a driver gave no result). Every run writes ``clients.json`` and ``clients.html`` into
-``--report-dir``, with every credential masked as the proxy masks its reports.
+limits, or a driver gave no result). Every run past its arguments writes ``clients.json`` and
+``clients.html`` into ``--report-dir`` (one the pre-flight stopped: its verdict and why, as
+conform's), with every credential masked as the proxy masks its reports.
 """
 
 from __future__ import annotations
@@ -121,15 +122,67 @@ def run_clients(args: argparse.Namespace) -> int:
             tls = TLSSettings.from_args(args, config)
             # both drivers judge the target's certificate as the pre-flight did
             job = {**make_job(config), "tls": tls.to_dict()}
-            check_reachable(config.base_url, limits.connect_s, tls=tls)
-            preflight(config, limits, tls=tls)
         except (TargetConfigError, UsageError, SetupError, TLSSettingsError) as exc:
             print(f"paysuite clients: {' '.join(str(exc).split())}", file=sys.stderr)
             return 2
+        try:
+            check_reachable(config.base_url, limits.connect_s, tls=tls)
+            preflight(config, limits, tls=tls)
+        except SetupError as exc:  # past the arguments: the reports say why nothing ran
+            reason = " ".join(str(exc).split())
+            print(f"paysuite clients: {reason}", file=sys.stderr)
+            return write_stopped(args, config, reason, started, tls)
         if tls.insecure:
             print(f"paysuite clients: {tls.describe()}", file=sys.stderr)
         columns = [matrix.RUNNERS[name](job, cache_dir, limits) for name in args.sdk or SDK_NAMES]
     return write_outputs(args, config, columns, started, tls)
+
+
+def _write_reports(args: argparse.Namespace, as_json: str, page: str) -> list[Path]:
+    """clients.json and clients.html into ``--report-dir`` (and ``--json``); OSError as it came."""
+    directory = Path(args.report_dir)
+    written = []
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in (("clients.json", as_json), ("clients.html", page)):
+        (directory / name).write_text(text, encoding="utf-8")
+        written.append(directory / name)
+    if args.json:
+        Path(args.json).write_text(as_json, encoding="utf-8")
+        written.append(Path(args.json))
+    return written
+
+
+def write_stopped(
+    args: argparse.Namespace,
+    config: Any,
+    reason: str,
+    started: float,
+    tls: TLSSettings | None = None,
+) -> int:
+    """The reports of a run the pre-flight stopped, as conform writes its own: verdict error
+    (exit 2), what stopped it, no SDK run; so a CI's report step shows why instead of no file.
+    The terminal gets where they went (the reason is on stderr already), no empty matrix."""
+    from paysuite.clients import report
+    from proxy.masking import Masker
+
+    masker = Masker.for_config(config)
+    verdict = report.stopped_verdict(reason)
+    common = {
+        "target": config.base_url,
+        "started_at": datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
+        "duration_s": round(time.time() - started, 3),
+    }
+    tls_text = report.tls_text(tls, config.base_url)
+    data = {**report.to_json([], verdict, **common), "tls": tls_text}
+    as_json = masker.text(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
+    page = masker.text(report.to_html([], verdict, **common, tls=tls_text))
+    try:
+        written = _write_reports(args, as_json, page)
+    except OSError as exc:
+        print(f"paysuite clients: cannot write the reports: {exc}", file=sys.stderr)
+        return 2
+    print(f"reports: {', '.join(str(path) for path in written)}")
+    return verdict.exit_code
 
 
 def write_outputs(
@@ -157,16 +210,8 @@ def write_outputs(
     data = {**report.to_json(shown, verdict, **common), "tls": tls_text}
     as_json = masker.text(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
     page = masker.text(report.to_html(shown, verdict, **common, tls=tls_text))
-    directory = Path(args.report_dir)
-    written = []
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        for name, text in (("clients.json", as_json), ("clients.html", page)):
-            (directory / name).write_text(text, encoding="utf-8")
-            written.append(directory / name)
-        if args.json:
-            Path(args.json).write_text(as_json, encoding="utf-8")
-            written.append(Path(args.json))
+        written = _write_reports(args, as_json, page)
     except OSError as exc:
         print(masker.text(matrix.render(shown, config.base_url)))
         print(f"paysuite clients: cannot write the reports: {exc}", file=sys.stderr)

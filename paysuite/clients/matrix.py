@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from paysuite.clients import cache
+from paysuite_core import guarded_json
 from paysuite_core.bounded_http import CONFORM_LIMITS, Limits
 from paysuite_core.tls import TLSSettings
 
@@ -136,7 +137,7 @@ def parse_output(sdk: str, stdout: str) -> SdkColumn:
     column = SdkColumn(sdk)
     for line in stdout.splitlines():
         try:
-            item = json.loads(line)
+            item = guarded_json.loads(line, what=f"{sdk}'s driver")
         except ValueError:
             continue
         if not isinstance(item, dict):

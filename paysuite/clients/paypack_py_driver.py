@@ -27,6 +27,7 @@ from importlib import metadata
 from typing import Any
 
 from paysuite.clients.bounded_requests import BoundedAdapter, Unanswered, limits_of, tls_of
+from paysuite_core import guarded_json
 
 #: (expected, actual) when an answer is not what the SDK's caller needs; None when it is.
 Mismatch = tuple[str, str] | None
@@ -57,7 +58,7 @@ def answer_text(exchange: dict[str, Any]) -> str:
     """``401 token_expired: ...`` or ``404 text/html '<!DOCTYPE ...'``: one line."""
     status, body = exchange["status"], exchange["response_body"]
     try:
-        parsed = json.loads(body) if body else None
+        parsed = guarded_json.loads(body) if body else None
     except ValueError:
         parsed = None
     if isinstance(parsed, dict) and ("message" in parsed or "code" in parsed):
@@ -188,7 +189,7 @@ class Driver:
 
 def _not_json(exchange: dict[str, Any]) -> bool:
     try:
-        json.loads(exchange["response_body"])
+        guarded_json.loads(exchange["response_body"])
     except ValueError:
         return True
     return False

@@ -226,6 +226,19 @@ def verdict_of(columns: list[SdkColumn]) -> conform_report.Verdict:
     )
 
 
+def stopped_verdict(reason: str) -> conform_report.Verdict:
+    """The verdict of a run the pre-flight stopped before any SDK ran: error, exit 2."""
+    return conform_report.Verdict(
+        verdict="error",
+        exit_code=2,
+        profile=PROFILE,
+        strict=True,
+        coverage=conform_report.Coverage(run=0, total=0),
+        run_errors=(f"pre-flight: {reason}",),
+        reason=f"the pre-flight stopped the run before any SDK ran: {reason}",
+    )
+
+
 # --- clients.json -----------------------------------------------------------------------------
 def to_json(
     columns: list[SdkColumn],

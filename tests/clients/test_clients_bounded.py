@@ -9,6 +9,7 @@ written (terminal, clients.json, clients.html) carries no token the SDKs were is
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
@@ -52,12 +53,24 @@ def _clients(config: Path, report_dir: Path, *args: str) -> subprocess.Completed
     )
 
 
-def _assert_one_line_exit_2(done: subprocess.CompletedProcess[str], words: str) -> None:
+def _assert_one_line_exit_2(
+    done: subprocess.CompletedProcess[str], words: str, report_dir: Path
+) -> None:
+    """Exit 2, one line, and the reports of a stopped run (as conform writes them)."""
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], done.stderr
     assert lines[0].startswith("paysuite clients: ") and "Traceback" not in done.stderr
-    assert done.stdout == ""  # no matrix of 18 connection errors
+    # no matrix of 18 connection errors: where the reports went, nothing else
+    assert done.stdout.splitlines() == [
+        f"reports: {report_dir / 'clients.json'}, {report_dir / 'clients.html'}"
+    ]
+    report = json.loads((report_dir / "clients.json").read_text(encoding="utf-8"))
+    assert (report["verdict"], report["exit_code"], report["sdks"]) == ("error", 2, [])
+    assert report["reason"].startswith("the pre-flight stopped the run before any SDK ran: ")
+    assert words in report["reason"]
+    page = (report_dir / "clients.html").read_text(encoding="utf-8")
+    assert "ERROR" in page and words in html.unescape(page) and "Scorecard" not in page
 
 
 def test_a_down_target_is_exit_2_and_one_line(tmp_path: Path) -> None:
@@ -68,14 +81,14 @@ def test_a_down_target_is_exit_2_and_one_line(tmp_path: Path) -> None:
     started = time.monotonic()
     done = _clients(path, tmp_path / "r")
     assert time.monotonic() - started < 15
-    _assert_one_line_exit_2(done, "cannot reach the target")
+    _assert_one_line_exit_2(done, "cannot reach the target", tmp_path / "r")
     assert "refused" in done.stderr
 
 
 def test_not_this_api_is_exit_2_and_one_line(tmp_path: Path) -> None:
     with hostile_server("invalid-json") as server:
         done = _clients(write_config(server, tmp_path / "t.yaml"), tmp_path / "r")
-    _assert_one_line_exit_2(done, "does not answer like this API")
+    _assert_one_line_exit_2(done, "does not answer like this API", tmp_path / "r")
 
 
 def test_a_refused_secret_is_exit_2_and_one_line(short_stub: RunningStub, tmp_path: Path) -> None:
@@ -84,7 +97,8 @@ def test_a_refused_secret_is_exit_2_and_one_line(short_stub: RunningStub, tmp_pa
         app["client_secret"] = "not-the-secret-" + app["client_secret"][:4]
     path = tmp_path / "wrong.yaml"
     path.write_text(yaml.safe_dump(data))
-    _assert_one_line_exit_2(_clients(path, tmp_path / "r"), "the target refused application")
+    done = _clients(path, tmp_path / "r")
+    _assert_one_line_exit_2(done, "the target refused application", tmp_path / "r")
 
 
 def test_a_silent_target_gives_up_within_the_pre_flight(tmp_path: Path) -> None:

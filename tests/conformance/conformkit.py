@@ -58,8 +58,12 @@ def conform(
     min_coverage: str | None = None,
     max_throttle_wait: str | None = None,
     concurrency: str | None = None,
+    history_budget: str | None = "0",
 ) -> Outcome:
-    """Run ``paysuite conform`` in this process (a nested pytest session) and collect it."""
+    """Run ``paysuite conform`` in this process (a nested pytest session) and collect it.
+
+    The history phase is off unless asked for (``history_budget``): it would add its budget to
+    every run, and tests/conformance/test_history_*.py judge it on its own."""
     args = argparse.Namespace(
         target=target,
         config=str(config) if config else None,
@@ -73,6 +77,7 @@ def conform(
         reveal_secrets=False,
         max_throttle_wait=max_throttle_wait,
         concurrency=concurrency,
+        history_budget=history_budget,
     )
     capsys.readouterr()
     status = conform_run(args)

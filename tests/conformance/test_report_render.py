@@ -8,6 +8,7 @@ must replay: by environment variable in the safe form, with the real token when 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import xml.etree.ElementTree as ET
@@ -140,7 +141,10 @@ def test_json_carries_verdict_and_coverage(written: dict[str, Any]) -> None:
     expected_keys = {"id", "title", "level", "section", "profile", "quote", "outcome", "gating"}
     expected_keys |= {"severity", "message", "expected", "actual", "note", "evidence"}
     expected_keys |= {"not_applicable"}
-    assert all(set(c) == expected_keys for c in data["checks"])
+    problems = {"TXN-002", "IDEM-004", "PROP-001"}  # these carry their reproduction too
+    for c in data["checks"]:
+        assert set(c) == expected_keys | ({"reproduce"} if c["id"] in problems else set())
+    assert checks["TXN-002"]["reproduce"]["file"] == "reproduce/TXN-002.sh"
     assert (checks["TXN-002"]["expected"], checks["TXN-002"]["actual"]) == (
         "kind = CASHOUT",
         "kind = CASHIN",
@@ -228,18 +232,18 @@ def test_safe_curl_names_the_token_by_variable(written: dict[str, Any]) -> None:
         assert TOKEN not in text and SECRET not in text and REFRESH not in text
     txn = next(c for c in written["json"]["checks"] if c["id"] == "TXN-002")
     item = txn["evidence"][0]
-    assert '-H "Authorization: Bearer $PAYSUITE_TOKEN"' in item["curl"]
-    assert item["env"] == {"PAYSUITE_TOKEN": "writer-app"} and "note" not in item
+    assert '-H "Authorization: Bearer $PAYSUITE_TOKEN_WRITER_APP"' in item["curl"]
+    assert item["env"] == {"PAYSUITE_TOKEN_WRITER_APP": "writer-app"} and "note" not in item
     assert item["request"]["headers"]["Authorization"].startswith("Bearer eyJhbGciOiJI…")
     idem = next(c for c in written["json"]["checks"] if c["id"] == "IDEM-004")
     authorize = idem["evidence"][0]
-    assert '"client_secret": "\'"$PAYSUITE_CLIENT_SECRET"\'"}' in authorize["curl"]
+    assert '"client_secret": "\'"$PAYSUITE_CLIENT_SECRET_WRITER_APP"\'"}' in authorize["curl"]
     assert "s3cr…" in authorize["request"]["body"]  # masked in the displayed body
     assert "…" in authorize["response"]["body"]  # the issued pair is shortened too
     exports = written["json"]["replay"]["exports"]
-    assert any(line.startswith("export PAYSUITE_TOKEN=$(curl") for line in exports)
+    assert any(line.startswith("export PAYSUITE_TOKEN_WRITER_APP=$(curl") for line in exports)
     assert any('"client_id":"writer-app"' in line for line in exports)
-    assert "export PAYSUITE_TOKEN=$(curl" in written["html"]
+    assert "export PAYSUITE_TOKEN_WRITER_APP=$(curl" in written["html"]
     # The schemathesis item passes through as given.
     prop = next(c for c in written["json"]["checks"] if c["id"] == "PROP-001")
     assert prop["evidence"] == [
@@ -264,11 +268,20 @@ def test_safe_curl_replays_once_the_variables_are_exported() -> None:
         {"Content-Type": "application/json"},
         json.dumps({"client_id": "writer-app", "client_secret": SECRET + "x"}),
     )
-    env = {"PAYSUITE_TOKEN": TOKEN, "PAYSUITE_CLIENT_SECRET": SECRET, "PATH": "/usr/bin:/bin"}
+    env = {
+        "PAYSUITE_TOKEN_WRITER_APP": TOKEN,
+        "PAYSUITE_CLIENT_SECRET_WRITER_APP": SECRET,
+        "PATH": "/usr/bin:/bin",
+    }
     assert f"Authorization: Bearer {TOKEN}" in _argv(cashout.curl(), env)
     assert json.loads(_argv(wrong.curl(), env)[-2])["client_secret"] == SECRET + "x"
+    # A forgery of an issued token is rebuilt from the variable: the same forgery of a fresh one.
     forged = Recorded.build("GET", f"{BASE}/x", {"Authorization": f"Bearer {TOKEN[:-4]}AAAA"}, None)
-    assert "forgery" in forged.to_dict()["note"]  # says it is not replayed exactly
+    assert "note" not in forged.to_dict() and TOKEN not in forged.curl()
+    env["PATH"] = os.environ["PATH"]  # python3 rebuilds it
+    assert f"Authorization: Bearer {TOKEN[:-4]}AAAA" in _argv(forged.curl(), env)
+    unknown = Recorded.build("GET", f"{BASE}/x", {"Authorization": "Bearer " + "Z" * 60}, None)
+    assert "forgery" in unknown.to_dict()["note"]  # says it is not replayed exactly
 
 
 def test_reveal_secrets_prints_the_real_token(tmp_path: Path) -> None:
@@ -342,10 +355,10 @@ def test_quiet_terminal_shows_each_problem_with_its_curl(written: dict[str, Any]
         lines[failure + 4],
     ]
     assert lines[failure + 4].startswith("         Reproduce: curl -sS -i -X POST")
-    assert "$PAYSUITE_TOKEN" in lines[failure + 4] and TOKEN not in text
+    assert "$PAYSUITE_TOKEN_WRITER_APP" in lines[failure + 4] and TOKEN not in text
     assert any("PROP-001" in line and "error" in line for line in lines)
     assert any("IDEM-004" in line and "warning" in line for line in lines)  # one line
-    assert any(line.strip().startswith("export PAYSUITE_TOKEN=$(curl") for line in lines)
+    assert any(line.strip().startswith("export PAYSUITE_TOKEN_WRITER_APP=$(curl") for line in lines)
     assert "AUTH-001" not in text  # a pass prints nothing
     assert report.problems([CheckResult(catalog.get("AUTH-001"), "passed")]) == ""
 

@@ -50,8 +50,7 @@ async def _with_proxy(
     echo_port = echo_runner.addresses[0][1]
     seen: list[Exchange] = []
     settings = ProxySettings(target=target or f"http://127.0.0.1:{echo_port}", **kw)
-    runner = web.AppRunner(ForwardingProxy(settings, seen.append).app())
-    await runner.setup()
+    runner = await ForwardingProxy(settings, seen.append).runner()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     try:
