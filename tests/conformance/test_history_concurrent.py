@@ -9,6 +9,7 @@ under concurrency (FAIL).
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 import uuid
@@ -265,10 +266,16 @@ def test_a_429_is_no_call_and_the_call_starts_when_the_attempt_that_counted_left
     from paysuite_core.throttle import Throttle
     from paysuite_core.tokens import TokenPair
 
+    def answer(status: int, body: dict[str, Any], **headers: str) -> httpx.Response:
+        # a stream the bounded reader may read raw (a ``json=`` response is read already)
+        content = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+        return httpx.Response(status, headers=headers, stream=httpx.ByteStream(content))
+
     ref = str(uuid.uuid4())
     answers = [
-        httpx.Response(429, headers={"Retry-After": "0"}, json={"message": "slow down"}),
-        httpx.Response(201, json={"ref": ref, "kind": "CASHIN", "status": "pending"}),
+        answer(429, {"message": "slow down"}, **{"Retry-After": "0"}),
+        answer(201, {"ref": ref, "kind": "CASHIN", "status": "pending"}),
     ]
     answered: list[float] = []
 
