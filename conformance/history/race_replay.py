@@ -5,15 +5,17 @@ that sends the racing ones at once again (``curl ... & curl ... & wait``).
 The shown requests are those no order explains, the requests in flight with them, and every
 earlier request that names one of their refs, customer numbers or keys (the history that leads
 there);
-the customer's token pairs are left implicit. The script follows the sequential replay's rules
-(``replay``): each key becomes a fresh one, each ref a creation answered the ref the replayed
-creation is answered.
+the customer's token pairs are left implicit. The script is the reports' reproduction
+(``evidence.Reproduction``: each application's token by variable, fresh keys and numbers) with
+the sequential replay's ref rule (``replay``): each ref a creation answered becomes the ref the
+replayed creation is answered.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from conformance.evidence import Reproduction
 from conformance.history.driver import Step
 from conformance.history.replay import _touches, substitute
 from conformance.model.records import Authorize, Create
@@ -107,20 +109,17 @@ def _groups(steps: list[Step]) -> list[list[Step]]:
 
 
 class _Script:
-    """The script being written: its lines and the keys and refs it substitutes."""
+    """The script being written: its lines, each step's rendered curl, the refs it names."""
 
-    def __init__(self, exports: list[str]) -> None:
-        self.out = ["#!/usr/bin/env bash", "# replays the racing requests; fill the exports first"]
-        self.out.extend(exports)
-        self.keys: dict[str, str] = {}
+    def __init__(self, head: list[str], curls: dict[int, str]) -> None:
+        self.out = [*head, "OUT=$(mktemp -d)  # each racing answer, read once the run is over"]
+        self.curls = curls
         self.refs: dict[str, str] = {}
 
     def command(self, step: Step) -> str | None:
-        if not step.exchanges:
+        command = self.curls.get(step.index)
+        if command is None:
             return None
-        command = step.exchanges[-1].curl()
-        for key, name in self.keys.items():
-            command = substitute(command, key, "${" + name + "}")
         for ref, name in self.refs.items():
             command = substitute(command, ref, "${" + name + "}")
             command = substitute(command, ref.upper(), "${" + name + "^^}")
@@ -170,21 +169,37 @@ class _Script:
         self.out.extend(after)
 
 
-def script(result: ConcurrentResult, exports: list[str]) -> str:
-    """A bash script that sends the shown requests again, the racing ones at once."""
-    steps = shown_steps(result)
-    writer = _Script(exports)
-    for step in steps:
-        request = step.request
-        if isinstance(request, Create) and request.key and request.key not in writer.keys:
-            name = f"KEY{len(writer.keys) + 1}"
-            writer.keys[request.key] = name
-            suffix = "x" if len(request.key) > 32 else ""
-            writer.out.append(f"{name}=$(python3 -c 'import uuid;print(uuid.uuid4().hex)'){suffix}")
-    writer.out.append("OUT=$(mktemp -d)")
-    for group in _groups(steps):
-        if len(group) == 1:
-            writer.one(group[0])
-        else:
-            writer.race(group)
-    return "\n".join(writer.out)
+class RaceReproduction(Reproduction):
+    """The shown requests as the reports' reproduction (``evidence.Reproduction``: the run's
+    variables per application, fresh keys and numbers), each run of requests that were in
+    flight together sent at once, each ref a creation answered read from the replayed answer."""
+
+    def __init__(self, steps: list[Step]) -> None:
+        self.shown = [step for step in steps if step.exchanges]
+        super().__init__([step.exchanges[-1] for step in self.shown])
+        self.all = steps
+
+    def render(self, reveal: bool = False) -> tuple[str, dict[str, str]]:
+        text, needs = super().render(reveal)
+        lines = text.split("\n")
+        count = len(self.shown)
+        if count == 0 or len(lines) < count:
+            return text, needs  # a curl of several lines: the plain reproduction
+        head, curls = lines[:-count], lines[-count:]
+        writer = _Script(head, {s.index: c for s, c in zip(self.shown, curls, strict=True)})
+        for group in _groups(self.all):
+            if len(group) == 1:
+                writer.one(group[0])
+            else:
+                writer.race(group)
+        return "\n".join(writer.out), needs
+
+
+def reproduction(result: ConcurrentResult) -> RaceReproduction:
+    """The reproduction of the shown requests (the racing ones at once)."""
+    return RaceReproduction(shown_steps(result))
+
+
+def script(result: ConcurrentResult) -> str:
+    """A bash script (safe: credentials by variable) that sends the shown requests again."""
+    return reproduction(result).render()[0]

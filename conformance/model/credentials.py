@@ -67,8 +67,9 @@ def refresh(world: World, state: State, request: Refresh, answer: Answer, at: fl
     old = state.token(request.token)
     if old is None:
         return allow(state)
-    if answer.status == 404 and request.path not in state.unserved:
-        # the document gives two shapes of the refresh path; a target may serve one
+    if answer.status == 404 and not state.unserved - {request.path}:
+        # the document gives two shapes of the refresh path; a target may serve one (and
+        # answer 404 on the other every time), not neither
         return allow(replace(state, unserved=state.unserved | {request.path}))
     if not answer.ok:
         if old.spent:

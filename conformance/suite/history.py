@@ -104,7 +104,7 @@ def _concurrent_verdict(target: Target, cache: dict[str, Any]) -> None:
     """MODEL-007: the concurrent part of the one history run, judged by the linearizability
     checker (``conformance.history.concurrent``). An undecided search is a note, never a
     failure."""
-    from conformance.evidence import replay_exports
+    from conformance.evidence import ToolItem
     from conformance.history import race_replay
     from conformance.history.concurrent import THREADS
 
@@ -121,8 +121,7 @@ def _concurrent_verdict(target: Target, cache: dict[str, Any]) -> None:
         not_applicable(part.not_applicable)
     if part.failed and part.problem is not None:
         shown = race_replay.shown_steps(part)
-        owners = {getattr(s.request, "app", "") for s in shown if hasattr(s.request, "app")}
-        exports = replay_exports(target.base_url, {"PAYSUITE_TOKEN": owners})
+        made = race_replay.reproduction(part)
         error = CheckFailed(
             race_replay.account(part),
             [exchange for step in shown for exchange in step.exchanges][-10:],
@@ -130,16 +129,15 @@ def _concurrent_verdict(target: Target, cache: dict[str, Any]) -> None:
             f"the model allowed: {part.problem.allowed}",
             actual=part.problem.message,
         )
-        error.extra_evidence = [
-            {
-                "request": {"history": race_replay.lines(part)},
-                "response": {
-                    "no order explains": list(part.verdict.unexplained if part.verdict else ()),
-                    "problem": part.problem.message,
-                },
-                "curl": race_replay.script(part, exports),
-            }
-        ]
+        item = {
+            "request": {"history": race_replay.lines(part)},
+            "response": {
+                "no order explains": list(part.verdict.unexplained if part.verdict else ()),
+                "problem": part.problem.message,
+            },
+            "curl": made.render()[0],
+        }
+        error.extra_evidence = [ToolItem(item, made)]
         raise error
     if part.stopped is not None:
         raise CouldNotCheck(f"the concurrent history stopped: {part.stopped}")

@@ -191,7 +191,7 @@ def test_the_report_lists_the_race_and_the_script_sends_it_at_once() -> None:
     result.problem = frontier_problem(WORLD, calls, verdict)
     text = race_replay.account(result)
     assert "no order explains" in text and "thread 2, sent 10.0 ms, answered 210.0" in text
-    script = race_replay.script(result, [])
+    script = race_replay.script(result)
     assert "# at once: 1, 2" in script and script.count(" &\n") == 2 and "\nwait\n" in script
     curls = [line for line in script.splitlines() if line.startswith("curl")]
     assert len(curls) == 3 and all(key not in line for line in curls)  # a fresh key: ${KEY1}
@@ -227,7 +227,7 @@ def test_the_stubs_racy_key_fails_model_007(
     result = _judged(_stub_target(make_stub(faults=("idempotency-racy",)), tmp_path))
     assert result.failed and result.problem is not None
     assert result.problem.family == CONCURRENT
-    assert "\nwait" in race_replay.script(result, [])
+    assert "\nwait" in race_replay.script(result)
 
 
 @pytest.mark.slow

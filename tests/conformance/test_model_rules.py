@@ -269,7 +269,10 @@ def test_tokens_expire_and_refresh_obtains_a_pair() -> None:
     assert problem_of(SEED, longer, mine, Answer(401), at=0.5).family == OVER_TIME
     refresh = Refresh("rw1", "rw1#1", "rw1#2", REFRESH_PATHS[1], 900.0)
     assert problem_of(SEED, state, refresh, Answer(401)).family == OVER_TIME
-    run(SEED, state, refresh, Answer(404))  # one of the two shapes may not be served
+    unserved = run(SEED, state, refresh, Answer(404))  # one of the two shapes may not be served
+    run(SEED, unserved, refresh, Answer(404))  # ... every time
+    other = Refresh("rw1", "rw1#1", "rw1#2", REFRESH_PATHS[0], 900.0)
+    assert problem_of(SEED, unserved, other, Answer(404)).family == OVER_TIME  # not neither
     after = run(SEED, state, refresh, ok({"access": "a", "refresh": "r"}))
     run(SEED, after, refresh, Answer(401))  # a used refresh token may be refused
     run(SEED, after, Find("rw1", "rw1#1", str(uuid.uuid4())), Answer(401))  # revocation: open
