@@ -15,6 +15,7 @@ import sys
 
 from aiohttp import web
 
+from paysuite_core.listening import LINGER_S
 from stub_server import access_log, protocol, signing_key
 from stub_server.app import build_app
 from stub_server.credentials import credentials_path, url_host, write_credentials
@@ -52,6 +53,9 @@ async def serve(settings: StubSettings) -> int:
         **access_log.runner_arguments(settings.access_log, settings.access_log_file),
         shutdown_timeout=CLOSE_GRACE_S,
         keepalive_timeout=settings.idle_timeout_s,
+        # a refused body (413, 408) is read and dropped this long at most, then the connection
+        # closes: aiohttp's default would drain it for 10 s
+        lingering_time=LINGER_S,
     )
     await runner.setup()
     protocol.install(runner, go_body=settings.variant("go-error-body"))

@@ -82,6 +82,8 @@ async def read_json(
             413,
             "payload_too_large",
             f"the request body exceeds {settings.max_body_bytes} bytes",
+            # the body is not read: closing saves aiohttp draining it for the body time-out
+            headers={"Connection": "close"},
         )
     try:
         if request.content.is_eof():  # the whole body arrived with the head: nothing to wait for

@@ -55,6 +55,14 @@ import jwt
 import yaml
 from aiohttp import web
 
+#: The ``expired-token-grace`` defect's leeway past an access token's exp.
+TOKEN_LEEWAY_S = 5
+#: How long the time defects' caches keep what they remember (seconds).
+KEY_MEMORY_S = 3.0
+SETTLED_CACHE_S = 2.0
+#: The deliberate gap of the race defects, between what they read and what they write.
+RACE_GAP_S = 0.02
+
 #: Every deliberate defect, one line each. Each changes one behaviour and nothing else.
 DEFECTS: dict[str, str] = {
     "key-reuse-executes": "a reused idempotency key answers 409 but still creates a transaction",
@@ -142,6 +150,46 @@ DEFECTS: dict[str, str] = {
     "nan-amount-accepted": "an amount of NaN (taken by a lenient JSON parser) is accepted",
     "non-ascii-key-refused": "an idempotency key that is not ASCII (clé-...) is refused with a "
     "400, in either channel",
+    # -- issue 30: new kinds, each breaking a rule of the document; no check was written for them
+    # (tests/foreign/model_defects.py gives each its kind) --
+    # concurrency across operations: each request right alone, wrong together
+    "pooled-ref-race": "a creation takes the ref pre-drawn for the merchant's customer, then "
+    "awaits drawing the next: two for one customer at once share a ref (the later overwrites)",
+    "created-event-lost-race": "a customer's events are a document read, awaited, then written "
+    "back with the created event: of two creations for one customer at once, one event is lost",
+    "key-channels-race": "header and query keys live in two stores, the other channel's read "
+    "before an await: one key sent at once in the header and in the query executes twice",
+    "customer-answers-race": "the customer's confirm or cancel checks pending, then awaits "
+    "before recording: a confirm and a cancel at the same instant are both recorded",
+    "total-across-await": "the events list counts total, awaits, then reads the page anew: a "
+    "creation landing between makes total disagree with the events listed",
+    # time: right now, wrong a few seconds later
+    "key-forgotten-after-3s": "an idempotency key is remembered 3 s only (a cache lifetime in "
+    "the wrong unit): its reuse after that executes",
+    "settled-status-reverts": "find reads a processed status from a cache that drops it 2 s "
+    "after processing, then falls back to the creation's record: pending",
+    "expired-token-grace": f"access tokens are verified with a {TOKEN_LEEWAY_S} s leeway past "
+    "exp: an expired token keeps working that long",
+    "snapshot-goes-live": "an event older than 2 s is rendered from the transaction as it is "
+    "now: a created event's snapshot later shows the final status",
+    # identity through other spellings: another spelling reaches what the canonical is refused
+    "find-upper-ref-any-merchant": "find retries a ref that is not lower case in a "
+    "case-insensitive index without the merchant scope",
+    "trailing-slash-no-privilege": "POST /transactions/cashin/ and /transactions/cashout/ (a "
+    "trailing slash) are served without the privilege check",
+    "ref-filter-case-any-merchant": "a ref filter not in lower case is matched "
+    "case-insensitively over every merchant's events",
+    "client-filter-250-any-merchant": "a client filter with the country code (250...) is "
+    "matched on its last 9 digits over every merchant's events",
+    # consistency of derived values
+    "total-kind-status-drops-kind": "with both a kind and a status filter, total counts the "
+    "events of that status of every kind (the page is right)",
+    "event-id-by-row": "event_id is derived from the event's row in the result (ref and "
+    "position): the same event has another id under another filter",
+    "listed-amount-rounded": "the events' data.amount is stored rounded to a whole number "
+    "(the creation answer and find keep the amount sent)",
+    "processed-snapshot-before-status": "the processed event's snapshot is taken before the "
+    "status is set: it reads pending",
 }
 
 #: Other conformant choices where the document is silent, switched on with ``--choice NAME``
@@ -277,10 +325,13 @@ class Event:
     created_ns: int
     merchant: str
     data: dict[str, Any]
+    #: The transaction it belongs to (read only by the ``snapshot-goes-live`` defect).
+    txn: Transaction | None = None
 
-    def render(self) -> dict[str, Any]:
+    def render(self, event_id: str | None = None) -> dict[str, Any]:
+        """``event_id``: what the ``event-id-by-row`` defect names it instead of its own id."""
         return {
-            "event_id": self.event_id,
+            "event_id": self.event_id if event_id is None else event_id,
             "event_kind": self.event_kind,
             "created_at": utc_text(self.created_ns),
             "data": dict(self.data),
@@ -307,6 +358,12 @@ class State:
         #: Keyless cashouts by merchant, amount and number (``cashout-keyless-replayed``).
         self.keyless_cashouts: dict[tuple[str, Any, str], Transaction] = {}
         self.last_cashin: dict[str, str] = {}
+        #: When each key was first used (``key-forgotten-after-3s``).
+        self.key_times: dict[str, float] = {}
+        #: The keys of each channel apart (``key-channels-race``).
+        self.channel_keys: dict[str, set[str]] = {"header": set(), "query": set()}
+        #: The next ref pre-drawn for each merchant's customer (``pooled-ref-race``).
+        self.ref_pool: dict[tuple[str, str], str] = {}
         self.lock = asyncio.Lock()
 
     def has(self, defect: str) -> bool:
@@ -339,7 +396,13 @@ class State:
         return {"access": access, "refresh": refresh, "expires": access_exp}
 
     def decode(
-        self, token: str, subject: str, *, verify_exp: bool = True, verify_signature: bool = True
+        self,
+        token: str,
+        subject: str,
+        *,
+        verify_exp: bool = True,
+        verify_signature: bool = True,
+        leeway: int = 0,
     ) -> App:
         """The application a token of that subject names, or a 401."""
         try:
@@ -347,6 +410,7 @@ class State:
                 token,
                 self.secret,
                 algorithms=["HS256"],
+                leeway=leeway,
                 options={
                     "verify_exp": verify_exp,
                     "verify_signature": verify_signature,
@@ -365,20 +429,63 @@ class State:
             raise ApiError(401, "the token's application no longer exists")
         return app
 
+    def key_used(self, key: str, channel: str) -> bool:
+        """Whether ``key`` (sent in ``channel``, header or query) was used before."""
+        if self.has("key-channels-race"):
+            return key in self.channel_keys[channel]
+        if self.has("key-forgotten-after-3s"):
+            first = self.key_times.get(key)
+            return first is not None and time.monotonic() - first <= KEY_MEMORY_S
+        return key in self.used_keys
+
+    def remember_key(self, key: str, channel: str) -> None:
+        self.used_keys.add(key)
+        self.key_times[key] = time.monotonic()
+        self.channel_keys[channel].add(key)
+
     def record(self, txn: Transaction, event_kind: str, at_ns: int) -> None:
+        event = self.make_event(txn, event_kind, at_ns)
+        if self.chose("async-events"):
+            asyncio.get_running_loop().call_later(ASYNC_EVENT_DELAY_S, self.events.append, event)
+        else:
+            self.events.append(event)
+
+    def make_event(self, txn: Transaction, event_kind: str, at_ns: int) -> Event:
+        """The event of that stage, with the transaction's snapshot as it is now."""
         event_id = txn.shared_event_id if self.has("duplicate-event-ids") else str(uuid.uuid4())
         data = txn.snapshot()
+        if self.has("listed-amount-rounded"):
+            data["amount"] = round(txn.amount)
         if event_kind == "transaction:created" and self.has("cashout-created-event-says-cashin"):
             data["kind"] = "CASHIN"
         if self.has("snapshot-created-at-is-event-time"):
             data["created_at"] = txn.stamp(at_ns)
         if self.has("events-dated-at-creation"):
             at_ns = txn.created_ns
-        event = Event(event_id, event_kind, at_ns, txn.merchant, data)
-        if self.chose("async-events"):
-            asyncio.get_running_loop().call_later(ASYNC_EVENT_DELAY_S, self.events.append, event)
-        else:
-            self.events.append(event)
+        return Event(event_id, event_kind, at_ns, txn.merchant, data, txn)
+
+    def render_listed(self, event: Event, position: int) -> dict[str, Any]:
+        """An event as the list shows it at ``position`` (0 for the first match, before
+        paging): the defects that render it otherwise than it was recorded act here."""
+        if self.has("event-id-by-row"):
+            row = f"{event.data.get('ref')}/{position}"
+            return event.render(str(uuid.uuid5(uuid.NAMESPACE_URL, row)))
+        rendered = event.render()
+        age_ns = time.time_ns() - event.created_ns
+        if self.has("snapshot-goes-live") and event.txn and age_ns > SETTLED_CACHE_S * 1e9:
+            rendered["data"] = event.txn.snapshot()
+        return rendered
+
+    def process(self, txn: Transaction, action: str) -> None:
+        """The customer's confirm or cancel: the status, then its processed event."""
+        status = STATUS_CONFIRMED if action == "confirm" else STATUS_CANCELLED
+        txn.processed_ns = time.time_ns()
+        if self.has("processed-snapshot-before-status"):
+            self.record(txn, "transaction:processed", txn.processed_ns)
+            txn.status = status
+            return
+        txn.status = status
+        self.record(txn, "transaction:processed", txn.processed_ns)
 
     def fail_the_stale(self) -> None:
         """The ``pending-fails-on-its-own`` defect: a pending transaction older than half a
@@ -392,12 +499,15 @@ class State:
                 txn.processed_ns = now
                 self.record(txn, "transaction:processed", now)
 
-    def create(self, app: App, kind: str, amount: int | float, number: str) -> Transaction:
-        """Must be called under ``lock`` once every check has passed: it always executes."""
+    def create(
+        self, app: App, kind: str, amount: int | float, number: str, ref: str | None = None
+    ) -> Transaction:
+        """Must be called under ``lock`` once every check has passed: it always executes.
+        ``ref``: the one drawn beforehand (``pooled-ref-race``), else a new one."""
         if kind == "CASHOUT" and self.has("wrong-kind-on-cashout"):
             kind = "CASHIN"
         now = time.time_ns()
-        ref = str(uuid.uuid4())
+        ref = ref or str(uuid.uuid4())
         if kind == "CASHOUT" and self.has("cashout-reuses-cashin-ref"):
             ref = self.last_cashin.get(app.merchant, ref)
         elif kind == "CASHIN":
@@ -416,9 +526,32 @@ class State:
             stamp=local_text if self.chose("local-offsets") else utc_text,
         )
         self.transactions[txn.ref] = txn
-        if not self.has("no-created-event"):
+        # created-event-lost-race: the handler records it, outside the lock
+        if not self.has("no-created-event") and not self.has("created-event-lost-race"):
             self.record(txn, "transaction:created", now)
         return txn
+
+    async def draw_ref(self, merchant: str, number: str) -> str:
+        """The ``pooled-ref-race`` defect: the ref pre-drawn for the merchant's customer (the id
+        of the prompt their phone will show), then, after an await (a sequence in a database),
+        the next one drawn in its place."""
+        ref = self.ref_pool.setdefault((merchant, number), str(uuid.uuid4()))
+        await asyncio.sleep(RACE_GAP_S)
+        self.ref_pool[merchant, number] = str(uuid.uuid4())
+        return ref
+
+    async def append_created_late(self, txn: Transaction) -> None:
+        """The ``created-event-lost-race`` defect: the customer's events are one document, read,
+        awaited, written back with the created event (last writer wins)."""
+
+        def customers(event: Event) -> bool:
+            return event.merchant == txn.merchant and event.data.get("client") == txn.client
+
+        read = [e for e in self.events if customers(e)]
+        await asyncio.sleep(RACE_GAP_S)
+        others = [e for e in self.events if not customers(e)]
+        created = self.make_event(txn, "transaction:created", txn.created_ns)
+        self.events = sorted([*others, *read, created], key=lambda e: e.created_ns)
 
 
 # --- request helpers ------------------------------------------------------------------------
@@ -444,7 +577,9 @@ def authenticate(request: web.Request) -> App:
         token = rest.strip()
     else:
         token = header  # paypack-js sends the token without "Bearer "
-    return state.decode(token, "access", verify_exp=not state.has("expired-token-accepted"))
+    leeway = TOKEN_LEEWAY_S if state.has("expired-token-grace") else 0
+    verify_exp = not state.has("expired-token-accepted")
+    return state.decode(token, "access", verify_exp=verify_exp, leeway=leeway)
 
 
 async def json_object(request: web.Request) -> dict[str, Any]:
@@ -545,10 +680,13 @@ def valid_number(value: Any, state: State) -> str:
 # --- handlers -------------------------------------------------------------------------------
 
 
-async def create(request: web.Request, kind: str) -> web.Response:
-    """Cashin or cashout: every check first, then key and creation atomically under the lock."""
-    state = state_of(request)
-    app = authenticate(request)
+def key_channel(request: web.Request) -> str:
+    """Where the request's key came from: the header wins when both are sent."""
+    return "header" if request.headers.get("Idempotency-Key") else "query"
+
+
+def check_rights(state: State, app: App, kind: str) -> None:
+    """A 403 unless the application's privilege may create that kind."""
     rights = CREATE_RIGHTS[app.privilege]
     if state.has("read-only-can-create") and app.privilege == "read":
         rights = frozenset({"CASHIN", "CASHOUT"})
@@ -556,6 +694,34 @@ async def create(request: web.Request, kind: str) -> web.Response:
         rights = rights | {"CASHOUT"}
     if kind not in rights:
         raise ApiError(403, f"the {app.privilege} privilege cannot create a {kind}")
+
+
+async def racy_key_steps(request: web.Request, kind: str, key: str, channel: str) -> str | None:
+    """What the race defects do with a key before the lock: a 409, or the key to check under
+    the lock (``None`` once a race defect has recorded it itself)."""
+    state = state_of(request)
+    if racy_key(request, kind):
+        if key in state.used_keys:
+            raise ApiError(409, "this Idempotency-Key has already been used")
+        await asyncio.sleep(RACE_GAP_S)  # the deliberate gap between the check and the record
+        state.used_keys.add(key)
+        return None
+    if state.has("key-channels-race"):
+        other = "query" if channel == "header" else "header"
+        if key in state.channel_keys[other]:
+            raise ApiError(409, "this Idempotency-Key has already been used")
+        await asyncio.sleep(RACE_GAP_S)  # the other channel's store, read before the await
+    return key
+
+
+async def create(request: web.Request, kind: str, privileged: bool = True) -> web.Response:
+    """Cashin or cashout: every check first, then key and creation atomically under the lock.
+    ``privileged=False``: the ``trailing-slash-no-privilege`` defect's routes, which forget the
+    privilege check."""
+    state = state_of(request)
+    app = authenticate(request)
+    if privileged:
+        check_rights(state, app, kind)
     key = idempotency_key(request, kind)
     payload = await json_object(request)
     if (
@@ -573,14 +739,12 @@ async def create(request: web.Request, kind: str) -> web.Response:
         txn = state.keyless_cashouts.get(replay)
         if txn is not None:
             return web.json_response(creation_body(txn), status=201)
-    if key is not None and racy_key(request, kind):
-        if key in state.used_keys:
-            raise ApiError(409, "this Idempotency-Key has already been used")
-        await asyncio.sleep(0.02)  # the deliberate gap between the check and the record
-        state.used_keys.add(key)
-        key = None
+    channel = key_channel(request)
+    if key is not None:
+        key = await racy_key_steps(request, kind, key, channel)
+    ref = await state.draw_ref(app.merchant, number) if state.has("pooled-ref-race") else None
     async with state.lock:
-        if key is not None and key in state.used_keys:
+        if key is not None and state.key_used(key, channel):
             if state.has("key-reuse-executes"):
                 state.create(app, kind, amount, number)
             message = "this Idempotency-Key has already been used"
@@ -588,10 +752,12 @@ async def create(request: web.Request, kind: str) -> web.Response:
                 message += f" by transaction {state.key_refs.get(key)}"
             raise ApiError(409, message)
         if key is not None:
-            state.used_keys.add(key)
-        txn = state.create(app, kind, amount, number)
+            state.remember_key(key, channel)
+        txn = state.create(app, kind, amount, number, ref)
         if key is not None:
             state.key_refs[key] = txn.ref
+    if state.has("created-event-lost-race"):
+        await state.append_created_late(txn)
     if replayed:
         state.keyless_cashouts.setdefault(replay, txn)
     # The amount sent (stored too, but for the cashout-amount-negative defect).
@@ -617,13 +783,29 @@ async def cashout(request: web.Request) -> web.Response:
     return await create(request, "CASHOUT")
 
 
+async def cashin_slash(request: web.Request) -> web.Response:
+    return await create(request, "CASHIN", privileged=False)
+
+
+async def cashout_slash(request: web.Request) -> web.Response:
+    return await create(request, "CASHOUT", privileged=False)
+
+
 async def find(request: web.Request) -> web.Response:
     state = state_of(request)
     app = authenticate(request)
     state.fail_the_stale()
-    txn = state.transactions.get(request.match_info["ref"])
-    if txn is None or (txn.merchant != app.merchant and not state.has("find-other-merchant")):
+    ref = request.match_info["ref"]
+    txn = state.transactions.get(ref)
+    anywhere = state.has("find-other-merchant")
+    if txn is None and ref != ref.lower() and state.has("find-upper-ref-any-merchant"):
+        txn, anywhere = state.transactions.get(ref.lower()), True
+    if txn is None or (txn.merchant != app.merchant and not anywhere):
         raise ApiError(404, "no transaction with this ref")  # the same answer: no existence leak
+    status = txn.status
+    settled_ns = time.time_ns() - (txn.processed_ns or time.time_ns())
+    if state.has("settled-status-reverts") and settled_ns > SETTLED_CACHE_S * 1e9:
+        status = "pending"  # the creation's record, once the settled cache dropped it
     suffix = "Z" if state.has("find-timestamp-z") else "+00:00"
     moment = time.time_ns() if state.has("find-timestamp-now") else txn.created_ns
     timestamp = (
@@ -641,7 +823,7 @@ async def find(request: web.Request) -> web.Response:
             "kind": txn.kind,
             "merchant": txn.merchant,
             "ref": txn.ref,
-            "status": txn.status,
+            "status": status,
             "timestamp": timestamp,
         }
     )
@@ -678,6 +860,36 @@ def check_filters(request: web.Request) -> None:
         raise ApiError(400, "client must be a phone number")
 
 
+def snapshot_filters(
+    request: web.Request, echoed: dict[str, Any]
+) -> tuple[list[Callable[[Event], bool]], bool]:
+    """The client, kind and ref filters (echoed into ``echoed``), and whether one of them was
+    spelled so that a spelling defect matches it over every merchant's events."""
+    state = state_of(request)
+    tests: list[Callable[[Event], bool]] = []
+    spelled_otherwise = False
+    for name in ("client", "kind", "ref"):
+        value = request.query.get(name)
+        if value is None:
+            continue
+        echoed[name] = value
+        if name == "client" and state.has("client-filter-ignored"):
+            continue
+        international = value.startswith(("250", "+250"))
+        if name == "client" and (
+            state.chose("normalize-numbers")
+            or (international and state.has("client-filter-250-any-merchant"))
+        ):
+            spelled_otherwise = not state.chose("normalize-numbers")
+            tests.append(partial(_client_is, wanted=significant(value)))
+        elif name == "ref" and value != value.lower() and state.has("ref-filter-case-any-merchant"):
+            spelled_otherwise = True
+            tests.append(partial(_ref_is, wanted=value.lower()))
+        else:
+            tests.append(partial(_data_is, attribute=name, value=value))
+    return tests, spelled_otherwise
+
+
 async def list_events(request: web.Request) -> web.Response:
     """Filters on the event snapshot; the envelope echoes exactly the filters given."""
     state = state_of(request)
@@ -686,20 +898,9 @@ async def list_events(request: web.Request) -> web.Response:
     limit = min(page_param(request, "limit", DEFAULT_PAGE_SIZE, 1), MAX_PAGE_SIZE)
     offset = page_param(request, "offset", 0, 0)
     echoed: dict[str, Any] = {}
-    tests: list[Callable[[Event], bool]] = []
     if state.chose("strict-filters"):
         check_filters(request)
-    for name, attribute in (("client", "client"), ("kind", "kind"), ("ref", "ref")):
-        value = request.query.get(name)
-        if value is not None:
-            echoed[name] = value
-            if name == "client" and state.has("client-filter-ignored"):
-                continue
-            if name == "client" and state.chose("normalize-numbers"):
-                wanted = significant(value)
-                tests.append(partial(_client_is, wanted=wanted))
-                continue
-            tests.append(partial(_data_is, attribute=attribute, value=value))
+    tests, spelled_otherwise = snapshot_filters(request, echoed)
     if (status := request.query.get("status")) is not None:
         echoed["status"] = status
         internal = (
@@ -719,17 +920,29 @@ async def list_events(request: web.Request) -> web.Response:
         echoed["amount"] = as_number(amount)
         tests.append(lambda e: e.data.get("amount") == amount)
     leak = (
-        state.has("events-leak-merchants")
+        spelled_otherwise
+        or state.has("events-leak-merchants")
         or (state.has("kind-filter-leaks-merchants") and "kind" in request.query)
         or (state.has("status-filter-leaks-merchants") and "status" in request.query)
     )
-    matching = [
-        e
-        for e in state.events
-        if (leak or e.merchant == app.merchant) and all(test(e) for test in tests)
-    ]
+
+    def select(tests: list[Callable[[Event], bool]]) -> list[Event]:
+        return [
+            e
+            for e in state.events
+            if (leak or e.merchant == app.merchant) and all(test(e) for test in tests)
+        ]
+
+    matching = select(tests)
+    total = len(matching)
+    if state.has("total-kind-status-drops-kind") and {"kind", "status"} <= set(request.query):
+        total = len(select([t for t in tests if not _is_kind_test(t)]))
+    if state.has("total-across-await"):
+        await asyncio.sleep(RACE_GAP_S)  # the page is a second query
+        matching = select(tests)
     page = matching[offset : offset + limit]
-    total = len(page) if state.has("total-wrong") else len(matching)
+    if state.has("total-wrong"):
+        total = len(page)
     if state.has("total-counts-transactions"):
         total = len({e.data.get("ref") for e in matching})
     if state.has("envelope-event-kind-underscore"):
@@ -741,7 +954,9 @@ async def list_events(request: web.Request) -> web.Response:
         "limit": limit,
         "offset": offset,
         "total": total,
-        "transactions": [e.render() for e in page],
+        "transactions": [
+            state.render_listed(e, position) for position, e in enumerate(page, offset)
+        ],
     }
     return web.json_response(dict(sorted(envelope.items())))
 
@@ -752,6 +967,14 @@ def _client_is(event: Event, wanted: str) -> bool:
 
 def _data_is(event: Event, attribute: str, value: str) -> bool:
     return bool(event.data.get(attribute) == value)
+
+
+def _is_kind_test(test: Callable[[Event], bool]) -> bool:
+    return isinstance(test, partial) and test.keywords.get("attribute") == "kind"
+
+
+def _ref_is(event: Event, wanted: str) -> bool:
+    return str(event.data.get("ref")).lower() == wanted
 
 
 async def authorize(request: web.Request) -> web.Response:
@@ -806,6 +1029,7 @@ async def customer_action(request: web.Request) -> web.Response:
     action = request.query.get("action")
     if action not in ("confirm", "cancel"):
         raise ApiError(400, "action must be confirm or cancel")
+    racy = state.has("customer-answers-race")
     async with state.lock:
         txn = state.transactions.get(request.match_info["ref"])
         if txn is None:
@@ -814,9 +1038,11 @@ async def customer_action(request: web.Request) -> web.Response:
             raise ApiError(409, f"the transaction is already {txn.status}")
         if txn.kind == "CASHOUT" and state.has("cashout-not-processed"):
             return web.json_response({"ref": txn.ref, "status": txn.status})
-        txn.status = STATUS_CONFIRMED if action == "confirm" else STATUS_CANCELLED
-        txn.processed_ns = time.time_ns()
-        state.record(txn, "transaction:processed", txn.processed_ns)
+        if not racy:
+            state.process(txn, action)
+    if racy:  # checked pending above; the mobile operator is asked before it is recorded
+        await asyncio.sleep(RACE_GAP_S)
+        state.process(txn, action)
     return web.json_response({"ref": txn.ref, "status": txn.status})
 
 
@@ -926,6 +1152,9 @@ def build_app(state: State, outer_middlewares: Sequence[Any] = ()) -> web.Applic
     app[STATE_KEY] = state
     app.router.add_post("/api/transactions/cashin", cashin)
     app.router.add_post("/api/transactions/cashout", cashout)
+    if state.has("trailing-slash-no-privilege"):
+        app.router.add_post("/api/transactions/cashin/", cashin_slash)
+        app.router.add_post("/api/transactions/cashout/", cashout_slash)
     app.router.add_get("/api/transactions/find/{ref}", find)
     app.router.add_get("/api/events/transactions", list_events)
     app.router.add_post("/api/auth/agents/authorize", authorize)

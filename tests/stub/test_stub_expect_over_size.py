@@ -31,10 +31,12 @@ def _head(path: str, length: int, *, expect: bool, token: str = "") -> bytes:
 
 @pytest.mark.parametrize("expect", [True, False], ids=["expect-100-continue", "plain"])
 def test_an_over_size_authorize_is_413_at_once(stub: RunningStub, expect: bool) -> None:
-    answer = send_raw(_port(stub), _head(f"/api{AUTHORIZE_PATH}", HUGE, expect=expect))
+    answer = send_raw(_port(stub), _head(f"/api{AUTHORIZE_PATH}", HUGE, expect=expect), linger_s=3)
     assert answer.status == 413 and answer.interim == []
     assert answer.json()["code"] == "payload_too_large"
     assert answer.first_byte_s < 2  # not after the body time-out
+    # the unread body is not drained for the body time-out: the connection ends with the answer
+    assert answer.headers.get("connection", "").lower() == "close" and answer.closed
 
 
 def test_an_over_size_cashin_is_413_or_401_without_100_continue(
