@@ -43,6 +43,7 @@ from paysuite_core.target_config import load_target_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "foreign"))
 from foreignkit import start_foreign  # noqa: E402
+from model_defects import MODEL_DEFECTS  # noqa: E402
 
 WORLD = World((App("rw1", "read-write", "M1"), App("rw2", "read-write", "M2")), settle_s=0.5)
 NUMBER = "0781234567"
@@ -230,8 +231,15 @@ def test_the_stubs_racy_key_fails_model_007(
     assert "\nwait" in race_replay.script(result)
 
 
+#: The independent implementation's defects that break a rule only under concurrency: its
+#: two key races, and issue 30's concurrency kind (tests/foreign/model_defects.py).
+RACE_DEFECTS = ["cashout-key-race", "query-key-race"] + sorted(
+    defect for defect, kind in MODEL_DEFECTS.items() if kind == "concurrency"
+)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("defect", ["cashout-key-race", "query-key-race"])
+@pytest.mark.parametrize("defect", RACE_DEFECTS)
 def test_a_foreign_race_defect_fails_model_007(defect: str, tmp_path: Path) -> None:
     with start_foreign("independent", tmp_path, "--defect", defect, "--access-ttl", "2") as server:
         config = load_target_config(server.config_path)
