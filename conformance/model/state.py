@@ -119,7 +119,7 @@ class State:
     unserved: frozenset[str] = frozenset()
     #: (merchant, kind, amount, number) of creations that got no answer (a time-out, a cut
     #: connection) in a state where they took effect: their transaction exists under a ref the
-    #: history never learnt, until an event shows it (``events.adopt_landed``)
+    #: history never learnt, until an event shows it (``events._adopt_landed``)
     landed: frozenset[tuple[str, str, float, str]] = frozenset()
 
     # --- look-ups ---------------------------------------------------------------------
