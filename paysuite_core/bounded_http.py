@@ -365,6 +365,12 @@ class BoundedClient:
     def _exchange(self, request: httpx.Request, deadline: float, raw: bool) -> Answer:
         response = self._client.send(request, stream=True)
         try:
+            if response.is_stream_consumed:
+                # an in-process transport (httpx.MockTransport) answered with bytes already in
+                # memory, and already decoded: nothing left to stream or to inflate
+                body = BoundedBody(response.headers, self.limits.max_body_bytes, inflate=False)
+                body.add(response.content)
+                return Answer(response.status_code, response.headers, bytes(body.data))
             body = BoundedBody(response.headers, self.limits.max_body_bytes, inflate=not raw)
             for chunk in response.iter_raw(READ_CHUNK):
                 body.add(chunk)

@@ -44,7 +44,15 @@ def _full_run(
     profile: str, stub: RunningStub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> Outcome:
     config = fast_config(stub, tmp_path)
-    outcome = conform(capsys, tmp_path / "reports", config=config, profile=profile, strict=True)
+    # every check runs, the history phase's MODEL checks too (on a short budget)
+    outcome = conform(
+        capsys,
+        tmp_path / "reports",
+        config=config,
+        profile=profile,
+        strict=True,
+        history_budget="10",
+    )
     report = outcome.report
     bad = [
         f"{c['id']}: {c['outcome']} {c['message'][:300]}"

@@ -90,5 +90,9 @@ def test_a_stray_assert_in_a_check_is_an_error_of_the_suite(
     outcome = conform(capsys, tmp_path / "reports", config=config, only="FIND-002")
     result = outcome.check("FIND-002")
     assert result["outcome"] == "error", result
-    assert result["message"].startswith("AssertionError"), result["message"]
+    # said as the suite's own error, with its traceback in the report, never as the target's
+    assert result["message"].startswith("paysuite's own error"), result["message"]
+    assert "AssertionError" in result["message"], result["message"]
+    (engine,) = outcome.report["engine_errors"]
+    assert "assert target is None" in str(engine), engine
     assert outcome.status == 2 and outcome.report["verdict"] == "error"
