@@ -48,8 +48,9 @@ def _run(target: Target, cache: dict[str, Any]) -> HistoryResult:
 
 
 def _verdict(target: Target, cache: dict[str, Any], check_id: str, expected: str) -> None:
-    from conformance.evidence import replay_exports
+    from conformance.evidence import ToolItem
     from conformance.history import replay
+    from conformance.history.race_replay import RaceReproduction
     from conformance.history.session import world_of
 
     result = _run(target, cache)
@@ -59,23 +60,21 @@ def _verdict(target: Target, cache: dict[str, Any], check_id: str, expected: str
     world = world_of(target)
     if violation is not None:
         shown = replay.shown_steps(violation, world)
-        owners = {
-            getattr(step.request, "app", "") for step in shown if hasattr(step.request, "app")
-        }
-        exports = replay_exports(target.base_url, {"PAYSUITE_TOKEN": owners})
+        # the reports' reproduction (a variable per application, fresh keys and numbers), one
+        # request after another: a sequential history has no requests in flight together
+        made = RaceReproduction(shown)
         error = CheckFailed(
             replay.account(violation, world),
             [exchange for step in shown for exchange in step.exchanges][-10:],
             expected=expected + f"; the model allowed: {violation.problem.allowed}",
             actual=violation.problem.message,
         )
-        error.extra_evidence = [
-            {
-                "request": {"history": [step.line()[:500] for step in shown]},
-                "response": {"parted at": len(shown), "problem": violation.problem.message},
-                "curl": replay.script(violation, world, exports),
-            }
-        ]
+        item = {
+            "request": {"history": [step.line()[:500] for step in shown]},
+            "response": {"parted at": len(shown), "problem": violation.problem.message},
+            "curl": made.render()[0],
+        }
+        error.extra_evidence = [ToolItem(item, made)]
         raise error
     if check_id == "MODEL-008" and result.reference is not None:
         steps, problem = result.reference
