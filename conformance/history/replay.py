@@ -8,10 +8,9 @@ judge the recorded answers again (no request is sent): what is shown is kept onl
 model fails it on its own, at its last step, for the same family of rules, so it is a
 counterexample in its own right.
 
-The replay uses the suite's curl of each exchange (credentials as environment variables, as
-every curl of the reports) with two substitutions so that it runs again on the same target:
-each idempotency key becomes a fresh one drawn when the script starts, and each ref a creation
-answered becomes the ref the target answers the replayed creation.
+The replay script is ``race_replay.RaceReproduction`` (the reports' reproduction: a variable per
+application, fresh keys and numbers, each ref a creation answered read from the replayed answer);
+``substitute`` is how it puts a variable where a value stood.
 """
 
 from __future__ import annotations
@@ -132,41 +131,3 @@ def substitute(command: str, value: str, variable: str) -> str:
         position = found + len(value)
     out.append(command[position:])
     return "".join(out)
-
-
-def script(violation: Violation, world: World, exports: list[str]) -> str:
-    """A bash script that replays the shown history with fresh keys and the replay's refs."""
-    steps = shown_steps(violation, world)
-    out = ["#!/usr/bin/env bash", "# replays the failing history; fill the exports first", *exports]
-    keys: dict[str, str] = {}
-    refs: dict[str, str] = {}
-    for step in steps:
-        request = step.request
-        if isinstance(request, Create) and request.key and request.key not in keys:
-            name = f"KEY{len(keys) + 1}"
-            keys[request.key] = name
-            suffix = "x" if len(request.key) > 32 else ""
-            out.append(f"{name}=$(python3 -c 'import uuid;print(uuid.uuid4().hex)'){suffix}")
-    for step in steps:
-        out.append(f"# {step.line()[:200]}")
-        for exchange in step.exchanges[-1:]:
-            command = exchange.curl()
-            for key, name in keys.items():
-                command = substitute(command, key, "${" + name + "}")
-            for ref, name in refs.items():
-                command = substitute(command, ref, "${" + name + "}")
-                command = substitute(command, ref.upper(), "${" + name + "^^}")
-            ref = step.answer.get("ref")
-            if isinstance(step.request, Create) and isinstance(ref, str) and step.answer.ok:
-                name = f"REF{len(refs) + 1}"
-                refs[ref] = name
-                quiet = command.replace("curl -sS -i ", "curl -sS ", 1)
-                out.append(
-                    f"{name}=$({quiet} | python3 -c "
-                    '\'import json,sys;print(json.load(sys.stdin).get("ref",""))\')'
-                )
-                out.append(f'echo "{name}=${name}"')
-            else:
-                out.append(command)
-                out.append("echo")
-    return "\n".join(out)

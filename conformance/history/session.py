@@ -19,6 +19,7 @@ from conformance.model.records import Problem
 from conformance.model.state import App, World
 
 if TYPE_CHECKING:
+    from conformance.history.concurrent import ConcurrentResult
     from conformance.http import RecordingClient
     from conformance.target import Target
 
@@ -46,6 +47,8 @@ class HistoryResult:
     budget_s: float = 0.0
     merchants: int = 0
     notes: list[str] = field(default_factory=list)
+    #: the concurrent part (MODEL-007), None when the phase never reached it
+    concurrent: ConcurrentResult | None = None
 
 
 def world_of(target: Target) -> World:

@@ -67,8 +67,9 @@ def refresh(world: World, state: State, request: Refresh, answer: Answer, at: fl
     old = state.token(request.token)
     if old is None:
         return allow(state)
-    if answer.status == 404 and request.path not in state.unserved:
-        # the document gives two shapes of the refresh path; a target may serve one
+    if answer.status == 404 and not state.unserved - {request.path}:
+        # the document gives two shapes of the refresh path; a target may serve one (and
+        # answer 404 on the other every time), not neither
         return allow(replace(state, unserved=state.unserved | {request.path}))
     if not answer.ok:
         if old.spent:
@@ -94,3 +95,13 @@ def refresh(world: World, state: State, request: Refresh, answer: Answer, at: fl
     state = state.with_token(replace(old, spent=True, standing=standing))
     new = Token(label=request.label, app=request.app, expires=at + request.ttl_s)
     return allow(state.with_token(new))
+
+
+def spend(world: World, state: State, request: Refresh) -> Judged:
+    """A refresh that got no answer, had it taken effect: its refresh token is spent (the new
+    pair never reached the history, so nothing else changes)."""
+    old = state.token(request.token)
+    if old is None or (old.spent and world.refresh_rotation):
+        return allow(state)
+    standing = "ref-live" if old.standing == "live" else old.standing
+    return allow(state.with_token(replace(old, spent=True, standing=standing)))

@@ -65,7 +65,9 @@ def owned(world: World, state: State, filters: dict[str, str]) -> bool:
     if "ref" in filters:
         return state.txn(filters["ref"]) is not None
     if "client" in filters and world.unique_numbers:
-        return any(same_number(t.number, filters["client"]) for t in state.txns)
+        numbers = [t.number for t in state.txns] + [number for *_, number in state.landed]
+        numbers += sorted(world.own_numbers)
+        return any(same_number(number, filters["client"]) for number in numbers)
     return False
 
 
@@ -151,7 +153,9 @@ def _judge_item(
     if txn is None:
         if not mine:
             return None  # another client's event on a shared target: nothing to judge
-        return _stranger(reading.state, data, filters)
+        txn = _adopt_landed(reading, data, merchant, done)
+        if txn is None:
+            return _stranger(reading.state, data, filters)
     if txn.merchant != merchant:
         return Problem(
             PRIVILEGES,
@@ -169,6 +173,29 @@ def _judge_item(
     if problem is not None:
         return problem
     return _snapshot(world, reading, txn, str(kind), data, done)
+
+
+def _adopt_landed(
+    reading: _Reading, data: dict[str, Any], merchant: str, done: float
+) -> Txn | None:
+    """The unanswered creation of ``merchant`` that an event of an unknown ref shows landed
+    (its kind, amount and customer), now a transaction of the history under that ref."""
+    ref = data.get("ref")
+    if not isinstance(ref, str) or not ref:
+        return None
+    for landing in sorted(reading.state.landed):
+        owner, kind, amount, number = landing
+        if (
+            owner == merchant
+            and data.get("kind") == kind
+            and same_amount(data.get("amount"), amount)
+            and same_number(data.get("client"), number)
+        ):
+            txn = Txn(ref, merchant, kind, amount, number, created=done)
+            state = replace(reading.state, landed=reading.state.landed - {landing})
+            reading.state = state.with_txn(txn)
+            return txn
+    return None
 
 
 def _stranger(state: State, data: dict[str, Any], filters: dict[str, str]) -> Problem:

@@ -23,6 +23,7 @@ from conformance.model.records import (
 )
 from conformance.model.state import State, World
 from conformance.model.verdicts import Judged, allow
+from paysuite_core.throttle import THROTTLED
 
 if TYPE_CHECKING:
     from conformance.model.linearizability import Call
@@ -33,7 +34,9 @@ def judge(
 ) -> Judged:
     """What the document (and, in the reference narrowing, the stub's choices) allows."""
     if answer.status is None:
-        return allow(state)  # no answer: the request may or may not have taken effect
+        return unanswered(world, state, request, at)
+    if answer.status == THROTTLED:
+        return allow(state)  # the target's rate limit: the request was not taken
     if isinstance(request, Authorize):
         return credentials.authorize(state, request, answer, at)
     if isinstance(request, Refresh):
@@ -53,9 +56,27 @@ def judge(
     return events.list_events(world, state, request, answer, at, done)
 
 
+def unanswered(world: World, state: State, request: Request, at: float) -> Judged:
+    """The state had the request taken effect although no answer came (a time-out, a cut
+    connection): a creation's transaction exists, the customer's answer was taken, a refresh
+    spent its token. Whether it took effect at all is the linearizability checker's to try
+    (it also places the call nowhere); a read changes nothing either way."""
+    if isinstance(request, Act):
+        return transactions.act(world, state, request, Answer(200), at)
+    if isinstance(request, Refresh):
+        return credentials.spend(world, state, request)
+    if isinstance(request, Authorize):
+        return allow(state)  # a pair the history never received is never used
+    through, _ = credentials.gate(world, state, request.token, Answer(None), at)
+    if through != credentials.THROUGH or not isinstance(request, Create):
+        return allow(state)
+    return transactions.landed(world, state, request)
+
+
 def step_of(world: World) -> Callable[[State, Call], Iterable[State]]:
     """The checker's step: the states the model allows after ``call`` (empty: not allowed).
-    A reference-only problem still allows the answer: concurrency judges the document."""
+    A reference-only problem still allows the answer: concurrency judges the document. A call
+    without an answer is judged as if it took effect (``unanswered``)."""
 
     def step(state: State, call: Call) -> Iterable[State]:
         answer = call.answer if isinstance(call.answer, Answer) else Answer(None)

@@ -59,6 +59,9 @@ class World:
     unique_numbers: bool = True
     #: Slack around a token's expiry and a declared time-out (clocks and transit).
     skew_s: float = 1.0
+    #: Customer numbers drawn for the history before any request (the concurrent histories'):
+    #: a list under one is the history's own even where no creation of it is placed yet.
+    own_numbers: frozenset[str] = frozenset()
 
     def app(self, client_id: str) -> App:
         for app in self.apps:
@@ -114,6 +117,10 @@ class State:
     refused: frozenset[tuple[str, str, float, str]] = frozenset()
     #: refresh paths the target answered 404 (not served: it may serve one shape only)
     unserved: frozenset[str] = frozenset()
+    #: (merchant, kind, amount, number) of creations that got no answer (a time-out, a cut
+    #: connection) in a state where they took effect: their transaction exists under a ref the
+    #: history never learnt, until an event shows it (``events._adopt_landed``)
+    landed: frozenset[tuple[str, str, float, str]] = frozenset()
 
     # --- look-ups ---------------------------------------------------------------------
     def txn(self, ref: str) -> Txn | None:

@@ -250,3 +250,21 @@ def act(world: World, state: State, request: Act, answer: Answer, done: float) -
     if txn is None or not answer.ok or not txn.pending:
         return allow(state)
     return allow(state.with_txn(replace(txn, asked=(*txn.asked, (request.outcome, done)))))
+
+
+def landed(world: World, state: State, request: Create) -> Judged:
+    """A creation that got no answer, had it taken effect: the transaction exists (its ref
+    unknown until an event shows it) and its key is spent. One the document has the target
+    refuse (a read-only application, a key over 32 characters or used before) changes
+    nothing. The checker itself tries the other case, that it never happened."""
+    app = world.app(request.app)
+    key = request.key
+    if request.spelling != "canonical" or app.may_create(request.kind, "seed") is False:
+        return allow(state)
+    if key is not None and (len(key) > MAX_KEY or state.key_use(app.merchant, key) == "used"):
+        return allow(state)
+    landing = (app.merchant, request.kind, float(request.amount), request.number)
+    after = replace(state, landed=state.landed | {landing})
+    if key is not None:
+        after = after.with_key(app.merchant, key, "used")
+    return allow(after)

@@ -1,4 +1,5 @@
-"""Random histories judged by the executable model (MODEL-001..006, MODEL-008).
+"""Random histories judged by the executable model (MODEL-001..006, MODEL-008), and concurrent
+ones judged by the linearizability checker (MODEL-007).
 
 The history phase (``conformance.history``) runs once per session, within its own budget
 (``--history-budget``, 30 s by default; 0: not run); each MODEL check reads its family of rules
@@ -47,8 +48,9 @@ def _run(target: Target, cache: dict[str, Any]) -> HistoryResult:
 
 
 def _verdict(target: Target, cache: dict[str, Any], check_id: str, expected: str) -> None:
-    from conformance.evidence import replay_exports
+    from conformance.evidence import ToolItem
     from conformance.history import replay
+    from conformance.history.race_replay import RaceReproduction
     from conformance.history.session import world_of
 
     result = _run(target, cache)
@@ -58,23 +60,21 @@ def _verdict(target: Target, cache: dict[str, Any], check_id: str, expected: str
     world = world_of(target)
     if violation is not None:
         shown = replay.shown_steps(violation, world)
-        owners = {
-            getattr(step.request, "app", "") for step in shown if hasattr(step.request, "app")
-        }
-        exports = replay_exports(target.base_url, {"PAYSUITE_TOKEN": owners})
+        # the reports' reproduction (a variable per application, fresh keys and numbers), one
+        # request after another: a sequential history has no requests in flight together
+        made = RaceReproduction(shown)
         error = CheckFailed(
             replay.account(violation, world),
             [exchange for step in shown for exchange in step.exchanges][-10:],
             expected=expected + f"; the model allowed: {violation.problem.allowed}",
             actual=violation.problem.message,
         )
-        error.extra_evidence = [
-            {
-                "request": {"history": [step.line()[:500] for step in shown]},
-                "response": {"parted at": len(shown), "problem": violation.problem.message},
-                "curl": replay.script(violation, world, exports),
-            }
-        ]
+        item = {
+            "request": {"history": [step.line()[:500] for step in shown]},
+            "response": {"parted at": len(shown), "problem": violation.problem.message},
+            "curl": made.render()[0],
+        }
+        error.extra_evidence = [ToolItem(item, made)]
         raise error
     if check_id == "MODEL-008" and result.reference is not None:
         steps, problem = result.reference
@@ -96,6 +96,59 @@ def _verdict(target: Target, cache: dict[str, Any], check_id: str, expected: str
         f"({result.steps} requests, {result.duration_s:g} s)"
         + (f"; stopped: {result.stopped}" if result.stopped else "")
         + ("; one merchant: isolation not exercised" if result.merchants < 2 else "")
+    )
+
+
+def _concurrent_verdict(target: Target, cache: dict[str, Any]) -> None:
+    """MODEL-007: the concurrent part of the one history run, judged by the linearizability
+    checker (``conformance.history.concurrent``). An undecided search is a note, never a
+    failure."""
+    from conformance.evidence import ToolItem
+    from conformance.history import race_replay
+    from conformance.history.concurrent import THREADS
+
+    result = _run(target, cache)
+    if result.not_applicable:
+        not_applicable(result.not_applicable)
+    part = result.concurrent
+    if part is None:
+        raise CouldNotCheck(
+            "the concurrent histories did not run: the sequential ones stopped "
+            f"({result.stopped or 'the budget ended'})"
+        )
+    if part.not_applicable:
+        not_applicable(part.not_applicable)
+    if part.failed and part.problem is not None:
+        shown = race_replay.shown_steps(part)
+        made = race_replay.reproduction(part)
+        error = CheckFailed(
+            race_replay.account(part),
+            [exchange for step in shown for exchange in step.exchanges][-10:],
+            expected="some order of the requests, one at a time, explains every answer; "
+            f"the model allowed: {part.problem.allowed}",
+            actual=part.problem.message,
+        )
+        item = {
+            "request": {"history": race_replay.lines(part)},
+            "response": {
+                "no order explains": list(part.verdict.unexplained if part.verdict else ()),
+                "problem": part.problem.message,
+            },
+            "curl": made.render()[0],
+        }
+        error.extra_evidence = [ToolItem(item, made)]
+        raise error
+    if part.stopped is not None:
+        raise CouldNotCheck(f"the concurrent history stopped: {part.stopped}")
+    verdict = part.verdict
+    if verdict is None:
+        raise CouldNotCheck("the concurrent history sent no request")
+    if verdict.budget_exhausted:
+        target.note(f"undecided ({verdict.summary()}): not a failure")
+        return
+    target.note(
+        f"{len(part.calls)} requests of {THREADS} threads at once, explained by an order "
+        f"({verdict.searched} configurations searched, {part.duration_s:g} s)"
     )
 
 
@@ -182,6 +235,21 @@ _model_check(
     "GET {base_url}/transactions/find/{ref}",
     "another spelling refused, or answered as the canonical one is",
 )
+
+
+@check(
+    "MODEL-007",
+    "MUST",
+    Section.ENDPOINTS,
+    "concurrent histories: requests sent at once are explained by some order of them (no lost, "
+    "doubled or mixed effect)",
+    "A second cashin or cashout request that reuses an idempotency key already used is "
+    "rejected, and the transaction is not executed twice.",
+)
+def histories_hold_under_concurrency(target: Target, run_cache: dict[str, Any]) -> None:
+    _concurrent_verdict(target, run_cache)
+
+
 _model_check(
     "histories_follow_the_reference_choices",
     "MODEL-008",

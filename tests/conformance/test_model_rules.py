@@ -269,7 +269,10 @@ def test_tokens_expire_and_refresh_obtains_a_pair() -> None:
     assert problem_of(SEED, longer, mine, Answer(401), at=0.5).family == OVER_TIME
     refresh = Refresh("rw1", "rw1#1", "rw1#2", REFRESH_PATHS[1], 900.0)
     assert problem_of(SEED, state, refresh, Answer(401)).family == OVER_TIME
-    run(SEED, state, refresh, Answer(404))  # one of the two shapes may not be served
+    unserved = run(SEED, state, refresh, Answer(404))  # one of the two shapes may not be served
+    run(SEED, unserved, refresh, Answer(404))  # ... every time
+    other = Refresh("rw1", "rw1#1", "rw1#2", REFRESH_PATHS[0], 900.0)
+    assert problem_of(SEED, unserved, other, Answer(404)).family == OVER_TIME  # not neither
     after = run(SEED, state, refresh, ok({"access": "a", "refresh": "r"}))
     run(SEED, after, refresh, Answer(401))  # a used refresh token may be refused
     run(SEED, after, Find("rw1", "rw1#1", str(uuid.uuid4())), Answer(401))  # revocation: open
@@ -287,3 +290,36 @@ def test_states_are_hashable_and_judging_is_pure(world: World) -> None:
     first = judge(world, state, request, answer, 1.0, 1.1)
     assert first == judge(world, state, request, answer, 1.0, 1.1)
     assert len({state, *first.states}) >= 1
+
+
+def test_an_unanswered_creation_is_judged_as_if_it_took_effect() -> None:
+    """The checker tries "never happened" itself; the model gives the effect it would have had:
+    its transaction exists under a ref an event may show later, and its key is spent."""
+    state = run(SEED, tokens(), cashin(key="k1"), Answer(None))
+    assert state.landed == {("M1", "CASHIN", 100.0, NUMBER)}
+    assert state.key_use("M1", "k1") == "used"
+    assert problem_of(SEED, state, cashin(key="k1", channel="query"), created()).family == (
+        IDEMPOTENCY
+    )
+    lst = ListEvents("rw1", "rw1#1", MINE)
+    ref = str(uuid.uuid4())
+    seen = run(SEED, state, lst, listing(event(ref)), at=5.0)
+    assert seen.landed == frozenset() and seen.txn(ref) is not None
+    assert problem_of(SEED, state, lst, listing(event(ref, amount=7)), at=5.0).family == EVENTS
+    other = ListEvents("rw2", "rw2#1", MINE)
+    assert problem_of(SEED, state, other, listing(event(ref)), at=5.0).family == EVENTS
+    # one the document has refused changes nothing, whatever became of it
+    assert run(SEED, tokens(), cashin("r1"), Answer(None)) == tokens()
+    assert run(SEED, tokens(), cashin(key="k" * 33), Answer(None)) == tokens()
+
+
+def test_an_unanswered_answer_of_the_customer_or_refresh_took_effect_and_a_429_did_not() -> None:
+    state, ref = one()
+    acted = run(SEED, state, Act(ref, "confirm"), Answer(None), at=1.0)
+    run(SEED, acted, Find("rw1", "rw1#1", ref), found(ref, "success"), at=2.0)
+    refresh = Refresh("rw1", "rw1#1", "rw1#2", REFRESH_PATHS[0], 900.0)
+    spent = run(SEED, state, refresh, Answer(None))
+    assert spent.token("rw1#1") is not None and spent.token("rw1#1").spent  # type: ignore[union-attr]
+    assert run(SEED, state, Find("rw1", "rw1#1", ref), Answer(None)) == state
+    assert run(SEED, tokens(), cashin(key="k1"), Answer(429)) == tokens()
+    assert run(SEED, state, Act(ref, "cancel"), Answer(429)) == state
