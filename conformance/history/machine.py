@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 INDEX = st.integers(min_value=0, max_value=7)
 KEYS = st.sampled_from(["none", "fresh", "reuse", "reuse", "long"])
-WAITS = st.sampled_from([0.3, 1.0, 3.2])
+WAITS_S = (0.3, 1.0, 3.2)
+WAITS = st.sampled_from(WAITS_S)
 WAIT_PER_HISTORY_S = 3.5
 
 
@@ -123,14 +124,20 @@ class HistoryMachine(RuleBasedStateMachine):
         channels=st.tuples(
             st.sampled_from(["header", "query"]), st.sampled_from(["header", "query"])
         ),
+        later=st.sampled_from([0.0, 0.0, max(WAITS_S)]),
     )
     def create_then_reuse_its_key(
-        self, kinds: tuple[str, str], apps: tuple[int, int], channels: tuple[str, str]
+        self,
+        kinds: tuple[str, str],
+        apps: tuple[int, int],
+        channels: tuple[str, str],
+        later: float,
     ) -> None:
         """A creation that executes, then its key again from an application of the same merchant
-        (either kind, either channel): the reuse the key rule is about, drawn at once. Left to
+        (either kind, either channel), at once or a few seconds later (a key is remembered, not
+        cached for a while): the reuse the key rule is about, drawn at once. Left to
         ``create``'s own draws, a reuse by the right merchant of a key that executed is a rare
-        coincidence of a few independent choices."""
+        coincidence of a few independent choices, and one seconds later rarer still."""
 
         def go(driver: Driver) -> None:
             creators = [a for a in driver.apps.values() if a.can_cashin() or a.can_cashout()]
@@ -138,13 +145,17 @@ class HistoryMachine(RuleBasedStateMachine):
             kind = kinds[0] if _may(first, kinds[0]) else _other(kinds[0])
             peers = [a for a in driver.apps.values() if a.merchant == first.merchant]
             key = uuid.uuid4().hex
-            for app, sent, channel in (
-                (first, kind, channels[0]),
-                (peers[apps[1] % len(peers)], kinds[1], channels[1]),
+            second = peers[apps[1] % len(peers)]
+            for app, sent, channel, then in (
+                (first, kind, channels[0], later),
+                (second, kinds[1], channels[1], 0.0),
             ):
                 number = driver.target.number()
                 driver.numbers.append(number)
                 driver.create(app, sent, number, key, channel)
+                if then and driver.waited + then <= WAIT_PER_HISTORY_S:
+                    driver.waited += then
+                    self.session.sleep(then)
 
         self._go(go)
 
@@ -204,6 +215,42 @@ class HistoryMachine(RuleBasedStateMachine):
             driver.list_events(
                 chooser, filters, limit=2 if paged else None, spelling=spelled, sent=sent or None
             )
+
+        self._go(go)
+
+    @rule(
+        ref=INDEX,
+        spelling=st.sampled_from(["canonical", "upper", "slash"]),
+        listed=st.sampled_from(["ref", "client"]),
+        spelled=st.booleans(),
+    )
+    def another_merchant_reads(
+        self, ref: int, spelling: Spelling, listed: str, spelled: bool
+    ) -> None:
+        """An application of another merchant finds one of the history's transactions and lists
+        its ref or customer number, as the document writes them or spelled otherwise: each
+        merchant sees only its own, whatever the spelling. Left to ``find``'s and
+        ``list_events``' own draws, the other merchant meets the ref in the other spelling by a
+        coincidence of three choices (most configured applications are one merchant's)."""
+
+        def go(driver: Driver) -> None:
+            chosen = _pick(driver.refs, ref)
+            txn = driver.state.txn(chosen) if chosen is not None else None
+            strangers = [a for a in driver.apps.values() if txn and a.merchant != txn.merchant]
+            if chosen is None or txn is None or not strangers:
+                return
+            reader = sorted(strangers, key=lambda a: a.privilege not in ("read-write", "read"))[0]
+            driver.find(reader, chosen, spelling)
+            if listed == "ref":
+                filters, other = {"ref": chosen}, {"ref": chosen.upper()}
+                how: Spelling = "upper"
+            else:
+                filters, other = {"client": txn.number}, {"client": "25" + txn.number}
+                how = "country-code"
+            if spelled:
+                driver.list_events(reader, filters, spelling=how, sent={**filters, **other})
+            else:
+                driver.list_events(reader, filters)
 
         self._go(go)
 
