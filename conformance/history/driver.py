@@ -236,9 +236,14 @@ class Driver:
         key: str | None,
         channel: str,
         spelling: Spelling = "canonical",
+        fraction: float = 0.0,
     ) -> Reply:
+        """A creation; ``fraction`` is added to the drawn amount when the bounds allow it (the
+        document's amount is a number: an amount as created, found and listed, fraction kept)."""
         label, token = self.token_of(app)
-        amount = self.target.amount()
+        amount: int | float = self.target.amount()
+        if fraction and amount + fraction <= self.target.amounts.high:
+            amount += fraction
         request = Create(
             app.client_id,
             label,

@@ -82,6 +82,7 @@ class HistoryMachine(RuleBasedStateMachine):
         channel=st.sampled_from(["header", "query"]),
         again=st.booleans(),
         number_index=INDEX,
+        fraction=st.sampled_from([0.0, 0.0, 0.0, 0.25]),
     )
     def create(
         self,
@@ -92,6 +93,7 @@ class HistoryMachine(RuleBasedStateMachine):
         channel: str,
         again: bool,
         number_index: int,
+        fraction: float,
     ) -> None:
         def go(driver: Driver) -> None:
             chooser = self._app(driver, app)
@@ -112,7 +114,7 @@ class HistoryMachine(RuleBasedStateMachine):
                 chosen = _pick(own or driver.keys, key_index)
             elif key == "long":
                 chosen = uuid.uuid4().hex + "x"
-            driver.create(chooser, kind, number, chosen, channel)
+            driver.create(chooser, kind, number, chosen, channel, fraction=fraction)
 
         self._go(go)
 
@@ -180,7 +182,7 @@ class HistoryMachine(RuleBasedStateMachine):
 
     @rule(
         app=INDEX,
-        by=st.sampled_from(["client", "ref", "client+kind", "client+status"]),
+        by=st.sampled_from(["client", "ref", "client+kind", "client+status", "client+kind+status"]),
         index=INDEX,
         paged=st.booleans(),
         spelling=st.sampled_from(["canonical", "canonical", "other"]),
@@ -205,9 +207,9 @@ class HistoryMachine(RuleBasedStateMachine):
                 filters["client"] = number
                 if spelling == "other":
                     spelled, sent = "country-code", {"client": "25" + number}
-            if by == "client+kind":
+            if by in ("client+kind", "client+kind+status"):
                 filters["kind"] = "CASHIN" if index % 2 else "CASHOUT"
-            if by == "client+status":
+            if by in ("client+status", "client+kind+status"):  # two filters: each one counts
                 words = sorted({t.word for t in driver.state.txns if t.word} | {"pending"})
                 filters["status"] = words[index % len(words)]
             if sent:
@@ -335,11 +337,17 @@ class HistoryMachine(RuleBasedStateMachine):
                 )
             for merchant in sorted({t.merchant for t in driver.state.txns}):
                 reader = driver.reader_of(merchant)
-                for number in list(driver.numbers):
+                for i, number in enumerate(list(driver.numbers)):
                     driver.walk(reader, {"client": number})
-                    # and its pending events alone: by now most of its transactions settled
-                    # (the customer, a time-out), so the filter has events to leave out
-                    driver.walk(reader, {"client": number, "status": "pending"})
+                    # and its pending events alone, then those of one kind: by now most of its
+                    # transactions settled (the customer, a time-out), so each filter has events
+                    # to leave out, and two filters at once must both count
+                    pending = {"client": number, "status": "pending"}
+                    driver.walk(reader, pending)
+                    driver.walk(reader, {**pending, "kind": ("CASHIN", "CASHOUT")[i % 2]})
+                # and each transaction's own events: an event is one event under every filter
+                for txn in [t for t in driver.state.txns if t.merchant == merchant]:
+                    driver.walk(reader, {"ref": txn.ref})
             self.session.finished(driver)
 
         self._go(go)

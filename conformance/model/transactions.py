@@ -92,6 +92,14 @@ def _refused_creation(
     key = request.key
     if may is None:  # a cashin application's cashout: the document is silent
         return allow(refused)
+    if not float(request.amount).is_integer():
+        # the document types the amount a number and gives no precision: a fraction may be
+        # refused (RC-13 accepts it)
+        if world.narrowing == "reference":
+            return note_reference(
+                refused, f"an amount of {request.amount!r} was refused", "RC-13: fractions"
+            )
+        return allow(refused)
     if key is not None and (
         state.key_use(app.merchant, key) == "maybe" or state.key_used_elsewhere(app.merchant, key)
     ):
