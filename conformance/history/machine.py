@@ -82,7 +82,7 @@ class HistoryMachine(RuleBasedStateMachine):
         channel=st.sampled_from(["header", "query"]),
         again=st.booleans(),
         number_index=INDEX,
-        fraction=st.sampled_from([0.0, 0.0, 0.0, 0.25]),
+        fractional=st.booleans(),
     )
     def create(
         self,
@@ -93,7 +93,7 @@ class HistoryMachine(RuleBasedStateMachine):
         channel: str,
         again: bool,
         number_index: int,
-        fraction: float,
+        fractional: bool,
     ) -> None:
         def go(driver: Driver) -> None:
             chooser = self._app(driver, app)
@@ -114,6 +114,7 @@ class HistoryMachine(RuleBasedStateMachine):
                 chosen = _pick(own or driver.keys, key_index)
             elif key == "long":
                 chosen = uuid.uuid4().hex + "x"
+            fraction = 0.25 if fractional else 0.0  # booleans: hypothesis draws both often
             driver.create(chooser, kind, number, chosen, channel, fraction=fraction)
 
         self._go(go)
