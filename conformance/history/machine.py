@@ -340,11 +340,14 @@ class HistoryMachine(RuleBasedStateMachine):
                 reader = driver.reader_of(merchant)
                 for i, number in enumerate(list(driver.numbers)):
                     driver.walk(reader, {"client": number})
-                    # and its pending events alone, then those of one kind: by now most of its
-                    # transactions settled (the customer, a time-out), so each filter has events
-                    # to leave out, and two filters at once must both count
+                    # and its events of each status it reached, then its pending ones of one
+                    # kind: by now most of its transactions settled (the customer, a time-out),
+                    # so each filter has events to leave out (and an event keeps its identity
+                    # whatever else is listed with it), and two filters at once must both count
+                    words = {t.word for t in driver.state.txns if t.number == number and t.word}
+                    for word in sorted(words | {"pending"}):
+                        driver.walk(reader, {"client": number, "status": word})
                     pending = {"client": number, "status": "pending"}
-                    driver.walk(reader, pending)
                     driver.walk(reader, {**pending, "kind": ("CASHIN", "CASHOUT")[i % 2]})
                 # and each transaction's own events: an event is one event under every filter
                 for txn in [t for t in driver.state.txns if t.merchant == merchant]:

@@ -151,21 +151,44 @@ NARROWED = {"created-201": "RC-2", "successful-status": "RC-17", "live": "RC-2, 
 
 @pytest.fixture
 def first_failure_ends_the_phase(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The session's budget ends once a history failed, or once the concurrent part (which
-    runs first) failed: hypothesis's shrinking then replays nothing (every rule does nothing
-    past the budget), and the run returns the failure."""
-    failed, may_continue = Session.failed, Session.may_continue
+    """The session's budget ends once a sequential history failed: hypothesis's shrinking then
+    replays nothing (every rule does nothing past the budget), and the run returns the
+    failure. (The concurrent part, which runs first, may have failed on MODEL-007 already.)"""
+    failed = Session.failed
 
     def then_stop(self: Session, violation: Any) -> None:
         failed(self, violation)
         self.deadline = min(self.deadline, time.monotonic())
 
+    monkeypatch.setattr(Session, "failed", then_stop)
+
+
+@pytest.fixture
+def a_concurrent_failure_ends_it_too(
+    monkeypatch: pytest.MonkeyPatch, first_failure_ends_the_phase: None
+) -> None:
+    """And once the concurrent part failed: no sequential history runs after it."""
+    may_continue = Session.may_continue
+
     def unless_raced(self: Session) -> bool:
         part = self.result.concurrent
         return may_continue(self) and not (part is not None and part.failed)
 
-    monkeypatch.setattr(Session, "failed", then_stop)
     monkeypatch.setattr(Session, "may_continue", unless_raced)
+
+
+@pytest.fixture
+def a_reference_difference_ends_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The session's budget ends once a history ended with a difference from the reference
+    choices (MODEL-008): that is the verdict asked for."""
+    finished = Session.finished
+
+    def then_stop(self: Session, driver: Any) -> None:
+        finished(self, driver)
+        if self.result.reference is not None:
+            self.deadline = min(self.deadline, time.monotonic())
+
+    monkeypatch.setattr(Session, "finished", then_stop)
 
 
 def _phase(
@@ -209,15 +232,18 @@ def _failures(result: HistoryResult, target: Target) -> dict[str, str]:
     return found
 
 
-def _first_failure(result: HistoryResult, target: Target) -> tuple[str, int]:
-    """The first MODEL check that failed (the concurrent part runs first) and how many steps
-    its history shows."""
+def _shown(result: HistoryResult, target: Target) -> dict[str, int]:
+    """Each failed MODEL check and how many steps the report shows of its history."""
+    world = world_of(target)
+    found = {f: len(replay.shown_steps(v, world)) for f, v in result.failures.items()}
     part = result.concurrent
     if part is not None and part.failed:
-        return CONCURRENT, len(race_replay.shown_steps(part))
-    assert result.failures, f"passed: {result.passed} histories, {result.steps} requests"
-    family, violation = next(iter(result.failures.items()))
-    return family, len(replay.shown_steps(violation, world_of(target)))
+        found[CONCURRENT] = len(race_replay.shown_steps(part))
+    return found
+
+
+def _limit(family: str) -> int:
+    return MAX_SHOWN if family != CONCURRENT else MAX_SHOWN_CONCURRENT
 
 
 # --- the stub's faults ------------------------------------------------------------------------
@@ -236,8 +262,14 @@ def test_every_fault_has_a_line() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("fault", sorted(CAUGHT))
 @pytest.mark.usefixtures("first_failure_ends_the_phase")
-def test_the_phase_catches_the_fault(fault: str, tmp_path: Path) -> None:
+def test_the_phase_catches_the_fault(
+    fault: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     reach = CAUGHT[fault]
+    if reach.checks == {CONCURRENT}:
+        request.getfixturevalue("a_concurrent_failure_ends_it_too")
+    if reach.checks == {"MODEL-008"}:
+        request.getfixturevalue("a_reference_difference_ends_it")
     result, target = _stub_phase(
         tmp_path, BUDGET_S, faults=(fault,), profile=reach.profile, stub_config=reach.stub_config
     )
@@ -247,9 +279,11 @@ def test_the_phase_catches_the_fault(fault: str, tmp_path: Path) -> None:
         steps, problem = result.reference
         assert problem.reference, problem
         return
-    family, shown = _first_failure(result, target)
-    assert family in reach.checks, _failures(result, target)
-    assert 1 <= shown <= MAX_SHOWN, _failures(result, target)
+    shown = _shown(result, target)
+    caught = set(shown) & reach.checks
+    assert caught, (fault, _failures(result, target) or f"passed: {result.steps} requests")
+    for family in caught:
+        assert 1 <= shown[family] <= _limit(family), _failures(result, target)[family]
 
 
 # --- the stub's variants under the reference profile -------------------------------------------
@@ -259,6 +293,7 @@ def test_every_narrowed_variant_is_a_variant() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", sorted(NARROWED))
+@pytest.mark.usefixtures("a_reference_difference_ends_it")
 def test_the_reference_profile_names_a_narrowed_variant(variant: str, tmp_path: Path) -> None:
     result, target = _stub_phase(tmp_path, BUDGET_S, variants=(variant,), profile="reference")
     assert not result.failures, _failures(result, target)
@@ -284,7 +319,7 @@ DEFECT_ARGS: dict[str, tuple[str, ...]] = {"expired-token-grace": ("--access-ttl
 
 @pytest.mark.slow
 @pytest.mark.parametrize("defect", sorted(MODEL_DEFECTS))
-@pytest.mark.usefixtures("first_failure_ends_the_phase")
+@pytest.mark.usefixtures("a_concurrent_failure_ends_it_too")
 def test_the_phase_catches_each_model_defect(defect: str, tmp_path: Path) -> None:
     server = start_foreign(
         "independent", tmp_path, "--defect", defect, *DEFECT_ARGS.get(defect, ())
@@ -294,10 +329,11 @@ def test_the_phase_catches_each_model_defect(defect: str, tmp_path: Path) -> Non
     finally:
         server.stop()
     assert result.stopped is None, result.stopped
-    family, shown = _first_failure(result, target)
-    print(f"{defect}: {family}, {shown} steps shown")
-    limit = MAX_SHOWN if family != CONCURRENT else MAX_SHOWN_CONCURRENT
-    assert 1 <= shown <= limit, _failures(result, target)
+    shown = _shown(result, target)
+    print(f"{defect}: {shown} (MODEL check: steps shown)")
+    assert shown, f"{defect} passed: {result.passed} histories, {result.steps} requests"
+    for family, count in shown.items():
+        assert 1 <= count <= _limit(family), _failures(result, target)[family]
 
 
 # --- the whole run's time -------------------------------------------------------------------
