@@ -100,6 +100,7 @@ def make_job(config: Any) -> dict[str, Any]:
 
 
 def run_clients(args: argparse.Namespace) -> int:
+    from conformance.evidence import set_replay_context
     from conformance.options import LIMIT_OPTIONS, SetupError, parse_limits
     from conformance.preflight import check_reachable, preflight
     from paysuite.clients import matrix
@@ -120,6 +121,8 @@ def run_clients(args: argparse.Namespace) -> int:
                 workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="paysuite-"))
                 config = stack.enter_context(running_stub(Path(workdir))).config()
             tls = TLSSettings.from_args(args, config)
+            # the report's curls name each application's credentials as conform's do
+            set_replay_context(config, str(Path(args.config).resolve()) if args.config else None)
             # both drivers judge the target's certificate as the pre-flight did
             job = {**make_job(config), "tls": tls.to_dict()}
         except (TargetConfigError, UsageError, SetupError, TLSSettingsError) as exc:

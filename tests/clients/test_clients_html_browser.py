@@ -52,7 +52,9 @@ def test_clients_html_of_a_wrong_kind_target_in_headlesschromium(make_stub, tmp_
     assert "<dt>Actual</dt><dd>CASHIN</dd>" in dom
     assert 'class="curl">curl -sS -i -X POST' in dom and "/transactions/cashout" in dom
     assert "«masked:access:" in dom and not re.search(r"eyJ[\w-]{8,}\.[\w-]{8,}", dom)
-    assert "export PAYSUITE_TOKEN=" in dom and "--reveal-secrets" not in dom
+    # one variable per application, named as the configuration names it (merchant, privilege)
+    assert re.search(r"export PAYSUITE_TOKEN_[A-Z0-9]+_READ_WRITE=", dom), dom[-2000:]
+    assert "--reveal-secrets" not in dom
 
     shot = reports / "clients-html.png"
     result = chromium(

@@ -49,6 +49,7 @@ def test_json_structure(failing_run: Outcome) -> None:
     assert set(report) == {
         "verdict", "exit_code", "profile", "strict", "reason", "coverage", "run_errors",
         "target", "started_at", "duration_s", "summary", "replay", "checks", "throttling", "tls",
+        "engine_errors", "findings",
     }  # fmt: skip
     assert set(report["summary"]) == {
         "passed",
@@ -64,7 +65,8 @@ def test_json_structure(failing_run: Outcome) -> None:
         "run", "total", "ratio", "minimum", "skipped", "applicable", "not_applicable",
     }  # fmt: skip
     for check in report["checks"]:
-        assert set(check) == {
+        shown = {"reproduce"} if check["severity"] in ("fail", "warning", "error") else set()
+        assert set(check) - shown == {
             "id", "title", "level", "section", "profile", "quote", "outcome", "gating",
             "severity", "message", "expected", "actual", "note", "evidence", "not_applicable",
         }  # fmt: skip
@@ -73,13 +75,14 @@ def test_json_structure(failing_run: Outcome) -> None:
             assert set(item) <= {"request", "response", "curl", "env", "note"}
     failed = {c["id"]: c for c in report["checks"] if c["outcome"] == "failed"}
     assert set(failed) == {"TXN-002"}
+    assert failed["TXN-002"]["reproduce"]["script"].count("curl ") >= 1
     evidence = failed["TXN-002"]["evidence"]
     assert evidence and "transactions/cashout" in evidence[0]["curl"]
     assert evidence[0]["response"]["status"] == 200
     assert "CASHIN" in evidence[0]["response"]["body"]
     assert "Bearer $PAYSUITE_TOKEN" in evidence[0]["curl"]  # replays once exported
     assert "…" in evidence[0]["request"]["headers"]["Authorization"]  # shown shortened
-    assert any(line.startswith("export PAYSUITE_TOKEN=") for line in report["replay"]["exports"])
+    assert any(line.startswith("export PAYSUITE_TOKEN_") for line in report["replay"]["exports"])
     assert failing_run.status == 1
 
 

@@ -170,7 +170,7 @@ def test_an_expired_token_accepted_is_auth_008(make_stub, tmp_path: Path) -> Non
     # the evidence shows them, masked: no secret and no usable token in any report
     assert client.flow.pair is not None
     token = client.flow.pair.access
-    for report in run.report_dir.iterdir():
+    for report in (path for path in run.report_dir.rglob("*") if path.is_file()):
         text = report.read_text(encoding="utf-8")
         assert writer(stub).client_secret not in text, report
         assert token not in text, report
