@@ -6,29 +6,35 @@
   under the reference profile MODEL-008 names exactly the variants that differ on a choice the
   model narrows (``NARROWED``);
 - every defect of tests/foreign/model_defects.py fails a MODEL check, the history shown of at
-  most 10 steps (the independent server's choices, a rate-limited and a shared target pass:
-  test_foreign_targets.py, test_throttled_target.py, test_shared_numbers.py);
+  most 10 steps (MODEL-007's, which is not shrunk, of at most 20); the independent server's
+  choices, a rate-limited and a shared target pass (test_foreign_targets.py,
+  test_throttled_target.py, test_shared_numbers.py run them with the phase);
 - a whole run against the bundled stub stays within 10 s plus the phase's budget.
 
-The phase runs in-process (``run_history``) against servers each test starts. A fault or defect
-run ends at its first failure (``first_failure_ends_the_phase``): the verdict is what is
-asserted, and a run to the end of the budget would only shrink a history the report cuts anyway.
+The phase runs in-process (``run_history``) against servers each test starts. A fault's run ends
+at its first sequential failure (the concurrent part runs first and may have failed MODEL-007
+beside it), a defect's at the first failure of either part (the fixtures below): the verdict is
+what is asserted, and a run to the end of the budget would only shrink a history the report
+cuts anyway.
 """
 
 from __future__ import annotations
 
 import re
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from conformkit import conform, fast_config
 
 from conformance import catalog
+from conformance.api import EVENTS
 from conformance.history import race_replay, replay
 from conformance.history.run import run_history
 from conformance.history.session import HistoryResult, Session, world_of
@@ -36,6 +42,7 @@ from conformance.model.records import CONCURRENT
 from conformance.target import Target
 from paysuite_core.launcher import start_stub, stop_stub
 from paysuite_core.target_config import load_target_config
+from paysuite_core.tokens import TokenFlow, httpx_send
 from stub_server.fault_catalog import FAULTS, VARIANTS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "foreign"))
@@ -45,7 +52,7 @@ from model_defects import MODEL_DEFECTS  # noqa: E402
 #: A fault's or defect's run ends at its first failure: this bounds one that is slow to show.
 BUDGET_S = 45.0
 #: A passing run's budget (the variants under the reference profile).
-PASS_BUDGET_S = 10.0
+PASS_BUDGET_S = 15.0
 SEED = 7
 #: The stub's pending time-out in these runs: a transaction the customer never answers settles
 #: within a history (the credentials file declares it, so the model knows).
@@ -334,6 +341,56 @@ def test_the_phase_catches_each_model_defect(defect: str, tmp_path: Path) -> Non
     assert shown, f"{defect} passed: {result.passed} histories, {result.steps} requests"
     for family, count in shown.items():
         assert 1 <= count <= _limit(family), _failures(result, target)[family]
+
+
+# --- a rate-limited target --------------------------------------------------------------------
+class OtherTraffic:
+    """Every configured application reads the events list over and over beside the phase, so
+    that the target's per-application limit answers some of the phase's requests 429."""
+
+    def __init__(self, config_path: Path) -> None:
+        self.config = load_target_config(config_path)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+
+    def _read(self) -> None:
+        with httpx.Client(timeout=10) as http:
+            send = httpx_send(http, self.config.base_url)
+            flows = [TokenFlow(send, app) for app in self.config.applications]
+            while not self.stop.is_set():
+                for flow in flows:
+                    http.get(self.config.base_url + EVENTS, headers=flow.headers())
+                time.sleep(0.03)
+
+    def __enter__(self) -> OtherTraffic:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=30)
+
+
+@pytest.mark.slow
+def test_a_rate_limited_target_passes(tmp_path: Path) -> None:
+    """The independent server's ``rate-limit`` choice (429 with Retry-After past a burst of 40
+    per application), its tokens outliving the waits (test_throttled_target.py's 10 s), other
+    traffic spending the same limits: the phase's requests wait the throttle out and no MODEL
+    check fails. Alone, not in test_throttled_target.py's whole run: the phase's waits would
+    spend the run-wide throttle budget the property phase needs there."""
+    server = start_foreign("independent", tmp_path, "--access-ttl", "10", "--choice", "rate-limit")
+    try:
+        with OtherTraffic(server.config_path):
+            result, target = _phase(server.config_path, 25.0, stub=False)
+    finally:
+        server.stop()
+    stats = target.throttle.stats()
+    print(f"rate-limited: {stats.text()}; {result.passed} histories passed")
+    assert not _failures(result, target), _failures(result, target)
+    assert result.stopped is None and result.passed >= 1, result
+    part = result.concurrent
+    assert part is not None and part.stopped is None and part.verdict is not None, part
+    assert stats.throttled > 0 and stats.gave_up == 0, stats
 
 
 # --- the whole run's time -------------------------------------------------------------------

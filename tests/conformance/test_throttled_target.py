@@ -114,9 +114,7 @@ def rate_limited(tmp_path: Path) -> Iterator[Foreign]:
 def test_a_rate_limited_conformant_implementation_passes_with_its_figures_reported(
     rate_limited: Foreign, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    outcome = conform(
-        capsys, tmp_path / "r", config=rate_limited.config_path, strict=True, history_budget="15"
-    )
+    outcome = conform(capsys, tmp_path / "r", config=rate_limited.config_path, strict=True)
     report = outcome.report
     bad = [
         f"{c['id']}: {c['outcome']} {c['message'][:300]}"
