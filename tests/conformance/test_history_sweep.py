@@ -345,8 +345,13 @@ def test_the_phase_catches_each_model_defect(defect: str, tmp_path: Path) -> Non
 
 # --- a rate-limited target --------------------------------------------------------------------
 class OtherTraffic:
-    """Every configured application reads the events list over and over beside the phase, so
-    that the target's per-application limit answers some of the phase's requests 429."""
+    """Every few seconds each configured application spends its whole burst reading the events
+    list, so that the target's per-application limit answers the phase's next requests 429
+    (steady traffic would either never reach the limit or, on a busy machine, starve the
+    phase)."""
+
+    BURST = 45  # the rate-limit choice's burst is 40
+    EVERY_S = 3.0
 
     def __init__(self, config_path: Path) -> None:
         self.config = load_target_config(config_path)
@@ -359,8 +364,9 @@ class OtherTraffic:
             flows = [TokenFlow(send, app) for app in self.config.applications]
             while not self.stop.is_set():
                 for flow in flows:
-                    http.get(self.config.base_url + EVENTS, headers=flow.headers())
-                time.sleep(0.03)
+                    for _ in range(self.BURST):
+                        http.get(self.config.base_url + EVENTS, headers=flow.headers())
+                self.stop.wait(self.EVERY_S)
 
     def __enter__(self) -> OtherTraffic:
         self.thread.start()
