@@ -59,7 +59,7 @@ SEED = 7
 PENDING_TIMEOUT = ("--pending-timeout", "3")
 MAX_SHOWN = 10
 #: The concurrent part is not shrunk: it shows the requests no order explains, all those in
-#: flight with them and the earlier ones naming their refs (6 to 17 measured on the foreign
+#: flight with them and the earlier ones naming their refs (5 to 17 measured on the foreign
 #: concurrency defects; a round has some 20 requests).
 MAX_SHOWN_CONCURRENT = 20
 #: Slack on wall times measured on a shared machine (the figures are printed).
