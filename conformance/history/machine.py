@@ -9,6 +9,7 @@ target. hypothesis shrinks a failing history to the fewest steps that still fail
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
 from conformance.history.driver import Driver, Violation
+from conformance.http import CheckBudgetExceeded
 from conformance.model.records import Spelling
 from paysuite_core.tokens import REFRESH_PATHS
 
@@ -26,12 +28,21 @@ if TYPE_CHECKING:
 
 INDEX = st.integers(min_value=0, max_value=7)
 KEYS = st.sampled_from(["none", "fresh", "reuse", "reuse", "long"])
-WAITS = st.sampled_from([0.3, 1.0, 3.2])
+WAITS_S = (0.3, 1.0, 3.2)
+WAITS = st.sampled_from(WAITS_S)
 WAIT_PER_HISTORY_S = 3.5
 
 
 def _pick(items: list[str], index: int) -> str | None:
     return items[index % len(items)] if items else None
+
+
+def _may(app: Application, kind: str) -> bool:
+    return app.can_cashin() if kind == "CASHIN" else app.can_cashout()
+
+
+def _other(kind: str) -> str:
+    return "CASHOUT" if kind == "CASHIN" else "CASHIN"
 
 
 class HistoryMachine(RuleBasedStateMachine):
@@ -52,6 +63,11 @@ class HistoryMachine(RuleBasedStateMachine):
         except Violation as violation:
             self.session.failed(violation)
             raise
+        except CheckBudgetExceeded:
+            # the phase's client has the phase's budget (and a grace) for its deadline: a
+            # throttled wait past it is the budget's end, not a target that stopped answering
+            self.session.deadline = min(self.session.deadline, time.monotonic())
+            self.driver = None
         except Exception as exc:  # noqa: BLE001 - a run-level stop, reported by the session
             self.session.stop(exc)
             self.driver = None
@@ -73,6 +89,7 @@ class HistoryMachine(RuleBasedStateMachine):
         channel=st.sampled_from(["header", "query"]),
         again=st.booleans(),
         number_index=INDEX,
+        fractional=st.booleans(),
     )
     def create(
         self,
@@ -83,8 +100,10 @@ class HistoryMachine(RuleBasedStateMachine):
         channel: str,
         again: bool,
         number_index: int,
+        fractional: bool,
     ) -> None:
         def go(driver: Driver) -> None:
+            chooser = self._app(driver, app)
             number = _pick(driver.numbers, number_index) if again else None
             if number is None:
                 number = driver.target.number()
@@ -93,10 +112,60 @@ class HistoryMachine(RuleBasedStateMachine):
             if key == "fresh" or (key == "reuse" and not driver.keys):
                 chosen = uuid.uuid4().hex
             elif key == "reuse":
-                chosen = _pick(driver.keys, key_index)
+                # a key that executed for this application's merchant first (the reuse the
+                # rule is about); another merchant's, or a refused creation's, only when the
+                # merchant has none: drawn from every key, most reuses were no reuse at all
+                own = [
+                    k for k in driver.keys if driver.state.key_use(chooser.merchant, k) == "used"
+                ]
+                chosen = _pick(own or driver.keys, key_index)
             elif key == "long":
                 chosen = uuid.uuid4().hex + "x"
-            driver.create(self._app(driver, app), kind, number, chosen, channel)
+            fraction = 0.25 if fractional else 0.0  # booleans: hypothesis draws both often
+            driver.create(chooser, kind, number, chosen, channel, fraction=fraction)
+
+        self._go(go)
+
+    @rule(
+        kinds=st.tuples(
+            st.sampled_from(["CASHIN", "CASHOUT"]), st.sampled_from(["CASHIN", "CASHOUT"])
+        ),
+        apps=st.tuples(INDEX, INDEX),
+        channels=st.tuples(
+            st.sampled_from(["header", "query"]), st.sampled_from(["header", "query"])
+        ),
+        later=st.sampled_from([0.0, 0.0, max(WAITS_S)]),
+    )
+    def create_then_reuse_its_key(
+        self,
+        kinds: tuple[str, str],
+        apps: tuple[int, int],
+        channels: tuple[str, str],
+        later: float,
+    ) -> None:
+        """A creation that executes, then its key again from an application of the same merchant
+        (either kind, either channel), at once or a few seconds later (a key is remembered, not
+        cached for a while): the reuse the key rule is about, drawn at once. Left to
+        ``create``'s own draws, a reuse by the right merchant of a key that executed is a rare
+        coincidence of a few independent choices, and one seconds later rarer still."""
+
+        def go(driver: Driver) -> None:
+            creators = [a for a in driver.apps.values() if a.can_cashin() or a.can_cashout()]
+            first = creators[apps[0] % len(creators)]
+            kind = kinds[0] if _may(first, kinds[0]) else _other(kinds[0])
+            peers = [a for a in driver.apps.values() if a.merchant == first.merchant]
+            key = uuid.uuid4().hex
+            second = peers[apps[1] % len(peers)]
+            for app, sent, channel, then in (
+                (first, kind, channels[0], later),
+                (second, kinds[1], channels[1], 0.0),
+            ):
+                number = driver.target.number()
+                driver.numbers.append(number)
+                driver.create(app, sent, number, key, channel)
+                if then and driver.waited + then <= WAIT_PER_HISTORY_S:
+                    driver.waited += then
+                    self.session.sleep(then)
 
         self._go(go)
 
@@ -121,7 +190,7 @@ class HistoryMachine(RuleBasedStateMachine):
 
     @rule(
         app=INDEX,
-        by=st.sampled_from(["client", "ref", "client+kind", "client+status"]),
+        by=st.sampled_from(["client", "ref", "client+kind", "client+status", "client+kind+status"]),
         index=INDEX,
         paged=st.booleans(),
         spelling=st.sampled_from(["canonical", "canonical", "other"]),
@@ -146,9 +215,9 @@ class HistoryMachine(RuleBasedStateMachine):
                 filters["client"] = number
                 if spelling == "other":
                     spelled, sent = "country-code", {"client": "25" + number}
-            if by == "client+kind":
+            if by in ("client+kind", "client+kind+status"):
                 filters["kind"] = "CASHIN" if index % 2 else "CASHOUT"
-            if by == "client+status":
+            if by in ("client+status", "client+kind+status"):  # two filters: each one counts
                 words = sorted({t.word for t in driver.state.txns if t.word} | {"pending"})
                 filters["status"] = words[index % len(words)]
             if sent:
@@ -156,6 +225,42 @@ class HistoryMachine(RuleBasedStateMachine):
             driver.list_events(
                 chooser, filters, limit=2 if paged else None, spelling=spelled, sent=sent or None
             )
+
+        self._go(go)
+
+    @rule(
+        ref=INDEX,
+        spelling=st.sampled_from(["canonical", "upper", "slash"]),
+        listed=st.sampled_from(["ref", "client"]),
+        spelled=st.booleans(),
+    )
+    def another_merchant_reads(
+        self, ref: int, spelling: Spelling, listed: str, spelled: bool
+    ) -> None:
+        """An application of another merchant finds one of the history's transactions and lists
+        its ref or customer number, as the document writes them or spelled otherwise: each
+        merchant sees only its own, whatever the spelling. Left to ``find``'s and
+        ``list_events``' own draws, the other merchant meets the ref in the other spelling by a
+        coincidence of three choices (most configured applications are one merchant's)."""
+
+        def go(driver: Driver) -> None:
+            chosen = _pick(driver.refs, ref)
+            txn = driver.state.txn(chosen) if chosen is not None else None
+            strangers = [a for a in driver.apps.values() if txn and a.merchant != txn.merchant]
+            if chosen is None or txn is None or not strangers:
+                return
+            reader = sorted(strangers, key=lambda a: a.privilege not in ("read-write", "read"))[0]
+            driver.find(reader, chosen, spelling)
+            if listed == "ref":
+                filters, other = {"ref": chosen}, {"ref": chosen.upper()}
+                how: Spelling = "upper"
+            else:
+                filters, other = {"client": txn.number}, {"client": "25" + txn.number}
+                how = "country-code"
+            if spelled:
+                driver.list_events(reader, filters, spelling=how, sent={**filters, **other})
+            else:
+                driver.list_events(reader, filters)
 
         self._go(go)
 
@@ -184,7 +289,10 @@ class HistoryMachine(RuleBasedStateMachine):
                 return
             driver.act(chosen, first)
             driver.await_customers(min(self.session.customer_wait_s(), 3.0), only=chosen)
-            driver.find(driver.reader_of(txn.merchant), chosen)
+            # once the driver's whole time-out passed, pending is no answer any more
+            driver.find(
+                driver.reader_of(txn.merchant), chosen, expect_processed=chosen in driver.acted_due
+            )
             driver.act(chosen, second)
             driver.find(driver.reader_of(txn.merchant), chosen)
 
@@ -237,8 +345,20 @@ class HistoryMachine(RuleBasedStateMachine):
                 )
             for merchant in sorted({t.merchant for t in driver.state.txns}):
                 reader = driver.reader_of(merchant)
-                for number in list(driver.numbers):
+                for i, number in enumerate(list(driver.numbers)):
                     driver.walk(reader, {"client": number})
+                    # and its events of each status it reached, then its pending ones of one
+                    # kind: by now most of its transactions settled (the customer, a time-out),
+                    # so each filter has events to leave out (and an event keeps its identity
+                    # whatever else is listed with it), and two filters at once must both count
+                    words = {t.word for t in driver.state.txns if t.number == number and t.word}
+                    for word in sorted(words | {"pending"}):
+                        driver.walk(reader, {"client": number, "status": word})
+                    pending = {"client": number, "status": "pending"}
+                    driver.walk(reader, {**pending, "kind": ("CASHIN", "CASHOUT")[i % 2]})
+                # and each transaction's own events: an event is one event under every filter
+                for txn in [t for t in driver.state.txns if t.merchant == merchant]:
+                    driver.walk(reader, {"ref": txn.ref})
             self.session.finished(driver)
 
         self._go(go)

@@ -355,4 +355,16 @@ def _complete(
         return Problem(
             EVENTS, f"total is {total} on a page of all {count} matching events", f"{count}"
         )
+    totals = {p.get("total") if isinstance(p, dict) else None for p in pages}
+    last = pages[-1].get("transactions") if pages and isinstance(pages[-1], dict) else None
+    ended = last == [] or (isinstance(total, int) and count >= total)
+    if request.walk and ended and totals == {total} and isinstance(total, int) and total != count:
+        # every page said the same total (nothing landed meanwhile) and the walk went to its
+        # end (an empty page, or as many as the total): it listed what the total counts
+        return Problem(
+            EVENTS,
+            f"total is {total} on every page of a walk that listed {count} events under "
+            f"{_shown(sorted(filters.items()))}",
+            f"{count}",
+        )
     return None

@@ -77,8 +77,14 @@ def create(world: World, state: State, request: Create, answer: Answer, done: fl
                 f"by this merchant, was accepted ({answer.status}, ref {answer.get('ref')!r})",
                 "a refusal (4xx) and nothing executed: a reused key is rejected",
             )
-        if world.narrowing == "reference" and answer.status != 409:
-            return note_reference(refused_state, f"a reused key answered {answer.status}", "409")
+        # the reference refuses a privilege first (RC-12: 403), a reused key then (409)
+        unprivileged = app.may_create(request.kind, "reference") is False
+        if world.narrowing == "reference" and answer.status != (403 if unprivileged else 409):
+            return note_reference(
+                refused_state,
+                f"a reused key answered {answer.status}",
+                "403 (RC-12)" if unprivileged else "409",
+            )
         return allow(refused_state)
     if not answer.ok:
         return _refused_creation(world, state, request, answer, refused_state, may)
@@ -91,6 +97,14 @@ def _refused_creation(
     app = world.app(request.app)
     key = request.key
     if may is None:  # a cashin application's cashout: the document is silent
+        return allow(refused)
+    if not float(request.amount).is_integer():
+        # the document types the amount a number and gives no precision: a fraction may be
+        # refused (RC-13 accepts it)
+        if world.narrowing == "reference":
+            return note_reference(
+                refused, f"an amount of {request.amount!r} was refused", "RC-13: fractions"
+            )
         return allow(refused)
     if key is not None and (
         state.key_use(app.merchant, key) == "maybe" or state.key_used_elsewhere(app.merchant, key)

@@ -3,8 +3,9 @@
 With ``numbers:`` (a configured list instead of a pattern) the suite's customer numbers are not
 its own: other applications of the same merchant may pay them at the same time. Here they do,
 with the very kinds and amount the suite uses, throughout a run of the checks that count
-executions (IDEM, PRIV, TXN) against the correct stub: no check fails; a creation no answer of
-the check named is noted "unconfirmed", not counted.
+executions (IDEM, PRIV, TXN) and of the history phase (MODEL, which then judges only lists by
+its own refs) against the correct stub: no check fails; a creation no answer of the check named
+is noted "unconfirmed", not counted.
 """
 
 from __future__ import annotations
@@ -82,7 +83,12 @@ def test_counts_on_a_shared_number_list_amid_other_apps_payments(
     merchant = next(a["merchant"] for a in data["applications"] if a["privilege"] == "read-write")
     with OtherApps(stub, merchant) as others:
         outcome = conform(
-            capsys, tmp_path / "shared", config=config, strict=True, only="IDEM,PRIV,TXN"
+            capsys,
+            tmp_path / "shared",
+            config=config,
+            strict=True,
+            only="IDEM,PRIV,TXN,MODEL",
+            history_budget="15",
         )
     assert len(others.paid) >= 20 and set(others.paid) == {200}, others.paid[:10]
     checks = outcome.report["checks"]

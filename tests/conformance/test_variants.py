@@ -2,8 +2,10 @@
 
 The stub's variants are conformant alternatives; ``live`` does everything the live service does
 at once (docs/reference-choices.md), ``lenient`` is lenient wherever the document is silent.
-Each must pass the seed profile with ``--strict``; the reference profile must name each
-difference, and only those (``Variant.differs_on``, kept beside the variants).
+Each must pass the seed profile with ``--strict``, the history phase included (its MODEL checks
+on a 20 s budget, of which the concurrent part takes at least 6 s; test_history_sweep.py
+judges the variants under the reference profile's MODEL-008); the reference profile must name
+each difference, and only those (``Variant.differs_on``, kept beside the variants).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def test_seed_strict_passes(
 ) -> None:
     stub = make_stub(variants=variants, extra_args=("--access-ttl", "2"))
     config = fast_config(stub, tmp_path)
-    outcome = conform(capsys, tmp_path / "seed", config=config, strict=True)
+    outcome = conform(capsys, tmp_path / "seed", config=config, strict=True, history_budget="20")
     bad = [
         f"{c['id']}: {c['outcome']} {c['message'][:300]}"
         for c in outcome.report["checks"]
