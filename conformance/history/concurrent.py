@@ -406,9 +406,35 @@ def run_concurrent(target: Target, world: World, deadline: float) -> ConcurrentR
             deadline=max(deadline, time.monotonic() + 2.0),
         )
         if not result.verdict.ok:
+            kept, result.verdict = shrink(world, result.calls, result.verdict)
+            result.calls = kept
+            result.steps = [s for s in result.steps if s.index in {c.index for c in kept}]
             result.problem = frontier_problem(world, result.calls, result.verdict)
     result.duration_s = round(time.monotonic() - started, 3)
     return result
+
+
+#: How many re-checks a failing concurrent history's shrinking may take.
+MAX_SHRINK_CHECKS = 200
+
+
+def shrink(world: World, calls: list[Call], verdict: Verdict) -> tuple[list[Call], Verdict]:
+    """The failing history with every call left out that it still fails without, the same
+    requests still unexplained (no others): what a person must read to see the defect. As
+    hypothesis shrinks a sequential history, but over recorded answers (nothing is sent again).
+    A call left out that would make another unexplained (a creation a later find needs) stays."""
+    parting = set(verdict.unexplained)
+    kept = list(calls)
+    checks = 0
+    for call in sorted(calls, key=lambda c: -c.index):
+        if call.index in parting or checks >= MAX_SHRINK_CHECKS:
+            continue
+        trial = [c for c in kept if c.index != call.index]
+        checks += 1
+        again = check([State()], trial, step_of(world), max_configurations=MAX_CONFIGURATIONS // 10)
+        if not again.ok and not again.budget_exhausted and set(again.unexplained) <= parting:
+            kept, verdict = trial, again
+    return kept, verdict
 
 
 def _play(

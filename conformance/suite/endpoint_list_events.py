@@ -588,8 +588,11 @@ def _far_offsets_reach_far(target: Target, app: Application) -> None:
     """RC-23: ``offset`` skips that many events, however many: one event at each of a few far
     offsets must be the event a complete listing shows there (an offset clamped to a smaller
     one answers an earlier event). Judged on pages of 100 read right before (at most
-    ``FAR_PAGES``), so that an event recorded meanwhile shifts both alike; one recorded between
-    the reads is told apart by a window of three positions (newest first)."""
+    ``FAR_PAGES``), so that an event recorded meanwhile shifts both alike; events recorded between
+    the reads (other clients', the history phase's) push the far ones down by as many as the
+    ``total`` grew, so the window reaches back that far, plus three positions (newest first)."""
+    before = target.list_events(app, limit=1)
+    precondition(before.ok, f"the events list answered {before.status}", before)
     items = target.events_of(app, max_pages=FAR_PAGES)
     # Past the first pages, where a clamp (to 64, to 124) or a wrap would show; the last one.
     offsets = [o for o in sorted({65, FAR_OFFSET, 130, len(items) - 1}) if 65 <= o < len(items)]
@@ -597,7 +600,8 @@ def _far_offsets_reach_far(target: Target, app: Application) -> None:
         one = target.list_events(app, limit=1, offset=offset)
         precondition(one.ok, f"the events list with offset {offset} answered {one.status}", one)
         got = (one.get("transactions") or [{}])[0].get("event_id")
-        window = [item.get("event_id") for item in items[max(0, offset - 3) : offset + 1]]
+        grew = _grew(before.get("total"), one.get("total"))
+        window = [item.get("event_id") for item in items[max(0, offset - grew - 3) : offset + 1]]
         expect(
             got in window,
             f"offset {offset} answered event {got}, not the one the pages of 100 show at "
@@ -606,6 +610,14 @@ def _far_offsets_reach_far(target: Target, app: Application) -> None:
             expected=f"the event at position {offset} of the complete listing (RC-23)",
             actual=f"event {got}",
         )
+
+
+def _grew(before: object, after: object) -> int:
+    """How many events were recorded between two reads, by their ``total`` (0 when either is
+    not a count)."""
+    if isinstance(before, int) and isinstance(after, int):
+        return max(0, after - before)
+    return 0
 
 
 #: How many pages of 100 EVT-010 reads to find the far offsets' events.

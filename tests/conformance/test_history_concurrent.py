@@ -22,7 +22,12 @@ from conformkit import fast_config
 
 from conformance.evidence import Recorded
 from conformance.history import race_replay
-from conformance.history.concurrent import ConcurrentResult, frontier_problem, run_concurrent
+from conformance.history.concurrent import (
+    ConcurrentResult,
+    frontier_problem,
+    run_concurrent,
+    shrink,
+)
 from conformance.history.driver import Step
 from conformance.history.session import world_of
 from conformance.model.judge import step_of
@@ -106,6 +111,30 @@ def test_two_creations_at_once_one_lost_from_the_list_fails() -> None:
     assert not verdict.ok and verdict.unexplained == (3,)
     problem = frontier_problem(WORLD, history.calls, verdict)
     assert problem.family == CONCURRENT and "2 events" in problem.message
+
+
+def test_a_failing_history_shrinks_to_the_calls_that_show_its_defect() -> None:
+    """The lost creation of the test above, amid creations and finds of another customer's:
+    those are left out, the creation the walk misses and the walk stay."""
+    one, two = str(uuid.uuid4()), str(uuid.uuid4())
+    history = _History()
+    for n in range(4):  # another customer's business, before and during the race
+        other = str(uuid.uuid4())
+        history.add(3, Create("rw2", "rw2#1", "CASHIN", 50, "0789999999"), created(other, 50),
+                    n * 0.05, n * 0.05 + 0.1)  # fmt: skip
+        body = {"ref": other, "kind": "CASHIN", "amount": 50, "client": "0789999999"}
+        history.add(3, Find("rw2", "rw2#1", other), Answer(200, {**body, "status": "pending"}),
+                    0.5 + n, 0.6 + n)  # fmt: skip
+    history.add(1, create("k1"), created(one), 0.0, 0.2)
+    history.add(2, create("k2", "query"), created(two), 0.05, 0.25)
+    history.add(0, WALK, walked(event(one)), 6.0, 6.1)
+    verdict = history.verdict()
+    assert not verdict.ok
+    kept, shrunk = shrink(WORLD, history.calls, verdict)
+    # the padding is gone; the creation the walk misses and the walk stay (the other racing
+    # creation may go too: the walk lists it, which the model allows of the history's number)
+    assert {10, 11} <= {c.index for c in kept} <= {9, 10, 11}, kept
+    assert shrunk.unexplained == (11,)
 
 
 def test_one_key_on_both_channels_at_once_executed_twice_fails() -> None:

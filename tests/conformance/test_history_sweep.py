@@ -6,7 +6,7 @@
   under the reference profile MODEL-008 names exactly the variants that differ on a choice the
   model narrows (``NARROWED``);
 - every defect of tests/foreign/model_defects.py fails a MODEL check, the history shown of at
-  most 10 steps (MODEL-007's, which is not shrunk, of at most 20); the independent server's
+  most 10 steps (MODEL-007's too); the independent server's
   choices, a rate-limited and a shared target pass (test_foreign_targets.py,
   test_throttled_target.py, test_shared_numbers.py run them with the phase);
 - a whole run against the bundled stub stays within 10 s plus the phase's budget.
@@ -58,10 +58,10 @@ SEED = 7
 #: within a history (the credentials file declares it, so the model knows).
 PENDING_TIMEOUT = ("--pending-timeout", "3")
 MAX_SHOWN = 10
-#: The concurrent part is not shrunk: it shows the requests no order explains, all those in
-#: flight with them and the earlier ones naming their refs (5 to 17 measured on the foreign
-#: concurrency defects; a round has some 20 requests).
-MAX_SHOWN_CONCURRENT = 20
+#: The concurrent part is shrunk too (``concurrent.shrink``): what no order explains, with only
+#: the calls it still fails without. It shows those, all those in flight with them and the
+#: earlier ones naming their refs.
+MAX_SHOWN_CONCURRENT = 10
 #: Slack on wall times measured on a shared machine (the figures are printed).
 SLACK_S = 15.0
 
