@@ -64,9 +64,7 @@ def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Foreign]:
 def test_conformant_independent_implementation_passes_seed_strict(
     independent: Foreign, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    outcome = conform(
-        capsys, tmp_path, config=independent.config_path, strict=True, history_budget="15"
-    )
+    outcome = conform(capsys, tmp_path, config=independent.config_path, strict=True)
     bad = [
         f"{c['id']}: {c['outcome']} {c['message'][:300]}"
         for c in outcome.report["checks"]
@@ -86,7 +84,7 @@ def test_other_conformant_choices_raise_no_alarm(
     choices = [arg for name in sorted(set(CHOICES) - {"rate-limit"}) for arg in ("--choice", name)]
     server = start_foreign("independent", tmp_path, "--access-ttl", "2", *choices)
     try:
-        outcome = conform(capsys, tmp_path / "r", config=server.config_path, history_budget="15")
+        outcome = conform(capsys, tmp_path / "r", config=server.config_path)
     finally:
         server.stop()
     report = outcome.report

@@ -20,6 +20,7 @@ cuts anyway.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import threading
@@ -48,6 +49,13 @@ from stub_server.fault_catalog import FAULTS, VARIANTS
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "foreign"))
 from foreignkit import start_foreign  # noqa: E402
 from model_defects import MODEL_DEFECTS  # noqa: E402
+
+#: The sweep runs the phase some sixty times (every fault, defect, variant and choice): on demand
+#: (`PAYSUITE_SWEEP=1 pytest -m slow tests/conformance/test_history_sweep.py`), like the mutation
+#: score, not in CI's fifteen minutes; CI runs test_history_phase.py and test_history_concurrent.py.
+pytestmark = pytest.mark.skipif(
+    os.environ.get("PAYSUITE_SWEEP") != "1", reason="the history sweep runs with PAYSUITE_SWEEP=1"
+)
 
 #: A fault's or defect's run ends at its first failure: this bounds one that is slow to show.
 BUDGET_S = 45.0

@@ -87,8 +87,7 @@ def test_counts_on_a_shared_number_list_amid_other_apps_payments(
             tmp_path / "shared",
             config=config,
             strict=True,
-            only="IDEM,PRIV,TXN,MODEL",
-            history_budget="15",
+            only="IDEM,PRIV,TXN",
         )
     assert len(others.paid) >= 20 and set(others.paid) == {200}, others.paid[:10]
     checks = outcome.report["checks"]

@@ -41,7 +41,7 @@ def test_seed_strict_passes(
 ) -> None:
     stub = make_stub(variants=variants, extra_args=("--access-ttl", "2"))
     config = fast_config(stub, tmp_path)
-    outcome = conform(capsys, tmp_path / "seed", config=config, strict=True, history_budget="20")
+    outcome = conform(capsys, tmp_path / "seed", config=config, strict=True)
     bad = [
         f"{c['id']}: {c['outcome']} {c['message'][:300]}"
         for c in outcome.report["checks"]
