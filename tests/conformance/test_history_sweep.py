@@ -2,13 +2,13 @@
 
 - every stub fault the phase can reach fails a MODEL check, and each it cannot reach is named
   here with the reason (``CAUGHT``, ``OUT_OF_REACH``: a fault with no line fails a test);
-- the stub's variants pass it (seed profile: test_variants.py runs them with the phase), and
+- the stub's variants pass it (seed profile: measured with test_variants.py given a budget), and
   under the reference profile MODEL-008 names exactly the variants that differ on a choice the
   model narrows (``NARROWED``);
 - every defect of tests/foreign/model_defects.py fails a MODEL check, the history shown of at
   most 10 steps (MODEL-007's too); the independent server's
   choices, a rate-limited and a shared target pass (test_foreign_targets.py,
-  test_throttled_target.py, test_shared_numbers.py run them with the phase);
+  test_throttled_target.py, test_shared_numbers.py, measured given a budget);
 - a whole run against the bundled stub stays within 10 s plus the phase's budget.
 
 The phase runs in-process (``run_history``) against servers each test starts. A fault's run ends

@@ -2,9 +2,8 @@
 
 The stub's variants are conformant alternatives; ``live`` does everything the live service does
 at once (docs/reference-choices.md), ``lenient`` is lenient wherever the document is silent.
-Each must pass the seed profile with ``--strict``, the history phase included (its MODEL checks
-on a 20 s budget, of which the concurrent part takes at least 6 s; test_history_sweep.py
-judges the variants under the reference profile's MODEL-008); the reference profile must name
+Each must pass the seed profile with ``--strict`` (the history phase over the variants is
+test_history_sweep.py's); the reference profile must name
 each difference, and only those (``Variant.differs_on``, kept beside the variants).
 """
 
