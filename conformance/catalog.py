@@ -22,6 +22,7 @@ SECTION_MODULES: tuple[str, ...] = (
     "privileges",
     "resources_and_fields",
     "errors",
+    "stalled_body",
     "webhooks",
     "history",
     "properties",

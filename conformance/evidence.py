@@ -558,12 +558,15 @@ class Recorded:
     that got no answer still proves itself.
     """
 
-    __slots__ = ("note", "wire", "_has_body")
+    __slots__ = ("note", "wire", "_has_body", "stall_s")
 
     def __init__(self, wire: Exchange, *, note: str | None = None, has_body: bool = True) -> None:
         self.wire = wire
         self.note = note
         self._has_body = has_body
+        #: Set when the body sent is only the start of the one the ``Content-Length`` declares,
+        #: and the connection then stayed silent this long (ERR-007): the curl does the same.
+        self.stall_s: float | None = None
         if wire.status:
             _learn(self)
 
@@ -641,7 +644,9 @@ class Recorded:
         stand_ins = _StandIns()
         words: list[list[Segment]] = [["curl"], ["-sS"], ["-i"], ["-X"], [self.method]]
         for name, value in self.wire.request_headers:
-            if name.lower() in _SKIPPED_CURL_HEADERS:
+            if name.lower() in _SKIPPED_CURL_HEADERS and not (
+                self.stall_s is not None and name.lower() == "content-length"
+            ):
                 continue
             words.append(["-H"])
             if name.lower() == "authorization" and not reveal:
@@ -651,7 +656,12 @@ class Recorded:
             else:
                 words.append([f"{name}: {value}"])
         body = self._raw_body()
-        if body is not None:
+        if self.stall_s is not None:
+            # curl streams stdin (``_joined``'s pipe) under the declared length: no chunking,
+            # no ``Expect``; it ends when the answer comes, at the latest after the stall
+            words += [["-H"], ["Transfer-Encoding:"], ["-H"], ["Expect:"]]
+            words += [["--max-time"], [f"{self.stall_s:g}"], ["-T"], ["-"]]
+        elif body is not None:
             data: list[Segment] = [body] if reveal else _stand_in_secrets(body, stand_ins)
             if numbers is not None:
                 data = numbers.split(data, _BODY_NUMBER)
@@ -678,10 +688,19 @@ class Recorded:
         words.append(url)
         return words, stand_ins
 
+    def _joined(self, words: Sequence[Sequence[Segment]]) -> str:
+        """The curl's words as one shell command; a stalled body is piped in: what was sent,
+        then silence."""
+        command = " ".join(_shell_word(word) for word in words)
+        if self.stall_s is None:
+            return command
+        sent = shlex.quote(_text(self.wire.request_body))
+        return f"(printf %s {sent}; sleep {math.ceil(self.stall_s)}) | {command}"
+
     def curl(self, reveal: bool = False) -> str:
         """A shell command that sends the same request (credentials by variable unless revealed)."""
         words, _ = self._curl_words(reveal)
-        return " ".join(_shell_word(word) for word in words)
+        return self._joined(words)
 
     def to_dict(self, reveal: bool = False) -> dict[str, Any]:
         """The exchange as evidence: the safe form (an :class:`EvidenceItem`) or the revealed one.
@@ -710,7 +729,7 @@ class Recorded:
         data = {
             "request": request,
             "response": response,
-            "curl": " ".join(_shell_word(word) for word in words),
+            "curl": self._joined(words),
         }
         if reveal:
             return data
@@ -898,7 +917,7 @@ class Reproduction:
         wait = 0.0
         for step in self.steps:
             words, stand_ins = step._curl_words(reveal, keys, numbers)
-            curls.append(" ".join(_shell_word(word) for word in words))
+            curls.append(step._joined(words))
             for var, owner in stand_ins.needs.items():
                 if owner or var not in needs:
                     needs[var] = owner

@@ -7,6 +7,9 @@ run's ``TLSSettings``. So a CA bundle, a client certificate or ``--insecure`` re
 request of every command the same way, and a client cannot be opened without them: an
 architecture test (tests/test_architecture.py) forbids building one anywhere else.
 
+``raw_connection`` is a bare socket, for a check that must write a request's bytes itself (a
+body that stalls): over HTTPS it carries the same TLS settings, never a context of its own.
+
 Bounds (time-outs, size caps) stay where each stack reads its answers (``bounded_http``,
 ``load.connection``); this module fixes what every client shares: no redirect followed, no
 environment proxy taken unless asked, and the TLS settings.
@@ -14,7 +17,9 @@ environment proxy taken unless asked, and the TLS settings.
 
 from __future__ import annotations
 
+import socket
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -47,6 +52,24 @@ def httpx_client(
         trust_env=trust_env,
         transport=transport,
     )
+
+
+def raw_connection(url: str, tls: TLSSettings | None = None, *, timeout_s: float) -> socket.socket:
+    """A connected socket to ``url``'s origin, wrapped in TLS with the run's settings for
+    ``https``: for the one request no client library sends, a body that stops short of its
+    ``Content-Length`` and stays silent (ERR-007). Its caller frames and bounds the exchange."""
+    parts = urlsplit(url)
+    https = parts.scheme == "https"
+    host = parts.hostname or ""
+    sock = socket.create_connection((host, parts.port or (443 if https else 80)), timeout_s)
+    if not https:
+        return sock
+    settings = tls or default_tls()
+    try:
+        return settings.ssl_context().wrap_socket(sock, server_hostname=host)
+    except BaseException:
+        sock.close()
+        raise
 
 
 def requests_session(tls: TLSSettings | None = None) -> requests.Session:

@@ -1,0 +1,296 @@
+"""ERR-007: a request body that stalls is answered 408 ``request_timeout`` and its connection
+closed (RC-4), within the body time-out.
+
+A creation whose head declares a ``Content-Length`` is sent with only the start of that body, and
+then nothing. The reference stub waits ``body_timeout_s`` (10 s) for the rest, answers 408 and
+closes the connection: a client's slow or broken upload must not hold a handler for ever, and the
+client learns why. No client library sends a body shorter than it declares, so the exchange is
+written on a bare socket (``paysuite_core.http_clients.raw_connection``: the run's TLS settings
+over HTTPS) and its answer read with h11, the parser under httpx.
+
+The wait costs the run nothing: the stalled request is sent when the run starts (an early
+set-up, ``conformance.checks.set_up_early``) and a thread of its own watches for the answer while
+every other check runs; the check, judged at the end, only reads what that thread saw. Every
+part is bounded: the answer must come within the body time-out plus a grace for a busy machine,
+its head within h11's 16 KiB, its body within the run's ``--max-response-bytes``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from conformance.api import CASHIN
+from conformance.checks import Section, check, set_up_early
+from conformance.evidence import Recorded
+from conformance.outcome import CouldNotCheck, expect, fail, not_applicable
+from paysuite_core import guarded_json
+
+if TYPE_CHECKING:
+    import h11
+
+    from conformance.target import Target
+    from paysuite_core.tls import TLSSettings
+
+#: RC-4: how long the reference waits for the rest of a body before it answers 408.
+BODY_TIMEOUT_S = 10.0
+#: Beyond the body time-out, for a machine busy with the run's other checks (the 408 of the
+#: stub comes within a few milliseconds of its time-out on an idle one).
+GRACE_S = 10.0
+#: How long a connect may take (the run's other requests have their own ``--connect-timeout``).
+CONNECT_S = 10.0
+
+
+@dataclass
+class Seen:
+    """What came back on the stalled connection, each time in seconds after the last byte sent."""
+
+    response: h11.Response | None = None
+    body: bytearray = field(default_factory=bytearray)
+    answered_s: float | None = None
+    closed_s: float | None = None
+    #: Why the watch ended without an answer or without seeing the connection close.
+    error: str = ""
+
+    def code(self) -> object:
+        try:
+            answer = guarded_json.loads(bytes(self.body))
+        except guarded_json.JsonRefused:
+            return None
+        return answer.get("code") if isinstance(answer, dict) else None
+
+
+def _head(target: Target, app_token: str, length: int) -> list[tuple[str, str]]:
+    from conformance.http import USER_AGENT  # not at import: --list stays light
+
+    parts = urlsplit(target.base_url)
+    return [
+        ("Host", parts.netloc),
+        ("Accept", "application/json"),
+        ("Content-Type", "application/json"),
+        ("User-Agent", USER_AGENT),
+        ("Authorization", f"Bearer {app_token}"),
+        ("Idempotency-Key", target.fresh_key()),
+        ("Content-Length", str(length)),
+    ]
+
+
+def stalled_creation(target: Target) -> tuple[str, list[tuple[str, str]], bytes, bytes] | None:
+    """(URL, head, whole body, what is sent of it) for a cashin that will stall; None when no
+    application may cashin. What is sent stops before the customer number: a target that took
+    the body as ended could not create a transaction from it."""
+    app = target.writer("CASHIN")
+    if app is None:
+        return None
+    body = json.dumps({"amount": target.amount(), "number": target.number()}).encode()
+    sent = body[: body.index(b'"number"')]
+    return target.base_url + CASHIN, _head(target, target.token(app), len(body)), body, sent
+
+
+class Stall:
+    """One stalled request, sent at once, its answer watched by a thread until ``bound_s`` after
+    its last byte (``wait`` then returns what was seen)."""
+
+    def __init__(
+        self,
+        url: str,
+        head: list[tuple[str, str]],
+        sent: bytes,
+        *,
+        tls: TLSSettings | None,
+        bound_s: float,
+        max_body_bytes: int,
+    ) -> None:
+        import h11
+
+        from paysuite_core.http_clients import raw_connection
+
+        self.bound_s = bound_s
+        self.max_body_bytes = max_body_bytes
+        self.seen = Seen()
+        self.exchange = Recorded.build("POST", url, dict(head), sent)
+        self.exchange.stall_s = bound_s
+        self.exchange.note = (
+            f"the body stops after {len(sent)} of the {dict(head)['Content-Length']} bytes its "
+            f"Content-Length declares; the connection then stays silent"
+        )
+        self._connection = h11.Connection(h11.CLIENT)
+        parts = urlsplit(url)
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+        self._sock = raw_connection(url, tls, timeout_s=CONNECT_S)
+        try:
+            data = self._connection.send(h11.Request(method="POST", target=path, headers=head))
+            data = (data or b"") + (self._connection.send(h11.Data(data=sent)) or b"")
+            self._sock.sendall(data)
+        except BaseException:
+            self._sock.close()
+            raise
+        self.started = time.monotonic()
+        self._thread = threading.Thread(target=self._watch, name="paysuite-stall", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        """Read until the answer has come and the connection closed, or until the bound."""
+        import h11
+
+        from paysuite_core.bounded_http import in_words
+
+        seen, connection = self.seen, self._connection
+        deadline = self.started + self.bound_s
+        try:
+            while seen.closed_s is None:
+                # Even past the deadline, one short read: an answer that is already here (a
+                # thread scheduled late on a busy machine) is taken, not called missing.
+                self._sock.settimeout(max(deadline - time.monotonic(), 0.05))
+                try:
+                    data = self._sock.recv(65536)
+                except TimeoutError:
+                    seen.error = f"nothing more within {self.bound_s:g} s"
+                    return
+                except ConnectionError:
+                    data = b""  # a reset closes the connection as surely as a FIN
+                connection.receive_data(data)
+                self._events(time.monotonic() - self.started)
+        except (h11.RemoteProtocolError, OSError, ValueError) as exc:
+            seen.error = in_words(exc)
+        finally:
+            self._sock.close()
+
+    def _events(self, at_s: float) -> None:
+        import h11
+
+        seen, connection = self.seen, self._connection
+        while True:
+            event = connection.next_event()
+            if event is h11.NEED_DATA or event is h11.PAUSED:
+                return
+            if isinstance(event, h11.Response):
+                seen.response, seen.answered_s = event, at_s
+            elif isinstance(event, h11.Data):
+                seen.body += event.data
+                if len(seen.body) > self.max_body_bytes:
+                    raise ValueError(f"an answer over {self.max_body_bytes} bytes: read no further")
+            elif isinstance(event, h11.ConnectionClosed):
+                seen.closed_s = at_s
+                return
+
+    def wait(self, stopped: threading.Event | None = None) -> Seen:
+        """What the watch saw, once it ended (at most ``bound_s`` after the stall began)."""
+        while self._thread.is_alive():
+            if stopped is not None and stopped.is_set():
+                raise CouldNotCheck("not judged: the run was interrupted")
+            self._thread.join(0.2)
+        self._record()
+        return self.seen
+
+    def _record(self) -> None:
+        seen = self.seen
+        if seen.response is None:
+            self.exchange.error = f"no answer within {self.bound_s:g} s of the stalled body" + (
+                f": {seen.error}" if seen.error else ""
+            )
+            return
+        headers = {
+            name.decode("latin-1"): value.decode("latin-1") for name, value in seen.response.headers
+        }
+        text = bytes(seen.body).decode("utf-8", "replace")
+        self.exchange.record_response(
+            seen.response.status_code, headers, text, (seen.answered_s or 0.0) * 1000
+        )
+
+
+def start_stall(target: Target) -> Stall | None:
+    """Send ERR-007's stalled creation now (None: no application may cashin)."""
+    creation = stalled_creation(target)
+    if creation is None:
+        return None
+    url, head, _body, sent = creation
+    return Stall(
+        url,
+        head,
+        sent,
+        tls=target.tls,
+        bound_s=BODY_TIMEOUT_S + GRACE_S,
+        max_body_bytes=target.limits.max_body_bytes,
+    )
+
+
+@set_up_early("ERR-007")
+def stall_a_body(target: Target) -> None:
+    """Stall ERR-007's body when the run starts: its wait passes while the other checks run."""
+    stall = start_stall(target)
+    if stall is not None:
+        target.early["ERR-007"] = stall
+
+
+@check(
+    "ERR-007",
+    "SHOULD",
+    Section.ERRORS_2,
+    "a request body that stalls gets 408 request_timeout (RC-4) within the body time-out, "
+    "and the connection is closed",
+    "Error response bodies, HTTP error status codes and error codes [...]: not shown.",
+    "reference",
+)
+def a_stalled_body_gets_408_and_a_closed_connection(target: Target) -> None:
+    """A cashin whose body stops short of its ``Content-Length``: the reference answers 408
+    ``request_timeout`` once its body time-out (10 s) has passed, then closes the connection
+    (what is left of the body would be read as the next request). A target that never answers
+    holds the client as long as it waits; this check waits the time-out and a grace, no more."""
+    from paysuite_core.bounded_http import in_words
+
+    stall = target.early.pop("ERR-007", None)
+    if not isinstance(stall, Stall):
+        try:
+            stall = start_stall(target)
+        except OSError as exc:
+            raise CouldNotCheck(f"the stalled request could not be sent: {in_words(exc)}") from None
+    if stall is None:
+        not_applicable("no application may cashin")
+    seen = stall.wait(target.client.stopped)
+    evidence = target.current
+    if evidence is not None:
+        evidence.add(stall.exchange)
+    judge(seen, stall)
+
+
+def judge(seen: Seen, stall: Stall) -> None:
+    """ERR-007's verdict on what the watch saw."""
+    bound = f"{stall.bound_s:g} s"
+    expected = (
+        f"408 request_timeout within the body time-out ({BODY_TIMEOUT_S:g} s, RC-4; waited "
+        f"{bound}), then the connection closed"
+    )
+    if seen.response is None:
+        why = f" ({seen.error})" if seen.error and "within" not in seen.error else ""
+        if seen.closed_s is not None:
+            actual = f"the connection closed after {seen.closed_s:.1f} s without an answer"
+        else:
+            actual = f"no answer within {bound}{why}"
+        fail(
+            f"a cashin body that stalled: {actual}",
+            stall.exchange,
+            expected=expected,
+            actual=actual,
+        )
+    status, code = seen.response.status_code, seen.code()
+    answered = f"{status} {code!r} after {seen.answered_s or 0.0:.1f} s"
+    expect(
+        status == 408 and code == "request_timeout",
+        f"a cashin body that stalled was answered {answered}",
+        stall.exchange,
+        expected=expected,
+        actual=answered,
+    )
+    expect(
+        seen.closed_s is not None,
+        f"a cashin body that stalled was answered {answered}, but the connection stayed open "
+        f"until {bound} after the stall",
+        stall.exchange,
+        expected=expected,
+        actual=f"{answered}; the connection still open after {bound}",
+    )
