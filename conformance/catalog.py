@@ -22,7 +22,6 @@ SECTION_MODULES: tuple[str, ...] = (
     "privileges",
     "resources_and_fields",
     "errors",
-    "stalled_body",
     "webhooks",
     "history",
     "properties",

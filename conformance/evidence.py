@@ -657,10 +657,11 @@ class Recorded:
                 words.append([f"{name}: {value}"])
         body = self._raw_body()
         if self.stall_s is not None:
-            # curl streams stdin (``_joined``'s pipe) under the declared length: no chunking,
-            # no ``Expect``; it ends when the answer comes, at the latest after the stall
+            # curl uploads stdin (``_joined``'s pipe) under the declared length: no chunking,
+            # no ``Expect``. It sends the head at once, then waits for stdin to end (the
+            # stall), then prints the answer that came meanwhile; bounded the stall again over.
             words += [["-H"], ["Transfer-Encoding:"], ["-H"], ["Expect:"]]
-            words += [["--max-time"], [f"{self.stall_s:g}"], ["-T"], ["-"]]
+            words += [["--max-time"], [str(2 * math.ceil(self.stall_s))], ["-T"], ["-"]]
         elif body is not None:
             data: list[Segment] = [body] if reveal else _stand_in_secrets(body, stand_ins)
             if numbers is not None:

@@ -317,7 +317,9 @@ client.post("/a")
 
 # --- one bounded reader, one guarded JSON decoder -----------------------------------------------
 #: The factory functions of ``paysuite_core/http_clients.py``.
-FACTORIES = frozenset({"httpx_client", "requests_session", "aiohttp_session", "gevent_client"})
+FACTORIES = frozenset(
+    {"httpx_client", "requests_session", "aiohttp_session", "gevent_client", "raw_connection"}
+)
 #: The modules that may open a client, each with how it bounds what it reads (issue 32): every
 #: other module sends through ``BoundedClient`` or the load side's ``Connection``.
 BOUNDED_READERS: dict[str, str] = {
@@ -327,6 +329,8 @@ BOUNDED_READERS: dict[str, str] = {
     "conformance/property_phase.py": "the 429 resender: the request carries capped_body, "
     "requests' response hook; http.client takes at most 100 header lines",
     "conformance/preflight.py": "check_reachable reads a status line and headers, no body",
+    "conformance/stalled_body.py": "ERR-007's bare socket: h11 caps the head at 16 KiB, the body "
+    "under Limits.max_body_bytes, the whole watch within the check's bound",
     "proxy/cli.py": "_tls_answers sends a HEAD: a status line and headers, no body",
     "paysuite_core/webhook_receiver.py": "the forwarder: content.read(MAX_BODY_BYTES) of the "
     "handler's answer; aiohttp's client takes 128 header lines of 8190 bytes",

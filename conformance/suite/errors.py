@@ -1,7 +1,8 @@
-"""The document's "Errors", rule 2 (ERR-001..006); rule 1, idempotency, is ``idempotency.py``.
+"""The document's "Errors", rule 2 (ERR-001..007); rule 1, idempotency, is ``idempotency.py``.
 
 Malformed input never breaks the server, nor does input that is odd but well framed; the
-reference error catalogue and body limits.
+reference error catalogue, body limits, and a body that stalls (its exchange on a bare socket:
+``conformance.stalled_body``).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from conformance.api import AUTHORIZE, CASHIN, CASHOUT, EVENTS, find_path
-from conformance.checks import Section, check
-from conformance.outcome import expect, not_applicable, precondition
+from conformance.checks import Section, check, set_up_early
+from conformance.outcome import CouldNotCheck, expect, not_applicable, precondition
+from conformance.stalled_body import Stall, judge, start_stall
 
 if TYPE_CHECKING:
     from conformance.http import Reply
@@ -443,3 +445,42 @@ def an_unknown_field_holding_a_huge_integer_is_ignored(target: Target) -> None:
         expected="served like the same body without the field (2xx, a pending transaction)",
         actual=f"{reply.status} {reply.text[:120]}",
     )
+
+
+@set_up_early("ERR-007")
+def stall_a_body(target: Target) -> None:
+    """Stall ERR-007's body when the run starts: its wait passes while the other checks run."""
+    stall = start_stall(target)
+    if stall is not None:
+        target.early["ERR-007"] = stall
+
+
+@check(
+    "ERR-007",
+    "SHOULD",
+    Section.ERRORS_2,
+    "a request body that stalls gets 408 request_timeout (RC-4) within the body time-out, "
+    "and the connection is closed",
+    "Error response bodies, HTTP error status codes and error codes [...]: not shown.",
+    "reference",
+)
+def a_stalled_body_gets_408_and_a_closed_connection(target: Target) -> None:
+    """A cashin whose body stops short of its ``Content-Length``: the reference answers 408
+    ``request_timeout`` once its body time-out (10 s) has passed, then closes the connection
+    (what is left of the body would be read as the next request). A target that never answers
+    holds the client as long as it waits; this check waits the time-out and a grace, no more."""
+    from paysuite_core.bounded_http import in_words
+
+    stall = target.early.pop("ERR-007", None)
+    if not isinstance(stall, Stall):
+        try:
+            stall = start_stall(target)
+        except OSError as exc:
+            raise CouldNotCheck(f"the stalled request could not be sent: {in_words(exc)}") from None
+    if stall is None:
+        not_applicable("no application may cashin")
+    seen = stall.wait(target.client.stopped)
+    evidence = target.current
+    if evidence is not None:
+        evidence.add(stall.exchange)
+    judge(seen, stall)

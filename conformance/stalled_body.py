@@ -1,5 +1,6 @@
-"""ERR-007: a request body that stalls is answered 408 ``request_timeout`` and its connection
-closed (RC-4), within the body time-out.
+"""ERR-007's exchange and verdict (the check itself is in ``conformance/suite/errors.py``): a
+request body that stalls is answered 408 ``request_timeout`` and its connection closed (RC-4),
+within the body time-out.
 
 A creation whose head declares a ``Content-Length`` is sent with only the start of that body, and
 then nothing. The reference stub waits ``body_timeout_s`` (10 s) for the rest, answers 408 and
@@ -25,9 +26,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from conformance.api import CASHIN
-from conformance.checks import Section, check, set_up_early
 from conformance.evidence import Recorded
-from conformance.outcome import CouldNotCheck, expect, fail, not_applicable
+from conformance.outcome import CouldNotCheck, expect, fail
 from paysuite_core import guarded_json
 
 if TYPE_CHECKING:
@@ -153,6 +153,9 @@ class Stall:
                     return
                 except ConnectionError:
                     data = b""  # a reset closes the connection as surely as a FIN
+                if not data and seen.response is None:  # closed without a word (h11 objects)
+                    seen.closed_s = time.monotonic() - self.started
+                    return
                 connection.receive_data(data)
                 self._events(time.monotonic() - self.started)
         except (h11.RemoteProtocolError, OSError, ValueError) as exc:
@@ -217,45 +220,6 @@ def start_stall(target: Target) -> Stall | None:
         bound_s=BODY_TIMEOUT_S + GRACE_S,
         max_body_bytes=target.limits.max_body_bytes,
     )
-
-
-@set_up_early("ERR-007")
-def stall_a_body(target: Target) -> None:
-    """Stall ERR-007's body when the run starts: its wait passes while the other checks run."""
-    stall = start_stall(target)
-    if stall is not None:
-        target.early["ERR-007"] = stall
-
-
-@check(
-    "ERR-007",
-    "SHOULD",
-    Section.ERRORS_2,
-    "a request body that stalls gets 408 request_timeout (RC-4) within the body time-out, "
-    "and the connection is closed",
-    "Error response bodies, HTTP error status codes and error codes [...]: not shown.",
-    "reference",
-)
-def a_stalled_body_gets_408_and_a_closed_connection(target: Target) -> None:
-    """A cashin whose body stops short of its ``Content-Length``: the reference answers 408
-    ``request_timeout`` once its body time-out (10 s) has passed, then closes the connection
-    (what is left of the body would be read as the next request). A target that never answers
-    holds the client as long as it waits; this check waits the time-out and a grace, no more."""
-    from paysuite_core.bounded_http import in_words
-
-    stall = target.early.pop("ERR-007", None)
-    if not isinstance(stall, Stall):
-        try:
-            stall = start_stall(target)
-        except OSError as exc:
-            raise CouldNotCheck(f"the stalled request could not be sent: {in_words(exc)}") from None
-    if stall is None:
-        not_applicable("no application may cashin")
-    seen = stall.wait(target.client.stopped)
-    evidence = target.current
-    if evidence is not None:
-        evidence.add(stall.exchange)
-    judge(seen, stall)
 
 
 def judge(seen: Seen, stall: Stall) -> None:
