@@ -658,8 +658,8 @@ class Recorded:
         body = self._raw_body()
         if self.stall_s is not None:
             # curl uploads stdin (``_joined``'s pipe) under the declared length: no chunking,
-            # no ``Expect``. It sends the head at once, then waits for stdin to end (the
-            # stall), then prints the answer that came meanwhile; bounded the stall again over.
+            # no ``Expect``. It sends the head at once, waits for stdin to end (the stall),
+            # then prints the answer that came meanwhile; ``--max-time``: twice the stall.
             words += [["-H"], ["Transfer-Encoding:"], ["-H"], ["Expect:"]]
             words += [["--max-time"], [str(2 * math.ceil(self.stall_s))], ["-T"], ["-"]]
         elif body is not None:

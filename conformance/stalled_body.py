@@ -41,8 +41,6 @@ BODY_TIMEOUT_S = 10.0
 #: Beyond the body time-out, for a machine busy with the run's other checks (the 408 of the
 #: stub comes within a few milliseconds of its time-out on an idle one).
 GRACE_S = 10.0
-#: How long a connect may take (the run's other requests have their own ``--connect-timeout``).
-CONNECT_S = 10.0
 
 
 @dataclass
@@ -104,6 +102,7 @@ class Stall:
         tls: TLSSettings | None,
         bound_s: float,
         max_body_bytes: int,
+        connect_s: float = 10.0,
     ) -> None:
         import h11
 
@@ -121,7 +120,7 @@ class Stall:
         self._connection = h11.Connection(h11.CLIENT)
         parts = urlsplit(url)
         path = parts.path + (f"?{parts.query}" if parts.query else "")
-        self._sock = raw_connection(url, tls, timeout_s=CONNECT_S)
+        self._sock = raw_connection(url, tls, timeout_s=connect_s)
         try:
             data = self._connection.send(h11.Request(method="POST", target=path, headers=head))
             data = (data or b"") + (self._connection.send(h11.Data(data=sent)) or b"")
@@ -181,11 +180,18 @@ class Stall:
                 seen.closed_s = at_s
                 return
 
-    def wait(self, stopped: threading.Event | None = None) -> Seen:
-        """What the watch saw, once it ended (at most ``bound_s`` after the stall began)."""
+    def wait(self, stopped: threading.Event | None = None, deadline: float | None = None) -> Seen:
+        """What the watch saw, once it ended (at most ``bound_s`` after the stall began);
+        ``stopped``: the run's interruption, ``deadline``: the check's ``--check-timeout``."""
         while self._thread.is_alive():
             if stopped is not None and stopped.is_set():
                 raise CouldNotCheck("not judged: the run was interrupted")
+            if deadline is not None and time.monotonic() > deadline:
+                raise CouldNotCheck(
+                    "the check used its time budget (--check-timeout) waiting for the answer "
+                    "to its stalled body",
+                    [self.exchange],
+                )
             self._thread.join(0.2)
         self._record()
         return self.seen
@@ -219,6 +225,7 @@ def start_stall(target: Target) -> Stall | None:
         tls=target.tls,
         bound_s=BODY_TIMEOUT_S + GRACE_S,
         max_body_bytes=target.limits.max_body_bytes,
+        connect_s=target.limits.connect_s,
     )
 
 

@@ -479,7 +479,7 @@ def a_stalled_body_gets_408_and_a_closed_connection(target: Target) -> None:
             raise CouldNotCheck(f"the stalled request could not be sent: {in_words(exc)}") from None
     if stall is None:
         not_applicable("no application may cashin")
-    seen = stall.wait(target.client.stopped)
+    seen = stall.wait(target.client.stopped, target.client.check_deadline)
     evidence = target.current
     if evidence is not None:
         evidence.add(stall.exchange)

@@ -27,8 +27,8 @@ from conformkit import conform
 from tlsfront import TLSFront
 
 import stub_server.rules.request_body as stub_request_body
-from conformance.outcome import CheckFailed
 from conformance import stalled_body
+from conformance.outcome import CheckFailed
 from conformance.stalled_body import Stall, judge
 from paysuite_core.listening import LINGER_S
 from paysuite_core.tls import TLSSettings
