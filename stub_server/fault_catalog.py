@@ -215,7 +215,8 @@ _SIMPLE_VARIANTS: dict[str, Variant] = {
         "expires in the token pair is an ISO 8601 date-time string", _ids("AUTH-013")
     ),
     "go-error-body": Variant(
-        'error bodies carry only {"status", "message"}', _ids("ERR-002", "ERR-003")
+        'error bodies carry only {"status", "message"}',
+        _ids("ERR-002", "ERR-003", "ERR-007"),  # ERR-007: the stalled body's 408 has no code
     ),
     "no-rotation": Variant("refresh tokens are reusable until they expire", _ids("AUTH-012")),
     "revoke-on-refresh": Variant(
