@@ -136,7 +136,7 @@ class Stall:
         """Read until the answer has come and the connection closed, or until the bound."""
         import h11
 
-        from paysuite_core.bounded_http import in_words
+        from paysuite_core.bounded_http import ResponseTooLarge, in_words
 
         seen, connection = self.seen, self._connection
         deadline = self.started + self.bound_s
@@ -157,13 +157,15 @@ class Stall:
                     return
                 connection.receive_data(data)
                 self._events(time.monotonic() - self.started)
-        except (h11.RemoteProtocolError, OSError, ValueError) as exc:
+        except (h11.RemoteProtocolError, OSError, ResponseTooLarge) as exc:
             seen.error = in_words(exc)
         finally:
             self._sock.close()
 
     def _events(self, at_s: float) -> None:
         import h11
+
+        from paysuite_core.bounded_http import ResponseTooLarge
 
         seen, connection = self.seen, self._connection
         while True:
@@ -175,7 +177,7 @@ class Stall:
             elif isinstance(event, h11.Data):
                 seen.body += event.data
                 if len(seen.body) > self.max_body_bytes:
-                    raise ValueError(f"an answer over {self.max_body_bytes} bytes: read no further")
+                    raise ResponseTooLarge(self.max_body_bytes)
             elif isinstance(event, h11.ConnectionClosed):
                 seen.closed_s = at_s
                 return

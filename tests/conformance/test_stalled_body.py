@@ -30,6 +30,7 @@ import stub_server.rules.request_body as stub_request_body
 from conformance import stalled_body
 from conformance.outcome import CheckFailed
 from conformance.stalled_body import Stall, judge
+from paysuite_core.bounded_http import ResponseTooLarge
 from paysuite_core.listening import LINGER_S
 from paysuite_core.tls import TLSSettings
 from stub_server.credentials import write_credentials
@@ -233,6 +234,26 @@ def test_a_close_without_an_answer_fails() -> None:
         failed = _verdict(_stall(f"http://127.0.0.1:{port}/api/transactions/cashin"))
     assert failed is not None and "closed after" in str(failed), failed
     assert "without an answer" in failed.actual
+
+
+def _endless_body(conn: socket.socket) -> None:
+    conn.recv(4096)
+    conn.sendall(b"HTTP/1.1 408 Request Timeout\r\nTransfer-Encoding: chunked\r\n\r\n")
+    chunk = b"400\r\n" + b"x" * 1024 + b"\r\n"
+    while True:
+        conn.sendall(chunk)
+
+
+def test_an_endless_answer_is_cut_at_the_size_cap() -> None:
+    """A hostile target's answer never ends: the watch stops reading one chunk past the cap
+    (here 4 KiB) and the check fails on what it has, never holding more."""
+    with tiny_server(_endless_body) as port:
+        url = f"http://127.0.0.1:{port}/api/transactions/cashin"
+        stall = Stall(url, HEAD, SENT, tls=None, bound_s=5.0, max_body_bytes=4096)
+        failed = _verdict(stall)
+    assert failed is not None and "answered 408 None" in str(failed), failed
+    assert stall.seen.error == str(ResponseTooLarge(4096))
+    assert len(stall.seen.body) <= 4096 + 65536
 
 
 def test_a_408_then_a_close_passes_over_https(tmp_path: Path) -> None:
