@@ -140,11 +140,18 @@ class Stall:
 
         seen, connection = self.seen, self._connection
         deadline = self.started + self.bound_s
+        overdue = False
         try:
             while seen.closed_s is None:
-                # Even past the deadline, one short read: an answer that is already here (a
-                # thread scheduled late on a busy machine) is taken, not called missing.
-                self._sock.settimeout(max(deadline - time.monotonic(), 0.05))
+                # Past the deadline, one more short read: an answer that is already here (a
+                # thread scheduled late on a busy machine) is taken, not called missing; a
+                # target trickling bytes is read no further.
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 and overdue:
+                    seen.error = f"nothing more within {self.bound_s:g} s"
+                    return
+                overdue = remaining <= 0
+                self._sock.settimeout(max(remaining, 0.05))
                 try:
                     data = self._sock.recv(65536)
                 except TimeoutError:

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -254,6 +255,28 @@ def test_an_endless_answer_is_cut_at_the_size_cap() -> None:
     assert failed is not None and "answered 408 None" in str(failed), failed
     assert stall.seen.error == str(ResponseTooLarge(4096))
     assert len(stall.seen.body) <= 4096 + 65536
+
+
+def _trickle(conn: socket.socket) -> None:
+    conn.recv(4096)
+    conn.sendall(b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 100000\r\n\r\n")
+    while True:
+        conn.sendall(b"x")
+        time.sleep(0.01)
+
+
+def test_a_trickling_answer_is_read_no_further_than_the_bound() -> None:
+    """Bytes that keep coming past the bound do not keep the watch reading: it ends at the
+    bound (the thread would hold the run's end otherwise)."""
+    with tiny_server(_trickle) as port:
+        stall = _stall(f"http://127.0.0.1:{port}/api/transactions/cashin", bound_s=0.5)
+        waiter = threading.Thread(target=stall.wait, daemon=True)
+        waiter.start()
+        waiter.join(30)  # a hang guard, not a speed assertion
+        assert not waiter.is_alive()
+    assert stall.seen.error == "nothing more within 0.5 s"
+    failed = _verdict(stall)
+    assert failed is not None and "answered 408 None" in str(failed), failed
 
 
 def test_a_408_then_a_close_passes_over_https(tmp_path: Path) -> None:
