@@ -1,15 +1,21 @@
-"""Drive the mutation score: cosmic-ray mutants of the stub, judged by ``paysuite conform``.
+"""Drive the mutation score: cosmic-ray mutants of the stub, judged by ``paysuite conform`` in
+every configuration of ``configurations.py`` (``judge.py``).
 
-    python mutation/run.py                 # every pending mutant, 2 workers
-    python mutation/run.py --sample 30     # 30 pending mutants drawn at random (a quick run)
+    python mutation/run.py --sample 400    # a stratified sample of 400 (per module, seed 62)
+    python mutation/run.py                 # every pending mutant of the sample (or all)
     python mutation/run.py --workers 1     # one worker (a machine that is busy)
-    python mutation/report.py              # the table and the survivors, in markdown
+    python mutation/report.py              # the tables and the survivors, in markdown
 
 The session is cosmic-ray's sqlite work database (``mutation/results/session.sqlite``): the first
-run creates it (``cosmic-ray init`` over ``stub_server/rules`` and ``stub_server/handlers``, then
-``cr-filter-operators`` with the config's exclusions); every later run continues with the mutants
-that have no result yet, so an interrupted run (Ctrl-C, a session that ends) loses at most the
-mutants that were running. ``--fresh`` starts a new session.
+run creates it (``cosmic-ray init`` over the scope of ``cosmic-ray.toml``, then
+``cr-filter-operators`` with the config's exclusions, then ``annotation_filter``); every later run
+continues with the mutants that have no result yet, so an interrupted run (Ctrl-C, a session
+that ends) loses at most the mutants that were running. ``--fresh`` starts a new session.
+
+Sampled: ``--sample N`` draws N mutants stratified by module (each module's share of the
+population, at least one each), with ``--seed``; the draw is written to
+``mutation/results/sample.json`` and every later run keeps to it, so the score is the sample's
+and the report gives its confidence interval.
 
 Parallel: each worker is a ``cosmic-ray http-worker`` (cosmic-ray's http distributor) running in
 its own copy of the tree, made anew at every start, so a mutant applied on disk by one worker
@@ -17,21 +23,19 @@ never reaches another, and a worker killed half-way leaves no mutated file behin
 you work in. The work is handed out through cosmic-ray's own client of that distributor
 (``cosmic_ray.distribution.http.send_request``) and every result is stored as it arrives.
 
-The test command of a mutant: ``paysuite conform --profile reference --strict`` with neither
---target nor --config, so it starts the bundled stub, from the worker's cwd, that is from the
-mutated copy (``python -m stub_server`` finds the cwd's package first); the suite too is the
-copy's (``python -m paysuite``), a snapshot of the tree taken when the run started.
-``--strict``: a failed SHOULD check fails the run too, so the reference profile's checks of the
-stub's documented choices can kill a mutant (the stub, the reference implementation, passes them
-all). Killed = exit status != 0 (1: a check failed; 2: no verdict, e.g. the stub did not
-start); a mutant still running after the timeout is killed too and counted apart (timeout).
-A baseline run of the unmutated copy must pass first: a red suite would "kill" every mutant.
+The test command of a mutant is ``judge.py``, run from the worker's copy: it runs
+``python -m paysuite conform`` in each configuration, with the copy as working directory, so
+the stub (and the suite) judged are the copy's, mutant included. Killed = exit status != 0
+in some configuration (1: a check failed; 2: no verdict, e.g. the stub did not start); a mutant
+still running after the timeout is killed too and counted apart (timeout). A baseline run of
+the unmutated copy in every configuration must pass first: a red suite would "kill" every mutant.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import shlex
@@ -58,11 +62,8 @@ COPY_IGNORE = shutil.ignore_patterns(
     ".venv", "venv", ".git", ".tox", "mutation", "reports", "__pycache__", "*.pyc",
     ".pytest_cache", ".ruff_cache", ".mypy_cache", ".hypothesis", "*.egg-info", "*.db*",
 )  # fmt: skip
-#: The conform run of one mutant: the reference profile sees the stub's documented choices too.
-CONFORM_ARGS = (
-    "conform", "--profile", "reference", "--strict", "--report-dir", "reports/mutant",
-    "--check-timeout", "120s", "--max-duration", "250s",
-)  # fmt: skip
+SAMPLE = RESULTS / "sample.json"
+JUDGE = HERE / "judge.py"
 
 
 @dataclass
@@ -83,11 +84,9 @@ def venv_tool(name: str) -> str:
     return str(path)
 
 
-def test_command() -> str:
-    """``python -m paysuite conform ...``: run from a worker's copy, ``-m`` puts the copy first on
-    ``sys.path``, so the suite too is the copy's snapshot (the tree may change during a long
-    run) and the bundled stub the copy's mutated one."""
-    return shlex.join([sys.executable, "-m", "paysuite", *CONFORM_ARGS])
+def test_command(*extra: str) -> str:
+    """``python mutation/judge.py``: run from a worker's copy, it judges the copy's stub."""
+    return shlex.join([sys.executable, str(JUDGE), *extra])
 
 
 def timeout_s() -> float:
@@ -108,6 +107,11 @@ def ensure_session(session: Path, fresh: bool) -> None:
     session.unlink(missing_ok=True)
     run_tool(venv_tool("cosmic-ray"), "init", str(CONFIG), str(session))
     run_tool(venv_tool("cr-filter-operators"), str(session), str(CONFIG))
+    from annotation_filter import skip_annotations  # mutation/annotation_filter.py, beside this
+
+    skipped = skip_annotations(session, ROOT)
+    print(f"{skipped} mutants inside annotations left out (never evaluated)", flush=True)
+    SAMPLE.unlink(missing_ok=True)  # a draw belongs to the session it was drawn from
 
 
 def make_tree(index: int) -> Path:
@@ -184,7 +188,8 @@ def stop_workers(workers: Sequence[Worker]) -> None:
 
 
 def baseline(tree: Path, command: str, timeout: float) -> float:
-    """The unmutated copy must pass: otherwise every mutant would count as killed."""
+    """The unmutated copy must pass in every configuration: otherwise every mutant would count
+    as killed."""
     started = time.monotonic()
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     try:
@@ -198,6 +203,7 @@ def baseline(tree: Path, command: str, timeout: float) -> float:
     if done.returncode != 0:
         tail = "\n".join(done.stdout.splitlines()[-15:])
         raise SystemExit(f"baseline: conform failed on the unmutated stub:\n{tail}")
+    print(done.stdout.strip(), flush=True)
     return elapsed
 
 
@@ -245,10 +251,15 @@ async def dispatch(
                 else:
                     verdict = "other"
             counts[verdict] += 1
+            where = next(
+                (line for line in (result.output or "").splitlines() if line.startswith("MUTANT:")),
+                "",
+            )
             elapsed = time.monotonic() - started
             print(
                 f"[{number}/{total}] {verdict:8} {time.monotonic() - begun:5.1f} s  "
-                f"{describe(item)}  (elapsed {elapsed / 60:.1f} min)",
+                f"{describe(item)}  {where.removeprefix('MUTANT: ')}  "
+                f"(elapsed {elapsed / 60:.1f} min)",
                 flush=True,
             )
 
@@ -271,16 +282,73 @@ def classified(wanted: str) -> set[str]:
     return {key for key, entry in entries.items() if entry.get("class") == wanted}
 
 
+def population(session: Path) -> dict[str, list[str]]:
+    """The mutants the score is about, by module: every work item no filter left out."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome
+
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        results = {item.job_id: result for item, result in db.completed_work_items}
+        by_module: dict[str, list[str]] = {}
+        for item in db.work_items:
+            result = results.get(item.job_id)
+            if result is not None and result.worker_outcome == WorkerOutcome.SKIPPED:
+                continue
+            key = mutant_key(item)
+            by_module.setdefault(key.split(":", 1)[0], []).append(key)
+    return {module: sorted(keys) for module, keys in sorted(by_module.items())}
+
+
+def allocate(sizes: dict[str, int], total: int) -> dict[str, int]:
+    """Proportional allocation with at least one mutant a module (largest remainders): each
+    module's share of the sample is its share of the population, so the sample's score is the
+    population's estimate without weights."""
+    everyone = sum(sizes.values())
+    exact = {module: total * size / everyone for module, size in sizes.items()}
+    counts = {module: min(size, max(1, int(exact[module]))) for module, size in sizes.items()}
+    by_remainder = sorted(sizes, key=lambda name: exact[name] - int(exact[name]), reverse=True)
+    while sum(counts.values()) < min(total, everyone):
+        for module in by_remainder:
+            if counts[module] < sizes[module] and sum(counts.values()) < total:
+                counts[module] += 1
+    return counts
+
+
+def draw(session: Path, size: int, seed: int) -> dict[str, object]:
+    """A stratified random sample of ``size`` mutants, written to ``sample.json``."""
+    modules = population(session)
+    counts = allocate({module: len(keys) for module, keys in modules.items()}, size)
+    drawn = {
+        module: sorted(random.Random(f"{seed}:{module}").sample(keys, counts[module]))
+        for module, keys in modules.items()
+    }
+    sample: dict[str, object] = {
+        "seed": seed,
+        "size": sum(len(keys) for keys in drawn.values()),
+        "population": {module: len(keys) for module, keys in modules.items()},
+        "drawn": drawn,
+    }
+    SAMPLE.write_text(json.dumps(sample, indent=1) + "\n", encoding="utf-8")
+    return sample
+
+
+def drawn_keys() -> set[str] | None:
+    """The keys of the recorded draw, or None when the session is run whole."""
+    if not SAMPLE.exists():
+        return None
+    sample = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    return {key for keys in sample["drawn"].values() for key in keys}
+
+
 def pending(
     session: Path,
-    sample: int | None,
-    seed: int,
     survivors: bool = False,
     only_class: str | None = None,
 ) -> list[object]:
-    """The mutants to run: those without a result, or (``survivors``) those that survived the
-    suite of an earlier run, judged again by today's checks (killed ones stay killed: a check
-    added never makes a kill undone, and the suite's own tests keep every check's teeth)."""
+    """The mutants to run: those of the draw (or of the session) without a result, or
+    (``survivors``) those that survived an earlier run, judged again by today's checks (killed
+    ones stay killed: a check added never makes a kill undone, and the suite's own tests keep
+    every check's teeth)."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome
 
@@ -296,9 +364,10 @@ def pending(
         if only_class is not None:
             keys = classified(only_class)
             chosen = [item for item in chosen if mutant_key(item) in keys]
+        wanted = drawn_keys()
+        if wanted is not None:
+            chosen = [item for item in chosen if mutant_key(item) in wanted]
         items = sorted(chosen, key=lambda item: item.job_id)
-    if sample is not None and sample < len(items):
-        items = random.Random(seed).sample(items, sample)
     return list(items)
 
 
@@ -307,9 +376,15 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="python mutation/run.py",
         description="Run the pending cosmic-ray mutants of the stub against paysuite conform.",
     )
-    parser.add_argument("--sample", type=int, metavar="N", help="only N pending mutants, at random")
+    parser.add_argument(
+        "--sample",
+        type=int,
+        metavar="N",
+        help="draw N mutants stratified by module (recorded in results/sample.json; later runs "
+        "keep to the draw)",
+    )
     parser.add_argument("--workers", type=int, default=2, metavar="N", help="parallel workers (2)")
-    parser.add_argument("--seed", type=int, default=20, help="seed of --sample's draw (20)")
+    parser.add_argument("--seed", type=int, default=62, help="seed of --sample's draw (62)")
     parser.add_argument("--session", type=Path, default=SESSION, help="the sqlite session")
     parser.add_argument("--fresh", action="store_true", help="start a new session")
     parser.add_argument("--no-baseline", action="store_true", help="skip the unmutated run")
@@ -338,7 +413,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     session = args.session.resolve()
     ensure_session(session, args.fresh)
-    items = pending(session, args.sample, args.seed, args.survivors, args.only_class)
+    if args.sample is not None:
+        if SAMPLE.exists():
+            recorded = json.loads(SAMPLE.read_text(encoding="utf-8"))
+            if (recorded["seed"], recorded["size"]) != (args.seed, args.sample):
+                raise SystemExit(
+                    f"{SAMPLE} holds a draw of {recorded['size']} with seed {recorded['seed']}: "
+                    "run without --sample to go on with it, or --fresh to start over"
+                )
+        else:
+            draw(session, args.sample, args.seed)
+            print(f"drew {args.sample} mutants (seed {args.seed}): {SAMPLE}", flush=True)
+    items = pending(session, args.survivors, args.only_class)
     print(f"session {session}: {len(items)} mutant(s) to run", flush=True)
     if not items:
         return 0
