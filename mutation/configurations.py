@@ -33,6 +33,10 @@ MAGIC_CUSTOMER: Mapping[str, Any] = {
     "cancel_number": "0780000000",
     "timeout_s": 10,
 }
+#: Numbers at the stub's length cap (64 characters; the default pattern is Rwanda's 10 digits).
+LONG_NUMBERS = "^07[0-9]{62}$"
+#: A client_id refilled at one attempt every 5 s, and no waiting room for secret checks.
+SLOW_LIMITS: Mapping[str, Any] = {"per_client": {"burst": 2, "per_s": 0.2}, "hash_queue": 0}
 #: Deliveries retried quickly (tests/webhookstub.py's policy): a lost delivery shows in seconds.
 FAST_RETRY: Mapping[str, Any] = {"base_s": 0.1, "cap_s": 0.4, "max_attempts": 10, "timeout_s": 3}
 
@@ -63,11 +67,13 @@ NOT_PROPERTIES = "AUTH,TXN,IDEM,FIND,EVT,LIFE,FMT,ERR,PRIV"
 BOUNDS = ("--check-timeout", "60s", "--max-duration", "150s")
 
 
-def simple_variants() -> tuple[str, ...]:
-    """Every variant that is not a bundle of others (the bundles only combine these)."""
+def every_variant() -> tuple[str, ...]:
+    """Every variant: the simple ones and the bundles (``live``, ``lenient``), which also switch
+    on behaviours no simple variant has (nanosecond timestamps, omitted empty envelope keys,
+    lenient filters, a page of 10, ...)."""
     from stub_server.fault_catalog import VARIANTS
 
-    return tuple(name for name, variant in VARIANTS.items() if not variant.parts)
+    return tuple(VARIANTS)
 
 
 def ladder() -> tuple[Configuration, ...]:
@@ -94,13 +100,33 @@ def ladder() -> tuple[Configuration, ...]:
             webhooks=True,
         ),
         Configuration(
+            "other-settings",
+            "settings the default leaves alone: numbers of 64 characters (`number_pattern`), "
+            "authorize attempts refilled slowly and no queue for secret checks "
+            "(`authorize_limits`): creations and finds with such numbers, authorize and its "
+            "limits judged, one check at a time (a queue of none serves one check at once)",
+            (
+                *REFERENCE,
+                "--only",
+                "TXN,FIND,AUTH-001",
+                "--concurrency",
+                "1",
+                "--history-budget",
+                "0",
+                *BOUNDS,
+            ),  # fmt: skip
+            own_stub=True,
+            stub_config={"number_pattern": LONG_NUMBERS, "authorize_limits": dict(SLOW_LIMITS)},
+        ),
+        Configuration(
             "variants",
-            "every simple variant at once (other status words, 201, offsets, ...): the seed "
-            "profile, which each variant passes, judges the fields they render (every group but "
-            "the property tests, which the default stub's run already has)",
+            "every variant at once, the `live` and `lenient` bundles included (other status "
+            "words, 201, nanosecond timestamps, omitted empty keys, lenient filters, a page of "
+            "10, ...): the seed profile, which each variant passes, judges what they render "
+            "(every group but the property tests, which the default stub's run already has)",
             ("--strict", "--only", NOT_PROPERTIES, "--history-budget", "0", *BOUNDS),
             own_stub=True,
-            variants=simple_variants(),
+            variants=every_variant(),
             stub_args=("--access-ttl", "2"),
         ),
     )

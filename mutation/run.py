@@ -401,6 +401,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "observable, once checks were added for them; killed-by-check, to confirm the kills in "
         "a session run before those checks)",
     )
+    parser.add_argument(
+        "--configurations",
+        metavar="NAME,...",
+        help="judge in these configurations of configurations.py only (with --survivors: a "
+        "configuration added or widened since; a kill in any configuration is a kill)",
+    )
     args = parser.parse_args(argv)
     if args.only_class and not args.survivors:
         parser.error("--only-class goes with --survivors")
@@ -428,7 +434,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"session {session}: {len(items)} mutant(s) to run", flush=True)
     if not items:
         return 0
-    command, timeout = test_command(), timeout_s()
+    extra = ("--only", args.configurations) if args.configurations else ()
+    command, timeout = test_command(*extra), timeout_s()
     WORK.mkdir(parents=True, exist_ok=True)
     workers: list[Worker] = []
     try:
