@@ -44,6 +44,7 @@ BEGIN, END = "<!-- mutation-score:begin -->", "<!-- mutation-score:end -->"
 CLASSES = {
     "equivalent": "equivalent mutant",
     "unreached": "unreached: only a fault switch reaches this code",
+    "command-line": "the stub's command line only: no request reaches this code",
     "not-observable": "not observable through the document's API",
     "observable": "observable: a check could kill it",
     "killed-by-check": "killed by a check added since",
@@ -134,8 +135,9 @@ def load_classification(path: Path) -> dict[str, dict[str, str]]:
 
 KILLED = ("killed", "no-verdict", "timeout")
 #: Survivors that are not in the score's denominator: no suite could kill them through the API
-#: as the stub runs (an equivalent mutant is no bug; unreached code runs only under a fault).
-NOT_COUNTED = ("equivalent", "unreached")
+#: (an equivalent mutant is no bug; unreached code runs only under a fault; command-line code only
+#: for the stub's operator, whose command line the scope leaves out).
+NOT_COUNTED = ("equivalent", "unreached", "command-line")
 
 
 def class_of(mutant: Mutant, classified: dict[str, dict[str, str]]) -> str:
@@ -232,7 +234,8 @@ def summary(
             f"**Score: {total.killed} killed of {total.behaviour_changing} mutants that change "
             f"behaviour = {total.score:.1%}** (95% interval {low:.1%} to {high:.1%}, Wilson). "
             f"Not in the denominator: {total.count('equivalent')} equivalent, "
-            f"{total.count('unreached')} unreached (only a fault switch reaches them). "
+            f"{total.count('unreached')} unreached (only a fault switch reaches them), "
+            f"{total.count('command-line')} in code only the stub's command line runs. "
             f"Killed over every mutant run: {total.killed} of {total.killed + total.survived}."
         )
     else:
@@ -247,9 +250,9 @@ def summary(
     lines += [f"| {name} | {count} |" for name, count in sorted(configurations.items())]
     lines += [
         "",
-        "| module | mutants | killed | survived | equivalent | unreached | not observable "
-        "| observable | unclassified | pending | score |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| module | mutants | killed | survived | equivalent | unreached | command line "
+        "| not observable | observable | unclassified | pending | score |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     rows = sorted(modules.items())
     for name, tally in [*rows, ("**all**", total)]:
@@ -265,7 +268,9 @@ def summary(
             str(tally.survived),
             *(
                 str(tally.count(kind))
-                for kind in ("equivalent", "unreached", "not-observable", "observable")
+                for kind in (
+                    "equivalent", "unreached", "command-line", "not-observable", "observable"
+                )
             ),
             str(tally.count("unclassified")),
             str(tally.pending),

@@ -72,16 +72,17 @@ def test_one_line_and_operator_with_two_classes_is_a_contradiction() -> None:
     assert report.contradictions([_mutant(5, 1), _mutant(9, 2)], classes) == []
 
 
-def test_the_score_leaves_equivalent_and_unreached_out_of_its_denominator() -> None:
+def test_the_score_leaves_equivalent_unreached_and_command_line_out_of_its_denominator() -> None:
     classes = {
         "stub_server/x.py:NumberReplacer:1": {"class": "equivalent"},
         "stub_server/x.py:NumberReplacer:2": {"class": "unreached"},
         "stub_server/x.py:NumberReplacer:3": {"class": "not-observable"},
+        "stub_server/x.py:NumberReplacer:4": {"class": "command-line"},
     }
     tally = report.Tally()
-    for mutant in [_mutant(1, 0, "killed"), *(_mutant(n, n) for n in (1, 2, 3))]:
+    for mutant in [_mutant(1, 0, "killed"), *(_mutant(n, n) for n in (1, 2, 3, 4))]:
         tally.add(mutant, classes)
-    assert (tally.killed, tally.survived, tally.behaviour_changing) == (1, 3, 2)
+    assert (tally.killed, tally.survived, tally.behaviour_changing) == (1, 4, 2)
     assert tally.score == 0.5
 
 
@@ -113,9 +114,9 @@ def test_every_survivor_of_the_last_run_is_classified() -> None:
     lines = SCORE.read_text(encoding="utf-8").splitlines()
     total = next(line for line in lines if line.startswith("| **all**"))
     cells = [cell.strip() for cell in total.strip("|").split("|")]
-    # module | mutants | killed | survived | equivalent | unreached | not observable | observable
-    # | unclassified | pending | score
-    assert cells[8] == "0" and cells[9] == "0", total  # none unclassified, none pending
+    # module | mutants | killed | survived | equivalent | unreached | command line
+    # | not observable | observable | unclassified | pending | score
+    assert cells[9] == "0" and cells[10] == "0", total  # none unclassified, none pending
     assert int(cells[2]) > 0, total
 
 
