@@ -144,6 +144,9 @@ FIRST = frozenset({"AUTH-018", "IDEM-006", "IDEM-005", "IDEM-013"})
 AFTER_OTHERS: dict[str, str] = {
     "FMT-001": "it judges the refs of every creation of the run so far: after the others, it "
     "sees them all, whichever check's creation drew a ref twice",
+    "EVT-014": "its fractional amounts stay in the merchant's totals: a target may sum whole "
+    "amounts one way and switch for good once a fraction is among them, so the checks that "
+    "count (EVT-013's windows) judge the whole amounts' way first",
 }
 
 

@@ -1,19 +1,24 @@
 """The document's "Endpoints: 4. List transaction events" and "Events", with the event record
-and envelope of "Resources and their fields" (EVT-001..012).
+and envelope of "Resources and their fields" (EVT-001..014).
 
-The envelope and the spelling of its keys, the records, every filter (each kind, each status),
-totals that count events and paging, the order, and reads that record nothing.
+The envelope and the spelling of its keys, the records, every filter (each kind, each status;
+the ``from``/``to`` window of RC-24), totals that count events and paging, the order, the sum
+of the amounts (fractions too), and reads that record nothing.
 """
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime, timedelta
+from decimal import Context, Decimal
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from conformance import timestamps
 from conformance.api import SUCCESS_STATUSES, data_of
 from conformance.checks import Section, check
-from conformance.outcome import expect, expect_none, fail, precondition
+from conformance.event_window import bound_text, event_ids, inside, outside, stamp_of
+from conformance.outcome import expect, expect_none, fail, not_applicable, precondition
 from conformance.suite.states_and_transitions import usable_customer
 from paysuite_core.request_data import same_number
 
@@ -768,3 +773,316 @@ def reading_records_nothing(target: Target) -> None:
         expected="the same events and total after finds and listings",
         actual=changed[0] if changed else "",
     )
+
+
+#: Wide enough that no sum of doubles (or of integers of a few hundred digits) is rounded.
+_EXACT = Context(prec=1000, Emax=999_999, Emin=-999_999)
+#: EVT-013's pause between its two creations, so that a ``from`` bound can fall between them.
+APART_S = 1.0
+#: How many pages of 100 EVT-013 reads of one window before it stops counting (a busy target).
+WINDOW_PAGES = 5
+
+
+@check(
+    "EVT-013",
+    "SHOULD",
+    Section.ENDPOINT_EVENTS,
+    "from and to bound the list and its total, both inclusive; a bare date is the whole day "
+    "(RC-24)",
+    "Query parameters, all optional filters: status, client, ref, kind. [The live service also "
+    "takes from and to, a date range.]",
+    "reference",
+)
+def from_and_to_bound_the_list(target: Target) -> None:
+    """Two cashins of a fresh customer, A then B a second later; the bounds come from their
+    events' own ``created_at`` (the target's clock, not this machine's). Two windows: one from
+    between A and B to two hours after B, one from 90 minutes before A to three hours after B
+    (each spans whole hours, where an implementation may count from per-hour totals). Under
+    the client filter and over the merchant's whole list, each lists only events within the
+    window, A's created event absent from the first, every event of the window listed, and
+    ``total`` counts exactly what is listed (read before and after the pages, so other
+    clients' events recorded meanwhile raise no alarm). Then ``from`` and ``to`` both B's UTC
+    date: a bare date covers the whole day, so B is listed."""
+    app = target.need_writer()
+    number = target.number()
+    first = target.created("CASHIN", app, number=number)[1]["ref"]
+    time.sleep(APART_S)
+    second = target.created("CASHIN", app, number=number)[1]["ref"]
+    a_event, b_event = _created_events(target, app, number, first, second)
+    a, b = stamp_of(a_event), stamp_of(b_event)
+    precondition(
+        a is not None and b is not None,
+        f"the created events' created_at ({a_event.get('created_at')!r}, "
+        f"{b_event.get('created_at')!r}) name no instant (FMT-005)",
+    )
+    assert a is not None and b is not None  # for mypy: the precondition stopped otherwise
+    lo = max(a.moment + (b.moment - a.moment) / 2, a.moment + timestamps.granularity(a))
+    precondition(
+        lo <= b.moment,
+        f"B, created {APART_S} s after A, reads created_at {b.text}, not after A's {a.text}",
+    )
+    windows = (
+        (lo, b.moment + timedelta(hours=2)),
+        (a.moment - timedelta(minutes=90), b.moment + timedelta(hours=3)),
+    )
+    for start, end in windows:
+        expected_here = {str(b_event.get("event_id"))}
+        if start <= a.moment:
+            expected_here.add(str(a_event.get("event_id")))
+        _judge_window(target, app, start, end, {"client": number}, None)
+        _judge_window(target, app, start, end, {}, expected_here)
+    day = b.moment.astimezone(UTC).date()
+    _judge_window(
+        target,
+        app,
+        datetime(day.year, day.month, day.day, tzinfo=UTC),
+        datetime(day.year, day.month, day.day, 23, 59, 59, 999_999, tzinfo=UTC),
+        {"ref": second},
+        {str(b_event.get("event_id"))},
+        dates=day.isoformat(),
+    )
+
+
+def _created_events(
+    target: Target, app: Application, number: str, *refs: str
+) -> list[dict[str, Any]]:
+    """The ``transaction:created`` event of each of ``refs``, awaited under the client filter
+    (an implementation may record them a moment after it answers)."""
+
+    def created(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        return {str(data_of(e).get("ref")): e for e in items if e.get("event_kind") == CREATED}
+
+    items = target.eventually(
+        lambda: target.events_of(app, client=number),
+        lambda found: set(refs) <= set(created(found)),
+    )
+    events = created(items)
+    missing = [ref for ref in refs if ref not in events]
+    precondition(
+        not missing, f"no created event of {missing} is listed under their client (EVT-004)"
+    )
+    return [events[ref] for ref in refs]
+
+
+def _judge_window(
+    target: Target,
+    app: Application,
+    lo: datetime,
+    hi: datetime,
+    scope: dict[str, Any],
+    wanted: set[str] | None,
+    *,
+    dates: str | None = None,
+) -> None:
+    """One window ``[lo, hi]`` under ``scope`` (sent as ``dates`` for both bounds when given,
+    else as date-times): ``wanted`` must be listed (None: every event of the scope that lies
+    surely within the window, read without the window each time), nothing outside it, and
+    ``total`` the count of what the pages list. Read again while other traffic may explain a
+    difference (at most ``EVENTUAL_S``)."""
+    params = {**scope, "from": dates or bound_text(lo), "to": dates or bound_text(hi)}
+    shown = "&".join(f"{k}={v}" for k, v in params.items())
+
+    def read() -> tuple[list[Reply], list[dict[str, Any]], bool, set[str]]:
+        due = wanted
+        if due is None:
+            due = event_ids([e for e in target.events_of(app, **scope) if inside(e, lo, hi)])
+        return (*_window_pages(target, app, params), due)
+
+    def problems(seen: tuple[list[Reply], list[dict[str, Any]], bool, set[str]]) -> list[str]:
+        replies, items, complete, due = seen
+        return _window_problems(replies, items, complete, due, lo, hi)
+
+    seen = target.eventually(read, lambda seen: not problems(seen))
+    replies, items, complete, _due = seen
+    if not complete:
+        target.note(f"EVT-013: {shown} holds more than {WINDOW_PAGES} pages: not counted")
+    expect_none(
+        problems(seen),
+        *replies[:3],
+        expected=f"only events created within [{params['from']}, {params['to']}] (inclusive), "
+        "every one of them, and total their count (RC-24)",
+        prefix=f"{shown}: ",
+    )
+
+
+def _window_pages(
+    target: Target, app: Application, params: dict[str, str]
+) -> tuple[list[Reply], list[dict[str, Any]], bool]:
+    """The window's pages of 100 (one default page where ``limit`` is refused), at most
+    ``WINDOW_PAGES``: (the replies, the events, whether they reached ``total``)."""
+    replies: list[Reply] = []
+    items: list[dict[str, Any]] = []
+    paging: dict[str, int] = {"limit": 100, "offset": 0}
+    for _ in range(WINDOW_PAGES):
+        reply = target.list_events(app, **params, **paging)
+        if paging and reply.rejected and not replies:  # no limit/offset: one page
+            paging = {}
+            reply = target.list_events(app, **params)
+        replies.append(reply)
+        page = [e for e in reply.get("transactions") or [] if isinstance(e, dict)]
+        items += page
+        total = reply.get("total")
+        if not reply.ok or not isinstance(total, int):
+            return replies, items, False
+        if not paging:  # one default page: complete when it holds the total
+            return replies, items, len(page) >= total
+        if not page or paging["offset"] + len(page) >= total:  # read to the end
+            return replies, items, True
+        paging["offset"] += len(page)
+    return replies, items, False
+
+
+def _window_problems(
+    replies: list[Reply],
+    items: list[dict[str, Any]],
+    complete: bool,
+    wanted: set[str],
+    lo: datetime,
+    hi: datetime,
+) -> list[str]:
+    """What the window's pages show wrong (RC-24): a refusal, an event outside ``[lo, hi]``,
+    and once every page is read, an event of ``wanted`` missing or a ``total`` that is not the
+    count listed (between the first page's ``total`` and the last one's: events recorded
+    between the pages)."""
+    last = replies[-1]
+    if not last.ok:
+        return [f"the list answered {last.status}"]
+    found = []
+    strays = [e for e in items if outside(e, lo, hi)]
+    if strays:
+        found.append(
+            f"{len(strays)} listed event(s) lie outside the window, the first: the "
+            f"{strays[0].get('event_kind')} event of {data_of(strays[0]).get('ref')} created at "
+            f"{strays[0].get('created_at')}"
+        )
+    listed = event_ids(items)
+    if not complete:
+        return found
+    missing = sorted(wanted - listed)
+    if missing:
+        found.append(f"{len(missing)} event(s) within the window are not listed: {missing[:3]}")
+    before, after = replies[0].get("total"), last.get("total")
+    if not (isinstance(before, int) and isinstance(after, int) and before <= len(listed) <= after):
+        then = f" (then {after!r})" if after != before else ""
+        found.append(f"total is {before!r}{then}, but the pages list {len(listed)} event(s)")
+    return found
+
+
+@check(
+    "EVT-014",
+    "SHOULD",
+    Section.RESOURCES,
+    "the envelope's amount sums fractional amounts too, exactly (RC-13, RC-27)",
+    "Event list envelope: amount: number. Meaning of the top-level fields amount, client, "
+    "event-kind, kind, ref and status in the list response: not shown. [Cashin] amount: "
+    "number, yes, Amount to deposit.",
+    "reference",
+)
+def the_amount_sums_fractional_amounts(target: Target) -> None:
+    """Cashins of x.5, a whole x and x.25 for a fresh customer (x.5 and x.25 are exact in
+    binary: every correct addition gives one sum): under the client filter the envelope's
+    ``amount`` is the sum of ``data.amount`` over the matching events, a processed
+    transaction's two included; under the ref of the x.5 one, that transaction's. A target
+    that refuses a fractional amount leaves nothing to sum: not applicable (the document types
+    the amount only as a number; RC-13 takes fractions). Runs after EVT-013: a fraction may
+    move an implementation's totals to another path, and EVT-013 judges the whole numbers'."""
+    app = target.need_writer()
+    number = target.number()
+    whole = target.amount()
+    fractions = _fractional_amounts(target, whole)
+    if len(fractions) < 2:
+        not_applicable(f"the configured amount range holds no x.5 and x.25 near {whole}")
+    first = target.create("CASHIN", app, number=number, amount=fractions[0])
+    if first.rejected:
+        not_applicable(
+            f"the target refuses the fractional amount {fractions[0]} ({first.status}): "
+            "nothing fractional to sum (RC-13 takes fractions; the document says only number)"
+        )
+    precondition(
+        first.ok and isinstance(first.get("ref"), str) and not first.ref_reused,
+        f"a cashin of {fractions[0]} answered {first.status} without a new ref",
+        first,
+    )
+    refs = [str(first.get("ref"))] + [
+        target.created("CASHIN", app, number=number, amount=amount)[1]["ref"]
+        for amount in (whole, fractions[1])
+    ]
+    sent = dict(zip(refs, (fractions[0], whole, fractions[1]), strict=True))
+    for scope in ({"client": number}, {"ref": refs[0]}):
+        _judge_sum(
+            target, app, scope, {r: a for r, a in sent.items() if scope.get("ref") in (None, r)}
+        )
+
+
+def _fractional_amounts(target: Target, whole: int | float) -> list[float]:
+    """Two amounts of ``whole``'s neighbourhood with the fractions .5 and .25 (exact doubles),
+    inside the configured range."""
+    low, high = (
+        (target.config.amount.min, target.config.amount.max) if target.config else (100, 1e7)
+    )
+    found = []
+    for fraction in (0.5, 0.25):
+        fits = [whole + fraction, whole - 1 + fraction]
+        found += [amount for amount in fits if low <= amount <= high][:1]
+    return found
+
+
+def _judge_sum(
+    target: Target, app: Application, scope: dict[str, str], sent: dict[str, int | float]
+) -> None:
+    """The envelope's ``amount`` under ``scope`` is the exact sum of the listed events'
+    ``data.amount`` (one page of 100 holding them all), once each of ``sent`` is listed with
+    its amount."""
+
+    def read() -> Reply:
+        return target.list_events(app, **scope, limit=100)
+
+    def listed_as_sent(reply: Reply) -> bool:
+        amounts = {
+            data_of(e).get("ref"): data_of(e).get("amount")
+            for e in reply.get("transactions") or []
+            if e.get("event_kind") == CREATED
+        }
+        return all(amounts.get(ref) == amount for ref, amount in sent.items())
+
+    reply = target.eventually(
+        read, lambda r: not r.ok or (listed_as_sent(r) and _sum_of(r) == r.get("amount"))
+    )
+    precondition(reply.ok, f"the events list answered {reply.status}", reply)
+    items = reply.get("transactions") or []
+    precondition(
+        listed_as_sent(reply),
+        f"the created events of {sorted(sent)} are not all listed with the amounts sent "
+        f"({sorted(sent.values())}; EVT-002, EVT-004)",
+        reply,
+    )
+    total = reply.get("total")
+    precondition(
+        total == len(items), f"total {total!r} for {len(items)} listed events (EVT-007)", reply
+    )
+    expected = _sum_of(reply)
+    got = reply.get("amount")
+    whole_only = _sum_of(reply, whole_only=True)
+    shown = "&".join(f"{k}={v}" for k, v in scope.items())
+    expect(
+        not isinstance(got, bool) and got == expected,
+        f"{shown}: amount is {got!r}, not the sum {expected} of the {len(items)} matching "
+        "events' amounts (RC-27)"
+        + (": the fractional amounts were left out" if got == whole_only else ""),
+        reply,
+        expected=f"{expected}: the exact sum of data.amount over the matching events",
+        actual=repr(got) if "amount" in (reply.body or {}) else "no amount",
+    )
+
+
+def _sum_of(reply: Reply, *, whole_only: bool = False) -> int | float:
+    """The exact sum of the listed events' ``data.amount`` (each double as the shortest decimal
+    that reads back as it), as the nearest double, an integer while every amount is one."""
+    amounts = [data_of(e).get("amount") for e in reply.get("transactions") or []]
+    numbers = [a for a in amounts if isinstance(a, int | float) and not isinstance(a, bool)]
+    if whole_only:
+        numbers = [a for a in numbers if isinstance(a, int)]
+    total = Decimal(0)
+    for amount in numbers:
+        total = _EXACT.add(total, Decimal(repr(amount)))
+    return int(total) if all(isinstance(a, int) for a in numbers) else float(total)
