@@ -12,7 +12,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from decimal import Context, Decimal
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from conformance import timestamps
 from conformance.api import SUCCESS_STATUSES, data_of
@@ -826,21 +826,13 @@ def from_and_to_bound_the_list(target: Target) -> None:
         (a.moment - timedelta(minutes=90), b.moment + timedelta(hours=3)),
     )
     for start, end in windows:
-        expected_here = {str(b_event.get("event_id"))}
-        if start <= a.moment:
-            expected_here.add(str(a_event.get("event_id")))
-        _judge_window(target, app, start, end, {"client": number}, None)
-        _judge_window(target, app, start, end, {}, expected_here)
+        wanted = [b_event] if start > a.moment else [a_event, b_event]
+        _judge_window(target, app, (start, end), {"client": number}, None)
+        _judge_window(target, app, (start, end), {}, wanted)
     day = b.moment.astimezone(UTC).date()
-    _judge_window(
-        target,
-        app,
-        datetime(day.year, day.month, day.day, tzinfo=UTC),
-        datetime(day.year, day.month, day.day, 23, 59, 59, 999_999, tzinfo=UTC),
-        {"ref": second},
-        {str(b_event.get("event_id"))},
-        dates=day.isoformat(),
-    )
+    midnight = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    whole_day = (midnight, midnight + timedelta(days=1, microseconds=-1))
+    _judge_window(target, app, whole_day, {"ref": second}, [b_event], day=day.isoformat())
 
 
 def _created_events(
@@ -864,43 +856,52 @@ def _created_events(
     return [events[ref] for ref in refs]
 
 
+class _Window(NamedTuple):
+    """One read of a window: its pages, their events, whether they reached ``total``, and the
+    events that must be among them."""
+
+    replies: list[Reply]
+    items: list[dict[str, Any]]
+    complete: bool
+    wanted: list[dict[str, Any]]
+
+
 def _judge_window(
     target: Target,
     app: Application,
-    lo: datetime,
-    hi: datetime,
+    bounds: tuple[datetime, datetime],
     scope: dict[str, Any],
-    wanted: set[str] | None,
+    wanted: list[dict[str, Any]] | None,
     *,
-    dates: str | None = None,
+    day: str | None = None,
 ) -> None:
-    """One window ``[lo, hi]`` under ``scope`` (sent as ``dates`` for both bounds when given,
-    else as date-times): ``wanted`` must be listed (None: every event of the scope that lies
+    """One window ``bounds`` under ``scope``, sent as date-times (or as the bare date ``day``
+    for both bounds): ``wanted`` must be listed (None: every event of the scope that lies
     surely within the window, read without the window each time), nothing outside it, and
     ``total`` the count of what the pages list. Read again while other traffic may explain a
     difference (at most ``EVENTUAL_S``)."""
-    params = {**scope, "from": dates or bound_text(lo), "to": dates or bound_text(hi)}
+    lo, hi = bounds
+    params = {**scope, "from": day or bound_text(lo), "to": day or bound_text(hi)}
     shown = "&".join(f"{k}={v}" for k, v in params.items())
 
-    def read() -> tuple[list[Reply], list[dict[str, Any]], bool, set[str]]:
+    def read() -> _Window:
         due = wanted
         if due is None:
-            due = event_ids([e for e in target.events_of(app, **scope) if inside(e, lo, hi)])
-        return (*_window_pages(target, app, params), due)
+            due = [e for e in target.events_of(app, **scope) if inside(e, lo, hi)]
+        return _Window(*_window_pages(target, app, params), due)
 
-    def problems(seen: tuple[list[Reply], list[dict[str, Any]], bool, set[str]]) -> list[str]:
-        replies, items, complete, due = seen
-        return _window_problems(replies, items, complete, due, lo, hi)
-
-    seen = target.eventually(read, lambda seen: not problems(seen))
-    replies, items, complete, _due = seen
-    if not complete:
+    seen = target.eventually(read, lambda seen: not _window_problems(seen, lo, hi))
+    if not seen.complete:
         target.note(f"EVT-013: {shown} holds more than {WINDOW_PAGES} pages: not counted")
     expect_none(
-        problems(seen),
-        *replies[:3],
-        expected=f"only events created within [{params['from']}, {params['to']}] (inclusive), "
-        "every one of them, and total their count (RC-24)",
+        _window_problems(seen, lo, hi),
+        *seen.replies[:3],
+        expected=(
+            f"every event of {day} (UTC): a bare date covers the whole day"
+            if day
+            else f"the events created within [{params['from']}, {params['to']}]"
+        )
+        + ", all of them, nothing else, and total their count (RC-24, both bounds inclusive)",
         prefix=f"{shown}: ",
     )
 
@@ -932,36 +933,32 @@ def _window_pages(
     return replies, items, False
 
 
-def _window_problems(
-    replies: list[Reply],
-    items: list[dict[str, Any]],
-    complete: bool,
-    wanted: set[str],
-    lo: datetime,
-    hi: datetime,
-) -> list[str]:
-    """What the window's pages show wrong (RC-24): a refusal, an event outside ``[lo, hi]``,
+def _label(event: dict[str, Any]) -> str:
+    return (
+        f"the {event.get('event_kind')} event of {data_of(event).get('ref')} created at "
+        f"{event.get('created_at')}"
+    )
+
+
+def _window_problems(seen: _Window, lo: datetime, hi: datetime) -> list[str]:
+    """What one read of a window shows wrong (RC-24): a refusal, an event outside ``[lo, hi]``,
     and once every page is read, an event of ``wanted`` missing or a ``total`` that is not the
     count listed (between the first page's ``total`` and the last one's: events recorded
     between the pages)."""
-    last = replies[-1]
+    last = seen.replies[-1]
     if not last.ok:
         return [f"the list answered {last.status}"]
     found = []
-    strays = [e for e in items if outside(e, lo, hi)]
+    strays = [e for e in seen.items if outside(e, lo, hi)]
     if strays:
-        found.append(
-            f"{len(strays)} listed event(s) lie outside the window, the first: the "
-            f"{strays[0].get('event_kind')} event of {data_of(strays[0]).get('ref')} created at "
-            f"{strays[0].get('created_at')}"
-        )
-    listed = event_ids(items)
-    if not complete:
+        found.append(f"{len(strays)} listed event(s) outside the window, {_label(strays[0])}")
+    listed = event_ids(seen.items)
+    if not seen.complete:
         return found
-    missing = sorted(wanted - listed)
+    missing = [e for e in seen.wanted if str(e.get("event_id")) not in listed]
     if missing:
-        found.append(f"{len(missing)} event(s) within the window are not listed: {missing[:3]}")
-    before, after = replies[0].get("total"), last.get("total")
+        found.append(f"{len(missing)} event(s) of the window not listed, {_label(missing[0])}")
+    before, after = seen.replies[0].get("total"), last.get("total")
     if not (isinstance(before, int) and isinstance(after, int) and before <= len(listed) <= after):
         then = f" (then {after!r})" if after != before else ""
         found.append(f"total is {before!r}{then}, but the pages list {len(listed)} event(s)")
