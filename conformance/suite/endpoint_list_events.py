@@ -976,7 +976,7 @@ def _window_problems(seen: _Window, lo: datetime, hi: datetime) -> list[str]:
     "reference",
 )
 def the_amount_sums_fractional_amounts(target: Target) -> None:
-    """Cashins of x.5, a whole x and x.25 for a fresh customer (x.5 and x.25 are exact in
+    """Cashins of a whole x, x.5 and x.25 for a fresh customer (x.5 and x.25 are exact in
     binary: every correct addition gives one sum): under the client filter the envelope's
     ``amount`` is the sum of ``data.amount`` over the matching events, a processed
     transaction's two included; under the ref of the x.5 one, that transaction's. A target
@@ -989,21 +989,21 @@ def the_amount_sums_fractional_amounts(target: Target) -> None:
     fractions = _fractional_amounts(target, whole)
     if len(fractions) < 2:
         not_applicable(f"the configured amount range holds no x.5 and x.25 near {whole}")
+    plain = target.created("CASHIN", app, number=number, amount=whole)[1]["ref"]
     first = target.create("CASHIN", app, number=number, amount=fractions[0])
-    if first.rejected:
+    if first.rejected:  # the whole amount was taken: the fraction is what is refused
         not_applicable(
-            f"the target refuses the fractional amount {fractions[0]} ({first.status}): "
-            "nothing fractional to sum (RC-13 takes fractions; the document says only number)"
+            f"the target refuses the fractional amount {fractions[0]} ({first.status}), not "
+            f"{whole}: nothing fractional to sum (RC-13 takes fractions; the document says "
+            "only number)"
         )
     precondition(
         first.ok and isinstance(first.get("ref"), str) and not first.ref_reused,
         f"a cashin of {fractions[0]} answered {first.status} without a new ref",
         first,
     )
-    refs = [str(first.get("ref"))] + [
-        target.created("CASHIN", app, number=number, amount=amount)[1]["ref"]
-        for amount in (whole, fractions[1])
-    ]
+    second = target.created("CASHIN", app, number=number, amount=fractions[1])[1]["ref"]
+    refs = [str(first.get("ref")), plain, second]
     sent = dict(zip(refs, (fractions[0], whole, fractions[1]), strict=True))
     for scope in ({"client": number}, {"ref": refs[0]}):
         _judge_sum(
@@ -1058,17 +1058,18 @@ def _judge_sum(
         total == len(items), f"total {total!r} for {len(items)} listed events (EVT-007)", reply
     )
     expected = _sum_of(reply)
-    got = reply.get("amount")
-    whole_only = _sum_of(reply, whole_only=True)
+    body = reply.body if isinstance(reply.body, dict) else {}
+    got = body.get("amount")
+    actual = repr(got) if "amount" in body else "no amount in the envelope"
     shown = "&".join(f"{k}={v}" for k, v in scope.items())
+    why = ": the fractional amounts were left out" if got == _sum_of(reply, whole_only=True) else ""
     expect(
         not isinstance(got, bool) and got == expected,
-        f"{shown}: amount is {got!r}, not the sum {expected} of the {len(items)} matching "
-        "events' amounts (RC-27)"
-        + (": the fractional amounts were left out" if got == whole_only else ""),
+        f"{shown}: amount is {actual}, not the sum {expected} of the {len(items)} matching "
+        f"events' amounts (RC-27){why}",
         reply,
         expected=f"{expected}: the exact sum of data.amount over the matching events",
-        actual=repr(got) if "amount" in (reply.body or {}) else "no amount",
+        actual=actual,
     )
 
 

@@ -19,7 +19,10 @@ import pytest
 from conformkit import conform
 from stubkit import InProcessStub
 
+import stub_server.handlers.transactions as stub_transactions
 import stub_server.timefmt as stub_timefmt
+from stub_server.errors import validation_error
+from stub_server.rules.fields import validate_amount
 from stub_server.store.decimal_sum import DecimalSum
 from stub_server.store.events import Events
 
@@ -110,3 +113,25 @@ def test_fractions_left_out_of_the_sum_fail_evt_014(
     failed = outcome.check("EVT-014")
     assert "the fractional amounts were left out" in failed["message"], failed
     assert failed["expected"].startswith(failed["message"].split("the sum ")[1].split(" ")[0])
+
+
+def test_a_target_that_refuses_fractions_leaves_evt_014_not_applicable(
+    inproc_stub: tuple[InProcessStub, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RC-13 takes fractional amounts, the document only says number: a target taking whole
+    amounts only has nothing fractional to sum, which is no failure."""
+
+    def whole_only(body: dict[str, Any], settings: Any) -> Any:
+        amount = validate_amount(body, settings)
+        if not float(amount).is_integer():
+            raise validation_error("amount", "must be a whole number")
+        return amount
+
+    monkeypatch.setattr(stub_transactions, "validate_amount", whole_only)
+    outcome = _run(capsys, inproc_stub[1], tmp_path / "r")
+    assert outcome.status == 0 and outcome.ids("passed") == {"EVT-013"}, outcome.report["checks"]
+    skipped = outcome.check("EVT-014")
+    assert skipped["not_applicable"] and "refuses the fractional amount" in skipped["message"]
