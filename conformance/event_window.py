@@ -10,7 +10,7 @@ writes coarser or finer stamps than the bounds raises no false alarm.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from conformance import timestamps
@@ -20,6 +20,21 @@ def bound_text(moment: datetime) -> str:
     """A ``from``/``to`` value: ISO 8601 in UTC with microseconds and ``Z`` (no ``+``, which a
     query would have to escape)."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+#: RC-34's offset: a JavaScript Date's text in a zone east of UTC (Kigali's), so that an offset
+#: read with the wrong sign moves the bound four hours.
+JS_ZONE = timezone(timedelta(hours=2))
+
+
+def js_date_text(moment: datetime) -> str:
+    """``moment`` as JavaScript's ``Date.prototype.toString()`` writes it in UTC+2 (RC-34): whole
+    seconds, ``Sun Nov 22 2026 12:34:45 GMT+0200 (Central Africa Time)``."""
+    local = moment.astimezone(JS_ZONE)
+    day = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")[local.weekday()]
+    month = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()[local.month - 1]
+    clock = local.strftime("%d %Y %H:%M:%S")  # digits only: the same in every locale
+    return f"{day} {month} {clock} GMT+0200 (Central Africa Time)"
 
 
 def stamp_of(event: dict[str, Any]) -> timestamps.Stamp | None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from conformance import timestamps
 from conformance.api import SUCCESS_STATUSES, data_of
 from conformance.checks import Section, check
-from conformance.event_window import bound_text, event_ids, inside, outside, stamp_of
+from conformance.event_window import bound_text, event_ids, inside, js_date_text, outside, stamp_of
 from conformance.outcome import expect, expect_none, fail, not_applicable, precondition
 from conformance.suite.states_and_transitions import usable_customer
 from paysuite_core.request_data import same_number
@@ -788,7 +788,7 @@ WINDOW_PAGES = 5
     "SHOULD",
     Section.ENDPOINT_EVENTS,
     "from and to bound the list and its total, both inclusive; a bare date is the whole day "
-    "(RC-24)",
+    "(RC-24); a JavaScript Date's text is an instant (RC-34)",
     "Query parameters, all optional filters: status, client, ref, kind. [The live service also "
     "takes from and to, a date range.]",
     "reference",
@@ -802,7 +802,8 @@ def from_and_to_bound_the_list(target: Target) -> None:
     window, A's created event absent from the first, every event of the window listed, and
     ``total`` counts exactly what is listed (read before and after the pages, so other
     clients' events recorded meanwhile raise no alarm). Then ``from`` and ``to`` both B's UTC
-    date: a bare date covers the whole day, so B is listed."""
+    date: a bare date covers the whole day, so B is listed. Last, the wide window again as a
+    JavaScript Date's text in UTC+2 (RC-34, as paypack-js sends a ``Date``): both listed."""
     app = target.need_writer()
     number = target.number()
     first = target.created("CASHIN", app, number=number)[1]["ref"]
@@ -832,7 +833,15 @@ def from_and_to_bound_the_list(target: Target) -> None:
     day = b.moment.astimezone(UTC).date()
     midnight = datetime(day.year, day.month, day.day, tzinfo=UTC)
     whole_day = (midnight, midnight + timedelta(days=1, microseconds=-1))
-    _judge_window(target, app, whole_day, {"ref": second}, [b_event], day=day.isoformat())
+    _judge_window(target, app, whole_day, {"ref": second}, [b_event], texts=(day.isoformat(),) * 2)
+    # RC-34: the same wide window as a JavaScript Date's text (whole seconds, a +02:00 offset),
+    # as paypack-js sends a Date.
+    wide = (
+        (a.moment - timedelta(minutes=90)).replace(microsecond=0),
+        (b.moment + timedelta(hours=3, seconds=1)).replace(microsecond=0),
+    )
+    texts = (js_date_text(wide[0]), js_date_text(wide[1]))
+    _judge_window(target, app, wide, {"client": number}, [a_event, b_event], texts=texts)
 
 
 def _created_events(
@@ -873,15 +882,18 @@ def _judge_window(
     scope: dict[str, Any],
     wanted: list[dict[str, Any]] | None,
     *,
-    day: str | None = None,
+    texts: tuple[str, str] | None = None,
 ) -> None:
-    """One window ``bounds`` under ``scope``, sent as date-times (or as the bare date ``day``
-    for both bounds): ``wanted`` must be listed (None: every event of the scope that lies
-    surely within the window, read without the window each time), nothing outside it, and
+    """One window ``bounds`` under ``scope``, sent as ISO 8601 date-times in UTC (or as
+    ``texts``: a bare date, a JavaScript Date's text): ``wanted`` must be listed (None: every
+    event of the scope that lies surely within the window, read without the window each time),
+    nothing outside it, and
     ``total`` the count of what the pages list. Read again while other traffic may explain a
     difference (at most ``EVENTUAL_S``)."""
     lo, hi = bounds
-    params = {**scope, "from": day or bound_text(lo), "to": day or bound_text(hi)}
+    sent = texts or (bound_text(lo), bound_text(hi))
+    params = {**scope, "from": sent[0], "to": sent[1]}
+    day = texts[0] if texts and texts[0] == texts[1] else None
     shown = "&".join(f"{k}={v}" for k, v in params.items())
 
     def read() -> _Window:
