@@ -119,7 +119,7 @@ def ladder() -> tuple[Configuration, ...]:
             stub_config={"number_pattern": LONG_NUMBERS, "authorize_limits": dict(SLOW_LIMITS)},
         ),
         Configuration(
-            "variants",
+            "all-variants",
             "every variant at once, the `live` and `lenient` bundles included (other status "
             "words, 201, nanosecond timestamps, omitted empty keys, lenient filters, a page of "
             "10, ...): the seed profile, which each variant passes, judges what they render "

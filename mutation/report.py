@@ -269,7 +269,11 @@ def summary(
             *(
                 str(tally.count(kind))
                 for kind in (
-                    "equivalent", "unreached", "command-line", "not-observable", "observable"
+                    "equivalent",
+                    "unreached",
+                    "command-line",
+                    "not-observable",
+                    "observable",
                 )
             ),
             str(tally.count("unclassified")),

@@ -340,10 +340,19 @@ def drawn_keys() -> set[str] | None:
     return {key for keys in sample["drawn"].values() for key in keys}
 
 
+def survived_in(output: str) -> set[str]:
+    """The configurations a survivor's judge run passed (``judge.py``'s last line)."""
+    for line in output.splitlines():
+        if line.startswith("MUTANT: survived "):
+            return set(line.removeprefix("MUTANT: survived ").split(","))
+    return set()
+
+
 def pending(
     session: Path,
     survivors: bool = False,
     only_class: str | None = None,
+    configurations: str | None = None,
 ) -> list[object]:
     """The mutants to run: those of the draw (or of the session) without a result, or
     (``survivors``) those that survived an earlier run, judged again by today's checks (killed
@@ -354,10 +363,14 @@ def pending(
 
     with use_db(str(session), WorkDB.Mode.open) as db:
         if survivors:
+            wanted_in = set(configurations.split(",")) if configurations else set()
             chosen = [
                 item
                 for item, result in db.completed_work_items
-                if result is not None and result.test_outcome == TestOutcome.SURVIVED
+                if result is not None
+                and result.test_outcome == TestOutcome.SURVIVED
+                # a survivor already judged in every configuration asked for is not run again
+                and (not wanted_in or not wanted_in <= survived_in(result.output or ""))
             ]
         else:
             chosen = list(db.pending_work_items)
@@ -430,7 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             draw(session, args.sample, args.seed)
             print(f"drew {args.sample} mutants (seed {args.seed}): {SAMPLE}", flush=True)
-    items = pending(session, args.survivors, args.only_class)
+    items = pending(session, args.survivors, args.only_class, args.configurations)
     print(f"session {session}: {len(items)} mutant(s) to run", flush=True)
     if not items:
         return 0

@@ -91,7 +91,7 @@ def test_the_ladder_starts_with_the_default_stub_and_bounds_every_run() -> None:
     names = [c.name for c in ladder]
     assert names[0] == "default" and len(set(names)) == len(names)
     assert all("--max-duration" in c.conform_args for c in ladder)
-    assert {"history", "resolving-and-delivering", "variants"} <= set(names)
+    assert {"history", "resolving-and-delivering", "other-settings", "all-variants"} <= set(names)
 
 
 SCORE = ROOT / "mutation" / "results" / "score.md"
