@@ -62,11 +62,29 @@ def _reads_ok(target: Target, token: str) -> Reply:
 
 
 class Probe:
-    """Problems found by sending protected operations with a bad Authorization, and the proof."""
+    """Problems found by sending protected operations with a bad Authorization, and the proof.
 
-    def __init__(self) -> None:
+    ``answer``: the exact (status, code) each refusal must be, when the check demands one (the
+    reference profile's catalogue, RC-4); otherwise any 4xx is a refusal."""
+
+    def __init__(self, answer: tuple[int, str] | None = None) -> None:
         self.problems: list[str] = []
         self.proof: list[Reply] = []
+        self.answer = answer
+
+    def judge(self, what: str, reply: Reply) -> None:
+        """Record ``reply`` to ``what`` when it is no refusal, or not the demanded one."""
+        if not reply.rejected:
+            self.problems.append(f"{what} answered {reply.status}, expected a 4xx")
+        elif self.answer is not None and (reply.status, reply.get("code")) != self.answer:
+            status, code = self.answer
+            self.problems.append(
+                f"{what} answered {reply.status} {reply.get('code')!r}, expected {status} "
+                f"{code!r} (RC-4)"
+            )
+        else:
+            return
+        self.proof.append(reply)
 
     def verdict(self) -> None:
         expect(not self.problems, "; ".join(self.problems), *self.proof[:6])
@@ -94,9 +112,7 @@ def _protected_probe(
         _probe_creations(target, writer, authorization, label, probe)
     for path in (find_path(ref), EVENTS):
         reply = target.client.get(path, headers={"Authorization": authorization})
-        if not reply.rejected:
-            probe.problems.append(f"GET {path} with {label} answered {reply.status}, not 4xx")
-            probe.proof.append(reply)
+        probe.judge(f"GET {path} with {label}", reply)
     return probe
 
 
@@ -115,11 +131,7 @@ def _probe_creations(
             headers={"Authorization": authorization, "Idempotency-Key": target.fresh_key()},
         )
         numbers.append((number, reply))
-        if not reply.rejected:
-            probe.problems.append(
-                f"POST {path} with {label} answered {reply.status}, expected a 4xx"
-            )
-            probe.proof.append(reply)
+        probe.judge(f"POST {path} with {label}", reply)
     for number, reply in numbers:
         if target.created_events_for_number(app, number, numbers_seen[number]):
             probe.problems.append(
@@ -375,6 +387,8 @@ def issue_the_expiry_pairs(target: Target) -> None:
 EXP_GRANULARITY_S = 1.0
 #: AUTH-008: past that, before the expired token is sent (timer and scheduling jitter).
 EXPIRY_SLACK_S = 0.25
+#: AUTH-008, reference profile: RC-4's answer to a well-signed token past its ``exp``.
+EXPIRED = (401, "token_expired")
 
 
 @check(
@@ -444,7 +458,15 @@ def _expire_and_refresh(target: Target, clock: ExpiryClock, ttl: float) -> _Expi
     left = ttl + EXP_GRANULARITY_S + EXPIRY_SLACK_S - (time.monotonic() - clock.started)
     if left > 0:
         time.sleep(left)
-    probe = _protected_probe(target, f"Bearer {clock.pairs[0].access}", "an expired access token")
+    # The first access token worked while fresh (a target may remember a token it verified),
+    # the last one was never sent: each is refused on expiry, both ways a target may take.
+    # Refused with 401 token_expired in the reference profile (RC-4); any 4xx in the seed one.
+    probe = Probe(EXPIRED if target.reference else None)
+    worked = "an expired access token that worked fresh"
+    _protected_probe(target, f"Bearer {clock.pairs[0].access}", worked, probe)
+    if len(clock.pairs) > 1:
+        unused = _reads_ok(target, clock.pairs[-1].access)
+        probe.judge(f"GET {EVENTS} with an expired access token never sent before", unused)
     outcome = _Expired(probe, [], probe.problems, [])
     for template, pair in zip(REFRESH_PATHS, clock.pairs, strict=True):
         reply = target.refresh(_refresh_token(pair, clock.app), template)

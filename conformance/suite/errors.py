@@ -244,20 +244,50 @@ def error_bodies_are_status_code_message(target: Target) -> None:
     "ERR-003",
     "SHOULD",
     Section.ERRORS_2,
-    "error statuses and codes follow the catalogue (RC-4, RC-5, RC-41, RC-42)",
+    "error statuses and codes follow the catalogue (RC-4, RC-5, RC-41, RC-42); a 405 names "
+    "the allowed methods in Allow, a 404 has no Allow (RC-32)",
     "Error response bodies, HTTP error status codes and error codes, including those of the "
     "rejection in rule 1: not shown.",
     "reference",
 )
 def error_statuses_and_codes_follow_the_catalogue(target: Target) -> None:
+    """The status and code of each provocation, and for an unknown route and a wrong method the
+    ``Allow`` header too: a 405 must name the route's methods (RFC 9110, 15.5.6), a 404 names
+    none. The document shows no error status, so this is the reference profile's alone."""
     problems, proof = [], []
     for what, status, code, reply in _provoke(target):
+        problem = None
         if reply.status != status or reply.get("code") != code:
-            problems.append(
-                f"{what}: {reply.status} {reply.get('code')!r}, expected {status} {code!r}"
-            )
+            problem = f"{what}: {reply.status} {reply.get('code')!r}, expected {status} {code!r}"
+        elif what in ALLOW:
+            problem = _allow_problem(reply, ALLOW[what])
+            problem = problem and f"{what}: {reply.status} {problem}"
+        if problem:
+            problems.append(problem)
             proof.append(reply)
     expect(not problems, "RC-4 catalogue: " + "; ".join(problems[:6]), *proof[:4])
+
+
+#: RC-32: the methods a provocation's ``Allow`` header names (``wrong method`` is a GET of
+#: cashin, a POST route), and None where the answer carries no ``Allow`` (an unknown route).
+ALLOW: dict[str, frozenset[str] | None] = {
+    "wrong method": frozenset({"POST"}),
+    "unknown route": None,
+}
+
+
+def _allow_problem(reply: Reply, methods: frozenset[str] | None) -> str | None:
+    """What is wrong with ``reply``'s ``Allow`` header, given the methods it must name (exactly
+    these, HEAD and OPTIONS aside) or None when it must carry none (even an empty one)."""
+    values = reply.headers.get_list("allow")
+    if methods is None:
+        return f"with an Allow header {', '.join(values)!r}, expected none" if values else None
+    if not values:
+        return f"without an Allow header, expected one naming {', '.join(sorted(methods))}"
+    named = {token.strip() for value in values for token in value.split(",") if token.strip()}
+    if named - {"HEAD", "OPTIONS"} != methods:
+        return f"with Allow {', '.join(values)!r}, expected {', '.join(sorted(methods))}"
+    return None
 
 
 @check(

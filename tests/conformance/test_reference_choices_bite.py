@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from aiohttp import web
 from conformkit import conform, fast_config
 
 from paysuite_core.launcher import RunningStub
@@ -22,6 +23,7 @@ from paysuite_core.launcher import RunningStub
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stub"))
 from stubkit import InProcessStub  # noqa: E402
 
+import stub_server.errors as stub_errors  # noqa: E402
 import stub_server.filters as stub_filters  # noqa: E402
 import stub_server.rules.idempotency as stub_idempotency  # noqa: E402
 import stub_server.rules.request_body as stub_request_body  # noqa: E402
@@ -115,3 +117,41 @@ def test_a_stub_that_takes_the_last_of_a_repeated_key_fails_err_003(
     message = outcome.check("ERR-003")["message"]
     assert "a body naming amount twice: 200" in message, message
     assert "a query key of escapes that are not UTF-8: 200" in message, message
+
+
+def test_a_stub_whose_405_has_no_allow_fails_err_003(
+    inproc_stub: tuple[InProcessStub, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RC-32: a 405 names the route's methods in ``Allow`` (RFC 9110, 15.5.6), a 404 none. The
+    stub's app in this process with the two branches swapped, as a mutant of its error
+    middleware had them: the 405 without ``Allow``, the unknown route's 404 with an empty one."""
+    respond = stub_errors.error_response
+
+    def allow_swapped(
+        status: int,
+        code: str,
+        message: str,
+        *,
+        go_body: bool,
+        headers: dict[str, str] | None = None,
+    ) -> web.Response:
+        headers = dict(headers or {})
+        if status == 405:
+            headers.pop("Allow", None)
+        elif code == "not_found":
+            headers["Allow"] = ""
+        return respond(status, code, message, go_body=go_body, headers=headers)
+
+    monkeypatch.setattr(stub_errors, "error_response", allow_swapped)
+    outcome = conform(
+        capsys, tmp_path / "r", config=inproc_stub[1], profile="reference", only="ERR-003"
+    )
+    assert outcome.ids("failed") == {"ERR-003"}, outcome.report["checks"]
+    failed = outcome.check("ERR-003")
+    message = failed["message"]
+    assert "wrong method: 405 without an Allow header, expected one naming POST" in message
+    assert "unknown route: 404 with an Allow header '', expected none" in message, message
+    assert failed["evidence"], failed

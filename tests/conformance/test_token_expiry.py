@@ -8,6 +8,8 @@ judges those. A target that declares nothing short enough is "not applicable", w
 
 from __future__ import annotations
 
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +24,11 @@ from conformance.outcome import CouldNotCheck, precondition
 from paysuite_core.launcher import RunningStub
 from paysuite_core.target_config import load_target_config
 from paysuite_core.tokens import AUTHORIZE_PATH
+from stub_server.errors import ApiError
+from stub_server.token_issuer import Claims, TokenService
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stub"))
+from stubkit import InProcessStub  # noqa: E402
 
 
 def test_the_stub_declares_its_short_lived_pair_route(
@@ -56,6 +63,40 @@ def test_auth_008_runs_on_the_stubs_own_credentials(
     outcome = conform(capsys, tmp_path / "r", config=fast_config(stub, tmp_path), only="AUTH-008")
     assert outcome.check("AUTH-008")["outcome"] == "passed", outcome.stdout
     assert outcome.status == 0
+
+
+def test_a_remembered_token_refused_400_on_expiry_fails_auth_008_reference(
+    inproc_stub: tuple[InProcessStub, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RC-4: an expired token is 401 ``token_expired``. The stub's app in this process answers
+    400 on the path of a token it verified before (its cache), 401 on a token never sent: the
+    reference profile's AUTH-008 names the first, the seed profile's still passes (the document
+    shows no error status, so there any 4xx refuses the token)."""
+    verify = TokenService.verify
+
+    def cached_expiry_is_400(
+        self: TokenService, token: str, expected_sub: str | tuple[str, ...]
+    ) -> Claims:
+        cached = self._verified.get(token)
+        if cached is not None and cached["exp"] <= time.time():
+            raise ApiError(400, "token_expired", "the token has expired")
+        return verify(self, token, expected_sub)
+
+    monkeypatch.setattr(TokenService, "verify", cached_expiry_is_400)
+    config = inproc_stub[1]
+    outcome = conform(capsys, tmp_path / "r", config=config, profile="reference", only="AUTH-008")
+    assert outcome.ids("failed") == {"AUTH-008"}, outcome.report["checks"]
+    failed = outcome.check("AUTH-008")
+    message = failed["message"]
+    worked = "GET /events/transactions with an expired access token that worked fresh"
+    assert f"{worked} answered 400 'token_expired', expected 401 'token_expired'" in message
+    assert "never sent before" not in message, message
+    assert failed["evidence"], failed
+    seed = conform(capsys, tmp_path / "s", config=config, only="AUTH-008")
+    assert seed.ids("passed") == {"AUTH-008"}, seed.report["checks"]
 
 
 def test_auth_008_not_applicable_without_a_short_lifetime_says_why(
