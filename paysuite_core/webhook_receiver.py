@@ -216,6 +216,10 @@ class WebhookReceiver:
     #: how another process (the load's Locust master) learns what arrived.
     journal: Path | None = None
     forward: Forwarder | None = None
+    #: When each ``HEAD`` came (``time.monotonic()``): a sender pings its endpoint URL when it
+    #: is added or changed (docs/webhooks.md, *Registration*); not a delivery, so not in the
+    #: ledger, but counted, so that a sender pinging an unchanged URL on a timer shows.
+    pings: list[float] = field(default_factory=list)
     _refusals: list[Refusal] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -331,6 +335,7 @@ class WebhookReceiver:
             return web.Response(status=handler.status, body=content, headers=described)
 
         async def ping(request: web.Request) -> web.Response:
+            self.pings.append(time.monotonic())
             return web.Response(status=200)  # the dashboard's HEAD: no signature asked
 
         async def session_ctx(app: web.Application) -> AsyncIterator[None]:
@@ -363,6 +368,8 @@ class RunningReceiver:
     receiver: WebhookReceiver
     host: str
     port: int
+    #: When it began to listen (``time.monotonic()``): the window its ``pings`` cover.
+    started: float = field(default_factory=time.monotonic)
 
     @property
     def url(self) -> str:

@@ -1,4 +1,4 @@
-"""Webhook delivery (WEBHOOK-001..005): the target calls back with signed event records.
+"""Webhook delivery (WEBHOOK-001..008): the target calls back with signed event records.
 
 The document names the ``X-Webhook-Mode`` header ("names the environment associated with the
 webhook") and leaves delivery "not shown": target, payload and signature. These checks judge
@@ -61,7 +61,13 @@ def _hooks(target: Target) -> tuple[WebhookTarget, RunningReceiver, Application]
 
 
 def _transaction(
-    target: Target, hooks: WebhookTarget, app: Application, *, confirm: bool, number: str = ""
+    target: Target,
+    hooks: WebhookTarget,
+    app: Application,
+    *,
+    confirm: bool,
+    number: str = "",
+    amount: Any = None,
 ) -> tuple[Reply, str, tuple[str, ...]]:
     """A cashin in the configured mode: its reply, ref and the event kinds it has recorded.
 
@@ -77,7 +83,9 @@ def _transaction(
         target.need_customer().need_available()
     if customer is not None:  # magic numbers: the number makes the customer confirm
         number = customer.number_for("confirm", number or target.number())
-    reply, _ = target.created("CASHIN", app, webhook_mode=hooks.mode, number=number or None)
+    reply, _ = target.created(
+        "CASHIN", app, webhook_mode=hooks.mode, number=number or None, amount=amount
+    )
     ref = str(reply.get("ref"))
     if not (confirm or driver):
         return reply, ref, (CREATED,)
@@ -282,46 +290,68 @@ def created_is_delivered_before_processed(target: Target) -> None:
     profile="reference",
 )
 def a_failed_delivery_is_retried(target: Target) -> None:
-    hooks, receiver, app = _hooks(target)
-    number, customer = target.number(), usable_customer(target)
-    if customer is not None:
-        number = customer.number_for("confirm", number)  # what _transaction will send
-    # Refused by the customer number, known before the creation: its delivery may arrive
-    # before the creation's answer does.
-    receiver.receiver.refuse(
-        lambda record: (
-            record.get("event_kind") == CREATED
-            and same_number(data_of(record).get("client"), number)
-        )
-    )
-    reply, ref, _ = _transaction(target, hooks, app, confirm=False, number=number)
-    ledger = receiver.ledger
-
-    def failed(arrival: Arrival) -> bool:  # refused on purpose, or rejected (WEBHOOK-002's)
-        return arrival.kind == CREATED and arrival.verdict in ("refused", "rejected")
-
-    precondition(
-        ledger.wait_for(lambda seen: any(map(failed, seen.arrivals(ref))), target.max_wait_s),
-        f"no delivery of {ref}'s created event reached {hooks.url} within {target.max_wait_s:g} s "
-        "(WEBHOOK-001): there is no failed attempt to see retried",
-        reply,
-    )
-    first = next(a for a in ledger.arrivals(ref) if failed(a))
-
-    def retried(seen: Ledger) -> bool:
-        return any(
-            a.seq > first.seq and a.body_event_id == first.body_event_id for a in seen.arrivals(ref)
-        )
-
+    hooks, ledger, reply, ref, first = _refused_created(target)
     started = time.monotonic()
     expect(
-        ledger.wait_for(retried, target.max_wait_s),
+        ledger.wait_for(lambda seen: _retry_of(seen, ref, first) is not None, target.max_wait_s),
         f"the delivery of {ref}'s created event {first.body_event_id} was answered "
         f"{first.status} and never came again within {target.max_wait_s:g} s: deliveries: "
         f"{_summary(ledger.arrivals(ref))}",
         reply,
         expected=f"another attempt of the same event_id after the {first.status}",
         actual=f"no retry in {time.monotonic() - started:.0f} s",
+    )
+
+
+def _refused_created(target: Target) -> tuple[WebhookTarget, Ledger, Reply, str, Arrival]:
+    """A cashin whose created event's first verified delivery the receiver answers 503, and
+    the first failed attempt of it (refused on purpose, or rejected: WEBHOOK-002's)."""
+    hooks, receiver, app = _hooks(target)
+    number, amount, customer = target.number(), target.amount(), usable_customer(target)
+    if customer is not None:
+        number = customer.number_for("confirm", number)  # what _transaction will send
+    # Refused by the customer number and amount, known before the creation: its delivery may
+    # arrive before the creation's answer does. The amount too, because magic numbers give
+    # every check one number, and another check's creation may be delivered meanwhile.
+    receiver.receiver.refuse(
+        lambda record: (
+            record.get("event_kind") == CREATED
+            and same_number(data_of(record).get("client"), number)
+            and _same_amount(data_of(record).get("amount"), amount)
+        )
+    )
+    reply, ref, _ = _transaction(target, hooks, app, confirm=False, number=number, amount=amount)
+    ledger = receiver.ledger
+
+    def failed(arrival: Arrival) -> bool:
+        return arrival.kind == CREATED and arrival.verdict in ("refused", "rejected")
+
+    precondition(
+        ledger.wait_for(lambda seen: any(map(failed, seen.arrivals(ref))), target.max_wait_s),
+        f"no delivery of {ref}'s created event reached {hooks.url} within {target.max_wait_s:g} s "
+        f"(WEBHOOK-001): there is no failed attempt to see retried: deliveries: "
+        f"{_summary(ledger.arrivals(ref))}",
+        reply,
+    )
+    return hooks, ledger, reply, ref, next(a for a in ledger.arrivals(ref) if failed(a))
+
+
+def _same_amount(rendered: object, sent: object) -> bool:
+    try:
+        return float(rendered) == float(sent)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+
+
+def _retry_of(ledger: Ledger, ref: str, first: Arrival) -> Arrival | None:
+    """The next delivery of ``first``'s event_id after it, if one came."""
+    return next(
+        (
+            a
+            for a in ledger.arrivals(ref)
+            if a.seq > first.seq and a.body_event_id == first.body_event_id
+        ),
+        None,
     )
 
 
@@ -347,4 +377,77 @@ def every_delivery_carries_a_timestamped_signature(target: Target) -> None:
         reply,
         expected="a Paysuite-Signature with its t= on every delivery (beside any other)",
         actual=f"signature formats: {sorted({a.signature or 'none' for a in untimed})}",
+    )
+
+
+@check(
+    "WEBHOOK-007",
+    "SHOULD",
+    Section.WEBHOOKS,
+    "Paysuite-Delivery-Attempt counts an event's attempts: 1 on the first, 2 on the retry",
+    QUOTE + " Reference choice: Paysuite-Delivery-Attempt (1, 2, ...) on each delivery.",
+    profile="reference",
+)
+def the_attempt_header_counts_the_attempts(target: Target) -> None:
+    _, ledger, reply, ref, first = _refused_created(target)
+    ledger.wait_for(lambda seen: _retry_of(seen, ref, first) is not None, target.max_wait_s)
+    retry = _retry_of(ledger, ref, first)
+    if retry is None:
+        not_applicable(
+            f"{ref}'s created event was not retried within {target.max_wait_s:g} s "
+            "(WEBHOOK-005): there is no second attempt to number"
+        )
+    earlier = [a for a in ledger.arrivals(ref) if a.body_event_id == first.body_event_id]
+    sent = [a.attempt for a in earlier if a.seq <= retry.seq]
+    if not any(sent):
+        not_applicable(
+            "the target sends no Paysuite-Delivery-Attempt header: there is no count to judge"
+        )
+    counted = [str(n) for n in range(1, len(sent) + 1)]
+    expect(
+        sent == counted,
+        f"{ref}'s created event {first.body_event_id} was delivered {len(sent)} times, "
+        f"numbered {', '.join(str(n) for n in sent)}: deliveries: {_summary(ledger.arrivals(ref))}",
+        reply,
+        expected=f"Paysuite-Delivery-Attempt {', '.join(counted)}",
+        actual=f"Paysuite-Delivery-Attempt {', '.join(str(n) for n in sent)}",
+    )
+
+
+#: How long the receiver has listened before the HEADs it got are judged: a sender that pings
+#: an unchanged URL on a timer (every second or so) shows within it.
+PING_WINDOW_S = 4.0
+#: HEADs of a URL that stayed the same through the run that are still no timer: one when the
+#: endpoint was registered as the run began, one more when its sender restarted.
+PINGS_ALLOWED = 2
+
+
+@check(
+    "WEBHOOK-008",
+    "SHOULD",
+    Section.WEBHOOKS,
+    "the endpoint URL is sent a HEAD when it is added or changed, not again while it is the same",
+    QUOTE + " Reference choice: the URL is sent a HEAD when it is added or changed, as the live "
+    "dashboard does; a receiver answers it 200 without a signature.",
+    profile="reference",
+)
+def the_url_is_not_pinged_while_it_stays_the_same(target: Target) -> None:
+    hooks = target.config.webhooks if target.config else None
+    if hooks is None:
+        not_applicable(NO_SECTION)
+    receiver = target.webhook_receiver()
+    # The URL is the configuration's for the whole run: every HEAD the receiver got is of an
+    # unchanged URL. None at all is a pass (the endpoint registered before the receiver
+    # listened, or a sender that never pings); a few is a registration; more is a timer.
+    time.sleep(max(0.0, PING_WINDOW_S - (time.monotonic() - receiver.started)))
+    pings = list(receiver.receiver.pings)
+    listened = time.monotonic() - receiver.started
+    every = listened / max(1, len(pings))
+    expect(
+        len(pings) <= PINGS_ALLOWED,
+        f"{hooks.url} was sent {len(pings)} HEADs in the {listened:.0f} s paysuite's receiver "
+        f"listened, its URL unchanged all along (one every {every:.1f} s): the URL is pinged"
+        " when it is added or changed, not again and again",
+        expected=f"at most {PINGS_ALLOWED} HEADs for a URL that did not change",
+        actual=f"{len(pings)} HEADs in {listened:.0f} s",
     )
