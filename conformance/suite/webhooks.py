@@ -1,4 +1,4 @@
-"""Webhook delivery (WEBHOOK-001..008): the target calls back with signed event records.
+"""Webhook delivery (WEBHOOK-001..009): the target calls back with signed event records.
 
 The document names the ``X-Webhook-Mode`` header ("names the environment associated with the
 webhook") and leaves delivery "not shown": target, payload and signature. These checks judge
@@ -23,6 +23,7 @@ captured delivery can be replayed (a SHOULD finding; the document obliges no sig
 from __future__ import annotations
 
 import time
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from conformance.api import data_of
@@ -303,9 +304,11 @@ def a_failed_delivery_is_retried(target: Target) -> None:
     )
 
 
-def _refused_created(target: Target) -> tuple[WebhookTarget, Ledger, Reply, str, Arrival]:
-    """A cashin whose created event's first verified delivery the receiver answers 503, and
-    the first failed attempt of it (refused on purpose, or rejected: WEBHOOK-002's)."""
+def _refused_created(
+    target: Target, times: int = 1
+) -> tuple[WebhookTarget, Ledger, Reply, str, Arrival]:
+    """A cashin whose created event's first ``times`` verified deliveries the receiver answers
+    503, and the first failed attempt of it (refused on purpose, or rejected: WEBHOOK-002's)."""
     hooks, receiver, app = _hooks(target)
     number, amount, customer = target.number(), target.amount(), usable_customer(target)
     if customer is not None:
@@ -318,7 +321,8 @@ def _refused_created(target: Target) -> tuple[WebhookTarget, Ledger, Reply, str,
             record.get("event_kind") == CREATED
             and same_number(data_of(record).get("client"), number)
             and _same_amount(data_of(record).get("amount"), amount)
-        )
+        ),
+        times,
     )
     reply, ref, _ = _transaction(target, hooks, app, confirm=False, number=number, amount=amount)
     ledger = receiver.ledger
@@ -450,4 +454,45 @@ def the_url_is_not_pinged_while_it_stays_the_same(target: Target) -> None:
         " when it is added or changed, not again and again",
         expected=f"at most {PINGS_ALLOWED} HEADs for a URL that did not change",
         actual=f"{len(pings)} HEADs in {listened:.0f} s",
+    )
+
+
+#: Attempts of one event the backoff check refuses: three waits to compare.
+REFUSED_FOR_BACKOFF = 3
+
+
+@check(
+    "WEBHOOK-009",
+    "SHOULD",
+    Section.WEBHOOKS,
+    "a delivery failed again and again is retried with backoff: the waits between attempts grow",
+    QUOTE + " Reference choice: retried after 1 s, doubling up to 5 min, 12 attempts in all "
+    "(no jitter: a schedule a test can predict).",
+    profile="reference",
+)
+def the_retries_back_off(target: Target) -> None:
+    _, ledger, reply, ref, first = _refused_created(target, REFUSED_FOR_BACKOFF)
+    wanted = REFUSED_FOR_BACKOFF + 1
+
+    def attempts(seen: Ledger) -> list[Arrival]:
+        return [a for a in seen.arrivals(ref) if a.body_event_id == first.body_event_id]
+
+    ledger.wait_for(lambda seen: len(attempts(seen)) >= wanted, target.max_wait_s)
+    came = attempts(ledger)[:wanted]
+    if len(came) < wanted:
+        not_applicable(
+            f"{ref}'s created event came {len(came)} times within {target.max_wait_s:g} s, "
+            f"not the {wanted} whose waits are compared: {_summary(ledger.arrivals(ref))}"
+        )
+    waits = [later.received_at - earlier.received_at for earlier, later in pairwise(came)]
+    shown = ", ".join(f"{w:.2f} s" for w in waits)
+    # Doubling makes the last wait 4 times the first (equal once the cap is reached); half
+    # the first is room for a busy machine's lateness, and no backoff at all.
+    expect(
+        waits[-1] >= waits[0] / 2,
+        f"{ref}'s created event {first.body_event_id} was refused {REFUSED_FOR_BACKOFF} times "
+        f"and retried after {shown}: the waits shrink instead of growing",
+        reply,
+        expected="each wait at least the one before (doubling up to the cap)",
+        actual=f"waits {shown}",
     )
