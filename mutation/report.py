@@ -14,9 +14,9 @@ Each survivor is shown as ``file:line``, the operator and cosmic-ray's diff, wit
 classification from ``mutation/classification.toml``: a table per mutant, keyed
 ``"path:operator:occurrence"`` (cosmic-ray's identity of a mutant, stable while the file does
 not change), with ``class`` (``equivalent``, ``unreached``, ``not-observable``, ``observable``,
-``killed-by-check``) and ``why``. An unclassified survivor says so. The same operator at the
-same line must have the same class: the report refuses (exit 1) a classification that says
-otherwise.
+``command-line``, ``killed-by-check``) and ``why``. An unclassified survivor says so. The same
+mutation (operator and replacement) at the same line must have the same class: the report
+refuses (exit 1) a classification that says otherwise.
 
 ``--docs FILE`` writes the summary between the ``<!-- mutation-score:begin -->`` and
 ``<!-- mutation-score:end -->`` markers of FILE, so the documentation shows the same generated
@@ -327,15 +327,26 @@ def killed_by_added_checks(mutants: Sequence[Mutant], classified: dict[str, dict
     return f"{len(lines)} mutants.\n\n" + "\n".join(lines)
 
 
+def replacement(mutant: Mutant) -> str:
+    """The line the mutant writes (its diff's ``+`` line): with the place and the operator, what
+    the mutation is (two occurrences at one line may be two replacements, e.g. n+1 and n-1)."""
+    added = [
+        line
+        for line in mutant.diff.splitlines()
+        if line.startswith("+") and not line.startswith("+++")
+    ]
+    return " ".join(added[0][1:].split()) if added else ""
+
+
 def contradictions(mutants: Sequence[Mutant], classified: dict[str, dict[str, str]]) -> list[str]:
-    """Survivors of the same operator at the same line given different classes: a class is about
-    what the line does, so two of them cannot differ (one of the two is wrong)."""
-    seen: dict[tuple[str, int, str], tuple[str, str]] = {}
+    """Survivors of the same mutation at the same line (same operator, same replacement) given
+    different classes: a class is about what the mutated line does, so they cannot differ."""
+    seen: dict[tuple[str, int, str, str], tuple[str, str]] = {}
     found = []
     for mutant in mutants:
         if mutant.outcome != "survived" or mutant.key not in classified:
             continue
-        place = (mutant.path, mutant.line, mutant.operator)
+        place = (mutant.path, mutant.line, mutant.operator, replacement(mutant))
         kind = class_of(mutant, classified)
         if place in seen and seen[place][1] != kind:
             found.append(

@@ -353,6 +353,7 @@ def pending(
     survivors: bool = False,
     only_class: str | None = None,
     configurations: str | None = None,
+    again: bool = False,
 ) -> list[object]:
     """The mutants to run: those of the draw (or of the session) without a result, or
     (``survivors``) those that survived an earlier run, judged again by today's checks (killed
@@ -369,8 +370,9 @@ def pending(
                 for item, result in db.completed_work_items
                 if result is not None
                 and result.test_outcome == TestOutcome.SURVIVED
-                # a survivor already judged in every configuration asked for is not run again
-                and (not wanted_in or not wanted_in <= survived_in(result.output or ""))
+                # a survivor already judged in every configuration asked for is not run again,
+                # unless checks were added since (``again``)
+                and (again or not wanted_in or not wanted_in <= survived_in(result.output or ""))
             ]
         else:
             chosen = list(db.pending_work_items)
@@ -420,6 +422,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="judge in these configurations of configurations.py only (with --survivors: a "
         "configuration added or widened since; a kill in any configuration is a kill)",
     )
+    parser.add_argument(
+        "--again",
+        action="store_true",
+        help="with --survivors --configurations: judge every chosen survivor, even in "
+        "configurations it passed before (checks were added since)",
+    )
     args = parser.parse_args(argv)
     if args.only_class and not args.survivors:
         parser.error("--only-class goes with --survivors")
@@ -443,7 +451,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             draw(session, args.sample, args.seed)
             print(f"drew {args.sample} mutants (seed {args.seed}): {SAMPLE}", flush=True)
-    items = pending(session, args.survivors, args.only_class, args.configurations)
+    items = pending(session, args.survivors, args.only_class, args.configurations, args.again)
     print(f"session {session}: {len(items)} mutant(s) to run", flush=True)
     if not items:
         return 0

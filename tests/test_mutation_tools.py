@@ -57,11 +57,13 @@ def test_annotations_are_found_only_where_they_are_postponed(tmp_path: Path) -> 
     assert not annotation_filter.in_annotation(str(evaluated), (1, 13))
 
 
-def _mutant(line: int, occurrence: int, outcome: str = "survived") -> report.Mutant:
-    return report.Mutant("stub_server/x.py", line, "NumberReplacer", occurrence, outcome, "")
+def _mutant(
+    line: int, occurrence: int, outcome: str = "survived", diff: str = "+x = 1"
+) -> report.Mutant:
+    return report.Mutant("stub_server/x.py", line, "NumberReplacer", occurrence, outcome, diff)
 
 
-def test_one_line_and_operator_with_two_classes_is_a_contradiction() -> None:
+def test_one_mutation_at_one_line_with_two_classes_is_a_contradiction() -> None:
     classes = {
         "stub_server/x.py:NumberReplacer:0": {"class": "equivalent", "why": "."},
         "stub_server/x.py:NumberReplacer:1": {"class": "not-observable", "why": "."},
@@ -70,6 +72,9 @@ def test_one_line_and_operator_with_two_classes_is_a_contradiction() -> None:
     found = report.contradictions([_mutant(5, 0), _mutant(5, 1), _mutant(9, 2)], classes)
     assert len(found) == 1 and "stub_server/x.py:5" in found[0]
     assert report.contradictions([_mutant(5, 1), _mutant(9, 2)], classes) == []
+    # two replacements at one line (n+1, n-1) are two mutations: their classes may differ
+    other = _mutant(5, 1, diff="+x = -1")
+    assert report.contradictions([_mutant(5, 0), other], classes) == []
 
 
 def test_the_score_leaves_equivalent_unreached_and_command_line_out_of_its_denominator() -> None:
