@@ -795,9 +795,11 @@ WINDOW_PAGES = 5
 )
 def from_and_to_bound_the_list(target: Target) -> None:
     """Two cashins of a fresh customer, A then B a second later; the bounds come from their
-    events' own ``created_at`` (the target's clock, not this machine's). Two windows: one from
-    between A and B to two hours after B, one from 90 minutes before A to three hours after B
-    (each spans whole hours, where an implementation may count from per-hour totals). Under
+    events' own ``created_at`` (the target's clock, not this machine's). Five windows: from
+    between A and B to two hours after B; from 90 minutes before A to three hours after B; from
+    90 minutes before A to between A and B; a second either side of A and B; three hours
+    before A to an hour after B (whole hours and parts of hours, where an implementation may
+    count from per-hour totals and scan the edges). Under
     the client filter and over the merchant's whole list, each lists only events within the
     window, A's created event absent from the first, every event of the window listed, and
     ``total`` counts exactly what is listed (read before and after the pages, so other
@@ -825,9 +827,15 @@ def from_and_to_bound_the_list(target: Target) -> None:
     windows = (
         (lo, b.moment + timedelta(hours=2)),
         (a.moment - timedelta(minutes=90), b.moment + timedelta(hours=3)),
+        # `to` between A and B: B, in the same hour as `to`, is out
+        (a.moment - timedelta(minutes=90), lo),
+        # a window of a few seconds (most often within one hour)
+        (a.moment - timedelta(seconds=1), b.moment + timedelta(seconds=1)),
+        # from hours before to an hour after: the hour of B at the window's end
+        (a.moment - timedelta(hours=3), b.moment + timedelta(hours=1)),
     )
     for start, end in windows:
-        wanted = [b_event] if start > a.moment else [a_event, b_event]
+        wanted = [e for e in (a_event, b_event) if inside(e, start, end)]
         _judge_window(target, app, (start, end), {"client": number}, None)
         _judge_window(target, app, (start, end), {}, wanted)
     day = b.moment.astimezone(UTC).date()
