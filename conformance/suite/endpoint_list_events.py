@@ -413,7 +413,8 @@ def _settled(target: Target, app: Application, ref: str, outcome: str) -> Any:
 def total_matches_and_limit_offset_page_consistently(target: Target) -> None:
     """Three cashins of one customer, the first confirmed when a customer driver can: total
     counts events, not transactions, so the confirmed one counts twice (its created and its
-    processed event), under the client filter, under its ref and on every page."""
+    processed event), under the client filter, under its ref and on every page; the list without
+    a filter, and under kind=CASHIN, count at least as many."""
     app = target.need_writer()
     number = target.number()
     before = 0
@@ -456,6 +457,7 @@ def total_matches_and_limit_offset_page_consistently(target: Target) -> None:
         expected=f"{expected_total}: the matching events, a processed transaction's two counted",
         actual=str(total),
     )
+    _wider_totals_hold(target, app, total)
     if processed:
         one = target.list_events(app, ref=refs[0])
         listed = [e for e in one.get("transactions") or [] if data_of(e).get("ref") == refs[0]]
@@ -495,6 +497,32 @@ def total_matches_and_limit_offset_page_consistently(target: Target) -> None:
         f"offset={total} (past the end) did not return an empty page",
         beyond,
     )
+
+
+def _wider_totals_hold(target: Target, app: Application, customer_total: int) -> None:
+    """The customer's events are among the merchant's, and all of them are cashins: the list
+    without a filter, and under ``kind=CASHIN``, counts at least as many (other clients' events
+    only add to it). An implementation that counts a wider list from running totals it never
+    kept answers less."""
+    for filters in ({}, {"kind": "CASHIN"}):
+        wider = target.list_events(app, **filters)
+        shown = "&".join(f"{k}={v}" for k, v in filters.items()) or "no filter"
+        if not wider.ok:
+            continue  # a refused filter is EVT-005's
+        total = wider.get("total")
+        expect(
+            isinstance(total, int) and total >= customer_total,
+            f"{shown}: total is {total!r}, below the {customer_total} events of one of its "
+            "customers",
+            wider,
+            expected=f"at least {customer_total}: every event of the merchant matches",
+            actual=repr(total),
+        )
+        expect(
+            bool(wider.get("transactions")),
+            f"{shown}: an empty page, though the merchant's customer has {customer_total} events",
+            wider,
+        )
 
 
 @check(
