@@ -92,7 +92,7 @@ def test_a_remembered_token_refused_400_on_expiry_fails_auth_008_reference(
     failed = outcome.check("AUTH-008")
     message = failed["message"]
     worked = "GET /events/transactions with an expired access token that worked fresh"
-    assert f"{worked} answered 400 'token_expired', expected 401 'token_expired'" in message
+    assert f"{worked} answered 400 'token_expired', expected 401 (RC-4)" in message
     assert "never sent before" not in message, message
     assert failed["evidence"], failed
     seed = conform(capsys, tmp_path / "s", config=config, only="AUTH-008")
