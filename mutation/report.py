@@ -14,8 +14,8 @@ Each survivor is shown as ``file:line``, the operator and cosmic-ray's diff, wit
 classification from ``mutation/classification.toml``: a table per mutant, keyed
 ``"path:operator:occurrence"`` (cosmic-ray's identity of a mutant, stable while the file does
 not change), with ``class`` (``equivalent``, ``unreached``, ``not-observable``, ``observable``,
-``command-line``, ``killed-by-check``) and ``why``. An unclassified survivor says so. The same
-mutation (operator and replacement) at the same line must have the same class: the report
+``command-line``, ``hardening``, ``killed-by-check``) and ``why``. An unclassified survivor
+says so. The same mutation (operator and replacement) at the same line must have the same class: the report
 refuses (exit 1) a classification that says otherwise.
 
 ``--docs FILE`` writes the summary between the ``<!-- mutation-score:begin -->`` and
@@ -45,6 +45,7 @@ CLASSES = {
     "equivalent": "equivalent mutant",
     "unreached": "unreached: only a fault switch reaches this code",
     "command-line": "the stub's command line only: no request reaches this code",
+    "hardening": "server hardening: code that only protects the stub itself",
     "not-observable": "not observable through the document's API",
     "observable": "observable: a check could kill it",
     "killed-by-check": "killed by a check added since",
@@ -136,8 +137,9 @@ def load_classification(path: Path) -> dict[str, dict[str, str]]:
 KILLED = ("killed", "no-verdict", "timeout")
 #: Survivors that are not in the score's denominator: no suite could kill them through the API
 #: (an equivalent mutant is no bug; unreached code runs only under a fault; command-line code only
-#: for the stub's operator, whose command line the scope leaves out).
-NOT_COUNTED = ("equivalent", "unreached", "command-line")
+#: for the stub's operator, whose command line the scope leaves out; hardening code only protects
+#: the stub itself, which the scope leaves out too: mutation/README.md names each part).
+NOT_COUNTED = ("equivalent", "unreached", "command-line", "hardening")
 
 
 def class_of(mutant: Mutant, classified: dict[str, dict[str, str]]) -> str:
@@ -176,6 +178,27 @@ class Tally:
     @property
     def score(self) -> float | None:
         return self.killed / self.behaviour_changing if self.behaviour_changing else None
+
+
+def other_counts(total: Tally) -> str:
+    """The score counted two other ways, so that the choice of denominator is in plain sight:
+    with the hardening mutants in it, and over what the document's API can show (killed and
+    observable survivors only: not-observable ones out as well)."""
+    hardening = total.count("hardening")
+    with_hardening = total.behaviour_changing + hardening
+    visible = total.behaviour_changing - total.count("not-observable")
+    parts = []
+    if with_hardening:
+        parts.append(
+            f"with the {hardening} hardening mutants in the denominator, {total.killed} of "
+            f"{with_hardening} = {total.killed / with_hardening:.1%}"
+        )
+    if visible:
+        parts.append(
+            f"over the mutants the document's API can show (killed, and survivors classed "
+            f"observable), {total.killed} of {visible} = {total.killed / visible:.1%}"
+        )
+    return "Counted other ways: " + "; ".join(parts) + "." if parts else ""
 
 
 def wilson(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
@@ -235,9 +258,13 @@ def summary(
             f"behaviour = {total.score:.1%}** (95% interval {low:.1%} to {high:.1%}, Wilson). "
             f"Not in the denominator: {total.count('equivalent')} equivalent, "
             f"{total.count('unreached')} unreached (only a fault switch reaches them), "
-            f"{total.count('command-line')} in code only the stub's command line runs. "
-            f"Killed over every mutant run: {total.killed} of {total.killed + total.survived}."
+            f"{total.count('command-line')} in code only the stub's command line runs, "
+            f"{total.count('hardening')} in server hardening (code that only protects the stub "
+            f"itself). Killed over every mutant run: {total.killed} of "
+            f"{total.killed + total.survived}."
         )
+        lines.append("")
+        lines.append(other_counts(total))
     else:
         lines.append("No mutant judged yet.")
     lines += [
@@ -251,8 +278,8 @@ def summary(
     lines += [
         "",
         "| module | mutants | killed | survived | equivalent | unreached | command line "
-        "| not observable | observable | unclassified | pending | score |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| hardening | not observable | observable | unclassified | pending | score |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     rows = sorted(modules.items())
     for name, tally in [*rows, ("**all**", total)]:
@@ -272,6 +299,7 @@ def summary(
                     "equivalent",
                     "unreached",
                     "command-line",
+                    "hardening",
                     "not-observable",
                     "observable",
                 )

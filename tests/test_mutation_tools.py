@@ -77,18 +77,25 @@ def test_one_mutation_at_one_line_with_two_classes_is_a_contradiction() -> None:
     assert report.contradictions([_mutant(5, 0), other], classes) == []
 
 
-def test_the_score_leaves_equivalent_unreached_and_command_line_out_of_its_denominator() -> None:
+def test_the_score_leaves_equivalent_unreached_command_line_and_hardening_out() -> None:
     classes = {
         "stub_server/x.py:NumberReplacer:1": {"class": "equivalent"},
         "stub_server/x.py:NumberReplacer:2": {"class": "unreached"},
         "stub_server/x.py:NumberReplacer:3": {"class": "not-observable"},
         "stub_server/x.py:NumberReplacer:4": {"class": "command-line"},
+        "stub_server/x.py:NumberReplacer:5": {"class": "hardening"},
+        "stub_server/x.py:NumberReplacer:6": {"class": "observable"},
     }
     tally = report.Tally()
-    for mutant in [_mutant(1, 0, "killed"), *(_mutant(n, n) for n in (1, 2, 3, 4))]:
+    for mutant in [_mutant(1, 0, "killed"), *(_mutant(n, n) for n in (1, 2, 3, 4, 5, 6))]:
         tally.add(mutant, classes)
-    assert (tally.killed, tally.survived, tally.behaviour_changing) == (1, 4, 2)
-    assert tally.score == 0.5
+    assert (tally.killed, tally.survived, tally.behaviour_changing) == (1, 6, 3)
+    assert tally.score == 1 / 3
+    # the other counts put the choice of denominator in plain sight
+    assert "with the 1 hardening mutants in the denominator, 1 of 4 = 25.0%" in (
+        report.other_counts(tally)
+    )
+    assert "observable), 1 of 2 = 50.0%" in report.other_counts(tally)
 
 
 def test_the_ladder_starts_with_the_default_stub_and_bounds_every_run() -> None:
@@ -121,7 +128,7 @@ def test_every_survivor_of_the_last_run_is_classified() -> None:
     cells = [cell.strip() for cell in total.strip("|").split("|")]
     # module | mutants | killed | survived | equivalent | unreached | command line
     # | not observable | observable | unclassified | pending | score
-    assert cells[9] == "0" and cells[10] == "0", total  # none unclassified, none pending
+    assert cells[10] == "0" and cells[11] == "0", total  # none unclassified, none pending
     assert int(cells[2]) > 0, total
 
 
