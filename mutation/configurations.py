@@ -129,6 +129,15 @@ def ladder() -> tuple[Configuration, ...]:
             variants=every_variant(),
             stub_args=("--access-ttl", "2"),
         ),
+        Configuration(
+            "default-retries",
+            "a `webhooks` section and no `webhook_retry`: the stub's own retry schedule, RC-40's "
+            "1 s doubling, judged by WEBHOOK-012 (every other configuration that delivers sets "
+            "fast retries and declares them)",
+            (*REFERENCE, "--only", "WEBHOOK-012", "--history-budget", "0", *BOUNDS),
+            own_stub=True,
+            webhooks=True,
+        ),
     )
 
 

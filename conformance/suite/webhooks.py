@@ -652,3 +652,51 @@ def an_unanswered_delivery_is_retried(target: Target) -> None:
         expected=f"Paysuite-Delivery-Attempt {wanted} on the retry",
         actual=f"Paysuite-Delivery-Attempt {retry.attempt}",
     )
+
+
+#: RC-40's first wait before a failed delivery is tried again (then doubling).
+RC40_BASE_S = 1.0
+#: Lateness allowed on each wait: a busy or far sender is late by a constant, not by a factor;
+#: 0.9 of the first wait (never less than 0.5 s) stays under a schedule twice as slow.
+LATE_FACTOR, LATE_FLOOR_S = 0.9, 0.5
+
+
+@check(
+    "WEBHOOK-012",
+    "SHOULD",
+    Section.WEBHOOKS,
+    "a failed delivery is retried on RC-40's schedule (1 s, then 2 s) unless the target "
+    "declares another first wait: never earlier, not twice as late",
+    QUOTE + " Reference choice: retried after 1 s, doubling up to 5 min, 12 attempts in all "
+    "(no jitter: a schedule a test can predict).",
+    profile="reference",
+)
+def the_retries_keep_the_schedule(target: Target) -> None:
+    hooks = target.config.webhooks if target.config else None
+    base = (hooks.retry_base_s if hooks else None) or RC40_BASE_S
+    _, ledger, reply, ref, first = _refused_created(target, 2)
+
+    def attempts(seen: Ledger) -> list[Arrival]:
+        return [a for a in seen.arrivals(ref) if a.body_event_id == first.body_event_id]
+
+    wait_s = target.max_wait_s + 3 * base
+    ledger.wait_for(lambda seen: len(attempts(seen)) >= 3, wait_s)
+    came = attempts(ledger)[:3]
+    if len(came) < 3:
+        not_applicable(
+            f"{ref}'s created event came {len(came)} times within {wait_s:g} s, not the 3 whose "
+            f"waits are compared (WEBHOOK-005's): {_summary(ledger.arrivals(ref))}"
+        )
+    waits = [later.received_at - earlier.received_at for earlier, later in pairwise(came)]
+    late = max(LATE_FACTOR * base, LATE_FLOOR_S)
+    bounds = [(base * 2**n * LATE_FACTOR, base * 2**n + late) for n in range(2)]
+    shown = ", ".join(f"{w:.2f} s" for w in waits)
+    declared = "declared by the target" if hooks and hooks.retry_base_s else "RC-40's"
+    expect(
+        all(low <= w <= high for w, (low, high) in zip(waits, bounds, strict=True)),
+        f"{ref}'s created event {first.body_event_id} was refused twice and retried after "
+        f"{shown}; the schedule ({declared}) waits {base:g} s then {2 * base:g} s",
+        reply,
+        expected="waits within " + ", ".join(f"[{lo:.2f}, {hi:.2f}] s" for lo, hi in bounds),
+        actual=f"waits {shown}",
+    )

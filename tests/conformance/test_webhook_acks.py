@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 import yaml
 from conformkit import conform
-from webhookstub import FAST_RETRY, free_port
+from webhookstub import FAST_RETRY, declare_retry, free_port
 
 from stub_server.credentials import write_credentials
 from stub_server.webhook_delivery import dispatcher
@@ -26,15 +26,23 @@ from stubkit import InProcessStub, make_settings  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-CHECKS = ("WEBHOOK-010", "WEBHOOK-011")
+CHECKS = ("WEBHOOK-010", "WEBHOOK-011", "WEBHOOK-012")
+
+
+#: A schedule twice as slow as the one the target declares (0.6 s): 1.2 s, then 2.4 s.
+SLOW_RETRY = {**FAST_RETRY, "base_s": 1.2, "cap_s": 10}
 
 
 @pytest.fixture
-def hooked_inproc(tmp_path: Path) -> Iterator[tuple[InProcessStub, Path]]:
-    """The stub's app delivering to a free port (retries of test speed, a 3 s time-out), and
-    its credentials as the target configuration, with short waits."""
+def hooked_inproc(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[InProcessStub, Path]]:
+    """The stub's app delivering to a free port (retries of test speed, a 3 s time-out, or
+    the ``retry`` of the test's parameter), and its credentials as the target configuration
+    declaring FAST_RETRY's first wait, with short waits."""
     url = f"http://127.0.0.1:{free_port()}/hooks"
-    settings = make_settings(webhooks={"development": url}, webhook_retry=dict(FAST_RETRY))
+    retry = getattr(request, "param", FAST_RETRY)
+    settings = make_settings(webhooks={"development": url}, webhook_retry=dict(retry))
     instance = InProcessStub(settings, background=True)
     config = instance.call(
         write_credentials,
@@ -43,6 +51,7 @@ def hooked_inproc(tmp_path: Path) -> Iterator[tuple[InProcessStub, Path]]:
         instance.root_url,
         tmp_path / "target.yaml",
     )
+    declare_retry(config, {"base_s": FAST_RETRY["base_s"] * 6} if retry is SLOW_RETRY else retry)
     data = yaml.safe_load(config.read_text(encoding="utf-8"))
     data["max_wait_s"] = 4
     data["customer"]["timeout_s"] = 2
@@ -70,14 +79,18 @@ def defective_send(acknowledges: Callable[[int], bool], *, catch_timeout: bool =
 
 
 def _fails_alone(
-    config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], check_id: str
+    config: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    check_id: str,
+    checks: tuple[str, ...] = CHECKS,
 ) -> str:
     outcome = conform(
         capsys, tmp_path / "r", config=config, profile="reference", strict=True,
-        only=",".join(CHECKS),
+        only=",".join(checks),
     )  # fmt: skip
     outcomes = {c["id"]: c["outcome"] for c in outcome.report["checks"]}
-    assert outcomes == {cid: "failed" if cid == check_id else "passed" for cid in CHECKS}, [
+    assert outcomes == {cid: "failed" if cid == check_id else "passed" for cid in checks}, [
         (c["id"], c["outcome"], c["message"]) for c in outcome.report["checks"]
     ]
     return str(outcome.check(check_id)["message"])
@@ -114,3 +127,15 @@ def test_a_sender_whose_time_out_escapes_fails_webhook_011(
     monkeypatch.setattr(dispatcher, "send", ok)
     message = _fails_alone(hooked_inproc[1], tmp_path, capsys, "WEBHOOK-011")
     assert "the time-out was not counted as an attempt" in message, message
+
+
+@pytest.mark.parametrize("hooked_inproc", [SLOW_RETRY], indirect=True)
+def test_a_sender_whose_retries_wait_twice_the_declared_fails_webhook_012(
+    hooked_inproc: tuple[InProcessStub, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Declared 0.6 s, waits 1.2 s then 2.4 s: RC-40's default base_s made 2.0 is this (the
+    other checks, slower on this schedule, run in the tests above)."""
+    message = _fails_alone(hooked_inproc[1], tmp_path, capsys, "WEBHOOK-012", ("WEBHOOK-012",))
+    assert "the schedule (declared by the target) waits 0.6 s then 1.2 s" in message, message
