@@ -8,7 +8,8 @@ changes it). The seed profile, which judges foreign implementations, never runs 
 
 AUTH-019 (reference, RC-38) judges a 429's Retry-After whatever the limits: it passes on a limit
 slower than the default and fails on one whose Retry-After is shorter than the wait, and on one
-that answers the flood 500 (the stub's app in this process, its limiter swapped).
+that answers the flood 500 (the stub's app in this process, its limiter swapped; the first
+waits out two Retry-Afters, 4 s, in the slow tier).
 
 Each run starts a stub and hashes a few dozen secrets (scrypt): 3 to 6 s, so all but the
 quickest are in the slow tier; the full reference runs of the fast tier pass it on the stub.
@@ -145,6 +146,7 @@ def _retry_judged(capsys: pytest.CaptureFixture[str], report_dir: Path, config: 
     return conform(capsys, report_dir, config=config, profile="reference", only=RETRY)
 
 
+@pytest.mark.slow
 def test_auth_019_passes_on_a_slow_limit_and_fails_where_retry_after_says_too_little(
     inproc_stub: tuple[InProcessStub, Path],
     tmp_path: Path,

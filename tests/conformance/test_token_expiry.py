@@ -177,6 +177,7 @@ def _forgets_with_the_refresh_token(stub: StubApp, claims: Claims) -> None:
     stub.store.use_refresh(str(claims["jti"]), int(claims["exp"]))
 
 
+@pytest.mark.slow
 def test_auth_020_passes_on_the_revoking_stub_and_fails_when_the_revocation_is_forgotten(
     revoking_stub: tuple[InProcessStub, Path],
     tmp_path: Path,
