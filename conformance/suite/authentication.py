@@ -1186,8 +1186,8 @@ REVOKED_PAST_REFRESH_EXPIRY_S = 3.0
 #: ``REVOKED_LATE_WINDOW_S`` before the watch ends, the shorter one: a record dropped a moment
 #: too early leaves the token working only for that moment.
 REVOKED_POLL_S = 0.25
-REVOKED_LATE_POLL_S = 0.05
-REVOKED_LATE_WINDOW_S = 1.5
+REVOKED_LATE_POLL_S = 0.02
+REVOKED_LATE_WINDOW_S = 1.2
 
 
 @check(
