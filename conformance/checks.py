@@ -126,6 +126,8 @@ def late_order(check_ids: list[str]) -> list[str]:
 ALONE: dict[str, str] = {
     "AUTH-018": "it floods authorize with wrong secrets to provoke the rate limit's 429s: the "
     "other checks' authorizes would meet that limit, and their attempts would spend its own",
+    "AUTH-019": "AUTH-018's reason: its flood spends the peer's allowance, and the other checks' "
+    "attempts meanwhile would spend what its Retry-After promised back",
     "IDEM-006": "its keyless creations must follow one another at the target: a target that "
     "hands out every second ref twice shows it within any three consecutive creations, which "
     "the other checks' creations in between would break up",
@@ -138,7 +140,7 @@ ALONE: dict[str, str] = {
     "the other checks' creations meanwhile would shift the list past that window; and it needs "
     "the events of the whole run to page that far",
 }
-FIRST = frozenset({"AUTH-018", "IDEM-006", "IDEM-005", "IDEM-013"})
+FIRST = frozenset({"AUTH-018", "AUTH-019", "IDEM-006", "IDEM-005", "IDEM-013"})
 #: Checks that judge what every other scripted check did, and why: in a concurrent run they
 #: run once the other scripted checks are done, beside the checks set up early.
 AFTER_OTHERS: dict[str, str] = {

@@ -103,12 +103,14 @@ def ladder() -> tuple[Configuration, ...]:
             "other-settings",
             "settings the default leaves alone: numbers of 64 characters (`number_pattern`), "
             "authorize attempts refilled slowly and no queue for secret checks "
-            "(`authorize_limits`): creations and finds with such numbers, authorize and its "
-            "limits judged, one check at a time (a queue of none serves one check at once)",
+            "(`authorize_limits`), an amount maximum past 2**63 (`amount`): creations and finds "
+            "with such numbers, amounts at a 64-bit integer's edge, authorize and a slow "
+            "limit's Retry-After judged, one check at a time (a queue of none serves one check "
+            "at once)",
             (
                 *REFERENCE,
                 "--only",
-                "TXN,FIND,AUTH-001",
+                "TXN,FIND,AUTH-001,AUTH-019",
                 "--concurrency",
                 "1",
                 "--history-budget",
@@ -116,7 +118,11 @@ def ladder() -> tuple[Configuration, ...]:
                 *BOUNDS,
             ),  # fmt: skip
             own_stub=True,
-            stub_config={"number_pattern": LONG_NUMBERS, "authorize_limits": dict(SLOW_LIMITS)},
+            stub_config={
+                "number_pattern": LONG_NUMBERS,
+                "authorize_limits": dict(SLOW_LIMITS),
+                "amount": {"min": 100, "max": 10**20},  # 2**63 meets the store's own limit
+            },
         ),
         Configuration(
             "all-variants",
@@ -128,6 +134,17 @@ def ladder() -> tuple[Configuration, ...]:
             own_stub=True,
             variants=every_variant(),
             stub_args=("--access-ttl", "2"),
+        ),
+        Configuration(
+            "revoke-on-refresh",
+            "the `revoke-on-refresh` variant with access tokens of 4 s and refresh tokens of 1 s: "
+            "a spent refresh token's record must revoke its pair's access token until that "
+            "expires, past the refresh token's own expiry (AUTH-020 watches it), and refresh "
+            "rotation with tokens that expire during the run",
+            (*REFERENCE, "--only", "AUTH-009,AUTH-012,AUTH-020", "--history-budget", "0", *BOUNDS),
+            own_stub=True,
+            variants=("revoke-on-refresh",),
+            stub_args=("--access-ttl", "4", "--refresh-ttl", "1"),
         ),
         Configuration(
             "default-retries",

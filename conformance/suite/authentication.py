@@ -29,6 +29,7 @@ from conformance.checks import Section, check, set_up_early
 from conformance.jwt_forgeries import forgeries, is_jwt, parts
 from conformance.outcome import (
     CouldNotCheck,
+    exchanges_of,
     expect,
     expect_none,
     fail,
@@ -1094,3 +1095,186 @@ def _retry_after_problem(reply: Reply) -> str | None:
             f"has Retry-After {value!r}, expected whole seconds from 1 to {RC38_MAX_RETRY_AFTER_S}"
         )
     return None
+
+
+#: AUTH-019: past a 429's ``Retry-After``, before the attempt is sent again (the 429's own
+#: transit and timer jitter; a limit refilled on time has the attempt back by then).
+RC38_RETRY_MARGIN_S = 0.25
+
+
+@check(
+    "AUTH-019",
+    "SHOULD",
+    Section.ENDPOINT_AUTHORIZE,
+    "a 429 of authorize says when to retry (RC-38): once its Retry-After has passed, the attempt "
+    "is not refused 429 again; wrong secrets in a row never get a 5xx but 503 busy",
+    "Rate limits, amount bounds and maximum page size: not shown. [The stub limits the "
+    "authorize attempts that need a secret check, per client_id and per peer.]",
+    "reference",
+)
+def authorize_retry_after_says_when_to_retry(target: Target) -> None:
+    """Whatever the target's limits (AUTH-018 judges the stub's default numbers): wrong secrets
+    for a client_id of the check's own, one after the other, until the first 429; then, its
+    ``Retry-After`` waited out, the same attempt once more, which must not be refused 429. A
+    client_id nobody has keeps the flood off every configured application (RC-38 limits unknown
+    ones too), and its requests bypass the run's throttle to see the 429s. What is left behind:
+    the flood's share of the peer's allowance, back within the wait."""
+    body = _authorize_body(f"conform-{uuid.uuid4().hex}", RC38_WRONG_SECRET)
+    client = target.client.sibling(throttled=False)
+    try:
+        limited = _flood_until_limited(client, body)
+        seconds = _retry_after_seconds(limited)
+        if seconds is None:
+            raise CouldNotCheck(
+                f"the 429 has Retry-After {limited.headers.get('Retry-After')!r}, not whole "
+                "seconds (AUTH-018 judges its form)",
+                exchanges_of([limited]),
+            )
+        if seconds > target.max_wait_s:
+            not_applicable(f"Retry-After {seconds} s exceeds max_wait_s {target.max_wait_s:g}")
+        time.sleep(seconds + RC38_RETRY_MARGIN_S)
+        again = client.post(AUTHORIZE, json=body)
+    finally:
+        client.close()
+    expect(
+        again.status != 429 and not _server_error(again),
+        f"after the 429's Retry-After: {seconds} had passed (and {RC38_RETRY_MARGIN_S} s more), "
+        f"the same attempt answered {again.status}: Retry-After did not say when to retry",
+        limited,
+        again,
+        expected="401 (a wrong secret), the attempt no longer limited",
+        actual=str(again.status),
+    )
+
+
+def _server_error(reply: Reply) -> bool:
+    """A 5xx other than RC-38's ``503 busy`` (a full queue of secret checks)."""
+    return reply.status >= 500 and reply.status != 503
+
+
+def _flood_until_limited(client: RecordingClient, body: dict[str, str]) -> Reply:
+    """Send ``body`` to authorize until the first 429 (at most ``RC38_FLOOD`` times); the 429.
+    Any 5xx but 503 on the way fails (RC-4: never a 500 on client input)."""
+    reply: Reply | None = None
+    for sent in range(1, RC38_FLOOD + 1):
+        reply = client.post(AUTHORIZE, json=body)
+        if reply.status == 429:
+            return reply
+        expect(
+            not _server_error(reply),
+            f"a wrong client_secret, sent {sent} times in a row, answered {reply.status} the "
+            "last time, expected 401 (503 when the queue of secret checks is full), then 429",
+            reply,
+        )
+    not_applicable(
+        f"{RC38_FLOOD} wrong secrets in a row for an unknown client_id were never limited: "
+        "no 429 to retry after (AUTH-018 judges whether authorize is limited)"
+    )
+
+
+def _retry_after_seconds(reply: Reply) -> int | None:
+    """The ``Retry-After`` of ``reply`` in whole seconds, or None when it is not that."""
+    text = (reply.headers.get("Retry-After") or "").strip()
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+#: AUTH-020: how long past a spent refresh token's own expiry its pair's revoked access token is
+#: watched, when that access token outlives the run's wait: a target that forgets its spent
+#: tokens once expired does so at its next clean-up (the stub's runs once a second).
+REVOKED_PAST_REFRESH_EXPIRY_S = 3.0
+#: AUTH-020: the pause between two looks at the revoked token; in the last
+#: ``REVOKED_LATE_WINDOW_S`` before the watch ends, the shorter one: a record dropped a moment
+#: too early leaves the token working only for that moment.
+REVOKED_POLL_S = 0.25
+REVOKED_LATE_POLL_S = 0.02
+REVOKED_LATE_WINDOW_S = 1.2
+
+
+@check(
+    "AUTH-020",
+    "SHOULD",
+    Section.ENDPOINT_REFRESH,
+    "an access token revoked when its pair's refresh token was used stays refused until it "
+    "expires (RC-10)",
+    "After that the client obtains a new pair through the refresh endpoint with its refresh token.",
+    "reference",
+)
+def a_revoked_access_token_stays_refused(target: Target) -> None:
+    """RC-10 lets a target keep the old access token until it expires or revoke it at once
+    (AUTH-009 notes which); one that revokes it must not let it work again later, e.g. once it
+    forgets the spent refresh token at that token's own expiry. Watched while it lives, when the
+    run may wait that long, or else past the refresh token's expiry when that comes first and
+    soon enough; otherwise not applicable, decided before anything is spent (a target with the
+    ordinary lifetimes never has an old access token sent again)."""
+    app = target.need_reader()
+    pair = target.own_pair(app)
+    refresh = _refresh_token(pair, app)
+    until = _revocation_watch_end(target, pair)
+    spent = _refresh_on_either_path(target, refresh)
+    precondition(spent.ok, f"refresh answered {spent.status} (AUTH-009)", spent)
+    at_once = _reads_ok(target, pair.access)
+    if at_once.ok:
+        not_applicable(
+            "the access token of a refreshed pair still works (kept until it expires, as RC-10 "
+            "allows): nothing revoked to watch"
+        )
+    precondition(
+        at_once.status == 401,
+        f"the access token of a refreshed pair answered {at_once.status}, neither 2xx nor 401",
+        at_once,
+    )
+    spent_at = time.monotonic()
+    worked = _first_accepted(target, pair.access, until)
+    if worked is not None:
+        later = time.monotonic() - spent_at
+        left = _seconds_left(pair.access)
+        before = f", {left:.1f} s before it expires" if left is not None else ""
+        fail(
+            f"the access token revoked by its pair's refresh (401 at once) was accepted "
+            f"{later:.1f} s later ({worked.status}){before}: a revoked token works again",
+            spent,
+            at_once,
+            worked,
+        )
+
+
+def _revocation_watch_end(target: Target, pair: TokenPair) -> float:
+    """Until when (``time.monotonic``) AUTH-020 watches the just authorized ``pair``'s access
+    token once revoked: its expiry, or shortly past the refresh token's when that comes first;
+    the check is not applicable when neither is within ``max_wait_s``."""
+    access_left = _seconds_left(pair.access)
+    if access_left is None:
+        access_left = pair.expires_at - pair.obtained_at
+    refresh_left = _seconds_left(pair.refresh) if pair.refresh else None
+    left = access_left
+    if left > target.max_wait_s and refresh_left is not None:
+        left = min(refresh_left + REVOKED_PAST_REFRESH_EXPIRY_S, access_left)
+    if left > target.max_wait_s:
+        not_applicable(
+            f"the access token lives {access_left:.0f} s and the refresh token expires later or "
+            f"says not when (no JWT exp): both past max_wait_s {target.max_wait_s:g}"
+        )
+    return time.monotonic() + left
+
+
+def _seconds_left(token: str) -> float | None:
+    """How long the JWT ``token`` lives from now by its ``exp``, or None when it says not."""
+    decoded = parts(token)
+    exp = decoded[1].get("exp") if decoded is not None else None
+    if isinstance(exp, (int, float)) and not isinstance(exp, bool):
+        return float(exp) - time.time()
+    return None
+
+
+def _first_accepted(target: Target, access: str, until: float) -> Reply | None:
+    """Read with ``access`` until ``until`` (``time.monotonic``); the first 2xx answer, or None."""
+    while True:
+        reply = _reads_ok(target, access)
+        if reply.ok:
+            return reply
+        left = until - time.monotonic()
+        if left <= 0:
+            return None
+        time.sleep(
+            min(left, REVOKED_LATE_POLL_S if left < REVOKED_LATE_WINDOW_S else REVOKED_POLL_S)
+        )

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 
 from conformance.api import AUTHORIZE, EVENTS, find_path
 from conformance.checks import Section, check
-from conformance.outcome import expect, not_applicable
+from conformance.outcome import expect, expect_none, not_applicable
 
 if TYPE_CHECKING:
+    from conformance.http import Reply
     from conformance.target import Target
 
 CREATION_FIELDS = ("amount", "created_at", "kind", "ref", "status")
@@ -146,43 +147,64 @@ def every_success_answers_200(target: Target) -> None:
 
 #: TXN-005 sends ten times this (10**401): far past any bound, a float or an int64.
 HUGE_AMOUNT = 10**400
+#: TXN-005 also sends the first integers past a signed 64-bit one (2**63, 2**63 + 1): where a
+#: target's configured maximum is above them, only the store's own integer limit stands between
+#: them and an overflow, and a limit checked one step off lets one of the two through.
+INT64_EDGE = (2**63, 2**63 + 1)
 
 
 @check(
     "TXN-005",
     "MUST",
     Section.ENDPOINT_CASHIN,
-    "a creation refuses an amount or answers that amount, however large (10**401, -10**401): "
-    "never another amount (cashin and cashout)",
+    "a creation refuses an amount or answers that amount, however large (10**401, -10**401, "
+    "2**63, 2**63+1): never another amount; in the reference profile never a 5xx (RC-4) "
+    "(cashin and cashout)",
     "Response: the transaction creation response [...] amount: the requested amount.",
 )
 def a_creation_answers_the_amount_sent_however_large(target: Target) -> None:
     """An amount of 402 digits is refused by any bound; a parser that shortens what it cannot
     hold must not turn it into a small amount that the creation then accepts. A float's
-    ``Infinity`` or ``null`` answer is not another amount: only a finite one below it is."""
+    ``Infinity`` or ``null`` answer is not another amount: only a finite one below it is.
+    2**63 and 2**63 + 1 are answered as sent, as a double holds them (a target that parses JSON
+    numbers as doubles may answer 2**63 for both), or refused. The reference profile also
+    demands a 4xx, never a 5xx, for all of them: RC-4 answers client input with a 4xx, and a 5xx
+    is where an unchecked overflow shows."""
     kinds = [kind for kind in ("CASHIN", "CASHOUT") if target.writer(kind) is not None]
     if not kinds:
         not_applicable("no application may create transactions")
+    problems: list[str] = []
+    proof: list[Reply] = []
+    amounts = (HUGE_AMOUNT * 10, -HUGE_AMOUNT * 10, *INT64_EDGE)
     for kind in kinds:
-        for sign in (1, -1):
-            _judge_huge_amount(target, kind, sign * HUGE_AMOUNT * 10)
+        for amount in amounts:
+            reply = target.create(
+                kind, target.need_writer(kind), amount=amount, key=target.fresh_key()
+            )
+            problem = _amount_problem(target, reply, amount)
+            if problem:
+                problems.append(f"{kind.lower()} of amount {_named(amount)} answered {problem}")
+                proof.append(reply)
+    expect_none(problems, *proof, expected="refused (4xx), or answered the amount sent")
 
 
-def _judge_huge_amount(target: Target, kind: str, amount: int) -> None:
-    """One creation of ``amount`` (plus or minus 10**401): refused, or answered that amount."""
-    reply = target.create(kind, target.need_writer(kind), amount=amount, key=target.fresh_key())
-    answered = reply.get("amount") if reply.ok else None
-    shortened = (
-        isinstance(answered, (int, float))
-        and not isinstance(answered, bool)
-        and math.isfinite(answered)
-        and abs(answered) < HUGE_AMOUNT
-    )
-    what = "10**401" if amount > 0 else "-10**401"
-    expect(
-        not shortened,
-        f"{kind.lower()} of amount {what} answered {reply.status} with amount {answered!r}",
-        reply,
-        expected="refused (4xx), or the amount sent",
-        actual=f"{reply.status}, amount {answered!r}",
-    )
+def _named(amount: int) -> str:
+    names = {HUGE_AMOUNT * 10: "10**401", -HUGE_AMOUNT * 10: "-10**401"}
+    names.update({INT64_EDGE[0]: "2**63", INT64_EDGE[1]: "2**63+1"})
+    return names[amount]
+
+
+def _amount_problem(target: Target, reply: Reply, sent: int) -> str | None:
+    """What is wrong with the answer to a creation of ``sent``, or None."""
+    if target.reference and reply.status >= 500:
+        return f"{reply.status}, expected a 4xx (RC-4: never a 5xx on client input)"
+    if not reply.ok:
+        return None
+    answered = reply.get("amount")
+    number = isinstance(answered, (int, float)) and not isinstance(answered, bool)
+    if abs(sent) > HUGE_AMOUNT:
+        # Infinity or no number is not another amount; a finite one below it is.
+        shortened = number and math.isfinite(answered) and abs(answered) < HUGE_AMOUNT
+        return f"{reply.status} with amount {answered!r}" if shortened else None
+    same = number and (answered == sent or answered == float(sent))
+    return None if same else f"{reply.status} with amount {answered!r}"

@@ -10,7 +10,6 @@ import pytest
 from conformkit import STUB_ACCESS_TTL
 
 from paysuite_core.launcher import RunningStub, start_stub, stop_stub
-from stub_server.credentials import write_credentials
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stub"))
 from stubkit import InProcessStub, make_settings  # noqa: E402
@@ -30,12 +29,6 @@ def module_stub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStu
 def inproc_stub(tmp_path: Path) -> Iterator[tuple[InProcessStub, Path]]:
     """The stub's app served in this process, and the credentials file the stub writes for it."""
     instance = InProcessStub(make_settings(), background=False)
-    config = instance.call(
-        write_credentials,
-        instance.stub.store,
-        instance.settings,
-        instance.root_url,
-        tmp_path / "target.yaml",
-    )
+    config = instance.write_credentials(tmp_path / "target.yaml")
     yield instance, config
     instance.close()

@@ -6,12 +6,18 @@ settings of the subprocess stub), one that counts a verified pair, one that coun
 1024 characters (the stub's app in this process, with exactly that changed, as the mutation score
 changes it). The seed profile, which judges foreign implementations, never runs it.
 
+AUTH-019 (reference, RC-38) judges a 429's Retry-After whatever the limits: it passes on a limit
+slower than the default and fails on one whose Retry-After is shorter than the wait, and on one
+that answers the flood 500 (the stub's app in this process, its limiter swapped; the first
+waits out two Retry-Afters, 4 s, in the slow tier).
+
 Each run starts a stub and hashes a few dozen secrets (scrypt): 3 to 6 s, so all but the
 quickest are in the slow tier; the full reference runs of the fast tier pass it on the stub.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -28,6 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stub"))
 from stubkit import InProcessStub  # noqa: E402
 
 import stub_server.handlers.auth as stub_auth  # noqa: E402
+import stub_server.ratelimit as stub_ratelimit  # noqa: E402
+from stub_server.ratelimit import AuthorizeGuard, AuthorizeLimits, Bucket  # noqa: E402
 
 CHECK = "AUTH-018"
 
@@ -118,3 +126,66 @@ def test_a_stub_that_counts_an_over_long_secret_fails_auth_018(
     assert outcome.ids("failed") == {CHECK}, outcome.report["checks"]
     message = _message(outcome)
     assert "a client_secret of 1025 characters" in message and "answered 429" in message
+
+
+# --- AUTH-019: a 429's Retry-After says when to retry, whatever the limits ----------------------
+RETRY = "AUTH-019"
+#: One attempt back every 2 s: Retry-After 2, not AUTH-018's default 1 (a slow limit AUTH-019
+#: judges as fairly as the default one).
+SLOW = Bucket(2, 0.5)
+
+
+def _slow_guard(instance: InProcessStub) -> None:
+    """A fresh guard with the ``SLOW`` limit and no pause before a 429: the 429 comes at once,
+    so a retry after 1 s (not 2) finds the attempt still limited."""
+    instance.stub.auth_guard.close()
+    instance.stub.auth_guard = AuthorizeGuard(AuthorizeLimits(per_client=SLOW), tarpit_s=0)
+
+
+def _retry_judged(capsys: pytest.CaptureFixture[str], report_dir: Path, config: Path) -> Outcome:
+    return conform(capsys, report_dir, config=config, profile="reference", only=RETRY)
+
+
+@pytest.mark.slow
+def test_auth_019_passes_on_a_slow_limit_and_fails_where_retry_after_says_too_little(
+    inproc_stub: tuple[InProcessStub, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A limit refilled at one attempt every 2 s passes (Retry-After 2 is waited out); the same
+    limit saying ``Retry-After: 1`` fails: the attempt sent again after 1 s is still 429."""
+    instance, config = inproc_stub
+    _slow_guard(instance)
+    passed = _retry_judged(capsys, tmp_path / "ok", config)
+    assert passed.ids("passed") == {RETRY}, passed.report["checks"]
+    _slow_guard(instance)  # a fresh allowance for the unknown client_id and the peer
+    monkeypatch.setattr(stub_ratelimit, "_retry_after", lambda seconds: {"Retry-After": "1"})
+    failed = _retry_judged(capsys, tmp_path / "short", config)
+    assert failed.ids("failed") == {RETRY}, failed.report["checks"]
+    assert "Retry-After: 1 had passed" in _message_of(failed, RETRY)
+    assert "answered 429" in _message_of(failed, RETRY)
+
+
+def test_a_flood_answered_500_fails_auth_019(
+    inproc_stub: tuple[InProcessStub, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A limiter that cannot state its wait (``math.ceil`` of an infinite one) answers the
+    attempt over the allowance 500, not 429: the flood never gets a 5xx (RC-4)."""
+    instance, config = inproc_stub
+    _slow_guard(instance)
+
+    def unstated(seconds: float) -> dict[str, str]:
+        return {"Retry-After": str(math.ceil(math.inf))}
+
+    monkeypatch.setattr(stub_ratelimit, "_retry_after", unstated)
+    outcome = _retry_judged(capsys, tmp_path / "r", config)
+    assert outcome.ids("failed") == {RETRY}, outcome.report["checks"]
+    assert "sent 3 times in a row, answered 500" in _message_of(outcome, RETRY)
+
+
+def _message_of(outcome: Outcome, check_id: str) -> str:
+    return str(outcome.check(check_id)["message"])

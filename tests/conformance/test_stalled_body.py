@@ -34,7 +34,6 @@ from conformance.stalled_body import Stall, judge
 from paysuite_core.bounded_http import ResponseTooLarge
 from paysuite_core.listening import LINGER_S
 from paysuite_core.tls import TLSSettings
-from stub_server.credentials import write_credentials
 from stub_server.errors import ApiError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stub"))
@@ -66,13 +65,7 @@ def short_timeout_stub(tmp_path: Path) -> Iterator[Path]:
         patch.setattr(web, "AppRunner", partial(web.AppRunner, lingering_time=LINGER_S))
         settings = make_settings(body_timeout_s=SHORT_BODY_TIMEOUT_S)
         instance = InProcessStub(settings, background=False)
-    config = instance.call(
-        write_credentials,
-        instance.stub.store,
-        instance.settings,
-        instance.root_url,
-        tmp_path / "target.yaml",
-    )
+    config = instance.write_credentials(tmp_path / "target.yaml")
     yield config
     instance.close()
 

@@ -4,13 +4,18 @@ The stub runs with its default 15-minute lifetime, as the bundled stub does now 
 the run's own tokens under it on a busy machine); its credentials file declares
 ``short_lived_pair``, the sandbox route issuing pairs whose access token lives 2 s, and AUTH-008
 judges those. A target that declares nothing short enough is "not applicable", with the reason.
+
+AUTH-020 (reference, RC-10): an access token revoked by its pair's refresh (the
+``revoke-on-refresh`` variant) stays refused until it expires; it fails on a stub that forgets the
+revocation with the spent refresh token, and touches nothing where the lifetimes are too long to
+watch.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -18,6 +23,7 @@ import pytest
 import yaml
 from conformkit import conform, fast_config
 
+import stub_server.handlers.auth as stub_auth
 from conformance.evidence import Recorded
 from conformance.http import Reply
 from conformance.outcome import CouldNotCheck, precondition
@@ -25,10 +31,11 @@ from paysuite_core.launcher import RunningStub
 from paysuite_core.target_config import load_target_config
 from paysuite_core.tokens import AUTHORIZE_PATH
 from stub_server.errors import ApiError
+from stub_server.state import StubApp
 from stub_server.token_issuer import Claims, TokenService
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stub"))
-from stubkit import InProcessStub  # noqa: E402
+from stubkit import InProcessStub, make_settings  # noqa: E402
 
 
 def test_the_stub_declares_its_short_lived_pair_route(
@@ -146,3 +153,57 @@ def test_an_unexpected_401_says_its_code() -> None:
         with pytest.raises(CouldNotCheck) as caught:
             precondition(False, "refused", *proof)
         assert str(caught.value) == "refused"
+
+
+# --- AUTH-020: a revoked access token stays refused until it expires ----------------------------
+REVOKED = "AUTH-020"
+
+
+@pytest.fixture
+def revoking_stub(tmp_path: Path) -> Iterator[tuple[InProcessStub, Path]]:
+    """The revoking variant with access tokens of 4 s and refresh tokens of 1 s, its background
+    task on (it forgets spent refresh tokens once a second): AUTH-020 watches a revoked token
+    past its refresh token's expiry until its own."""
+    settings = make_settings(variants=["revoke-on-refresh"], access_ttl_s=4, refresh_ttl_s=1)
+    instance = InProcessStub(settings, background=True)
+    config = instance.write_credentials(tmp_path / "target.yaml")
+    yield instance, config
+    instance.close()
+
+
+def _forgets_with_the_refresh_token(stub: StubApp, claims: Claims) -> None:
+    """Rotation's record of a spent refresh token, kept only as long as that token lives: the
+    revoked access token of its pair works again once the record is pruned."""
+    stub.store.use_refresh(str(claims["jti"]), int(claims["exp"]))
+
+
+@pytest.mark.slow
+def test_auth_020_passes_on_the_revoking_stub_and_fails_when_the_revocation_is_forgotten(
+    revoking_stub: tuple[InProcessStub, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    config = revoking_stub[1]
+    kept = conform(capsys, tmp_path / "ok", config=config, profile="reference", only=REVOKED)
+    assert kept.ids("passed") == {REVOKED}, kept.report["checks"]
+    monkeypatch.setattr(stub_auth, "spend_refresh_token", _forgets_with_the_refresh_token)
+    forgot = conform(capsys, tmp_path / "bad", config=config, profile="reference", only=REVOKED)
+    assert forgot.ids("failed") == {REVOKED}, forgot.report["checks"]
+    message = str(forgot.check(REVOKED)["message"])
+    assert "(401 at once) was accepted" in message and "a revoked token works again" in message
+    assert forgot.check(REVOKED)["evidence"]
+
+
+def test_auth_020_is_not_applicable_where_revoked_tokens_outlive_the_wait(
+    inproc_stub: tuple[InProcessStub, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The default lifetimes (15 minutes, 5 days): nothing to watch, decided before any refresh
+    (a target that revokes never has an old access token sent again)."""
+    outcome = conform(
+        capsys, tmp_path / "r", config=inproc_stub[1], profile="reference", only=REVOKED
+    )
+    check = outcome.check(REVOKED)
+    assert check["not_applicable"], check
+    assert "both past max_wait_s 30" in check["message"], check
+    assert not [e for e in check["evidence"] if "/refresh/" in str(e)], check["evidence"]

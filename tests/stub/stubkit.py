@@ -10,6 +10,7 @@ import random
 import threading
 from collections.abc import Iterable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,6 +21,7 @@ from paysuite_core.target_config import Application
 from paysuite_core.tokens import AUTHORIZE_PATH, REFRESH_PATHS
 from stub_server import protocol, timefmt
 from stub_server.app import build_app
+from stub_server.credentials import write_credentials
 from stub_server.settings import StubSettings, settings_from_mapping
 from stub_server.state import StubApp
 
@@ -166,6 +168,14 @@ class InProcessStub:
             return fn(*args)
 
         return self.run(wrapper())
+
+    def write_credentials(self, path: Path) -> Path:
+        """The credentials file ``paysuite stub`` writes (a target configuration for conform),
+        for this stub: what a conformance self-test hands the suite."""
+        written: Path = self.call(
+            write_credentials, self.stub.store, self.settings, self.root_url, path
+        )
+        return written
 
     def close(self) -> None:
         """Stop serving and close the store; a second call does nothing."""

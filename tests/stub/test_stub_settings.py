@@ -106,6 +106,8 @@ def test_the_config_file_sets_every_setting(tmp_path: Path) -> None:
         ({"listen_backlog": 0}, "listen_backlog"),
         ({"authorize_limits": {"per_peer": {"burst": 0}}}, "authorize_limits.per_peer.burst"),
         ({"authorize_limits": {"per_host": {}}}, "per_host"),
+        # a bucket that never refills has no Retry-After to give (a 500 before this was refused)
+        ({"authorize_limits": {"per_client": {"per_s": 0}}}, "authorize_limits.per_client.per_s"),
         ({"webhooks": ["http://127.0.0.1/"]}, "webhooks"),
         ({"webhooks": {"development": "http://203.0.113.9/"}}, "webhooks.development"),
         ({"webhook_retry": {"base_s": 0}}, "webhook_retry.base_s"),
