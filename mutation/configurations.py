@@ -146,6 +146,15 @@ def ladder() -> tuple[Configuration, ...]:
             variants=("revoke-on-refresh",),
             stub_args=("--access-ttl", "4", "--refresh-ttl", "1"),
         ),
+        Configuration(
+            "default-retries",
+            "a `webhooks` section and no `webhook_retry`: the stub's own retry schedule, RC-40's "
+            "1 s doubling, judged by WEBHOOK-012 (every other configuration that delivers sets "
+            "fast retries and declares them)",
+            (*REFERENCE, "--only", "WEBHOOK-012", "--history-budget", "0", *BOUNDS),
+            own_stub=True,
+            webhooks=True,
+        ),
     )
 
 

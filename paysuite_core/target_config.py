@@ -139,6 +139,9 @@ class WebhookTarget:
     secret: str
     mode: str = "development"
     tolerance_s: float = DEFAULT_TOLERANCE_S
+    #: The first wait before a failed delivery is retried, where the target declares one
+    #: (a stub configured with its own ``webhook_retry``); None: RC-40's 1 s.
+    retry_base_s: float | None = None
 
     @property
     def listen(self) -> str:
@@ -146,7 +149,11 @@ class WebhookTarget:
         return f"{host}:{self.listen_port}"
 
     def to_dict(self) -> dict[str, Any]:
-        rest = {key: value for key, value in vars(self).items() if not key.startswith("listen_")}
+        rest = {
+            key: value
+            for key, value in vars(self).items()
+            if not key.startswith("listen_") and value is not None
+        }
         return {"listen": self.listen, **rest}
 
 
@@ -317,6 +324,7 @@ def _webhooks(raw: dict[str, Any]) -> WebhookTarget:
         secret=raw["secret"],
         mode=raw.get("mode", "development"),
         tolerance_s=raw.get("tolerance_s", DEFAULT_TOLERANCE_S),
+        retry_base_s=raw.get("retry_base_s"),
     )
     return hooks if url else replace(hooks, url=f"http://{hooks.listen}/")
 

@@ -84,8 +84,15 @@ class ReceiverStartError(RuntimeError):
 
 @dataclass
 class Refusal:
+    """How the next ``times`` verified deliveries that ``matches`` are answered instead of 200:
+    ``status`` (a 5xx or 3xx is a failed attempt the sender must retry; another 2xx is an
+    acknowledgement it must take), or with ``hold_s`` no answer at all for that long, so that
+    the sender's time-out runs out first (then a late 200 to a sender still waiting)."""
+
     matches: Callable[[dict[str, Any]], bool]
     times: int = 1
+    status: int = 503
+    hold_s: float = 0.0
 
 
 @dataclass
@@ -199,6 +206,18 @@ class Judgement:
     code: str = ""
     message: str = ""
     answer: dict[str, Any] = field(default_factory=dict)
+    #: How long the answer is held back (recorded at once, answered after): 0, none.
+    hold_s: float = 0.0
+
+
+async def _hold(request: web.Request, hold_s: float) -> None:
+    """Wait ``hold_s``, or until the sender closed the connection (it timed out)."""
+    deadline = time.monotonic() + hold_s
+    while time.monotonic() < deadline:
+        transport = request.transport
+        if transport is None or transport.is_closing():
+            return
+        await asyncio.sleep(0.05)
 
 
 @dataclass
@@ -223,18 +242,27 @@ class WebhookReceiver:
     _refusals: list[Refusal] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def refuse(self, matches: Callable[[dict[str, Any]], bool], times: int = 1) -> None:
-        """Fail the next ``times`` verified deliveries whose event record ``matches``."""
+    def refuse(
+        self,
+        matches: Callable[[dict[str, Any]], bool],
+        times: int = 1,
+        *,
+        status: int = 503,
+        hold_s: float = 0.0,
+    ) -> None:
+        """Answer the next ``times`` verified deliveries whose event record ``matches`` with
+        ``status`` (503: fail them), or hold them unanswered ``hold_s``. Refusals given one
+        after another for the same records are taken in turn: a script of answers."""
         with self._lock:
-            self._refusals.append(Refusal(matches, times))
+            self._refusals.append(Refusal(matches, times, status, hold_s))
 
-    def _take_refusal(self, event: dict[str, Any]) -> bool:
+    def _take_refusal(self, event: dict[str, Any]) -> Refusal | None:
         with self._lock:
             for refusal in self._refusals:
                 if refusal.times > 0 and refusal.matches(event):
                     refusal.times -= 1
-                    return True
-        return False
+                    return refusal
+        return None
 
     def judge(self, headers: Mapping[str, str], body: bytes) -> Judgement:
         """``headers``: case-insensitive, as HTTP's are (aiohttp's ``CIMultiDictProxy``)."""
@@ -265,13 +293,20 @@ class WebhookReceiver:
         if header_id is not None and header_id != body_id:
             why = f"{EVENT_ID_HEADER} {header_id!r} is not the body's event_id {body_id!r}"
             return self._refusal(base, 400, "rejected", "malformed_delivery", why)
-        if self._take_refusal(event):
-            why = "refused on purpose: the sender must retry"
-            return self._refusal(base, 503, "refused", "refused_on_purpose", why)
+        refusal = self._take_refusal(event)
+        if refusal is not None and refusal.hold_s > 0:
+            why = f"held unanswered up to {refusal.hold_s:g} s: the sender must time out and retry"
+            held = self._refusal(base, 200, "refused", "held_unanswered", why)
+            held.hold_s = refusal.hold_s
+            held.answer = {"received": body_id, "duplicate": False}  # late: if still wanted
+            return held
+        if refusal is not None and not 200 <= refusal.status < 300:
+            why = f"refused on purpose with {refusal.status}: the sender must retry"
+            return self._refusal(base, refusal.status, "refused", "refused_on_purpose", why)
         duplicate = self.ledger.is_accepted(body_id)
         return Judgement(
             base,
-            200,
+            refusal.status if refusal is not None else 200,  # another 2xx: acknowledged
             "duplicate" if duplicate else "verified",
             answer={"received": body_id, "duplicate": duplicate},
         )
@@ -322,9 +357,12 @@ class WebhookReceiver:
             if (
                 forward is None
                 or judgement.status != 200
+                or judgement.hold_s > 0
                 or not forward.wants(judgement.base["event"])
             ):
                 status, answer = self.settle(judgement)
+                if judgement.hold_s > 0:
+                    await _hold(request, judgement.hold_s)
                 return web.json_response(answer, status=status)
             handler, content, described = await forward.send(
                 request.app[SESSION], request.headers, body

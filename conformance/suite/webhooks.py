@@ -496,3 +496,207 @@ def the_retries_back_off(target: Target) -> None:
         expected="each wait at least the one before (doubling up to the cap)",
         actual=f"waits {shown}",
     )
+
+
+def _scripted(
+    target: Target, answers: dict[str, tuple[tuple[int, float], ...]], *, confirm: bool
+) -> tuple[WebhookTarget, Ledger, Reply, str]:
+    """A cashin whose events' verified deliveries the receiver answers, kind by kind, as
+    ``answers`` says (in turn: (status, hold_s) for each attempt; 200 after the last)."""
+    hooks, receiver, app = _hooks(target)
+    number, amount, customer = target.number(), target.amount(), usable_customer(target)
+    if customer is not None:
+        number = customer.number_for("confirm", number)  # what _transaction will send
+    for kind, script in answers.items():  # by number and amount, as _refused_created says why
+
+        def matches(record: dict[str, Any], kind: str = kind) -> bool:
+            return (
+                record.get("event_kind") == kind
+                and same_number(data_of(record).get("client"), number)
+                and _same_amount(data_of(record).get("amount"), amount)
+            )
+
+        for status, hold_s in script:
+            receiver.receiver.refuse(matches, status=status, hold_s=hold_s)
+    reply, ref, _ = _transaction(target, hooks, app, confirm=confirm, number=number, amount=amount)
+    return hooks, receiver.ledger, reply, ref
+
+
+def _attempts_of(ledger: Ledger, ref: str, kind: str) -> list[Arrival]:
+    """Every delivery of ``ref``'s ``kind`` event, in arrival order (retries included)."""
+    return [a for a in ledger.arrivals(ref) if a.kind == kind]
+
+
+def _after(ledger: Ledger, ref: str, kind: str, status: int) -> tuple[Arrival | None, int]:
+    """The first delivery of the event answered ``status``, and how many of its event_id came
+    after it (another id is WEBHOOK-003's)."""
+    came = _attempts_of(ledger, ref, kind)
+    answered = next((a for a in came if a.status == status), None)
+    if answered is None:
+        return None, 0
+    later = [a for a in came if a.seq > answered.seq and a.body_event_id == answered.body_event_id]
+    return answered, len(later)
+
+
+#: The status a receiver acknowledges with that is not 200, and the one that is no 2xx.
+ACCEPTED, NOT_ACCEPTED = 202, 300
+#: Which event WEBHOOK-010 answers which of them (after a 503 each).
+SCRIPTED = ((CREATED, NOT_ACCEPTED), (PROCESSED, ACCEPTED))
+
+
+@check(
+    "WEBHOOK-010",
+    "SHOULD",
+    Section.WEBHOOKS,
+    "any 2xx acknowledges a delivery and nothing else does: answered 202 the event is not sent "
+    "again, answered 300 it is",
+    QUOTE + " Reference choice: any 2xx within 10 s acknowledges; anything else is a failed "
+    "attempt, retried.",
+    profile="reference",
+)
+def only_a_2xx_acknowledges(target: Target) -> None:
+    # Each event is refused once first (503): a sender that never retries leaves nothing to
+    # judge here (WEBHOOK-005's), so that one defect fails one check.
+    _, ledger, reply, ref = _scripted(
+        target,
+        {CREATED: ((503, 0.0), (NOT_ACCEPTED, 0.0)), PROCESSED: ((503, 0.0), (ACCEPTED, 0.0))},
+        confirm=True,
+    )
+
+    def answered(seen: Ledger) -> bool:
+        return all(_after(seen, ref, kind, status)[0] for kind, status in SCRIPTED)
+
+    if not ledger.wait_for(answered, target.max_wait_s):
+        not_applicable(
+            f"{ref}'s events were not retried after a 503 within {target.max_wait_s:g} s, so "
+            f"no 202 nor 300 was answered (WEBHOOK-005's): {_summary(ledger.arrivals(ref))}"
+        )
+    # The 300's retry is due a wait after it; a retry of the 202 (answered after it, the same
+    # schedule) would be due by then too: SETTLE_S after the 300's retry, it would be here.
+    ledger.wait_for(lambda seen: _after(seen, ref, CREATED, NOT_ACCEPTED)[1] > 0, target.max_wait_s)
+    time.sleep(SETTLE_S)
+    problems = []
+    if not _after(ledger, ref, CREATED, NOT_ACCEPTED)[1]:
+        problems.append(
+            f"the created event answered {NOT_ACCEPTED} never came again within "
+            f"{target.max_wait_s:g} s: a 3xx was taken as an acknowledgement"
+        )
+    if again := _after(ledger, ref, PROCESSED, ACCEPTED)[1]:
+        problems.append(
+            f"the processed event answered {ACCEPTED} came {again} more time(s): a 2xx other "
+            "than 200 was taken as a failed attempt"
+        )
+    expect(
+        not problems,
+        f"{ref}: " + "; ".join(problems) + f": deliveries: {_summary(ledger.arrivals(ref))}",
+        reply,
+        expected=f"no delivery after the {ACCEPTED}; another after the {NOT_ACCEPTED}",
+        actual="; ".join(problems),
+    )
+
+
+#: RC-40's time a receiver has to answer, and how much longer the receiver holds a delivery.
+ANSWER_WITHIN_S, HELD_PAST_S = 10.0, 2.0
+
+
+@check(
+    "WEBHOOK-011",
+    "SHOULD",
+    Section.WEBHOOKS,
+    "a delivery the receiver does not answer within 10 s is a failed attempt: it is retried, "
+    "numbered as the next attempt",
+    QUOTE + " Reference choice: any 2xx within 10 s acknowledges; anything else (a timeout "
+    "too) is a failed attempt, retried; Paysuite-Delivery-Attempt 1, 2, ...",
+    profile="reference",
+)
+def an_unanswered_delivery_is_retried(target: Target) -> None:
+    # Refused once first (503), as WEBHOOK-010: a sender that never retries is WEBHOOK-005's.
+    hold_s = ANSWER_WITHIN_S + HELD_PAST_S
+    _, ledger, reply, ref = _scripted(target, {CREATED: ((503, 0.0), (200, hold_s))}, confirm=False)
+
+    def held(seen: Ledger) -> Arrival | None:
+        return next(
+            (a for a in _attempts_of(seen, ref, CREATED) if a.code == "held_unanswered"), None
+        )
+
+    if not ledger.wait_for(lambda seen: held(seen) is not None, target.max_wait_s):
+        not_applicable(
+            f"{ref}'s created event was not retried after a 503 within {target.max_wait_s:g} s, "
+            f"so no delivery was held (WEBHOOK-005's): {_summary(ledger.arrivals(ref))}"
+        )
+    first = held(ledger)
+    assert first is not None
+    ledger.wait_for(
+        lambda seen: _retry_of(seen, ref, first) is not None, hold_s + target.max_wait_s
+    )
+    retry = _retry_of(ledger, ref, first)
+    if retry is None:
+        fail(
+            f"{ref}'s created event {first.body_event_id} was held unanswered for "
+            f"{hold_s:g} s and never came again within {target.max_wait_s:g} s more: a delivery "
+            f"not answered in time was not taken as a failed attempt: "
+            f"{_summary(ledger.arrivals(ref))}",
+            reply,
+            expected=f"another attempt after the sender's time-out (at most {ANSWER_WITHIN_S:g} s)",
+            actual="no retry",
+        )
+    if first.attempt is None or retry.attempt is None:
+        return  # no Paysuite-Delivery-Attempt header: the retry is all there is to judge
+    wanted = str(int(first.attempt) + 1) if first.attempt.isdigit() else "?"
+    expect(
+        retry.attempt == wanted,
+        f"{ref}'s created event {first.body_event_id} was held unanswered as attempt "
+        f"{first.attempt} and came again as attempt {retry.attempt}: the time-out was not "
+        f"counted as an attempt: {_summary(ledger.arrivals(ref))}",
+        reply,
+        expected=f"Paysuite-Delivery-Attempt {wanted} on the retry",
+        actual=f"Paysuite-Delivery-Attempt {retry.attempt}",
+    )
+
+
+#: RC-40's first wait before a failed delivery is tried again (then doubling).
+RC40_BASE_S = 1.0
+#: Lateness allowed on each wait: a busy or far sender is late by a constant, not by a factor;
+#: 0.9 of the first wait (never less than 0.5 s) stays under a schedule twice as slow.
+LATE_FACTOR, LATE_FLOOR_S = 0.9, 0.5
+
+
+@check(
+    "WEBHOOK-012",
+    "SHOULD",
+    Section.WEBHOOKS,
+    "a failed delivery is retried on RC-40's schedule (1 s, then 2 s) unless the target "
+    "declares another first wait: never earlier, not twice as late",
+    QUOTE + " Reference choice: retried after 1 s, doubling up to 5 min, 12 attempts in all "
+    "(no jitter: a schedule a test can predict).",
+    profile="reference",
+)
+def the_retries_keep_the_schedule(target: Target) -> None:
+    hooks = target.config.webhooks if target.config else None
+    base = (hooks.retry_base_s if hooks else None) or RC40_BASE_S
+    _, ledger, reply, ref, first = _refused_created(target, 2)
+
+    def attempts(seen: Ledger) -> list[Arrival]:
+        return [a for a in seen.arrivals(ref) if a.body_event_id == first.body_event_id]
+
+    wait_s = target.max_wait_s + 3 * base
+    ledger.wait_for(lambda seen: len(attempts(seen)) >= 3, wait_s)
+    came = attempts(ledger)[:3]
+    if len(came) < 3:
+        not_applicable(
+            f"{ref}'s created event came {len(came)} times within {wait_s:g} s, not the 3 whose "
+            f"waits are compared (WEBHOOK-005's): {_summary(ledger.arrivals(ref))}"
+        )
+    waits = [later.received_at - earlier.received_at for earlier, later in pairwise(came)]
+    late = max(LATE_FACTOR * base, LATE_FLOOR_S)
+    bounds = [(base * 2**n * LATE_FACTOR, base * 2**n + late) for n in range(2)]
+    shown = ", ".join(f"{w:.2f} s" for w in waits)
+    declared = "declared by the target" if hooks and hooks.retry_base_s else "RC-40's"
+    expect(
+        all(low <= w <= high for w, (low, high) in zip(waits, bounds, strict=True)),
+        f"{ref}'s created event {first.body_event_id} was refused twice and retried after "
+        f"{shown}; the schedule ({declared}) waits {base:g} s then {2 * base:g} s",
+        reply,
+        expected="waits within " + ", ".join(f"[{lo:.2f}, {hi:.2f}] s" for lo, hi in bounds),
+        actual=f"waits {shown}",
+    )

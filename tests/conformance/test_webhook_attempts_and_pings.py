@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from conformkit import conform
-from webhookstub import FAST_RETRY, free_port
+from webhookstub import FAST_RETRY, declare_retry, free_port
 
 from stub_server.credentials import write_credentials
 from stub_server.webhook_delivery import dispatcher, retry_policy
@@ -42,6 +42,7 @@ def hooked_inproc(tmp_path: Path) -> Iterator[tuple[InProcessStub, Path]]:
         instance.root_url,
         tmp_path / "target.yaml",
     )
+    declare_retry(config, FAST_RETRY)
     yield instance, config
     instance.close()
 
