@@ -51,9 +51,6 @@ def target_file(credentials: Path, configuration: Configuration, out: Path) -> P
     data["customer"] = dict(configuration.customer or data["customer"], timeout_s=2)
     if configuration.webhooks:
         data["max_wait_s"] = 8
-        retry = configuration.stub_config.get("webhook_retry")
-        if retry:  # the stub's own schedule, not RC-40's: declared, as WEBHOOK-012 asks
-            data["webhooks"]["retry_base_s"] = retry["base_s"]
     path = out / "target.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path

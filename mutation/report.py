@@ -15,8 +15,8 @@ classification from ``mutation/classification.toml``: a table per mutant, keyed
 ``"path:operator:occurrence"`` (cosmic-ray's identity of a mutant, stable while the file does
 not change), with ``class`` (``equivalent``, ``unreached``, ``not-observable``, ``observable``,
 ``command-line``, ``hardening``, ``killed-by-check``) and ``why``. An unclassified survivor
-says so. The same mutation (operator and replacement) at the same line must have the same class: the report
-refuses (exit 1) a classification that says otherwise.
+says so. The same mutation (operator and replacement) at the same line must have the same
+class: the report refuses (exit 1) a classification that says otherwise.
 
 ``--docs FILE`` writes the summary between the ``<!-- mutation-score:begin -->`` and
 ``<!-- mutation-score:end -->`` markers of FILE, so the documentation shows the same generated

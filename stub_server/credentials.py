@@ -108,14 +108,17 @@ def write_credentials(store: Store, settings: StubSettings, root_url: str, path:
         refresh_rotation=not settings.variant("no-rotation"),  # RC-10: a refresh token works once
         fee_rate=settings.fee_rate,  # RC-15
         pending_timeout_s=settings.pending_timeout_s,  # RC-18: LIFE-008 waits for it when short
-        webhooks=webhook_target(store.webhook_endpoints()),
+        webhooks=webhook_target(store.webhook_endpoints(), settings.webhook_retry_base_s),
         short_lived_pair=short_lived,
     )
     return write_target_config(replace(config), path, header=HEADER)
 
 
-def webhook_target(endpoints: list[WebhookEndpoint]) -> WebhookTarget | None:
-    """For the endpoint of mode ``development``, else the first."""
+def webhook_target(
+    endpoints: list[WebhookEndpoint], retry_base_s: float | None = None
+) -> WebhookTarget | None:
+    """For the endpoint of mode ``development``, else the first; with the first retry wait
+    the settings chose, where they chose one (RC-40's 1 s otherwise, which goes undeclared)."""
     if not endpoints:
         return None
     chosen = next((e for e in endpoints if e.mode == DEFAULT_MODE), endpoints[0])
@@ -126,4 +129,5 @@ def webhook_target(endpoints: list[WebhookEndpoint]) -> WebhookTarget | None:
         url=chosen.url,
         secret=chosen.secret,
         mode=chosen.mode,
+        retry_base_s=retry_base_s,
     )

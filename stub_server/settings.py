@@ -111,6 +111,10 @@ class StubSettings:
     webhooks: tuple[tuple[str, str], ...] = ()
     #: How failed webhook deliveries are retried (``stub_server.webhook_delivery.retry_policy``).
     webhook_retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: The first retry wait the settings file chose (``webhook_retry.base_s``), which the
+    #: credentials file declares to the suite (WEBHOOK-012); None: the stub's own default,
+    #: RC-40's 1 s, which a declaration would hide from the check.
+    webhook_retry_base_s: float | None = None
     webhook_signatures: tuple[str, ...] = ("paysuite", "live")
     #: Seconds every answer is held back: a far target on loopback (``stub_server.latency``).
     latency_s: float = 0.0
@@ -219,6 +223,9 @@ def settings_from_mapping(
                 changes[key] = str(value)
     except UnknownSwitchError as exc:
         raise SettingsError(str(exc)) from None
+    retry = data.get("webhook_retry")
+    if isinstance(retry, Mapping) and "base_s" in retry:
+        changes["webhook_retry_base_s"] = float(retry["base_s"])
     result = replace(result, **changes)
     if result.amount_min > result.amount_max:
         raise SettingsError(

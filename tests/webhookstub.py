@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 
 from paysuite_core import tokens
 from paysuite_core.launcher import RunningStub, start_stub
@@ -49,23 +48,13 @@ def hooked_stub(
         "webhook_retry": retry or FAST_RETRY,
         **(stub_config or {}),
     }
-    stub = start_stub(
+    return start_stub(
         workdir,
         faults=tuple(faults),
         extra_args=tuple(extra_args),
         stub_config=config,
         startup_timeout_s=60,
     )
-    declare_retry(stub.credentials_path, config["webhook_retry"])
-    return stub
-
-
-def declare_retry(credentials: Path, retry: dict[str, Any]) -> None:
-    """Declare the stub's own first retry wait in its target configuration: its retries are
-    not RC-40's, and WEBHOOK-012 judges them against what the target declares."""
-    data = yaml.safe_load(credentials.read_text(encoding="utf-8"))
-    data["webhooks"]["retry_base_s"] = retry["base_s"]
-    credentials.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
 
 
 def cashin(stub: RunningStub, *, mode: str | None = "development", confirm: bool = True) -> str:

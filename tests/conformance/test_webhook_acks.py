@@ -16,9 +16,8 @@ import aiohttp
 import pytest
 import yaml
 from conformkit import conform
-from webhookstub import FAST_RETRY, declare_retry, free_port
+from webhookstub import FAST_RETRY, free_port
 
-from stub_server.credentials import write_credentials
 from stub_server.webhook_delivery import dispatcher
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stub"))
@@ -39,20 +38,15 @@ def hooked_inproc(
 ) -> Iterator[tuple[InProcessStub, Path]]:
     """The stub's app delivering to a free port (retries of test speed, a 3 s time-out, or
     the ``retry`` of the test's parameter), and its credentials as the target configuration
-    declaring FAST_RETRY's first wait, with short waits."""
+    (the stub declares the first retry wait its settings chose), with short waits."""
     url = f"http://127.0.0.1:{free_port()}/hooks"
     retry = getattr(request, "param", FAST_RETRY)
     settings = make_settings(webhooks={"development": url}, webhook_retry=dict(retry))
     instance = InProcessStub(settings, background=True)
-    config = instance.call(
-        write_credentials,
-        instance.stub.store,
-        instance.settings,
-        instance.root_url,
-        tmp_path / "target.yaml",
-    )
-    declare_retry(config, {"base_s": FAST_RETRY["base_s"] * 6} if retry is SLOW_RETRY else retry)
+    config = instance.write_credentials(tmp_path / "target.yaml")  # declares its retry_base_s
     data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    if retry is SLOW_RETRY:  # a target that retries twice as late as it declares
+        data["webhooks"]["retry_base_s"] = SLOW_RETRY["base_s"] / 2
     data["max_wait_s"] = 4
     data["customer"]["timeout_s"] = 2
     config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")

@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 from conformkit import conform
-from webhookstub import FAST_RETRY, declare_retry, free_port
+from webhookstub import FAST_RETRY, free_port
 
-from stub_server.credentials import write_credentials
 from stub_server.webhook_delivery import dispatcher, retry_policy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stub"))
@@ -35,14 +34,7 @@ def hooked_inproc(tmp_path: Path) -> Iterator[tuple[InProcessStub, Path]]:
     url = f"http://127.0.0.1:{free_port()}/hooks"
     settings = make_settings(webhooks={"development": url}, webhook_retry=dict(FAST_RETRY))
     instance = InProcessStub(settings, background=True)
-    config = instance.call(
-        write_credentials,
-        instance.stub.store,
-        instance.settings,
-        instance.root_url,
-        tmp_path / "target.yaml",
-    )
-    declare_retry(config, FAST_RETRY)
+    config = instance.write_credentials(tmp_path / "target.yaml")
     yield instance, config
     instance.close()
 

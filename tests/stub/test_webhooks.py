@@ -20,6 +20,7 @@ from stubkit import InProcessStub
 from webhookkit import FAST_RETRY, Receiver, deliveries, wait_log
 
 from paysuite_core import webhook_signature
+from paysuite_core.target_config import load_target_config
 from stub_server import timefmt
 from stub_server.errors import json_body
 from stub_server.settings import SettingsError
@@ -291,3 +292,25 @@ def test_an_event_and_its_delivery_are_written_together_or_not_at_all(tmp_path: 
         store.close()
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("retry", "declared"),
+    [({"base_s": 0.1, "cap_s": 0.4}, 0.1), ({"max_attempts": 3}, None), (None, None)],
+)
+def test_the_credentials_declare_the_first_retry_wait_only_when_the_settings_chose_it(
+    inproc: Callable[..., InProcessStub],
+    tmp_path: Path,
+    retry: dict[str, Any] | None,
+    declared: float | None,
+) -> None:
+    """WEBHOOK-012 judges retries against RC-40's 1 s unless the target declares its own: the
+    stub declares the wait its settings file chose, and never its default (a declaration of the
+    default would hide a wrong default from the check)."""
+    settings: dict[str, Any] = {"webhooks": {"development": "http://127.0.0.1:9/hooks"}}
+    if retry is not None:
+        settings["webhook_retry"] = retry
+    stub = inproc(**settings)
+    config = load_target_config(stub.write_credentials(tmp_path / "target.yaml"), env={})
+    assert config.webhooks is not None
+    assert config.webhooks.retry_base_s == declared
