@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import tempfile
@@ -97,25 +96,30 @@ def test_other_conformant_choices_raise_no_alarm(
     assert {c["id"] for c in report["checks"] if c["severity"] == "warning"} == {"FMT-007"}
 
 
-def run_defect(defect: str, work: Path) -> tuple[int, dict]:
+def run_defect(defect: str, work: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:
     """The independent implementation with ``defect``, judged by ``paysuite conform`` on the
     defect's checks: (exit status, conformance.json). One run per test, so pytest-xdist spreads
-    the nineteen runs over its workers."""
+    the runs over its workers; conform runs in this process (as conformkit runs it for every
+    self-test), which spares each of the sixty runs an interpreter's start and imports."""
     server = start_foreign("independent", work, "--defect", defect, "--access-ttl", "2")
     try:
-        done = run_paysuite(
-            "conform", "--config", str(server.config_path), "--strict",
-            "--only", ",".join(sorted(DEFECT_CHECKS[defect])),
-            "--report-dir", str(work / "r"), timeout=300,
-        )  # fmt: skip
+        outcome = conform(
+            capsys,
+            work / "r",
+            config=server.config_path,
+            strict=True,
+            only=",".join(sorted(DEFECT_CHECKS[defect])),
+        )
     finally:
         server.stop()
-    return done.returncode, json.loads((work / "r" / "conformance.json").read_text("utf-8"))
+    return outcome.status, outcome.report
 
 
 @pytest.mark.parametrize("defect", sorted(DEFECT_CHECKS))
-def test_each_defect_fails_the_check_that_names_it(defect: str, tmp_path: Path) -> None:
-    status, report = run_defect(defect, tmp_path)
+def test_each_defect_fails_the_check_that_names_it(
+    defect: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, report = run_defect(defect, tmp_path, capsys)
     failed = {c["id"] for c in report["checks"] if c["outcome"] == "failed"}
     assert DEFECT_CHECKS[defect] <= failed, report["checks"]
     assert status == 1 and report["verdict"] == "fail"
