@@ -1089,8 +1089,8 @@ def _retry_after_problem(reply: Reply) -> str | None:
     value = reply.headers.get("Retry-After")
     if value is None:
         return "has no Retry-After"
-    text = value.strip()
-    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= RC38_MAX_RETRY_AFTER_S:
+    seconds = _retry_after_seconds(reply)
+    if seconds is None or not 1 <= seconds <= RC38_MAX_RETRY_AFTER_S:
         return (
             f"has Retry-After {value!r}, expected whole seconds from 1 to {RC38_MAX_RETRY_AFTER_S}"
         )
@@ -1155,21 +1155,22 @@ def _server_error(reply: Reply) -> bool:
 def _flood_until_limited(client: RecordingClient, body: dict[str, str]) -> Reply:
     """Send ``body`` to authorize until the first 429 (at most ``RC38_FLOOD`` times); the 429.
     Any 5xx but 503 on the way fails (RC-4: never a 500 on client input)."""
-    reply: Reply | None = None
-    for sent in range(1, RC38_FLOOD + 1):
-        reply = client.post(AUTHORIZE, json=body)
-        if reply.status == 429:
-            return reply
-        expect(
-            not _server_error(reply),
-            f"a wrong client_secret, sent {sent} times in a row, answered {reply.status} the "
-            "last time, expected 401 (503 when the queue of secret checks is full), then 429",
-            reply,
-        )
-    not_applicable(
-        f"{RC38_FLOOD} wrong secrets in a row for an unknown client_id were never limited: "
-        "no 429 to retry after (AUTH-018 judges whether authorize is limited)"
+    found = _first_unexpected(
+        client, body, RC38_FLOOD, lambda r: r.status != 429 and not _server_error(r)
     )
+    if found is None:
+        not_applicable(
+            f"{RC38_FLOOD} wrong secrets in a row for an unknown client_id were never limited: "
+            "no 429 to retry after (AUTH-018 judges whether authorize is limited)"
+        )
+    sent, reply = found
+    expect(
+        not _server_error(reply),
+        f"a wrong client_secret, sent {sent} times in a row, answered {reply.status} the "
+        "last time, expected 401 (503 when the queue of secret checks is full), then 429",
+        reply,
+    )
+    return reply
 
 
 def _retry_after_seconds(reply: Reply) -> int | None:

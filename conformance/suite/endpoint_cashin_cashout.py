@@ -151,6 +151,13 @@ HUGE_AMOUNT = 10**400
 #: target's configured maximum is above them, only the store's own integer limit stands between
 #: them and an overflow, and a limit checked one step off lets one of the two through.
 INT64_EDGE = (2**63, 2**63 + 1)
+#: Every amount TXN-005 sends, by the name its failure shows.
+EDGE_AMOUNTS = {
+    HUGE_AMOUNT * 10: "10**401",
+    -HUGE_AMOUNT * 10: "-10**401",
+    INT64_EDGE[0]: "2**63",
+    INT64_EDGE[1]: "2**63+1",
+}
 
 
 @check(
@@ -175,23 +182,16 @@ def a_creation_answers_the_amount_sent_however_large(target: Target) -> None:
         not_applicable("no application may create transactions")
     problems: list[str] = []
     proof: list[Reply] = []
-    amounts = (HUGE_AMOUNT * 10, -HUGE_AMOUNT * 10, *INT64_EDGE)
     for kind in kinds:
-        for amount in amounts:
+        for amount, name in EDGE_AMOUNTS.items():
             reply = target.create(
                 kind, target.need_writer(kind), amount=amount, key=target.fresh_key()
             )
             problem = _amount_problem(target, reply, amount)
             if problem:
-                problems.append(f"{kind.lower()} of amount {_named(amount)} answered {problem}")
+                problems.append(f"{kind.lower()} of amount {name} answered {problem}")
                 proof.append(reply)
     expect_none(problems, *proof, expected="refused (4xx), or answered the amount sent")
-
-
-def _named(amount: int) -> str:
-    names = {HUGE_AMOUNT * 10: "10**401", -HUGE_AMOUNT * 10: "-10**401"}
-    names.update({INT64_EDGE[0]: "2**63", INT64_EDGE[1]: "2**63+1"})
-    return names[amount]
 
 
 def _amount_problem(target: Target, reply: Reply, sent: int) -> str | None:

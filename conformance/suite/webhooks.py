@@ -309,23 +309,7 @@ def _refused_created(
 ) -> tuple[WebhookTarget, Ledger, Reply, str, Arrival]:
     """A cashin whose created event's first ``times`` verified deliveries the receiver answers
     503, and the first failed attempt of it (refused on purpose, or rejected: WEBHOOK-002's)."""
-    hooks, receiver, app = _hooks(target)
-    number, amount, customer = target.number(), target.amount(), usable_customer(target)
-    if customer is not None:
-        number = customer.number_for("confirm", number)  # what _transaction will send
-    # Refused by the customer number and amount, known before the creation: its delivery may
-    # arrive before the creation's answer does. The amount too, because magic numbers give
-    # every check one number, and another check's creation may be delivered meanwhile.
-    receiver.receiver.refuse(
-        lambda record: (
-            record.get("event_kind") == CREATED
-            and same_number(data_of(record).get("client"), number)
-            and _same_amount(data_of(record).get("amount"), amount)
-        ),
-        times,
-    )
-    reply, ref, _ = _transaction(target, hooks, app, confirm=False, number=number, amount=amount)
-    ledger = receiver.ledger
+    hooks, ledger, reply, ref = _scripted(target, {CREATED: ((503, 0.0),) * times}, confirm=False)
 
     def failed(arrival: Arrival) -> bool:
         return arrival.kind == CREATED and arrival.verdict in ("refused", "rejected")
@@ -338,6 +322,50 @@ def _refused_created(
         reply,
     )
     return hooks, ledger, reply, ref, next(a for a in ledger.arrivals(ref) if failed(a))
+
+
+def _scripted(
+    target: Target, answers: dict[str, tuple[tuple[int, float], ...]], *, confirm: bool
+) -> tuple[WebhookTarget, Ledger, Reply, str]:
+    """A cashin whose events' verified deliveries the receiver answers, kind by kind, as
+    ``answers`` says (in turn: (status, hold_s) for each attempt; 200 after the last)."""
+    hooks, receiver, app = _hooks(target)
+    number, amount, customer = target.number(), target.amount(), usable_customer(target)
+    if customer is not None:
+        number = customer.number_for("confirm", number)  # what _transaction will send
+    # Matched by the customer number and amount, known before the creation: its delivery may
+    # arrive before the creation's answer does. The amount too, because magic numbers give
+    # every check one number, and another check's creation may be delivered meanwhile.
+    for kind, script in answers.items():
+
+        def matches(record: dict[str, Any], kind: str = kind) -> bool:
+            return (
+                record.get("event_kind") == kind
+                and same_number(data_of(record).get("client"), number)
+                and _same_amount(data_of(record).get("amount"), amount)
+            )
+
+        for status, hold_s in script:
+            receiver.receiver.refuse(matches, status=status, hold_s=hold_s)
+    reply, ref, _ = _transaction(target, hooks, app, confirm=confirm, number=number, amount=amount)
+    return hooks, receiver.ledger, reply, ref
+
+
+def _waits(ledger: Ledger, ref: str, first: Arrival, wanted: int, within_s: float) -> list[float]:
+    """The waits between the first ``wanted`` attempts of ``first``'s event (n/a when fewer
+    came within ``within_s``): what the backoff and schedule checks compare."""
+
+    def attempts(seen: Ledger) -> list[Arrival]:
+        return [a for a in seen.arrivals(ref) if a.body_event_id == first.body_event_id]
+
+    ledger.wait_for(lambda seen: len(attempts(seen)) >= wanted, within_s)
+    came = attempts(ledger)[:wanted]
+    if len(came) < wanted:
+        not_applicable(
+            f"{ref}'s created event came {len(came)} times within {within_s:g} s, not the "
+            f"{wanted} whose waits are compared (WEBHOOK-005's): {_summary(ledger.arrivals(ref))}"
+        )
+    return [later.received_at - earlier.received_at for earlier, later in pairwise(came)]
 
 
 def _same_amount(rendered: object, sent: object) -> bool:
@@ -472,19 +500,7 @@ REFUSED_FOR_BACKOFF = 3
 )
 def the_retries_back_off(target: Target) -> None:
     _, ledger, reply, ref, first = _refused_created(target, REFUSED_FOR_BACKOFF)
-    wanted = REFUSED_FOR_BACKOFF + 1
-
-    def attempts(seen: Ledger) -> list[Arrival]:
-        return [a for a in seen.arrivals(ref) if a.body_event_id == first.body_event_id]
-
-    ledger.wait_for(lambda seen: len(attempts(seen)) >= wanted, target.max_wait_s)
-    came = attempts(ledger)[:wanted]
-    if len(came) < wanted:
-        not_applicable(
-            f"{ref}'s created event came {len(came)} times within {target.max_wait_s:g} s, "
-            f"not the {wanted} whose waits are compared: {_summary(ledger.arrivals(ref))}"
-        )
-    waits = [later.received_at - earlier.received_at for earlier, later in pairwise(came)]
+    waits = _waits(ledger, ref, first, REFUSED_FOR_BACKOFF + 1, target.max_wait_s)
     shown = ", ".join(f"{w:.2f} s" for w in waits)
     # Doubling makes the last wait 4 times the first (equal once the cap is reached); half
     # the first is room for a busy machine's lateness, and no backoff at all.
@@ -496,30 +512,6 @@ def the_retries_back_off(target: Target) -> None:
         expected="each wait at least the one before (doubling up to the cap)",
         actual=f"waits {shown}",
     )
-
-
-def _scripted(
-    target: Target, answers: dict[str, tuple[tuple[int, float], ...]], *, confirm: bool
-) -> tuple[WebhookTarget, Ledger, Reply, str]:
-    """A cashin whose events' verified deliveries the receiver answers, kind by kind, as
-    ``answers`` says (in turn: (status, hold_s) for each attempt; 200 after the last)."""
-    hooks, receiver, app = _hooks(target)
-    number, amount, customer = target.number(), target.amount(), usable_customer(target)
-    if customer is not None:
-        number = customer.number_for("confirm", number)  # what _transaction will send
-    for kind, script in answers.items():  # by number and amount, as _refused_created says why
-
-        def matches(record: dict[str, Any], kind: str = kind) -> bool:
-            return (
-                record.get("event_kind") == kind
-                and same_number(data_of(record).get("client"), number)
-                and _same_amount(data_of(record).get("amount"), amount)
-            )
-
-        for status, hold_s in script:
-            receiver.receiver.refuse(matches, status=status, hold_s=hold_s)
-    reply, ref, _ = _transaction(target, hooks, app, confirm=confirm, number=number, amount=amount)
-    return hooks, receiver.ledger, reply, ref
 
 
 def _attempts_of(ledger: Ledger, ref: str, kind: str) -> list[Arrival]:
@@ -675,19 +667,7 @@ def the_retries_keep_the_schedule(target: Target) -> None:
     hooks = target.config.webhooks if target.config else None
     base = (hooks.retry_base_s if hooks else None) or RC40_BASE_S
     _, ledger, reply, ref, first = _refused_created(target, 2)
-
-    def attempts(seen: Ledger) -> list[Arrival]:
-        return [a for a in seen.arrivals(ref) if a.body_event_id == first.body_event_id]
-
-    wait_s = target.max_wait_s + 3 * base
-    ledger.wait_for(lambda seen: len(attempts(seen)) >= 3, wait_s)
-    came = attempts(ledger)[:3]
-    if len(came) < 3:
-        not_applicable(
-            f"{ref}'s created event came {len(came)} times within {wait_s:g} s, not the 3 whose "
-            f"waits are compared (WEBHOOK-005's): {_summary(ledger.arrivals(ref))}"
-        )
-    waits = [later.received_at - earlier.received_at for earlier, later in pairwise(came)]
+    waits = _waits(ledger, ref, first, 3, target.max_wait_s + 3 * base)
     late = max(LATE_FACTOR * base, LATE_FLOOR_S)
     bounds = [(base * 2**n * LATE_FACTOR, base * 2**n + late) for n in range(2)]
     shown = ", ".join(f"{w:.2f} s" for w in waits)
