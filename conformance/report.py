@@ -8,9 +8,10 @@ CSS, no scripts, no external resources) so it can be attached to a CI run and op
 
 from __future__ import annotations
 
-import html
 import json
+import os
 import re
+import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any, Protocol
 from conformance import catalog
 from conformance.evidence import issued, item_form, replay_exports, wire_of
 from conformance.outcome import EngineError
+from paysuite_core.report_engine import render
 from paysuite_core.throttle import ThrottleStats
 from paysuite_core.tls import TLSSettings
 
@@ -166,7 +168,7 @@ def word(result: Result) -> str:
     return _WORD[severity(result)]
 
 
-def _expected_actual(result: Result) -> list[tuple[str, str]]:
+def expected_actual(result: Result) -> list[tuple[str, str]]:
     """h2spec's pair, as far as the result says it (an error has none: nothing was judged)."""
     pairs = (("Expected", result.expected), ("Actual", result.actual))
     return [(label, value) for label, value in pairs if value]
@@ -183,10 +185,6 @@ def clip(text: str, limit: int = 200) -> str:
     if space > limit // 2:
         cut = cut[:space]
     return cut.rstrip(" ,;:") + "…"
-
-
-def _first_line(text: str, limit: int = 200) -> str:
-    return clip(text, limit)
 
 
 #: ``early_expiry`` speaks when at least this many checks failed or errored on such refusals,
@@ -268,7 +266,7 @@ def heading(section: str) -> str:
     return _RULE_SUFFIX.sub("", section).replace(", ", " › ", 1)
 
 
-def _by_section(results: Sequence[Result]) -> list[tuple[str, list[Result]]]:
+def by_section(results: Sequence[Result]) -> list[tuple[str, list[Result]]]:
     """Results grouped under the document's headings, in the document's order."""
     groups: dict[str, list[Result]] = {}
     order = list(catalog.section_order())
@@ -300,7 +298,7 @@ def verdict_line(verdict: Verdict, results: Sequence[Result]) -> str:
 
 
 # --- evidence -------------------------------------------------------------------------------
-def _evidence(result: Result, reveal: bool) -> list[dict[str, Any]]:
+def evidence(result: Result, reveal: bool) -> list[dict[str, Any]]:
     """The result's evidence in the form asked for (a tool's dicts pass through unchanged)."""
     return [item_form(item, reveal=reveal) for item in result.evidence]
 
@@ -333,7 +331,7 @@ def reproduce(result: Result, *, reveal: bool) -> tuple[str, dict[str, str]]:
     if made is not None:
         script, needs = made.render(reveal)
         return script, {} if reveal else needs
-    for item in reversed(_evidence(result, reveal)):
+    for item in reversed(evidence(result, reveal)):
         if item.get("curl"):
             return str(item["curl"]), {} if reveal else dict(item.get("env") or {})
     return "", {}
@@ -363,8 +361,11 @@ def _script(result: Result, target: str, reveal: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def replay(results: Sequence[Result], *, target: str, reveal_secrets: bool) -> dict[str, Any]:
-    """How the printed curl commands replay: as printed (revealed) or after these exports."""
+def replay(
+    results: Sequence[Result], *, target: str, reveal_secrets: bool, hint: bool = True
+) -> dict[str, Any]:
+    """How the printed curl commands replay: as printed (revealed) or after these exports;
+    ``hint=False``: a tool without ``--reveal-secrets`` does not offer it."""
     if reveal_secrets:
         return {
             "reveal_secrets": True,
@@ -375,7 +376,7 @@ def replay(results: Sequence[Result], *, target: str, reveal_secrets: bool) -> d
     exports = replay_exports(target, _replay_needs(results))
     how = (
         "credentials are shown as environment variables: run these exports, then the curl "
-        "commands as printed (or rerun with --reveal-secrets)"
+        "commands as printed" + (" (or rerun with --reveal-secrets)" if hint else "")
         if exports
         else "no curl command needs a credential"
     )
@@ -399,7 +400,7 @@ def scorecard(
     ``heading`` names what was judged (the proxy and the webhook listener reuse this layout).
     """
     lines = ["", heading, "=" * len(heading)]
-    for section, members in _by_section(results):
+    for section, members in by_section(results):
         lines.append(section)
         for result in members:
             lines.extend(_scorecard_lines(result, color))
@@ -419,14 +420,14 @@ def _scorecard_lines(result: Result, color: bool) -> list[str]:
     level = severity(result)
     lines = [f"  {_MARK[level]} {check.id:<9} {check.level:<6} {_WORD[level]:<7} {check.title}"]
     if level in ("fail", "warning", "error", "n/a", "skip") and result.message:
-        lines.append(f"      -> {_first_line(result.message)}")
+        lines.append(f"      -> {clip(result.message)}")
     if level in ("fail", "warning", "error"):
         for label, value in (("Expected:", result.expected), ("Actual:  ", result.actual)):
             if value:
-                lines.append(f"         {label} {_first_line(value, 300)}")
+                lines.append(f"         {label} {clip(value, 300)}")
     note = result.note
     if note and level in ("pass", "warning"):
-        line = f"      · {_first_line(note, 300)}"
+        line = f"      · {clip(note, 300)}"
         lines.append(f"{_DIM}{line}{_RESET}" if color else line)
     return lines
 
@@ -459,7 +460,7 @@ def problems(
             check = result.check
             lines.append(
                 f"  {_MARK[level]} {check.id:<9} {check.level:<6} {_WORD[level]:<7} "
-                f"{check.title}: {_first_line(result.message, 200)}"
+                f"{check.title}: {clip(result.message, 200)}"
             )
             continue
         if level not in ("fail", "error"):
@@ -551,7 +552,7 @@ def _check_json(result: Result, reveal: bool) -> dict[str, Any]:
         "expected": result.expected,
         "actual": result.actual,
         "note": result.note,
-        "evidence": [_evidence_json(item) for item in _evidence(result, reveal)],
+        "evidence": [_evidence_json(item) for item in evidence(result, reveal)],
         **_reproduce_json(result, reveal),
     }
 
@@ -617,7 +618,7 @@ def to_junit(
         _junit_case(suite, result, reveal_secrets, target)
     if verdict.run_errors:
         case = ET.SubElement(suite, "testcase", classname="conformance.run", name="run")
-        node = ET.SubElement(case, "error", message=_first_line(verdict.run_errors[0], 500))
+        node = ET.SubElement(case, "error", message=clip(verdict.run_errors[0], 500))
         node.text = "\n".join(verdict.run_errors)
     root = ET.Element("testsuites")
     root.append(suite)
@@ -648,7 +649,7 @@ def _junit_case(suite: ET.Element, result: Result, reveal: bool, target: str = "
         out.text = "WARNING: " + _junit_text(result, reveal, target)
     elif level in ("fail", "error"):
         tag = "failure" if level == "fail" else "error"
-        node = ET.SubElement(case, tag, message=_first_line(result.message, 500))
+        node = ET.SubElement(case, tag, message=clip(result.message, 500))
         node.text = _junit_text(result, reveal, target)
     elif level == "n/a":
         ET.SubElement(case, "skipped", message=f"n/a: {result.message}")
@@ -662,199 +663,20 @@ def _junit_text(result: Result, reveal: bool, target: str = "") -> str:
     """The message, Expected/Actual, the document's sentence, then the reproduction with the
     exports it needs (a CI log is read alone), then each exchange's curl."""
     parts = [result.message]
-    parts += [f"{label}: {value}" for label, value in _expected_actual(result)]
+    parts += [f"{label}: {value}" for label, value in expected_actual(result)]
     parts += ["", f"Document ({result.check.section}): {result.check.quote}"]
     script, needs = reproduce(result, reveal=reveal)
     if script:
         exports = replay_exports(target, {var: {owner} for var, owner in needs.items()})
         parts += ["", "Reproduce (after these exports):" if exports else "Reproduce:"]
         parts += [*exports, script]
-    curls = [item["curl"] for item in _evidence(result, reveal)[:5] if item.get("curl")]
+    curls = [item["curl"] for item in evidence(result, reveal)[:5] if item.get("curl")]
     if curls:
         parts += ["", "Each exchange as sent (curl):", *curls]
     return "\n".join(parts)
 
 
 # --- report.html ----------------------------------------------------------------------------
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;
-max-width:1100px;padding:0 1em;color:#1c1c1c}
-h1{font-size:1.6em;margin-bottom:.2em}.meta{color:#555;margin-bottom:1.5em}
-.banner{border-radius:6px;padding:.8em 1.2em;margin:1em 0 1.5em;color:#fff}
-.banner .big{font-size:1.5em;font-weight:700;letter-spacing:.04em}
-.banner ul{margin:.4em 0 0;padding-left:1.2em}.banner code{color:inherit}
-.banner .finding{font-weight:700;margin:.3em 0}
-.verdict-pass{background:#0a7a2f}.verdict-fail{background:#b42318}
-.verdict-error{background:#6b21a8}.tls-insecure{font-weight:700}
-table{border-collapse:collapse;width:100%;margin-bottom:1.5em}
-th,td{text-align:left;padding:.3em .5em;border-bottom:1px solid #e3e3e3;vertical-align:top}
-th.section{background:#f3f4f6;font-weight:600;padding-top:.6em}
-.pass{color:#0a7a2f}.fail{color:#b42318;font-weight:600}.skip,.na{color:#6b7280}
-.warning{color:#b45309;font-weight:600}.error{color:#7a2ab4;font-weight:600}
-tr.row-warning{background:#fffbeb}.reason{color:#555;font-size:.92em}
-.note{color:#6b7280;font-size:.9em}
-.totals{font-size:1.15em;font-weight:600;margin:1em 0 2em}
-.check{border:1px solid #f1c0bb;border-left:5px solid #b42318;border-radius:4px;
-padding:.6em 1em;margin:1.2em 0}
-.check-error{border-left-color:#7a2ab4;border-color:#dcc6ef}
-.check-warning{border-left-color:#d97706;border-color:#fcd9a8;background:#fffdf5}
-dl.ea{display:grid;grid-template-columns:max-content 1fr;gap:.2em .8em;margin:.5em 0}
-dl.ea dt{font-weight:600}dl.ea dd{margin:0}
-td.id,td.lvl,td.out{white-space:nowrap}
-blockquote{margin:.5em 0;padding:.4em .8em;background:#f7f7f9;border-left:3px solid #999}
-pre{background:#0f172a;color:#e2e8f0;padding:.6em .8em;border-radius:4px;overflow-x:auto;
-white-space:pre-wrap;word-break:break-all;font-size:12.5px}
-.replay{border:1px solid #d1d5db;border-radius:4px;padding:.6em 1em;margin:1em 0}
-h3{margin:.2em 0}.level{font-size:.8em;padding:.1em .4em;border-radius:3px;background:#eee}
-"""
-
-
-def _e(text: Any) -> str:
-    return html.escape("" if text is None else str(text))
-
-
-def _banner(verdict: Verdict, results: Sequence[Result]) -> str:
-    """The verdict above everything: colour, reason, coverage, profile, strictness, run errors."""
-    warnings = summary(results)["warnings"]
-    facts = [
-        f"coverage {_e(verdict.coverage.text())}",
-        f"profile <b>{_e(verdict.profile)}</b>",
-        "strict" if verdict.strict else "not strict (a SHOULD failure is a warning)",
-        f"exit {verdict.exit_code}",
-    ]
-    if warnings:
-        facts.insert(1, f"{warnings} warning{'s' if warnings != 1 else ''}")
-    if verdict.throttling is not None:
-        facts.append(
-            f"<span id='throttling'>{_e(verdict.throttling.text())}</span>"
-            if verdict.throttling.throttled
-            else "<span id='throttling'>the target did not throttle (no 429)</span>"
-        )
-    if verdict.tls is not None:
-        kind = "insecure" if verdict.insecure else "verified"
-        facts.append(f"<span id='tls' class='tls-{kind}'>{_e(verdict.tls.describe())}</span>")
-    errors = "".join(f"<div class='finding'>{_e(finding)}</div>" for finding in verdict.findings)
-    if verdict.run_errors:
-        errors += (
-            "<div>Run errors:</div><ul>"
-            + "".join(f"<li>{_e(error)}</li>" for error in verdict.run_errors)
-            + "</ul>"
-        )
-    return (
-        f"<div class='banner verdict-{_e(verdict.verdict)}' id='verdict'>"
-        f"<div class='big'>{_e(verdict.verdict.upper())}</div>"
-        f"<div class='why'>{_e(verdict.reason)}</div>"
-        f"<div>{' · '.join(facts)}</div>{errors}</div>"
-    )
-
-
-def _exchange_html(item: dict[str, Any]) -> str:
-    out = []
-    request = item.get("request") or {}
-    response = item.get("response") or {}
-    if request:
-        req = f"{request.get('method', '')} {request.get('url', '')}\n"
-        req += "".join(f"{k}: {v}\n" for k, v in (request.get("headers") or {}).items())
-        if request.get("body") is not None:
-            req += "\n" + str(request["body"])
-        out.append(f"<div>Request</div><pre>{_e(req)}</pre>")
-    if response:
-        if "error" in response:
-            res = str(response["error"])
-        else:
-            res = f"HTTP {response.get('status')}\n"
-            res += "".join(f"{k}: {v}\n" for k, v in (response.get("headers") or {}).items())
-            if response.get("body") is not None:
-                res += "\n" + str(response["body"])
-        out.append(f"<div>Response</div><pre>{_e(res)}</pre>")
-    if item.get("curl"):
-        needs = ", ".join(f"${var}" for var in item.get("env") or {})
-        label = "As sent, as curl" + (
-            f" (after exporting {_e(needs)}: see Replay)" if needs else ""
-        )
-        out.append(f"<div>{label}</div><pre class='curl'>{_e(item['curl'])}</pre>")
-    if item.get("note"):
-        out.append(f"<div class='note'>{_e(item['note'])}</div>")
-    return "\n".join(out)
-
-
-def _row_html(result: Result) -> str:
-    level = severity(result)
-    detail = ""
-    if level != "pass" and result.message:
-        detail = f"<div class='reason'>{_e(_first_line(result.message, 300))}</div>"
-    if result.note and level in ("pass", "warning"):
-        detail += f"<div class='note'>· {_e(_first_line(result.note, 300))}</div>"
-    check_id = _e(result.check.id)
-    anchor = (
-        f"<a href='#{check_id}'>{check_id}</a>"
-        if level in ("fail", "warning", "error")
-        else check_id
-    )
-    return (
-        f"<tr class='row-{_css(level)}'><td class='id'>{anchor}</td>"
-        f"<td class='lvl'>{_e(result.check.level)}</td>"
-        f"<td class='out {_css(level)}'>{_e(_WORD[level])}</td>"
-        f"<td>{_e(result.check.title)}{detail}</td></tr>"
-    )
-
-
-def _css(level: str) -> str:
-    """A severity as a CSS class name (``n/a`` is ``na``)."""
-    return level.replace("/", "")
-
-
-def _section_html(result: Result, reveal: bool) -> str:
-    """A failure, warning or error in full: the rule, what it expects, what happened, the proof."""
-    level = severity(result)
-    pairs = [f"<dt>{label}</dt><dd>{_e(value)}</dd>" for label, value in _expected_actual(result)]
-    expected_actual = f"<dl class='ea'>{''.join(pairs)}</dl>" if pairs else ""
-    items = _evidence(result, reveal)
-    exchanges = "\n".join(_exchange_html(item) for item in items) or "<p>(no exchange)</p>"
-    script, needs = reproduce(result, reveal=reveal)
-    if script:
-        after = (
-            f" (after exporting {', '.join('$' + v for v in needs)}: see Replay)" if needs else ""
-        )
-        exchanges = (
-            f"<div>Reproduce{_e(after)}, or run <code>{_e(reproduce_file(result))}</code></div>"
-            f"<pre class='repro'>{_e(script)}</pre>{exchanges}"
-        )
-    return (
-        f"<section class='check check-{level}' id='{_e(result.check.id)}'>"
-        f"<h3>{_e(result.check.id)} <span class='level'>{_e(result.check.level)}</span> "
-        f"<span class='{level}'>{_e(_WORD[level])}</span> {_e(result.check.title)}</h3>"
-        f"<div>Section: {_e(heading(result.check.section))}</div>"
-        f"<blockquote>{_e(result.check.quote)}</blockquote>"
-        f"{expected_actual}<pre>{_e(result.message)}</pre>{exchanges}</section>"
-    )
-
-
-def _engine_html(errors: Sequence[EngineError]) -> str:
-    """paysuite's own errors, each with its traceback: the run's, never a check's failure."""
-    items = "".join(
-        f"<section class='check check-error'><h3>{_e(error.message)}</h3>"
-        f"<div>During {_e(error.where)}</div><pre>{_e(error.traceback)}</pre></section>"
-        for error in errors
-    )
-    return (
-        "<h2 id='engine-errors'>Errors of paysuite itself</h2><p>Exceptions inside paysuite "
-        "(its checks, hooks or property engine), not answers of the target: the run is an "
-        f"error until they are fixed.</p>{items}"
-    )
-
-
-def _replay_html(info: dict[str, Any]) -> str:
-    if info["reveal_secrets"]:
-        return f"<div class='replay'><b>Replay.</b> {_e(info['how'])}</div>"
-    if not info["exports"]:
-        return ""
-    return (
-        f"<div class='replay' id='replay'><b>Replay.</b> {_e(info['how'])}:"
-        f"<pre>{_e(chr(10).join(info['exports']))}</pre></div>"
-    )
-
-
 def to_html(
     results: Sequence[Result],
     *,
@@ -864,6 +686,10 @@ def to_html(
     duration_s: float,
     reveal_secrets: bool = False,
     title: str = "paysuite conformance report",
+    tls: str = "",
+    rerun_hint: bool = True,
+    template: str = "conform.html",
+    **more: object,
 ) -> str:
     """The report a person reads: verdict banner, then every failure and error with its proof
     and curl right under it, then the warnings, then the scorecard of every check.
@@ -871,63 +697,31 @@ def to_html(
     Problems come first (as schemathesis puts them): on a run of one failure and forty skips
     the reader should not look for it in the middle of a table in document order. A run
     stopped before any check (the pre-flight) gets only what stopped it: no "No failure, no
-    error" and no empty scorecard under its ERROR banner.
+    error" and no empty scorecard under its ERROR banner. ``tls``: how another judge (the
+    proxy, the clients) judged the certificate, under the title; ``rerun_hint=False`` for a
+    tool without ``--reveal-secrets``; ``template`` and ``more``: a page that extends conform's
+    (the proxy's) and what it adds.
     """
-    if not results and verdict.run_errors:
-        return _stopped_html(verdict, target=target, started_at=started_at, title=title)
-    rows = []
-    for section, members in _by_section(results):
-        rows.append(f"<tr><th class='section' colspan='4'>{_e(section)}</th></tr>")
-        rows.extend(_row_html(r) for r in members)
-    failing = [r for r in results if severity(r) == "fail"]
-    failing += [r for r in results if severity(r) == "error"]
-    warned = [r for r in results if severity(r) == "warning"]
-    blocks = [
-        "<h2 id='problems'>Failures and errors</h2>"
-        + "\n".join(_section_html(r, reveal_secrets) for r in failing)
-        if failing
-        else "<h2 id='problems'>No failure, no error</h2>"
-    ]
-    if warned:
-        blocks.append(
-            "<h2>Warnings</h2><p>SHOULD checks that failed without failing the run "
-            "(--strict makes them failures).</p>"
-            + "\n".join(_section_html(r, reveal_secrets) for r in warned)
-        )
-    if verdict.engine_errors:
-        blocks.append(_engine_html(verdict.engine_errors))
-    replay_info = replay(results, target=target, reveal_secrets=reveal_secrets)
-    return (
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        f"<title>{_e(title)}</title>"
-        f"<style>{_CSS}</style></head><body>"
-        f"<h1>{_e(title)}</h1>"
-        f"<div class='meta'>Target <code>{_e(target)}</code> · profile "
-        f"<b>{_e(verdict.profile)}</b> · started {_e(started_at)} · {duration_s:.1f} s</div>"
-        f"{_banner(verdict, results)}"
-        f"<div class='totals' id='totals'>{_e(totals_line(results))}</div>"
-        f"{_replay_html(replay_info) if failing or warned else ''}"
-        f"{''.join(blocks)}"
-        "<h2 id='scorecard'>Scorecard</h2>"
-        "<table><thead><tr><th>ID</th><th>Level</th><th>Outcome</th><th>Check</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>"
-        "</body></html>"
-    )
 
+    def having(level: str) -> list[Result]:
+        return [r for r in results if severity(r) == level]
 
-def _stopped_html(verdict: Verdict, *, target: str, started_at: str, title: str) -> str:
-    """The page of a run stopped before any check: the verdict, what stopped it, nothing else."""
-    return (
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        f"<title>{_e(title)}</title>"
-        f"<style>{_CSS}</style></head><body>"
-        f"<h1>{_e(title)}</h1>"
-        f"<div class='meta'>Target <code>{_e(target)}</code> · started {_e(started_at)}</div>"
-        f"<div class='banner verdict-{_e(verdict.verdict)}' id='verdict'>"
-        f"<div class='big'>{_e(verdict.verdict.upper())}</div>"
-        f"<div class='why'>{_e(verdict.reason)}</div>"
-        f"<div>no check ran · exit {verdict.exit_code}</div></div>"
-        "</body></html>"
+    return render(
+        template,
+        r=sys.modules[__name__],
+        results=results,
+        verdict=verdict,
+        target=target,
+        started_at=started_at,
+        duration_s=duration_s,
+        reveal=reveal_secrets,
+        title=title,
+        tls=tls,
+        stopped=not results and bool(verdict.run_errors),
+        failing=having("fail") + having("error"),
+        warned=having("warning"),
+        replay=replay(results, target=target, reveal_secrets=reveal_secrets, hint=rerun_hint),
+        **more,
     )
 
 
@@ -980,11 +774,14 @@ def write_all(
     title: str = "paysuite conformance report",
     suite_name: str = "paysuite-conformance",
     extra: Mapping[str, Any] | None = None,
+    html: str | None = None,
 ) -> list[Path]:
     """Write junit.xml, conformance.json and report.html; return their paths.
 
-    ``title``, ``suite_name`` and ``extra`` (keys added to conformance.json) let another judge
-    of the same rules (the proxy, its replay) write the same three reports under its own name.
+    ``title``, ``suite_name``, ``extra`` (keys added to conformance.json) and ``html`` (its own
+    page, a template over conform's) let another judge of the same rules (the proxy, its
+    replay) write the same three reports under its own name. report.html is replaced whole: a
+    reader (or a Ctrl-C) never sees half a page.
     """
     directory = Path(report_dir)
     directory.mkdir(parents=True, exist_ok=True)
@@ -1014,7 +811,10 @@ def write_all(
         json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8", errors=UNENCODABLE
     )
     page = directory / "report.html"
-    page.write_text(to_html(results, **common, title=title), encoding="utf-8", errors=UNENCODABLE)
+    partial = directory / ".report.html.partial"
+    html = to_html(results, **common, title=title) if html is None else html
+    partial.write_text(html, encoding="utf-8", errors=UNENCODABLE)
+    os.replace(partial, page)
     _write_scripts(results, directory, target, reveal_secrets)
     return [junit, as_json, page]
 

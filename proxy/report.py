@@ -1,6 +1,7 @@
 """A session's verdict in the formats of ``paysuite conform``: junit.xml, conformance.json (plus
-every exchange's verdict) and report.html, rendered by ``conformance.report`` itself (the page
-completed by ``proxy.report_html`` with the client's faults and the exchanges).
+every exchange's verdict) and report.html, rendered by ``conformance.report`` itself: conform's
+page over the target's rules (``proxy.html`` extends it) with the client's faults and every
+exchange of the session in sections of their own.
 
 Each rule of ``proxy.rules.RULES`` and ``proxy.traffic.TRAFFIC_RULES`` becomes one result shaped
 like the plugin's ``CheckResult``: failed with its first violation's message and Expected/Actual
@@ -15,7 +16,6 @@ shortened, secrets masked, curl with ``$PAYSUITE_TOKEN``).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,8 +26,7 @@ from conformance.checks import Check
 from conformance.evidence import evidence_of as conform_evidence_of
 from conformance.evidence import redact_url
 from proxy.judge import Judge, Observed
-from proxy.report_html import render as render_html
-from proxy.rules import CLIENT_SECTION, party
+from proxy.rules import CLIENT_RULES, CLIENT_SECTION, party
 
 MAX_EVIDENCE = 10
 TITLE = "paysuite proxy report"
@@ -212,25 +211,40 @@ def write_reports(
     # forwarded-to root does not name the API's path (/api)
     api_base = judge.config.base_url if judge.config is not None else target
     started_at = datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds")
+    duration_s = round(duration_s, 3)
+    client = [r for r in rule_results if party(r.check) == "client"]
+    page = conform_report.to_html(
+        [r for r in rule_results if party(r.check) == "server"],
+        verdict=verdict,
+        target=api_base,
+        started_at=started_at,
+        duration_s=duration_s,
+        title=TITLE,
+        tls=tls.get("tls", ""),
+        template="proxy.html",
+        client_section=CLIENT_SECTION,
+        client=client,
+        client_rules=CLIENT_RULES,
+        gating="client" in judge.gates,
+        exchanges=rows,
+        violations=[
+            (v, [conform_evidence_of(e) for e in v.exchanges])
+            for v in judge.violations
+            if party(v.check) == "client"
+        ],
+    )
     paths = conform_report.write_all(
         rule_results,
         verdict=verdict,
         report_dir=report_dir,
         target=api_base,
         started_at=started_at,
-        duration_s=round(duration_s, 3),
+        duration_s=duration_s,
         title=TITLE,
         suite_name="paysuite-proxy",
         extra={"mode": "proxy", "exchanges": rows, **tls, **(extra or {})},
+        html=page,
     )
-    page = render_html(
-        judge, rule_results, verdict, target=api_base, started_at=started_at,
-        duration_s=round(duration_s, 3), title=TITLE, exchanges=rows, tls=tls.get("tls", ""),
-    )  # fmt: skip
-    html = next(p for p in paths if p.name == "report.html")
-    partial = html.with_name(".report.html.partial")
-    partial.write_text(page, encoding="utf-8")
-    os.replace(partial, html)  # a reader (or a Ctrl-C) never sees half a page
     return verdict, paths
 
 

@@ -12,11 +12,11 @@ import os
 import shlex
 import subprocess
 import xml.etree.ElementTree as ET
-from html import escape
 from pathlib import Path
 from typing import Any
 
 import pytest
+from markupsafe import escape
 
 from conformance import catalog, report
 from conformance.evidence import Recorded
