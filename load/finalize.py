@@ -112,7 +112,7 @@ def write_no_run(
     }
     report_dir.mkdir(parents=True, exist_ok=True)
     (report_dir / "load.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    render_html(report_dir)
+    render_html(summary, report_dir)
     return summary
 
 

@@ -241,8 +241,6 @@ def on_init(environment: Environment, **_: Any) -> None:
             f"shape {shape.name}: {shape.outline()}, at most {shape.duration_s:g} s / "
             f"{shape.max_requests} requests"
         )
-    if runner is not None:
-        atexit.register(_render_html)
 
 
 def _master_plan(environment: Environment) -> LoadPlan:
@@ -310,19 +308,22 @@ def on_quitting(environment: Environment, **_: Any) -> None:
     from load.finalize import finalize
 
     try:
-        finalize(environment, environment.shape_class)
+        summary = finalize(environment, environment.shape_class)
     except Exception as exc:  # noqa: BLE001 - a broken report must not look like a pass
         log.exception("paysuite: could not finalize the run")
         print(f"paysuite: could not finalize the run: {exc}", file=sys.stderr, flush=True)
         environment.process_exit_code = 2
+        return
+    atexit.register(_render_html, summary)
 
 
-def _render_html() -> None:
-    """After Locust closed its CSV files (atexit): draw load.html from the complete history.
-    The only place load.html is drawn (``paysuite load`` and a plain Locust run alike)."""
+def _render_html(summary: dict[str, Any]) -> None:
+    """After Locust closed its CSV files (atexit): draw load.html from the run's summary (and
+    the complete history, when it has no timeline). The only place a run's load.html is drawn
+    (``paysuite load`` and a plain Locust run alike)."""
     from load.report import render_html
 
     try:
-        render_html(run_context.current_plan().report_dir)
+        render_html(summary, run_context.current_plan().report_dir)
     except Exception:  # noqa: BLE001 - the summary is a convenience; load.json has the verdict
         log.exception("paysuite: could not render load.html")

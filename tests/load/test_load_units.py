@@ -353,8 +353,6 @@ def test_history_and_chart(tmp_path: Path) -> None:
 
 
 def test_render_html_shows_verdicts_and_loss(tmp_path: Path) -> None:
-    import json
-
     (tmp_path / "locust_stats_history.csv").write_text(HISTORY)
     summary = {
         "profile": "smoke",
@@ -391,12 +389,10 @@ def test_render_html_shows_verdicts_and_loss(tmp_path: Path) -> None:
         },
         "files": {"history_csv": "locust_stats_history.csv", "locust_html": "locust.html"},
     }
-    (tmp_path / "load.json").write_text(json.dumps(summary))
-    page = render_html(tmp_path).read_text()
+    page = render_html(summary, tmp_path).read_text()
     assert "FAIL" in page and "reconciliation FAILED" in page
     assert "r&lt;1&gt;" in page and "r<1>" not in page  # escaped
     assert 'href="locust.html"' in page and page.count("<svg") == 2
-    assert render_html(tmp_path / "missing") is None
 
 
 def test_these_modules_do_not_import_locust() -> None:
