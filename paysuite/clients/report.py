@@ -14,7 +14,6 @@ the plugin's ``CheckResult``, filed under the section of the document its operat
 
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import dataclass, replace
 from typing import Any
@@ -338,21 +337,19 @@ def to_html(
     tls: str = "",
 ) -> str:
     """conform's report page, one row per cell, each failure with its exchanges and curl;
-    ``tls``: how the target's certificate was judged, under the title.
-
-    ``paysuite clients`` has no ``--reveal-secrets`` (nothing it writes carries a credential),
-    so the replay note's mention of it is left out."""
-    page = conform_report.to_html(
+    ``tls``: how the target's certificate was judged, under the title. ``paysuite clients`` has
+    no ``--reveal-secrets`` (nothing it writes carries a credential): the page does not offer it.
+    """
+    return conform_report.to_html(
         results(columns),
         verdict=verdict,
         target=target,
         started_at=started_at,
         duration_s=duration_s,
         title=TITLE,
+        tls=tls,
+        rerun_hint=False,
     )
-    if tls:
-        page = page.replace("</h1>", f"</h1><p id='tls'>{html.escape(tls)}</p>", 1)
-    return page.replace(" (or rerun with --reveal-secrets)", "")
 
 
 def tls_text(tls: TLSSettings | None, target: str) -> str:
