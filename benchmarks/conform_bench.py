@@ -110,7 +110,7 @@ def one_run(argv: list[str]) -> int:
         prepared.throttle = Throttle(options.max_throttle_wait_s)
         assert prepared.config is not None
         preflight(prepared.config, options.limits, prepared.throttle)
-        return run_prepared(options, prepared)
+        return run_prepared(options, prepared).status
     finally:
         prepared.close()
 

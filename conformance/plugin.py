@@ -63,6 +63,9 @@ class PreparedRun:
 
     options: Options
     prepared: Prepared
+    #: What the run decided, for the caller (``paysuite demo``): its verdict, counts by severity.
+    verdict: Verdict | None = None
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -102,6 +105,7 @@ class RunState:
     options: Options
     active: bool = False
     prepared: Prepared | None = None
+    handed: PreparedRun | None = None
     #: Whether this plugin prepared the target itself (plain pytest) and so must close it.
     owns_prepared: bool = False
     target: Target | None = None
@@ -157,7 +161,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}(id): the catalog entry a check implements")
     handed = _prepared_run(config)
     if handed is not None:
-        config.stash[STATE] = RunState(options=handed.options, prepared=handed.prepared)
+        config.stash[STATE] = RunState(handed.options, prepared=handed.prepared, handed=handed)
         _CURRENT_CONFIG.append(config)
         return
     from conformance.options import Options, SetupError
@@ -1084,6 +1088,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         _write(config, f"reports: {', '.join(str(p) for p in paths)} ({duration:.1f} s)")
         _write(config, report.verdict_line(outcome, ordered))
         session.exitstatus = outcome.exit_code
+        if state.handed is not None:
+            state.handed.verdict, state.handed.counts = outcome, report.summary(ordered)
     finally:
         if state.target is not None:
             state.target.close()

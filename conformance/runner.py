@@ -1,4 +1,5 @@
-"""One conformance run as a library call: ``run(options) -> exit status``.
+"""One conformance run as a library call: ``run(options) -> exit status``, or ``conform(options)``
+for the verdict and its counts as well (``paysuite demo`` shows them without reading a report).
 
 ``paysuite conform`` parses its arguments into ``Options`` and calls ``run``; another part of
 paysuite (``paysuite demo``) can do the same without a subprocess. ``run`` prepares the target
@@ -12,15 +13,34 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from conformance.options import Options, SetupError
+
+if TYPE_CHECKING:
+    from conformance.report import Verdict
 
 PROG = "paysuite conform"
 
 
+@dataclass(frozen=True)
+class Finished:
+    """A run's exit status and, when the checks ran, its verdict and counts by severity
+    (``conformance.report.summary``)."""
+
+    status: int
+    verdict: Verdict | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+
+
 def run(options: Options, *, stderr: TextIO | None = None) -> int:
+    """``conform``'s exit status."""
+    return conform(options, stderr=stderr).status
+
+
+def conform(options: Options, *, stderr: TextIO | None = None) -> Finished:
     """Prepare the target described by ``options``, run the checks, write the reports.
 
     A run that cannot start (the target unreachable, not this API, refusing the credentials;
@@ -28,20 +48,21 @@ def run(options: Options, *, stderr: TextIO | None = None) -> int:
     started for the run is stopped before this returns.
     """
     from conformance.preflight import prepare, write_setup_reports
+    from conformance.report import summary
 
     try:
         prepared = prepare(options)
     except SetupError as exc:
         print(f"{PROG}: {exc}", file=stderr or sys.stderr)
         write_setup_reports(options, str(exc), stderr=stderr)
-        return 2
+        return Finished(2, counts=summary([]))  # no check ran
     try:
         return run_prepared(options, prepared, stderr=stderr)
     finally:
         prepared.close()
 
 
-def run_prepared(options: Options, prepared: object, *, stderr: TextIO | None = None) -> int:
+def run_prepared(options: Options, prepared: object, *, stderr: TextIO | None = None) -> Finished:
     """The checks against an already prepared target (``conformance.preflight.Prepared``)."""
     import pytest
 
@@ -67,8 +88,9 @@ def run_prepared(options: Options, prepared: object, *, stderr: TextIO | None = 
             "-p", "no:terminal", "-p", "no:cacheprovider",
             str(suite),
         ]  # fmt: skip
-        status = int(pytest.main(argv, plugins=[PreparedRun(options, prepared)]))
-    if status in (0, 1, 2):
-        return status
-    print(f"{PROG}: pytest ended with status {status}", file=stderr or sys.stderr)
-    return 2
+        handed = PreparedRun(options, prepared)
+        status = int(pytest.main(argv, plugins=[handed]))
+    if status not in (0, 1, 2):
+        print(f"{PROG}: pytest ended with status {status}", file=stderr or sys.stderr)
+        status = 2
+    return Finished(status, handed.verdict, handed.counts)

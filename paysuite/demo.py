@@ -16,21 +16,21 @@ Exit 0 only if the conformance suite passed and the load run met its SLOs and lo
 from __future__ import annotations
 
 import argparse
-import html
 import io
-import json
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from paysuite_core.durations import duration_argument
+from paysuite_core.report_engine import render
 
 CONFORM_TIMEOUT_S = 240.0
+#: conformance.report.summary's keys where the index names them otherwise
+_INDEX = {"failed": "failures"}
 
 
 @dataclass
@@ -48,44 +48,6 @@ def say(message: str) -> None:
     print(f"paysuite demo: {message}", flush=True)
 
 
-def junit_totals(path: Path) -> dict[str, int]:
-    """tests/failures/errors/skipped summed over the test suites of a JUnit XML file."""
-    root = ET.parse(path).getroot()
-    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    for suite in suites:
-        for key in totals:
-            try:
-                totals[key] += int(suite.get(key, 0) or 0)
-            except ValueError:
-                pass
-    totals["passed"] = max(
-        totals["tests"] - totals["failures"] - totals["errors"] - totals["skipped"], 0
-    )
-    return totals
-
-
-def _json_totals(path: Path) -> dict[str, int]:
-    """Totals from conformance.json's ``summary``, the suite's machine-readable verdict."""
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8")).get("summary") or {}
-        passed, failed = int(summary["passed"]), int(summary["failed"])
-        skipped, errors = int(summary.get("skipped", 0)), int(summary.get("errors", 0))
-        warnings = int(summary.get("warnings", 0))  # failures that do not gate the run
-        not_applicable = int(summary.get("not_applicable", 0))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return {}
-    return {
-        "tests": passed + failed + warnings + skipped + not_applicable + errors,
-        "passed": passed,
-        "warnings": warnings,
-        "failures": failed,
-        "errors": errors,
-        "skipped": skipped,
-        "not_applicable": not_applicable,
-    }
-
-
 def run_conformance(credentials: Path, out_dir: Path, report_root: Path) -> ConformanceResult:
     """The conformance runner as a library call (``conformance.runner.run``), exit 0/1/2.
 
@@ -101,26 +63,19 @@ def run_conformance(credentials: Path, out_dir: Path, report_root: Path) -> Conf
         options = Options.parse(
             config=str(credentials), report_dir=str(out_dir), max_duration=CONFORM_TIMEOUT_S
         )
-        returncode = runner.run(options, stderr=errors)
+        finished = runner.conform(options, stderr=errors)
     except SetupError as exc:
         errors.write(f"{runner.PROG}: {exc}\n")
-        returncode = 2
+        finished = runner.Finished(2)
     sys.stderr.write(errors.getvalue())
-    totals: dict[str, int] = {}
-    summary_json = out_dir / "conformance.json"
-    if summary_json.is_file():
-        totals = _json_totals(summary_json)
-    junit = out_dir / "junit.xml"
-    if not totals and junit.is_file():
-        try:
-            totals = junit_totals(junit)
-        except ET.ParseError:
-            totals = {}
+    returncode, counts = finished.status, finished.counts
+    # the run's own counts by severity, as the index names them (a failure is one of "failures")
+    totals = {"tests": sum(counts.values())} | {_INDEX.get(k, k): n for k, n in counts.items()}
     report = out_dir / "report.html"
     rel = str(report.relative_to(report_root)) if report.is_file() else None
     status = {0: "passed", 1: "failed"}.get(returncode, "error")
     message = "" if status != "error" else (errors.getvalue().strip().splitlines() or [""])[-1]
-    return ConformanceResult(status, returncode, totals, rel, message)
+    return ConformanceResult(status, returncode, totals if counts else {}, rel, message)
 
 
 def run_load_step(
@@ -155,39 +110,6 @@ def run_load_step(
     return result.exit_code, result.summary
 
 
-_PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>paysuite demo</title>
-<style>
-body{{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:58em;color:#222}}
-.cards{{display:flex;gap:1.2em;flex-wrap:wrap}}
-.card{{flex:1 1 24em;border:1px solid #ccc;border-radius:8px;padding:.8em 1.2em}}
-.pass{{color:#176b2c}} .fail{{color:#b00020}}
-h1 .pass,h1 .fail{{font-size:.8em}} td{{padding:.1em .8em .1em 0}}
-</style></head><body>
-<h1>paysuite demo: <span class="{overall_cls}">{overall}</span></h1>
-<p>{when} · the bundled reference stub on loopback · exit status {exit_code}</p>
-<div class="cards">
-<div class="card"><h2>Conformance <span class="{conf_cls}">{conf_status}</span></h2>
-{conf_body}</div>
-<div class="card"><h2>Load: smoke <span class="{load_cls}">{load_status}</span></h2>
-{load_body}</div>
-</div>
-</body></html>
-"""
-
-
-def _table(rows: list[tuple[str, Any]]) -> str:
-    cells = "".join(
-        f"<tr><td>{html.escape(str(k))}</td><td><b>{html.escape(str(v))}</b></td></tr>"
-        for k, v in rows
-    )
-    return f"<table>{cells}</table>"
-
-
-def _link(path: str | None, label: str) -> str:
-    return f'<p><a href="{html.escape(path)}">{html.escape(label)}</a></p>' if path else ""
-
-
 def write_index(
     report_dir: Path,
     conformance: ConformanceResult,
@@ -196,68 +118,15 @@ def write_index(
     exit_code: int,
 ) -> Path:
     """``index.html``: both verdicts on one screen, with links (self-contained, no scripts)."""
-    totals = conformance.totals
-    conf_rows = [
-        (name, totals[key])
-        for name, key in (
-            ("checks", "tests"),
-            ("passed", "passed"),
-            ("failed", "failures"),
-            ("warnings", "warnings"),
-            ("errors", "errors"),
-            ("skipped", "skipped"),
-            ("n/a", "not_applicable"),
-        )
-        if key in totals
-    ]
-    conf_body = _table(conf_rows) if conf_rows else ""
-    if conformance.message:
-        conf_body += f"<p>{html.escape(conformance.message)}</p>"
-    conf_body += _link(conformance.report, "conformance report")
-    if conformance.report:
-        conf_body += _link(str(Path(conformance.report).with_name("junit.xml")), "junit.xml")
-    conf_cls = "pass" if conformance.status == "passed" else "fail"
-
-    if load_summary is not None and load_summary.get("no_load"):
-        load_body = f"<p>{html.escape(str(load_summary.get('reason', '')))}</p>"
-        load_body += _link("load/load.html", "load summary")
-    elif load_summary is not None:
-        verdicts = load_summary.get("slo", {}).get("verdicts", [])
-        failed = [v for v in verdicts if not v["passed"]]
-        recon = load_summary.get("reconciliation", {})
-        total = load_summary.get("total", {})
-        rows = [
-            ("requests", total.get("requests")),
-            ("failures", total.get("failures")),
-            ("throughput (req/s)", total.get("rps")),
-            ("p95 latency (ms)", total.get("p95_ms")),
-            ("SLO verdicts", f"{len(verdicts) - len(failed)} met, {len(failed)} breached"),
-            ("creates acknowledged", recon.get("acknowledged")),
-            ("found on the target", recon.get("found")),
-            ("lost", recon.get("lost")),
-        ]
-        load_body = _table(rows)
-        load_body += "".join(
-            f"<p class='fail'>breached: {html.escape(v['operation'])} "
-            f"{html.escape(v['metric'])}</p>"
-            for v in failed
-        )
-        load_body += _link("load/load.html", "load summary (chart, verdicts, reconciliation)")
-        load_body += _link("load/locust.html", "Locust report")
-    else:
-        load_body = "<p>the load run produced no verdict</p>"
-    load_status = "PASS" if load_code == 0 else "FAIL"
-    page = _PAGE.format(
-        overall="PASS" if exit_code == 0 else "FAIL",
-        overall_cls="pass" if exit_code == 0 else "fail",
-        when=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+    page = render(
+        "demo.html",
+        title="paysuite demo",
+        conformance=conformance,
+        junit=str(Path(conformance.report).with_name("junit.xml")) if conformance.report else "",
+        load=load_summary,
+        load_code=load_code,
         exit_code=exit_code,
-        conf_status=conformance.status.upper(),
-        conf_cls=conf_cls,
-        conf_body=conf_body,
-        load_status=load_status,
-        load_cls="pass" if load_code == 0 else "fail",
-        load_body=load_body,
+        when=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
     )
     index = report_dir / "index.html"
     index.write_text(page, encoding="utf-8")

@@ -7,7 +7,6 @@ is run by the fresh-clone check; here the conformance step is replaced where it 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,23 +15,7 @@ import pytest
 from conformance import runner
 from conformance.options import Options
 from paysuite import demo
-from paysuite.demo import ConformanceResult, junit_totals, run_demo, write_index
-
-JUNIT = """<?xml version="1.0" encoding="utf-8"?>
-<testsuites><testsuite name="a" tests="10" failures="1" errors="0" skipped="2"/>
-<testsuite name="b" tests="5" failures="0" errors="1" skipped="0"/></testsuites>"""
-
-
-def test_junit_totals(tmp_path: Path) -> None:
-    path = tmp_path / "junit.xml"
-    path.write_text(JUNIT)
-    assert junit_totals(path) == {
-        "tests": 15,
-        "failures": 1,
-        "errors": 1,
-        "skipped": 2,
-        "passed": 11,
-    }
+from paysuite.demo import ConformanceResult, run_demo, write_index
 
 
 def _fake_conformance(status: str) -> Any:
@@ -74,35 +57,36 @@ def test_index_marks_a_failed_or_missing_step(tmp_path: Path) -> None:
     assert "produced no verdict" in page
 
 
-def test_conformance_totals_from_junit_when_json_is_missing(
+def test_conformance_totals_from_the_runs_own_counts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "conformance"
 
-    def fake_run(options: Options, **kwargs: Any) -> int:
+    def fake_run(options: Options, **kwargs: Any) -> runner.Finished:
         assert options.report_dir == str(out) and options.config == str(tmp_path / "c.yaml")
         out.mkdir()
-        (out / "junit.xml").write_text(JUNIT)
         (out / "report.html").write_text("<html/>")
-        return 1
+        counts = {"passed": 11, "failed": 1, "warnings": 0, "skipped": 2, "errors": 1}
+        return runner.Finished(1, counts={**counts, "not_applicable": 0})
 
-    monkeypatch.setattr(runner, "run", fake_run)
+    monkeypatch.setattr(runner, "conform", fake_run)
     result = demo.run_conformance(tmp_path / "c.yaml", out, tmp_path)
     assert result.status == "failed" and result.totals["failures"] == 1
     assert result.report == "conformance/report.html"
 
 
-def test_conformance_totals_from_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_conformance_totals_from_the_verdicts_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = tmp_path / "conformance"
 
-    def fake_run(options: Options, **kwargs: Any) -> int:
+    def fake_run(options: Options, **kwargs: Any) -> runner.Finished:
         out.mkdir()
         summary = {"passed": 50, "failed": 2, "warnings": 1, "skipped": 3, "errors": 0}
         summary["not_applicable"] = 4  # counted among the checks, as the report counts them
-        (out / "conformance.json").write_text(json.dumps({"summary": summary}))
-        return 1
+        return runner.Finished(1, counts=summary)
 
-    monkeypatch.setattr(runner, "run", fake_run)
+    monkeypatch.setattr(runner, "conform", fake_run)
     result = demo.run_conformance(tmp_path / "c.yaml", out, tmp_path)
     assert result.totals == {
         "tests": 60, "passed": 50, "warnings": 1, "failures": 2, "errors": 0, "skipped": 3,

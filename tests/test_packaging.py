@@ -72,6 +72,12 @@ def test_the_wheel_carries_the_suite_the_locustfile_and_the_spec(tmp_path: Path)
         "paysuite_core/launcher.py",
         "paysuite/clients/paypack_js_driver.js",  # package data: `paysuite clients` runs it
         "paysuite/clients/paypack_py_driver.py",
+        # package data: every HTML report is one of these templates
+        *(
+            f"paysuite_core/report_engine/templates/{name}"
+            for name in "base.html conform.html exchange.html proxy.html load.html chart.svg "
+            "demo.html report.css".split()
+        ),
     ):
         assert required in names, f"{required} is missing from the wheel"
     assert not [name for name in names if name.startswith("benchmarks/")]

@@ -35,19 +35,44 @@ def _conform_page() -> str:
     return report.to_html(results, verdict=VERDICT, target=BASE, started_at=HOSTILE, duration_s=1.0)
 
 
-PAGES = {"conform": _conform_page}
+def _load_page(tmp: Path) -> str:
+    from load.report import render_page
+
+    summary = {
+        "shape": "smoke",
+        "exit_code": 1,
+        "target": "http://127.0.0.1:9/api",
+        "operations": {"find": {"requests": 3, "failures": 1, "rps": 1.0, "p50_ms": 1.0,
+                                "p95_ms": 2.0, "p99_ms": 2.0}},
+        "failures": [{"occurrences": 1, "method": "GET", "name": "find", "error": HOSTILE}],
+        "reconciliation": {"passed": False, "reasons": [HOSTILE]},
+        "timeline": {"samples": [{"t": 1.0, "users": 1, "rps": 3.0, "fail_s": 1.0, "p50": 1.0,
+                                  "p95": 2.0, "p99": 2.0, "ops": {}}]},
+        "files": {"locust_html": "locust.html"},
+    }  # fmt: skip
+    return render_page(summary, tmp)
+
+
+def _demo_page(tmp: Path) -> str:
+    from paysuite.demo import ConformanceResult, write_index
+
+    conformance = ConformanceResult("error", 2, {}, "conformance/report.html", HOSTILE)
+    return write_index(tmp, conformance, None, None, 2).read_text(encoding="utf-8")
+
+
+PAGES = {"conform": lambda _: _conform_page(), "load": _load_page, "demo": _demo_page}
 
 
 @pytest.mark.parametrize("name", sorted(PAGES))
-def test_the_page_is_self_contained(name: str) -> None:
-    page = PAGES[name]()
+def test_the_page_is_self_contained(name: str, tmp_path: Path) -> None:
+    page = PAGES[name](tmp_path)
     assert "<style>" in page and page.rstrip().endswith("</html>")
     found = LOADS.findall(page)
     assert not found, f"{name} loads {found}"
 
 
 @pytest.mark.parametrize("name", sorted(PAGES))
-def test_a_script_in_a_message_is_text(name: str) -> None:
-    page = PAGES[name]()
+def test_a_script_in_a_message_is_text(name: str, tmp_path: Path) -> None:
+    page = PAGES[name](tmp_path)
     assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in page
     assert "<script" not in page
