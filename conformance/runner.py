@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TextIO
 from conformance.options import Options, SetupError
 
 if TYPE_CHECKING:
-    from conformance.report import Verdict
+    from paysuite_core.results.verdict import Verdict
 
 PROG = "paysuite conform"
 

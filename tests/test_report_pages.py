@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent / "conformance"))
 from test_report_render import BASE, VERDICT, _results  # noqa: E402
 
 from conformance import catalog, report  # noqa: E402
-from conformance.plugin import CheckResult  # noqa: E402
+from paysuite_core.results.verdict import CheckResult  # noqa: E402
 
 HOSTILE = "<script>alert('x')</script>"
 #: What a page would fetch or run.
