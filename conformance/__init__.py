@@ -11,7 +11,8 @@ What it offers, and where:
 - ``conformance.catalog``: the list of checks (``CATALOG``, ``get``, ``parse_only``,
   ``render_list``); importable without pytest, httpx or schemathesis.
 - ``conformance.plugin``: the pytest plugin (entry point ``paysuite_conformance``) that collects
-  and runs the checks, and writes the scorecard and the reports (``conformance.report``).
+  and runs the checks, and writes the scorecard and the reports
+  (``paysuite_core.report_engine.reports``; conform's own terminal lines: ``conformance.report``).
 - ``conformance.preflight``: the target prepared once (configuration, reachability, the
   pre-flight, the bundled stub). The target as checks see it (``Target``), its recording client,
   the document's paths and words live in ``paysuite_core.driver``; how a check ends

@@ -905,7 +905,7 @@ def _progress(config: pytest.Config, state: RunState, check_id: str) -> None:
     state.done += 1
     total = len(state.selected)
     width = len(str(total))
-    from conformance.report import word
+    from paysuite_core.report_engine.reports import word
 
     shown = word(result)  # the scorecard's word: n/a where the configuration cannot meet it
     line = (
@@ -913,7 +913,7 @@ def _progress(config: pytest.Config, state: RunState, check_id: str) -> None:
         f"{shown:<7} {result.check.title}"
     )
     if result.outcome in ("failed", "error", "skipped") and result.message:
-        from conformance.report import clip
+        from paysuite_core.report_engine.reports import clip
 
         line += f"\n{'':>{2 * width + 4}}  -> {clip(result.message, 160)}"
     _write(config, line)
@@ -1047,12 +1047,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if int(exitstatus) == int(pytest.ExitCode.INTERRUPTED):
             state.run_errors.append("the run was interrupted: the checks not shown did not run")
         from conformance import report
+        from paysuite_core.report_engine import reports
 
         duration = round(time.monotonic() - state.t0, 2)
         ordered = [state.results[cid] for cid in state.selected if cid in state.results]
         outcome = decide(state)
         if state.options.verbose:
-            _write(config, report.scorecard(ordered, outcome, with_verdict=False))
+            _write(config, reports.scorecard(ordered, outcome, with_verdict=False))
         else:  # quiet: what went wrong (in full), then the counts
             found = report.problems(
                 ordered,
@@ -1064,10 +1065,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 _write(config, found)
             for finding in outcome.findings:
                 _write(config, f"  ! {finding}")
-            _write(config, report.totals_line(ordered))
+            _write(config, reports.totals_line(ordered))
             for error in outcome.run_errors:
                 _write(config, f"  ! {error}")
-        paths = report.write_all(
+        paths = reports.write_all(
             ordered,
             verdict=outcome,
             report_dir=state.options.report_dir,
@@ -1077,10 +1078,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             reveal_secrets=state.options.reveal_secrets,
         )
         _write(config, f"reports: {', '.join(str(p) for p in paths)} ({duration:.1f} s)")
-        _write(config, report.verdict_line(outcome, ordered))
+        _write(config, reports.verdict_line(outcome, ordered))
         session.exitstatus = outcome.exit_code
         if state.handed is not None:
-            state.handed.verdict, state.handed.counts = outcome, report.summary(ordered)
+            state.handed.verdict, state.handed.counts = outcome, reports.summary(ordered)
     finally:
         if state.target is not None:
             state.target.close()

@@ -28,7 +28,7 @@ PROG = "paysuite conform"
 @dataclass(frozen=True)
 class Finished:
     """A run's exit status and, when the checks ran, its verdict and counts by severity
-    (``conformance.report.summary``)."""
+    (``paysuite_core.report_engine.reports.summary``)."""
 
     status: int
     verdict: Verdict | None = None
@@ -48,7 +48,7 @@ def conform(options: Options, *, stderr: TextIO | None = None) -> Finished:
     started for the run is stopped before this returns.
     """
     from conformance.preflight import prepare, write_setup_reports
-    from conformance.report import summary
+    from paysuite_core.report_engine.reports import summary
 
     try:
         prepared = prepare(options)

@@ -29,7 +29,7 @@ from paysuite_core.durations import duration_argument
 from paysuite_core.report_engine import render
 
 CONFORM_TIMEOUT_S = 240.0
-#: conformance.report.summary's keys where the index names them otherwise
+#: the reports' ``summary`` keys where the index names them otherwise
 _INDEX = {"failed": "failures"}
 
 

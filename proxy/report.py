@@ -1,7 +1,7 @@
 """A session's verdict in the formats of ``paysuite conform``: junit.xml, conformance.json (plus
-every exchange's verdict) and report.html, rendered by ``conformance.report`` itself: conform's
-page over the target's rules (``proxy.html`` extends it) with the client's faults and every
-exchange of the session in sections of their own.
+every exchange's verdict) and report.html, rendered by conform's writers
+(``paysuite_core.report_engine.reports``): conform's page over the target's rules (``proxy.html``
+extends it) with the client's faults and every exchange of the session in sections of their own.
 
 Each rule of ``proxy.rules.RULES`` and ``proxy.traffic.TRAFFIC_RULES`` becomes one result shaped
 like the plugin's ``CheckResult``: failed with its first violation's message and Expected/Actual
@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from conformance import report as conform_report
+from paysuite_core.report_engine import reports
 from paysuite_core.results.evidence import evidence_of as conform_evidence_of
 from paysuite_core.results.evidence import redact_url
 from paysuite_core.results.rule import Check
@@ -38,7 +38,7 @@ C = TypeVar("C")
 
 @dataclass
 class RuleResult(Generic[C]):
-    """What ``conformance.report`` reads of a result (by attribute): a proxy rule's (``C`` a
+    """What the reports read of a result (by attribute): a proxy rule's (``C`` a
     ``Check``) or a ``paysuite clients`` cell's."""
 
     check: C
@@ -214,7 +214,7 @@ def write_reports(
     started_at = datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds")
     duration_s = round(duration_s, 3)
     client = [r for r in rule_results if party(r.check) == "client"]
-    page = conform_report.to_html(
+    page = reports.to_html(
         [r for r in rule_results if party(r.check) == "server"],
         verdict=verdict,
         target=api_base,
@@ -234,7 +234,7 @@ def write_reports(
             if party(v.check) == "client"
         ],
     )
-    paths = conform_report.write_all(
+    paths = reports.write_all(
         rule_results,
         verdict=verdict,
         report_dir=report_dir,
@@ -253,13 +253,11 @@ def scorecard(judge: Judge) -> str:
     """The terminal scorecard (the conform layout), its verdict line last."""
     rule_results = results(judge)
     verdict = verdict_of(judge, rule_results)
-    text = conform_report.scorecard(
-        rule_results, verdict, with_verdict=False, heading="Proxy scorecard"
-    )
+    text = reports.scorecard(rule_results, verdict, with_verdict=False, heading="Proxy scorecard")
     # the conformance scorecard names a section it does not know "Other": here that is the
     # client's own section
     text = text.replace("\nOther\n", f"\n{CLIENT_SECTION}\n")
-    line = conform_report.verdict_line(verdict, rule_results)
+    line = reports.verdict_line(verdict, rule_results)
     if judge.tls is not None and judge.tls.insecure:
         line += f"; {judge.tls.describe()}"
     return text + "\n" + line

@@ -17,7 +17,8 @@ sys.path.insert(0, str(Path(__file__).parent / "conformance"))
 
 from test_report_render import BASE, VERDICT, _results  # noqa: E402
 
-from conformance import catalog, report  # noqa: E402
+from conformance import catalog  # noqa: E402
+from paysuite_core.report_engine import reports  # noqa: E402
 from paysuite_core.results.verdict import CheckResult  # noqa: E402
 
 HOSTILE = "<script>alert('x')</script>"
@@ -32,7 +33,9 @@ def _conform_page() -> str:
         *_results(),
         CheckResult(catalog.get("FMT-001"), "failed", f"answered {HOSTILE}", actual=HOSTILE),
     ]
-    return report.to_html(results, verdict=VERDICT, target=BASE, started_at=HOSTILE, duration_s=1.0)
+    return reports.to_html(
+        results, verdict=VERDICT, target=BASE, started_at=HOSTILE, duration_s=1.0
+    )
 
 
 def _load_page(tmp: Path) -> str:

@@ -197,8 +197,8 @@ def write_outputs(
 ) -> int:
     """Mask, print the matrix and the verdict, write clients.json and clients.html; how the
     target's certificate was judged goes in both, and ``INSECURE`` in the verdict line."""
-    from conformance import report as conform_report
     from paysuite.clients import matrix, report
+    from paysuite_core.report_engine import reports
     from paysuite_core.results.masking import Masker
 
     masker = Masker.for_config(config)
@@ -221,7 +221,7 @@ def write_outputs(
         return 2
     print(masker.text(matrix.render(shown, config.base_url)))
     print(f"\nreports: {', '.join(str(path) for path in written)}")
-    line = conform_report.verdict_line(verdict, report.results(shown))
+    line = reports.verdict_line(verdict, report.results(shown))
     if tls is not None and tls.insecure:
         line += f"; {tls.describe()}"
     print(masker.text(line))

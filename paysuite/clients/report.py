@@ -7,9 +7,10 @@ stable placeholder such as ``«masked:access:2»``, so a reader still sees one t
 the SDKs' return values, the cells' texts and the state are masked with what was learnt, and a
 last pass over each written text replaces any learnt value left.
 
-The HTML page is conform's (``conformance.report.to_html``): each cell is one result shaped like
-the plugin's ``CheckResult``, filed under the section of the document its operation belongs to
-(the SDK-only routes under "Other"), with the cell's exchanges as evidence and their curl.
+The HTML page is conform's (``paysuite_core.report_engine.reports.to_html``): each cell is one
+result shaped like the plugin's ``CheckResult``, filed under the section of the document its
+operation belongs to (the SDK-only routes under "Other"), with the cell's exchanges as evidence
+and their curl.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
-from conformance import report as conform_report
 from paysuite.clients.matrix import OPERATIONS, SdkColumn, outcome_of
 from paysuite_core.exchange import Exchange as ProxyExchange
+from paysuite_core.report_engine import reports
 from paysuite_core.results.evidence import evidence_of
 from paysuite_core.results.masking import Masker, mask_exchange
 from paysuite_core.results.verdict import Coverage, Verdict
@@ -65,7 +66,7 @@ _OUTCOMES = {"ok": "passed", "fail": "failed", "error": "error"}
 
 @dataclass(frozen=True)
 class CellCheck:
-    """What ``conformance.report`` reads of a check: one SDK's operation."""
+    """What the reports read of a check: one SDK's operation."""
 
     id: str
     level: str  # "document" or "SDK-only"
@@ -341,7 +342,7 @@ def to_html(
     ``tls``: how the target's certificate was judged, under the title. ``paysuite clients`` has
     no ``--reveal-secrets`` (nothing it writes carries a credential): the page does not offer it.
     """
-    return conform_report.to_html(
+    return reports.to_html(
         results(columns),
         verdict=verdict,
         target=target,

@@ -373,8 +373,8 @@ def _wait(
 def _finish(
     ledger: Ledger, settings: ListenSettings, args: argparse.Namespace, started: datetime, t0: float
 ) -> int:
-    from conformance import report
     from paysuite.webhooks import listen as webhook_listen
+    from paysuite_core.report_engine import reports as report
 
     counts = ledger.counts()
     formats: dict[str, int] = {}

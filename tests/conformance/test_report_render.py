@@ -19,6 +19,7 @@ import pytest
 from markupsafe import escape
 
 from conformance import catalog, report
+from paysuite_core.report_engine import reports
 from paysuite_core.results.evidence import Recorded
 from paysuite_core.results.verdict import CheckResult, Coverage, Verdict
 from paysuite_core.tokens import AUTHORIZE_PATH
@@ -97,7 +98,7 @@ VERDICT = Verdict(
 @pytest.fixture
 def written(tmp_path: Path) -> dict[str, Any]:
     results = _results()
-    paths = report.write_all(
+    paths = reports.write_all(
         results,
         verdict=VERDICT,
         report_dir=tmp_path,
@@ -158,7 +159,7 @@ def test_json_carries_verdict_and_coverage(written: dict[str, Any]) -> None:
 
 
 def test_non_gating_should_failure_is_a_warning_everywhere(written: dict[str, Any]) -> None:
-    card = report.scorecard(written["results"], VERDICT)
+    card = reports.scorecard(written["results"], VERDICT)
     line = next(x for x in card.splitlines() if "IDEM-004" in x)
     assert line.lstrip().startswith("⚠") and "warning" in line and "failed" not in line
     idem = next(c for c in written["json"]["checks"] if c["id"] == "IDEM-004")
@@ -176,7 +177,7 @@ def test_non_gating_should_failure_is_a_warning_everywhere(written: dict[str, An
 
 
 def test_expected_and_actual_are_shown(written: dict[str, Any]) -> None:
-    card = report.scorecard(written["results"], VERDICT)
+    card = reports.scorecard(written["results"], VERDICT)
     assert "Expected: kind = CASHOUT" in card and "Actual:   kind = CASHIN" in card
     assert "Expected: responses match the schema" in card  # an error too
     html = written["html"]
@@ -186,7 +187,7 @@ def test_expected_and_actual_are_shown(written: dict[str, Any]) -> None:
 
 def test_run_errors_are_shown(written: dict[str, Any]) -> None:
     error = VERDICT.run_errors[0]
-    assert error in report.scorecard(written["results"], VERDICT)
+    assert error in reports.scorecard(written["results"], VERDICT)
     assert written["json"]["run_errors"] == [error]
     banner = written["html"].split("<h2 id='scorecard'>Scorecard</h2>")[0]
     assert "Run errors" in banner and error in banner
@@ -199,15 +200,15 @@ def test_run_errors_are_shown(written: dict[str, Any]) -> None:
 
 def test_terminal_ends_with_the_verdict_line(written: dict[str, Any]) -> None:
     results = written["results"]
-    line = report.verdict_line(VERDICT, results)
+    line = reports.verdict_line(VERDICT, results)
     assert line == (
         "VERDICT: FAIL — 1 MUST check(s) failed: TXN-002; 1 warning; 1 run error; "
         "coverage 3/4 (75%, minimum 50%) — exit 1"
     )
-    card = report.scorecard(results, VERDICT)
+    card = reports.scorecard(results, VERDICT)
     assert card.splitlines()[-1] == line
     assert "      · bare token: accepted" in card  # a pass's observation
-    colored = report.scorecard(results, VERDICT, color=True, with_verdict=False)
+    colored = reports.scorecard(results, VERDICT, color=True, with_verdict=False)
     assert "\x1b[2m      · bare token: accepted\x1b[0m" in colored
     assert not colored.splitlines()[-1].startswith("VERDICT")
 
@@ -222,7 +223,7 @@ def test_html_opens_with_the_verdict_banner(written: dict[str, Any]) -> None:
     assert "coverage 3/4 (75%, minimum 50%)" in head and "profile <b>seed</b>" in head
     assert "not strict" in head and "1 warning" in head
     passing = Verdict("pass", 0, "reference", True, Coverage(4, 4, ()), reason="all ran")
-    page = report.to_html([], verdict=passing, target=BASE, started_at="", duration_s=0.0)
+    page = reports.to_html([], verdict=passing, target=BASE, started_at="", duration_s=0.0)
     assert "banner verdict-pass" in page and "profile <b>reference</b>" in page
 
 
@@ -285,7 +286,7 @@ def test_safe_curl_replays_once_the_variables_are_exported() -> None:
 
 def test_reveal_secrets_prints_the_real_token(tmp_path: Path) -> None:
     results = _results()
-    report.write_all(
+    reports.write_all(
         results,
         verdict=VERDICT,
         report_dir=tmp_path,
@@ -327,17 +328,17 @@ def test_html_puts_failures_and_errors_first_each_with_its_proof(written: dict[s
 
 
 def test_sections_are_named_by_the_documents_headings(written: dict[str, Any]) -> None:
-    assert report.heading("Authentication, 1") == "Authentication"
-    assert report.heading("Errors, rule 2") == "Errors"
-    assert report.heading("Endpoints, 2. Cashout") == "Endpoints › 2. Cashout"
+    assert reports.heading("Authentication, 1") == "Authentication"
+    assert reports.heading("Errors, rule 2") == "Errors"
+    assert reports.heading("Endpoints, 2. Cashout") == "Endpoints › 2. Cashout"
     ids = ("AUTH-005", "AUTH-002", "ERR-001")  # Authentication 1 and 2, Errors rule 2
     sections = [catalog.get(cid).section for cid in ids]
     assert sections == ["Authentication, 1", "Authentication, 2", "Errors, rule 2"]
     results = [CheckResult(catalog.get(cid), "passed") for cid in ("AUTH-005", "AUTH-002")]
-    card = report.scorecard(results, VERDICT).splitlines()
+    card = reports.scorecard(results, VERDICT).splitlines()
     assert card.count("Authentication") == 1  # the rules of one heading under one heading
     assert not any(line.startswith("Authentication, ") for line in card)
-    assert "<th class='section' colspan='4'>Authentication</th>" in report.to_html(
+    assert "<th class='section' colspan='4'>Authentication</th>" in reports.to_html(
         results, verdict=VERDICT, target=BASE, started_at="", duration_s=0.0
     )
     assert "Authentication, " not in written["html"] and "Errors, rule" not in written["html"]
@@ -391,26 +392,26 @@ def test_a_not_applicable_check_is_n_a_in_every_report(tmp_path: Path) -> None:
         CheckResult(catalog.get("AUTH-008"), "skipped", reason, not_applicable=True),
         CheckResult(catalog.get("EVT-008"), "skipped", "reference choice"),
     ]
-    card = report.scorecard(results, VERDICT).splitlines()
+    card = reports.scorecard(results, VERDICT).splitlines()
     (line,) = [x for x in card if "AUTH-008" in x]
     assert " n/a " in line and "skipped" not in line
     assert any("EVT-008" in x and "skipped" in x for x in card)
     quiet = report.problems(results, target=BASE).splitlines()
     assert [x for x in quiet if "AUTH-008" in x and " n/a " in x and x.endswith(reason)]
-    assert report.totals_line(results) == "1 passed, 0 failed, 1 skipped, 1 n/a"
-    data = report.to_json(
+    assert reports.totals_line(results) == "1 passed, 0 failed, 1 skipped, 1 n/a"
+    data = reports.to_json(
         results, verdict=VERDICT, target=BASE, started_at="2026-01-01T00:00:00Z", duration_s=1.0
     )
     checks = {c["id"]: c for c in data["checks"]}
     assert (checks["AUTH-008"]["severity"], checks["EVT-008"]["severity"]) == ("n/a", "skip")
     assert (data["summary"]["not_applicable"], data["summary"]["skipped"]) == (1, 1)
-    junit = ET.fromstring(report.to_junit(results, verdict=VERDICT, duration_s=1.0))
+    junit = ET.fromstring(reports.to_junit(results, verdict=VERDICT, duration_s=1.0))
     case = next(c for c in junit.iter("testcase") if "AUTH-008" in (c.get("name") or ""))
     skipped = case.find("skipped")
     assert skipped is not None and skipped.get("message") == f"n/a: {reason}"
     (suite,) = junit.iter("testsuite")
     assert suite.get("skipped") == "2"
-    html = report.to_html(
+    html = reports.to_html(
         results, verdict=VERDICT, target=BASE, started_at="2026-01-01T00:00:00Z", duration_s=1.0
     )
     assert "<td class='out na'>n/a</td>" in html

@@ -19,6 +19,7 @@ import pytest
 from conformance import catalog, report
 from conformance.plugin import _is_engine_error
 from conformance.property_phase import build_config, chain_step
+from paysuite_core.report_engine import reports
 from paysuite_core.results.evidence import Recorded, reproduction, set_replay_context, tool_item
 from paysuite_core.results.outcome import CouldNotCheck, engine_error
 from paysuite_core.results.verdict import CheckResult, Coverage, Verdict
@@ -90,7 +91,7 @@ def test_applications_are_named_and_each_has_its_variables() -> None:
     read_two = _issue("app-r2")
     script, needs = reproduction([_create(read_two, None)], []).render()  # type: ignore[union-attr]
     assert set(needs) == {"PAYSUITE_TOKEN_M1_READ_2"}  # the second read application of M1
-    exports = report.replay_exports(BASE, {"PAYSUITE_TOKEN_M1_READ_2": {"app-r2"}})
+    exports = reports.replay_exports(BASE, {"PAYSUITE_TOKEN_M1_READ_2": {"app-r2"}})
     assert exports[0] == "# application M1_READ_2 (client_id app-r2)"
     assert exports[1].startswith("export PAYSUITE_CLIENT_SECRET_M1_READ_2=")
     assert exports[2].startswith("export PAYSUITE_TOKEN_M1_READ_2=$(curl -sS -X POST")
@@ -175,7 +176,7 @@ def test_a_forgery_and_a_refresh_token_replay_as_such() -> None:
     script, needs = reproduction([_create(refresh, None)], []).render()  # type: ignore[union-attr]
     assert '"Authorization: Bearer $PAYSUITE_REFRESH_TOKEN_M1_READ_WRITE"' in script
     assert "export PAYSUITE_REFRESH_TOKEN_M1_READ_WRITE=" in "\n".join(
-        report.replay_exports(BASE, {var: {owner} for var, owner in needs.items()})
+        reports.replay_exports(BASE, {var: {owner} for var, owner in needs.items()})
     )
 
 
@@ -186,7 +187,7 @@ def test_a_short_lived_token_is_obtained_from_its_route_and_waited_out() -> None
     script, needs = reproduction([_create(token, None)], []).render()  # type: ignore[union-attr]
     assert needs == {"PAYSUITE_SHORT_TOKEN_M1_READ_WRITE": "app-w"}
     assert any(line.startswith("sleep 3") for line in script.splitlines())  # past its 2 s
-    exports = report.replay_exports(BASE, {"PAYSUITE_SHORT_TOKEN_M1_READ_WRITE": {"app-w"}})
+    exports = reports.replay_exports(BASE, {"PAYSUITE_SHORT_TOKEN_M1_READ_WRITE": {"app-w"}})
     assert f"-X POST {SHORT} " in exports[-1]
     assert "/x/target.yaml app-w" in exports[1]  # the secret read from the configuration
 
@@ -212,9 +213,9 @@ def test_schemathesis_curl_names_its_credentials_and_is_not_masked() -> None:
 
 def test_reasons_are_clipped_at_a_word() -> None:
     text = "the property run proves nothing about operations it never saw succeed: GET /events"
-    assert report.clip(text, 40) == "the property run proves nothing about…"
-    assert report.clip("short", 40) == "short" and report.clip("a\nb") == "a"
-    assert len(report.clip("x" * 300, 100)) == 100  # one word longer than the line: cut in it
+    assert reports.clip(text, 40) == "the property run proves nothing about…"
+    assert reports.clip("short", 40) == "short" and reports.clip("a\nb") == "a"
+    assert len(reports.clip("x" * 300, 100)) == 100  # one word longer than the line: cut in it
 
 
 def _refused(check_id: str, token: str) -> CheckResult:
@@ -253,7 +254,7 @@ def test_an_engine_error_is_the_runs_with_its_traceback(tmp_path: Path) -> None:
         "error", 2, "seed", False, Coverage(1, 1),
         run_errors=(error.line(),), reason=error.line(), engine_errors=(error,),
     )  # fmt: skip
-    report.write_all(
+    reports.write_all(
         [], verdict=verdict, report_dir=tmp_path, target=BASE, started_at="", duration_s=0
     )
     data = json.loads((tmp_path / "conformance.json").read_text(encoding="utf-8"))
@@ -264,7 +265,7 @@ def test_an_engine_error_is_the_runs_with_its_traceback(tmp_path: Path) -> None:
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "Errors of paysuite itself" not in page  # a run with no check: what stopped it only
     result = CheckResult(catalog.get("PROP-006"), "passed")
-    report.write_all(
+    reports.write_all(
         [result], verdict=verdict, report_dir=tmp_path, target=BASE, started_at="", duration_s=0
     )
     page = (tmp_path / "report.html").read_text(encoding="utf-8")

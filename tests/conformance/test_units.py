@@ -6,12 +6,13 @@ import re
 
 import pytest
 
-from conformance import catalog, report
+from conformance import catalog
 from conformance import jwt_forgeries as tokens
 from conformance.options import Options
 from conformance.plugin import REFERENCE_SKIP, RunState, decide
 from paysuite_core.driver import timestamps
 from paysuite_core.driver.spec_patch import ascii_pattern, patch_spec
+from paysuite_core.report_engine import reports
 from paysuite_core.request_data import NumberSource, same_number
 from paysuite_core.results.evidence import Recorded, redact_body, shorten_token
 from paysuite_core.results.verdict import CheckResult
@@ -212,8 +213,8 @@ def test_verdict_and_totals() -> None:
     assert nothing.verdict == "error" and nothing.coverage.total == 0
     results = [_result("AUTH-001", "passed"), _result("IDEM-004", "failed"),
                _result("EVT-008", "skipped"), _result("PROP-001", "error")]  # fmt: skip
-    assert report.totals_line(results) == "1 passed, 0 failed, 1 warnings, 1 skipped, 1 errors"
-    assert report.totals_line(results[:1]) == "1 passed, 0 failed, 0 skipped"
+    assert reports.totals_line(results) == "1 passed, 0 failed, 1 warnings, 1 skipped, 1 errors"
+    assert reports.totals_line(results[:1]) == "1 passed, 0 failed, 0 skipped"
 
 
 def test_options_parse_once_with_one_meaning() -> None:
