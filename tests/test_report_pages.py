@@ -45,14 +45,34 @@ def _load_page(tmp: Path) -> str:
         "shape": "smoke",
         "exit_code": 1,
         "target": "http://127.0.0.1:9/api",
-        "operations": {"find": {"requests": 3, "failures": 1, "rps": 1.0, "p50_ms": 1.0,
-                                "p95_ms": 2.0, "p99_ms": 2.0}},
+        "operations": {
+            "find": {
+                "requests": 3,
+                "failures": 1,
+                "rps": 1.0,
+                "p50_ms": 1.0,
+                "p95_ms": 2.0,
+                "p99_ms": 2.0,
+            }
+        },
         "failures": [{"occurrences": 1, "method": "GET", "name": "find", "error": HOSTILE}],
         "reconciliation": {"passed": False, "reasons": [HOSTILE]},
-        "timeline": {"samples": [{"t": 1.0, "users": 1, "rps": 3.0, "fail_s": 1.0, "p50": 1.0,
-                                  "p95": 2.0, "p99": 2.0, "ops": {}}]},
+        "timeline": {
+            "samples": [
+                {
+                    "t": 1.0,
+                    "users": 1,
+                    "rps": 3.0,
+                    "fail_s": 1.0,
+                    "p50": 1.0,
+                    "p95": 2.0,
+                    "p99": 2.0,
+                    "ops": {},
+                }
+            ]
+        },
         "files": {"locust_html": "locust.html"},
-    }  # fmt: skip
+    }
     return render_page(summary, tmp)
 
 
@@ -63,7 +83,37 @@ def _demo_page(tmp: Path) -> str:
     return write_index(tmp, conformance, None, None, 2).read_text(encoding="utf-8")
 
 
-PAGES = {"conform": lambda _: _conform_page(), "load": _load_page, "demo": _demo_page}
+def _clients_page(_: Path) -> str:
+    from paysuite.clients import report as clients
+    from paysuite.clients.matrix import SdkColumn
+
+    exchange = {
+        "method": "POST",
+        "url": f"{BASE}/transactions/cashout",
+        "status": 200,
+        "request_body": "{}",
+        "response_body": HOSTILE,
+    }
+    cell = {
+        "outcome": "fail",
+        "detail": HOSTILE,
+        "expected": "kind CASHOUT",
+        "actual": HOSTILE,
+        "exchanges": [exchange],
+    }
+    columns = [SdkColumn("paypack-py", "1.0", cells={"cashout": cell})]
+    verdict = clients.verdict_of(columns)
+    return clients.to_html(
+        columns, verdict, target=BASE, started_at="", duration_s=1.0, tls=HOSTILE
+    )
+
+
+PAGES = {
+    "conform": lambda _: _conform_page(),
+    "clients": _clients_page,
+    "load": _load_page,
+    "demo": _demo_page,
+}
 
 
 @pytest.mark.parametrize("name", sorted(PAGES))
