@@ -80,7 +80,7 @@ class Judge:
     ) -> None:
         self.config = config
         #: what the judge's own confirmations trust over HTTPS, as the forwarded traffic does;
-        #: the reports say how the target's certificate was judged (``tls_text``)
+        #: the reports say how the target's certificate was judged (``reports.tls_text``)
         self.tls = tls
         #: whose violations gate the exit status (``--judge``): "server", "client" or both
         self.gates = JUDGED_PARTIES[judge]

@@ -207,7 +207,7 @@ def write_reports(
     rule_results = results(judge)
     verdict = verdict_of(judge, rule_results)
     rows = exchange_verdicts(judge)
-    tls = {"tls": tls_text(judge, target)} if judge.tls is not None else {}
+    tls = {"tls": reports.tls_text(judge.tls, target)} if judge.tls is not None else {}
     # The API's base URL, where the report's exports authorize: the configuration knows it; the
     # forwarded-to root does not name the API's path (/api)
     api_base = judge.config.base_url if judge.config is not None else target
@@ -261,10 +261,3 @@ def scorecard(judge: Judge) -> str:
     if judge.tls is not None and judge.tls.insecure:
         line += f"; {judge.tls.describe()}"
     return text + "\n" + line
-
-
-def tls_text(judge: Judge, target: str) -> str:
-    """How the target's certificate was judged, for conformance.json and report.html."""
-    if judge.tls is None or (not judge.tls.insecure and not target.startswith("https:")):
-        return "plain HTTP (no TLS)"
-    return judge.tls.describe()

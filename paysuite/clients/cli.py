@@ -166,6 +166,7 @@ def write_stopped(
     (exit 2), what stopped it, no SDK run; so a CI's report step shows why instead of no file.
     The terminal gets where they went (the reason is on stderr already), no empty matrix."""
     from paysuite.clients import report
+    from paysuite_core.report_engine import reports
     from paysuite_core.results.masking import Masker
 
     masker = Masker.for_config(config)
@@ -175,7 +176,7 @@ def write_stopped(
         "started_at": datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
         "duration_s": round(time.time() - started, 3),
     }
-    tls_text = report.tls_text(tls, config.base_url)
+    tls_text = reports.tls_text(tls, config.base_url)
     data = {**report.to_json([], verdict, **common), "tls": tls_text}
     as_json = masker.text(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
     page = masker.text(report.to_html([], verdict, **common, tls=tls_text))
@@ -209,7 +210,7 @@ def write_outputs(
         "started_at": datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
         "duration_s": round(time.time() - started, 3),
     }
-    tls_text = report.tls_text(tls, config.base_url)
+    tls_text = reports.tls_text(tls, config.base_url)
     data = {**report.to_json(shown, verdict, **common), "tls": tls_text}
     as_json = masker.text(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
     page = masker.text(report.to_html(shown, verdict, **common, tls=tls_text))

@@ -25,7 +25,6 @@ from paysuite_core.report_engine import reports
 from paysuite_core.results.evidence import evidence_of
 from paysuite_core.results.masking import Masker, mask_exchange
 from paysuite_core.results.verdict import Coverage, Verdict
-from paysuite_core.tls import TLSSettings
 from proxy.report import RuleResult
 
 TITLE = "paysuite clients report"
@@ -352,10 +351,3 @@ def to_html(
         tls=tls,
         rerun_hint=False,
     )
-
-
-def tls_text(tls: TLSSettings | None, target: str) -> str:
-    """How the drivers judged the target's certificate, for clients.json and clients.html."""
-    if tls is None or (not tls.insecure and not target.startswith("https:")):
-        return "plain HTTP (no TLS)"
-    return tls.describe()

@@ -370,9 +370,12 @@ def to_json(
 PLAIN_HTTP = "plain HTTP (no TLS)"
 
 
-def tls_text(tls: TLSSettings | None) -> str:
-    """How the certificate was judged (``TLSSettings.describe``), or that there was no TLS."""
-    return tls.describe() if tls is not None else PLAIN_HTTP
+def tls_text(tls: TLSSettings | None, target: str = "") -> str:
+    """How the certificate was judged (``TLSSettings.describe``), or that there was no TLS (no
+    settings, or a ``target`` over plain HTTP that was not told ``--insecure``)."""
+    if tls is None or (target and not tls.insecure and not target.startswith("https:")):
+        return PLAIN_HTTP
+    return tls.describe()
 
 
 def _check_json(result: Result, reveal: bool) -> dict[str, Any]:
