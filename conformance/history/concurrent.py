@@ -35,10 +35,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from conformance.customer import DriverFailed
-from conformance.evidence import Evidence
+from conformance.evidence import Evidence, Recorded
 from conformance.history.driver import Driver, Step
 from conformance.http import RecordingClient, Reply, ThrottledOut
-from conformance.model.judge import judge, step_of
+from conformance.model.judge import judge_call, step_of
 from conformance.model.linearizability import Call, Verdict, check
 from conformance.model.records import CONCURRENT, Answer, Problem, Request
 from conformance.model.state import State, World
@@ -114,7 +114,7 @@ class _Log:
         answer: Answer,
         invoked: float,
         completed: float | None,
-        exchanges: list[Any],
+        exchanges: list[Recorded],
     ) -> None:
         with self._lock:
             index = len(self.calls) + 1
@@ -530,10 +530,8 @@ def frontier_problem(world: World, calls: list[Call], verdict: Verdict) -> Probl
         states = after or states
     for index in verdict.unexplained:
         call = by_index[index]
-        answer = call.answer if isinstance(call.answer, Answer) else Answer(None)
-        done = call.completed if call.completed is not None else call.invoked
         for state in sorted(states, key=repr):
-            judged = judge(world, state, call.request, answer, call.invoked, done)
+            judged = judge_call(world, state, call)
             if judged.problem is not None and not judged.problem.reference:
                 return Problem(CONCURRENT, judged.problem.message, judged.problem.allowed)
     return Problem(CONCURRENT, verdict.summary(), "some order of the requests explains each answer")

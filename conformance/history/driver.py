@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from conformance.http import RecordingClient, Reply
     from conformance.target import Target
     from paysuite_core.target_config import Application
+    from paysuite_core.tokens import TokenPair
 
 #: Pages of this size in the walks, so that paging is exercised on a few events.
 WALK_LIMIT = 3
@@ -127,7 +128,7 @@ class Driver:
         self.reference_problem: tuple[list[Step], Problem] | None = None
         self.apps = {app.client_id: app for app in target.apps()}
         self.labels: dict[str, str] = {}
-        self.pairs: dict[str, Any] = {}
+        self.pairs: dict[str, TokenPair] = {}
         self.numbers: list[str] = []
         self.keys: list[str] = []
         self.refs: list[str] = []
@@ -298,7 +299,7 @@ class Driver:
     ) -> Reply:
         """One page; ``sent``: the filters as written on the wire when spelled otherwise."""
         label, token = self.token_of(app)
-        params: dict[str, Any] = dict(sent or filters)
+        params: dict[str, str | int] = dict(sent or filters)
         if limit is not None:
             params.update(limit=limit, offset=0)
         request = ListEvents(
@@ -314,14 +315,14 @@ class Driver:
     def walk(self, app: Application, filters: dict[str, str]) -> None:
         """Every page of the list under ``filters``, judged as one answer."""
         label, token = self.token_of(app)
-        pages: list[Any] = []
+        pages: list[object] = []
         replies: list[Reply] = []
         at = time.monotonic()
         limit: int | None = WALK_LIMIT
         offset = 0
         status: int | None = None
         for _ in range(MAX_WALK_PAGES):
-            params: dict[str, Any] = dict(filters)
+            params: dict[str, str | int] = dict(filters)
             if limit is not None:
                 params.update(limit=limit, offset=offset)
             reply = self.client.request("GET", EVENTS, token=token, params=params)
