@@ -195,11 +195,11 @@ class Racer(Driver):
         invoked = max(at, self.paced.sent_at) if len(replies) == 1 else at
         self.log.add(self.thread, request, answer, invoked, done, [r.exchange for r in replies])
 
-    def _send(self, request: Request, method: str, path: str, **kwargs: Any) -> Reply:
+    def _send(self, request: Request, send: Callable[[], Reply]) -> Reply:
         before = len(self.evidence.exchanges)
         at = time.monotonic()
         try:
-            reply = self.paced.request(method, path, **kwargs)
+            reply = send()  # through self.paced, the driver's client
         except Exception:
             sent = self.evidence.exchanges[before:]
             if sent:  # it left and no answer came: it may have taken effect or not

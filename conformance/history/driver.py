@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from conformance.api import EVENTS, find_path, kind_path
 from conformance.model.judge import judge
@@ -222,9 +222,10 @@ class Driver:
             self.labels[app.client_id] = new
 
     # --- operations ------------------------------------------------------------------------
-    def _send(self, request: Request, method: str, path: str, **kwargs: Any) -> Reply:
+    def _send(self, request: Request, send: Callable[[], Reply]) -> Reply:
+        """``send`` (a request through ``self.client``), recorded and judged as ``request``."""
         at = time.monotonic()
-        reply = self.client.request(method, path, **kwargs)
+        reply = send()
         done = time.monotonic()
         self.record(request, Answer(reply.status, reply.body), at, done, [reply])
         return reply
@@ -258,14 +259,12 @@ class Driver:
         headers = {"Idempotency-Key": key} if key is not None and channel != "query" else {}
         params = {"Idempotency-Key": key} if key is not None and channel == "query" else None
         path = kind_path(kind) + ("/" if spelling == "slash" else "")
+        body = {"amount": amount, "number": number}
         reply = self._send(
             request,
-            "POST",
-            path,
-            token=token,
-            json={"amount": amount, "number": number},
-            headers=dict(headers),
-            params=params,
+            lambda: self.client.post(
+                path, token=token, json=body, headers=dict(headers), params=params
+            ),
         )
         if key is not None and key not in self.keys:
             self.keys.append(key)
@@ -286,7 +285,7 @@ class Driver:
         written = ref.upper() if spelling == "upper" else ref
         path = find_path(written) + ("/" if spelling == "slash" else "")
         request = Find(app.client_id, label, ref, spelling, expect_processed)
-        return self._send(request, "GET", path, token=token)
+        return self._send(request, lambda: self.client.get(path, token=token))
 
     def list_events(
         self,
@@ -310,7 +309,7 @@ class Driver:
             0 if limit is not None else None,
             spelling=spelling,
         )
-        return self._send(request, "GET", EVENTS, token=token, params=params)
+        return self._send(request, lambda: self.client.get(EVENTS, token=token, params=params))
 
     def walk(self, app: Application, filters: dict[str, str]) -> None:
         """Every page of the list under ``filters``, judged as one answer."""
@@ -372,7 +371,8 @@ class Driver:
     def find_with(self, app: Application, ref: str, label: str) -> Reply:
         """Find with the pair named ``label`` (a short-lived one)."""
         request = Find(app.client_id, label, ref)
-        return self._send(request, "GET", find_path(ref), token=self.pairs[label].access)
+        access = self.pairs[label].access
+        return self._send(request, lambda: self.client.get(find_path(ref), token=access))
 
     def reader_of(self, merchant: str | None) -> Application:
         """An application of ``merchant`` that may read: read-write or read first."""
