@@ -1,12 +1,23 @@
 """The API's JSON bodies as types (spec/openapi.yaml's schemas), shared by every package.
 
 A body read from a target is untrusted: code holds it as ``JsonObject`` (or ``object``) and
-narrows it; one of these TypedDicts is for a body the code built or checked field by field.
+narrows it; one of these TypedDicts is for a body the code built or checked field by field, and
+``field_types`` gives a check the types to check a body's fields against.
+
+Evaluated at import (no ``from __future__ import annotations``): Python 3.11's TypedDict reads
+``NotRequired`` only from an evaluated annotation.
 """
 
-from __future__ import annotations
-
-from typing import Literal, NotRequired, TypedDict
+from types import UnionType
+from typing import (
+    Literal,
+    NotRequired,
+    TypedDict,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+)
 
 #: A JSON object as read, before any check of its fields: every value must be narrowed.
 JsonObject = dict[str, object]
@@ -79,3 +90,19 @@ class TokenPair(TypedDict):
     access: str
     refresh: str
     expires: str | int
+
+
+def field_types(body: type) -> dict[str, tuple[type, ...]]:
+    """Each field of the TypedDict ``body``, in its order, as the types ``isinstance`` takes (a
+    Literal: its values' type; ``list[Event]``: list; a TypedDict: dict)."""
+    found: dict[str, tuple[type, ...]] = {}
+    for name, hint in get_type_hints(body).items():
+        origin = get_origin(hint)
+        if origin is Literal:
+            found[name] = (type(get_args(hint)[0]),)
+        else:
+            union = get_args(hint) if origin is UnionType else (hint,)
+            found[name] = tuple(
+                dict if is_typeddict(one) else get_origin(one) or one for one in union
+            )
+    return found

@@ -12,7 +12,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from decimal import Context, Decimal
 from functools import partial
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, get_args
 
 from conformance import timestamps
 from conformance.api import SUCCESS_STATUSES, data_of
@@ -20,7 +20,7 @@ from conformance.checks import Section, check
 from conformance.event_window import bound_text, event_ids, inside, js_date_text, outside, stamp_of
 from conformance.outcome import expect, expect_none, fail, not_applicable, precondition
 from conformance.suite.states_and_transitions import usable_customer
-from paysuite_core.api_types import JsonObject
+from paysuite_core.api_types import EventData, EventKind, EventsPage, JsonObject, field_types
 from paysuite_core.request_data import same_number
 
 if TYPE_CHECKING:
@@ -28,28 +28,14 @@ if TYPE_CHECKING:
     from conformance.target import Target
     from paysuite_core.target_config import Application
 
-EVENT_KINDS = ("transaction:created", "transaction:processed")
+EVENT_KINDS = get_args(EventKind)
 PROCESSED = "transaction:processed"
 CREATED = "transaction:created"
 ENVELOPE_INTS = ("limit", "offset", "total")
-ENVELOPE_OPTIONAL = {
-    "amount": (int, float),
-    "client": (str,),
-    "event-kind": (str,),
-    "kind": (str,),
-    "ref": (str,),
-    "status": (str,),
-}
-DATA_TYPES = {
-    "ref": (str,),
-    "kind": (str,),
-    "fee": (int, float),
-    "merchant": (str,),
-    "client": (str,),
-    "amount": (int, float),
-    "status": (str,),
-    "created_at": (str,),
-}
+#: The envelope's keys the document does not name, and the record's data, with their types.
+ENVELOPE_OPTIONAL = {k: t for k, t in field_types(EventsPage).items() if k not in ENVELOPE_INTS}
+del ENVELOPE_OPTIONAL["transactions"]
+DATA_TYPES = {k: t for k, t in field_types(EventData).items() if k != "processed_at"}
 
 
 def _typed(value: object, types: tuple[type, ...]) -> bool:

@@ -30,6 +30,7 @@ from conformance.api import data_of
 from conformance.checks import Section, check
 from conformance.outcome import expect, fail, not_applicable, precondition
 from conformance.suite.states_and_transitions import usable_customer
+from conformance.target import same_amount
 from paysuite_core.api_types import JsonObject
 from paysuite_core.request_data import same_number
 from paysuite_core.webhook_ledger import CREATED, PROCESSED, Arrival, Ledger
@@ -341,7 +342,7 @@ def _scripted(
             return (
                 record.get("event_kind") == kind
                 and same_number(data_of(record).get("client"), number)
-                and _same_amount(data_of(record).get("amount"), amount)
+                and same_amount(data_of(record).get("amount"), amount)
             )
 
         for status, hold_s in script:
@@ -365,13 +366,6 @@ def _waits(ledger: Ledger, ref: str, first: Arrival, wanted: int, within_s: floa
             f"{wanted} whose waits are compared (WEBHOOK-005's): {_summary(ledger.arrivals(ref))}"
         )
     return [later.received_at - earlier.received_at for earlier, later in pairwise(came)]
-
-
-def _same_amount(rendered: object, sent: object) -> bool:
-    try:
-        return float(rendered) == float(sent)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return False
 
 
 def _retry_of(ledger: Ledger, ref: str, first: Arrival) -> Arrival | None:
