@@ -84,7 +84,7 @@ class ErrorBody(TypedDict):
     message: str
 
 
-class TokenPair(TypedDict):
+class TokenPairBody(TypedDict):
     """Authorize's and refresh's answer (``TokenPair``; ``expires`` a string or an integer)."""
 
     access: str

@@ -17,7 +17,7 @@ TYPED = [
     (api_types.Event, "EventRecord"),
     (api_types.EventsPage, "EventList"),
     (api_types.ErrorBody, "Error"),
-    (api_types.TokenPair, "TokenPair"),
+    (api_types.TokenPairBody, "TokenPair"),
 ]
 JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),

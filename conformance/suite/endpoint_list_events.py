@@ -307,7 +307,7 @@ def the_status_filter_returns_only_that_status(target: Target) -> None:
     app = target.need_writer()
     number = target.number()
     _, pending = target.created("CASHIN", app, number=number)
-    current: JsonObject = {pending["ref"]: "pending"}
+    current: dict[str, object] = {pending["ref"]: "pending"}
     confirmed = cancelled = None
     customer = target.need_customer()
     if customer.unavailable_reason() is None and customer.driver != "magic-numbers":
