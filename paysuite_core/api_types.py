@@ -35,6 +35,19 @@ class Transaction(TypedDict):
     created_at: str
 
 
+class Lookup(TypedDict):
+    """Find's answer (``LookupResponse``)."""
+
+    amount: int | float
+    client: str
+    fee: int | float
+    kind: Kind
+    merchant: str
+    ref: str
+    status: str
+    timestamp: str
+
+
 class EventData(TypedDict):
     """An event record's transaction snapshot (``EventData``)."""
 

@@ -1,7 +1,8 @@
 """paysuite_core.api_types says what spec/openapi.yaml says: each TypedDict has its schema's
-properties, the same ones required, and the JSON types ``field_types`` gives the checks."""
+properties, the same ones required, and the JSON types ``field_types`` gives the checks.
 
-from __future__ import annotations
+No ``from __future__ import annotations``: Python 3.11's TypedDict reads ``NotRequired`` only
+from an evaluated annotation (the local TypedDicts below)."""
 
 from typing import Literal, NotRequired, TypedDict
 
@@ -13,6 +14,7 @@ from paysuite_core.specfile import load_spec
 #: Each TypedDict and the schema it types.
 TYPED = [
     (api_types.Transaction, "CreationResponse"),
+    (api_types.Lookup, "LookupResponse"),
     (api_types.EventData, "EventData"),
     (api_types.Event, "EventRecord"),
     (api_types.EventsPage, "EventList"),
@@ -39,13 +41,39 @@ def _json_types(schema: dict[str, object]) -> tuple[type, ...]:
     return tuple(t for name in names for t in JSON_TYPES[str(name)])
 
 
+def mismatches(typed: type, name: str) -> list[str]:
+    """Where the TypedDict ``typed`` parts from the schema ``name`` of spec/openapi.yaml."""
+    schema = load_spec()["components"]["schemas"][name]
+    fields = api_types.field_types(typed)
+    found = [f"{key}: only in the TypedDict" for key in fields if key not in schema["properties"]]
+    found += [f"{key}: only in the schema" for key in schema["properties"] if key not in fields]
+    if typed.__required_keys__ != frozenset(schema["required"]):
+        found.append(f"required {sorted(typed.__required_keys__)} != {sorted(schema['required'])}")
+    found += [
+        f"{key}: {types} in the TypedDict"
+        for key, types in fields.items()
+        if key in schema["properties"] and set(types) != set(_json_types(schema["properties"][key]))
+    ]
+    return found
+
+
 @pytest.mark.parametrize(("typed", "name"), TYPED, ids=[name for _, name in TYPED])
 def test_each_typed_body_has_its_schemas_fields(typed: type, name: str) -> None:
-    schema = load_spec()["components"]["schemas"][name]
-    assert set(api_types.field_types(typed)) == set(schema["properties"])
-    assert typed.__required_keys__ == frozenset(schema["required"])
-    for field, types in api_types.field_types(typed).items():
-        assert set(types) == set(_json_types(schema["properties"][field])), (name, field)
+    assert mismatches(typed, name) == []
+
+
+def test_a_typed_body_that_parts_from_its_schema_is_caught() -> None:
+    class Wrong(TypedDict):
+        status: str
+        code: str
+        message: NotRequired[str]
+        detail: str
+
+    assert sorted(mismatches(Wrong, "Error")) == [
+        "detail: only in the TypedDict",
+        "required ['code', 'detail', 'status'] != ['code', 'message', 'status']",
+        "status: (<class 'str'>,) in the TypedDict",
+    ]
 
 
 def test_field_types_reads_literals_unions_and_lists() -> None:
