@@ -64,8 +64,8 @@ def usable_customer(target: Target) -> Customer | None:
 def _processed(
     target: Target, outcome: Outcome, *, kind: str = "CASHIN", judged: bool = True
 ) -> tuple[Reply, str, Reply, list[JsonObject]]:
-    """Create a ``kind``, have the customer act, wait for the outcome; returns creation, find,
-    events.
+    """Create a ``kind``, have the customer act, wait for the outcome; returns the creation's
+    answer, its ref, find's answer and the events.
 
     ``judged``: whether a transaction left pending is this check's failure (LIFE-002/003) or
     only a precondition of it (a check about what happens *after* processing).
