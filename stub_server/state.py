@@ -6,11 +6,10 @@ the ones the run's faults break, so no handler asks which fault is on.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from stub_server import fault_injection, signing_key, timefmt
+from stub_server import signing_key, timefmt
 from stub_server.errors import InFlight
 from stub_server.filters import DEFAULT_LIMIT
 from stub_server.ratelimit import AuthorizeGuard
@@ -111,7 +110,6 @@ class StubApp:
         self.verified_secrets: dict[str, bytes] = {}
         self.in_flight = InFlight()
         self.auth_guard = AuthorizeGuard(settings.authorize_limits)
-        fault_injection.install(self, settings.faults, random.Random())
 
     def app_record(self, client_id: str) -> AppRecord | None:
         """Cached: applications never change."""
