@@ -169,7 +169,7 @@ def judge(
         return [
             Verdict(
                 label, metric, star[metric], first[metric], metric not in first["breached"], note
-            )  # fmt: skip
+            )
             for metric in ("p95_ms", "error_ratio")
             if metric in star
         ]
