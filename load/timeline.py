@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from load.records import Abort, OperationPoint, Point, Sample, TimelineRecord
 from load.shape_catalog import AUTH_OPERATIONS
 from load.slo import OperationStats, decided_early, percentile_of
 
@@ -67,7 +68,7 @@ def summed(counts: Counts, names: Iterable[str]) -> Tally:
     return requests, failures, times
 
 
-def _point(requests: int, failures: int, times: dict[int, int], span: float) -> dict[str, Any]:
+def _point(requests: int, failures: int, times: dict[int, int], span: float) -> Point:
     return {
         "rps": round(requests / span, 2),
         "fail_s": round(failures / span, 2),
@@ -120,9 +121,9 @@ class Timeline:
         self._reset()
 
     def _reset(self) -> None:
-        self.samples: list[dict[str, Any]] = []
+        self.samples: list[Sample] = []
         self.peak_users = 0
-        self.abort: dict[str, Any] | None = None
+        self.abort: Abort | None = None
         self.started_at = 0.0
         self._previous: Counts = {}
         self._last_t = 0.0
@@ -168,7 +169,7 @@ class Timeline:
         now = cumulative(runner.stats)
         users = int(runner.user_count)
         self.peak_users = max(self.peak_users, users)
-        ops: dict[str, Any] = {}
+        ops: dict[str, OperationPoint] = {}
         all_requests = all_failures = 0
         all_times: dict[int, int] = {}
         for name, counts in sorted(now.items()):
@@ -222,7 +223,7 @@ class Timeline:
         greenlet.kill(block=False)
         self.sample()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> TimelineRecord:
         """load.json's ``timeline``."""
         return {
             "interval_s": self.samples[1]["t"] - self.samples[0]["t"]

@@ -103,7 +103,7 @@ class TLSSettings:
             reason = getattr(exc, "reason", None) or str(exc)
             raise TLSSettingsError(f"the TLS files cannot be loaded: {reason}") from None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """A plain form (Locust's workers receive it in the load plan)."""
         return asdict(self)
 
