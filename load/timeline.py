@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from load.records import Abort, OperationPoint, Point, Sample, TimelineRecord
 from load.shape_catalog import AUTH_OPERATIONS
 from load.slo import OperationStats, decided_early, percentile_of
 
 if TYPE_CHECKING:
+    from gevent import Greenlet
     from locust.env import Environment
     from locust.stats import RequestStats, StatsEntry
 
@@ -127,7 +128,7 @@ class Timeline:
         self.started_at = 0.0
         self._previous: Counts = {}
         self._last_t = 0.0
-        self._greenlet: Any = None
+        self._greenlet: Greenlet | None = None
         self._environment: Environment | None = None
         self._plan: LoadPlan | None = None
 

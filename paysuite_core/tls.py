@@ -77,7 +77,7 @@ class TLSSettings:
         return settings
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace, config: Any = None) -> TLSSettings:
+    def from_args(cls, args: argparse.Namespace, config: object = None) -> TLSSettings:
         """From the flags ``add_arguments`` declared (and a target configuration's ``tls``)."""
         return cls.resolve(
             ca_bundle=getattr(args, "ca_bundle", None),

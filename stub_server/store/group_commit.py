@@ -6,7 +6,7 @@
 - Every call is synchronous on the event loop's thread: writers are serialized, so the
   idempotency insert and the pending -> processed update are race-free without locks.
 - Group commit: the first creation of an event-loop turn opens a SQL transaction, later ones in
-  the same turn join it, and one COMMIT (``call_soon``) acknowledges them all. Any other use of
+  the same turn join it, and one COMMIT (``call_soon``) acknowledges them all. Every other use of
   the connection (``conn``) commits the open batch first, so reads only see committed data.
 - Checkpoints run on a background thread (``checkpoint``), not inside a request's COMMIT.
 """
