@@ -17,14 +17,14 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar, cast
 
-from conformance.api import EVENTS, data_of, find_path, kind_path
-from conformance.customer import Customer, Outcome
-from conformance.evidence import Evidence
-from conformance.http import RecordingClient, Reply
-from conformance.outcome import not_applicable, precondition
 from paysuite_core import tokens
 from paysuite_core.bounded_http import CONFORM_LIMITS, Limits
+from paysuite_core.driver.api import EVENTS, data_of, find_path, kind_path
+from paysuite_core.driver.customer import Customer, Outcome
+from paysuite_core.driver.http import RecordingClient, Reply
 from paysuite_core.request_data import AmountSource, NumberSource, same_number
+from paysuite_core.results.evidence import Evidence
+from paysuite_core.results.outcome import not_applicable, precondition
 from paysuite_core.target_config import (
     RWANDA_MOBILE_PATTERN,
     Application,
@@ -35,7 +35,7 @@ from paysuite_core.target_config import (
 from paysuite_core.throttle import Throttle
 from paysuite_core.tls import TLSSettings
 from paysuite_core.tokens import Send, TokenFlow, TokenPair
-from paysuite_core.webhook_receiver import RunningReceiver
+from paysuite_core.webhooks.receiver import RunningReceiver
 
 T = TypeVar("T")
 #: How long a count waits for events an implementation records a moment after answering.
@@ -558,7 +558,7 @@ class Target:
 
     def _started_receiver(self, hooks: WebhookTarget) -> RunningReceiver:
         """The receiver, started now if no check has started it yet (under ``_shared``)."""
-        from paysuite_core.webhook_receiver import ReceiverStartError, WebhookReceiver, running
+        from paysuite_core.webhooks.receiver import ReceiverStartError, WebhookReceiver, running
 
         if self._receiver is None:
             receiver = WebhookReceiver(hooks.secret, tolerance_s=hooks.tolerance_s)
