@@ -106,7 +106,7 @@ class Verdict:
         return f"{self.operation} {self.metric} {shown} (SLO {self.relation} {self.threshold:g})"
 
 
-def _check_block(block: Any, where: str) -> dict[str, dict[str, float]]:
+def _check_block(block: object, where: str) -> dict[str, dict[str, float]]:
     if block is None:
         return {}
     if not isinstance(block, Mapping):

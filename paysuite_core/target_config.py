@@ -231,7 +231,7 @@ class TargetConfig:
         return {key: value for key, value in data.items() if value not in (None, [], "")}
 
 
-def _resolve(node: Any, spec: Mapping[str, Any], env: Mapping[str, str], where: str) -> Any:
+def _resolve(node: object, spec: Mapping[str, Any], env: Mapping[str, str], where: str) -> Any:
     """Expand ``${VAR}`` / ``${VAR:-default}`` in every string, then give a value the type its
     key expects: text where a number is due (``${WAIT}``, a quoted ``"30"``) becomes one, and a
     number where text is due (``merchant: 42``) becomes text."""
