@@ -71,7 +71,7 @@ class StubApp:
         self.settings = settings
         self.store = store or Store(settings.db)
         self.tokens = TokenService(
-            signing_key.resolve(settings.jwt_key, self.store, settings.db),
+            signing_key.resolve(settings.jwt_key, settings.db),
             settings.access_ttl_s,
             settings.refresh_ttl_s,
             link_pairs=settings.variant("revoke-on-refresh"),
