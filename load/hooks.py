@@ -34,6 +34,7 @@ from load.plan import (
     read_plan,
     write_plan,
 )
+from load.records import LoadSummary
 from load.shape_catalog import SHAPE_NAMES
 from load.timeline import TIMELINE
 
@@ -317,7 +318,7 @@ def on_quitting(environment: Environment, **_: Any) -> None:
     atexit.register(_render_html, summary)
 
 
-def _render_html(summary: dict[str, Any]) -> None:
+def _render_html(summary: LoadSummary) -> None:
     """After Locust closed its CSV files (atexit): draw load.html from the run's summary (and
     the complete history, when it has no timeline). The only place a run's load.html is drawn
     (``paysuite load`` and a plain Locust run alike)."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from load.records import LoadSummary, ShapeSummary
 from load.slo import FLOORS
 from paysuite_core.report_engine import render
 
@@ -80,9 +81,10 @@ def read_history(path: Path) -> list[HistoryRow]:
     return rows
 
 
-def timeline_rows(summary: dict[str, Any], report_dir: Path) -> list[HistoryRow]:
+def timeline_rows(summary: LoadSummary, report_dir: Path) -> list[HistoryRow]:
     """The run's points, from load.json's timeline (else Locust's history CSV), ``t`` from 0."""
-    samples = (summary.get("timeline") or {}).get("samples") or []
+    timeline = summary.get("timeline")
+    samples = timeline["samples"] if timeline else []
     if samples:
         rows: list[HistoryRow] = [{"t": 0.0, "users": 0.0, "req/s": None, "fail/s": None}]
         for s in samples:
@@ -101,7 +103,8 @@ def timeline_rows(summary: dict[str, Any], report_dir: Path) -> list[HistoryRow]
             rows.append(row)
         return rows
     files = summary.get("files") or {}
-    history = read_history(report_dir / files["history_csv"]) if files.get("history_csv") else []
+    history_csv = files.get("history_csv")
+    history = read_history(report_dir / history_csv) if history_csv else []
     if history:
         t0 = history[0]["t"] or 0.0
         for row in history:
@@ -315,9 +318,9 @@ RECON_COUNTS = (
 )
 
 
-def ramp_text(ramp: dict[str, Any]) -> str:
+def ramp_text(ramp: ShapeSummary) -> str:
     """What the ramp found (its knee, plateau or SLO break), in a sentence above its steps."""
-    knee, plateau, broke = (ramp.get(key) or {} for key in ("knee", "plateau", "slo_break"))
+    knee, plateau, broke = ramp.get("knee"), ramp.get("plateau"), ramp.get("slo_break")
     if knee:
         text = (
             f"Knee at step {knee['step']} ({knee['users']} users, {knee['rps']:g} req/s): "
@@ -337,14 +340,14 @@ def ramp_text(ramp: dict[str, Any]) -> str:
     return text + (f" Steps of {step_s:g} s." if step_s else "")
 
 
-def render_html(summary: dict[str, Any], report_dir: str | Path) -> Path:
+def render_html(summary: LoadSummary, report_dir: str | Path) -> Path:
     """Write ``load.html`` beside ``load.json`` from the run's ``summary``; returns its path."""
     out = Path(report_dir) / "load.html"
     out.write_text(render_page(summary, Path(report_dir)), encoding="utf-8")
     return out
 
 
-def render_page(summary: dict[str, Any], report_dir: Path) -> str:
+def render_page(summary: LoadSummary, report_dir: Path) -> str:
     """The page's HTML (see the module docstring)."""
     if summary.get("no_load"):
         return render("load.html", s=summary, no_load=True)
@@ -352,7 +355,8 @@ def render_page(summary: dict[str, Any], report_dir: Path) -> str:
     t_end = summary.get("duration_s")
     if rows:
         t_end = max(float(rows[-1]["t"] or 0.0), 1.0)
-    thresholds = (summary.get("slo") or {}).get("thresholds") or {}
+    slo = summary.get("slo")
+    thresholds = (slo.get("thresholds") if slo else None) or {}
     operations = summary.get("operations") or {}
     charts = [
         Chart(
