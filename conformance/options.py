@@ -14,9 +14,16 @@ from typing import TYPE_CHECKING, Any
 from conformance.catalog import UnknownCheckError, parse_only
 from conformance.checks import PROFILES
 from conformance.suite.history import DEFAULT_HISTORY_BUDGET_S
-from paysuite_core.durations import parse_duration
+from paysuite_core.cli_flags import (
+    LIMIT_OPTIONS,
+    TLS,
+    Flag,
+    limit_flags,
+    parse_limits,
+    parse_seconds,
+)
+from paysuite_core.cli_flags import SetupError as SetupError
 from paysuite_core.throttle import DEFAULT_MAX_WAIT_S
-from paysuite_core.tls import TLS_FLAGS, TLS_GROUP
 
 if TYPE_CHECKING:
     import argparse
@@ -41,54 +48,8 @@ DEFAULT_MAX_THROTTLE_WAIT_S = DEFAULT_MAX_WAIT_S
 DEFAULT_CONCURRENCY = 8
 
 MAX_CONCURRENCY = 64
-#: The request limits' command-line names (``--connect-timeout``, ...).
-LIMIT_OPTIONS = ("connect_timeout", "read_timeout", "total_timeout", "max_response_bytes")
 
 
-class SetupError(RuntimeError):
-    """The run cannot start; the message is one line and says why."""
-
-
-@dataclass(frozen=True)
-class Flag:
-    """One option of a run, declared once for ``paysuite conform`` and for plain pytest.
-
-    Under pytest the flag's ``dest`` is prefixed ``conformance_`` (the namespace is shared with
-    every other plugin); ``pytest_name`` replaces a name pytest owns (its own ``--strict``).
-    """
-
-    name: str
-    help: str
-    metavar: str | None = None
-    switch: bool = False
-    choices: tuple[str, ...] | None = None
-    pytest_name: str | None = None
-    cli_only: bool = False
-    group: str = ""
-
-    @property
-    def dest(self) -> str:
-        return self.name.removeprefix("--").replace("-", "_")
-
-    def add_to(self, add: Callable[..., object], *, pytest: bool) -> None:
-        """Declare the flag through ``add`` (argparse's ``add_argument`` or pytest's
-        ``addoption``): one table, so the two spellings cannot drift apart."""
-        names = [self.pytest_name or self.name] if pytest else [self.name]
-        if not pytest and self.pytest_name:
-            names.append(self.pytest_name)  # the pytest spelling works for paysuite conform too
-        if not pytest and self.name == "--verbose":
-            names.insert(0, "-v")
-        kwargs: dict[str, Any] = {"help": self.help, "default": False if self.switch else None}
-        if self.switch:
-            kwargs["action"] = "store_true"
-        else:
-            kwargs["metavar"] = self.metavar
-        if self.choices:
-            kwargs["choices"] = self.choices
-        add(*names, dest=f"conformance_{self.dest}" if pytest else self.dest, **kwargs)
-
-
-LIMITS_GROUP = "request limits (a hostile target cannot hang the run)"
 FLAGS = (
     Flag("--target", "base URL of the implementation (…/api)", "URL"),
     Flag("--config", "target configuration (YAML: applications, customer driver, ...)", "FILE"),
@@ -126,15 +87,7 @@ FLAGS = (
         "throttled check is an error (default 120s; 0: never wait)",
         "DURATION",
     ),
-    Flag("--connect-timeout", "seconds to connect (10)", "S", group=LIMITS_GROUP),
-    Flag("--read-timeout", "seconds between two bytes (30)", "S", group=LIMITS_GROUP),
-    Flag("--total-timeout", "seconds for a whole answer (60)", "S", group=LIMITS_GROUP),
-    Flag(
-        "--max-response-bytes",
-        "an answer's body past this is abandoned (1 MiB)",
-        "N",
-        group=LIMITS_GROUP,
-    ),
+    *limit_flags("request limits (a hostile target cannot hang the run)"),
     Flag(
         "--reveal-secrets",
         "print real tokens in the reports' curl commands (default: $PAYSUITE_TOKEN_<APP>)",
@@ -153,17 +106,14 @@ FLAGS = (
         f"(default {DEFAULT_CONCURRENCY}; 1: one after another)",
         "N",
     ),
-    # The TLS flags every paysuite command takes, worded once in paysuite_core.tls.
-    *(
-        Flag(name, text, metavar, switch=metavar is None, group=TLS_GROUP)
-        for name, metavar, text in TLS_FLAGS
-    ),
+    *TLS,
     # pytest has its own -v; ``--list`` prints the catalog instead of running.
     Flag(
         "--verbose",
         "print a progress line per check and the whole scorecard (default: the problems, the "
         "counts, the reports and the verdict)",
         switch=True,
+        short="-v",
         cli_only=True,
     ),
     Flag("--list", "print the check catalog and exit", switch=True, cli_only=True),
@@ -313,19 +263,6 @@ def parse_concurrency(text: str | int | None) -> int:
     return int(raw)
 
 
-def parse_seconds(text: str | float | None, flag: str, default: float) -> float:
-    """``--check-timeout 90``, ``90s``, ``1m30s``: seconds, the way Locust users write them."""
-    if text is None:
-        return default
-    try:
-        value = parse_duration(text)
-    except ValueError as exc:
-        raise SetupError(f"{flag}: {exc}") from None
-    if value <= 0:
-        raise SetupError(f"{flag}: {text!r} is not a positive duration")
-    return value
-
-
 def parse_budget(text: str | float | None) -> float:
     """``--history-budget``: a duration like ``--check-timeout``, or ``0``: the history phase
     does not run (its MODEL checks are not applicable, with that reason)."""
@@ -340,27 +277,3 @@ def parse_wait(text: str | float | None) -> float:
     if text is not None and str(text).strip() in ("0", "0s"):
         return 0.0
     return parse_seconds(text, "--max-throttle-wait", DEFAULT_MAX_THROTTLE_WAIT_S)
-
-
-def parse_limits(values: Mapping[str, str | None]) -> Limits:
-    """``Limits`` from the command line's values (``None``: the default)."""
-    # httpx: not loaded to register ``paysuite conform``
-    from paysuite_core.bounded_http import CONFORM_LIMITS, Limits
-
-    base = CONFORM_LIMITS
-    connect, read, total = (
-        parse_seconds(values.get(name), f"--{name.replace('_', '-')}", default)
-        for name, default in (
-            ("connect_timeout", base.connect_s),
-            ("read_timeout", base.read_s),
-            ("total_timeout", base.total_s),
-        )
-    )
-    raw = values.get("max_response_bytes")
-    size = base.max_body_bytes
-    if raw is not None:
-        text = str(raw).strip()
-        if not text.isdigit() or int(text) < 1024:
-            raise SetupError(f"--max-response-bytes: expected a byte count >= 1024, got {text!r}")
-        size = int(text)
-    return Limits(connect_s=connect, read_s=read, total_s=total, max_body_bytes=size)

@@ -37,6 +37,7 @@ from load.shape_catalog import (
 from load.slo import SLOError, SLORules, load_slo_file, resolve_slo
 from paysuite_core import guarded_json
 from paysuite_core.bounded_http import LOAD_LIMITS, Limits
+from paysuite_core.cli_flags import UsageError as UsageError  # exit status 2, one line
 from paysuite_core.config_schema import validate
 from paysuite_core.durations import parse_duration
 from paysuite_core.target_config import (
@@ -52,10 +53,6 @@ DEFAULT_SHAPE = "smoke"
 DEFAULT_REPORT_DIR = "reports"
 #: customer drivers that can answer for a customer: the lifecycle shape drives them by default
 _DRIVABLE = ("sandbox", "magic-numbers")
-
-
-class UsageError(Exception):
-    """Exit status 2: the message is the one-line reason."""
 
 
 def new_run_id() -> str:
