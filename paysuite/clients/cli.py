@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from paysuite_core.tls import add_arguments as add_tls_arguments
+from paysuite_core.cli_flags import TLS, Flag, UsageError, add_command, limit_flags
 
 if TYPE_CHECKING:
     from paysuite_core.tls import TLSSettings
@@ -35,41 +35,37 @@ if TYPE_CHECKING:
 SDK_NAMES = ("paypack-py", "paypack-js")
 
 
-class UsageError(ValueError):
-    """The target cannot be driven as configured; the message says what to change."""
+FLAGS = (
+    Flag("--config", "target configuration (default: start the bundled stub)", "FILE"),
+    Flag("--sdk", "run only this SDK (repeatable)", choices=SDK_NAMES, extra={"action": "append"}),
+    Flag(
+        "--cache-dir",
+        "where SDKs are installed on first use (default $PAYSUITE_CACHE_DIR, else "
+        "~/.cache/paysuite)",
+        "DIR",
+    ),
+    Flag("--json", "also write clients.json to FILE", "FILE"),
+    Flag(
+        "--report-dir",
+        "where clients.json and clients.html are written (default: reports)",
+        "DIR",
+        default="reports",
+    ),
+    *limit_flags("limits of each SDK request (as paysuite conform)"),
+    *TLS,
+)
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = subparsers.add_parser(
+    return add_command(
+        subparsers,
         "clients",
+        run_clients,
+        FLAGS,
         help="run the live service's published SDKs against a target and print what works",
         description="Run paypack-py and (when node and npm exist) paypack-js, unchanged, "
         "against a target (the bundled stub by default) and print an SDK x operation matrix.",
     )
-    parser.add_argument("--config", metavar="FILE", help="target configuration (default: "
-                        "start the bundled stub)")  # fmt: skip
-    parser.add_argument(
-        "--sdk", action="append", choices=SDK_NAMES, help="run only this SDK (repeatable)"
-    )
-    parser.add_argument(
-        "--cache-dir", metavar="DIR", help="where SDKs are installed on first use "
-        "(default $PAYSUITE_CACHE_DIR, else ~/.cache/paysuite)",
-    )  # fmt: skip
-    parser.add_argument("--json", metavar="FILE", help="also write clients.json to FILE")
-    parser.add_argument(
-        "--report-dir", metavar="DIR", default="reports",
-        help="where clients.json and clients.html are written (default: reports)",
-    )  # fmt: skip
-    limits = parser.add_argument_group("limits of each SDK request (as paysuite conform)")
-    limits.add_argument("--connect-timeout", metavar="S", help="seconds to connect (10)")
-    limits.add_argument("--read-timeout", metavar="S", help="seconds between two bytes (30)")
-    limits.add_argument("--total-timeout", metavar="S", help="seconds for a whole answer (60)")
-    limits.add_argument(
-        "--max-response-bytes", metavar="N", help="an answer's body past this is abandoned (1 MiB)"
-    )
-    add_tls_arguments(parser)
-    parser.set_defaults(func=run_clients)
-    return parser
 
 
 def make_job(config: Any) -> dict[str, Any]:
@@ -77,8 +73,10 @@ def make_job(config: Any) -> dict[str, Any]:
     the target accepts, and an amount paypack-js does not refuse (it wants at least 100)."""
     apps = config.applications_with("read-write")
     if not apps:
-        raise UsageError("the target configuration has no read-write application; the SDKs "
-                         "need one that may cashin and cashout")  # fmt: skip
+        raise UsageError(
+            "the target configuration has no read-write application; the SDKs need one that "
+            "may cashin and cashout"
+        )
     pattern = re.compile(config.effective_number_pattern)
     number = next((n for n in config.numbers if pattern.fullmatch(n)), None)
     if number is None:
@@ -87,8 +85,9 @@ def make_job(config: Any) -> dict[str, Any]:
             raise UsageError("no customer number: add `numbers:` to the target configuration")
     amount = max(config.amount.min, 100)
     if amount > config.amount.max:
-        raise UsageError(f"paypack-js refuses amounts below 100; the target allows at most "
-                         f"{config.amount.max}")  # fmt: skip
+        raise UsageError(
+            f"paypack-js refuses amounts below 100; the target allows at most {config.amount.max}"
+        )
     amount = int(amount) if float(amount).is_integer() else amount
     return {
         "base_url": config.base_url,
@@ -101,10 +100,10 @@ def make_job(config: Any) -> dict[str, Any]:
 
 def run_clients(args: argparse.Namespace) -> int:
     from conformance.evidence import set_replay_context
-    from conformance.options import LIMIT_OPTIONS, SetupError, parse_limits
     from conformance.preflight import check_reachable, preflight
     from paysuite.clients import matrix
     from paysuite.clients.cache import default_cache_dir
+    from paysuite_core.cli_flags import LIMIT_OPTIONS, parse_limits
     from paysuite_core.target_config import TargetConfigError, load_target_config
     from paysuite_core.tls import TLSSettings, TLSSettingsError
 
@@ -125,13 +124,12 @@ def run_clients(args: argparse.Namespace) -> int:
             set_replay_context(config, str(Path(args.config).resolve()) if args.config else None)
             # both drivers judge the target's certificate as the pre-flight did
             job = {**make_job(config), "tls": tls.to_dict()}
-        except (TargetConfigError, UsageError, SetupError, TLSSettingsError) as exc:
-            print(f"paysuite clients: {' '.join(str(exc).split())}", file=sys.stderr)
-            return 2
+        except (TargetConfigError, TLSSettingsError) as exc:
+            raise UsageError(str(exc)) from None
         try:
             check_reachable(config.base_url, limits.connect_s, tls=tls)
             preflight(config, limits, tls=tls)
-        except SetupError as exc:  # past the arguments: the reports say why nothing ran
+        except UsageError as exc:  # past the arguments: the reports say why nothing ran
             reason = " ".join(str(exc).split())
             print(f"paysuite clients: {reason}", file=sys.stderr)
             return write_stopped(args, config, reason, started, tls)
