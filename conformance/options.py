@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from conformance.catalog import UnknownCheckError, parse_only
-from conformance.checks import PROFILES
 from conformance.suite.history import DEFAULT_HISTORY_BUDGET_S
 from paysuite_core.cli_flags import (
     LIMIT_OPTIONS,
@@ -23,6 +22,7 @@ from paysuite_core.cli_flags import (
     parse_seconds,
 )
 from paysuite_core.cli_flags import SetupError as SetupError
+from paysuite_core.results.rule import PROFILES
 from paysuite_core.throttle import DEFAULT_MAX_WAIT_S
 
 if TYPE_CHECKING:

@@ -31,12 +31,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from conformance.http import RecordingClient, Reply, TargetUnreachable
-from conformance.outcome import CouldNotCheck, EngineError, engine_error
-from conformance.spec_patch import operations, patch_spec
-from conformance.target import checking_flow
 from paysuite_core import guarded_json, http_clients, tokens
 from paysuite_core.bounded_http import READ_CHUNK, BoundedBody, Limits, ResponseTooLarge
+from paysuite_core.driver.http import RecordingClient, Reply, TargetUnreachable
+from paysuite_core.driver.spec_patch import operations, patch_spec
+from paysuite_core.driver.target import checking_flow
+from paysuite_core.results.outcome import CouldNotCheck, EngineError, engine_error
 from paysuite_core.throttle import THROTTLED, Throttle, retry_after_of
 from paysuite_core.tls import TLSSettings
 
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     import requests
     from schemathesis import BaseSchema, Config
 
-    from conformance.target import Target
+    from paysuite_core.driver.target import Target
     from paysuite_core.target_config import Application
 
 CHAIN_CHECK = "paysuite_chain_holds"
@@ -99,7 +99,7 @@ class PropFailure:
         """The failure as an evidence item: its curl with the credentials named by variable
         (schemathesis prints them in full: its sanitization would print ``[Filtered]``, which
         no shell can replay), and a reproduction with fresh keys."""
-        from conformance.evidence import tool_item
+        from paysuite_core.results.evidence import tool_item
 
         data = {
             "request": self.request or {"operation": self.operation, "phase": self.phase},
@@ -900,7 +900,7 @@ def _interaction(
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """The request and response of a recorded interaction as evidence dicts, credentials
     shortened and masked as in the suite's own evidence."""
-    from conformance.evidence import redact_body, redact_issued, redact_url
+    from paysuite_core.results.evidence import redact_body, redact_issued, redact_url
 
     if interaction is None:
         return None, None
@@ -947,7 +947,7 @@ def _negative_parts(case: Any) -> str:
 def _document_violation(case: Any) -> str | None:
     from schemathesis.core import NotSet
 
-    from conformance.document_validity import violation
+    from paysuite_core.driver.document_validity import violation
 
     body = case.body
     return violation(
@@ -969,7 +969,7 @@ def _seed_tolerates(profile: str, check_name: str, status: int | None) -> bool:
 
 def _headers(headers: Any) -> dict[str, str]:
     """Flatten schemathesis's header lists; shorten the bearer token like our own evidence."""
-    from conformance.evidence import safe_headers
+    from paysuite_core.results.evidence import safe_headers
 
     return safe_headers(
         {

@@ -473,10 +473,10 @@ def forward_report(ledger: Ledger) -> list[dict[str, Any]]:
 
 def run_trigger(args: argparse.Namespace) -> int:
     """Create, then confirm or cancel, ``--count`` transactions: their deliveries follow."""
-    from conformance.customer import DriverUnavailable
-    from conformance.http import TargetUnreachable
-    from conformance.outcome import CouldNotCheck
-    from conformance.target import Target
+    from paysuite_core.driver.customer import DriverUnavailable
+    from paysuite_core.driver.http import TargetUnreachable
+    from paysuite_core.driver.target import Target
+    from paysuite_core.results.outcome import CouldNotCheck
 
     prog = "paysuite webhooks trigger"
     config = _load_config(args.config)

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from conformance.checks import Check
 from paysuite_core.exchange import Exchange
+from paysuite_core.results.rule import Check
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.tls import TLSSettings
 from proxy.routes import Route, route_of

@@ -34,21 +34,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from conformance.customer import DriverFailed
-from conformance.evidence import Evidence
 from conformance.history.driver import Driver, Step
-from conformance.http import RecordingClient, Reply, ThrottledOut
 from conformance.model.judge import judge, step_of
 from conformance.model.linearizability import Call, Verdict, check
 from conformance.model.records import CONCURRENT, Answer, Problem, Request
 from conformance.model.state import State, World
-from conformance.outcome import CouldNotCheck
+from paysuite_core.driver.customer import DriverFailed
+from paysuite_core.driver.http import RecordingClient, Reply, ThrottledOut
+from paysuite_core.results.evidence import Evidence
+from paysuite_core.results.outcome import CouldNotCheck
 from paysuite_core.throttle import THROTTLED, Throttle, retry_after_of
 
 if TYPE_CHECKING:
     import httpx
 
-    from conformance.target import Target
+    from paysuite_core.driver.target import Target
     from paysuite_core.target_config import Application
 
 #: Threads per round (the barrier's parties).
@@ -211,8 +211,8 @@ class Racer(Driver):
 
     def act(self, ref: str, outcome: str) -> None:
         """The customer's answer through the configured driver, its exchange kept."""
-        from conformance.http import TargetUnreachable
         from conformance.model.records import Act
+        from paysuite_core.driver.http import TargetUnreachable
 
         customer = self.target.customer
         assert customer is not None
@@ -505,7 +505,7 @@ def _reread(
 
 def _await(owner: Racer, reader: Application, refs: set[str], timeout_s: float) -> None:
     """Poll find (unrecorded) until each ref the customer answered reads a terminal status."""
-    from conformance.api import find_path
+    from paysuite_core.driver.api import find_path
 
     end = time.monotonic() + timeout_s
     token = owner.token_of(reader)[1]

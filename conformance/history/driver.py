@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from conformance.api import EVENTS, find_path, kind_path
 from conformance.model.judge import judge
 from conformance.model.records import (
     Act,
@@ -30,11 +29,12 @@ from conformance.model.records import (
     Spelling,
 )
 from conformance.model.state import State, World
+from paysuite_core.driver.api import EVENTS, find_path, kind_path
 
 if TYPE_CHECKING:
-    from conformance.evidence import Recorded
-    from conformance.http import RecordingClient, Reply
-    from conformance.target import Target
+    from paysuite_core.driver.http import RecordingClient, Reply
+    from paysuite_core.driver.target import Target
+    from paysuite_core.results.evidence import Recorded
     from paysuite_core.target_config import Application
 
 #: Pages of this size in the walks, so that paging is exercised on a few events.
@@ -356,7 +356,7 @@ class Driver:
     def act(self, ref: str, outcome: str) -> None:
         customer = self.target.customer
         assert customer is not None
-        from conformance.customer import DriverFailed
+        from paysuite_core.driver.customer import DriverFailed
 
         at = time.monotonic()
         try:

@@ -15,7 +15,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from conformance.api import data_of, same_outcome
 from conformance.model.records import (
     EVENTS,
     IDEMPOTENCY,
@@ -28,7 +27,8 @@ from conformance.model.records import (
 from conformance.model.state import State, Txn, World
 from conformance.model.status_words import read_status
 from conformance.model.verdicts import Judged, allow, forbid, note_reference
-from conformance.target import same_amount
+from paysuite_core.driver.api import data_of, same_outcome
+from paysuite_core.driver.target import same_amount
 from paysuite_core.request_data import same_number
 
 CREATED = "transaction:created"

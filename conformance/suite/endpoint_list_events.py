@@ -15,16 +15,17 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from conformance import timestamps
-from conformance.api import SUCCESS_STATUSES, data_of
-from conformance.checks import Section, check
+from conformance.checks import check
 from conformance.event_window import bound_text, event_ids, inside, js_date_text, outside, stamp_of
-from conformance.outcome import expect, expect_none, fail, not_applicable, precondition
 from conformance.suite.states_and_transitions import usable_customer
+from paysuite_core.driver.api import SUCCESS_STATUSES, data_of
 from paysuite_core.request_data import same_number
+from paysuite_core.results.outcome import expect, expect_none, fail, not_applicable, precondition
+from paysuite_core.results.rule import Section
 
 if TYPE_CHECKING:
-    from conformance.http import Reply
-    from conformance.target import Target
+    from paysuite_core.driver.http import Reply
+    from paysuite_core.driver.target import Target
     from paysuite_core.target_config import Application
 
 EVENT_KINDS = ("transaction:created", "transaction:processed")

@@ -12,12 +12,13 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from conformance.checks import Level, Profile, Section, check
-from conformance.outcome import CheckFailed, CouldNotCheck, not_applicable
+from conformance.checks import check
+from paysuite_core.results.outcome import CheckFailed, CouldNotCheck, not_applicable
+from paysuite_core.results.rule import Level, Profile, Section
 
 if TYPE_CHECKING:
     from conformance.history.session import HistoryResult
-    from conformance.target import Target
+    from paysuite_core.driver.target import Target
 
 #: ``--history-budget`` when not given: the phase's share of a run. 30 s lets the bundled stub's
 #: phase run a few dozen histories, enough that each family of rules meets its random cases.
@@ -48,10 +49,10 @@ def _run(target: Target, cache: dict[str, Any]) -> HistoryResult:
 
 
 def _verdict(target: Target, cache: dict[str, Any], check_id: str, expected: str) -> None:
-    from conformance.evidence import ToolItem
     from conformance.history import replay
     from conformance.history.race_replay import RaceReproduction
     from conformance.history.session import world_of
+    from paysuite_core.results.evidence import ToolItem
 
     result = _run(target, cache)
     if result.not_applicable:
@@ -103,9 +104,9 @@ def _concurrent_verdict(target: Target, cache: dict[str, Any]) -> None:
     """MODEL-007: the concurrent part of the one history run, judged by the linearizability
     checker (``conformance.history.concurrent``). An undecided search is a note, never a
     failure."""
-    from conformance.evidence import ToolItem
     from conformance.history import race_replay
     from conformance.history.concurrent import THREADS
+    from paysuite_core.results.evidence import ToolItem
 
     result = _run(target, cache)
     if result.not_applicable:

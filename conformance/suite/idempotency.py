@@ -20,13 +20,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from conformance.api import data_of, kind_path, reuse_problems
-from conformance.checks import Section, check
-from conformance.outcome import expect, expect_none, not_applicable, precondition
+from conformance.checks import check
+from paysuite_core.driver.api import data_of, kind_path, reuse_problems
+from paysuite_core.results.outcome import expect, expect_none, not_applicable, precondition
+from paysuite_core.results.rule import Section
 
 if TYPE_CHECKING:
-    from conformance.http import Reply
-    from conformance.target import Target
+    from paysuite_core.driver.http import Reply
+    from paysuite_core.driver.target import Target
     from paysuite_core.target_config import Application
 
 KINDS = ("CASHIN", "CASHOUT")
@@ -194,7 +195,7 @@ def _count(target: Target, trails: Sequence[_Trail], expected: int | None = None
     one per accepted creation) are listed, as an implementation may record its events a moment
     after it answers, then read once more after a settle, so that a late second execution is
     seen too."""
-    from conformance.target import EVENTUAL_S
+    from paysuite_core.driver.target import EVENTUAL_S
 
     if expected is None:
         expected = sum(1 for trail in trails for sent in trail.sent if sent.reply.ok)
@@ -424,7 +425,7 @@ def _burst(
 ) -> list[Reply | None]:
     """``size`` identical creations with one new key, all in flight before any answer is read,
     with a token just issued."""
-    from conformance.http import concurrent_requests
+    from paysuite_core.driver.http import concurrent_requests
 
     key = target.fresh_key()
     call = {

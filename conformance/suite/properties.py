@@ -9,12 +9,13 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from conformance.checks import Level, Profile, Section, check
-from conformance.outcome import CheckFailed, CouldNotCheck, not_applicable
+from conformance.checks import check
+from paysuite_core.results.outcome import CheckFailed, CouldNotCheck, not_applicable
+from paysuite_core.results.rule import Level, Profile, Section
 
 if TYPE_CHECKING:
     from conformance.property_phase import PropRun
-    from conformance.target import Target
+    from paysuite_core.driver.target import Target
 
 
 #: The property run is computed once: the first PROP check runs it, the others read it.
@@ -49,7 +50,7 @@ def _run(target: Target, cache: dict[str, Any]) -> PropRun:
 
 
 def _verdict(target: Target, cache: dict[str, Any], check_id: str, expected: str) -> None:
-    from conformance.http import TargetUnreachable
+    from paysuite_core.driver.http import TargetUnreachable
 
     result = _run(target, cache)
     for operation, why in result.excluded.items():

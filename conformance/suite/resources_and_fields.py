@@ -12,17 +12,26 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from conformance import timestamps
-from conformance.api import AUTHORIZE, CASHIN, EVENTS, REFRESH_PATHS, UUID_RE, data_of, find_path
-from conformance.checks import Section, check
-from conformance.outcome import expect, fail, not_applicable, precondition
+from conformance.checks import check
 from conformance.suite.authentication import fresh_refresh_token
 from conformance.suite.states_and_transitions import OUTCOMES, creatable_kinds, usable_customer
+from paysuite_core.driver.api import (
+    AUTHORIZE,
+    CASHIN,
+    EVENTS,
+    REFRESH_PATHS,
+    UUID_RE,
+    data_of,
+    find_path,
+)
 from paysuite_core.request_data import same_number
+from paysuite_core.results.outcome import expect, fail, not_applicable, precondition
+from paysuite_core.results.rule import Section
 
 if TYPE_CHECKING:
-    from conformance.customer import Outcome
-    from conformance.http import Reply
-    from conformance.target import Target
+    from paysuite_core.driver.customer import Outcome
+    from paysuite_core.driver.http import Reply
+    from paysuite_core.driver.target import Target
     from paysuite_core.target_config import Application
 
 

@@ -15,15 +15,16 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from conformance import timestamps
-from conformance.api import (
+from conformance.checks import check, set_up_early
+from paysuite_core.driver.api import (
     SUCCESS_STATUSES,
     created_values_differ,
     data_of,
     event_disagrees_with_find,
     status_changed,
 )
-from conformance.checks import Section, check, set_up_early
-from conformance.outcome import (
+from paysuite_core.request_data import same_number
+from paysuite_core.results.outcome import (
     CouldNotCheck,
     NotApplicable,
     expect,
@@ -32,12 +33,12 @@ from conformance.outcome import (
     not_applicable,
     precondition,
 )
-from paysuite_core.request_data import same_number
+from paysuite_core.results.rule import Section
 
 if TYPE_CHECKING:
-    from conformance.customer import Customer, Outcome
-    from conformance.http import Reply
-    from conformance.target import Target
+    from paysuite_core.driver.customer import Customer, Outcome
+    from paysuite_core.driver.http import Reply
+    from paysuite_core.driver.target import Target
 
 PROCESSED = "transaction:processed"
 CREATED = "transaction:created"
@@ -68,7 +69,7 @@ def _processed(
     ``judged``: whether a transaction left pending is this check's failure (LIFE-002/003) or
     only a precondition of it (a check about what happens *after* processing).
     """
-    from conformance.customer import DriverUnavailable
+    from paysuite_core.driver.customer import DriverUnavailable
 
     target.need_customer().need_available()
     app = target.need_writer(kind)
@@ -248,7 +249,7 @@ def cancellation_processes_to_failed(target: Target) -> None:
 def a_processed_transaction_does_not_change_again(target: Target) -> None:
     """A confirmed cashin and a confirmed cashout are each cancelled afterwards; one wait
     serves both."""
-    from conformance.customer import DriverUnavailable
+    from paysuite_core.driver.customer import DriverUnavailable
 
     processed = [
         (kind, *_processed(target, "confirm", kind=kind, judged=False)[1:3])

@@ -26,16 +26,17 @@ import time
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from conformance.api import data_of
-from conformance.checks import Section, check
-from conformance.outcome import expect, fail, not_applicable, precondition
+from conformance.checks import check
 from conformance.suite.states_and_transitions import usable_customer
+from paysuite_core.driver.api import data_of
 from paysuite_core.request_data import same_number
+from paysuite_core.results.outcome import expect, fail, not_applicable, precondition
+from paysuite_core.results.rule import Section
 from paysuite_core.webhook_ledger import CREATED, PROCESSED, Arrival, Ledger
 
 if TYPE_CHECKING:
-    from conformance.http import Reply
-    from conformance.target import Target
+    from paysuite_core.driver.http import Reply
+    from paysuite_core.driver.target import Target
     from paysuite_core.target_config import Application, WebhookTarget
     from paysuite_core.webhook_receiver import RunningReceiver
 
@@ -76,7 +77,7 @@ def _transaction(
     processed: a target may hold a created delivery back until there is more to send, and a
     check about something else must not wait on that.
     """
-    from conformance.customer import DriverUnavailable
+    from paysuite_core.driver.customer import DriverUnavailable
 
     customer = usable_customer(target)
     driver = customer is not None

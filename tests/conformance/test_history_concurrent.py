@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from conformkit import fast_config
 
-from conformance.evidence import Recorded
 from conformance.history import race_replay
 from conformance.history.concurrent import (
     ConcurrentResult,
@@ -42,8 +41,9 @@ from conformance.model.records import (
     Request,
 )
 from conformance.model.state import App, State, World
-from conformance.target import Target
+from paysuite_core.driver.target import Target
 from paysuite_core.launcher import RunningStub
+from paysuite_core.results.evidence import Recorded
 from paysuite_core.target_config import load_target_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "foreign"))

@@ -12,8 +12,8 @@ import pytest
 from test_masking import ACCESS_1, SECRET, session
 
 from paysuite_core.exchange import Exchange
+from paysuite_core.results.masking import Masker, mask_exchange
 from proxy.har import HarError, read_har, read_session, to_har, write_har
-from proxy.masking import Masker, mask_exchange
 
 TARGET = "http://127.0.0.1:9/api"
 

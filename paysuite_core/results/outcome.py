@@ -21,10 +21,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from conformance.evidence import Recorded
+from paysuite_core.results.evidence import Recorded
 
 if TYPE_CHECKING:
-    from conformance.http import Reply
+    from paysuite_core.driver.http import Reply
 
 
 def exchanges_of(items: Iterable[object]) -> list[Recorded]:

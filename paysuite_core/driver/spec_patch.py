@@ -14,8 +14,8 @@ bodies. Before schemathesis sees it, this module
   data keeps to what any implementation must take (integer amounts within the target's bounds,
   the ``X-Webhook-Mode`` values the live service's clients send). Constraints that only shape
   generation stay; a negative case they produce is judged only when the document itself makes
-  it invalid (``conformance.document_validity``), so an implementation that chose differently
-  raises no alarm;
+  it invalid (``document_validity``), so an implementation that chose differently raises no
+  alarm;
 - in the ``reference`` profile, tightens it: ``x-reference-pattern`` becomes ``pattern`` and
   ``x-reference-required`` becomes ``required``.
 """

@@ -28,8 +28,6 @@ from typing import Any
 
 import httpx
 
-from conformance.evidence import Evidence, Recorded
-from conformance.outcome import CouldNotCheck
 from paysuite_core import guarded_json
 from paysuite_core.bounded_http import (
     CONFORM_LIMITS,
@@ -39,6 +37,8 @@ from paysuite_core.bounded_http import (
     TotalTimeout,
     no_answer,
 )
+from paysuite_core.results.evidence import Evidence, Recorded
+from paysuite_core.results.outcome import CouldNotCheck
 from paysuite_core.throttle import THROTTLED, Decision, Throttle, retry_after_of
 from paysuite_core.tls import TLSSettings
 

@@ -17,14 +17,14 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar, cast
 
-from conformance.api import EVENTS, data_of, find_path, kind_path
-from conformance.customer import Customer, Outcome
-from conformance.evidence import Evidence
-from conformance.http import RecordingClient, Reply
-from conformance.outcome import not_applicable, precondition
 from paysuite_core import tokens
 from paysuite_core.bounded_http import CONFORM_LIMITS, Limits
+from paysuite_core.driver.api import EVENTS, data_of, find_path, kind_path
+from paysuite_core.driver.customer import Customer, Outcome
+from paysuite_core.driver.http import RecordingClient, Reply
 from paysuite_core.request_data import AmountSource, NumberSource, same_number
+from paysuite_core.results.evidence import Evidence
+from paysuite_core.results.outcome import not_applicable, precondition
 from paysuite_core.target_config import (
     RWANDA_MOBILE_PATTERN,
     Application,
