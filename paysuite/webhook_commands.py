@@ -161,24 +161,16 @@ def register(subparsers: Any) -> None:
 def _tls(args: argparse.Namespace, config: TargetConfig | None, prog: str) -> TLSSettings:
     """The command's TLS settings (flags, the configuration's ``tls:``, the environment); an
     insecure run says so first."""
-    from paysuite_core.tls import TLSSettingsError
-
-    try:
-        tls = TLSSettings.from_args(args, config)
-    except TLSSettingsError as exc:
-        raise UsageError(str(exc)) from None
+    tls = TLSSettings.from_args(args, config)
     if tls.insecure:
         print(f"{prog}: {tls.describe()}", file=sys.stderr, flush=True)
     return tls
 
 
 def _load_config(path: str) -> TargetConfig:
-    from paysuite_core.target_config import TargetConfigError, load_target_config
+    from paysuite_core.target_config import load_target_config  # not at registration: yaml
 
-    try:
-        return load_target_config(path)
-    except TargetConfigError as exc:
-        raise UsageError(str(exc)) from None
+    return load_target_config(path)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from paysuite_core.durations import parse_duration
-from paysuite_core.tls import TLS_FLAGS, TLS_GROUP
 
 if TYPE_CHECKING:
     from paysuite_core.bounded_http import Limits
@@ -131,10 +130,24 @@ def run_command(args: argparse.Namespace) -> int:
         return fail(getattr(args, "prog", "paysuite"), exc)
 
 
-#: The TLS flags every paysuite command takes, worded once in ``paysuite_core.tls``.
+#: The TLS flags every command that reaches a target takes (``paysuite_core.tls`` resolves them).
 TLS = tuple(
-    Flag(name, text, metavar, switch=metavar is None, group=TLS_GROUP)
-    for name, metavar, text in TLS_FLAGS
+    Flag(name, text, metavar, switch=metavar is None, group="TLS (HTTPS targets)")
+    for name, metavar, text in (
+        (
+            "--ca-bundle",
+            "PEM",
+            "trust the CAs of this PEM file (default: tls.ca_bundle of the configuration, "
+            "$SSL_CERT_FILE, $REQUESTS_CA_BUNDLE, then the default CAs)",
+        ),
+        (
+            "--client-cert",
+            "PEM",
+            "present this client certificate (a gateway asking for mutual TLS)",
+        ),
+        ("--client-key", "PEM", "the client certificate's private key, if not in --client-cert"),
+        ("--insecure", None, "do not verify the target's certificate (said in every verdict)"),
+    )
 )
 
 # --- the request limits of conform and clients ----------------------------------------------

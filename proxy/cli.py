@@ -94,8 +94,8 @@ def _tls_answers(url: str, timeout_s: float, tls: TLSSettings | None) -> str:
 
 
 def _proxy(args: argparse.Namespace) -> int:
-    from paysuite_core.target_config import TargetConfigError, load_target_config
-    from paysuite_core.tls import TLSSettings, TLSSettingsError
+    from paysuite_core.target_config import load_target_config
+    from paysuite_core.tls import TLSSettings
     from proxy.judge import Judge
     from proxy.server import ProxySettings
     from proxy.session import ListenError, SessionLimits, run_session
@@ -105,11 +105,8 @@ def _proxy(args: argparse.Namespace) -> int:
         raise UsageError("--max-exchanges: expected a positive count")
     if args.duration is not None and args.duration <= 0:
         raise UsageError("--duration: expected a positive number of seconds")
-    try:
-        config = load_target_config(args.config) if args.config else None
-        tls = TLSSettings.from_args(args, config)
-    except (TargetConfigError, TLSSettingsError) as exc:
-        raise UsageError(str(exc)) from None
+    config = load_target_config(args.config) if args.config else None
+    tls = TLSSettings.from_args(args, config)
     problem = _target_answers(args.target, tls=tls)
     if problem:
         raise UsageError(problem)

@@ -104,28 +104,25 @@ def run_clients(args: argparse.Namespace) -> int:
     from paysuite.clients.cache import default_cache_dir
     from paysuite_core.cli_flags import LIMIT_OPTIONS, parse_limits
     from paysuite_core.results.evidence import set_replay_context
-    from paysuite_core.target_config import TargetConfigError, load_target_config
-    from paysuite_core.tls import TLSSettings, TLSSettingsError
+    from paysuite_core.target_config import load_target_config
+    from paysuite_core.tls import TLSSettings
 
     cache_dir = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
     started = time.time()
     with ExitStack() as stack:
-        try:
-            limits = parse_limits({name: getattr(args, name, None) for name in LIMIT_OPTIONS})
-            if args.config:
-                config = load_target_config(args.config)
-            else:
-                from paysuite_core.launcher import running_stub
+        limits = parse_limits({name: getattr(args, name, None) for name in LIMIT_OPTIONS})
+        if args.config:
+            config = load_target_config(args.config)
+        else:
+            from paysuite_core.launcher import running_stub
 
-                workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="paysuite-"))
-                config = stack.enter_context(running_stub(Path(workdir))).config()
-            tls = TLSSettings.from_args(args, config)
-            # the report's curls name each application's credentials as conform's do
-            set_replay_context(config, str(Path(args.config).resolve()) if args.config else None)
-            # both drivers judge the target's certificate as the pre-flight did
-            job = {**make_job(config), "tls": tls.to_dict()}
-        except (TargetConfigError, TLSSettingsError) as exc:
-            raise UsageError(str(exc)) from None
+            workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="paysuite-"))
+            config = stack.enter_context(running_stub(Path(workdir))).config()
+        tls = TLSSettings.from_args(args, config)
+        # the report's curls name each application's credentials as conform's do
+        set_replay_context(config, str(Path(args.config).resolve()) if args.config else None)
+        # both drivers judge the target's certificate as the pre-flight did
+        job = {**make_job(config), "tls": tls.to_dict()}
         try:
             check_reachable(config.base_url, limits.connect_s, tls=tls)
             preflight(config, limits, tls=tls)
