@@ -152,62 +152,19 @@ class Options:
     insecure: bool = False
 
     @classmethod
-    def parse(
-        cls,
-        *,
-        target: str | None = None,
-        config: str | None = None,
-        profile: str | None = None,
-        strict: bool = False,
-        report_dir: str | None = None,
-        only: str | None = None,
-        seed: int | str | None = None,
-        min_coverage: str | float | None = None,
-        reveal_secrets: bool = False,
-        check_timeout: str | float | None = None,
-        max_duration: str | float | None = None,
-        limits: Mapping[str, str | None] | None = None,
-        max_throttle_wait: str | float | None = None,
-        concurrency: str | int | None = None,
-        history_budget: str | float | None = None,
-        verbose: bool = False,
-        ca_bundle: str | None = None,
-        client_cert: str | None = None,
-        client_key: str | None = None,
-        insecure: bool = False,
-    ) -> Options:
-        """``Options`` from command-line values (strings, ``None`` for the defaults)."""
-        try:
-            selected = parse_only(only)
-            seed_value = DEFAULT_SEED if seed is None else int(seed)
-        except UnknownCheckError as exc:
-            raise SetupError(str(exc)) from None
-        except ValueError:
-            raise SetupError(f"--seed: expected an integer, got {seed!r}") from None
-        return cls(
-            target=target,
-            config=config,
-            profile=profile or "seed",
-            strict=bool(strict),
-            report_dir=report_dir or "reports",
-            only=selected,
-            seed=seed_value,
-            min_coverage=parse_share(min_coverage),
-            reveal_secrets=bool(reveal_secrets),
-            check_timeout_s=parse_seconds(
-                check_timeout, "--check-timeout", DEFAULT_CHECK_TIMEOUT_S
-            ),
-            max_duration_s=parse_seconds(max_duration, "--max-duration", DEFAULT_MAX_DURATION_S),
-            limits=parse_limits(dict(limits or {})),
-            max_throttle_wait_s=parse_wait(max_throttle_wait),
-            concurrency=parse_concurrency(concurrency),
-            history_budget_s=parse_budget(history_budget),
-            verbose=bool(verbose),
-            ca_bundle=ca_bundle or None,
-            client_cert=client_cert or None,
-            client_key=client_key or None,
-            insecure=bool(insecure),
-        )
+    def parse(cls, *, limits: Mapping[str, str | None] | None = None, **given: Any) -> Options:
+        """``Options`` from command-line values named as ``FLAGS`` name them (strings; ``None``
+        for the defaults); ``limits``: the request limits' values (``LIMIT_OPTIONS``)."""
+        fields: dict[str, Any] = {}
+        for name, value in given.items():
+            if name in _PARSERS:
+                field_name, parse = _PARSERS[name]
+                fields[field_name] = parse(value)
+            elif name not in cls.__dataclass_fields__:
+                raise TypeError(f"Options.parse: no option {name!r}")
+            elif value not in (None, False, ""):
+                fields[name] = value
+        return cls(**fields, limits=parse_limits(dict(limits or {})))
 
     @classmethod
     def from_values(cls, value: Callable[[str], Any]) -> Options:
@@ -277,3 +234,37 @@ def parse_wait(text: str | float | None) -> float:
     if text is not None and str(text).strip() in ("0", "0s"):
         return 0.0
     return parse_seconds(text, "--max-throttle-wait", DEFAULT_MAX_THROTTLE_WAIT_S)
+
+
+def _only(text: str | None) -> frozenset[str] | None:
+    try:
+        return parse_only(text)
+    except UnknownCheckError as exc:
+        raise SetupError(str(exc)) from None
+
+
+def _seed(text: str | int | None) -> int:
+    try:
+        return DEFAULT_SEED if text is None else int(text)
+    except ValueError:
+        raise SetupError(f"--seed: expected an integer, got {text!r}") from None
+
+
+#: The values parsed on their way in: the field of ``Options`` each sets, and its parser
+#: (``None``: the default; a bad value: ``SetupError``).
+_PARSERS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "only": ("only", _only),
+    "seed": ("seed", _seed),
+    "min_coverage": ("min_coverage", parse_share),
+    "check_timeout": (
+        "check_timeout_s",
+        lambda text: parse_seconds(text, "--check-timeout", DEFAULT_CHECK_TIMEOUT_S),
+    ),
+    "max_duration": (
+        "max_duration_s",
+        lambda text: parse_seconds(text, "--max-duration", DEFAULT_MAX_DURATION_S),
+    ),
+    "max_throttle_wait": ("max_throttle_wait_s", parse_wait),
+    "concurrency": ("concurrency", parse_concurrency),
+    "history_budget": ("history_budget_s", parse_budget),
+}
