@@ -1,13 +1,10 @@
 """paysuite's one command-line convention: flags declared in tables, one usage error.
 
-Every command declares its options as a table of ``Flag`` records and ``add_flags`` turns the
-table into argparse arguments (``conformance.options`` also turns its table into the pytest
-plugin's options), so a flag's name, help and default are written once. A command that cannot
-run as asked raises ``UsageError``; ``run_command`` (the dispatcher's) prints it through
-``fail``: one line on stderr under the command's name, exit status 2, never a traceback. The
-parsers are ``Parser``s, whose own errors (an unknown or malformed flag) follow the same rule
-instead of argparse's usage dump. Nothing here imports more than argparse and the standard
-library, so ``paysuite --help`` stays instant.
+A command declares its options as a table of ``Flag`` records, which ``add_command`` turns into
+argparse arguments (``conformance.options`` turns its table into pytest options too), so a flag
+is written once. A command that cannot run as asked raises ``UsageError``, printed by ``fail``
+(through ``run_command``, the dispatcher's): one line under the command's name, exit status 2,
+no traceback; a ``Parser``'s own errors (an unknown or malformed flag) are printed alike.
 """
 
 from __future__ import annotations
@@ -25,8 +22,8 @@ if TYPE_CHECKING:
 
 
 class UsageError(Exception):
-    """A command that cannot run as asked (a bad option, a configuration that cannot be used,
-    a target that refuses to start a run): exit status 2; the message is the one-line reason."""
+    """A command cannot run as asked (a bad option or configuration, a target that refuses to
+    start a run): exit status 2; the message is the one-line reason."""
 
 
 #: conform's name for it: the run cannot start (``conformance.preflight`` raises it too).
@@ -40,8 +37,8 @@ def fail(prog: str, reason: object) -> int:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse under the convention: a bad flag is one line naming it (no usage dump), exit 2.
-    Subparsers are made of the same class, so every subcommand behaves alike."""
+    """A bad flag is one line naming it (not argparse's usage dump), exit status 2; subparsers
+    are of the parent's class, so every subcommand's too."""
 
     def error(self, message: str) -> NoReturn:
         sys.exit(fail(self.prog, message))
@@ -51,11 +48,9 @@ class Parser(argparse.ArgumentParser):
 class Flag:
     """One option (or, named without a dash, one positional argument) of a command.
 
-    ``pytest_name`` replaces a name pytest owns (its own ``--strict``) under pytest and is a
-    second spelling on the command line; ``short`` (``-v``) is the command line's only;
-    ``cli_only`` flags are not pytest options. ``extra``: argparse's other keywords as they
-    are (``required``, ``action``, ``dest``...).
-    """
+    ``pytest_name`` replaces a name pytest owns (its ``--strict``) and is a second spelling on
+    the command line, ``short`` (``-v``) is the command line's only, ``cli_only`` is no pytest
+    option; ``extra``: argparse's other keywords (``required``, ``action``, ``dest``...)."""
 
     name: str
     help: str | None = None
@@ -96,17 +91,6 @@ class Flag:
         add(*names, **kwargs)
 
 
-def add_flags(parser: argparse.ArgumentParser, flags: Iterable[Flag]) -> argparse.ArgumentParser:
-    """Declare ``flags`` on ``parser``; a flag's ``group`` is its help section, made the
-    first time it is named."""
-    groups: dict[str, argparse._ActionsContainer] = {"": parser}
-    for flag in flags:
-        if flag.group not in groups:
-            groups[flag.group] = parser.add_argument_group(flag.group)
-        flag.add_to(groups[flag.group].add_argument)
-    return parser
-
-
 def add_command(
     subparsers: argparse._SubParsersAction[Any],
     name: str,
@@ -114,9 +98,14 @@ def add_command(
     flags: Iterable[Flag] = (),
     **kwargs: Any,
 ) -> argparse.ArgumentParser:
-    """A subcommand: its parser, its flags, and ``run`` (what ``run_command`` calls)."""
+    """A subcommand: its parser, its flags (a flag's ``group`` is its help section) and ``run``
+    (what ``run_command`` calls)."""
     parser: argparse.ArgumentParser = subparsers.add_parser(name, **kwargs)
-    add_flags(parser, flags)
+    groups: dict[str, argparse._ActionsContainer] = {"": parser}
+    for flag in flags:
+        if flag.group not in groups:
+            groups[flag.group] = parser.add_argument_group(flag.group)
+        flag.add_to(groups[flag.group].add_argument)
     if run is not None:
         parser.set_defaults(func=run, prog=parser.prog)
     return parser
