@@ -43,6 +43,13 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         sys.exit(fail(self.prog, message))
 
+    def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
+        """An unknown argument is named by the (sub)command it was given to."""
+        parsed, extras = super().parse_known_args(*args, **kwargs)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
 
 @dataclass(frozen=True)
 class Flag:

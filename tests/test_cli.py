@@ -71,7 +71,7 @@ def test_a_bad_flag_is_one_line_and_exit_2(
         main([*path, "--no-such-flag"])
     assert exited.value.code == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("paysuite"), err
+    assert err.count("\n") == 1 and err.startswith(f"paysuite {' '.join(path)}: "), err
     assert "--no-such-flag" in err or "required" in err, err
     assert "usage" not in err and "Traceback" not in err, err
 
