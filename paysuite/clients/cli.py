@@ -129,58 +129,11 @@ def run_clients(args: argparse.Namespace) -> int:
         except UsageError as exc:  # past the arguments: the reports say why nothing ran
             reason = " ".join(str(exc).split())
             print(f"paysuite clients: {reason}", file=sys.stderr)
-            return write_stopped(args, config, reason, started, tls)
+            return write_outputs(args, config, [], started, tls, stopped=reason)
         if tls.insecure:
             print(f"paysuite clients: {tls.describe()}", file=sys.stderr)
         columns = [matrix.RUNNERS[name](job, cache_dir, limits) for name in args.sdk or SDK_NAMES]
     return write_outputs(args, config, columns, started, tls)
-
-
-def _write_reports(args: argparse.Namespace, as_json: str, page: str) -> list[Path]:
-    """clients.json and clients.html into ``--report-dir`` (and ``--json``); OSError as it came."""
-    directory = Path(args.report_dir)
-    written = []
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, text in (("clients.json", as_json), ("clients.html", page)):
-        (directory / name).write_text(text, encoding="utf-8")
-        written.append(directory / name)
-    if args.json:
-        Path(args.json).write_text(as_json, encoding="utf-8")
-        written.append(Path(args.json))
-    return written
-
-
-def write_stopped(
-    args: argparse.Namespace,
-    config: Any,
-    reason: str,
-    started: float,
-    tls: TLSSettings | None = None,
-) -> int:
-    """The reports of a run the pre-flight stopped, as conform writes its own: verdict error
-    (exit 2), what stopped it, no SDK run; so a CI's report step shows why instead of no file.
-    The terminal gets where they went (the reason is on stderr already), no empty matrix."""
-    from paysuite.clients import report
-    from paysuite_core.results.masking import Masker
-
-    masker = Masker.for_config(config)
-    verdict = report.stopped_verdict(reason)
-    common = {
-        "target": config.base_url,
-        "started_at": datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
-        "duration_s": round(time.time() - started, 3),
-    }
-    tls_text = report.tls_text(tls, config.base_url)
-    data = {**report.to_json([], verdict, **common), "tls": tls_text}
-    as_json = masker.text(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
-    page = masker.text(report.to_html([], verdict, **common, tls=tls_text))
-    try:
-        written = _write_reports(args, as_json, page)
-    except OSError as exc:
-        print(f"paysuite clients: cannot write the reports: {exc}", file=sys.stderr)
-        return 2
-    print(f"reports: {', '.join(str(path) for path in written)}")
-    return verdict.exit_code
 
 
 def write_outputs(
@@ -189,16 +142,21 @@ def write_outputs(
     columns: list[Any],
     started: float,
     tls: TLSSettings | None = None,
+    *,
+    stopped: str = "",
 ) -> int:
-    """Mask, print the matrix and the verdict, write clients.json and clients.html; how the
-    target's certificate was judged goes in both, and ``INSECURE`` in the verdict line."""
+    """Mask, print the matrix and the verdict, write clients.json and clients.html (into
+    ``--report-dir``, and ``--json``); how the target's certificate was judged goes in both, and
+    ``INSECURE`` in the verdict line. A run the pre-flight ``stopped`` (why) gets its reports as
+    conform writes its own: verdict error (exit 2), no SDK run, so a CI's report step shows why
+    instead of no file; its terminal gets where they went (the reason is on stderr already)."""
     from conformance import report as conform_report
     from paysuite.clients import matrix, report
     from paysuite_core.results.masking import Masker
 
     masker = Masker.for_config(config)
     shown = report.mask_columns(columns, masker)
-    verdict = report.verdict_of(shown)
+    verdict = report.stopped_verdict(stopped) if stopped else report.verdict_of(shown)
     common = {
         "target": config.base_url,
         "started_at": datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
@@ -208,14 +166,23 @@ def write_outputs(
     data = {**report.to_json(shown, verdict, **common), "tls": tls_text}
     as_json = masker.text(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
     page = masker.text(report.to_html(shown, verdict, **common, tls=tls_text))
+    table = None if stopped else masker.text(matrix.render(shown, config.base_url))
+    written = [Path(args.report_dir) / "clients.json", Path(args.report_dir) / "clients.html"]
+    written += [Path(args.json)] if args.json else []
     try:
-        written = _write_reports(args, as_json, page)
+        written[0].parent.mkdir(parents=True, exist_ok=True)
+        for path, text in zip(written, (as_json, page, as_json), strict=False):
+            path.write_text(text, encoding="utf-8")
     except OSError as exc:
-        print(masker.text(matrix.render(shown, config.base_url)))
+        if table is not None:
+            print(table)
         print(f"paysuite clients: cannot write the reports: {exc}", file=sys.stderr)
         return 2
-    print(masker.text(matrix.render(shown, config.base_url)))
-    print(f"\nreports: {', '.join(str(path) for path in written)}")
+    listed = ", ".join(str(path) for path in written)
+    if table is None:
+        print(f"reports: {listed}")
+        return verdict.exit_code
+    print(f"{table}\n\nreports: {listed}")
     line = conform_report.verdict_line(verdict, report.results(shown))
     if tls is not None and tls.insecure:
         line += f"; {tls.describe()}"
