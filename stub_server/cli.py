@@ -282,22 +282,12 @@ def _fail(message: str, status: int) -> int:
     return status
 
 
-def _settings(args: argparse.Namespace) -> StubSettings:
-    """The settings; a usage error (exit status 2) when they cannot be resolved."""
-    from stub_server.settings import SettingsError
-
-    try:
-        return settings_from_args(args)
-    except SettingsError as exc:
-        raise UsageError(str(exc)) from None
-
-
 def _cannot_open(db: str, exc: sqlite3.Error) -> int:
     return _fail(f"paysuite stub: cannot open the database {db}: {exc}", 1)
 
 
 def run_stub(args: argparse.Namespace) -> int:
-    settings = _settings(args)
+    settings = settings_from_args(args)
     from stub_server.server import run
     from stub_server.store.group_commit import missing_folder
 
@@ -332,7 +322,7 @@ def run_apps_create(args: argparse.Namespace) -> int:
     from stub_server import timefmt
     from stub_server.store import Store
 
-    settings = _settings(args)
+    settings = settings_from_args(args)
     db = args.command_db or settings.db
     if db == ":memory:":
         raise UsageError("--db ':memory:' would forget the app")
@@ -362,7 +352,7 @@ def run_apps_create(args: argparse.Namespace) -> int:
 def run_keys_rotate(args: argparse.Namespace) -> int:
     from stub_server import signing_key
 
-    settings = _settings(args)
+    settings = settings_from_args(args)
     db = args.command_db or settings.db
     try:
         path = signing_key.rotate(db)
@@ -385,7 +375,7 @@ def _webhooks_store(args: argparse.Namespace, command: str) -> Store | int:
     """The store of ``--db`` (which must exist), or the exit status and a message on stderr."""
     from stub_server.store import Store
 
-    settings = _settings(args)
+    settings = settings_from_args(args)
     db = args.command_db or settings.db
     if db == ":memory:" or (not db.startswith("file:") and not os.path.isfile(db)):
         return _fail(
