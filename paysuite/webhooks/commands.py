@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from paysuite_core.webhooks.ledger import Arrival, Ledger
     from paysuite_core.webhooks.receiver import WebhookReceiver
 
-PROG = "paysuite webhooks listen"
 SECRET_ENV = "PAYSUITE_WEBHOOK_SECRET"
 #: After the stop, how long deliveries still missing from the comparison are waited for.
 DEFAULT_SETTLE_S = 5.0
@@ -158,12 +157,12 @@ def register(subparsers: Any) -> None:
     )
 
 
-def _tls(args: argparse.Namespace, config: TargetConfig | None, prog: str) -> TLSSettings:
+def _tls(args: argparse.Namespace, config: TargetConfig | None) -> TLSSettings:
     """The command's TLS settings (flags, the configuration's ``tls:``, the environment); an
     insecure run says so first."""
     tls = TLSSettings.from_args(args, config)
     if tls.insecure:
-        print(f"{prog}: {tls.describe()}", file=sys.stderr, flush=True)
+        print(f"{args.prog}: {tls.describe()}", file=sys.stderr, flush=True)
     return tls
 
 
@@ -278,7 +277,7 @@ def run_listen(args: argparse.Namespace) -> int:
     forward = None
     if args.forward_to:
         kinds = frozenset(k.strip() for group in args.events or [] for k in group.split(",") if k)
-        tls = _tls(args, settings.config, PROG)
+        tls = _tls(args, settings.config)
         timeout_s = args.forward_timeout or FORWARD_TIMEOUT_S
         forward = Forwarder(args.forward_to, kinds, timeout_s, tls)
     receiver = WebhookReceiver(
@@ -378,7 +377,7 @@ def _finish(
     listing, expected = None, []
     if config is not None:
         refs = ledger.refs() if args.heard_only else None
-        listing = webhook_listen.read_events(config, refs, _tls(args, config, PROG))
+        listing = webhook_listen.read_events(config, refs, _tls(args, config))
         expected = webhook_listen.in_window(listing.events, ledger, started)
         ids = {str(r.get("event_id")) for r in webhook_listen.awaited(expected, started)}
 
@@ -471,12 +470,12 @@ def run_trigger(args: argparse.Namespace) -> int:
     from paysuite_core.driver.target import Target
     from paysuite_core.results.outcome import CouldNotCheck
 
-    prog = "paysuite webhooks trigger"
+    prog = args.prog
     config = _load_config(args.config)
     if args.count < 1:
         raise UsageError("--count must be at least 1")
     mode = args.mode or (config.webhooks.mode if config.webhooks else "development")
-    target = Target(config, config.base_url, tls=_tls(args, config, prog))
+    target = Target(config, config.base_url, tls=_tls(args, config))
     app = target.writer(args.kind.upper())
     if app is None:
         raise UsageError(f"no application of {args.config} may {args.kind}")
@@ -508,8 +507,7 @@ def run_trigger(args: argparse.Namespace) -> int:
         return 1
     except TargetUnreachable as exc:
         said = explain(exc, config.base_url) or f"the target did not answer: {exc}"
-        print(f"{prog}: {said}", file=sys.stderr)
-        return 2
+        raise UsageError(said) from None
     finally:
         target.close()
     return 0
@@ -526,7 +524,7 @@ def run_resend(args: argparse.Namespace) -> int:
     from paysuite_core.bounded_http import CONFORM_LIMITS, BoundedClient, no_answer
     from paysuite_core.url_paths import NotAnId, id_segment
 
-    prog = "paysuite webhooks resend"
+    prog = args.prog
     root = args.stub
     config = _load_config(args.config) if args.config else None
     if root is None and config is not None:
@@ -539,7 +537,7 @@ def run_resend(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     url = f"{root.rstrip('/')}/_sandbox/webhooks/deliveries/{event}/resend"
     try:
-        with BoundedClient(CONFORM_LIMITS, tls=_tls(args, config, prog), trust_env=False) as client:
+        with BoundedClient(CONFORM_LIMITS, tls=_tls(args, config), trust_env=False) as client:
             answer = client.send(client.build_request("POST", url))
     except httpx.InvalidURL as exc:
         raise UsageError(f"--stub {root!r}: not a URL ({exc})") from None
