@@ -28,19 +28,11 @@ if TYPE_CHECKING:
 PRIVILEGE_CHOICES = ("read", "read-write", "cashin", "cashout")
 #: ``--help`` lines are cut to this width; ``--list-faults`` and ``--list-variants`` are not.
 HELP_WIDTH = 100
-#: Serve flags and the setting each overrides (when given).
-_FLAG_SETTINGS = {
-    "host": "host",
-    "port": "port",
-    "db": "db",
-    "credentials": "credentials",
-    "access_ttl": "access_ttl_s",
-    "refresh_ttl": "refresh_ttl_s",
-    "pending_timeout": "pending_timeout_s",
-    "latency": "latency_s",
-    "access_log": "access_log",
-    "access_log_file": "access_log_file",
-}
+#: The serve flags that override a setting of the same name (when given).
+_SETTINGS = (
+    "host port db credentials access_ttl_s refresh_ttl_s pending_timeout_s latency_s access_log "
+    "access_log_file"
+).split()
 
 
 def switch_lines(registry: Mapping[str, Fault | Variant], width: int | None = None) -> list[str]:
@@ -101,8 +93,10 @@ SERVE_FLAGS = (
     Flag("--db", "SQLite file (default paysuite-stub.db)", "PATH"),
     Flag("--credentials", "where to write the credentials", "PATH"),
     Flag("--config", "stub YAML config (docs/stub.md)", "FILE"),
-    Flag("--access-ttl", "access token lifetime", "S", type=float),
-    Flag("--refresh-ttl", "refresh token lifetime", "S", type=float),
+    Flag("--access-ttl", "access token lifetime", "S", type=float, extra={"dest": "access_ttl_s"}),
+    Flag(
+        "--refresh-ttl", "refresh token lifetime", "S", type=float, extra={"dest": "refresh_ttl_s"}
+    ),
     Flag("--no-sandbox", "remove the /_sandbox customer endpoints", switch=True),
     Flag(
         "--strict-auth",
@@ -131,7 +125,13 @@ SERVE_FLAGS = (
             ),
         )
     ),
-    Flag("--pending-timeout", "seconds before pending fails", "S", type=float),
+    Flag(
+        "--pending-timeout",
+        "seconds before pending fails",
+        "S",
+        type=float,
+        extra={"dest": "pending_timeout_s"},
+    ),
     Flag(
         "--access-log",
         "log every request: Common Log Format or JSON lines (default: none)",
@@ -143,6 +143,7 @@ SERVE_FLAGS = (
         "hold every answer back this long, like a service one region away (80ms, 0.2s)",
         "DURATION",
         type=duration_argument,
+        extra={"dest": "latency_s"},
     ),
 )
 
@@ -260,9 +261,7 @@ def settings_from_args(args: argparse.Namespace) -> StubSettings:
     if getattr(args, "config", None):
         settings = load_settings_file(args.config, settings)
     overrides: dict[str, object] = {
-        key: getattr(args, attr)
-        for attr, key in _FLAG_SETTINGS.items()
-        if getattr(args, attr, None) is not None
+        key: getattr(args, key) for key in _SETTINGS if getattr(args, key, None) is not None
     }
     if getattr(args, "no_sandbox", False):
         overrides["sandbox"] = False
