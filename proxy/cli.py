@@ -59,38 +59,34 @@ def _listen(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def _target_answers(url: str, timeout_s: float = 5.0, tls: TLSSettings | None = None) -> str:
-    """ "" when a TCP connection to the target opens (and, over HTTPS, one request is answered
-    over a connection made with the run's TLS settings), else why not: a certificate problem in
-    ``paysuite_core.tls.explain``'s one line, before any client is pointed at the proxy."""
+def _check_target(url: str, tls: TLSSettings, timeout_s: float = 5.0) -> None:
+    """A TCP connection to the target opens (and, over HTTPS, one HEAD of its root is answered
+    over a connection made with the run's TLS settings: a gateway that demands a client
+    certificate says so only after the handshake), else a ``UsageError`` saying why (a
+    certificate problem in ``paysuite_core.tls.explain``'s one line), before any client is
+    pointed at the proxy."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        return f"--target {url!r}: expected an http(s) URL"
+        raise UsageError(f"--target {url!r}: expected an http(s) URL")
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         with socket.create_connection((parts.hostname, port), timeout=timeout_s):
             pass
     except OSError as exc:
-        return f"the target {url} does not answer: {exc}"
-    return _tls_answers(url, timeout_s, tls) if parts.scheme == "https" else ""
+        raise UsageError(f"the target {url} does not answer: {exc}") from None
+    if parts.scheme == "https":
+        import httpx
 
+        from paysuite_core.bounded_http import in_words
+        from paysuite_core.http_clients import httpx_client
+        from paysuite_core.tls import explain
 
-def _tls_answers(url: str, timeout_s: float, tls: TLSSettings | None) -> str:
-    """One HEAD of the target's root over TLS: a gateway that demands a client certificate
-    says so only after the handshake (TLS 1.3), at the first answer read."""
-    import httpx
-
-    from paysuite_core.bounded_http import in_words
-    from paysuite_core.http_clients import httpx_client
-    from paysuite_core.tls import explain
-
-    root = f"{urlsplit(url).scheme}://{urlsplit(url).netloc}/"
-    try:
-        with httpx_client(tls, timeout=timeout_s) as client:
-            client.head(root)
-    except httpx.HTTPError as exc:
-        return explain(exc, url) or f"the target {url} does not answer: {in_words(exc)}"
-    return ""
+        try:
+            with httpx_client(tls, timeout=timeout_s) as client:
+                client.head(f"{parts.scheme}://{parts.netloc}/")
+        except httpx.HTTPError as exc:
+            said = explain(exc, url) or f"the target {url} does not answer: {in_words(exc)}"
+            raise UsageError(said) from None
 
 
 def _proxy(args: argparse.Namespace) -> int:
@@ -107,9 +103,7 @@ def _proxy(args: argparse.Namespace) -> int:
         raise UsageError("--duration: expected a positive number of seconds")
     config = load_target_config(args.config) if args.config else None
     tls = TLSSettings.from_args(args, config)
-    problem = _target_answers(args.target, tls=tls)
-    if problem:
-        raise UsageError(problem)
+    _check_target(args.target, tls)
     judge = Judge(
         config,
         profile=args.profile,
