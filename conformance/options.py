@@ -135,7 +135,7 @@ class Options:
     reveal_secrets: bool = False
     check_timeout_s: float = DEFAULT_CHECK_TIMEOUT_S
     max_duration_s: float = DEFAULT_MAX_DURATION_S
-    limits: Limits = field(default_factory=lambda: parse_limits({}))
+    limits: Limits = field(default_factory=lambda: conform_limits({}))
     max_throttle_wait_s: float = DEFAULT_MAX_THROTTLE_WAIT_S
     #: how many independent checks run at once (``conformance.checks.concurrent_plan``)
     concurrency: int = DEFAULT_CONCURRENCY
@@ -164,7 +164,7 @@ class Options:
                 raise TypeError(f"Options.parse: no option {name!r}")
             elif value not in (None, False, ""):
                 fields[name] = value
-        return cls(**fields, limits=parse_limits(dict(limits or {})))
+        return cls(**fields, limits=conform_limits(dict(limits or {})))
 
     @classmethod
     def from_values(cls, value: Callable[[str], Any]) -> Options:
@@ -188,6 +188,13 @@ class Options:
             return config.getoption(f"conformance_{dest}", None)
 
         return cls.from_values(value)
+
+
+def conform_limits(values: Mapping[str, str | None]) -> Limits:
+    """conform's request limits (``CONFORM_LIMITS``) with the command line's values."""
+    from paysuite_core.bounded_http import CONFORM_LIMITS  # httpx: not loaded to register conform
+
+    return parse_limits(values, CONFORM_LIMITS)
 
 
 def parse_share(text: str | float | None) -> float:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from paysuite_core.durations import parse_duration
@@ -177,12 +177,8 @@ def parse_seconds(text: str | float | None, flag: str, default: float) -> float:
     return value
 
 
-def parse_limits(values: Mapping[str, str | None]) -> Limits:
-    """``Limits`` from the command line's values (``None``: conform's default)."""
-    # httpx: not loaded to register a command
-    from paysuite_core.bounded_http import CONFORM_LIMITS, Limits
-
-    base = CONFORM_LIMITS
+def parse_limits(values: Mapping[str, str | None], base: Limits) -> Limits:
+    """``base`` (conform's ``CONFORM_LIMITS``) with the command line's values (``None``: kept)."""
     connect, read, total = (
         parse_seconds(values.get(name), f"--{name.replace('_', '-')}", default)
         for name, default in (
@@ -198,4 +194,4 @@ def parse_limits(values: Mapping[str, str | None]) -> Limits:
         if not text.isdigit() or int(text) < 1024:
             raise UsageError(f"--max-response-bytes: expected a byte count >= 1024, got {text!r}")
         size = int(text)
-    return Limits(connect_s=connect, read_s=read, total_s=total, max_body_bytes=size)
+    return replace(base, connect_s=connect, read_s=read, total_s=total, max_body_bytes=size)
