@@ -160,6 +160,10 @@ class Options:
             if name in _PARSERS:
                 field_name, parse = _PARSERS[name]
                 fields[field_name] = parse(value)
+            elif name in _DURATIONS:
+                field_name, default, off = _DURATIONS[name]
+                flag = f"--{name.replace('_', '-')}"
+                fields[field_name] = parse_seconds(value, flag, default, zero_is_off=off)
             elif name not in cls.__dataclass_fields__:
                 raise TypeError(f"Options.parse: no option {name!r}")
             elif value not in (None, False, ""):
@@ -227,22 +231,6 @@ def parse_concurrency(text: str | int | None) -> int:
     return int(raw)
 
 
-def parse_budget(text: str | float | None) -> float:
-    """``--history-budget``: a duration like ``--check-timeout``, or ``0``: the history phase
-    does not run (its MODEL checks are not applicable, with that reason)."""
-    if text is not None and str(text).strip() in ("0", "0s"):
-        return 0.0
-    return parse_seconds(text, "--history-budget", DEFAULT_HISTORY_BUDGET_S)
-
-
-def parse_wait(text: str | float | None) -> float:
-    """``--max-throttle-wait``: a duration like ``--check-timeout``, or ``0``: never wait (a
-    target's 429 then makes the check an error at once)."""
-    if text is not None and str(text).strip() in ("0", "0s"):
-        return 0.0
-    return parse_seconds(text, "--max-throttle-wait", DEFAULT_MAX_THROTTLE_WAIT_S)
-
-
 def _only(text: str | None) -> frozenset[str] | None:
     try:
         return parse_only(text)
@@ -263,15 +251,14 @@ _PARSERS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "only": ("only", _only),
     "seed": ("seed", _seed),
     "min_coverage": ("min_coverage", parse_share),
-    "check_timeout": (
-        "check_timeout_s",
-        lambda text: parse_seconds(text, "--check-timeout", DEFAULT_CHECK_TIMEOUT_S),
-    ),
-    "max_duration": (
-        "max_duration_s",
-        lambda text: parse_seconds(text, "--max-duration", DEFAULT_MAX_DURATION_S),
-    ),
-    "max_throttle_wait": ("max_throttle_wait_s", parse_wait),
     "concurrency": ("concurrency", parse_concurrency),
-    "history_budget": ("history_budget_s", parse_budget),
+}
+#: The durations (``90``, ``90s``, ``1m30s``): the field each sets, its default, and whether
+#: ``0`` turns it off (the history phase does not run; a 429 is never waited for, the check is
+#: an error at once).
+_DURATIONS = {
+    "check_timeout": ("check_timeout_s", DEFAULT_CHECK_TIMEOUT_S, False),
+    "max_duration": ("max_duration_s", DEFAULT_MAX_DURATION_S, False),
+    "max_throttle_wait": ("max_throttle_wait_s", DEFAULT_MAX_THROTTLE_WAIT_S, True),
+    "history_budget": ("history_budget_s", DEFAULT_HISTORY_BUDGET_S, True),
 }

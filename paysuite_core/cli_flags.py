@@ -164,10 +164,15 @@ def limit_flags(group: str) -> tuple[Flag, ...]:
     )  # fmt: skip
 
 
-def parse_seconds(text: str | float | None, flag: str, default: float) -> float:
-    """``--check-timeout 90``, ``90s``, ``1m30s``: seconds, the way Locust users write them."""
+def parse_seconds(
+    text: str | float | None, flag: str, default: float, *, zero_is_off: bool = False
+) -> float:
+    """``--check-timeout 90``, ``90s``, ``1m30s``: seconds, the way Locust users write them;
+    ``0`` only where it turns the thing off (``zero_is_off``)."""
     if text is None:
         return default
+    if zero_is_off and str(text).strip() in ("0", "0s"):
+        return 0.0
     try:
         value = parse_duration(text)
     except ValueError as exc:
