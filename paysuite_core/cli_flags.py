@@ -158,10 +158,12 @@ def limit_flags(group: str) -> tuple[Flag, ...]:
         Flag("--read-timeout", "seconds between two bytes (30)", "S", group=group),
         Flag("--total-timeout", "seconds for a whole answer (60)", "S", group=group),
         Flag(
-            "--max-response-bytes", "an answer's body past this is abandoned (1 MiB)", "N",
+            "--max-response-bytes",
+            "an answer's body past this is abandoned (1 MiB)",
+            "N",
             group=group,
         ),
-    )  # fmt: skip
+    )
 
 
 def parse_seconds(
