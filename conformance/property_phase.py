@@ -55,17 +55,10 @@ FAILURES_KEPT_PER_CHECK = 5
 
 
 @dataclass
-class PropFailure:
-    check_id: str
-    check_name: str
-    operation: str
-    phase: str
-    title: str
-    message: str
-    curl: str
-    status: int | None = None
-    request: dict[str, Any] | None = None
-    response: dict[str, Any] | None = None
+class PropFailure(adapter.Finding):
+    """A failed schemathesis check the phase judges a failure of its PROP check."""
+
+    check_id: str = ""
 
     def evidence(self) -> dict[str, Any]:
         """The failure as an evidence item: its curl with the credentials named by variable
@@ -407,18 +400,7 @@ def _failure(found: adapter.Finding, profile: str) -> PropFailure | None:
             message = f"{message}\nThe document makes it invalid: {broken}"
         else:
             message = f"{message}\nNegative in: {found.negative_parts} (RC constraints)"
-    return PropFailure(
-        check_id=check_id,
-        check_name=name,
-        operation=found.operation,
-        phase=found.phase,
-        title=found.title,
-        message=message,
-        curl=found.curl,
-        status=status,
-        request=found.request,
-        response=found.response,
-    )
+    return PropFailure(**{**vars(found), "check_id": check_id, "message": message})
 
 
 def _seed_tolerates(profile: str, check_name: str, status: int | None) -> bool:

@@ -19,7 +19,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -84,7 +83,7 @@ class BodyTooLarge(OSError):
 @dataclass
 class RunContext:
     """What one property run's hooks and check share, made once per run (``run_properties``)
-    and found by them from the schemas it is bound to (``bind``)."""
+    and found by them from the schemas it is bound to (``outcomes``)."""
 
     target: Target
     #: the chain check's judgement of one answer (``property_phase.chain_step``)
@@ -93,8 +92,11 @@ class RunContext:
     deadline: float | None = None
     #: set when the run ends early (an error, another engine's end): the others stop.
     stop: threading.Event = field(default_factory=threading.Event)
-    _resender: requests.Session | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the session that sends a throttled request again (requests pools per thread)
+    resender: requests.Session = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.resender = http_clients.requests_session(self.target.tls)
 
     def pace(self) -> None:
         """Stop at the run's budget or an interruption; wait while the target asked to (after
@@ -107,17 +109,6 @@ class RunContext:
         pause = throttle.pause_s(self.deadline) if throttle is not None else 0.0
         if pause > 0:
             time.sleep(pause)
-
-    def session(self) -> requests.Session:
-        """The session that sends a throttled request again (requests pools per thread)."""
-        with self._lock:
-            if self._resender is None:
-                self._resender = http_clients.requests_session(self.target.tls)
-            return self._resender
-
-    def close(self) -> None:
-        if self._resender is not None:
-            self._resender.close()
 
 
 #: id(schema) -> the run it belongs to, while that run lasts.
@@ -160,7 +151,7 @@ def answer_hook(run: RunContext) -> Callable[..., Any]:
             return response
         time.sleep(decision.wait_s)
         attempt += 1
-        return run.session().send(response.request, timeout=30, allow_redirects=False)
+        return run.resender.send(response.request, timeout=30, allow_redirects=False)
 
     return hook
 
@@ -381,11 +372,13 @@ class Trouble:
     text: str = ""
 
 
-@contextmanager
-def bound(run: RunContext, schemas: list[BaseSchema]) -> Iterator[None]:
-    """``schemas`` belong to ``run`` for the hooks and the check while this lasts; a creation's
-    ref is noted in the target's refs (the scripted checks run beside the property run with
-    ``--concurrency``, and a ref both handed out is then known)."""
+def outcomes(run: RunContext, schemas: list[BaseSchema]) -> Iterator[Scenario | Trouble]:
+    """What one schemathesis engine per schema reports, as it comes (each engine in a thread of
+    its own when there are several), ``schemas`` bound to ``run`` meanwhile. A creation's ref is
+    noted in the target's refs (the scripted checks run beside the property run with
+    ``--concurrency``, and a ref both handed out is then known). Raises ``KeyboardInterrupt``
+    when an engine was interrupted: schemathesis swallows Ctrl-C and ends its run early, and a
+    partial run must not be judged as a whole one."""
 
     def paysuite_note_created(context: Any, case: Any, response: Any) -> None:
         if case.operation.path in CREATION_PATHS and 200 <= response.status_code < 300:
@@ -396,23 +389,9 @@ def bound(run: RunContext, schemas: list[BaseSchema]) -> Iterator[None]:
 
     for schema in schemas:
         schema.hook("after_call")(paysuite_note_created)
-    _RUNS.update({id(schema): run for schema in schemas})
+        _RUNS[id(schema)] = run
     restore = _authorize_as_root()
     try:
-        yield
-    finally:
-        restore()
-        for schema in schemas:
-            _RUNS.pop(id(schema), None)
-        run.close()
-
-
-def outcomes(run: RunContext, schemas: list[BaseSchema]) -> Iterator[Scenario | Trouble]:
-    """What one schemathesis engine per schema reports, as it comes (each engine in a thread of
-    its own when there are several). Raises ``KeyboardInterrupt`` when an engine was
-    interrupted: schemathesis swallows Ctrl-C and ends its run early, and a partial run must
-    not be judged as a whole one."""
-    with bound(run, schemas):
         for event in _side_by_side(run, schemas):
             if isinstance(event, events.ScenarioFinished):
                 yield _scenario(event)
@@ -423,6 +402,11 @@ def outcomes(run: RunContext, schemas: list[BaseSchema]) -> Iterator[Scenario | 
                 yield Trouble("the property run", event.exception)
             elif isinstance(event, events.Interrupted):
                 raise KeyboardInterrupt
+    finally:
+        restore()
+        for schema in schemas:
+            _RUNS.pop(id(schema), None)
+        run.resender.close()
 
 
 def _side_by_side(run: RunContext, schemas: list[BaseSchema]) -> Iterator[Any]:
@@ -474,7 +458,7 @@ def _authorize_as_root() -> Callable[[], None]:
     schemathesis's dependency analysis reads ``client_id`` as a reference to a resource nothing
     produces and so never starts a scenario from authorize; no setting or hook reaches that
     choice. Our spec pins positive credentials to a configured application, so authorize does
-    succeed; the override lasts as long as the run (``bound``).
+    succeed; the override lasts as long as the run (``outcomes``).
     """
     original = getattr(stateful, "is_likely_root_transition", None)
     if original is None:  # another schemathesis 4.x: its own analysis decides, chains still run
