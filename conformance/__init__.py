@@ -13,10 +13,10 @@ What it offers, and where:
 - ``conformance.plugin``: the pytest plugin (entry point ``paysuite_conformance``) that collects
   and runs the checks, and writes the scorecard and the reports (``conformance.report``).
 - ``conformance.preflight``: the target prepared once (configuration, reachability, the
-  pre-flight, the bundled stub); ``conformance.target.Target``: the target as checks see it,
-  over the bounded recording client of ``conformance.http`` and ``conformance.evidence``.
-- ``conformance.outcome``: how a check ends (``CheckFailed``, ``CouldNotCheck``,
-  ``NotApplicable``); ``conformance.api``: the document's paths and words.
+  pre-flight, the bundled stub). The target as checks see it (``Target``), its recording client,
+  the document's paths and words live in ``paysuite_core.driver``; how a check ends
+  (``CheckFailed``, ``CouldNotCheck``, ``NotApplicable``), its result, the verdict and the
+  evidence in ``paysuite_core.results``: the proxy and the SDK runs share them.
 - ``conformance.property_phase``: the schemathesis property run (the PROP checks), over the spec
-  fitted by ``conformance.spec_patch`` and ``conformance.document_validity``.
+  fitted by ``paysuite_core.driver.spec_patch`` and ``paysuite_core.driver.document_validity``.
 """

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from importlib import import_module
 
-from conformance.checks import SECTIONS, Check, entry_of
+from conformance.checks import entry_of
+from paysuite_core.results.rule import SECTIONS, Check
 
 #: The modules of ``conformance.suite``, one per section of the document, in the run's order.
 SECTION_MODULES: tuple[str, ...] = (

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from conformance.catalog import UnknownCheckError, parse_only
-from conformance.checks import PROFILES
 from conformance.suite.history import DEFAULT_HISTORY_BUDGET_S
 from paysuite_core.durations import parse_duration
+from paysuite_core.results.rule import PROFILES
 from paysuite_core.throttle import DEFAULT_MAX_WAIT_S
 from paysuite_core.tls import TLS_FLAGS, TLS_GROUP
 

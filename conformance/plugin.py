@@ -13,7 +13,7 @@ after collection, through the same ``conformance.preflight.prepare``.
 
 The check fixtures: ``target`` (when applications are configured), ``bare_target`` (with or
 without them) and ``run_cache`` (the property run, computed once). A check that raises
-``conformance.outcome.NotApplicable`` is skipped with its reason.
+``paysuite_core.results.outcome.NotApplicable`` is skipped with its reason.
 """
 
 from __future__ import annotations
@@ -31,23 +31,31 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from conformance.api import CASHIN, CASHOUT
-from conformance.checks import Check, entry_of
-from conformance.evidence import Evidence, Recorded, Reproduction, reproduction, set_replay_context
-from conformance.outcome import (
+from conformance.checks import entry_of
+from paysuite_core.driver.api import CASHIN, CASHOUT
+from paysuite_core.results.evidence import (
+    Evidence,
+    Recorded,
+    Reproduction,
+    reproduction,
+    set_replay_context,
+)
+from paysuite_core.results.outcome import (
     CheckFailed,
     CouldNotCheck,
     EngineError,
     NotApplicable,
     engine_error,
 )
+from paysuite_core.results.rule import Check
+from paysuite_core.results.verdict import CheckResult
 
 if TYPE_CHECKING:
     from conformance.checks import Plan
     from conformance.options import Options
     from conformance.preflight import Prepared
-    from conformance.report import Verdict
-    from conformance.target import Target
+    from paysuite_core.driver.target import Target
+    from paysuite_core.results.verdict import Verdict
 
 MARKER = "conformance_check"
 
@@ -63,24 +71,6 @@ class PreparedRun:
 
     options: Options
     prepared: Prepared
-
-
-@dataclass
-class CheckResult:
-    check: Check
-    outcome: str  # passed | failed | skipped | error
-    message: str = ""
-    evidence: list[dict[str, Any]] = field(default_factory=list)
-    duration_s: float = 0.0
-    expected: str = ""  # h2spec's Expected: what the rule demands
-    actual: str = ""  # what the target did instead
-    note: str = ""  # an observation that is no failure ("bare token: accepted")
-    gating: bool = True  # False: a failure that does not fail the run (a warning)
-    #: A skip because the configuration cannot meet what the check needs (no writer, one
-    #: merchant, no customer driver): counted apart from the coverage, never against it.
-    not_applicable: bool = False
-    #: The shell lines that show the defect on their own (``evidence.reproduction``).
-    reproduction: Reproduction | None = None
 
 
 @dataclass
@@ -382,7 +372,7 @@ def pytest_collection_modifyitems(
     if not state.selected or config.option.collectonly:
         state.active = bool(state.selected) and not config.option.collectonly
         return
-    from conformance.target import Target
+    from paysuite_core.driver.target import Target
 
     if state.prepared is None:  # plain pytest: no runner prepared the target before
         from conformance.options import SetupError
@@ -693,7 +683,7 @@ def _note_unanswered(state: RunState, check_id: str, exc: BaseException) -> None
     """What a check run ahead learnt of the target that stops the others: no answer at all,
     or answers over the size cap (which the property run then does not meet: its engine's own
     first requests read whole answers)."""
-    from conformance.http import TargetUnreachable, oversized
+    from paysuite_core.driver.http import TargetUnreachable, oversized
 
     with state.lock:
         if isinstance(exc, TargetUnreachable):
@@ -787,7 +777,7 @@ def _error_result(
     state: RunState, check: Check, check_id: str, call: pytest.CallInfo[None]
 ) -> CheckResult:
     """An ``error``: the check could not judge its rule (a precondition, or no answer at all)."""
-    from conformance.http import TargetUnreachable, oversized
+    from paysuite_core.driver.http import TargetUnreachable, oversized
 
     exc = call.excinfo.value if call.excinfo is not None else None
     if isinstance(exc, CouldNotCheck):
@@ -838,10 +828,10 @@ def _error_message(call: pytest.CallInfo[None]) -> str:
 def _is_engine_error(exc: BaseException) -> bool:
     """Whether ``exc`` is paysuite's own (a defect of a check, a hook, the engine) rather than
     what a target's answers, or their absence, made a check stop with."""
-    from conformance.customer import DriverUnavailable
-    from conformance.http import TargetUnreachable
     from conformance.schemathesis_adapter import PropertyBudgetExceeded
     from paysuite_core.bounded_http import ResponseTooLarge, TotalTimeout
+    from paysuite_core.driver.customer import DriverUnavailable
+    from paysuite_core.driver.http import TargetUnreachable
     from paysuite_core.throttle import ThrottleExhausted
 
     known = (
@@ -941,7 +931,7 @@ NEVER_RAN = "not run: the run ended before it"
 
 
 def decide(state: RunState) -> Verdict:
-    """The run's verdict (a ``report.Verdict``): one meaning for the exit status and every report.
+    """The run's verdict (a ``Verdict``): one meaning for the exit status and every report.
 
     In this order: fail (exit 1) when a gating check failed (every MUST; every SHOULD too with
     --strict); error (exit 2) when a gating check could not be judged or the run itself broke
@@ -949,7 +939,8 @@ def decide(state: RunState) -> Verdict:
     when fewer of the profile's checks ran than --min-coverage asks (they were skipped); pass.
     """
     from conformance import catalog
-    from conformance.report import Coverage, Verdict, early_expiry, shown_tls
+    from conformance.report import early_expiry
+    from paysuite_core.results.verdict import Coverage, Verdict, shown_tls
 
     ordered = [state.results[cid] for cid in state.selected if cid in state.results]
     engine = _engine_errors(state)

@@ -21,14 +21,20 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from conformance.api import EVENTS
-from conformance.http import RecordingClient, Reply, TargetUnreachable, ThrottledOut, oversized
 from conformance.options import Options, SetupError
-from conformance.outcome import CouldNotCheck
 from paysuite_core import tokens
 from paysuite_core.bounded_http import Limits
+from paysuite_core.driver.api import EVENTS
+from paysuite_core.driver.http import (
+    RecordingClient,
+    Reply,
+    TargetUnreachable,
+    ThrottledOut,
+    oversized,
+)
 from paysuite_core.http_clients import httpx_client
 from paysuite_core.launcher import RunningStub
+from paysuite_core.results.outcome import CouldNotCheck
 from paysuite_core.target_config import TargetConfig, TargetConfigError, load_target_config
 from paysuite_core.throttle import Throttle
 from paysuite_core.tls import TLSSettings, TLSSettingsError, explain

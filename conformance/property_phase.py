@@ -29,19 +29,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from conformance import schemathesis_adapter as adapter
-from conformance.document_validity import violation
-from conformance.http import RecordingClient, Reply, TargetUnreachable
-from conformance.outcome import CouldNotCheck, EngineError, engine_error
 from conformance.schemathesis_adapter import CHECK_TO_ID, CREATION_PATHS
-from conformance.spec_patch import operations, patch_spec
-from conformance.target import checking_flow
 from paysuite_core import tokens
 from paysuite_core.bounded_http import Limits
+from paysuite_core.driver.document_validity import violation
+from paysuite_core.driver.http import RecordingClient, Reply, TargetUnreachable
+from paysuite_core.driver.spec_patch import operations, patch_spec
+from paysuite_core.driver.target import checking_flow
+from paysuite_core.results.outcome import CouldNotCheck, EngineError, engine_error
 from paysuite_core.throttle import THROTTLED, Throttle
 from paysuite_core.tls import TLSSettings
 
 if TYPE_CHECKING:
-    from conformance.target import Target
+    from paysuite_core.driver.target import Target
     from paysuite_core.target_config import Application
 
 #: The budget against the bundled stub (``paysuite conform`` with neither --target nor --config):
@@ -64,7 +64,7 @@ class PropFailure(adapter.Finding):
         """The failure as an evidence item: its curl with the credentials named by variable
         (schemathesis prints them in full: its sanitization would print ``[Filtered]``, which
         no shell can replay), and a reproduction with fresh keys."""
-        from conformance.evidence import tool_item
+        from paysuite_core.results.evidence import tool_item
 
         data = {
             "request": self.request or {"operation": self.operation, "phase": self.phase},

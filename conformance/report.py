@@ -13,14 +13,13 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from conformance import catalog
-from conformance.evidence import issued, item_form, replay_exports, wire_of
-from conformance.outcome import EngineError
-from paysuite_core.throttle import ThrottleStats
+from paysuite_core.results.evidence import issued, item_form, replay_exports, wire_of
+from paysuite_core.results.outcome import EngineError
+from paysuite_core.results.verdict import Coverage, Verdict
 from paysuite_core.tls import TLSSettings
 
 _MARK = {"pass": "✔", "fail": "×", "warning": "⚠", "n/a": "-", "skip": "-", "error": "!"}
@@ -37,76 +36,6 @@ _WORD = {
 }
 _EVIDENCE_KEYS = ("request", "response", "curl")
 _DIM, _RESET = "\x1b[2m", "\x1b[0m"
-
-
-@dataclass(frozen=True)
-class Coverage:
-    """How much of the profile the verdict rests on: a pass on 1 check of 54 is no pass."""
-
-    run: int  # checks that ran to a verdict (passed or failed)
-    total: int  # checks of the profile selected for this run
-    skipped: tuple[tuple[str, str], ...] = ()  # (check id, why it did not run)
-    minimum: float | None = None  # --min-coverage, a share in [0, 1]
-    #: (check id, why): skipped because the configuration cannot meet what the check needs
-    #: (read-only credentials, one merchant, no customer driver). A subset of ``skipped``,
-    #: counted apart: a run with the credentials QA was given is judged on what they reach.
-    not_applicable: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def applicable(self) -> int:
-        """The profile's checks this configuration can run."""
-        return self.total - len(self.not_applicable)
-
-    @property
-    def ratio(self) -> float:
-        """Share of the applicable checks that ran; 0 when there were none (nothing judged)."""
-        return self.run / self.applicable if self.applicable else 0.0
-
-    def text(self) -> str:
-        """``52/54 (96%)``, floored so that a single unrun check never reads as 100%."""
-        percent = int(self.ratio * 100 + 1e-9)
-        line = f"{self.run}/{self.applicable} ({percent}%"
-        if self.minimum is not None:
-            line += f", minimum {int(self.minimum * 100 + 1e-9)}%"
-        line += ")"
-        if self.not_applicable:
-            line += f", {len(self.not_applicable)} n/a (not applicable to this configuration)"
-        return line
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The run's verdict, decided once by the plugin and shown the same way everywhere."""
-
-    verdict: str  # "pass" | "fail" | "error"
-    exit_code: int  # 0 pass, 1 fail, 2 error (could not judge)
-    profile: str  # seed | reference
-    strict: bool
-    coverage: Coverage
-    run_errors: tuple[str, ...] = ()  # problems of the run, not of one check
-    reason: str = ""  # one line: why this verdict (every judge gives one)
-    #: How often the target answered 429 and how long the run waited (None: not a suite run).
-    throttling: ThrottleStats | None = None
-    #: How the target's certificate was judged (``shown_tls``); None: plain HTTP, nothing to say.
-    tls: TLSSettings | None = None
-    #: Exceptions inside paysuite (not the target's answers), with their tracebacks; each has
-    #: its line among ``run_errors`` too.
-    engine_errors: tuple[EngineError, ...] = ()
-    #: What the failures have in common, said once (``early_expiry``).
-    findings: tuple[str, ...] = ()
-
-    @property
-    def insecure(self) -> bool:
-        """Certificates were not verified (``--insecure``): said wherever the verdict is."""
-        return self.tls is not None and self.tls.insecure
-
-
-def shown_tls(target: str, tls: TLSSettings | None) -> TLSSettings | None:
-    """The TLS settings a verdict reports: an HTTPS target's, and ``--insecure`` whatever the
-    target's scheme (a run told not to verify says so even where nothing was verified)."""
-    if tls is None:
-        return None
-    return tls if tls.insecure or target.lower().startswith("https:") else None
 
 
 class Rule(Protocol):

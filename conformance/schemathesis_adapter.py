@@ -29,9 +29,9 @@ from schemathesis.engine import events, from_schema
 from schemathesis.specs.openapi import stateful
 
 from conformance.ast_guard import serialized
-from conformance.evidence import redact_body, redact_issued, redact_url, safe_headers
 from paysuite_core import guarded_json, http_clients, tokens
 from paysuite_core.bounded_http import READ_CHUNK, BoundedBody, ResponseTooLarge
+from paysuite_core.results.evidence import redact_body, redact_issued, redact_url, safe_headers
 from paysuite_core.throttle import THROTTLED, retry_after_of
 from paysuite_core.tls import TLSSettings
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import requests
     from schemathesis import BaseSchema, Config
 
-    from conformance.target import Target
+    from paysuite_core.driver.target import Target
 
 CHAIN_CHECK = "paysuite_chain_holds"
 #: schemathesis's check names -> the catalog's PROP checks.
@@ -349,7 +349,7 @@ class Finding:
     response: dict[str, Any] | None
     #: the case's path parameters were generated invalid (a mangled URL)
     negative_path: bool = False
-    #: the case's parts, as ``conformance.document_validity.violation`` takes them
+    #: the case's parts, as ``paysuite_core.driver.document_validity.violation`` takes them
     parts: dict[str, Any] | None = None
     #: which parts of a negative case were generated invalid
     negative_parts: str = ""

@@ -25,15 +25,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from conformance.api import CASHIN
-from conformance.evidence import Recorded
-from conformance.outcome import CouldNotCheck, expect, fail
 from paysuite_core import guarded_json
+from paysuite_core.driver.api import CASHIN
+from paysuite_core.results.evidence import Recorded
+from paysuite_core.results.outcome import CouldNotCheck, expect, fail
 
 if TYPE_CHECKING:
     import h11
 
-    from conformance.target import Target
+    from paysuite_core.driver.target import Target
     from paysuite_core.tls import TLSSettings
 
 #: RC-4: how long the reference waits for the rest of a body before it answers 408.
@@ -63,7 +63,7 @@ class Seen:
 
 
 def _head(target: Target, app_token: str, length: int) -> list[tuple[str, str]]:
-    from conformance.http import USER_AGENT  # not at import: --list stays light
+    from paysuite_core.driver.http import USER_AGENT  # not at import: --list stays light
 
     parts = urlsplit(target.base_url)
     return [

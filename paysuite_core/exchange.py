@@ -3,7 +3,8 @@
 The proxy forwards bytes unchanged and writes HAR files, and the conformance suite replays what
 it sent as a curl command, so the record holds the real values: raw bodies, and headers in order
 (a header may repeat). What a report may publish (tokens shortened, secrets masked) is derived
-from it by the reader (``conformance.evidence``, ``proxy.masking``), never stored in its place.
+from it by the reader (``paysuite_core.results.evidence``, ``paysuite_core.results.masking``),
+never stored in its place.
 """
 
 from __future__ import annotations

@@ -15,13 +15,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.api import data_of, reuse_problems, same_outcome
-from conformance.checks import Check
-from conformance.evidence import Evidence
-from conformance.http import Reply, TargetUnreachable
-from conformance.outcome import CouldNotCheck
-from conformance.target import Target, same_amount
+from paysuite_core.driver.api import data_of, reuse_problems, same_outcome
+from paysuite_core.driver.http import Reply, TargetUnreachable
+from paysuite_core.driver.target import Target, same_amount
 from paysuite_core.exchange import Exchange
+from paysuite_core.results.evidence import Evidence
+from paysuite_core.results.outcome import CouldNotCheck
+from paysuite_core.results.rule import Check
 from paysuite_core.target_config import Application, TargetConfig
 from paysuite_core.tls import TLSSettings
 from proxy.routes import route_of, token_claims

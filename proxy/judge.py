@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from conformance.checks import Check
 from paysuite_core.exchange import Exchange
+from paysuite_core.results.rule import Check
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.tls import TLSSettings
 from proxy.routes import Route, route_of
@@ -148,15 +148,15 @@ class Judge:
             + [
                 f"find {tx.ref} (its processed event against find)"
                 for tx in self.lifecycle.unconfirmed()
-            ]  # fmt: skip
+            ]
             + [
                 f"list the events of {ref} (its processed event listed)"
                 for ref, _ in self.traffic.unsettled()
-            ]  # fmt: skip
+            ]
             + [
                 f"find {ref} (the customer's {action.outcome} took effect)"
                 for ref, action in self.traffic.unresolved()
-            ]  # fmt: skip
+            ]
         )
 
     def finish(self) -> list[Violation]:
@@ -234,7 +234,7 @@ class Judge:
                 exercised[check.id][0],
                 exercised[check.id][1],
                 exercised[check.id][2] + tuple(self._confirm_notes.get(check.id, ())) + every,
-            )  # fmt: skip
+            )
             for check in RULES + TRAFFIC_RULES
         ]
 

@@ -35,9 +35,9 @@ from paysuite_core.bounded_http import (
     in_words,
 )
 from paysuite_core.exchange import Exchange, Headers
+from paysuite_core.results.masking import PLACEHOLDER, placeholders_in
 from paysuite_core.target_config import Application, TargetConfig
 from paysuite_core.tls import TLSSettings, explain
-from proxy.masking import PLACEHOLDER, placeholders_in
 from proxy.rules import Violation
 
 #: The longest pause ``--keep-timing`` makes between two requests.

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from conformance import report as conform_report
-from conformance.checks import Check
-from conformance.evidence import evidence_of as conform_evidence_of
-from conformance.evidence import redact_url
+from paysuite_core.results.evidence import evidence_of as conform_evidence_of
+from paysuite_core.results.evidence import redact_url
+from paysuite_core.results.rule import Check
+from paysuite_core.results.verdict import Coverage, Verdict
 from proxy.judge import Judge, Observed
 from proxy.report_html import render as render_html
 from proxy.rules import CLIENT_SECTION, party
@@ -103,7 +104,7 @@ CLIENT_FAULT_EXIT = 3
 INTERRUPTED_EXIT = 130
 
 
-def verdict_of(judge: Judge, rule_results: list[RuleResult[Check]]) -> conform_report.Verdict:
+def verdict_of(judge: Judge, rule_results: list[RuleResult[Check]]) -> Verdict:
     """1 on a violation of the target's; 3 on one of the client's when ``--judge`` gates it and
     the target broke nothing; 2 when nothing gating failed but the target left exchanges
     unanswered (no verdict on those), or when no exchange reached a route of the API at all (a
@@ -111,7 +112,7 @@ def verdict_of(judge: Judge, rule_results: list[RuleResult[Check]]) -> conform_r
     job green); 130 when a Ctrl-C or SIGTERM cut the settling short; else 0."""
     run = sum(1 for r in rule_results if r.outcome in ("passed", "failed"))
     skipped = tuple((r.check.id, r.message) for r in rule_results if r.outcome == "skipped")
-    coverage = conform_report.Coverage(run=run, total=len(rule_results), skipped=skipped)
+    coverage = Coverage(run=run, total=len(rule_results), skipped=skipped)
     failed = [r for r in rule_results if r.outcome == "failed" and r.gating]
     server = [r.check.id for r in failed if party(r.check) == "server"]
     client = [r.check.id for r in failed if party(r.check) == "client"]
@@ -146,7 +147,7 @@ def verdict_of(judge: Judge, rule_results: list[RuleResult[Check]]) -> conform_r
     else:
         verdict, code = "pass", 0
         reason = f"{len(judge.observed)} exchange(s), no violation"
-    return conform_report.Verdict(
+    return Verdict(
         verdict=verdict,
         exit_code=code,
         profile=judge.profile,
@@ -200,7 +201,7 @@ def write_reports(
     started: float,
     duration_s: float,
     extra: dict[str, Any] | None = None,
-) -> tuple[conform_report.Verdict, list[Path]]:
+) -> tuple[Verdict, list[Path]]:
     """Write junit.xml, conformance.json and report.html in conform's formats, under the
     proxy's name; conformance.json adds ``mode`` and every exchange's verdict (and ``extra``,
     what a replay says of itself). Return the verdict and the paths."""

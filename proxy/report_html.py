@@ -15,12 +15,13 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from conformance import report as conform_report
-from conformance.evidence import evidence_of, redact_url
+from paysuite_core.results.evidence import evidence_of, redact_url
+from paysuite_core.results.verdict import Verdict
 from proxy.judge import Judge
 from proxy.rules import CLIENT_RULES, CLIENT_SECTION, party
 
 if TYPE_CHECKING:
-    from conformance.checks import Check
+    from paysuite_core.results.rule import Check
     from proxy.report import RuleResult
 
 _CSS = (
@@ -38,7 +39,7 @@ def _e(text: Any) -> str:
 def render(
     judge: Judge,
     rule_results: list[RuleResult[Check]],
-    verdict: conform_report.Verdict,
+    verdict: Verdict,
     *,
     target: str,
     started_at: str,

@@ -14,8 +14,8 @@ from functools import cache
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from conformance.api import CASHIN, CASHOUT, EVENTS
-from conformance.document_validity import AUTHORIZE, FIND, REFRESHES
+from paysuite_core.driver.api import CASHIN, CASHOUT, EVENTS
+from paysuite_core.driver.document_validity import AUTHORIZE, FIND, REFRESHES
 from paysuite_core.exchange import Exchange
 from paysuite_core.specfile import load_spec
 

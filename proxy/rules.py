@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from conformance import catalog
-from conformance.checks import Check, Section
 from paysuite_core.exchange import Exchange
+from paysuite_core.results.rule import Check, Section
 
 #: The report's section of the rules a client breaks: its own, apart from the document's sections
 #: where the target's rules sit, so a client's mistake never reads as the server's.

@@ -22,8 +22,8 @@ from typing import TextIO
 
 from aiohttp import web
 
-from conformance.report import Verdict
 from paysuite_core.exchange import Exchange
+from paysuite_core.results.verdict import Verdict
 from proxy.judge import Judge
 from proxy.report import scorecard, write_reports
 from proxy.rules import Violation
@@ -268,11 +268,11 @@ def _session(
 def write_session_har(
     judge: Judge, exchanges: list[Exchange], path: str | Path, *, target: str
 ) -> Path | None:
-    """The session as a HAR file, every secret masked first (``proxy.masking``); None when this
-    build has no HAR writer."""
+    """The session as a HAR file, every secret masked first (``paysuite_core.results.masking``);
+    None when this build has no HAR writer."""
     try:
+        from paysuite_core.results.masking import Masker, mask_exchange
         from proxy.har import write_har
-        from proxy.masking import Masker, mask_exchange
     except ImportError:
         return None
     from proxy.appmap import recorded_applications

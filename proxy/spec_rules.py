@@ -1,16 +1,18 @@
 """Per exchange: the request against the document, the answer against the spec's view.
 
-The request is judged by the document alone (``conformance.document_validity``, the predicate the
-property phase uses to decide whether a negative case really is one): the body of a creation or
-an authorize and the length of an Idempotency-Key. The stub's own choices (amount bounds, phone
-pattern) are no client's duty toward another implementation, so they are not judged here.
+The request is judged by the document alone (``paysuite_core.driver.document_validity``, the
+predicate the property phase uses to decide whether a negative case really is one): the body of a
+creation or an authorize and the length of an Idempotency-Key. The stub's own choices (amount
+bounds, phone pattern) are no client's duty toward another implementation, so they are not judged
+here.
 
-The answer is judged against the spec as the conformance suite fits it (``conformance.spec_patch``):
-the seed view by default (any 2xx where the document shows no status, any JSON error body), the
-reference view with ``--profile reference``. A status the view does not document, a body that is
-not JSON where one is described, or a body that breaks its schema (formats included, as the
-property phase's PROP-004 checks them: a ``date-time`` without its zone fails) is a
-``PROXY-SCHEMA-RESP`` violation, with the JSON path of the first error as Expected/Actual.
+The answer is judged against the spec as the conformance suite fits it
+(``paysuite_core.driver.spec_patch``): the seed view by default (any 2xx where the document shows no
+status, any JSON error body), the reference view with ``--profile reference``. A status the view
+does not document, a body that is not JSON where one is described, or a body that breaks its schema
+(formats included, as the property phase's PROP-004 checks them: a ``date-time`` without its zone
+fails) is a ``PROXY-SCHEMA-RESP`` violation, with the JSON path of the first error as
+Expected/Actual.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import best_match
 
-from conformance import document_validity
-from conformance.spec_patch import patch_spec
+from paysuite_core.driver import document_validity
+from paysuite_core.driver.spec_patch import patch_spec
 from paysuite_core.exchange import Exchange
 from paysuite_core.specfile import load_spec
 from paysuite_core.target_config import Application, TargetConfig

@@ -12,16 +12,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.api import (
+from paysuite_core.driver.api import (
     data_of,
     event_disagrees_with_find,
     reuse_problems,
     same_outcome,
     status_changed,
 )
-from conformance.checks import Check
-from conformance.document_validity import MAX_KEY_LENGTH
+from paysuite_core.driver.document_validity import MAX_KEY_LENGTH
 from paysuite_core.exchange import Exchange
+from paysuite_core.results.rule import Check
 from paysuite_core.tokens import parse_expires
 from proxy.routes import (
     PROCESSED,

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from conformance import catalog
-from conformance.api import created_values_differ, data_of, same_outcome
-from conformance.checks import Check
-from conformance.target import EVENTUAL_S, same_amount
+from paysuite_core.driver.api import created_values_differ, data_of, same_outcome
+from paysuite_core.driver.target import EVENTUAL_S, same_amount
 from paysuite_core.exchange import Exchange
 from paysuite_core.request_data import same_number
+from paysuite_core.results.rule import Check
 from paysuite_core.target_config import CustomerDriver
 from proxy.routes import (
     CREATED,

@@ -332,7 +332,7 @@ BOUNDED_READERS: dict[str, str] = {
     "conformance/stalled_body.py": "ERR-007's bare socket: h11 caps the head at 16 KiB, the body "
     "under Limits.max_body_bytes, the whole watch within the check's bound",
     "proxy/cli.py": "_tls_answers sends a HEAD: a status line and headers, no body",
-    "paysuite_core/webhook_receiver.py": "the forwarder: content.read(MAX_BODY_BYTES) of the "
+    "paysuite_core/webhooks/receiver.py": "the forwarder: content.read(MAX_BODY_BYTES) of the "
     "handler's answer; aiohttp's client takes 128 header lines of 8190 bytes",
     "proxy/server.py": "the upstream answer streamed under the proxy's cap; aiohttp's client "
     "takes 128 header lines of 8190 bytes",
@@ -349,12 +349,14 @@ _JSON_DECODES = frozenset(
 #: ``path::function`` where a bare ``json.loads`` reads what paysuite itself wrote, and why.
 TRUSTED_JSON: dict[str, str] = {
     "paysuite_core/config_schema.py::schema": "the project's own JSON Schema files",
-    "paysuite_core/webhook_ledger.py::from_journal": "the receiver's own journal lines",
-    "conformance/evidence.py::_learn": "the request body the suite itself sent",
+    "paysuite_core/webhooks/ledger.py::from_journal": "the receiver's own journal lines",
+    "paysuite_core/results/evidence.py::_learn": "the request body the suite itself sent",
     "load/report.py::render_html": "the run's own load.json, written by paysuite",
     "load/runner.py::outcome": "the run's own load.json, written by paysuite",
     "paysuite/demo.py::_json_totals": "the demo's own conformance.json and load.json",
-    "proxy/masking.py::_masked_member": "one JSON string literal the masker's pattern matched",
+    "paysuite_core/results/masking.py::_masked_member": (
+        "one JSON string literal the masker's pattern matched"
+    ),
     "paysuite/clients/report.py::_masked_value": "paysuite's own json.dumps of a parsed value",
     "paysuite/clients/paypack_py_driver.py::main": "the job the parent wrote to its stdin",
 }
@@ -492,3 +494,25 @@ json.load(open("x"))
     assert sorted(factory_calls(sample)) == [
         (20, "httpx_client"), (21, "gevent_client"), (23, "httpx_client"),
     ]  # fmt: skip
+
+
+#: The commands that are not a pytest run: each reaches the results model, never the plugin
+#: (loading pytest for ``paysuite webhooks listen`` or a proxy session is the cost the results
+#: model exists to avoid).
+NOT_PYTEST = ("proxy", "load", "paysuite.clients", "paysuite.webhooks")
+
+
+def test_no_other_command_loads_the_pytest_plugin() -> None:
+    paths = {module_name(path): path for path in python_files(*PARTS)}
+    graph = {name: runtime_imports(path, set(paths)) for name, path in paths.items()}
+    offenders = []
+    for start in sorted(n for n in graph if n.startswith(NOT_PYTEST)):
+        seen, stack = {start}, [[start]]
+        while stack:
+            trail = stack.pop()
+            for imported in graph[trail[-1]] - seen:
+                seen.add(imported)
+                if imported == "conformance.plugin":
+                    offenders.append(" -> ".join([*trail, imported]))
+                stack.append([*trail, imported])
+    assert not offenders, "a command outside pytest loads the plugin:\n" + "\n".join(offenders)

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
 from conformance.history.driver import Driver, Violation
-from conformance.http import CheckBudgetExceeded
 from conformance.model.records import Spelling
+from paysuite_core.driver.http import CheckBudgetExceeded
 from paysuite_core.tokens import REFRESH_PATHS
 
 if TYPE_CHECKING:

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from conformance.evidence import Reproduction
 from conformance.history.driver import Step
 from conformance.history.replay import _touches, substitute
 from conformance.model.records import Authorize, Create
+from paysuite_core.results.evidence import Reproduction
 
 if TYPE_CHECKING:
     from conformance.history.concurrent import ConcurrentResult

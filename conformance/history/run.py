@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 from conformance.history import concurrent
 from conformance.history.machine import HistoryMachine
 from conformance.history.session import HISTORIES, STEPS, HistoryResult, Session, world_of
-from conformance.http import RecordingClient
+from paysuite_core.driver.http import RecordingClient
 
 if TYPE_CHECKING:
-    from conformance.target import Target
+    from paysuite_core.driver.target import Target
 
 
 def why_not(target: Target) -> str | None:

@@ -20,8 +20,8 @@ from conformance.model.state import App, World
 
 if TYPE_CHECKING:
     from conformance.history.concurrent import ConcurrentResult
-    from conformance.http import RecordingClient
-    from conformance.target import Target
+    from paysuite_core.driver.http import RecordingClient
+    from paysuite_core.driver.target import Target
 
 #: Histories hypothesis may generate (the budget usually ends the run first on a slow target).
 HISTORIES = 12

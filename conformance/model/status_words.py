@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from conformance.api import same_outcome
 from conformance.model.records import LIFECYCLE, OVER_TIME, Problem
 from conformance.model.state import Txn, World
+from paysuite_core.driver.api import same_outcome
 
 PENDING = "pending"
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from conformance.api import UUID_RE
 from conformance.model.records import (
     IDEMPOTENCY,
     LIFECYCLE,
@@ -27,7 +26,8 @@ from conformance.model.records import (
 from conformance.model.state import State, Txn, World
 from conformance.model.status_words import read_status, reference_word
 from conformance.model.verdicts import Judged, allow, forbid, note_reference
-from conformance.target import same_amount
+from paysuite_core.driver.api import UUID_RE
+from paysuite_core.driver.target import same_amount
 from paysuite_core.request_data import same_number
 
 MAX_KEY = 32

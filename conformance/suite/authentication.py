@@ -15,7 +15,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from conformance.api import (
+from conformance.checks import check, set_up_early
+from conformance.jwt_forgeries import forgeries, is_jwt, parts
+from paysuite_core.driver.api import (
     AUTHORIZE,
     CASHIN,
     CASHOUT,
@@ -25,9 +27,7 @@ from conformance.api import (
     find_path,
     kind_path,
 )
-from conformance.checks import Section, check, set_up_early
-from conformance.jwt_forgeries import forgeries, is_jwt, parts
-from conformance.outcome import (
+from paysuite_core.results.outcome import (
     CouldNotCheck,
     exchanges_of,
     expect,
@@ -36,10 +36,11 @@ from conformance.outcome import (
     not_applicable,
     precondition,
 )
+from paysuite_core.results.rule import Section
 
 if TYPE_CHECKING:
-    from conformance.http import RecordingClient, Reply
-    from conformance.target import Target, TokenPair
+    from paysuite_core.driver.http import RecordingClient, Reply
+    from paysuite_core.driver.target import Target, TokenPair
     from paysuite_core.target_config import Application
 
 

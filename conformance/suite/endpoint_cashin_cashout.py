@@ -8,13 +8,14 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from conformance.api import AUTHORIZE, EVENTS, find_path
-from conformance.checks import Section, check
-from conformance.outcome import expect, expect_none, not_applicable
+from conformance.checks import check
+from paysuite_core.driver.api import AUTHORIZE, EVENTS, find_path
+from paysuite_core.results.outcome import expect, expect_none, not_applicable
+from paysuite_core.results.rule import Section
 
 if TYPE_CHECKING:
-    from conformance.http import Reply
-    from conformance.target import Target
+    from paysuite_core.driver.http import Reply
+    from paysuite_core.driver.target import Target
 
 CREATION_FIELDS = ("amount", "created_at", "kind", "ref", "status")
 

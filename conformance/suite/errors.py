@@ -11,14 +11,15 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from conformance.api import AUTHORIZE, CASHIN, CASHOUT, EVENTS, find_path
-from conformance.checks import Section, check, set_up_early
-from conformance.outcome import CouldNotCheck, expect, not_applicable, precondition
+from conformance.checks import check, set_up_early
 from conformance.stalled_body import Stall, judge, start_stall
+from paysuite_core.driver.api import AUTHORIZE, CASHIN, CASHOUT, EVENTS, find_path
+from paysuite_core.results.outcome import CouldNotCheck, expect, not_applicable, precondition
+from paysuite_core.results.rule import Section
 
 if TYPE_CHECKING:
-    from conformance.http import Reply
-    from conformance.target import Target
+    from paysuite_core.driver.http import Reply
+    from paysuite_core.driver.target import Target
     from paysuite_core.target_config import Application
 
 MALFORMED = {
@@ -304,7 +305,7 @@ def odd_requests_are_answered_2xx_or_4xx(target: Target) -> None:
     serve it or refuse it, but not fail on it, nor answer a status outside 2xx and 4xx. A
     connection closed instead of an answer refuses it too (a framework may drop a body it
     cannot decode): that is noted, not judged."""
-    from conformance.http import TargetUnreachable  # not at import: --list stays light
+    from paysuite_core.driver.http import TargetUnreachable  # not at import: --list stays light
 
     client = target.client
     reader = target.writer() or target.need_reader()

@@ -11,14 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from conformance.api import data_of
-from conformance.checks import Section, check
-from conformance.outcome import expect, expect_none, not_applicable
+from conformance.checks import check
 from conformance.suite.authentication import refreshed_pairs
+from paysuite_core.driver.api import data_of
+from paysuite_core.results.outcome import expect, expect_none, not_applicable
+from paysuite_core.results.rule import Section
 
 if TYPE_CHECKING:
-    from conformance.http import Reply
-    from conformance.target import Target
+    from paysuite_core.driver.http import Reply
+    from paysuite_core.driver.target import Target
     from paysuite_core.target_config import Application
 
 

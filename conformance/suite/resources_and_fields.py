@@ -9,20 +9,30 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from conformance import timestamps
-from conformance.api import AUTHORIZE, CASHIN, EVENTS, REFRESH_PATHS, UUID_RE, data_of, find_path
-from conformance.checks import Section, check
-from conformance.outcome import expect, fail, not_applicable, precondition
+from conformance.checks import check
 from conformance.suite.authentication import fresh_refresh_token
 from conformance.suite.states_and_transitions import OUTCOMES, creatable_kinds, usable_customer
+from paysuite_core.api_types import JsonObject
+from paysuite_core.driver import timestamps
+from paysuite_core.driver.api import (
+    AUTHORIZE,
+    CASHIN,
+    EVENTS,
+    REFRESH_PATHS,
+    UUID_RE,
+    data_of,
+    find_path,
+)
 from paysuite_core.request_data import same_number
+from paysuite_core.results.outcome import expect, fail, not_applicable, precondition
+from paysuite_core.results.rule import Section
 
 if TYPE_CHECKING:
-    from conformance.customer import Outcome
-    from conformance.http import Reply
-    from conformance.target import Target
+    from paysuite_core.driver.customer import Outcome
+    from paysuite_core.driver.http import Reply
+    from paysuite_core.driver.target import Target
     from paysuite_core.target_config import Application
 
 
@@ -113,7 +123,7 @@ def event_ids_are_uuid_shaped_and_unique(target: Target) -> None:
             lambda items: len(items) >= 2,
             timeout_s=min(10.0, target.driver_timeout()),
         )
-    events: list[dict[str, Any]] = []
+    events: list[JsonObject] = []
     proof = []
     for ref in refs:
         found = target.events_for_ref(app, ref, wait=True)
@@ -293,7 +303,7 @@ def utc_timestamps_are_written_in_utc(target: Target) -> None:
 
 def _appearances(
     target: Target, kind: str, outcome: Outcome
-) -> tuple[Reply, Reply, list[dict[str, Any]]]:
+) -> tuple[Reply, Reply, list[JsonObject]]:
     """A new ``kind``, processed by the customer's ``outcome`` when a driver can: its
     creation answer, find's answer and every event listed for it."""
     app = target.need_writer(kind)
@@ -323,9 +333,7 @@ def _appearances(
     return created_reply, found, events
 
 
-def disagreements(
-    created: dict[str, Any], found: dict[str, Any], events: list[dict[str, Any]]
-) -> list[str]:
+def disagreements(created: JsonObject, found: JsonObject, events: list[JsonObject]) -> list[str]:
     """Where one transaction reads differently in its creation answer, find's answer and each
     event's ``data``: ref, kind and amount everywhere, the customer (in any notation) and the
     merchant between find and the events, and ``created_at`` as one instant. The status and

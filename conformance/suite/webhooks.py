@@ -3,7 +3,7 @@
 The document names the ``X-Webhook-Mode`` header ("names the environment associated with the
 webhook") and leaves delivery "not shown": target, payload and signature. These checks judge
 paysuite's reference choice (docs/reference-choices.md, docs/webhooks.md): the body is the
-event record as the events list renders it, signed as ``paysuite_core.webhook_signature``
+event record as the events list renders it, signed as ``paysuite_core.webhooks.signature``
 says, delivered at least once, retried after a failed attempt, created before processed. They
 are SHOULD checks of the reference profile, and run only when the target configuration has a
 ``webhooks`` section (where paysuite's receiver listens, the address the target delivers to,
@@ -13,7 +13,7 @@ Each check judges one rule and looks away from the others, so that a defect fail
 WEBHOOK-001 counts a delivery whatever its signature (WEBHOOK-002 judges that), and compares
 only the ids the events list shows (an extra id is WEBHOOK-004's).
 
-A signature verifies in either format (``paysuite_core.webhook_signature.verify_any``): the
+A signature verifies in either format (``paysuite_core.webhooks.signature.verify_any``): the
 timestamped ``Paysuite-Signature`` or the live service's ``X-Paypack-Signature``, which
 merchants' receivers verify (docs/reference-choices.md). A target that signs only the live
 way passes WEBHOOK-002 and is told by WEBHOOK-006 that nothing in its signature ages: a
@@ -24,20 +24,23 @@ from __future__ import annotations
 
 import time
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from conformance.api import data_of
-from conformance.checks import Section, check
-from conformance.outcome import expect, fail, not_applicable, precondition
+from conformance.checks import check
 from conformance.suite.states_and_transitions import usable_customer
+from paysuite_core.api_types import JsonObject
+from paysuite_core.driver.api import data_of
+from paysuite_core.driver.target import same_amount
 from paysuite_core.request_data import same_number
-from paysuite_core.webhook_ledger import CREATED, PROCESSED, Arrival, Ledger
+from paysuite_core.results.outcome import expect, fail, not_applicable, precondition
+from paysuite_core.results.rule import Section
+from paysuite_core.webhooks.ledger import CREATED, PROCESSED, Arrival, Ledger
 
 if TYPE_CHECKING:
-    from conformance.http import Reply
-    from conformance.target import Target
+    from paysuite_core.driver.http import Reply
+    from paysuite_core.driver.target import Target
     from paysuite_core.target_config import Application, WebhookTarget
-    from paysuite_core.webhook_receiver import RunningReceiver
+    from paysuite_core.webhooks.receiver import RunningReceiver
 
 NO_SECTION = (
     "no webhooks section in the target configuration (listen: where paysuite's receiver binds, "
@@ -68,7 +71,7 @@ def _transaction(
     *,
     confirm: bool,
     number: str = "",
-    amount: Any = None,
+    amount: int | float | None = None,
 ) -> tuple[Reply, str, tuple[str, ...]]:
     """A cashin in the configured mode: its reply, ref and the event kinds it has recorded.
 
@@ -76,7 +79,7 @@ def _transaction(
     processed: a target may hold a created delivery back until there is more to send, and a
     check about something else must not wait on that.
     """
-    from conformance.customer import DriverUnavailable
+    from paysuite_core.driver.customer import DriverUnavailable
 
     customer = usable_customer(target)
     driver = customer is not None
@@ -105,9 +108,7 @@ def _transaction(
     return reply, ref, (CREATED, PROCESSED)
 
 
-def _listed(
-    target: Target, app: Application, ref: str, kinds: tuple[str, ...]
-) -> list[dict[str, Any]]:
+def _listed(target: Target, app: Application, ref: str, kinds: tuple[str, ...]) -> list[JsonObject]:
     """The transaction's events as the list shows them, once it shows every kind awaited."""
     events = target.wait_until(
         lambda: target.events_for_ref(app, ref),
@@ -136,7 +137,7 @@ def _await_ids(target: Target, receiver: RunningReceiver, ids: list[str]) -> boo
 
 def _delivered(
     target: Target, unjudged: str
-) -> tuple[WebhookTarget, RunningReceiver, Reply, str, list[dict[str, Any]]]:
+) -> tuple[WebhookTarget, RunningReceiver, Reply, str, list[JsonObject]]:
     """An unconfirmed cashin whose listed events have all arrived, accepted or not: what the
     checks of one delivery's form judge (an event never delivered is WEBHOOK-001's, so it stops
     them as an error saying what could not be judged)."""
@@ -338,11 +339,11 @@ def _scripted(
     # every check one number, and another check's creation may be delivered meanwhile.
     for kind, script in answers.items():
 
-        def matches(record: dict[str, Any], kind: str = kind) -> bool:
+        def matches(record: JsonObject, kind: str = kind) -> bool:
             return (
                 record.get("event_kind") == kind
                 and same_number(data_of(record).get("client"), number)
-                and _same_amount(data_of(record).get("amount"), amount)
+                and same_amount(data_of(record).get("amount"), amount)
             )
 
         for status, hold_s in script:
@@ -366,13 +367,6 @@ def _waits(ledger: Ledger, ref: str, first: Arrival, wanted: int, within_s: floa
             f"{wanted} whose waits are compared (WEBHOOK-005's): {_summary(ledger.arrivals(ref))}"
         )
     return [later.received_at - earlier.received_at for earlier, later in pairwise(came)]
-
-
-def _same_amount(rendered: object, sent: object) -> bool:
-    try:
-        return float(rendered) == float(sent)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return False
 
 
 def _retry_of(ledger: Ledger, ref: str, first: Arrival) -> Arrival | None:

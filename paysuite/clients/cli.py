@@ -100,11 +100,11 @@ def make_job(config: Any) -> dict[str, Any]:
 
 
 def run_clients(args: argparse.Namespace) -> int:
-    from conformance.evidence import set_replay_context
     from conformance.options import LIMIT_OPTIONS, SetupError, parse_limits
     from conformance.preflight import check_reachable, preflight
     from paysuite.clients import matrix
     from paysuite.clients.cache import default_cache_dir
+    from paysuite_core.results.evidence import set_replay_context
     from paysuite_core.target_config import TargetConfigError, load_target_config
     from paysuite_core.tls import TLSSettings, TLSSettingsError
 
@@ -166,7 +166,7 @@ def write_stopped(
     (exit 2), what stopped it, no SDK run; so a CI's report step shows why instead of no file.
     The terminal gets where they went (the reason is on stderr already), no empty matrix."""
     from paysuite.clients import report
-    from proxy.masking import Masker
+    from paysuite_core.results.masking import Masker
 
     masker = Masker.for_config(config)
     verdict = report.stopped_verdict(reason)
@@ -199,7 +199,7 @@ def write_outputs(
     target's certificate was judged goes in both, and ``INSECURE`` in the verdict line."""
     from conformance import report as conform_report
     from paysuite.clients import matrix, report
-    from proxy.masking import Masker
+    from paysuite_core.results.masking import Masker
 
     masker = Masker.for_config(config)
     shown = report.mask_columns(columns, masker)

@@ -2,8 +2,8 @@
 
 The drivers return what the SDKs saw in clear (the tests compare tokens with the stub's); nothing
 leaves the process that way. Every exchange is masked as the proxy masks its reports and HAR
-(``proxy.masking``: each client secret, access and refresh token replaced by a stable
-placeholder such as ``«masked:access:2»``, so a reader still sees one token used twice), then
+(``paysuite_core.results.masking``: each client secret, access and refresh token replaced by a
+stable placeholder such as ``«masked:access:2»``, so a reader still sees one token used twice), then
 the SDKs' return values, the cells' texts and the state are masked with what was learnt, and a
 last pass over each written text replaces any learnt value left.
 
@@ -20,11 +20,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from conformance import report as conform_report
-from conformance.evidence import evidence_of
 from paysuite.clients.matrix import OPERATIONS, SdkColumn, outcome_of
 from paysuite_core.exchange import Exchange as ProxyExchange
+from paysuite_core.results.evidence import evidence_of
+from paysuite_core.results.masking import Masker, mask_exchange
+from paysuite_core.results.verdict import Coverage, Verdict
 from paysuite_core.tls import TLSSettings
-from proxy.masking import Masker, mask_exchange
 from proxy.report import RuleResult
 
 TITLE = "paysuite clients report"
@@ -180,7 +181,7 @@ def _named(columns: list[SdkColumn], outcome: str) -> list[str]:
     ]
 
 
-def verdict_of(columns: list[SdkColumn]) -> conform_report.Verdict:
+def verdict_of(columns: list[SdkColumn]) -> Verdict:
     """1 when the target answered an operation not as an SDK needs; 2 when nothing broke but an
     operation got no usable answer within the limits, a driver gave no result, or no SDK could
     run here; else 0. Coverage: the cells that ran to ok or fail among all cells."""
@@ -195,7 +196,7 @@ def verdict_of(columns: list[SdkColumn]) -> conform_report.Verdict:
     )
     skipped += tuple((column.sdk, f"not available: {column.skip}") for column in columns
                      if column.skip)  # fmt: skip
-    coverage = conform_report.Coverage(run=judged, total=len(cells), skipped=skipped)
+    coverage = Coverage(run=judged, total=len(cells), skipped=skipped)
     run_errors = tuple(f"{column.sdk}: {column.failure}" for column in ran if column.failure)
     failed, errors = _named(columns, "fail"), _named(columns, "error")
     if failed:
@@ -215,7 +216,7 @@ def verdict_of(columns: list[SdkColumn]) -> conform_report.Verdict:
     else:
         verdict, code = "pass", 0
         reason = f"every operation of {', '.join(c.heading for c in ran)} worked"
-    return conform_report.Verdict(
+    return Verdict(
         verdict=verdict,
         exit_code=code,
         profile=PROFILE,
@@ -226,14 +227,14 @@ def verdict_of(columns: list[SdkColumn]) -> conform_report.Verdict:
     )
 
 
-def stopped_verdict(reason: str) -> conform_report.Verdict:
+def stopped_verdict(reason: str) -> Verdict:
     """The verdict of a run the pre-flight stopped before any SDK ran: error, exit 2."""
-    return conform_report.Verdict(
+    return Verdict(
         verdict="error",
         exit_code=2,
         profile=PROFILE,
         strict=True,
-        coverage=conform_report.Coverage(run=0, total=0),
+        coverage=Coverage(run=0, total=0),
         run_errors=(f"pre-flight: {reason}",),
         reason=f"the pre-flight stopped the run before any SDK ran: {reason}",
     )
@@ -242,7 +243,7 @@ def stopped_verdict(reason: str) -> conform_report.Verdict:
 # --- clients.json -----------------------------------------------------------------------------
 def to_json(
     columns: list[SdkColumn],
-    verdict: conform_report.Verdict,
+    verdict: Verdict,
     *,
     target: str,
     started_at: str,
@@ -330,7 +331,7 @@ def results(columns: list[SdkColumn]) -> list[CellResult]:
 
 def to_html(
     columns: list[SdkColumn],
-    verdict: conform_report.Verdict,
+    verdict: Verdict,
     *,
     target: str,
     started_at: str,

@@ -20,12 +20,11 @@ import logging
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
 
 import aiohttp
 
-from paysuite_core import webhook_signature
 from paysuite_core.http_clients import aiohttp_session
+from paysuite_core.webhooks import signature as webhook_signature
 from stub_server import timefmt
 from stub_server.errors import json_body
 from stub_server.rules.rendering import Renderer
@@ -185,7 +184,7 @@ class Dispatcher:
                 lane.breaker.succeeded()  # a new address starts with a closed breaker
                 self._start(self._ping(mode, url))
 
-    def _start(self, work: Coroutine[Any, Any, object]) -> None:
+    def _start(self, work: Coroutine[object, None, object]) -> None:
         task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -30,10 +30,10 @@ from conformance.checks import (
     concurrent_plan,
     late_order,
 )
-from conformance.evidence import Evidence
-from conformance.http import RecordingClient
 from conformance.options import DEFAULT_CONCURRENCY, Options, SetupError
+from paysuite_core.driver.http import RecordingClient
 from paysuite_core.launcher import RunningStub
+from paysuite_core.results.evidence import Evidence
 
 
 def test_the_plan_runs_the_alone_checks_by_themselves_and_the_early_ones_last() -> None:

@@ -20,7 +20,7 @@ from conformance.history.run import run_history, why_not
 from conformance.history.session import world_of
 from conformance.model.records import Answer, Authorize, Create, Find, Problem
 from conformance.model.state import App, World
-from conformance.target import Target
+from paysuite_core.driver.target import Target
 from paysuite_core.launcher import RunningStub
 from paysuite_core.target_config import load_target_config
 

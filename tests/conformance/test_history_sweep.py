@@ -35,12 +35,12 @@ import pytest
 from conformkit import conform, fast_config
 
 from conformance import catalog
-from conformance.api import EVENTS
 from conformance.history import race_replay, replay
 from conformance.history.run import run_history
 from conformance.history.session import HistoryResult, Session, world_of
 from conformance.model.records import CONCURRENT
-from conformance.target import Target
+from paysuite_core.driver.api import EVENTS
+from paysuite_core.driver.target import Target
 from paysuite_core.launcher import start_stub, stop_stub
 from paysuite_core.target_config import load_target_config
 from paysuite_core.tokens import TokenFlow, httpx_send

@@ -12,7 +12,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from conformance.target import Target, same_amount
+from paysuite_core.driver.target import Target, same_amount
 
 NUMBER = "0781234567"
 

@@ -19,9 +19,8 @@ from typing import Any
 import pytest
 
 from conformance import catalog, report
-from conformance.evidence import Recorded
-from conformance.plugin import CheckResult
-from conformance.report import Coverage, Verdict
+from paysuite_core.results.evidence import Recorded
+from paysuite_core.results.verdict import CheckResult, Coverage, Verdict
 from paysuite_core.tokens import AUTHORIZE_PATH
 
 TOKEN = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ3cml0ZXIiLCJleHAiOjF9." + "S" * 43

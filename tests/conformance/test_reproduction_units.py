@@ -17,12 +17,12 @@ from types import SimpleNamespace
 import pytest
 
 from conformance import catalog, report
-from conformance.evidence import Recorded, reproduction, set_replay_context, tool_item
-from conformance.outcome import CouldNotCheck, engine_error
-from conformance.plugin import CheckResult, _is_engine_error
+from conformance.plugin import _is_engine_error
 from conformance.property_phase import chain_step
-from conformance.report import Coverage, Verdict
 from conformance.schemathesis_adapter import build_config
+from paysuite_core.results.evidence import Recorded, reproduction, set_replay_context, tool_item
+from paysuite_core.results.outcome import CouldNotCheck, engine_error
+from paysuite_core.results.verdict import CheckResult, Coverage, Verdict
 from paysuite_core.target_config import parse_target_config
 from paysuite_core.tokens import AUTHORIZE_PATH
 

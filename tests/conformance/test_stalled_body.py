@@ -29,10 +29,10 @@ from tlsfront import TLSFront
 
 import stub_server.rules.request_body as stub_request_body
 from conformance import stalled_body
-from conformance.outcome import CheckFailed
 from conformance.stalled_body import Stall, judge
 from paysuite_core.bounded_http import ResponseTooLarge
 from paysuite_core.listening import LINGER_S
+from paysuite_core.results.outcome import CheckFailed
 from paysuite_core.tls import TLSSettings
 from stub_server.errors import ApiError
 

@@ -25,8 +25,8 @@ import httpx
 import pytest
 from conformkit import conform
 
-from conformance.evidence import Evidence
-from conformance.http import CheckBudgetExceeded, RecordingClient, ThrottledOut
+from paysuite_core.driver.http import CheckBudgetExceeded, RecordingClient, ThrottledOut
+from paysuite_core.results.evidence import Evidence
 from paysuite_core.throttle import Throttle
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "foreign"))

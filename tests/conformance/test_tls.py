@@ -161,7 +161,8 @@ def test_insecure_passes_a_wrong_host_and_says_so_everywhere(
 
 def test_a_verified_run_says_how_and_an_http_one_says_nothing() -> None:
     """The verdict line names TLS only when it was not verified; the reports say which CA."""
-    from conformance.report import Coverage, Verdict, shown_tls, to_json, verdict_line
+    from conformance.report import to_json, verdict_line
+    from paysuite_core.results.verdict import Coverage, Verdict, shown_tls
 
     def verdict(tls: TLSSettings | None) -> Verdict:
         return Verdict("pass", 0, "seed", False, Coverage(1, 1), reason="all ran", tls=tls)

@@ -24,10 +24,10 @@ import yaml
 from conformkit import conform, fast_config
 
 import stub_server.handlers.auth as stub_auth
-from conformance.evidence import Recorded
-from conformance.http import Reply
-from conformance.outcome import CouldNotCheck, precondition
+from paysuite_core.driver.http import Reply
 from paysuite_core.launcher import RunningStub
+from paysuite_core.results.evidence import Recorded
+from paysuite_core.results.outcome import CouldNotCheck, precondition
 from paysuite_core.target_config import load_target_config
 from paysuite_core.tokens import AUTHORIZE_PATH
 from stub_server.errors import ApiError

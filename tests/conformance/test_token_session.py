@@ -24,9 +24,9 @@ import pytest
 import requests
 from conformkit import conform, fast_config
 
-from conformance.api import EVENTS
-from conformance.target import Target
 from paysuite_core import tokens
+from paysuite_core.driver.api import EVENTS
+from paysuite_core.driver.target import Target
 from paysuite_core.launcher import RunningStub
 from paysuite_core.target_config import Application
 from paysuite_core.tokens import REFRESH_PATHS, PlainAnswer, Request

@@ -6,13 +6,15 @@ import re
 
 import pytest
 
-from conformance import catalog, report, timestamps
+from conformance import catalog, report
 from conformance import jwt_forgeries as tokens
-from conformance.evidence import Recorded, redact_body, shorten_token
 from conformance.options import Options
-from conformance.plugin import REFERENCE_SKIP, CheckResult, RunState, decide
-from conformance.spec_patch import ascii_pattern, patch_spec
+from conformance.plugin import REFERENCE_SKIP, RunState, decide
+from paysuite_core.driver import timestamps
+from paysuite_core.driver.spec_patch import ascii_pattern, patch_spec
 from paysuite_core.request_data import NumberSource, same_number
+from paysuite_core.results.evidence import Recorded, redact_body, shorten_token
+from paysuite_core.results.verdict import CheckResult
 from paysuite_core.specfile import load_spec
 from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, parse_target_config
 from paysuite_core.tokens import AUTHORIZE_PATH
@@ -88,7 +90,7 @@ def test_a_number_is_the_same_in_any_notation() -> None:
 
 
 def test_only_what_the_document_forbids_is_judged_as_negative_data() -> None:
-    from conformance.document_validity import violation
+    from paysuite_core.driver.document_validity import violation
 
     cashin = "/transactions/cashin"
     assert violation(cashin, {"amount": 5, "number": "x", "extra": 1}, {}, {}, {}) is None

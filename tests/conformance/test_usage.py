@@ -75,7 +75,7 @@ def test_each_group_lives_in_one_section_module() -> None:
 
 
 def test_sections_are_the_documents() -> None:
-    from conformance.checks import SECTIONS
+    from paysuite_core.results.rule import SECTIONS
 
     assert {c.section for c in catalog.CATALOG} <= set(SECTIONS)
     assert catalog.section_order() == [

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from test_proxy_judge import BODY, CONFLICT, CREATED, REF_A, bearer, exchange, token
 
-from conformance.outcome import CouldNotCheck
-from conformance.target import _own_event
+from paysuite_core.driver.target import _own_event
+from paysuite_core.results.outcome import CouldNotCheck
 from paysuite_core.target_config import parse_target_config
 from proxy import confirm
 from proxy.judge import Judge

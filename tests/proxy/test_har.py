@@ -12,8 +12,8 @@ import pytest
 from test_masking import ACCESS_1, SECRET, session
 
 from paysuite_core.exchange import Exchange
+from paysuite_core.results.masking import Masker, mask_exchange
 from proxy.har import HarError, read_har, read_session, to_har, write_har
-from proxy.masking import Masker, mask_exchange
 
 TARGET = "http://127.0.0.1:9/api"
 
@@ -96,7 +96,7 @@ def test_another_tools_har_is_read_without_the_extension_fields(tmp_path: Path) 
                             "mimeType": "text/plain",
                             "text": "b2shCg==",
                             "encoding": "base64",
-                        },  # fmt: skip
+                        },
                     },
                 },
                 {
@@ -109,7 +109,7 @@ def test_another_tools_har_is_read_without_the_extension_fields(tmp_path: Path) 
                             "mimeType": "application/x-www-form-urlencoded",
                             "params": [{"name": "a", "value": "1 2"}],
                         },
-                    },  # fmt: skip
+                    },
                     "response": {"status": 0, "content": {}},
                 },
             ],

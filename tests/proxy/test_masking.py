@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 from paysuite_core.exchange import Exchange
+from paysuite_core.results.masking import Masker, mask_exchange, placeholders_in
 from paysuite_core.target_config import parse_target_config
 from paysuite_core.tokens import AUTHORIZE_PATH as AUTHORIZE
 from paysuite_core.tokens import REFRESH_PATHS
-from proxy.masking import Masker, mask_exchange, placeholders_in
 
 SECRET = "s3cr3t-0f-the-app-Xy"
 ACCESS_1 = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhcHAxIn0.first-signature-abc"

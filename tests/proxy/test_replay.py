@@ -18,9 +18,9 @@ from test_masking import AUTHORIZE, REFRESH, SDK_REFRESH, exchange
 
 from paysuite_core.exchange import Exchange
 from paysuite_core.launcher import RunningStub, start_stub, stop_stub
+from paysuite_core.results.masking import Masker, mask_exchange
 from paysuite_core.target_config import TargetConfig, parse_target_config
 from proxy.har import read_session, write_har
-from proxy.masking import Masker, mask_exchange
 from proxy.replay import (
     MAX_GAP_S,
     Outgoing,

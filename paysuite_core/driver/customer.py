@@ -19,8 +19,8 @@ import shlex
 import subprocess
 from typing import Literal
 
-from conformance.http import RecordingClient
-from conformance.outcome import CouldNotCheck, not_applicable
+from paysuite_core.driver.http import RecordingClient
+from paysuite_core.results.outcome import CouldNotCheck, not_applicable
 from paysuite_core.target_config import CustomerDriver
 
 Outcome = Literal["confirm", "cancel"]

@@ -28,8 +28,6 @@ from typing import Any
 
 import httpx
 
-from conformance.evidence import Evidence, Recorded
-from conformance.outcome import CouldNotCheck
 from paysuite_core import guarded_json
 from paysuite_core.bounded_http import (
     CONFORM_LIMITS,
@@ -39,6 +37,8 @@ from paysuite_core.bounded_http import (
     TotalTimeout,
     no_answer,
 )
+from paysuite_core.results.evidence import Evidence, Recorded
+from paysuite_core.results.outcome import CouldNotCheck
 from paysuite_core.throttle import THROTTLED, Decision, Throttle, retry_after_of
 from paysuite_core.tls import TLSSettings
 
@@ -111,7 +111,7 @@ class Reply:
             raise ValueError("the body is not JSON")
         return self.body
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, default: object = None) -> Any:
         return self.body.get(key, default) if isinstance(self.body, dict) else default
 
     def __repr__(self) -> str:
@@ -132,7 +132,7 @@ def _charset(headers: httpx.Headers) -> str:
 def _prepare(
     method: str,
     headers: dict[str, str | bytes | None] | None,
-    json: Any,
+    json: object,
     content: str | bytes | None,
     token: str | None,
 ) -> tuple[dict[str, str | bytes], str | bytes | None]:
@@ -234,7 +234,7 @@ class RecordingClient:
         path: str,
         *,
         token: str | None = None,
-        json: Any = None,
+        json: object = None,
         content: str | bytes | None = None,
         headers: dict[str, str | bytes | None] | None = None,
         params: dict[str, Any] | None = None,
@@ -289,7 +289,7 @@ class RecordingClient:
         method: str,
         path: str,
         token: str | None,
-        json: Any,
+        json: object,
         content: str | bytes | None,
         headers: dict[str, str | bytes | None] | None,
         params: dict[str, Any] | None,

@@ -17,14 +17,14 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar, cast
 
-from conformance.api import EVENTS, data_of, find_path, kind_path
-from conformance.customer import Customer, Outcome
-from conformance.evidence import Evidence
-from conformance.http import RecordingClient, Reply
-from conformance.outcome import not_applicable, precondition
 from paysuite_core import tokens
 from paysuite_core.bounded_http import CONFORM_LIMITS, Limits
+from paysuite_core.driver.api import EVENTS, data_of, find_path, kind_path
+from paysuite_core.driver.customer import Customer, Outcome
+from paysuite_core.driver.http import RecordingClient, Reply
 from paysuite_core.request_data import AmountSource, NumberSource, same_number
+from paysuite_core.results.evidence import Evidence
+from paysuite_core.results.outcome import not_applicable, precondition
 from paysuite_core.target_config import (
     RWANDA_MOBILE_PATTERN,
     Application,
@@ -35,7 +35,7 @@ from paysuite_core.target_config import (
 from paysuite_core.throttle import Throttle
 from paysuite_core.tls import TLSSettings
 from paysuite_core.tokens import Send, TokenFlow, TokenPair
-from paysuite_core.webhook_receiver import RunningReceiver
+from paysuite_core.webhooks.receiver import RunningReceiver
 
 T = TypeVar("T")
 #: How long a count waits for events an implementation records a moment after answering.
@@ -73,7 +73,7 @@ def _one_caller_at_a_time(method: M) -> M:
     ``pair(app, fresh=True)`` might return the pair the other call stored."""
 
     @functools.wraps(method)
-    def locked(self: Target, *args: Any, **kwargs: Any) -> Any:
+    def locked(self: Target, *args: object, **kwargs: object) -> Any:
         with self._tokens_lock:
             return method(self, *args, **kwargs)
 
@@ -338,12 +338,12 @@ class Target:
         kind: str,
         app: Application,
         *,
-        amount: Any = None,
+        amount: object = None,
         number: str | None = None,
         key: str | None = None,
         key_in: str = "header",
         token: str | None = None,
-        body: Any = None,
+        body: object = None,
         webhook_mode: str | None = None,
     ) -> Reply:
         """Send a cashin or cashout; ``key`` goes into the header or the query (``key_in``)."""
@@ -411,12 +411,12 @@ class Target:
     def find(self, ref: str, app: Application, *, token: str | None = None) -> Reply:
         return self.client.get(find_path(ref), token=token or self.token(app))
 
-    def list_events(self, app: Application, **params: Any) -> Reply:
+    def list_events(self, app: Application, **params: object) -> Reply:
         clean = {k: v for k, v in params.items() if v is not None}
         return self.client.get(EVENTS, token=self.token(app), params=clean or None)
 
     def events_of(
-        self, app: Application, *, max_pages: int = 20, **filters: Any
+        self, app: Application, *, max_pages: int = 20, **filters: object
     ) -> list[dict[str, Any]]:
         """Every event record the list returns for ``filters``, following pages when paged."""
         collected: list[dict[str, Any]] = []
@@ -558,7 +558,7 @@ class Target:
 
     def _started_receiver(self, hooks: WebhookTarget) -> RunningReceiver:
         """The receiver, started now if no check has started it yet (under ``_shared``)."""
-        from paysuite_core.webhook_receiver import ReceiverStartError, WebhookReceiver, running
+        from paysuite_core.webhooks.receiver import ReceiverStartError, WebhookReceiver, running
 
         if self._receiver is None:
             receiver = WebhookReceiver(hooks.secret, tolerance_s=hooks.tolerance_s)

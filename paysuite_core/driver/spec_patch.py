@@ -14,8 +14,8 @@ bodies. Before schemathesis sees it, this module
   data keeps to what any implementation must take (integer amounts within the target's bounds,
   the ``X-Webhook-Mode`` values the live service's clients send). Constraints that only shape
   generation stay; a negative case they produce is judged only when the document itself makes
-  it invalid (``conformance.document_validity``), so an implementation that chose differently
-  raises no alarm;
+  it invalid (``document_validity``), so an implementation that chose differently raises no
+  alarm;
 - in the ``reference`` profile, tightens it: ``x-reference-pattern`` becomes ``pattern`` and
   ``x-reference-required`` becomes ``required``.
 """
@@ -44,7 +44,7 @@ def number_pattern(config: TargetConfig) -> str:
     return ascii_pattern(config.effective_number_pattern)
 
 
-def _resolve(spec: dict[str, Any], node: Any) -> Any:
+def _resolve(spec: dict[str, Any], node: object) -> Any:
     if isinstance(node, dict) and isinstance(node.get("$ref"), str):
         ref = node["$ref"]
         if ref.startswith("#/"):
@@ -55,7 +55,7 @@ def _resolve(spec: dict[str, Any], node: Any) -> Any:
     return node
 
 
-def _walk(node: Any) -> Iterator[dict[str, Any]]:
+def _walk(node: object) -> Iterator[dict[str, Any]]:
     if isinstance(node, dict):
         yield node
         for value in node.values():
