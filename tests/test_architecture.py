@@ -326,7 +326,7 @@ BOUNDED_READERS: dict[str, str] = {
     "paysuite_core/bounded_http.py": "BoundedClient: every body under Limits, inflated step by "
     "step (Inflater); h11 caps a head at 100 KiB",
     "load/connection.py": "read_capped under Limits; BoundedHeaders counts the head's lines",
-    "conformance/property_phase.py": "the 429 resender: the request carries capped_body, "
+    "conformance/schemathesis_adapter.py": "the 429 resender: the request carries capped_body, "
     "requests' response hook; http.client takes at most 100 header lines",
     "paysuite_core/driver/preflight.py": "check_reachable reads a status line and headers, no body",
     "conformance/stalled_body.py": "ERR-007's bare socket: h11 caps the head at 16 KiB, the body "
