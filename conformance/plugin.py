@@ -144,7 +144,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("paysuite-conformance", "paysuite conformance suite")
     for flag in FLAGS:
         if not flag.cli_only:
-            flag.add_to(group.addoption, pytest=True)
+            flag.add_to(group.addoption, pytest_prefix="conformance_")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -625,14 +625,11 @@ def _created_ref(exchange: Recorded) -> str | None:
 def _stop_ahead(state: RunState, pool: concurrent.futures.ThreadPoolExecutor) -> None:
     """Ctrl-C: the checks not started are not, the running ones stop at their next request
     and are reported as not run; pytest stops at the first check without a result."""
-    from conformance.property_phase import stop
-
     with state.lock:
         state.interrupted = True
         finished = set(state.ran)
     assert state.target is not None
-    state.target.client.stopped.set()
-    stop()
+    state.target.client.stopped.set()  # the property run stops at its next request too
     pool.shutdown(wait=True, cancel_futures=True)
     with state.lock:
         for check_id in set(state.ran) - finished:
@@ -835,7 +832,7 @@ def _error_message(call: pytest.CallInfo[None]) -> str:
 def _is_engine_error(exc: BaseException) -> bool:
     """Whether ``exc`` is paysuite's own (a defect of a check, a hook, the engine) rather than
     what a target's answers, or their absence, made a check stop with."""
-    from conformance.property_phase import PropertyBudgetExceeded
+    from conformance.schemathesis_adapter import PropertyBudgetExceeded
     from paysuite_core.bounded_http import ResponseTooLarge, TotalTimeout
     from paysuite_core.driver.customer import DriverUnavailable
     from paysuite_core.driver.http import TargetUnreachable

@@ -1,6 +1,8 @@
-"""What one Locust process knows about the run: its plan (installed once per process: by the
-init hook on the master, from the master's spawn order on a worker) and the ``RunContext``
-rebuilt from it at every ``test_start`` (number and amount generators, application rotation).
+"""What one Locust process knows about the run (``LoadProcess``, kept on Locust's
+``Environment``, the object its events, users and shapes are all handed): the plan (installed
+by the init hook on the master, from the master's spawn order on a worker) and the
+``RunContext`` rebuilt from it at every ``test_start`` (number and amount generators,
+application rotation).
 """
 
 from __future__ import annotations
@@ -8,11 +10,11 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from load.plan import LoadPlan
-from load.shape_catalog import Shape
 from paysuite_core.request_data import AmountSource, NumberSource
-from paysuite_core.target_config import Application, TargetConfig
+from paysuite_core.target_config import Application
 
 
 @dataclass
@@ -25,29 +27,13 @@ class RunContext:
     refs_by_merchant: dict[str, deque[str]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
-        seed = hash((self.run_id, self.worker_index)) & 0xFFFFFFFF
-        self.numbers = NumberSource.for_target(self.config, seed=seed)
-        self.amounts = AmountSource.for_target(self.config, seed=seed + 1)
-
-    @property
-    def config(self) -> TargetConfig:
-        return self.plan.target
-
-    @property
-    def shape(self) -> Shape:
-        return self.plan.shape
-
-    @property
-    def run_id(self) -> str:
-        return self.plan.run_id
-
-    @property
-    def lifecycle_resolve(self) -> str:
-        return self.plan.lifecycle_mode
+        seed = hash((self.plan.run_id, self.worker_index)) & 0xFFFFFFFF
+        self.numbers = NumberSource.for_target(self.plan.target, seed=seed)
+        self.amounts = AmountSource.for_target(self.plan.target, seed=seed + 1)
 
     def next_application(self, *, creators_only: bool = False) -> Application:
         """Round-robin over the applications (offset per worker, so workers spread too)."""
-        apps = list(self.config.applications)
+        apps = list(self.plan.target.applications)
         if creators_only:
             apps = [a for a in apps if a.can_cashin() or a.can_cashout()] or apps
         n = next(self._counter) + self.worker_index
@@ -61,35 +47,41 @@ class RunContext:
         return refs
 
 
-_PLAN: LoadPlan | None = None
-_CURRENT: RunContext | None = None
+@dataclass
+class LoadProcess:
+    """paysuite's state in one Locust process, found with ``of(environment)``."""
+
+    plan: LoadPlan | None = None
+    run: RunContext | None = None
+    #: the paysuite options the master's plan was built from (a change: the web UI edited them)
+    built_from: tuple[tuple[str, str], ...] = ()
+    #: the serialised plan this worker installed last
+    read: str = ""
+    #: Locust's -u, -r, -t as given on the command line (headless: read once, at init)
+    common_given: dict[str, Any] = field(default_factory=dict)
+    #: the values paysuite put in the web UI's users/spawn rate/run time fields (the shape's
+    #: own): left as they are, they are not overrides (another shape picked there keeps its own)
+    prefilled: dict[str, Any] = field(default_factory=dict)
+
+    def current_plan(self) -> LoadPlan:
+        if self.plan is None:
+            raise RuntimeError("paysuite: no load plan in this process (the init hook did not run)")
+        return self.plan
+
+    def start(self, worker_index: int = 0) -> RunContext:
+        """(Re)build the run context from the plan (at ``test_start``)."""
+        self.run = RunContext(plan=self.current_plan(), worker_index=max(worker_index, 0))
+        return self.run
+
+    def current(self) -> RunContext:
+        if self.run is None:
+            raise RuntimeError("paysuite: the run context is not built yet (test_start not fired)")
+        return self.run
 
 
-def install_plan(plan: LoadPlan) -> LoadPlan:
-    """This process's plan from now on."""
-    global _PLAN
-    _PLAN = plan
-    return plan
-
-
-def current_plan() -> LoadPlan:
-    if _PLAN is None:
-        raise RuntimeError("paysuite: no load plan in this process (the init hook did not run)")
-    return _PLAN
-
-
-def build_context(worker_index: int = 0) -> RunContext:
-    """(Re)build this process's context from its plan (at ``test_start``)."""
-    global _CURRENT
-    _CURRENT = RunContext(plan=current_plan(), worker_index=max(worker_index, 0))
-    return _CURRENT
-
-
-def has_context() -> bool:
-    return _CURRENT is not None
-
-
-def current() -> RunContext:
-    if _CURRENT is None:
-        raise RuntimeError("paysuite: the run context is not built yet (test_start not fired)")
-    return _CURRENT
+def of(environment: Any) -> LoadProcess:
+    """The ``LoadProcess`` of Locust's ``environment`` (made at the first call)."""
+    process = getattr(environment, "paysuite", None)
+    if process is None:
+        process = environment.paysuite = LoadProcess()
+    return process

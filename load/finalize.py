@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from load import context as run_context
+from load.context import of
 from load.ledger import LEDGER, TimeToProcessed
 from load.plan import LoadPlan, option
 from load.reconcile import failure_reasons, reconcile
@@ -426,8 +426,8 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
 
     A run its shape did not end (it names why it ended: duration, budget, abort, SLO break) was
     interrupted: ``EXIT_INTERRUPTED`` unless something failed in what ran."""
-    ctx = run_context.current()
-    plan, shape = ctx.plan, ctx.shape
+    ctx = of(environment).current()
+    plan, shape = ctx.plan, ctx.plan.shape
     assert environment.runner is not None
     stats = environment.runner.stats
     ops, total, duration = collect_operations(stats)
@@ -449,9 +449,9 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
         "schema": SCHEMA,
         "shape": shape.name,
         "profile": shape.name,  # the shape's old name, kept for readers of paysuite-load/1
-        "target": ctx.config.base_url,
+        "target": plan.target.base_url,
         "tls": plan.tls_text,
-        "run_id": ctx.run_id,
+        "run_id": plan.run_id,
         "started_at": stats.total.start_time,
         "duration_s": round(duration, 3),
         # the most users the run reached (the shape's starting count is shape_users)

@@ -23,8 +23,8 @@ from locust.env import Environment
 from locust.event import EventHook
 from locust.runners import STATE_RUNNING, STATE_SPAWNING, MasterRunner, WorkerRunner
 
-from load import context as run_context
 from load import ledger, loopback
+from load.context import LoadProcess, of
 from load.plan import (
     COMMON_OPTIONS,
     DEFAULT_SHAPE,
@@ -141,31 +141,21 @@ def add_arguments(parser: LocustArgumentParser) -> None:
         parser.add_argument(f"--paysuite-{name}", **settings)
 
 
-#: the paysuite options the master's plan was built from (a change: the web UI edited them)
-_BUILT_FROM: tuple[tuple[str, str], ...] = ()
-#: the serialised plan this worker installed last
-_READ: str = ""
-#: Locust's -u, -r, -t as given on the command line (headless: read once, at init)
-_COMMON_GIVEN: dict[str, Any] = {}
-#: the values paysuite put in the web UI's users/spawn rate/run time fields (the shape's own):
-#: left as they are, they are not overrides (another shape picked there keeps its own)
-_PREFILLED: dict[str, Any] = {}
-
-
-def _common(options: argparse.Namespace) -> dict[str, Any]:
+def _common(process: LoadProcess, options: argparse.Namespace) -> dict[str, Any]:
     """Locust's -u, -r, -t that override the shape: as given at start (headless), or as the web
     UI's fields hold them now, unless still what paysuite filled in."""
     if getattr(options, "headless", False) or getattr(options, "autostart", False):
-        return dict(_COMMON_GIVEN)
+        return dict(process.common_given)
     values = {key: getattr(options, key, None) for key in COMMON_OPTIONS}
+    prefilled = process.prefilled
     return {
         key: value
         for key, value in values.items()
-        if value is not None and (key not in _PREFILLED or value != _PREFILLED[key])
+        if value is not None and (key not in prefilled or value != prefilled[key])
     }
 
 
-def _snapshot(options: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+def _snapshot(process: LoadProcess, options: argparse.Namespace) -> tuple[tuple[str, str], ...]:
     return tuple(
         sorted(
             [
@@ -173,15 +163,16 @@ def _snapshot(options: argparse.Namespace) -> tuple[tuple[str, str], ...]:
                 for key, value in vars(options).items()
                 if key.startswith("paysuite_") and key != "paysuite_plan"
             ]
-            + [(f"common:{key}", repr(value)) for key, value in _common(options).items()]
+            + [(f"common:{key}", repr(value)) for key, value in _common(process, options).items()]
         )
     )
 
 
-def _publish(options: argparse.Namespace, plan: LoadPlan) -> None:
+def _publish(process: LoadProcess, options: argparse.Namespace | None, plan: LoadPlan) -> None:
     """Install the master's plan and put its one serialised form where workers receive it."""
-    run_context.install_plan(plan)
-    options.paysuite_plan = write_plan(plan)
+    process.plan = plan
+    if options is not None:
+        options.paysuite_plan = write_plan(plan)
 
 
 def _say(line: str) -> None:
@@ -189,7 +180,7 @@ def _say(line: str) -> None:
 
 
 def _plan_from(environment: Environment, options: argparse.Namespace) -> LoadPlan:
-    plan = plan_from_locust_options(options, environment.host, _common(options))
+    plan = plan_from_locust_options(options, environment.host, _common(of(environment), options))
     loopback.check_loopback(plan.target, warn=_say)
     return plan
 
@@ -205,16 +196,15 @@ def _sigterm_as_ctrl_c() -> None:
 
 @_listener(events.init)
 def on_init(environment: Environment, **_: Any) -> None:
-    global _BUILT_FROM
     runner = environment.runner
     options = environment.parsed_options
+    process = of(environment)
     ledger.install(environment)
     if isinstance(runner, WorkerRunner) or options is None:
         return
     _sigterm_as_ctrl_c()
-    _COMMON_GIVEN.clear()
     if not getattr(options, "paysuite_plan_file", ""):  # paysuite load's plan has them already
-        _COMMON_GIVEN.update(
+        process.common_given.update(
             {key: getattr(options, key) for key in COMMON_OPTIONS if getattr(options, key, None)}
         )
     try:
@@ -234,9 +224,9 @@ def on_init(environment: Environment, **_: Any) -> None:
         ):
             if getattr(options, key, None) is None:
                 setattr(options, key, value)
-                _PREFILLED[key] = value
-    _BUILT_FROM = _snapshot(options)
-    _publish(options, plan)
+                process.prefilled[key] = value
+    process.built_from = _snapshot(process, options)
+    _publish(process, options, plan)
     if not getattr(options, "paysuite_plan_file", ""):  # paysuite load said it already
         _say(
             f"shape {shape.name}: {shape.outline()}, at most {shape.duration_s:g} s / "
@@ -247,13 +237,13 @@ def on_init(environment: Environment, **_: Any) -> None:
 def _master_plan(environment: Environment) -> LoadPlan:
     """The plan for this test: as built at init, unless the web UI changed the options since
     (then built again from them), with the shape the class picker chose."""
-    global _BUILT_FROM
     options = environment.parsed_options
-    plan = run_context.current_plan()
-    if options is not None and _snapshot(options) != _BUILT_FROM:
+    process = of(environment)
+    plan = process.current_plan()
+    if options is not None and _snapshot(process, options) != process.built_from:
         try:
             plan = _plan_from(environment, options)
-            _BUILT_FROM = _snapshot(options)
+            process.built_from = _snapshot(process, options)
         except (UsageError, ValueError, OSError) as exc:
             log.error("paysuite: options not applied, the previous plan stays: %s", exc)
     shape_name = getattr(environment.shape_class, "shape_name", "")
@@ -262,24 +252,18 @@ def _master_plan(environment: Environment) -> LoadPlan:
 
 @_listener(events.test_start)
 def on_test_start(environment: Environment, **_: Any) -> None:
-    global _READ
     options = environment.parsed_options
+    process = of(environment)
     if isinstance(environment.runner, WorkerRunner):
         sent = str(getattr(options, "paysuite_plan", "") or "")
-        if sent != _READ:  # read once per process (again only if the master sent another)
-            run_context.install_plan(read_plan(sent))
-            _READ = sent
+        if sent != process.read:  # read once per process (again only if the master sent another)
+            process.plan, process.read = read_plan(sent), sent
     else:
         ledger.LEDGER.reset()
-        plan = _master_plan(environment)
-        if options is not None:
-            _publish(options, plan)
-        else:
-            run_context.install_plan(plan)
-    worker_index = int(getattr(environment.runner, "worker_index", 0) or 0)
-    run_context.build_context(worker_index)
+        _publish(process, options, _master_plan(environment))
+    run = process.start(int(getattr(environment.runner, "worker_index", 0) or 0))
     if not isinstance(environment.runner, WorkerRunner):
-        TIMELINE.start(environment, run_context.current_plan())
+        TIMELINE.start(environment, run.plan)
 
 
 @_listener(events.test_stop)
@@ -296,7 +280,7 @@ def on_test_stop(environment: Environment, **_: Any) -> None:
 def on_quitting(environment: Environment, **_: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return
-    if not run_context.has_context():
+    if of(environment).run is None:
         log.warning("paysuite: no test ran; no verdict")
         return
     runner = environment.runner
@@ -315,16 +299,16 @@ def on_quitting(environment: Environment, **_: Any) -> None:
         print(f"paysuite: could not finalize the run: {exc}", file=sys.stderr, flush=True)
         environment.process_exit_code = 2
         return
-    atexit.register(_render_html, summary)
+    atexit.register(_render_html, of(environment), summary)
 
 
-def _render_html(summary: LoadSummary) -> None:
+def _render_html(process: LoadProcess, summary: LoadSummary) -> None:
     """After Locust closed its CSV files (atexit): draw load.html from the run's summary (and
     the complete history, when it has no timeline). The only place a run's load.html is drawn
     (``paysuite load`` and a plain Locust run alike)."""
     from load.report import render_html
 
     try:
-        render_html(summary, run_context.current_plan().report_dir)
+        render_html(summary, process.current_plan().report_dir)
     except Exception:  # noqa: BLE001 - the summary is a convenience; load.json has the verdict
         log.exception("paysuite: could not render load.html")

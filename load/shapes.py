@@ -1,7 +1,7 @@
 """Locust ``LoadTestShape`` classes, one per shape of the catalogue (``load.shape_catalog``).
 
 Every shape ends the run at its duration or its request budget, whichever comes first: no shape
-can run away. The run's plan (``load.context.current_plan``) supplies the overrides, Locust's
+can run away. The run's plan (``load.context.LoadProcess``) supplies the overrides, Locust's
 ``-u``, ``-r``, ``-t`` among them (``use_common_options``), and the SLO rules. The ramp judges
 each step on its own requests (a difference of the cumulative statistics, so it works on a
 master fed by workers), stops at the first step that breaks the SLO, and computes its knee from
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from locust import LoadTestShape
 
-from load.context import current_plan
+from load.context import of
 from load.plan import LoadPlan
 from load.records import RampStep, ShapeSummary
 from load.shape_catalog import OPERATIONS, SHAPE_NAMES, Shape
@@ -37,7 +37,8 @@ class CatalogShape(LoadTestShape):
 
     def _plan(self) -> LoadPlan:
         """The run's plan with this class's shape (the class picker may have chosen it)."""
-        return current_plan().with_shape(self.shape_name)
+        assert self.runner is not None
+        return of(self.runner.environment).current_plan().with_shape(self.shape_name)
 
     def _shape(self) -> Shape:
         self.shape = self._plan().shape

@@ -30,7 +30,7 @@ from locust.exception import LocustError
 from locust.user.task import TaskSet
 
 from load import bounded
-from load import context as run_context
+from load.context import of
 from load.ledger import LEDGER, CreateRecord
 from load.shape_catalog import Pacing
 from paysuite_core import tokens
@@ -100,7 +100,7 @@ class PaysuiteUser(User):
             raise LocustError(
                 "You must specify the base host: --host, or base_url in --paysuite-config."
             )
-        plan = run_context.current_plan()
+        plan = of(environment).current_plan()
         # the certificate is judged as the pre-check judged it (``LoadPlan.tls``)
         self.http = bounded.Client(self.host, plan.limits, environment.events.request, tls=plan.tls)
 
@@ -108,11 +108,11 @@ class PaysuiteUser(User):
         return self._wait(self)
 
     def on_start(self) -> None:
-        self.ctx = run_context.current()
-        shape = self.ctx.shape
+        self.ctx = of(self.environment).current()
+        shape = self.ctx.plan.shape
         self.rng = random.Random()
         self.app = self.ctx.next_application(creators_only=self.creators_only)
-        self.tokens = token_flow(self.http, self.app, self.ctx.config.access_token_ttl_s)
+        self.tokens = token_flow(self.http, self.app, self.ctx.plan.target.access_token_ttl_s)
         self.refs: deque[str] = deque(maxlen=200)
         self.numbers: deque[str] = deque(maxlen=50)
         self._wait = wait_function(shape.pacing, shape.users)
@@ -351,11 +351,11 @@ class StormUser(PaysuiteUser):
         return {StormUser.storm: 1.0}
 
     def storm_create(self, op: str) -> None:
-        shape = self.ctx.shape
+        shape = self.ctx.plan.shape
         slot = int(time.time() // shape.storm_slot_s)
         index = self.rng.randrange(max(shape.storm_keys, 1))
         # same merchant, operation, key and body: a true retry, whatever the key's scope
-        seed = f"{self.ctx.run_id}|{self.app.merchant}|{op}|{slot}|{index}"
+        seed = f"{self.ctx.plan.run_id}|{self.app.merchant}|{op}|{slot}|{index}"
         key = hashlib.sha256(seed.encode()).hexdigest()[:32]
         rng = random.Random(key)
         number, amount = self.ctx.numbers.number(rng), self.ctx.amounts.amount(rng)
@@ -388,8 +388,8 @@ class LifecycleUser(PaysuiteUser):
         return weights
 
     def lifecycle_round(self, op: str) -> None:
-        customer = self.ctx.config.customer
-        driver = customer.driver if self.ctx.lifecycle_resolve == "driver" else None
+        customer = self.ctx.plan.target.customer
+        driver = customer.driver if self.ctx.plan.lifecycle_mode == "driver" else None
         number = customer.confirm_number if driver == "magic-numbers" else None
         started = time.monotonic()
         ref = self.create(op, number=number)
@@ -408,7 +408,7 @@ class LifecycleUser(PaysuiteUser):
         LEDGER.count("lifecycle_timeouts")
 
     def _confirm(self, ref: str) -> None:
-        confirm = self.ctx.config.customer.confirm
+        confirm = self.ctx.plan.target.customer.confirm
         assert confirm is not None
         headers = {"Accept": "application/json"}
         with self.http.request(

@@ -18,7 +18,8 @@ import pytest
 
 from conformance import catalog, report
 from conformance.plugin import _is_engine_error
-from conformance.property_phase import build_config, chain_step
+from conformance.property_phase import chain_step
+from conformance.schemathesis_adapter import build_config
 from paysuite_core.report_engine import reports
 from paysuite_core.results.evidence import Recorded, reproduction, set_replay_context, tool_item
 from paysuite_core.results.outcome import CouldNotCheck, engine_error

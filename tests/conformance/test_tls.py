@@ -228,7 +228,7 @@ def test_schemathesis_requests_trust_the_run_ca_given_by_ssl_cert_file_alone(
     until the run's bundle was given to schemathesis's own configuration."""
     import schemathesis
 
-    from conformance.property_phase import build_config
+    from conformance.schemathesis_adapter import build_config
     from paysuite_core.specfile import load_spec
 
     tls = front("private-ca")
@@ -244,7 +244,7 @@ def test_schemathesis_requests_trust_the_run_ca_given_by_ssl_cert_file_alone(
 
 
 def test_schemathesis_presents_the_client_certificate(front: Front) -> None:
-    from conformance.property_phase import build_config
+    from conformance.schemathesis_adapter import build_config
 
     tls = front("mtls")
     assert tls.client_cert is not None and tls.client_key is not None
