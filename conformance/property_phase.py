@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from schemathesis import BaseSchema, Config
 
     from paysuite_core.driver.target import Target
+    from paysuite_core.results.masking import Masker
     from paysuite_core.target_config import Application
 
 CHAIN_CHECK = "paysuite_chain_holds"
@@ -95,7 +96,7 @@ class PropFailure:
     request: dict[str, Any] | None = None
     response: dict[str, Any] | None = None
 
-    def evidence(self) -> dict[str, Any]:
+    def evidence(self, masker: Masker) -> dict[str, Any]:
         """The failure as an evidence item: its curl with the credentials named by variable
         (schemathesis prints them in full: its sanitization would print ``[Filtered]``, which
         no shell can replay), and a reproduction with fresh keys."""
@@ -105,7 +106,7 @@ class PropFailure:
             "request": self.request or {"operation": self.operation, "phase": self.phase},
             "response": self.response,
         }
-        return tool_item(data, self.curl)
+        return tool_item(data, self.curl, masker)
 
     def line(self) -> str:
         first = self.message.strip().splitlines()[0] if self.message.strip() else self.title
@@ -496,9 +497,10 @@ class _Tokens:
         throttle: Throttle | None = None,
         tls: TLSSettings | None = None,
         limits: Limits | None = None,
+        masker: Masker | None = None,
     ) -> None:
         self.lock = threading.Lock()
-        self.client = RecordingClient(base_url, lambda: None, limits, throttle, tls)
+        self.client = RecordingClient(base_url, lambda: None, limits, throttle, tls, None, masker)
         self.ttl_s = ttl_s
         self.flows: dict[str, tokens.TokenFlow] = {}
 
@@ -631,6 +633,7 @@ def run_properties(target: Target, spec: dict[str, Any], deadline: float | None 
         target.throttle,
         target.tls,
         target.limits,
+        target.masker,
     )
     secured = {
         path
@@ -900,7 +903,7 @@ def _interaction(
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """The request and response of a recorded interaction as evidence dicts, credentials
     shortened and masked as in the suite's own evidence."""
-    from paysuite_core.results.evidence import redact_body, redact_issued, redact_url
+    from paysuite_core.results.masking import shown, shown_url
 
     if interaction is None:
         return None, None
@@ -910,14 +913,14 @@ def _interaction(
         response = {
             "status": interaction.response.status_code,
             "headers": _headers(getattr(interaction.response, "headers", {}) or {}),
-            "body": redact_issued(answer) if answer is not None else None,
+            "body": shown(answer, "access", "refresh") if answer is not None else None,
         }
     body = _bytes_text(interaction.request.body)
     request = {
         "method": interaction.request.method,
-        "url": redact_url(str(interaction.request.uri)),
+        "url": shown_url(str(interaction.request.uri)),
         "headers": _headers(interaction.request.headers),
-        "body": redact_body(body) if body is not None else None,
+        "body": shown(body, "secret") if body is not None else None,
     }
     return request, response
 
@@ -969,9 +972,9 @@ def _seed_tolerates(profile: str, check_name: str, status: int | None) -> bool:
 
 def _headers(headers: Any) -> dict[str, str]:
     """Flatten schemathesis's header lists; shorten the bearer token like our own evidence."""
-    from paysuite_core.results.evidence import safe_headers
+    from paysuite_core.results.masking import shown_headers
 
-    return safe_headers(
+    return shown_headers(
         {
             str(name): ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
             for name, v in dict(headers).items()

@@ -58,7 +58,13 @@ def run_history(target: Target, budget_s: float, seed: int) -> HistoryResult:
         target, world_of(target), started + concurrent.budget_share(budget_s)
     )
     client = RecordingClient(
-        target.base_url, lambda: None, target.limits, target.throttle, target.tls
+        target.base_url,
+        lambda: None,
+        target.limits,
+        target.throttle,
+        target.tls,
+        None,
+        target.masker,
     )
     session = Session(target, client, budget_s - (time.monotonic() - started))
     session.result.concurrent = part

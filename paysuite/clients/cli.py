@@ -104,7 +104,6 @@ def run_clients(args: argparse.Namespace) -> int:
     from conformance.preflight import check_reachable, preflight
     from paysuite.clients import matrix
     from paysuite.clients.cache import default_cache_dir
-    from paysuite_core.results.evidence import set_replay_context
     from paysuite_core.target_config import TargetConfigError, load_target_config
     from paysuite_core.tls import TLSSettings, TLSSettingsError
 
@@ -121,8 +120,6 @@ def run_clients(args: argparse.Namespace) -> int:
                 workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="paysuite-"))
                 config = stack.enter_context(running_stub(Path(workdir))).config()
             tls = TLSSettings.from_args(args, config)
-            # the report's curls name each application's credentials as conform's do
-            set_replay_context(config, str(Path(args.config).resolve()) if args.config else None)
             # both drivers judge the target's certificate as the pre-flight did
             job = {**make_job(config), "tls": tls.to_dict()}
         except (TargetConfigError, UsageError, SetupError, TLSSettingsError) as exc:
@@ -139,6 +136,11 @@ def run_clients(args: argparse.Namespace) -> int:
             print(f"paysuite clients: {tls.describe()}", file=sys.stderr)
         columns = [matrix.RUNNERS[name](job, cache_dir, limits) for name in args.sdk or SDK_NAMES]
     return write_outputs(args, config, columns, started, tls)
+
+
+def _config_path(args: argparse.Namespace) -> str | None:
+    """The configuration file a reproduction reads the secrets from (None: none was given)."""
+    return str(Path(args.config).resolve()) if getattr(args, "config", None) else None
 
 
 def _write_reports(args: argparse.Namespace, as_json: str, page: str) -> list[Path]:
@@ -168,7 +170,7 @@ def write_stopped(
     from paysuite.clients import report
     from paysuite_core.results.masking import Masker
 
-    masker = Masker.for_config(config)
+    masker = Masker.for_config(config, _config_path(args))
     verdict = report.stopped_verdict(reason)
     common = {
         "target": config.base_url,
@@ -178,7 +180,7 @@ def write_stopped(
     tls_text = report.tls_text(tls, config.base_url)
     data = {**report.to_json([], verdict, **common), "tls": tls_text}
     as_json = masker.text(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
-    page = masker.text(report.to_html([], verdict, **common, tls=tls_text))
+    page = masker.text(report.to_html([], verdict, **common, masker=masker, tls=tls_text))
     try:
         written = _write_reports(args, as_json, page)
     except OSError as exc:
@@ -201,7 +203,8 @@ def write_outputs(
     from paysuite.clients import matrix, report
     from paysuite_core.results.masking import Masker
 
-    masker = Masker.for_config(config)
+    # the run's secrets: the reports' curls name each application's credentials as conform's do
+    masker = Masker.for_config(config, _config_path(args))
     shown = report.mask_columns(columns, masker)
     verdict = report.verdict_of(shown)
     common = {
@@ -212,7 +215,7 @@ def write_outputs(
     tls_text = report.tls_text(tls, config.base_url)
     data = {**report.to_json(shown, verdict, **common), "tls": tls_text}
     as_json = masker.text(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
-    page = masker.text(report.to_html(shown, verdict, **common, tls=tls_text))
+    page = masker.text(report.to_html(shown, verdict, **common, masker=masker, tls=tls_text))
     try:
         written = _write_reports(args, as_json, page)
     except OSError as exc:
@@ -221,7 +224,7 @@ def write_outputs(
         return 2
     print(masker.text(matrix.render(shown, config.base_url)))
     print(f"\nreports: {', '.join(str(path) for path in written)}")
-    line = conform_report.verdict_line(verdict, report.results(shown))
+    line = conform_report.verdict_line(verdict, report.results(shown, masker))
     if tls is not None and tls.insecure:
         line += f"; {tls.describe()}"
     print(masker.text(line))

@@ -1,24 +1,39 @@
-"""Secrets masked before anything leaves the process: the reports and the HAR file.
+"""One run's secrets, and the forms in which a reader may show them.
 
-Every client secret, access and refresh token becomes a *stable placeholder*
-(``«masked:access:3»``): the same value gets the same placeholder within a session, so the
-evidence of a stateful violation (one token used twice) survives masking and ``proxy.replay`` can
-bind each placeholder again. Where secrets are found: docs/proxy.md, "Secrets in what is
-written". The judge sees the exchanges in clear (it reads a token's ``exp``); masking applies to
-what is written, one ``Masker`` a session.
+One ``Masker`` a run, made by whoever starts it (conform's plugin for its ``Target``, the proxy's
+session, the SDK runs) and passed where needed, learns the run's credentials: the client secrets
+of its configuration and every secret met in what is written; the tokens authorize and refresh
+answered (for whom, when, with which ``expires``) and the secrets authorize accepted. One set of
+recognisers finds them (a JSON member, a form or query parameter, a refresh path, an
+Authorization value), and each reader gets its own rendering of the same knowledge:
+
+- a stable *placeholder* (``«masked:access:3»``) in the proxy's reports and HAR and the SDK runs'
+  reports: the same value gets the same placeholder within a run, so the evidence of a stateful
+  violation (one token used twice) survives masking and ``proxy.replay`` can bind each placeholder
+  again (docs/proxy.md, "Secrets in what is written");
+- a *shortened* display (``Bearer eyJhbGciOiJI…Xk3``, ``s3cr…``) in conform's evidence;
+- a *shell variable* (``$PAYSUITE_TOKEN_<APP>``) in the curls of conform's evidence
+  (``paysuite_core.results.evidence`` asks :meth:`Masker.owner` whose a value is and
+  :meth:`Masker.var_name` what to call it).
+
+Placeholders are numbered in order of first sight of any secret, while a shell variable stands
+only for a credential the target issued or accepted: the two are kept apart in the masker.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote, unquote_plus
 
 from paysuite_core.exchange import Exchange, Headers
-from paysuite_core.target_config import TargetConfig
 from paysuite_core.tokens import REFRESH_PATHS
+
+if TYPE_CHECKING:
+    from paysuite_core.target_config import TargetConfig
 
 Kind = Literal["secret", "access", "refresh"]
 KINDS: tuple[Kind, ...] = ("secret", "access", "refresh")
@@ -31,21 +46,28 @@ PLACEHOLDER = re.compile(r"«masked:(secret|access|refresh):(\d+)»")
 #: two-letter "secret" replaced everywhere would shred every body it occurs in.
 MIN_SEARCHED_LENGTH = 8
 
-_REFRESH_PATH = re.compile(
-    "(" + "|".join(re.escape(path.split("{token}")[0]) for path in REFRESH_PATHS) + ")([^/?#]+)"
+# --- the recognisers: each has the secret in its group "v" ----------------------------------
+REFRESH_PATH = re.compile(
+    "(" + "|".join(re.escape(p.split("{token}")[0]) for p in REFRESH_PATHS) + ")(?P<v>[^/?#]+)"
 )
 _JSON_KEYS: dict[str, Kind] = {"client_secret": "secret", "access": "access", "refresh": "refresh"}
 #: A JSON string member named as above, matched in the raw text so that masking changes nothing
 #: but the value (re-serialising the body would change its bytes, and the HAR must show them).
-_JSON_MEMBER = re.compile(r'("(client_secret|access|refresh)"\s*:\s*")((?:[^"\\]|\\.)*)(")')
+JSON_MEMBER = re.compile(r'"(?P<k>client_secret|access|refresh)"\s*:\s*"(?P<v>(?:[^"\\]|\\.)*)"')
 #: The same names as a query or form parameter (a client that sends its secret in a form or a
 #: token in a query string), and the OAuth spellings of the tokens.
 _FORM_MEMBER = re.compile(
-    r"((?:^|[?&])(client_secret|access|refresh|access_token|refresh_token)=)([^&#\s]*)"
+    r"(?:^|[?&])(?P<k>client_secret|access|refresh|access_token|refresh_token)=(?P<v>[^&#\s]*)"
 )
-_FORM_KINDS: dict[str, Kind] = {
-    **_JSON_KEYS, "access_token": "access", "refresh_token": "refresh",
-}  # fmt: skip
+_FORM_KINDS: dict[str, Kind] = {**_JSON_KEYS, "access_token": "access", "refresh_token": "refresh"}
+
+
+def _replaced(text: str, pattern: re.Pattern[str], render: Callable[[re.Match[str]], str]) -> str:
+    """``text`` with each match's value (its group "v") rendered, the rest kept byte for byte."""
+    return pattern.sub(
+        lambda m: m.string[m.start() : m.start("v")] + render(m) + m.string[m.end("v") : m.end()],
+        text,
+    )
 
 
 def placeholder(kind: Kind, number: int) -> str:
@@ -57,22 +79,172 @@ def placeholders_in(text: str) -> list[str]:
     return [match.group(0) for match in PLACEHOLDER.finditer(text)]
 
 
+# --- the shortened display -------------------------------------------------------------------
+def _short(token: str) -> str:
+    return f"{token[:12]}…{token[-6:]}" if len(token) > 24 else token
+
+
+def shorten_token(value: str) -> str:
+    """``Bearer eyJhbGciOiJI…Xk3`` : enough to tell tokens apart, not enough to use one."""
+    scheme, sep, token = value.partition(" ")
+    return f"{scheme} {_short(token)}" if sep and scheme else _short(token if sep else value)
+
+
+def shown(text: str, *kinds: Kind) -> str:
+    """``text`` with its JSON members of ``kinds`` shortened: a client secret to its first four
+    characters, a token as :func:`shorten_token`."""
+
+    def render(m: re.Match[str]) -> str:
+        kind, value = _JSON_KEYS[m["k"]], m["v"]
+        if kind not in kinds:
+            return value
+        return value[:4] + "…" if kind == "secret" else shorten_token(value)
+
+    return _replaced(text, JSON_MEMBER, render)
+
+
+def shown_url(url: str) -> str:
+    """A URL with the token of a refresh path shortened."""
+    return _replaced(url, REFRESH_PATH, lambda m: _short(m["v"]))
+
+
+def shown_headers(headers: dict[str, str]) -> dict[str, str]:
+    """The headers with the Authorization credential shortened."""
+    return {k: shorten_token(v) if k.lower() == "authorization" else v for k, v in headers.items()}
+
+
+# --- credentials the target issued or accepted ---------------------------------------------
+@dataclass(frozen=True)
+class Issued:
+    """Who a credential belongs to ("" when unknown) and, for an issued access token, when it
+    was issued and when its ``expires`` said it would expire (Unix seconds); ``short``: issued by
+    the configuration's ``short_lived_pair`` route."""
+
+    client_id: str
+    issued_at: float = 0.0
+    expires_at: float | None = None
+    short: bool = False
+
+
+class Known:
+    """Credential value -> ``Issued``, oldest dropped first (a long run stays bounded)."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.owners: dict[str, Issued] = {}
+        self._limit = limit
+
+    def add(self, value: Any, client_id: str, **facts: Any) -> None:
+        if not isinstance(value, str) or not value:
+            return
+        self.owners.pop(value, None)
+        self.owners[value] = Issued(client_id, **facts)
+        while len(self.owners) > self._limit:
+            del self.owners[next(iter(self.owners))]
+
+    def match(self, value: str) -> tuple[str, Issued] | None:
+        """(known value, its facts) equal to ``value`` or, failing that, its longest prefix."""
+        if value in self.owners:
+            return value, self.owners[value]
+        best: tuple[str, Issued] | None = None
+        for known, owner in list(self.owners.items()):
+            if len(known) >= 8 and value.startswith(known):
+                if best is None or len(known) > len(best[0]):
+                    best = (known, owner)
+        return best
+
+    def nearest(self, value: str) -> tuple[str, Issued, int, int] | None:
+        """The known value sharing the most with ``value`` at its two ends: (known, facts,
+        common prefix, common suffix), when what they share is most of ``value`` (a forgery
+        that altered a signature, stripped it, or appended to a secret); else None."""
+        best: tuple[str, Issued, int, int] | None = None
+        for known, owner in list(self.owners.items()):
+            head = _common(value, known)
+            tail = min(_common(value[::-1], known[::-1]), min(len(value), len(known)) - head)
+            if best is None or head + tail > best[2] + best[3]:
+                best = (known, owner, head, tail)
+        if best is None or best[2] + best[3] < max(8, len(value) // 2):
+            return None
+        return best
+
+
+def _common(one: str, other: str) -> int:
+    """The length of the common prefix of two strings."""
+    size = 0
+    for a, b in zip(one, other, strict=False):
+        if a != b:
+            break
+        size += 1
+    return size
+
+
+def _upper_word(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").upper()
+
+
 @dataclass
 class Masker:
-    """Value -> placeholder for one session: numbering per kind, in order of first sight."""
+    """One run's secrets: placeholders numbered per kind in order of first sight; the
+    credentials the target issued or accepted (``known``); the run's applications by name."""
 
+    #: client_id -> ``<MERCHANT>_<PRIVILEGE>`` (a number added where two share both).
+    names: dict[str, str] = field(default_factory=dict)
+    #: The configuration file a reproduction reads the secrets from.
+    config_path: str | None = None
+    #: (method, url, access_token_ttl_s) of the configuration's ``short_lived_pair``.
+    short_lived: tuple[str, str, float] | None = None
+    #: The pattern a fresh customer number must match; None: numbers are not made fresh (a
+    #: configured list of numbers, or no configuration).
+    number_pattern: str | None = None
+    known: dict[Kind, Known] = field(default_factory=lambda: {k: Known() for k in KINDS})
     _by_value: dict[str, str] = field(default_factory=dict)
     _counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     _searched: list[str] | None = field(default=None, repr=False)  # longest first, when known
 
     @classmethod
-    def for_config(cls, config: TargetConfig | None) -> Masker:
-        """A masker that already knows the configuration's client secrets."""
-        masker = cls()
-        for app in config.applications if config is not None else ():
+    def for_config(cls, config: TargetConfig | None, config_path: str | None = None) -> Masker:
+        """A run's masker: it knows the configuration's client secrets and names its
+        applications, so the variables of the curls follow."""
+        masker = cls(config_path=config_path)
+        if config is None:
+            return masker
+        taken: dict[str, int] = {}
+        for app in config.applications:
             masker.learn("secret", app.client_secret)
+            base = _upper_word(f"{app.merchant}_{app.privilege}") or "APP"
+            taken[base] = taken.get(base, 0) + 1
+            masker.names[app.client_id] = base if taken[base] == 1 else f"{base}_{taken[base]}"
+        pair = config.short_lived_pair
+        if pair is not None:
+            action = pair.authorize
+            ttl = float(pair.access_token_ttl_s)
+            masker.short_lived = (action.method, action.url_template, ttl)
+        if not config.numbers:
+            masker.number_pattern = config.effective_number_pattern
         return masker
 
+    # --- shell variables --------------------------------------------------------------------
+    def owner(self, kind: Kind, value: str) -> Issued | None:
+        """What the run knows of a credential it was issued or accepted (None: not one)."""
+        return self.known[kind].owners.get(value)
+
+    def app_name(self, client_id: str) -> str:
+        """The application's name in variable names: the run's (``DEMO01_READ_WRITE``), else its
+        client_id upper-cased, non-alphanumerics as ``_``."""
+        return self.names.get(client_id) or _upper_word(client_id)[:40] or "APP"
+
+    def var_name(self, kind: str, client_id: str) -> str:
+        """``PAYSUITE_TOKEN_DEMO01_READ_WRITE``; ``PAYSUITE_TOKEN`` when the owner is unknown."""
+        return f"PAYSUITE_{kind}" + (f"_{self.app_name(client_id)}" if client_id else "")
+
+    def shortened(self, text: str) -> str:
+        """``text`` with every credential the run issued or accepted shortened."""
+        for store in self.known.values():
+            for value in list(store.owners):
+                if len(value) >= 8 and value in text:
+                    text = text.replace(value, shorten_token(value))
+        return text
+
+    # --- placeholders -----------------------------------------------------------------------
     def learn(self, kind: Kind, value: str) -> str:
         """The placeholder of ``value``, allocated on first sight."""
         if not value or PLACEHOLDER.fullmatch(value):
@@ -112,18 +284,18 @@ class Masker:
             for value in self._searched_values():
                 body = body.replace(value.encode(), self._by_value[value].encode())
             return body
-        text = _JSON_MEMBER.sub(self._masked_member, text)
-        text = _FORM_MEMBER.sub(self._masked_parameter, text)
+        text = _replaced(text, JSON_MEMBER, self._masked_member)
+        text = _replaced(text, _FORM_MEMBER, self._masked_parameter)
         return self.text(text).encode("utf-8")
 
     def _masked_member(self, match: re.Match[str]) -> str:
-        raw = match.group(3)
+        raw = match["v"]
         try:
             value = json.loads(f'"{raw}"')
         except ValueError:
             value = raw
-        masked = self.learn(_JSON_KEYS[match.group(2)], value)
-        return match.group(1) + (masked if masked != value else raw) + match.group(4)
+        masked = self.learn(_JSON_KEYS[match["k"]], value)
+        return masked if masked != value else raw
 
     def authorization(self, value: str) -> str:
         """``Bearer <token>`` -> ``Bearer «masked:access:n»``; a bare token is masked whole."""
@@ -136,16 +308,14 @@ class Masker:
 
     def url(self, url: str) -> str:
         """A URL with the token of a refresh path masked, and any other known secret."""
-        url = _REFRESH_PATH.sub(lambda m: m.group(1) + self._encoded("refresh", m.group(2)), url)
-        url = _FORM_MEMBER.sub(self._masked_parameter, url)
+        url = _replaced(url, REFRESH_PATH, lambda m: self._encoded("refresh", m["v"]))
+        url = _replaced(url, _FORM_MEMBER, self._masked_parameter)
         return self.text(url)
 
     def _masked_parameter(self, match: re.Match[str]) -> str:
-        if not match.group(3):
-            return match.group(0)
-        return match.group(1) + self._encoded(
-            _FORM_KINDS[match.group(2)], match.group(3), form=True
-        )
+        if not match["v"]:
+            return ""
+        return self._encoded(_FORM_KINDS[match["k"]], match["v"], form=True)
 
     def _encoded(self, kind: Kind, raw: str, *, form: bool = False) -> str:
         """A secret in a path segment, or a query or form parameter (``form``: "+" is a space):
