@@ -19,9 +19,9 @@ a suffix) is rebuilt in the curl from the variable (``$(python3 -c ...)`` keeps 
 shares with an issued token and adds what the suite changed), so a forgery replays as a forgery of
 a fresh token; one that shares too little with any issued credential says so in the item's
 ``note`` rather than silently replaying something else. To tell a credential the target issued from
-one the suite made up, each exchange teaches the run's ``Masker`` (``paysuite_core.results.masking``,
-made by whoever starts the run and handed to its client) the tokens authorize and refresh answered,
-when and with which ``expires``, and the secrets authorize accepted.
+one the suite made up, each exchange teaches the run's ``Masker`` (``results.masking``: made by
+whoever starts the run, handed to its client) the tokens authorize and refresh answered, when and
+with which ``expires``, and the secrets authorize accepted.
 
 A failed check's *reproduction* (:func:`reproduction`) is more than its last curl: the requests
 that show the defect on their own, run in a fresh shell after the exports. Idempotency keys are

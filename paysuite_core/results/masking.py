@@ -3,21 +3,15 @@
 One ``Masker`` a run, made by whoever starts it (conform's plugin for its ``Target``, the proxy's
 session, the SDK runs) and passed where needed, learns the run's credentials: the client secrets
 of its configuration and every secret met in what is written; the tokens authorize and refresh
-answered (for whom, when, with which ``expires``) and the secrets authorize accepted. One set of
-recognisers finds them (a JSON member, a form or query parameter, a refresh path, an
-Authorization value), and each reader gets its own rendering of the same knowledge:
-
-- a stable *placeholder* (``«masked:access:3»``) in the proxy's reports and HAR and the SDK runs'
-  reports: the same value gets the same placeholder within a run, so the evidence of a stateful
-  violation (one token used twice) survives masking and ``proxy.replay`` can bind each placeholder
-  again (docs/proxy.md, "Secrets in what is written");
-- a *shortened* display (``Bearer eyJhbGciOiJI…Xk3``, ``s3cr…``) in conform's evidence;
-- a *shell variable* (``$PAYSUITE_TOKEN_<APP>``) in the curls of conform's evidence
-  (``paysuite_core.results.evidence`` asks :meth:`Masker.owner` whose a value is and
-  :meth:`Masker.var_name` what to call it).
-
-Placeholders are numbered in order of first sight of any secret, while a shell variable stands
-only for a credential the target issued or accepted: the two are kept apart in the masker.
+answered and the secrets authorize accepted (``known``). One set of recognisers finds them (a JSON
+member, a form or query parameter, a refresh path, an Authorization value), and each reader gets
+its rendering of the same knowledge: a stable *placeholder* (``«masked:access:3»``: the same value,
+the same placeholder within a run, so a stateful violation survives masking and ``proxy.replay``
+can bind each placeholder again) in the proxy's reports and HAR and the SDK runs' reports (where:
+docs/proxy.md, "Secrets in what is written"); a *shortened* display (``Bearer eyJhbGciOiJI…Xk3``)
+and a *shell variable* (``$PAYSUITE_TOKEN_<APP>``) in the evidence
+(``paysuite_core.results.evidence``). A variable stands only for a credential the target issued
+or accepted, a placeholder for any secret seen: the masker keeps the two apart.
 """
 
 from __future__ import annotations
@@ -26,6 +20,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from os.path import commonprefix
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote, unquote_plus
 
@@ -68,10 +63,6 @@ def _replaced(text: str, pattern: re.Pattern[str], render: Callable[[re.Match[st
         lambda m: m.string[m.start() : m.start("v")] + render(m) + m.string[m.end("v") : m.end()],
         text,
     )
-
-
-def placeholder(kind: Kind, number: int) -> str:
-    return f"«masked:{kind}:{number}»"
 
 
 def placeholders_in(text: str) -> list[str]:
@@ -143,14 +134,9 @@ class Known:
 
     def match(self, value: str) -> tuple[str, Issued] | None:
         """(known value, its facts) equal to ``value`` or, failing that, its longest prefix."""
-        if value in self.owners:
-            return value, self.owners[value]
-        best: tuple[str, Issued] | None = None
-        for known, owner in list(self.owners.items()):
-            if len(known) >= 8 and value.startswith(known):
-                if best is None or len(known) > len(best[0]):
-                    best = (known, owner)
-        return best
+        prefixes = [k for k in list(self.owners) if len(k) >= 8 and value.startswith(k)]
+        found = value if value in self.owners else max(prefixes, key=len, default=None)
+        return None if found is None else (found, self.owners[found])
 
     def nearest(self, value: str) -> tuple[str, Issued, int, int] | None:
         """The known value sharing the most with ``value`` at its two ends: (known, facts,
@@ -158,23 +144,14 @@ class Known:
         that altered a signature, stripped it, or appended to a secret); else None."""
         best: tuple[str, Issued, int, int] | None = None
         for known, owner in list(self.owners.items()):
-            head = _common(value, known)
-            tail = min(_common(value[::-1], known[::-1]), min(len(value), len(known)) - head)
+            head = len(commonprefix([value, known]))
+            tail = len(commonprefix([value[::-1], known[::-1]]))
+            tail = min(tail, min(len(value), len(known)) - head)
             if best is None or head + tail > best[2] + best[3]:
                 best = (known, owner, head, tail)
         if best is None or best[2] + best[3] < max(8, len(value) // 2):
             return None
         return best
-
-
-def _common(one: str, other: str) -> int:
-    """The length of the common prefix of two strings."""
-    size = 0
-    for a, b in zip(one, other, strict=False):
-        if a != b:
-            break
-        size += 1
-    return size
 
 
 def _upper_word(text: str) -> str:
@@ -252,7 +229,7 @@ class Masker:
         known = self._by_value.get(value)
         if known is None:
             self._counts[kind] += 1
-            known = self._by_value[value] = placeholder(kind, self._counts[kind])
+            known = self._by_value[value] = f"«masked:{kind}:{self._counts[kind]}»"
             self._searched = None
         return known
 
