@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-from conformance import timestamps
+from paysuite_core.driver import timestamps
 
 
 def bound_text(moment: datetime) -> str:

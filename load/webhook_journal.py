@@ -1,7 +1,7 @@
 """Webhooks in the "nothing lost" reconciliation: every acknowledged create's events delivered.
 
 With ``paysuite load --webhooks`` the runner serves paysuite's receiver
-(``paysuite_core.webhook_receiver``) on the configuration's ``webhooks.listen`` for the whole
+(``paysuite_core.webhooks.receiver``) on the configuration's ``webhooks.listen`` for the whole
 run, appending every arrival to a journal in the report directory; the Locust master reads it
 after the load, again until every event listed for an acknowledged create has arrived verified
 or the reconciliation's budget runs out (deliveries lag the load).
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from load.plan import LoadPlan
-from paysuite_core.webhook_ledger import Ledger
+from paysuite_core.webhooks.ledger import Ledger
 
 JOURNAL_NAME = "webhook-journal.jsonl"
 SAMPLE_LIMIT = 20
@@ -36,7 +36,7 @@ def receiving(plan: LoadPlan) -> Iterator[None]:
         yield
         return
     from load.plan import UsageError
-    from paysuite_core.webhook_receiver import ReceiverStartError, WebhookReceiver, running
+    from paysuite_core.webhooks.receiver import ReceiverStartError, WebhookReceiver, running
 
     journal = journal_path(plan)
     journal.parent.mkdir(parents=True, exist_ok=True)

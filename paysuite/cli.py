@@ -1,7 +1,7 @@
 """The ``paysuite`` command: one front door, one subcommand per part of the architecture.
 
 Each part owns its own arguments: ``stub_server.cli``, ``conformance.cli``, ``load.cli``,
-``paysuite.demo``, ``paysuite.clients.cli`` and ``paysuite.webhook_commands`` each expose
+``paysuite.demo``, ``paysuite.clients.cli`` and ``paysuite.webhooks.commands`` each expose
 ``register(subparsers)``, which adds a subparser whose ``func`` takes the parsed arguments and
 returns the exit status. Registration imports nothing heavy, so ``paysuite --help`` stays
 instant; a subcommand imports its machinery when it runs.
@@ -23,7 +23,7 @@ SUBCOMMAND_MODULES = (
     "load.cli",
     "paysuite.demo",
     "paysuite.clients.cli",
-    "paysuite.webhook_commands",
+    "paysuite.webhooks.commands",
     "proxy.cli",  # registers `proxy` and `replay`
     "paysuite.schema",
 )

@@ -22,7 +22,7 @@ import yaml
 
 from paysuite_core.config_schema import schema, validate
 from paysuite_core.tls import TLSSettings
-from paysuite_core.webhook_signature import DEFAULT_TOLERANCE_S
+from paysuite_core.webhooks.signature import DEFAULT_TOLERANCE_S
 from paysuite_core.yamlfile import read_yaml
 
 Privilege = Literal["read", "read-write", "cashin", "cashout"]

@@ -332,7 +332,7 @@ BOUNDED_READERS: dict[str, str] = {
     "conformance/stalled_body.py": "ERR-007's bare socket: h11 caps the head at 16 KiB, the body "
     "under Limits.max_body_bytes, the whole watch within the check's bound",
     "proxy/cli.py": "_tls_answers sends a HEAD: a status line and headers, no body",
-    "paysuite_core/webhook_receiver.py": "the forwarder: content.read(MAX_BODY_BYTES) of the "
+    "paysuite_core/webhooks/receiver.py": "the forwarder: content.read(MAX_BODY_BYTES) of the "
     "handler's answer; aiohttp's client takes 128 header lines of 8190 bytes",
     "proxy/server.py": "the upstream answer streamed under the proxy's cap; aiohttp's client "
     "takes 128 header lines of 8190 bytes",
@@ -349,7 +349,7 @@ _JSON_DECODES = frozenset(
 #: ``path::function`` where a bare ``json.loads`` reads what paysuite itself wrote, and why.
 TRUSTED_JSON: dict[str, str] = {
     "paysuite_core/config_schema.py::schema": "the project's own JSON Schema files",
-    "paysuite_core/webhook_ledger.py::from_journal": "the receiver's own journal lines",
+    "paysuite_core/webhooks/ledger.py::from_journal": "the receiver's own journal lines",
     "paysuite_core/results/evidence.py::_learn": "the request body the suite itself sent",
     "load/report.py::render_html": "the run's own load.json, written by paysuite",
     "load/runner.py::outcome": "the run's own load.json, written by paysuite",
@@ -499,7 +499,7 @@ json.load(open("x"))
 #: The commands that are not a pytest run: each reaches the results model, never the plugin
 #: (loading pytest for ``paysuite webhooks listen`` or a proxy session is the cost the results
 #: model exists to avoid).
-NOT_PYTEST = ("proxy", "load", "paysuite.clients", "paysuite.webhook_commands")
+NOT_PYTEST = ("proxy", "load", "paysuite.clients", "paysuite.webhooks")
 
 
 def test_no_other_command_loads_the_pytest_plugin() -> None:

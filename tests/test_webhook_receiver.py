@@ -11,14 +11,14 @@ import httpx
 import pytest
 from webhookstub import HookServer
 
-from paysuite_core.webhook_ledger import CREATED, PROCESSED
-from paysuite_core.webhook_receiver import (
+from paysuite_core.webhooks.ledger import CREATED, PROCESSED
+from paysuite_core.webhooks.receiver import (
     ReceiverStartError,
     RunningReceiver,
     WebhookReceiver,
     running,
 )
-from paysuite_core.webhook_signature import new_secret, sign, sign_live
+from paysuite_core.webhooks.signature import new_secret, sign, sign_live
 
 SECRET = new_secret()
 
@@ -265,7 +265,7 @@ def test_over_long_and_over_size_deliveries_get_json_codes(live: RunningReceiver
 def test_a_slowloris_connection_is_closed(monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 
-    from paysuite_core import webhook_receiver
+    from paysuite_core.webhooks import receiver as webhook_receiver
 
     monkeypatch.setattr(webhook_receiver, "IDLE_TIMEOUT_S", 0.5)
     with running(WebhookReceiver(SECRET)) as served:
@@ -290,7 +290,7 @@ def Handler(statuses: list[int], delay_s: float = 0.0) -> HookServer:  # noqa: N
 
 
 def test_forwarding_passes_bytes_and_headers_and_answers_with_the_handler_s_status() -> None:
-    from paysuite_core.webhook_receiver import Forwarder
+    from paysuite_core.webhooks.receiver import Forwarder
 
     handler = Handler([500, 200])
     try:
@@ -316,7 +316,7 @@ def test_forwarding_passes_bytes_and_headers_and_answers_with_the_handler_s_stat
 
 
 def test_a_slow_or_absent_handler_is_timed_and_bounded() -> None:
-    from paysuite_core.webhook_receiver import Forwarder
+    from paysuite_core.webhooks.receiver import Forwarder
 
     slow = Handler([200], delay_s=0.3)
     try:
@@ -336,7 +336,7 @@ def test_a_slow_or_absent_handler_is_timed_and_bounded() -> None:
 
 
 def test_events_filter_what_is_forwarded() -> None:
-    from paysuite_core.webhook_receiver import Forwarder
+    from paysuite_core.webhooks.receiver import Forwarder
 
     handler = Handler([200])
     try:

@@ -14,9 +14,9 @@ import httpx
 import pytest
 from rawhttp import scripted_handler, send_raw
 
-from paysuite_core import webhook_receiver
-from paysuite_core.webhook_receiver import Forwarder, RunningReceiver, WebhookReceiver, running
-from paysuite_core.webhook_signature import new_secret, sign
+from paysuite_core.webhooks import receiver as webhook_receiver
+from paysuite_core.webhooks.receiver import Forwarder, RunningReceiver, WebhookReceiver, running
+from paysuite_core.webhooks.signature import new_secret, sign
 
 SECRET = new_secret()
 #: The handler's body in the tests below: 27 bytes.

@@ -7,7 +7,7 @@ import hmac
 
 import pytest
 
-from paysuite_core.webhook_signature import SignatureError, new_secret, sign, verify
+from paysuite_core.webhooks.signature import SignatureError, new_secret, sign, verify
 
 BODY = b'{"event_id": "e1", "event_kind": "transaction:created"}'
 

@@ -17,7 +17,7 @@ import pytest
 from webhookstub import HookServer, cashin, free_port, hooked_stub
 
 from paysuite_core.launcher import RunningStub, stop_stub
-from paysuite_core.webhook_signature import sign_live
+from paysuite_core.webhooks.signature import sign_live
 
 LISTEN = [sys.executable, "-m", "paysuite", "webhooks", "listen"]
 

@@ -14,10 +14,10 @@ from decimal import Context, Decimal
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from conformance import timestamps
 from conformance.checks import check
 from conformance.event_window import bound_text, event_ids, inside, js_date_text, outside, stamp_of
 from conformance.suite.states_and_transitions import usable_customer
+from paysuite_core.driver import timestamps
 from paysuite_core.driver.api import SUCCESS_STATUSES, data_of
 from paysuite_core.request_data import same_number
 from paysuite_core.results.outcome import expect, expect_none, fail, not_applicable, precondition

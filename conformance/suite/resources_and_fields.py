@@ -11,10 +11,10 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from conformance import timestamps
 from conformance.checks import check
 from conformance.suite.authentication import fresh_refresh_token
 from conformance.suite.states_and_transitions import OUTCOMES, creatable_kinds, usable_customer
+from paysuite_core.driver import timestamps
 from paysuite_core.driver.api import (
     AUTHORIZE,
     CASHIN,

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from conformance import timestamps
 from conformance.checks import check, set_up_early
+from paysuite_core.driver import timestamps
 from paysuite_core.driver.api import (
     SUCCESS_STATUSES,
     created_values_differ,

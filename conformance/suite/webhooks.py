@@ -3,7 +3,7 @@
 The document names the ``X-Webhook-Mode`` header ("names the environment associated with the
 webhook") and leaves delivery "not shown": target, payload and signature. These checks judge
 paysuite's reference choice (docs/reference-choices.md, docs/webhooks.md): the body is the
-event record as the events list renders it, signed as ``paysuite_core.webhook_signature``
+event record as the events list renders it, signed as ``paysuite_core.webhooks.signature``
 says, delivered at least once, retried after a failed attempt, created before processed. They
 are SHOULD checks of the reference profile, and run only when the target configuration has a
 ``webhooks`` section (where paysuite's receiver listens, the address the target delivers to,
@@ -13,7 +13,7 @@ Each check judges one rule and looks away from the others, so that a defect fail
 WEBHOOK-001 counts a delivery whatever its signature (WEBHOOK-002 judges that), and compares
 only the ids the events list shows (an extra id is WEBHOOK-004's).
 
-A signature verifies in either format (``paysuite_core.webhook_signature.verify_any``): the
+A signature verifies in either format (``paysuite_core.webhooks.signature.verify_any``): the
 timestamped ``Paysuite-Signature`` or the live service's ``X-Paypack-Signature``, which
 merchants' receivers verify (docs/reference-choices.md). A target that signs only the live
 way passes WEBHOOK-002 and is told by WEBHOOK-006 that nothing in its signature ages: a
@@ -32,13 +32,13 @@ from paysuite_core.driver.api import data_of
 from paysuite_core.request_data import same_number
 from paysuite_core.results.outcome import expect, fail, not_applicable, precondition
 from paysuite_core.results.rule import Section
-from paysuite_core.webhook_ledger import CREATED, PROCESSED, Arrival, Ledger
+from paysuite_core.webhooks.ledger import CREATED, PROCESSED, Arrival, Ledger
 
 if TYPE_CHECKING:
     from paysuite_core.driver.http import Reply
     from paysuite_core.driver.target import Target
     from paysuite_core.target_config import Application, WebhookTarget
-    from paysuite_core.webhook_receiver import RunningReceiver
+    from paysuite_core.webhooks.receiver import RunningReceiver
 
 NO_SECTION = (
     "no webhooks section in the target configuration (listen: where paysuite's receiver binds, "

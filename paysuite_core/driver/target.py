@@ -36,7 +36,7 @@ from paysuite_core.target_config import (
 from paysuite_core.throttle import Throttle
 from paysuite_core.tls import TLSSettings
 from paysuite_core.tokens import Send, TokenFlow, TokenPair
-from paysuite_core.webhook_receiver import RunningReceiver
+from paysuite_core.webhooks.receiver import RunningReceiver
 
 T = TypeVar("T")
 #: How long a count waits for events an implementation records a moment after answering.
@@ -562,7 +562,7 @@ class Target:
 
     def _started_receiver(self, hooks: WebhookTarget) -> RunningReceiver:
         """The receiver, started now if no check has started it yet (under ``_shared``)."""
-        from paysuite_core.webhook_receiver import ReceiverStartError, WebhookReceiver, running
+        from paysuite_core.webhooks.receiver import ReceiverStartError, WebhookReceiver, running
 
         if self._receiver is None:
             receiver = WebhookReceiver(hooks.secret, tolerance_s=hooks.tolerance_s)

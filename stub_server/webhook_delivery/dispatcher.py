@@ -24,8 +24,8 @@ from typing import Any
 
 import aiohttp
 
-from paysuite_core import webhook_signature
 from paysuite_core.http_clients import aiohttp_session
+from paysuite_core.webhooks import signature as webhook_signature
 from stub_server import timefmt
 from stub_server.errors import json_body
 from stub_server.rules.rendering import Renderer

@@ -16,7 +16,7 @@ from dataclasses import replace
 import aiohttp
 
 from paysuite_core.http_clients import aiohttp_session
-from paysuite_core.webhook_signature import new_secret
+from paysuite_core.webhooks.signature import new_secret
 from stub_server.store import Store, WebhookEndpoint
 from stub_server.webhook_delivery.endpoint_url import (
     EndpointUrlError,

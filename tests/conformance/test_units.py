@@ -6,10 +6,11 @@ import re
 
 import pytest
 
-from conformance import catalog, report, timestamps
+from conformance import catalog, report
 from conformance import jwt_forgeries as tokens
 from conformance.options import Options
 from conformance.plugin import REFERENCE_SKIP, RunState, decide
+from paysuite_core.driver import timestamps
 from paysuite_core.driver.spec_patch import ascii_pattern, patch_spec
 from paysuite_core.request_data import NumberSource, same_number
 from paysuite_core.results.evidence import Recorded

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.webhook_listen import (
+from paysuite.webhooks.listen import (
     NO_CONFIG,
     RETRY_SKIP,
     Listing,
@@ -13,7 +13,7 @@ from conformance.webhook_listen import (
     findings,
     judge,
 )
-from paysuite_core.webhook_ledger import CREATED, PROCESSED, Ledger
+from paysuite_core.webhooks.ledger import CREATED, PROCESSED, Ledger
 
 
 def record(event_id: str, kind: str, ref: str = "r1") -> dict[str, Any]:
@@ -89,7 +89,7 @@ def test_an_unreadable_list_is_no_verdict() -> None:
 def test_the_window_is_what_was_stamped_since_the_start_and_what_was_heard_of() -> None:
     from datetime import UTC, datetime
 
-    from conformance.webhook_listen import in_window
+    from paysuite.webhooks.listen import in_window
 
     ledger = Ledger()
     arrive(ledger, record("c-old", CREATED, "heard"))
@@ -135,7 +135,7 @@ def test_a_forgery_blames_nobody_and_an_unknown_signed_event_is_a_finding() -> N
 
 
 def test_a_forward_to_handler_s_failure_is_a_failed_attempt_whose_retry_is_judged() -> None:
-    from paysuite_core.webhook_ledger import HandlerAnswer
+    from paysuite_core.webhooks.ledger import HandlerAnswer
 
     ledger = Ledger()
     arrive(ledger, record("c", CREATED), status=500, handler=HandlerAnswer(500, 3.0))

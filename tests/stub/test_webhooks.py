@@ -1,7 +1,7 @@
 """Webhook delivery (RC-40), in process: what is sent, to where, signed how, retried when.
 
 Each test runs a tiny recording receiver (``webhookkit.Receiver``) and checks what arrived with
-the shared contract (``paysuite_core.webhook_signature``) and against the events list: the
+the shared contract (``paysuite_core.webhooks.signature``) and against the events list: the
 body of a delivery is the event record exactly as the list renders it.
 """
 
@@ -19,8 +19,8 @@ import pytest
 from stubkit import InProcessStub
 from webhookkit import FAST_RETRY, Receiver, deliveries, wait_log
 
-from paysuite_core import webhook_signature
 from paysuite_core.target_config import load_target_config
+from paysuite_core.webhooks import signature as webhook_signature
 from stub_server import timefmt
 from stub_server.errors import json_body
 from stub_server.settings import SettingsError

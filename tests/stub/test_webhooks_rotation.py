@@ -14,7 +14,7 @@ import pytest
 from stubkit import InProcessStub
 from webhookkit import FAST_RETRY, Receiver
 
-from paysuite_core import webhook_signature
+from paysuite_core.webhooks import signature as webhook_signature
 from stub_server import timefmt
 from stub_server.store import Store, WebhookEndpoint
 from stub_server.webhook_delivery.endpoints import rotate_endpoint

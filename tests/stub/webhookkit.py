@@ -2,7 +2,7 @@
 (raw body and headers) and answers with the status its script says, so a test can make the stub
 retry, time out or succeed. Verification and deduplication are not its job (that is paysuite's
 receiver, tested on its own): the tests verify what it recorded with the shared contract,
-``paysuite_core.webhook_signature``."""
+``paysuite_core.webhooks.signature``."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from paysuite_core import webhook_signature
+from paysuite_core.webhooks import signature as webhook_signature
 
 
 @dataclass(frozen=True)

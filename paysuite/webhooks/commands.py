@@ -7,7 +7,7 @@ service's ``X-Paypack-Signature``, or both) or why not (stale, bad signature, ma
 duplicate acknowledged once). With ``--forward-to URL`` (as ``stripe listen`` does) each
 verified delivery goes on, byte for byte with its headers, to the developer's own handler, and
 the sender gets the handler's answer. At the end, with ``--config``, the deliveries are compared
-with the events list (``conformance.webhook_listen``) and the verdict is written as ``paysuite
+with the events list (``paysuite.webhooks.listen``) and the verdict is written as ``paysuite
 conform`` writes its own: junit.xml, conformance.json and report.html in ``--report-dir``. Exit
 status: 0 pass, 1 a rule failed, 2 no verdict (nothing arrived, the list could not be read) or
 a usage error.
@@ -38,8 +38,8 @@ from paysuite_core.tls import add_arguments as add_tls_arguments
 
 if TYPE_CHECKING:
     from paysuite_core.target_config import TargetConfig
-    from paysuite_core.webhook_ledger import Arrival, Ledger
-    from paysuite_core.webhook_receiver import WebhookReceiver
+    from paysuite_core.webhooks.ledger import Arrival, Ledger
+    from paysuite_core.webhooks.receiver import WebhookReceiver
 
 PROG = "paysuite webhooks listen"
 SECRET_ENV = "PAYSUITE_WEBHOOK_SECRET"
@@ -207,7 +207,7 @@ class ListenSettings:
 
 
 def _settings(args: argparse.Namespace) -> ListenSettings:
-    from paysuite_core.webhook_signature import DEFAULT_TOLERANCE_S
+    from paysuite_core.webhooks.signature import DEFAULT_TOLERANCE_S
 
     config = _load_config(args.config) if args.config else None
     hooks = config.webhooks if config else None
@@ -285,14 +285,14 @@ class ConfigWatch:
 
 
 def run_listen(args: argparse.Namespace) -> int:
-    from paysuite_core.webhook_receiver import ReceiverStartError, WebhookReceiver, running
+    from paysuite_core.webhooks.receiver import ReceiverStartError, WebhookReceiver, running
 
     settings = _settings(args)
 
     def show(arrival: Arrival) -> None:
         print(arrival.line(), flush=True)
 
-    from paysuite_core.webhook_receiver import FORWARD_TIMEOUT_S, Forwarder
+    from paysuite_core.webhooks.receiver import FORWARD_TIMEOUT_S, Forwarder
 
     forward = None
     if args.forward_to:
@@ -373,7 +373,8 @@ def _wait(
 def _finish(
     ledger: Ledger, settings: ListenSettings, args: argparse.Namespace, started: datetime, t0: float
 ) -> int:
-    from conformance import report, webhook_listen
+    from conformance import report
+    from paysuite.webhooks import listen as webhook_listen
 
     counts = ledger.counts()
     formats: dict[str, int] = {}

@@ -1,6 +1,6 @@
 """paysuite's webhook receiver: verifies, deduplicates and records every signed delivery.
 
-It answers as the contract in ``paysuite_core.webhook_signature`` asks of any receiver (the table
+It answers as the contract in ``paysuite_core.webhooks.signature`` asks of any receiver (the table
 "What the receiver answers" in docs/webhooks.md), so that a sender's retries are exercised as a
 real merchant would exercise them. It runs in a thread of its own (``running``) so that
 synchronous callers (the conformance checks, the ``listen`` command) drive it without an event
@@ -27,7 +27,7 @@ from paysuite_core import json_errors
 from paysuite_core.http_clients import aiohttp_session
 from paysuite_core.listening import BodyTooLarge, Listening, read_whole
 from paysuite_core.tls import TLSSettings, explain
-from paysuite_core.webhook_ledger import (
+from paysuite_core.webhooks.ledger import (
     Arrival,
     HandlerAnswer,
     Ledger,
@@ -35,7 +35,7 @@ from paysuite_core.webhook_ledger import (
     journal_line,
     parse_event,
 )
-from paysuite_core.webhook_signature import (
+from paysuite_core.webhooks.signature import (
     ATTEMPT_HEADER,
     DEFAULT_TOLERANCE_S,
     EVENT_ID_HEADER,

@@ -1,6 +1,6 @@
 """What paysuite's webhook receiver saw: every delivery as it arrived, and the questions on it.
 
-The receiver (``paysuite_core.webhook_receiver``) records each delivery here, accepted or not,
+The receiver (``paysuite_core.webhooks.receiver``) records each delivery here, accepted or not,
 and three readers judge the same record: ``paysuite webhooks listen`` (against the events list
 at the end), the conformance WEBHOOK checks (while they drive transactions) and the load
 reconciliation (every acknowledged creation's events delivered). They may not import each

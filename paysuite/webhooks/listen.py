@@ -1,7 +1,7 @@
 """The verdict of ``paysuite webhooks listen``: what its receiver saw, judged by the WEBHOOK rules.
 
 The listener drives nothing: it receives whatever the target sends while it runs. At the end it
-judges the record (``paysuite_core.webhook_ledger``) with the same catalog entries as the
+judges the record (``paysuite_core.webhooks.ledger``) with the same catalog entries as the
 conformance checks, so that one rule has one ID wherever it is judged:
 
 - WEBHOOK-001 every event the events list shows in the window arrived, as the list shows it
@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from conformance import catalog, timestamps
+from conformance import catalog
+from paysuite_core.driver import timestamps
 from paysuite_core.driver.api import data_of
 from paysuite_core.driver.http import TargetUnreachable
 from paysuite_core.driver.target import Target
@@ -48,7 +49,7 @@ from paysuite_core.results.outcome import CouldNotCheck
 from paysuite_core.results.verdict import CheckResult, Coverage, Verdict
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.tls import TLSSettings
-from paysuite_core.webhook_ledger import Arrival, Ledger
+from paysuite_core.webhooks.ledger import Arrival, Ledger
 
 #: How far before the listener's start an event may be stamped and still count as in the window
 #: (the target's clock and this one differ a little).
