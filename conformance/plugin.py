@@ -398,9 +398,7 @@ def pytest_collection_modifyitems(
         tls=state.prepared.tls,
         concurrency=options.concurrency,
         # the run's secrets: its curls name each application's credentials
-        masker=Masker.for_config(
-            state.prepared.config, str(Path(options.config).resolve()) if options.config else None
-        ),
+        masker=Masker.for_config(state.prepared.config, options.config),
     )
     _set_up_early(
         state.target,

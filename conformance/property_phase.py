@@ -497,10 +497,9 @@ class _Tokens:
         throttle: Throttle | None = None,
         tls: TLSSettings | None = None,
         limits: Limits | None = None,
-        masker: Masker | None = None,
     ) -> None:
         self.lock = threading.Lock()
-        self.client = RecordingClient(base_url, lambda: None, limits, throttle, tls, None, masker)
+        self.client = RecordingClient(base_url, lambda: None, limits, throttle, tls)
         self.ttl_s = ttl_s
         self.flows: dict[str, tokens.TokenFlow] = {}
 
@@ -633,8 +632,8 @@ def run_properties(target: Target, spec: dict[str, Any], deadline: float | None 
         target.throttle,
         target.tls,
         target.limits,
-        target.masker,
     )
+    suite_tokens.client.masker = target.masker  # what it is issued, the failures' curls name
     secured = {
         path
         for path, _method, operation in operations(patched)

@@ -58,14 +58,9 @@ def run_history(target: Target, budget_s: float, seed: int) -> HistoryResult:
         target, world_of(target), started + concurrent.budget_share(budget_s)
     )
     client = RecordingClient(
-        target.base_url,
-        lambda: None,
-        target.limits,
-        target.throttle,
-        target.tls,
-        None,
-        target.masker,
+        target.base_url, lambda: None, target.limits, target.throttle, target.tls
     )
+    client.masker = target.masker  # what the phase is issued, the run's curls name
     session = Session(target, client, budget_s - (time.monotonic() - started))
     session.result.concurrent = part
     session.result.budget_s = budget_s

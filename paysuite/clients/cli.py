@@ -138,11 +138,6 @@ def run_clients(args: argparse.Namespace) -> int:
     return write_outputs(args, config, columns, started, tls)
 
 
-def _config_path(args: argparse.Namespace) -> str | None:
-    """The configuration file a reproduction reads the secrets from (None: none was given)."""
-    return str(Path(args.config).resolve()) if getattr(args, "config", None) else None
-
-
 def _write_reports(args: argparse.Namespace, as_json: str, page: str) -> list[Path]:
     """clients.json and clients.html into ``--report-dir`` (and ``--json``); OSError as it came."""
     directory = Path(args.report_dir)
@@ -170,7 +165,7 @@ def write_stopped(
     from paysuite.clients import report
     from paysuite_core.results.masking import Masker
 
-    masker = Masker.for_config(config, _config_path(args))
+    masker = Masker.for_config(config, args.config)
     verdict = report.stopped_verdict(reason)
     common = {
         "target": config.base_url,
@@ -204,7 +199,7 @@ def write_outputs(
     from paysuite_core.results.masking import Masker
 
     # the run's secrets: the reports' curls name each application's credentials as conform's do
-    masker = Masker.for_config(config, _config_path(args))
+    masker = Masker.for_config(config, args.config)
     shown = report.mask_columns(columns, masker)
     verdict = report.verdict_of(shown)
     common = {

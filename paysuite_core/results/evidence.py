@@ -79,13 +79,10 @@ def _learn(exchange: Recorded) -> None:
         return
     known = exchange.masker.known
     client_id = ""
-    sent: Any = None
-    raw_body = exchange._raw_body()
-    if raw_body:
-        try:
-            sent = json.loads(raw_body)
-        except ValueError:
-            sent = None
+    try:
+        sent = json.loads(exchange._raw_body() or "null")
+    except ValueError:
+        sent = None
     if isinstance(sent, dict):
         # A client_id JSON-escaped as a lone surrogate (ERR-004 sends one) stays escaped: the
         # report and the terminal write UTF-8, which cannot hold the surrogate itself.
@@ -250,7 +247,8 @@ class _Keys:
         out.append(value[position:])
         return [s for s in out if s != ""]
 
-    def runs(self, value: str) -> set[str]:
+    @staticmethod
+    def runs(value: str) -> set[str]:
         """The random parts of a key, lower-cased (how two keys are told to be one)."""
         return {
             run.lower()
@@ -319,14 +317,9 @@ class _Numbers:
 
 def key_runs(wire: Exchange) -> set[str]:
     """The random parts of the idempotency keys an exchange carried (header and query)."""
-    keys = _Keys()
-    found: set[str] = set()
-    for name, value in wire.request_headers:
-        if name.lower() == "idempotency-key":
-            found |= keys.runs(value)
-    for match in _QUERY_KEY.finditer(wire.url):
-        found |= keys.runs(match["v"])
-    return found
+    keys = [value for name, value in wire.request_headers if name.lower() == "idempotency-key"]
+    keys += [match["v"] for match in _QUERY_KEY.finditer(wire.url)]
+    return {run for key in keys for run in _Keys.runs(key)}
 
 
 def _split_segments(
@@ -398,12 +391,8 @@ def issued(item: Mapping[str, Any], token: str) -> Issued | None:
 def masker_of(results: Iterable[Any]) -> Masker:
     """The run's masker, as its results' evidence carries it (the reports are written from the
     results alone); a fresh one when no evidence does (then no curl names a credential)."""
-    for result in results:
-        for held in (getattr(result, "reproduction", None), *result.evidence):
-            masker = getattr(held, "masker", None)
-            if isinstance(masker, Masker):
-                return masker
-    return Masker()
+    held = (h for r in results for h in (getattr(r, "reproduction", None), *r.evidence))
+    return next((m for h in held if isinstance(m := getattr(h, "masker", None), Masker)), Masker())
 
 
 def item_form(item: dict[str, Any], *, reveal: bool) -> dict[str, Any]:
@@ -596,11 +585,7 @@ class Recorded:
                 "elapsed_ms": self.wire.elapsed_ms if self.wire.status else None,
             }
         words, stand_ins = self._curl_words(reveal)
-        data = {
-            "request": request,
-            "response": response,
-            "curl": self._joined(words),
-        }
+        data = {"request": request, "response": response, "curl": self._joined(words)}
         if reveal:
             return data
         if stand_ins.needs:
@@ -634,11 +619,10 @@ def _authorization(value: str, stand_ins: _StandIns) -> list[Segment]:
     """The credential of an Authorization value as ``$PAYSUITE_TOKEN_<APP>``, its scheme kept
     (a refresh token sent as an access token, as AUTH-010 does, by its own variable)."""
     scheme, sep, credential = value.partition(" ")
-    if not sep:
-        scheme, credential = "", value
+    prefix, credential = (f"{scheme} ", credential) if sep else ("", value)
     if not credential:
         return [value]
-    return [f"{scheme} " if sep else "", *stand_ins.stand_in(credential, "access", "refresh")]
+    return [prefix, *stand_ins.stand_in(credential, "access", "refresh")]
 
 
 #: The kinds of credential variable, longest first (a variable is told by its prefix), and the

@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from os.path import commonprefix
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote, unquote_plus
 
@@ -178,10 +179,10 @@ class Masker:
     _searched: list[str] | None = field(default=None, repr=False)  # longest first, when known
 
     @classmethod
-    def for_config(cls, config: TargetConfig | None, config_path: str | None = None) -> Masker:
-        """A run's masker: it knows the configuration's client secrets and names its
-        applications, so the variables of the curls follow."""
-        masker = cls(config_path=config_path)
+    def for_config(cls, config: TargetConfig | None, path: str | None = None) -> Masker:
+        """A run's masker: it knows the configuration's client secrets (read from ``path``) and
+        names its applications, so the variables of the curls follow."""
+        masker = cls(config_path=str(Path(path).resolve()) if path else None)
         if config is None:
             return masker
         taken: dict[str, int] = {}
