@@ -55,7 +55,7 @@ from paysuite_core.results.masking import (
     shown_headers,
     shown_url,
 )
-from paysuite_core.tokens import AUTHORIZE_PATH, parse_expires
+from paysuite_core.tokens import AUTHORIZE_PATH
 
 MAX_BODY_CHARS = 2000
 #: A request body kept for the curl is never cut at 2000 characters (it would not replay), but a
@@ -68,40 +68,6 @@ def truncate(text: str, limit: int = MAX_BODY_CHARS) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f"… [{len(text) - limit} more characters]"
-
-
-def _learn(exchange: Recorded) -> None:
-    """Remember the tokens a 2xx authorize or refresh answered, and the secret that earned them."""
-    if not 200 <= exchange.wire.status < 300:
-        return
-    answer = exchange.wire.response_json()
-    if not isinstance(answer, dict) or not isinstance(answer.get("access"), str):
-        return
-    known = exchange.masker.known
-    client_id = ""
-    try:
-        sent = json.loads(exchange._raw_body() or "null")
-    except ValueError:
-        sent = None
-    if isinstance(sent, dict):
-        # A client_id JSON-escaped as a lone surrogate (ERR-004 sends one) stays escaped: the
-        # report and the terminal write UTF-8, which cannot hold the surrogate itself.
-        client_id = str(sent.get("client_id") or "").encode("utf-8", "backslashreplace").decode()
-        known["secret"].add(sent.get("client_secret"), client_id)
-    path_token = REFRESH_PATH.search(exchange.wire.url)
-    if not client_id and path_token:
-        found = known["refresh"].match(path_token["v"])
-        client_id = found[1].client_id if found else ""
-    now = time.time()
-    expires_at: float | None = parse_expires(answer.get("expires"), answer["access"], now, 0)
-    if expires_at == now:  # neither ``expires`` nor the JWT said: no expiry known
-        expires_at = None
-    short_lived = exchange.masker.short_lived
-    short = short_lived is not None and exchange.wire.url == short_lived[1]
-    known["access"].add(
-        answer["access"], client_id, issued_at=now, expires_at=expires_at, short=short
-    )
-    known["refresh"].add(answer.get("refresh"), client_id)
 
 
 # --- shell words with environment variables --------------------------------------------------
@@ -192,7 +158,7 @@ class _StandIns:
     def stand_in(self, value: str, kind: Kind, *others: Kind) -> list[Segment]:
         """``value`` as ``$VAR``, or rebuilt from one (the suite's forgery of a known value)."""
         for store_kind in (kind, *others):
-            owner = self.masker.owner(store_kind, value)
+            owner = self.masker.known[store_kind].get(value)
             if owner is not None:
                 return [_Var(self._var(store_kind, owner))]
         known: Known = self.masker.known[kind]
@@ -262,12 +228,8 @@ class _Keys:
         for var, length in self._vars.values():
             times = math.ceil(length / 32)
             made = "uuid.uuid4().hex" if times == 1 else f"(uuid.uuid4().hex*{times})"
-            code = (
-                f"import uuid;print({made}[:{length}])"
-                if length != 32
-                else f"import uuid;print({made})"
-            )
-            out.append(f"{var}=$(python3 -c {shlex.quote(code)})")
+            cut = "" if length == 32 else f"[:{length}]"
+            out.append(f"{var}=$(python3 -c {shlex.quote(f'import uuid;print({made}{cut})')})")
         return out
 
 
@@ -385,7 +347,7 @@ def wire_of(item: Mapping[str, Any]) -> Exchange | None:
 def issued(item: Mapping[str, Any], token: str) -> Issued | None:
     """What the run of an evidence item knows of an access token it was issued (None: not one
     it saw issued, or a tool's item)."""
-    return item.masker.owner("access", token) if isinstance(item, EvidenceItem) else None
+    return item.masker.known["access"].get(token) if isinstance(item, EvidenceItem) else None
 
 
 def masker_of(results: Iterable[Any]) -> Masker:
@@ -431,7 +393,7 @@ class Recorded:
         #: and the connection then stayed silent this long (ERR-007): the curl does the same.
         self.stall_s: float | None = None
         if wire.status:
-            _learn(self)
+            self.masker.learn_issued(wire, self._raw_body())
 
     @classmethod
     def build(
@@ -455,7 +417,7 @@ class Recorded:
         self.wire.response_headers = tuple(headers.items())
         self.wire.response_body = body.encode("utf-8", "surrogatepass")
         self.wire.elapsed_ms = round(elapsed_ms, 1)
-        _learn(self)
+        self.masker.learn_issued(self.wire, self._raw_body())
 
     @property
     def method(self) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from os.path import commonprefix
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote, unquote_plus
 
 from paysuite_core.exchange import Exchange, Headers
-from paysuite_core.tokens import REFRESH_PATHS
+from paysuite_core.tokens import REFRESH_PATHS, parse_expires
 
 if TYPE_CHECKING:
     from paysuite_core.target_config import TargetConfig
@@ -118,33 +119,32 @@ class Issued:
     short: bool = False
 
 
-class Known:
-    """Credential value -> ``Issued``, oldest dropped first (a long run stays bounded)."""
+class Known(dict[str, Issued]):
+    """Credential value -> ``Issued``, oldest dropped first past ``LIMIT`` (a long run stays
+    bounded)."""
 
-    def __init__(self, limit: int = 4096) -> None:
-        self.owners: dict[str, Issued] = {}
-        self._limit = limit
+    LIMIT = 4096
 
     def add(self, value: Any, client_id: str, **facts: Any) -> None:
         if not isinstance(value, str) or not value:
             return
-        self.owners.pop(value, None)
-        self.owners[value] = Issued(client_id, **facts)
-        while len(self.owners) > self._limit:
-            del self.owners[next(iter(self.owners))]
+        self.pop(value, None)
+        self[value] = Issued(client_id, **facts)
+        while len(self) > self.LIMIT:
+            del self[next(iter(self))]
 
     def match(self, value: str) -> tuple[str, Issued] | None:
         """(known value, its facts) equal to ``value`` or, failing that, its longest prefix."""
-        prefixes = [k for k in list(self.owners) if len(k) >= 8 and value.startswith(k)]
-        found = value if value in self.owners else max(prefixes, key=len, default=None)
-        return None if found is None else (found, self.owners[found])
+        prefixes = [k for k in list(self) if len(k) >= 8 and value.startswith(k)]
+        found = value if value in self else max(prefixes, key=len, default=None)
+        return None if found is None else (found, self[found])
 
     def nearest(self, value: str) -> tuple[str, Issued, int, int] | None:
         """The known value sharing the most with ``value`` at its two ends: (known, facts,
         common prefix, common suffix), when what they share is most of ``value`` (a forgery
         that altered a signature, stripped it, or appended to a secret); else None."""
         best: tuple[str, Issued, int, int] | None = None
-        for known, owner in list(self.owners.items()):
+        for known, owner in list(self.items()):
             head = len(commonprefix([value, known]))
             tail = len(commonprefix([value[::-1], known[::-1]]))
             tail = min(tail, min(len(value), len(known)) - head)
@@ -200,11 +200,38 @@ class Masker:
             masker.number_pattern = config.effective_number_pattern
         return masker
 
-    # --- shell variables --------------------------------------------------------------------
-    def owner(self, kind: Kind, value: str) -> Issued | None:
-        """What the run knows of a credential it was issued or accepted (None: not one)."""
-        return self.known[kind].owners.get(value)
+    def learn_issued(self, wire: Exchange, sent: str | None) -> None:
+        """Remember the tokens a 2xx authorize or refresh answered (for whom, when, with which
+        ``expires``), and the secret that earned them (``sent``: the body the suite sent)."""
+        answer = wire.response_json() if 200 <= wire.status < 300 else None
+        if not isinstance(answer, dict) or not isinstance(answer.get("access"), str):
+            return
+        try:
+            asked = json.loads(sent or "null")
+        except ValueError:
+            asked = None
+        client_id = ""
+        if isinstance(asked, dict):
+            # A client_id JSON-escaped as a lone surrogate (ERR-004 sends one) stays escaped:
+            # the report and the terminal write UTF-8, which cannot hold the surrogate itself.
+            client_id = (
+                str(asked.get("client_id") or "").encode("utf-8", "backslashreplace").decode()
+            )
+            self.known["secret"].add(asked.get("client_secret"), client_id)
+        path_token = REFRESH_PATH.search(wire.url)
+        if not client_id and path_token:
+            found = self.known["refresh"].match(path_token["v"])
+            client_id = found[1].client_id if found else ""
+        now = time.time()
+        expires_at: float | None = parse_expires(answer.get("expires"), answer["access"], now, 0)
+        if expires_at == now:  # neither ``expires`` nor the JWT said: no expiry known
+            expires_at = None
+        short = self.short_lived is not None and wire.url == self.short_lived[1]
+        facts = {"issued_at": now, "expires_at": expires_at, "short": short}
+        self.known["access"].add(answer["access"], client_id, **facts)
+        self.known["refresh"].add(answer.get("refresh"), client_id)
 
+    # --- shell variables --------------------------------------------------------------------
     def app_name(self, client_id: str) -> str:
         """The application's name in variable names: the run's (``DEMO01_READ_WRITE``), else its
         client_id upper-cased, non-alphanumerics as ``_``."""
@@ -217,7 +244,7 @@ class Masker:
     def shortened(self, text: str) -> str:
         """``text`` with every credential the run issued or accepted shortened."""
         for store in self.known.values():
-            for value in list(store.owners):
+            for value in list(store):
                 if len(value) >= 8 and value in text:
                     text = text.replace(value, shorten_token(value))
         return text
