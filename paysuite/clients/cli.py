@@ -165,7 +165,7 @@ def write_stopped(
     from paysuite.clients import report
     from paysuite_core.results.masking import Masker
 
-    masker = Masker.for_config(config, args.config)
+    masker = Masker.for_config(config, getattr(args, "config", None))
     verdict = report.stopped_verdict(reason)
     common = {
         "target": config.base_url,
@@ -199,7 +199,7 @@ def write_outputs(
     from paysuite_core.results.masking import Masker
 
     # the run's secrets: the reports' curls name each application's credentials as conform's do
-    masker = Masker.for_config(config, args.config)
+    masker = Masker.for_config(config, getattr(args, "config", None))
     shown = report.mask_columns(columns, masker)
     verdict = report.verdict_of(shown)
     common = {
