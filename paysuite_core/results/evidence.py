@@ -49,7 +49,6 @@ from paysuite_core.results.masking import (
     REFRESH_PATH,
     Issued,
     Kind,
-    Known,
     Masker,
     shown,
     shown_headers,
@@ -161,7 +160,7 @@ class _StandIns:
             owner = self.masker.known[store_kind].get(value)
             if owner is not None:
                 return [_Var(self._var(store_kind, owner))]
-        known: Known = self.masker.known[kind]
+        known = self.masker.known[kind]
         match = known.match(value)
         if match is not None:
             found, owner = match

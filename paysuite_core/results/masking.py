@@ -243,8 +243,8 @@ class Masker:
 
     def shortened(self, text: str) -> str:
         """``text`` with every credential the run issued or accepted shortened."""
-        for store in self.known.values():
-            for value in list(store):
+        for kind in ("access", "refresh", "secret"):
+            for value in list(self.known[kind]):
                 if len(value) >= 8 and value in text:
                     text = text.replace(value, shorten_token(value))
         return text
