@@ -287,3 +287,14 @@ def _run(command: str, env: dict[str, str] | None = None) -> str:
     return subprocess.run(
         ["bash", "-c", command], env=env, capture_output=True, text=True, check=True
     ).stdout
+
+
+def test_two_runs_in_one_process_keep_their_credentials_apart() -> None:
+    """The masker is the run's, not the process's: a token one run was issued is a stranger to
+    another run's curl (named with a note), and known to its own."""
+    token = _issue("app-w")
+    headers = {"Authorization": f"Bearer {token}"}
+    elsewhere = Recorded.build("GET", f"{BASE}/x", headers, None, masker=Masker()).to_dict()
+    assert "forgery" in elsewhere["note"] and elsewhere["env"] == {"PAYSUITE_TOKEN": ""}
+    here = Recorded.build("GET", f"{BASE}/x", headers, None, masker=RUN.masker).to_dict()
+    assert "note" not in here and here["env"] == {"PAYSUITE_TOKEN_M1_READ_WRITE": "app-w"}
