@@ -111,7 +111,7 @@ class Client:
         *,
         name: str,
         headers: Mapping[str, str] | None = None,
-        json: Any = None,
+        json: object = None,
     ) -> Exchange:
         """``with request(...) as reply``: ``path`` is appended to the base URL, unless it is an
         absolute ``http(s)://`` URL. ``headers`` are not modified (a caller may pass the same
@@ -147,7 +147,7 @@ class Exchange:
         path: str,
         name: str,
         headers: Mapping[str, str] | None,
-        json: Any,
+        json: object,
     ) -> None:
         self.client = client
         self.method = method
@@ -196,7 +196,7 @@ class Exchange:
         self.reply = reply
         return reply
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+    def __exit__(self, _type: object, exc: BaseException | None, _tb: object) -> None:
         reply, self.reply = self.reply, None
         if reply is None or (exc is not None and not isinstance(exc, Exception)):
             return

@@ -53,7 +53,7 @@ class BoundedHeaders(Headers):
         self.size = 0
         super().__init__(*args, **kwargs)
 
-    def add(self, field: str, value: Any) -> None:
+    def add(self, field: str, value: str | list[str] | tuple[str, ...]) -> None:
         self.lines += 1
         self.size += len(field) + len(value if isinstance(value, str) else str(value))
         if self.lines > MAX_HEADER_LINES or self.size > MAX_HEADER_BYTES:

@@ -15,12 +15,20 @@ import os
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from load import context as run_context
 from load.ledger import LEDGER, TimeToProcessed
 from load.plan import LoadPlan, option
 from load.reconcile import failure_reasons, reconcile
+from load.records import (
+    Abort,
+    LoadSummary,
+    OperationSummary,
+    Reconciliation,
+    ShapeSummary,
+    TimeToProcessedStats,
+)
 from load.shape_catalog import Shape, Thresholds
 from load.slo import OperationStats, Verdict, evaluate, percentile_of
 from load.terminal import print_table_once, reports_line
@@ -57,7 +65,7 @@ def verdict_word(exit_code: int) -> str:
     return {EXIT_PASSED: "pass", EXIT_INTERRUPTED: "interrupted", 2: "error"}.get(exit_code, "fail")
 
 
-def _pass_reason(exit_code: int, reconciliation: dict[str, Any]) -> str:
+def _pass_reason(exit_code: int, reconciliation: Reconciliation) -> str:
     """load.json's ``reason`` of a run with nothing to blame."""
     if exit_code == EXIT_INTERRUPTED:
         return INTERRUPTED
@@ -80,7 +88,7 @@ def write_no_run(
     reason: str,
     stop_reason: str = STOPPED_BY_PRECHECK,
     tls: str = "",
-) -> dict[str, Any]:
+) -> LoadSummary:
     """load.json and load.html of a run without a verdict of its own: the pre-check stopped it
     (no load sent), or Locust ended without writing one (``stop_reason`` says which).
 
@@ -89,7 +97,7 @@ def write_no_run(
     """
     from load.report import render_html
 
-    summary: dict[str, Any] = {
+    summary: LoadSummary = {
         "schema": SCHEMA,
         "shape": shape,
         "profile": shape,
@@ -121,7 +129,7 @@ def percentile(values: list[float], fraction: float) -> float | None:
     return percentile_of(Counter(values), fraction)
 
 
-def time_to_processed_stats(samples: list[TimeToProcessed]) -> dict[str, Any]:
+def time_to_processed_stats(samples: list[TimeToProcessed]) -> TimeToProcessedStats:
     seconds = [s["seconds"] for s in samples]
     by_status: dict[str, int] = {}
     for s in samples:
@@ -145,14 +153,14 @@ def judge(
     slo: Thresholds,
     ops: dict[str, OperationStats],
     total: OperationStats,
-    ttp: dict[str, Any],
-    shape_summary: dict[str, Any],
+    ttp: TimeToProcessedStats,
+    shape_summary: ShapeSummary,
     counters: dict[str, int] | None = None,
 ) -> list[Verdict]:
     """The verdicts of the run (the ramp judges its first step: breaking later is its finding)."""
     ops = dict(ops)
     if ttp["count"]:
-        p50, p95, p99 = (_ms(ttp[key]) for key in ("p50_s", "p95_s", "p99_s"))
+        p50, p95, p99 = _ms(ttp["p50_s"]), _ms(ttp["p95_s"]), _ms(ttp["p99_s"])
         ops["time-to-processed"] = OperationStats(ttp["count"], 0, 0.0, p50, p95, p99)
     if shape.name == "ramp":
         steps = shape_summary.get("steps") or []
@@ -169,7 +177,7 @@ def judge(
         return [
             Verdict(
                 label, metric, star[metric], first[metric], metric not in first["breached"], note
-            )  # fmt: skip
+            )
             for metric in ("p95_ms", "error_ratio")
             if metric in star
         ]
@@ -211,8 +219,8 @@ def threshold_line(v: Verdict, ok: str = "✓", cross: str = "✗") -> str:
 
 def result_reasons(
     verdicts: list[Verdict],
-    reconciliation: dict[str, Any],
-    aborted: dict[str, Any] | None = None,
+    reconciliation: Reconciliation,
+    aborted: Abort | None = None,
 ) -> list[str]:
     """Why a run fails, one phrase each (empty: it passes)."""
     reasons = [f"threshold {v.describe()}" for v in verdicts if not v.passed]
@@ -224,10 +232,10 @@ def result_reasons(
 
 def verdict_table(
     verdicts: list[Verdict],
-    reconciliation: dict[str, Any],
+    reconciliation: Reconciliation,
     shape: str,
     exit_code: int,
-    aborted: dict[str, Any] | None = None,
+    aborted: Abort | None = None,
     tls: str = "",
 ) -> str:
     """The text printed at the end of a run: the thresholds, the reconciliation, the result;
@@ -276,15 +284,18 @@ def verdict_table(
     return "\n".join(lines)
 
 
-def ramp_table(shape_summary: dict[str, Any]) -> list[str]:
+def ramp_table(shape_summary: ShapeSummary) -> list[str]:
     """The ramp's steps at the terminal (users, req/s, p95, errors), the knee marked: what a
     ramp is run for, without opening load.html."""
     steps = shape_summary.get("steps") or []
     if not steps:
         return []
     marks: dict[int, list[str]] = {}
-    for key, label in (("knee", "knee"), ("plateau", "plateau"), ("slo_break", "SLO broken")):
-        found = shape_summary.get(key)
+    for found, label in (
+        (shape_summary.get("knee"), "knee"),
+        (shape_summary.get("plateau"), "plateau"),
+        (shape_summary.get("slo_break"), "SLO broken"),
+    ):
         if found:
             marks.setdefault(int(found["step"]), []).append(label)
     lines = [
@@ -301,7 +312,7 @@ def ramp_table(shape_summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def collect_failures(stats: RequestStats) -> list[dict[str, Any]]:
+def collect_failures(stats: RequestStats) -> list[dict[str, str | int]]:
     """Locust's distinct failure messages, most frequent first (load.html's failures table)."""
     errors = sorted(stats.errors.values(), key=lambda error: -error.occurrences)
     return [
@@ -310,7 +321,7 @@ def collect_failures(stats: RequestStats) -> list[dict[str, Any]]:
     ]
 
 
-def ramp_lines(shape_summary: dict[str, Any]) -> list[str]:
+def ramp_lines(shape_summary: ShapeSummary) -> list[str]:
     """What the ramp found, from the same per-step numbers as load.json and load.html."""
     lines = []
     knee, plateau = shape_summary.get("knee"), shape_summary.get("plateau")
@@ -338,7 +349,7 @@ def ramp_lines(shape_summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _reconcile(plan: LoadPlan) -> dict[str, Any]:
+def _reconcile(plan: LoadPlan) -> Reconciliation:
     recon = reconcile(
         LEDGER.creates,
         plan.target,
@@ -356,7 +367,7 @@ def _reconcile(plan: LoadPlan) -> dict[str, Any]:
     return recon
 
 
-def _stats(s: OperationStats) -> dict[str, Any]:
+def _stats(s: OperationStats) -> OperationSummary:
     return {
         "requests": s.requests,
         "failures": s.failures,
@@ -388,12 +399,12 @@ def _files(options: argparse.Namespace | None, report_dir: Path) -> dict[str, st
 
 
 def _shape_findings(
-    shape: Shape, shape_summary: dict[str, Any], ttp: dict[str, Any], recon: dict[str, Any]
-) -> dict[str, Any]:
+    shape: Shape, shape_summary: ShapeSummary, ttp: TimeToProcessedStats, recon: Reconciliation
+) -> LoadSummary:
     """What the shape is run for: the ramp's steps and knee, the lifecycle's time to processed,
     the storm's conflicts and duplicates."""
     counters = LEDGER.counters
-    found: dict[str, Any] = {}
+    found: LoadSummary = {}
     if shape.name == "ramp":
         found["ramp"] = shape_summary
         found["knee"] = shape_summary.get("knee")
@@ -410,7 +421,7 @@ def _shape_findings(
     return found
 
 
-def finalize(environment: Environment, shape_class: LoadTestShape | None = None) -> dict[str, Any]:
+def finalize(environment: Environment, shape_class: LoadTestShape | None = None) -> LoadSummary:
     """Compute everything, write load.json, print the verdict table, set the exit status.
 
     A run its shape did not end (it names why it ended: duration, budget, abort, SLO break) was
@@ -422,7 +433,7 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
     ops, total, duration = collect_operations(stats)
     ttp = time_to_processed_stats(LEDGER.time_to_processed)
     summary_of = getattr(shape_class, "summary", None)
-    shape_summary: dict[str, Any] = summary_of() if callable(summary_of) else {}
+    shape_summary: ShapeSummary = summary_of() if callable(summary_of) else {}
     interrupted = callable(summary_of) and not shape_summary.get("stop_reason")
     counters = dict(LEDGER.counters)
     verdicts = judge(shape, plan.thresholds, ops, total, ttp, shape_summary, counters)
@@ -434,7 +445,7 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
     if interrupted and exit_code == EXIT_PASSED:
         exit_code = EXIT_INTERRUPTED
     reasons = result_reasons(verdicts, recon, aborted)
-    summary = {
+    summary: LoadSummary = {
         "schema": SCHEMA,
         "shape": shape.name,
         "profile": shape.name,  # the shape's old name, kept for readers of paysuite-load/1

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
+from typing import TYPE_CHECKING, NotRequired, TypedDict, cast
 
 if TYPE_CHECKING:  # imported outside Locust too (the reconciliation's types)
     from locust.env import Environment
@@ -96,7 +96,7 @@ class Ledger:
         self.batches_received += 1
         self.sources.add(source)
 
-    def on_message(self, environment: Environment, msg: Message, **_: Any) -> None:
+    def on_message(self, environment: Environment, msg: Message, **_: object) -> None:
         batch = cast(Batch, msg.data or {})  # what flush() sent (keys may be missing: .get)
         self.merge(batch, str(getattr(msg, "node_id", "?")))
 

@@ -9,7 +9,6 @@ either: a certificate the users would refuse stops the run here, in one line, be
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import httpx
 
@@ -47,7 +46,7 @@ class Answer:
     retry_after: str | None = None
 
 
-def post_json(url: str, payload: Any, limits: Limits, tls: TLSSettings | None = None) -> Answer:
+def post_json(url: str, payload: object, limits: Limits, tls: TLSSettings | None = None) -> Answer:
     """POST ``payload`` as JSON to ``url`` within ``limits``, trusting what ``tls`` says."""
     client = BoundedClient(limits, tls=tls, trust_env=False)
     try:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from load.ledger import CreateRecord
+from load.records import Reconciliation
 from paysuite_core import bounded_http, guarded_json
 from paysuite_core.bounded_http import LOAD_LIMITS, Limits, TotalTimeout
 from paysuite_core.target_config import TargetConfig
@@ -36,6 +37,7 @@ from paysuite_core.tokens import PlainAnswer, Request, Send, TokenFlow
 from paysuite_core.url_paths import segment
 
 if TYPE_CHECKING:  # gevent: not imported where reconcile is only read
+    from gevent import Greenlet
     from gevent.queue import Queue
 
 CREATED = "transaction:created"
@@ -120,13 +122,13 @@ class _Session:
         return _Response(status, data)
 
     def get(
-        self, url: str, *, headers: dict[str, str], params: dict[str, Any] | None = None, **_: Any
+        self, url: str, *, headers: dict[str, str], params: dict[str, str | int] | None = None
     ) -> _Response:
         if params:
             url = f"{url}?{urlencode(params)}"
         return self._call("GET", url, None, headers)
 
-    def post(self, url: str, *, json: Any, **_: Any) -> _Response:
+    def post(self, url: str, *, json: object) -> _Response:
         body = dumps(json).encode()
         return self._call("POST", url, body, {"Content-Type": "application/json"})
 
@@ -150,9 +152,9 @@ class _Tokens:
         #: one lock per merchant: a merchant's token requests do not wait for another's
         self._locks: dict[str, Semaphore] = defaultdict(Semaphore)
         #: per merchant, the greenlets waiting for its lock
-        self._waiting: dict[str, set[Any]] = defaultdict(set)
+        self._waiting: dict[str, set[Greenlet]] = defaultdict(set)
         #: per merchant, a token request that got no answer and those still to be told
-        self._unanswered: dict[str, tuple[BaseException, set[Any]]] = {}
+        self._unanswered: dict[str, tuple[BaseException, set[Greenlet]]] = {}
 
     @property
     def authorizes(self) -> int:
@@ -181,7 +183,7 @@ class _Tokens:
             lock.release()
         return {"Authorization": f"Bearer {token}", "Accept": "application/json"}
 
-    def _share_unanswered(self, merchant: str, me: Any) -> None:
+    def _share_unanswered(self, merchant: str, me: Greenlet) -> None:
         """Raise the token request's failure while some who waited for it are yet to be told
         (gevent's lock is not fair: one that failed can take it again before they wake)."""
         unanswered = self._unanswered.get(merchant)
@@ -325,9 +327,9 @@ def transactions_for_number(
 
 def server_duplicates(
     session: _Session, tokens: _Tokens, base_url: str, targets: dict[tuple[str, str], set[str]]
-) -> dict[str, Any]:
+) -> Reconciliation:
     """Storm numbers for which the target holds more transactions than keys were retried."""
-    duplicates: list[dict[str, Any]] = []
+    duplicates: list[dict[str, str | list[str]]] = []
     for (merchant, number), keys in targets.items():
         refs = transactions_for_number(session, tokens, base_url, merchant, number)
         if len(refs) > len(keys):
@@ -342,7 +344,7 @@ def server_duplicates(
 
 def ledger_anomalies(
     records: Iterable[CreateRecord],
-) -> tuple[list[CreateRecord], dict[str, Any]]:
+) -> tuple[list[CreateRecord], Reconciliation]:
     """Unique records by ref, and the idempotency anomalies visible in the ledger itself."""
     refs_by_key: dict[tuple[str, str], set[str]] = defaultdict(set)
     keys_by_ref: dict[str, set[str]] = defaultdict(set)
@@ -384,7 +386,7 @@ class _Checks:
     done: int = 0
     outcomes: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     error_kinds: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    samples: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[dict[str, str]] = field(default_factory=list)
     #: the run's TLS settings (``LoadPlan.tls``), as the users had them
     tls: TLSSettings | None = None
 
@@ -467,7 +469,7 @@ def reconcile(
     webhook_journal: Path | None = None,
     max_throttle_wait_s: float | None = None,
     tls: TLSSettings | None = None,
-) -> dict[str, Any]:
+) -> Reconciliation:
     """Check every acknowledged create on the target; returns the counts for load.json.
 
     ``webhook_journal``: the run's receiver journal (``load.webhook_journal``): then every event
@@ -507,7 +509,7 @@ def reconcile(
         )
         progress(f"paysuite: reconciled {done}/{len(unique)}; {unchecked} unchecked ({why})")
     storm = storm_targets(records)
-    server_side: dict[str, Any] = {}
+    server_side: Reconciliation = {}
     if storm:
         server_side = _count_storm(
             storm, config, tokens, limits, deadline, target_gone, progress, interrupted, throttle,
@@ -516,7 +518,7 @@ def reconcile(
     # ``interrupted``: the checks were; a Ctrl-C in a later step is said by that step's error
     stopped = interrupted or server_side.get("storm_check_error") == INTERRUPTED
     outcomes = checks.outcomes
-    result = {
+    result: Reconciliation = {
         "acknowledged": len(records),
         "unique_refs": len(unique),
         "checked": done,
@@ -552,7 +554,7 @@ def _webhooks(
     deadline: float,
     progress: Callable[[str], None],
     interrupted: bool,
-) -> dict[str, Any]:
+) -> Reconciliation:
     """``reconcile_webhooks`` for the events listed; after a Ctrl-C neither waited for nor
     judged (a delivery still on its way would read as undelivered): said, and a failure."""
     from load.webhook_journal import reconcile_webhooks
@@ -579,12 +581,12 @@ def _count_storm(
     interrupted: bool = False,
     throttle: Throttle | None = None,
     tls: TLSSettings | None = None,
-) -> dict[str, Any]:
+) -> Reconciliation:
     """``server_duplicates`` within what is left of the budget; not tried on a target gone nor
     after a Ctrl-C, and a Ctrl-C during the count ends it."""
     import gevent
 
-    def uncounted(why: str) -> dict[str, Any]:
+    def uncounted(why: str) -> Reconciliation:
         # an uncountable storm fails like an unchecked create
         return {"storm_keys_checked": 0, "server_duplicate_keys": 0, "storm_check_error": why}
 
@@ -614,7 +616,7 @@ def _count_storm(
         session.close()
 
 
-def _gone_why(result: dict[str, Any]) -> str:
+def _gone_why(result: Reconciliation) -> str:
     """How the target stopped answering, from the kinds of the checks' errors."""
     kinds = result.get("error_kinds") or {}
     timed_out = any(
@@ -624,7 +626,7 @@ def _gone_why(result: dict[str, Any]) -> str:
     return "no answer in time" if timed_out else "no connection"
 
 
-def failure_reasons(result: dict[str, Any]) -> list[str]:
+def failure_reasons(result: Reconciliation) -> list[str]:
     """Why a reconciliation fails, one phrase per cause with its count (empty: it passes).
 
     The three kinds: lost (not findable, or without its created event), mismatched or

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from load import loopback, probe
 from load.plan import LoadPlan, UsageError, write_plan
+from load.records import LoadSummary
 from load.webhook_journal import receiving
 from paysuite_core import guarded_json, tokens
 from paysuite_core.bounded_http import LOAD_LIMITS, Limits
@@ -65,7 +66,7 @@ class LoadResult:
     exit_code: int
     report_dir: Path
     #: load.json as written by the Locust master (``None``: the run produced no verdict)
-    summary: dict[str, Any] | None
+    summary: LoadSummary | None
     #: the plan as run (against the bundled stub: with the stub's configuration)
     plan: LoadPlan
 

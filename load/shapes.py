@@ -10,12 +10,11 @@ the same numbers (``load.slo.ramp_knee``).
 
 from __future__ import annotations
 
-from typing import Any
-
 from locust import LoadTestShape
 
 from load.context import current_plan
 from load.plan import LoadPlan
+from load.records import RampStep, ShapeSummary
 from load.shape_catalog import OPERATIONS, SHAPE_NAMES, Shape
 from load.slo import percentile_of, ramp_knee
 from load.timeline import TIMELINE, Tally, cumulative, interval, summed
@@ -77,7 +76,7 @@ class CatalogShape(LoadTestShape):
     def finish(self, elapsed: float, shape: Shape) -> None:
         """The run reached its duration (the ramp closes its last step)."""
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> ShapeSummary:
         """What the shape learned, for load.json (the ramp adds its steps and knee)."""
         return {"stop_reason": self.stop_reason}
 
@@ -98,9 +97,9 @@ class RampShape(CatalogShape):
 
     def __init__(self) -> None:
         super().__init__()
-        self.steps: list[dict[str, Any]] = []
+        self.steps: list[RampStep] = []
         #: the first step that broke an SLO (it ends the run)
-        self.slo_break: dict[str, Any] | None = None
+        self.slo_break: RampStep | None = None
         self._step_index = -1
         self._snapshot: Tally | None = None
         self._step_started = 0.0
@@ -126,7 +125,7 @@ class RampShape(CatalogShape):
             breached.append("p95_ms")
         if "error_ratio" in slo and ratio > slo["error_ratio"]:
             breached.append("error_ratio")
-        step = {
+        step: RampStep = {
             "step": self._step_index,
             "users": shape.users + shape.step_users * self._step_index,
             "start_s": round(self._step_started, 1),
@@ -153,8 +152,7 @@ class RampShape(CatalogShape):
         index = int(elapsed // shape.step_s)
         if index != self._step_index:
             if self._step_index >= 0 and self._close_step(elapsed, shape):
-                step = self.slo_break or {}
-                self.stop_reason = f"SLO broken at step {step.get('step')}"
+                self.stop_reason = f"SLO broken at step {self._step_index}"
                 return None  # tick() ends the run
             if self._step_index < 0:
                 self._snapshot = self._cumulative()
@@ -163,7 +161,7 @@ class RampShape(CatalogShape):
         users = shape.users + shape.step_users * index
         return users, float(max(shape.spawn_rate, shape.step_users))
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> ShapeSummary:
         last_good = None
         for step in self.steps:
             if step["breached"]:

@@ -12,12 +12,13 @@ floor). A YAML file overrides the shapes' built-in ones (docs/load.md)::
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 
+from load.records import Knee, RampStep, VerdictRecord
 from load.shape_catalog import AUTH_OPERATIONS, DERIVED_MEASURES, Shape, Thresholds, default_slo
 
 _Value = TypeVar("_Value", int, float)
@@ -40,7 +41,7 @@ class SLORules:
     defaults: Thresholds = field(default_factory=dict)
     by_shape: dict[str, Thresholds] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"defaults": self.defaults, "shapes": self.by_shape}
 
     @classmethod
@@ -86,8 +87,15 @@ class Verdict:
     passed: bool
     note: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> VerdictRecord:
+        return VerdictRecord(
+            operation=self.operation,
+            metric=self.metric,
+            threshold=self.threshold,
+            observed=self.observed,
+            passed=self.passed,
+            note=self.note,
+        )
 
     @property
     def relation(self) -> str:
@@ -98,7 +106,7 @@ class Verdict:
         return f"{self.operation} {self.metric} {shown} (SLO {self.relation} {self.threshold:g})"
 
 
-def _check_block(block: Any, where: str) -> dict[str, dict[str, float]]:
+def _check_block(block: object, where: str) -> dict[str, dict[str, float]]:
     if block is None:
         return {}
     if not isinstance(block, Mapping):
@@ -242,9 +250,7 @@ def percentile_of(times: Mapping[_Value, int], fraction: float) -> float | None:
     return float(max(times))
 
 
-def ramp_knee(
-    steps: list[dict[str, Any]], gain: float = 0.05, rise: float = 0.2
-) -> dict[str, Any] | None:
+def ramp_knee(steps: list[RampStep], gain: float = 0.05, rise: float = 0.2) -> Knee | None:
     """The ramp's knee: the step after which throughput stopped growing while latency or errors
     rose, from the per-step numbers load.json and load.html show.
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from load.records import Abort, OperationPoint, Point, Sample, TimelineRecord
 from load.shape_catalog import AUTH_OPERATIONS
 from load.slo import OperationStats, decided_early, percentile_of
 
 if TYPE_CHECKING:
+    from gevent import Greenlet
     from locust.env import Environment
     from locust.stats import RequestStats, StatsEntry
 
@@ -67,7 +69,7 @@ def summed(counts: Counts, names: Iterable[str]) -> Tally:
     return requests, failures, times
 
 
-def _point(requests: int, failures: int, times: dict[int, int], span: float) -> dict[str, Any]:
+def _point(requests: int, failures: int, times: dict[int, int], span: float) -> Point:
     return {
         "rps": round(requests / span, 2),
         "fail_s": round(failures / span, 2),
@@ -120,13 +122,13 @@ class Timeline:
         self._reset()
 
     def _reset(self) -> None:
-        self.samples: list[dict[str, Any]] = []
+        self.samples: list[Sample] = []
         self.peak_users = 0
-        self.abort: dict[str, Any] | None = None
+        self.abort: Abort | None = None
         self.started_at = 0.0
         self._previous: Counts = {}
         self._last_t = 0.0
-        self._greenlet: Any = None
+        self._greenlet: Greenlet | None = None
         self._environment: Environment | None = None
         self._plan: LoadPlan | None = None
 
@@ -168,7 +170,7 @@ class Timeline:
         now = cumulative(runner.stats)
         users = int(runner.user_count)
         self.peak_users = max(self.peak_users, users)
-        ops: dict[str, Any] = {}
+        ops: dict[str, OperationPoint] = {}
         all_requests = all_failures = 0
         all_times: dict[int, int] = {}
         for name, counts in sorted(now.items()):
@@ -222,7 +224,7 @@ class Timeline:
         greenlet.kill(block=False)
         self.sample()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> TimelineRecord:
         """load.json's ``timeline``."""
         return {
             "interval_s": self.samples[1]["t"] - self.samples[0]["t"]

@@ -211,7 +211,7 @@ class PaysuiteUser(User):
         judge: Callable[[bounded.Reply], T | None],
         *,
         headers: dict[str, str] | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> T | None:
         """One request with this user's token; a 401 renews the token and retries once. The
         refused attempt stays in the statistics as a failure: a target that drops tokens early

@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from load.plan import LoadPlan
+from load.records import Reconciliation
 from paysuite_core.webhooks.ledger import Ledger
 
 JOURNAL_NAME = "webhook-journal.jsonl"
@@ -56,7 +56,7 @@ def reconcile_webhooks(
     time_budget_s: float,
     progress: Callable[[str], None] = print,
     sleep: Callable[[float], None] = time.sleep,
-) -> dict[str, Any]:
+) -> Reconciliation:
     """``listed``: ref -> the event_ids the events list showed for it during the reconciliation.
 
     Returns the counts for load.json: ``webhook_events`` expected, ``webhook_delivered``

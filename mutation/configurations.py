@@ -116,7 +116,7 @@ def ladder() -> tuple[Configuration, ...]:
                 "--history-budget",
                 "0",
                 *BOUNDS,
-            ),  # fmt: skip
+            ),
             own_stub=True,
             stub_config={
                 "number_pattern": LONG_NUMBERS,

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from load.records import LoadSummary
 from paysuite_core.durations import duration_argument
 
 CONFORM_TIMEOUT_S = 240.0
@@ -129,7 +130,7 @@ def run_load_step(
     duration: float | None,
     users: int | None,
     quiet: bool = False,
-) -> tuple[int, dict[str, Any] | None]:
+) -> tuple[int, LoadSummary | None]:
     """The smoke shape through the load runner's entry point; (exit status, load.json).
 
     Locust's table is printed once at the end (the demo's own lines say the rest), or not at
@@ -192,7 +193,7 @@ def write_index(
     report_dir: Path,
     conformance: ConformanceResult,
     load_code: int | None,
-    load_summary: dict[str, Any] | None,
+    load_summary: LoadSummary | None,
     exit_code: int,
 ) -> Path:
     """``index.html``: both verdicts on one screen, with links (self-contained, no scripts)."""

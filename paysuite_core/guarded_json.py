@@ -67,7 +67,7 @@ def loads(
     return value
 
 
-def _depth(value: Any, limit: int) -> int:
+def _depth(value: object, limit: int) -> int:
     """How deep ``value`` nests, counted up to one past ``limit`` (no recursion)."""
     deepest = 0
     todo: list[tuple[Any, int]] = [(value, 1)]

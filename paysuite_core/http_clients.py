@@ -113,7 +113,7 @@ def aiohttp_session(
     return aiohttp.ClientSession(connector=connector, trust_env=False, **kwargs)
 
 
-def gevent_client(origin: str, tls: TLSSettings | None = None, **kwargs: Any) -> Any:
+def gevent_client(origin: str, tls: TLSSettings | None = None, **kwargs: object) -> Any:
     """A geventhttpclient ``HTTPClient`` for ``origin`` (``scheme://host:port``), its TLS
     context made by gevent's ssl so that its sockets cooperate without monkey-patching."""
     from geventhttpclient import HTTPClient

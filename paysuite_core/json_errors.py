@@ -13,7 +13,7 @@ server keeps aiohttp's plain-text answers, nothing else is lost.
 from __future__ import annotations
 
 import logging
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from aiohttp import web
 
@@ -44,7 +44,7 @@ class JsonErrorRequestHandler(web.RequestHandler):
     log: ClassVar[logging.Logger] = logging.getLogger("paysuite")
 
     @classmethod
-    def error_body(cls, status: int, code: str, message: str) -> dict[str, Any]:
+    def error_body(cls, status: int, code: str, message: str) -> dict[str, str]:
         return {"code": code, "message": message}
 
     def json_error(
@@ -64,13 +64,13 @@ class JsonErrorRequestHandler(web.RequestHandler):
             text = f"malformed HTTP request: {reason}"
         return web.json_response(self.error_body(status, code, text), status=status)
 
-    def log_exception(self, *args: Any, **kw: Any) -> None:
+    def log_exception(self, message: str = "aiohttp error", *args: object, **kw: object) -> None:
         """aiohttp's protocol-level errors: one line, not a traceback, since they are the
         client's doing. A body that cannot be decoded (``Content-Encoding: gzip`` on plain
         bytes) was answered 400 already; aiohttp reads it again while the connection lingers and
         calls that "Unhandled": expected, so debug level."""
         exc = kw.get("exc_info")
-        text = args[0] % args[1:] if args else "aiohttp error"
+        text = message % args
         if isinstance(exc, web.RequestPayloadError):
             self.log.debug("aiohttp: the rest of an undecodable body: %s", one_line(exc))
         elif isinstance(exc, BaseException):

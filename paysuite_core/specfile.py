@@ -52,7 +52,7 @@ def load_spec(*, extensions: bool = False) -> dict[str, Any]:
     return spec
 
 
-def _is_extension(item: Any) -> bool:
+def _is_extension(item: object) -> bool:
     """A path item whose every operation is an extension."""
     if not isinstance(item, dict):
         return False

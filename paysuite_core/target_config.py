@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Required, TypedDict
 from urllib.parse import urlsplit
 
 import yaml
@@ -93,7 +93,7 @@ class ShortLivedPair:
     authorize: HttpAction
     access_token_ttl_s: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "authorize": self.authorize.render(),
             "access_token_ttl_s": self.access_token_ttl_s,
@@ -148,7 +148,7 @@ class WebhookTarget:
         host = f"[{self.listen_host}]" if ":" in self.listen_host else self.listen_host
         return f"{host}:{self.listen_port}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         rest = {
             key: value
             for key, value in vars(self).items()
@@ -211,7 +211,7 @@ class TargetConfig:
     def with_base_url(self, base_url: str) -> TargetConfig:
         return replace(self, base_url=_check_url(base_url, "base_url"))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The YAML-ready form, as ``load_target_config`` reads it back."""
         customer = {
             key: value.render() if isinstance(value, HttpAction) else value
@@ -231,7 +231,7 @@ class TargetConfig:
         return {key: value for key, value in data.items() if value not in (None, [], "")}
 
 
-def _resolve(node: Any, spec: Mapping[str, Any], env: Mapping[str, str], where: str) -> Any:
+def _resolve(node: object, spec: Mapping[str, Any], env: Mapping[str, str], where: str) -> Any:
     """Expand ``${VAR}`` / ``${VAR:-default}`` in every string, then give a value the type its
     key expects: text where a number is due (``${WAIT}``, a quoted ``"30"``) becomes one, and a
     number where text is due (``merchant: 42``) becomes text."""
@@ -265,7 +265,7 @@ def _resolve(node: Any, spec: Mapping[str, Any], env: Mapping[str, str], where: 
     return text
 
 
-def _check_url(value: Any, where: str) -> str:
+def _check_url(value: object, where: str) -> str:
     parts = urlsplit(value) if isinstance(value, str) else None
     if not parts or parts.scheme not in ("http", "https") or not parts.hostname:
         raise TargetConfigError(f"{where}: expected an http(s) URL, got {value!r}")
@@ -289,7 +289,23 @@ def _customer(raw: dict[str, Any]) -> CustomerDriver:
     return CustomerDriver(driver=driver, timeout_s=raw.get("timeout_s", 30.0), **given)
 
 
-def _short_lived_pair(raw: dict[str, Any]) -> ShortLivedPair:
+class _ShortLivedPairSection(TypedDict):
+    """The ``short_lived_pair`` section, checked against its schema first (as the others)."""
+
+    authorize: str
+    access_token_ttl_s: float
+
+
+class _WebhooksSection(TypedDict, total=False):
+    listen: str
+    url: str
+    secret: Required[str]
+    mode: str
+    tolerance_s: float
+    retry_base_s: float
+
+
+def _short_lived_pair(raw: _ShortLivedPairSection) -> ShortLivedPair:
     return ShortLivedPair(
         authorize=_http_action(raw["authorize"], "short_lived_pair.authorize"),
         access_token_ttl_s=raw["access_token_ttl_s"],
@@ -307,7 +323,7 @@ def _listen_address(value: str, where: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
-def _webhooks(raw: dict[str, Any]) -> WebhookTarget:
+def _webhooks(raw: _WebhooksSection) -> WebhookTarget:
     url = raw.get("url") or None
     if raw.get("listen"):
         host, port = _listen_address(raw["listen"], "webhooks.listen")
@@ -329,7 +345,7 @@ def _webhooks(raw: dict[str, Any]) -> WebhookTarget:
     return hooks if url else replace(hooks, url=f"http://{hooks.listen}/")
 
 
-def _tls_dict(tls: TLSSettings | None) -> dict[str, Any] | None:
+def _tls_dict(tls: TLSSettings | None) -> dict[str, object] | None:
     if tls is None:
         return None
     given = {key: value for key, value in tls.to_dict().items() if value not in (None, False)}

@@ -77,7 +77,7 @@ class TLSSettings:
         return settings
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace, config: Any = None) -> TLSSettings:
+    def from_args(cls, args: argparse.Namespace, config: object = None) -> TLSSettings:
         """From the flags ``add_arguments`` declared (and a target configuration's ``tls``)."""
         return cls.resolve(
             ca_bundle=getattr(args, "ca_bundle", None),
@@ -103,7 +103,7 @@ class TLSSettings:
             reason = getattr(exc, "reason", None) or str(exc)
             raise TLSSettingsError(f"the TLS files cannot be loaded: {reason}") from None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """A plain form (Locust's workers receive it in the load plan)."""
         return asdict(self)
 

@@ -48,7 +48,7 @@ def no_api_at(base_url: str) -> str:
 class AuthError(RuntimeError):
     """The target did not give a token; the message says why, ``answer`` is what came back."""
 
-    def __init__(self, message: str, answer: Any = None) -> None:
+    def __init__(self, message: str, answer: object = None) -> None:
         super().__init__(message)
         self.answer = answer
 
@@ -74,7 +74,7 @@ class Request:
     path: str
     name: str  # "authorize" or "refresh": Locust's request name, a transport's label
     headers: Mapping[str, str | None]
-    json: Any = None
+    json: object = None
 
 
 #: Makes one exchange; yields None when there was no answer (the transport already said why).
@@ -85,7 +85,7 @@ Send = Callable[[Request], AbstractContextManager[Answer | None]]
 class TokenPair:
     access: str
     refresh: str | None
-    expires: Any  # as the target sent it
+    expires: object  # as the target sent it
     obtained_at: float  # clock time
     expires_at: float  # clock time
 
@@ -122,7 +122,7 @@ def refresh(send: Send, refresh_token: str, template: str = REFRESH_PATHS[0]) ->
 
 
 # --- reading the answer ----------------------------------------------------------------------
-def parse_expires(value: Any, access: str, now: float, fallback_ttl_s: float) -> float:
+def parse_expires(value: object, access: str, now: float, fallback_ttl_s: float) -> float:
     """Clock time at which the access token expires, from whatever shape ``expires`` has.
 
     The document says string, the live service sends integer Unix seconds (RC-8); a small number

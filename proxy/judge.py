@@ -151,15 +151,15 @@ class Judge:
             + [
                 f"find {tx.ref} (its processed event against find)"
                 for tx in self.lifecycle.unconfirmed()
-            ]  # fmt: skip
+            ]
             + [
                 f"list the events of {ref} (its processed event listed)"
                 for ref, _ in self.traffic.unsettled()
-            ]  # fmt: skip
+            ]
             + [
                 f"find {ref} (the customer's {action.outcome} took effect)"
                 for ref, action in self.traffic.unresolved()
-            ]  # fmt: skip
+            ]
         )
 
     def finish(self) -> list[Violation]:
@@ -237,7 +237,7 @@ class Judge:
                 exercised[check.id][0],
                 exercised[check.id][1],
                 exercised[check.id][2] + tuple(self._confirm_notes.get(check.id, ())) + every,
-            )  # fmt: skip
+            )
             for check in RULES + TRAFFIC_RULES
         ]
 

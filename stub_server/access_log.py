@@ -26,7 +26,7 @@ LOGGER_NAME = "stub_server.access"
 
 class JsonAccessLogger(AbstractAccessLogger):
     def log(self, request: BaseRequest, response: StreamResponse, time_s: float) -> None:
-        line: dict[str, Any] = {
+        line: dict[str, str | int | float | None] = {
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "remote": request.remote,
             "method": request.method,

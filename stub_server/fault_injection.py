@@ -11,17 +11,15 @@ import asyncio
 import random
 from collections.abc import Callable, Collection
 from functools import partial
-from typing import TYPE_CHECKING
 
 from stub_server import timefmt
 from stub_server.fault_catalog import BAD_SIGNATURE_SUFFIX, EARLY_EXPIRY_S, OUT_OF_ORDER_HOLD_S
 from stub_server.rules import lifecycle
 from stub_server.rules.idempotency import Persist, key_reused
+from stub_server.settings import StubSettings
+from stub_server.state import StubApp
 from stub_server.store import NewTransaction, Store, TxRecord
 from stub_server.token_issuer import TokenService
-
-if TYPE_CHECKING:
-    from stub_server.state import StubApp
 
 #: Faults that each set one attribute: fault -> (the object's path on ``StubApp``, attribute,
 #: the broken value).
@@ -56,6 +54,14 @@ _SETS: dict[str, tuple[str, str, object]] = {
         lambda status: {"success": "failed", "failed": "success"}.get(status, status),
     ),
 }
+
+
+def assemble(settings: StubSettings) -> StubApp:
+    """The stub as ``settings`` say, its faults installed: the one way a ``StubApp`` is built,
+    so that the faults are applied here and the state knows nothing of them."""
+    stub = StubApp(settings)
+    install(stub, settings.faults, random.Random())
+    return stub
 
 
 def install(stub: StubApp, faults: Collection[str], rng: random.Random) -> None:
@@ -189,7 +195,7 @@ def _dropping(persist: Persist, rng: random.Random, rate: float) -> Persist:
     return maybe
 
 
-def _settle_again(stub: StubApp, tx: TxRecord, action: str) -> TxRecord:
+def _settle_again(stub: lifecycle.Settling, tx: TxRecord, action: str) -> TxRecord:
     """Settle a pending transaction as the rule does; a processed one is overwritten."""
     if tx.status == "pending":
         return lifecycle.settle(stub, tx, action)

@@ -16,7 +16,7 @@ import sys
 from aiohttp import web
 
 from paysuite_core.listening import LINGER_S
-from stub_server import access_log, protocol, signing_key
+from stub_server import access_log, fault_injection, protocol, signing_key
 from stub_server.app import build_app
 from stub_server.credentials import credentials_path, url_host, write_credentials
 from stub_server.fd_errors import ResourceErrorLog, raise_fd_limit
@@ -46,7 +46,7 @@ def reload_signing_key(stub: StubApp) -> None:
 
 
 async def serve(settings: StubSettings) -> int:
-    stub = StubApp(settings)
+    stub = fault_injection.assemble(settings)
     app = build_app(stub)
     runner = web.AppRunner(
         app,

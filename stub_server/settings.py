@@ -182,7 +182,9 @@ def _names(value: str | list[str] | None) -> list[str]:
     return [value] if isinstance(value, str) else list(value or ())
 
 
-def _switches(known: Mapping[str, object], kind: str) -> Callable[[Any], frozenset[str]]:
+def _switches(
+    known: Mapping[str, object], kind: str
+) -> Callable[[str | list[str] | None], frozenset[str]]:
     return lambda value: check_names(_names(value), known, kind)
 
 

@@ -1,9 +1,7 @@
 """The JWT signing key, kept out of the database (``store.private_files``): in ``<db>.jwt-key``,
 or from outside (the ``jwt_key`` setting, else ``PAYSUITE_STUB_JWT_KEY``).
-
-Earlier versions kept the key in the ``meta`` table; on start the stub moves it into the key file
-(so tokens issued before the upgrade stay valid) and deletes the row. ``rotate`` writes a fresh
-key: tokens signed with the old one are refused once the stub re-reads the file (SIGHUP, start).
+``rotate`` writes a fresh key: tokens signed with the old one are refused once the stub re-reads
+the file (SIGHUP, start).
 """
 
 from __future__ import annotations
@@ -12,12 +10,10 @@ import os
 import secrets
 from pathlib import Path
 
-from stub_server.store import Store
 from stub_server.store.private_files import beside_db, write_private
 
 ENV_VAR = "PAYSUITE_STUB_JWT_KEY"
 SUFFIX = ".jwt-key"
-_META_KEY = "jwt_key"
 
 
 class SigningKeyError(RuntimeError):
@@ -46,22 +42,17 @@ def read_key(path: Path) -> str | None:
     return text
 
 
-def resolve(configured: str | None, store: Store, db: str) -> str:
-    """The key to sign with: setting, environment, key file (migrating a key found in ``meta``),
-    else a new one written to the key file. Any key left in ``meta`` is deleted."""
-    legacy = store.meta(_META_KEY)
+def resolve(configured: str | None, db: str) -> str:
+    """The key to sign with: setting, environment, key file, else a new one written to the key
+    file (kept in memory only for an in-memory database)."""
     key = configured or os.environ.get(ENV_VAR) or None
     path = key_path(db)
     if key is None and path is not None:
         key = read_key(path)
         if key is None:
-            key = legacy or new_key()
+            key = new_key()
             write_private(path, key)
-    if key is None:  # an in-memory database: the key lives as long as the process
-        key = legacy or new_key()
-    if legacy is not None:
-        store.erase_meta(_META_KEY)
-    return key
+    return key or new_key()
 
 
 def rotate(db: str) -> Path:
@@ -69,12 +60,5 @@ def rotate(db: str) -> Path:
     path = key_path(db)
     if path is None:
         raise SigningKeyError(f"database {db!r} has no key file to rotate")
-    if Path(db).exists():
-        store = Store(db)
-        try:
-            store.erase_meta(_META_KEY)  # an un-migrated key must not come back
-        finally:
-            store.close()
     write_private(path, new_key())
-
     return path

@@ -6,11 +6,10 @@ the ones the run's faults break, so no handler asks which fault is on.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from stub_server import fault_injection, signing_key, timefmt
+from stub_server import signing_key, timefmt
 from stub_server.errors import InFlight
 from stub_server.filters import DEFAULT_LIMIT
 from stub_server.ratelimit import AuthorizeGuard
@@ -72,7 +71,7 @@ class StubApp:
         self.settings = settings
         self.store = store or Store(settings.db)
         self.tokens = TokenService(
-            signing_key.resolve(settings.jwt_key, self.store, settings.db),
+            signing_key.resolve(settings.jwt_key, settings.db),
             settings.access_ttl_s,
             settings.refresh_ttl_s,
             link_pairs=settings.variant("revoke-on-refresh"),
@@ -111,7 +110,6 @@ class StubApp:
         self.verified_secrets: dict[str, bytes] = {}
         self.in_flight = InFlight()
         self.auth_guard = AuthorizeGuard(settings.authorize_limits)
-        fault_injection.install(self, settings.faults, random.Random())
 
     def app_record(self, client_id: str) -> AppRecord | None:
         """Cached: applications never change."""

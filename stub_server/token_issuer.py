@@ -55,7 +55,7 @@ class TokenService:
         self.link_pairs = link_pairs
         self.access_ttl_s = access_ttl_s
         self.refresh_ttl_s = refresh_ttl_s
-        self._options: dict[str, Any] = {"verify_exp": check_exp, "require": ["exp", "sub"]}
+        self._options = {"verify_exp": check_exp, "require": ["exp", "sub"]}
         self._check_signature = check_signature
         self._verified: dict[str, Claims] = {}
 

@@ -41,7 +41,7 @@ def data_of(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def created_values_differ(
-    record: dict[str, Any], ref: str, kind: str, amount: Any, number: str, *, prefix: str = ""
+    record: dict[str, Any], ref: str, kind: str, amount: object, number: str, *, prefix: str = ""
 ) -> list[str]:
     """How ``record`` (a lookup response, or a created event's data) differs from the pending
     transaction that was created: ref, kind, amount, status pending, and the customer number in
@@ -58,18 +58,18 @@ def created_values_differ(
 
 
 # --- rules the suite and the proxy judge alike (one predicate, one check ID) -------------------
-def same_outcome(one: Any, other: Any) -> bool:
+def same_outcome(one: object, other: object) -> bool:
     """Two statuses name the same outcome: ``success`` and ``successful`` are one ("treat both
     as a successful outcome"); anything else only itself."""
 
-    def outcome(status: Any) -> Any:
+    def outcome(status: object) -> Any:
         return "success" if status in SUCCESS_STATUSES else status
 
     return bool(outcome(one) == outcome(other))
 
 
 def reuse_problems(
-    kind: str, key_in: str, status: int | None, created_refs: list[str], number: Any
+    kind: str, key_in: str, status: int | None, created_refs: list[str], number: object
 ) -> list[str]:
     """What a reuse of an idempotency key did wrong, empty when the rule held (IDEM-001): "A
     second cashin or cashout request that reuses an idempotency key already used is rejected,
@@ -90,14 +90,14 @@ def reuse_problems(
     return problems
 
 
-def status_changed(before: Any, after: Any) -> str | None:
+def status_changed(before: object, after: object) -> str | None:
     """How a processed transaction changed again (LIFE-004), or None when it did not."""
     if same_outcome(before, after):
         return None
     return f"the processed transaction changed from {before!r} to {after!r}"
 
 
-def event_disagrees_with_find(event_status: Any, find_status: Any) -> str | None:
+def event_disagrees_with_find(event_status: object, find_status: object) -> str | None:
     """How the processed event and find disagree on the outcome (LIFE-002/003), or None."""
     if same_outcome(event_status, find_status):
         return None

@@ -21,11 +21,11 @@ REFRESHES = tuple(path.replace("{token}", "{refresh_token}") for path in REFRESH
 FIND = "/transactions/find/{ref}"
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _creation_body(body: Any) -> str | None:
+def _creation_body(body: object) -> str | None:
     # "Body: amount (number, required), number (string, required)."
     if not isinstance(body, Mapping):
         return "the body is not a JSON object with amount and number"
@@ -40,7 +40,7 @@ def _creation_body(body: Any) -> str | None:
     return None
 
 
-def _authorize_body(body: Any) -> str | None:
+def _authorize_body(body: object) -> str | None:
     # "Body: client_id (string, required), client_secret (string, required)."
     if not isinstance(body, Mapping):
         return "the body is not a JSON object with client_id and client_secret"
@@ -62,7 +62,7 @@ def _key(container: Mapping[str, Any] | None, where: str) -> str | None:
     return None
 
 
-def violation(path: str, body: Any, headers: Mapping[str, Any] | None,
+def violation(path: str, body: object, headers: Mapping[str, Any] | None,
               query: Mapping[str, Any] | None, path_parameters: Mapping[str, Any] | None,
               has_body: bool = True) -> str | None:  # fmt: skip
     """The document rule the request breaks, or ``None`` when only reference choices object.

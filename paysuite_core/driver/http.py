@@ -112,7 +112,7 @@ class Reply:
             raise ValueError("the body is not JSON")
         return self.body
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, default: object = None) -> Any:
         return self.body.get(key, default) if isinstance(self.body, dict) else default
 
     def __repr__(self) -> str:
@@ -133,7 +133,7 @@ def _charset(headers: httpx.Headers) -> str:
 def _prepare(
     method: str,
     headers: dict[str, str | bytes | None] | None,
-    json: Any,
+    json: object,
     content: str | bytes | None,
     token: str | None,
 ) -> tuple[dict[str, str | bytes], str | bytes | None]:
@@ -238,7 +238,7 @@ class RecordingClient:
         path: str,
         *,
         token: str | None = None,
-        json: Any = None,
+        json: object = None,
         content: str | bytes | None = None,
         headers: dict[str, str | bytes | None] | None = None,
         params: dict[str, Any] | None = None,
@@ -293,7 +293,7 @@ class RecordingClient:
         method: str,
         path: str,
         token: str | None,
-        json: Any,
+        json: object,
         content: str | bytes | None,
         headers: dict[str, str | bytes | None] | None,
         params: dict[str, Any] | None,

@@ -44,7 +44,7 @@ def number_pattern(config: TargetConfig) -> str:
     return ascii_pattern(config.effective_number_pattern)
 
 
-def _resolve(spec: dict[str, Any], node: Any) -> Any:
+def _resolve(spec: dict[str, Any], node: object) -> Any:
     if isinstance(node, dict) and isinstance(node.get("$ref"), str):
         ref = node["$ref"]
         if ref.startswith("#/"):
@@ -55,7 +55,7 @@ def _resolve(spec: dict[str, Any], node: Any) -> Any:
     return node
 
 
-def _walk(node: Any) -> Iterator[dict[str, Any]]:
+def _walk(node: object) -> Iterator[dict[str, Any]]:
     if isinstance(node, dict):
         yield node
         for value in node.values():

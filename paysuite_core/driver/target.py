@@ -74,7 +74,7 @@ def _one_caller_at_a_time(method: M) -> M:
     ``pair(app, fresh=True)`` might return the pair the other call stored."""
 
     @functools.wraps(method)
-    def locked(self: Target, *args: Any, **kwargs: Any) -> Any:
+    def locked(self: Target, *args: object, **kwargs: object) -> Any:
         with self._tokens_lock:
             return method(self, *args, **kwargs)
 
@@ -342,12 +342,12 @@ class Target:
         kind: str,
         app: Application,
         *,
-        amount: Any = None,
+        amount: object = None,
         number: str | None = None,
         key: str | None = None,
         key_in: str = "header",
         token: str | None = None,
-        body: Any = None,
+        body: object = None,
         webhook_mode: str | None = None,
     ) -> Reply:
         """Send a cashin or cashout; ``key`` goes into the header or the query (``key_in``)."""
@@ -415,12 +415,12 @@ class Target:
     def find(self, ref: str, app: Application, *, token: str | None = None) -> Reply:
         return self.client.get(find_path(ref), token=token or self.token(app))
 
-    def list_events(self, app: Application, **params: Any) -> Reply:
+    def list_events(self, app: Application, **params: object) -> Reply:
         clean = {k: v for k, v in params.items() if v is not None}
         return self.client.get(EVENTS, token=self.token(app), params=clean or None)
 
     def events_of(
-        self, app: Application, *, max_pages: int = 20, **filters: Any
+        self, app: Application, *, max_pages: int = 20, **filters: object
     ) -> list[dict[str, Any]]:
         """Every event record the list returns for ``filters``, following pages when paged."""
         collected: list[dict[str, Any]] = []

@@ -19,12 +19,21 @@ from __future__ import annotations
 import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 from paysuite_core.results.evidence import Recorded
 
-if TYPE_CHECKING:
-    from paysuite_core.driver.http import Reply
+
+class Answered(Protocol):
+    """An answer that keeps its exchange (``paysuite_core.driver.http.Reply`` is one): proof of
+    a check's outcome, named by shape so that the results stand below the client."""
+
+    @property
+    def exchange(self) -> Recorded: ...
+
+
+#: What a check may give as proof: an answer, a recorded exchange, or nothing (no answer).
+Proof = Answered | Recorded | None
 
 
 def exchanges_of(items: Iterable[object]) -> list[Recorded]:
@@ -66,7 +75,7 @@ class CouldNotCheck(Exception):
         self.proof = proof or []
 
 
-def precondition(condition: object, message: str, *proof: Reply | Recorded | None) -> None:
+def precondition(condition: object, message: str, *proof: Proof) -> None:
     """Stop the check as an ``error`` ("could not check: ...") unless ``condition`` holds.
 
     A 401 among the proof was not expected (the suite authorized just before): its error
@@ -136,7 +145,7 @@ def not_applicable(reason: str) -> NoReturn:
 def expect(
     condition: object,
     message: str,
-    *proof: Reply | Recorded | None,
+    *proof: Proof,
     expected: str = "",
     actual: str = "",
 ) -> None:
@@ -145,15 +154,13 @@ def expect(
         raise CheckFailed(message, exchanges_of(proof), expected=expected, actual=actual)
 
 
-def fail(
-    message: str, *proof: Reply | Recorded | None, expected: str = "", actual: str = ""
-) -> NoReturn:
+def fail(message: str, *proof: Proof, expected: str = "", actual: str = "") -> NoReturn:
     raise CheckFailed(message, exchanges_of(proof), expected=expected, actual=actual)
 
 
 def expect_none(
     problems: Sequence[str],
-    *proof: Reply | Recorded | None,
+    *proof: Proof,
     expected: str,
     prefix: str = "",
 ) -> None:

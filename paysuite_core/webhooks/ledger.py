@@ -21,11 +21,13 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, NotRequired, TypedDict, Unpack
 
 from paysuite_core import guarded_json
 
 Verdict = Literal["verified", "duplicate", "rejected", "refused"]
+#: An event record as a delivery's body carried it: a JSON object, its fields not yet checked.
+Event = dict[str, object]
 
 CREATED = "transaction:created"
 PROCESSED = "transaction:processed"
@@ -64,7 +66,7 @@ class Arrival:
     event_id: str | None
     attempt: str | None
     mode: str | None
-    event: dict[str, Any] | None
+    event: Event | None
     body: bytes = field(repr=False)
     #: The signature formats the delivery carried (all verified when the verdict is verified or
     #: duplicate): ``paysuite`` (timestamped ``Paysuite-Signature``), ``live``
@@ -103,6 +105,18 @@ class Arrival:
         return f"{text}: {self.reason}" if self.reason else text
 
 
+class Delivery(TypedDict):
+    """What one delivery carried, as the receiver read it (``Ledger.record`` adds the verdict)."""
+
+    event_id: str | None
+    attempt: str | None
+    mode: str | None
+    event: Event | None
+    body: bytes
+    signature: NotRequired[str]
+    handler: NotRequired[HandlerAnswer | None]
+
+
 def journal_line(arrival: Arrival) -> str:
     """One arrival as a JSON line, its body reduced to what the questions read (id, kind, ref)."""
     return json.dumps(
@@ -134,7 +148,7 @@ def journal_line(arrival: Arrival) -> str:
     )
 
 
-def parse_event(body: bytes) -> dict[str, Any] | None:
+def parse_event(body: bytes) -> Event | None:
     """The body as an event record, or ``None`` when it is not a JSON object."""
     try:
         value = guarded_json.loads(body, what="the delivery")
@@ -153,10 +167,10 @@ class Comparison:
     """
 
     listed: int
-    missing: tuple[dict[str, Any], ...] = ()
+    missing: tuple[Event, ...] = ()
     unverified: tuple[str, ...] = ()
-    mismatched: tuple[tuple[dict[str, Any], dict[str, Any]], ...] = ()
-    unlisted: tuple[dict[str, Any], ...] = ()
+    mismatched: tuple[tuple[Event, Event], ...] = ()
+    unlisted: tuple[Event, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -176,10 +190,13 @@ class Ledger:
         with self._changed:
             return event_id in self._accepted
 
-    def record(self, **fields: Any) -> Arrival:
+    def record(
+        self, *, status: int, verdict: Verdict, reason: str, code: str, **delivery: Unpack[Delivery]
+    ) -> Arrival:
         """Append one arrival (``seq`` and ``received_at`` are set here) and wake the waiters."""
         with self._changed:
-            arrival = Arrival(seq=len(self._arrivals) + 1, received_at=time.time(), **fields)
+            seq, now = len(self._arrivals) + 1, time.time()
+            arrival = Arrival(seq, now, status, verdict, reason, code, **delivery)
             self._arrivals.append(arrival)
             if arrival.verdict == "verified" and arrival.event_id is not None:
                 self._accepted[arrival.event_id] = arrival
@@ -280,7 +297,7 @@ class Ledger:
         created, processed = first(CREATED), first(PROCESSED)
         return processed is not None and created is not None and processed.seq < created.seq
 
-    def compare(self, listed: Iterable[dict[str, Any]]) -> Comparison:
+    def compare(self, listed: Iterable[Event]) -> Comparison:
         """The deliveries of the listed events' transactions against the list itself."""
         records = [r for r in listed if isinstance(r.get("event_id"), str)]
         by_id = {str(r["event_id"]): r for r in records}
@@ -308,7 +325,7 @@ class Ledger:
         )
 
 
-def _ref_of(record: dict[str, Any]) -> str | None:
+def _ref_of(record: Event) -> str | None:
     data = record.get("data")
     ref = data.get("ref") if isinstance(data, dict) else None
     return ref if isinstance(ref, str) else None

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import aiohttp
 from aiohttp import web
@@ -29,6 +29,8 @@ from paysuite_core.listening import BodyTooLarge, Listening, read_whole
 from paysuite_core.tls import TLSSettings, explain
 from paysuite_core.webhooks.ledger import (
     Arrival,
+    Delivery,
+    Event,
     HandlerAnswer,
     Ledger,
     Verdict,
@@ -89,7 +91,7 @@ class Refusal:
     acknowledgement it must take), or with ``hold_s`` no answer at all for that long, so that
     the sender's time-out runs out first (then a late 200 to a sender still waiting)."""
 
-    matches: Callable[[dict[str, Any]], bool]
+    matches: Callable[[Event], bool]
     times: int = 1
     status: int = 503
     hold_s: float = 0.0
@@ -105,7 +107,7 @@ class Forwarder:
     #: what the connection to an https:// handler trusts and presents (``paysuite_core.tls``)
     tls: TLSSettings | None = None
 
-    def wants(self, event: dict[str, Any] | None) -> bool:
+    def wants(self, event: Event | None) -> bool:
         kind = (event or {}).get("event_kind")
         return not self.events or kind in self.events
 
@@ -200,12 +202,12 @@ class Judgement:
     """What the receiver made of one delivery, before it is recorded (a forwarded delivery
     is recorded with the handler's answer)."""
 
-    base: dict[str, Any]
+    base: Delivery
     status: int
     verdict: Verdict
     code: str = ""
     message: str = ""
-    answer: dict[str, Any] = field(default_factory=dict)
+    answer: dict[str, str | bool] = field(default_factory=dict)
     #: How long the answer is held back (recorded at once, answered after): 0, none.
     hold_s: float = 0.0
 
@@ -244,7 +246,7 @@ class WebhookReceiver:
 
     def refuse(
         self,
-        matches: Callable[[dict[str, Any]], bool],
+        matches: Callable[[Event], bool],
         times: int = 1,
         *,
         status: int = 503,
@@ -256,7 +258,7 @@ class WebhookReceiver:
         with self._lock:
             self._refusals.append(Refusal(matches, times, status, hold_s))
 
-    def _take_refusal(self, event: dict[str, Any]) -> Refusal | None:
+    def _take_refusal(self, event: Event) -> Refusal | None:
         with self._lock:
             for refusal in self._refusals:
                 if refusal.times > 0 and refusal.matches(event):
@@ -269,7 +271,7 @@ class WebhookReceiver:
         event = parse_event(body)
         header_id = headers.get(EVENT_ID_HEADER)
         body_id = event.get("event_id") if event is not None else None
-        base: dict[str, Any] = {
+        base: Delivery = {
             "event_id": header_id or (body_id if isinstance(body_id, str) else None),
             "attempt": headers.get(ATTEMPT_HEADER),
             "mode": headers.get(MODE_HEADER),
@@ -313,11 +315,11 @@ class WebhookReceiver:
 
     @staticmethod
     def _refusal(
-        base: dict[str, Any], status: int, verdict: Verdict, code: str, message: str
+        base: Delivery, status: int, verdict: Verdict, code: str, message: str
     ) -> Judgement:
         return Judgement(base, status, verdict, code, message, {"code": code, "message": message})
 
-    def settle(self, judgement: Judgement) -> tuple[int, dict[str, Any]]:
+    def settle(self, judgement: Judgement) -> tuple[int, dict[str, str | bool]]:
         """Record a judgement; the status and JSON body to answer."""
         arrival = self.ledger.record(
             status=judgement.status,
@@ -346,7 +348,7 @@ class WebhookReceiver:
         )
 
     def app(self) -> web.Application:
-        """Any path takes a POST: the endpoint URL a target is given may carry one. Every other
+        """A POST is taken on every path: the URL a target is given may carry one. Every other
         answer (a body too large, too slow or undecodable, another method) is a JSON error."""
         listening = self.listening()
 
@@ -399,6 +401,12 @@ def _error(status: int, code: str, message: str) -> web.Response:
     return web.json_response({"code": code, "message": message}, status=status)
 
 
+class _Started(TypedDict, total=False):
+    port: int
+    runner: web.AppRunner
+    error: OSError
+
+
 @dataclass
 class RunningReceiver:
     """A receiver being served: where it listens and what it has seen."""
@@ -430,7 +438,7 @@ def running(
         )
     loop = asyncio.new_event_loop()
     started = threading.Event()
-    state: dict[str, Any] = {}
+    state: _Started = {}
 
     async def start() -> web.AppRunner:
         runner = web.AppRunner(

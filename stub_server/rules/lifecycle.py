@@ -12,15 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from stub_server import timefmt
 from stub_server.errors import ApiError
 from stub_server.settings import StubSettings
-from stub_server.store import TxRecord
-
-if TYPE_CHECKING:
-    from stub_server.state import StubApp
+from stub_server.store import Store, TxRecord
 
 log = logging.getLogger("stub_server")
 
@@ -28,7 +25,24 @@ log = logging.getLogger("stub_server")
 SANDBOX_OUTCOMES: Mapping[str, str] = {"confirm": "success", "cancel": "failed"}
 
 #: How a sandbox action settles a pending transaction: (stub, tx, action) -> the tx to show.
-Settle = Callable[["StubApp", TxRecord, str], TxRecord]
+Settle = Callable[["Settling", TxRecord, str], TxRecord]
+
+
+class _Outcomes(Protocol):
+    @property
+    def sandbox_outcomes(self) -> Mapping[str, str]: ...
+    @property
+    def record_processed_event(self) -> bool: ...
+
+
+class Settling(Protocol):
+    """What settling needs of the stub (``state.StubApp`` is one): its store, and the two rule
+    hooks the faults replace. A protocol, so the rules stand below the state that uses them."""
+
+    @property
+    def store(self) -> Store: ...
+    @property
+    def hooks(self) -> _Outcomes: ...
 
 
 def due_for(settings: StubSettings, number: str, created_us: int) -> tuple[int, str]:
@@ -46,7 +60,7 @@ def is_pending(status: str) -> bool:
     return status == "pending"
 
 
-def settle(stub: StubApp, tx: TxRecord, action: str) -> TxRecord:
+def settle(stub: Settling, tx: TxRecord, action: str) -> TxRecord:
     """Process ``tx`` as the sandbox ``action`` says, and read it back."""
     status = stub.hooks.sandbox_outcomes[action]
     if not process(stub, tx.id, status):
@@ -54,14 +68,14 @@ def settle(stub: StubApp, tx: TxRecord, action: str) -> TxRecord:
     return stub.store.find(tx.ref, None) or tx
 
 
-def process(stub: StubApp, tx_id: int, status: str) -> bool:
+def process(stub: Settling, tx_id: int, status: str) -> bool:
     """Move one pending transaction to ``status``; False when it was no longer pending."""
     return stub.store.process(
         tx_id, status, timefmt.now_us(), record_event=stub.hooks.record_processed_event
     )
 
 
-def resolve_due(stub: StubApp) -> int:
+def resolve_due(stub: Settling) -> int:
     """Process every pending transaction whose auto-resolution or time-out is due."""
     now = timefmt.now_us()
     due = [(tx_id, status or "failed") for tx_id, status in stub.store.due(now)]
@@ -70,7 +84,7 @@ def resolve_due(stub: StubApp) -> int:
     return stub.store.process_many(due, now, record_event=stub.hooks.record_processed_event)
 
 
-async def resolve_due_forever(stub: StubApp, max_sleep_s: float = 0.1) -> None:
+async def resolve_due_forever(stub: Settling, max_sleep_s: float = 0.1) -> None:
     """Auto-resolution and pending time-out, from the indexed due-time column.
 
     The due time is stored with the transaction, so resolution survives a restart. Spent

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from stub_server.store.applications import Applications
 from stub_server.store.events import Events
-from stub_server.store.meta import Meta
 from stub_server.store.records import (
     Amount,
     AppRecord,
@@ -50,5 +49,5 @@ __all__ = [
 ]
 
 
-class Store(Applications, Meta, RefreshRotation, Transactions, Events):
+class Store(Applications, RefreshRotation, Transactions, Events):
     """One connection, used only from the event loop thread (see ``group_commit``)."""

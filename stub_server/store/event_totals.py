@@ -11,8 +11,6 @@ the cells and scan only the partial hours at either end.
 
 from __future__ import annotations
 
-import sqlite3
-
 HOUR_US = 3_600_000_000
 _HOUR = "created_us / 3600000000"  # SQLite's integer division: the event's hour
 
@@ -36,45 +34,20 @@ def _triggers(prefix: str, table: str, hourly: bool) -> list[str]:
     )
     updated = "merchant, event_kind, kind, status, amount" + (", created_us" if hourly else "")
     return [
-        f"CREATE TRIGGER {prefix}_insert AFTER INSERT ON events BEGIN {add} END",
-        f"CREATE TRIGGER {prefix}_delete AFTER DELETE ON events BEGIN {remove} END",
-        f"CREATE TRIGGER {prefix}_update AFTER UPDATE OF {updated} ON events"
+        f"CREATE TRIGGER IF NOT EXISTS {prefix}_insert AFTER INSERT ON events BEGIN {add} END",
+        f"CREATE TRIGGER IF NOT EXISTS {prefix}_delete AFTER DELETE ON events BEGIN {remove} END",
+        f"CREATE TRIGGER IF NOT EXISTS {prefix}_update AFTER UPDATE OF {updated} ON events"
         f" BEGIN {remove} {add} END",
     ]
 
 
-def _refill(db: sqlite3.Connection, table: str, hourly: bool) -> None:
-    """Recompute every cell of ``table`` from the events (inside the caller's transaction)."""
-    hour = f"{_HOUR}, " if hourly else ""
-    cell = f"merchant, {'hour, ' if hourly else ''}event_kind, kind, status"
-    db.execute(f"DELETE FROM {table}")
-    for total in ("SUM", "TOTAL"):  # TOTAL on integer overflow: REAL cells, scanned later
-        try:
-            db.execute(
-                f"INSERT INTO {table} ({cell}, n, amount, n_real) SELECT merchant, {hour}"
-                f"event_kind, kind, status, COUNT(*), {total}(amount),"
-                f" SUM(typeof(amount) = 'real') FROM events"
-                f" GROUP BY merchant, {hour}event_kind, kind, status"
-            )
-            return
-        except sqlite3.OperationalError:
-            if total == "TOTAL":
-                raise
-
-
-def fill_totals(db: sqlite3.Connection) -> None:
-    _refill(db, "event_totals", hourly=False)
-
-
-def install_totals_triggers(db: sqlite3.Connection) -> None:
-    for statement in _triggers("ev_totals", "event_totals", hourly=False):
-        db.execute(statement)
-
-
-def fill_hourly(db: sqlite3.Connection) -> None:
-    _refill(db, "event_totals_hourly", hourly=True)
-
-
-def install_hourly_triggers(db: sqlite3.Connection) -> None:
-    for statement in _triggers("ev_hourly", "event_totals_hourly", hourly=True):
-        db.execute(statement)
+#: The triggers of both tables, created with the tables (``schema.SCHEMA``) while ``events`` is
+#: still empty, so every cell counts every event from the first.
+TRIGGERS = "".join(
+    f"{statement};\n"
+    for prefix, table, hourly in (
+        ("ev_totals", "event_totals", False),
+        ("ev_hourly", "event_totals_hourly", True),
+    )
+    for statement in _triggers(prefix, table, hourly)
+)

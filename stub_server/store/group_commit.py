@@ -6,7 +6,7 @@
 - Every call is synchronous on the event loop's thread: writers are serialized, so the
   idempotency insert and the pending -> processed update are race-free without locks.
 - Group commit: the first creation of an event-loop turn opens a SQL transaction, later ones in
-  the same turn join it, and one COMMIT (``call_soon``) acknowledges them all. Any other use of
+  the same turn join it, and one COMMIT (``call_soon``) acknowledges them all. Every other use of
   the connection (``conn``) commits the open batch first, so reads only see committed data.
 - Checkpoints run on a background thread (``checkpoint``), not inside a request's COMMIT.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 from stub_server.store import decimal_sum
 from stub_server.store.checkpoint import AUTOCHECKPOINT_BACKSTOP_PAGES, Checkpointer
 from stub_server.store.private_files import make_private, on_disk
-from stub_server.store.schema import SCHEMA, migrate
+from stub_server.store.schema import SCHEMA
 
 
 def missing_folder(path: str) -> str | None:
@@ -51,7 +51,6 @@ class GroupCommitDatabase:
         self._db.execute("PRAGMA cache_size=-32768")  # 32 MiB: indexes of large stores
         decimal_sum.register(self._db)
         self._db.executescript(SCHEMA)
-        migrate(self._db)
         self._batch: list[asyncio.Future[None]] | None = None
         self.lookups: dict[str, dict[str | None, bytes]] = {}
         self._checkpointer: Checkpointer | None = None

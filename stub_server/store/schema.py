@@ -1,22 +1,12 @@
-"""The tables, their indexes, and bringing an older database up to them.
-
-Why a migration at all: a ``--db`` file outlives a stub version. ``migrate`` runs at every start
-inside one SQL transaction, so a database is either fully on this schema or untouched.
-"""
+"""The tables, their indexes and the running totals' triggers; every start runs ``SCHEMA``
+(each statement ``IF NOT EXISTS``), which creates a new database and leaves an existing one as
+it is."""
 
 from __future__ import annotations
 
-import sqlite3
+from stub_server.store.event_totals import TRIGGERS
 
-from stub_server.store.event_totals import (
-    fill_hourly,
-    fill_totals,
-    install_hourly_triggers,
-    install_totals_triggers,
-)
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS applications (
     client_id TEXT PRIMARY KEY,
     secret_hash TEXT NOT NULL,
@@ -116,33 +106,4 @@ CREATE INDEX IF NOT EXISTS outbox_mode_due ON webhook_outbox(mode, next_attempt_
     WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS outbox_ref ON webhook_outbox(ref);
 CREATE INDEX IF NOT EXISTS outbox_event ON webhook_outbox(event_id);
-"""
-
-#: Indexes of earlier versions, replaced by wider ones that also cover ``amount``.
-_OLD_INDEXES = ("ev_merchant", "ev_client")
-
-
-def migrate(db: sqlite3.Connection) -> None:
-    """Bring a database of an earlier version up to this schema, atomically: the running
-    totals are filled from the events and their triggers created in one SQL transaction."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        names = {
-            row[0]
-            for row in db.execute(
-                "SELECT name FROM sqlite_master WHERE type IN ('trigger', 'index')"
-            )
-        }
-        if "ev_totals_insert" not in names:
-            fill_totals(db)
-            install_totals_triggers(db)
-        if "ev_hourly_insert" not in names:
-            fill_hourly(db)
-            install_hourly_triggers(db)
-        for index in _OLD_INDEXES:
-            if index in names:
-                db.execute(f"DROP INDEX {index}")
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
+{TRIGGERS}"""

@@ -73,7 +73,6 @@ class WebhookOutbox(GroupCommitDatabase):
     def __init__(self, path: str) -> None:
         super().__init__(path)
         self.webhook_secrets = SecretsFile(path)
-        self._move_secrets_out()
         #: mode -> URL of every endpoint, read at start and by ``reload_webhook_urls``.
         self.webhook_urls: dict[str, str] = {}
         #: Called after a pending delivery is enqueued (the dispatcher's wake-up).
@@ -83,25 +82,6 @@ class WebhookOutbox(GroupCommitDatabase):
     def reload_webhook_urls(self) -> None:
         """``paysuite stub webhooks add`` writes the endpoints from another process."""
         self.webhook_urls = dict(self.conn.execute("SELECT mode, url FROM webhook_endpoints"))
-
-    def _move_secrets_out(self) -> None:
-        """Earlier versions kept secrets in ``webhook_endpoints.secret``: move each into the
-        secrets file (unless the file has one already), then wipe the column's bytes."""
-        rows = self.conn.execute(
-            "SELECT mode, secret FROM webhook_endpoints WHERE secret != ''"
-        ).fetchall()
-        if not rows:
-            return
-        for mode, secret in rows:
-            if self.webhook_secrets.get(mode) is None:
-                self.webhook_secrets.put(mode, EndpointSecrets(secret))
-        self.conn.execute("PRAGMA secure_delete = ON")  # the freed bytes are zeroed
-        try:
-            self.conn.execute("UPDATE webhook_endpoints SET secret = ''")
-            self.conn.execute("VACUUM")  # no page of the old table survives in the file
-            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # nor in the WAL
-        finally:
-            self.conn.execute("PRAGMA secure_delete = OFF")
 
     def _endpoint(self, mode: str, url: str) -> WebhookEndpoint | None:
         secrets = self.webhook_secrets.get(mode)

@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from stub_server.store.private_files import beside_db, write_private
 from stub_server.timefmt import now_us as _now_us
@@ -67,8 +66,8 @@ class EndpointSecrets:
             replace(self, previous=None, previous_until_us=None) if self.expired(now_us) else self
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"secret": self.secret}
+    def to_dict(self) -> dict[str, object]:
+        data: dict[str, object] = {"secret": self.secret}
         if self.previous is not None:
             data["previous"] = self.previous
             data["previous_until_us"] = self.previous_until_us

@@ -20,7 +20,6 @@ import logging
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
 
 import aiohttp
 
@@ -185,7 +184,7 @@ class Dispatcher:
                 lane.breaker.succeeded()  # a new address starts with a closed breaker
                 self._start(self._ping(mode, url))
 
-    def _start(self, work: Coroutine[Any, Any, object]) -> None:
+    def _start(self, work: Coroutine[object, None, object]) -> None:
         task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

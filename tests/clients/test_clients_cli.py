@@ -31,7 +31,7 @@ def _clients(*args: str, cache_dir: Path, report_dir: Path) -> subprocess.Comple
             "--report-dir",
             str(report_dir),
             *args,
-        ],  # fmt: skip
+        ],
         capture_output=True,
         text=True,
         timeout=240,

@@ -265,15 +265,22 @@ def test_the_stubs_racy_key_fails_model_007(
 RACE_DEFECTS = ["cashout-key-race", "query-key-race"] + sorted(
     defect for defect, kind in MODEL_DEFECTS.items() if kind == "concurrency"
 )
+#: The histories a race defect gets, one seed each, until one catches it.
+RACE_SEEDS = (7, 8, 9)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("defect", RACE_DEFECTS)
 def test_a_foreign_race_defect_fails_model_007(defect: str, tmp_path: Path) -> None:
+    """A race shows only when the threads' requests overlap within the defect's await: on a
+    busy runner one history may miss it, so up to three histories (other seeds) are judged and
+    the first that catches it is the one asserted on."""
     with start_foreign("independent", tmp_path, "--defect", defect, "--access-ttl", "2") as server:
         config = load_target_config(server.config_path)
-        target = Target(config, config.base_url, seed=7)
-        result = _judged(target)
+        for seed in RACE_SEEDS:
+            result = _judged(Target(config, config.base_url, seed=seed))
+            if result.failed:
+                break
     assert result.failed, race_replay.lines(result)
     assert result.problem is not None and result.problem.family == CONCURRENT
 

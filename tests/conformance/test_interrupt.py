@@ -29,7 +29,7 @@ def test_ctrl_c_in_the_property_phase_writes_the_reports(tmp_path: Path) -> None
         "-v",
         "--concurrency",
         "1",
-    ]  # fmt: skip  (-v: a line per check, as each ends: one after another)
+    ]  # -v: a line per check, as each ends: one after another
     # Its own session, with SIGINT at its default (a background job of a shell ignores it).
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -305,7 +305,7 @@ def test_plain_locust_command_line_gives_the_same_verdict(
             str(tmp_path),
             "--csv",
             str(tmp_path / "plain"),
-        ],  # fmt: skip
+        ],
         capture_output=True,
         text=True,
         timeout=90,

@@ -96,7 +96,7 @@ def test_another_tools_har_is_read_without_the_extension_fields(tmp_path: Path) 
                             "mimeType": "text/plain",
                             "text": "b2shCg==",
                             "encoding": "base64",
-                        },  # fmt: skip
+                        },
                     },
                 },
                 {
@@ -109,7 +109,7 @@ def test_another_tools_har_is_read_without_the_extension_fields(tmp_path: Path) 
                             "mimeType": "application/x-www-form-urlencoded",
                             "params": [{"name": "a", "value": "1 2"}],
                         },
-                    },  # fmt: skip
+                    },
                     "response": {"status": 0, "content": {}},
                 },
             ],

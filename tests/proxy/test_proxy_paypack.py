@@ -51,7 +51,7 @@ def test_paypack_py_keeping_an_expired_token_working_is_auth_008(make_stub, tmp_
         "base_url": run.base_url,
         "number": "0781112244",
         "expiry_wait_s": 5,
-    }  # fmt: skip  (exp is whole seconds; the proxy's grace 1 s)
+    }  # exp is whole seconds; the proxy's grace 1 s
     column = matrix.run_paypack_py(job, cache.default_cache_dir())
     assert column.skip is None and column.cells["find after expiry"]["ok"], column.cells
     assert run.stop() == 1, run.output

@@ -19,11 +19,10 @@ from aiohttp import web
 from paysuite_core import tokens
 from paysuite_core.target_config import Application
 from paysuite_core.tokens import AUTHORIZE_PATH, REFRESH_PATHS
-from stub_server import protocol, timefmt
+from stub_server import fault_injection, protocol, timefmt
 from stub_server.app import build_app
 from stub_server.credentials import write_credentials
 from stub_server.settings import StubSettings, settings_from_mapping
-from stub_server.state import StubApp
 
 #: The document's two refresh paths (the heading's, then the examples' one), taken
 #: from the one token client, for tests that probe the endpoint itself.
@@ -137,7 +136,7 @@ class InProcessStub:
         background: bool = True,
     ) -> None:
         self.settings = settings
-        self.stub = StubApp(settings)
+        self.stub = fault_injection.assemble(settings)
         self.applications = []
         for merchant, privilege in apps:
             client_id, secret = self.stub.store.create_app(merchant, privilege, timefmt.now_us())

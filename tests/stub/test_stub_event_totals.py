@@ -286,39 +286,6 @@ def test_creation_that_fails_midway_leaves_nothing(tmp_path: Path) -> None:
     store.close()
 
 
-def test_an_earlier_schema_is_migrated(tmp_path: Path) -> None:
-    path = str(tmp_path / "s.db")
-    store = Store(path)
-
-    async def fill() -> None:
-        await asyncio.gather(*(create(store, f"M{i % 3}", amount=100 + i) for i in range(60)))
-
-    asyncio.run(fill())
-    store.process_many([(1, "success"), (2, "failed")], T0 + 1, record_event=True)
-    expected = {
-        m: scan(Path(path), m) for m in ("M0", "M1", "M2")
-    }  # what the earlier version would compute
-    # turn the database into one of the earlier version: no totals, the earlier indexes
-    db = store.conn
-    for trigger in ("ev_totals_insert", "ev_totals_delete", "ev_totals_update"):
-        db.execute(f"DROP TRIGGER {trigger}")
-    db.execute("DELETE FROM event_totals")
-    db.execute("CREATE INDEX ev_merchant ON events(merchant, created_us, seq)")
-    db.execute("CREATE INDEX ev_client ON events(merchant, client, created_us)")
-    store.close()
-
-    store = Store(path)
-    assert totals_mismatches(store) == []
-    names = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master")}
-    assert "ev_totals_insert" in names and not {"ev_merchant", "ev_client"} & names
-    for merchant, (n, total) in expected.items():
-        got = store.list_events(EventQuery(merchant=merchant, limit=1))
-        assert (got[0], got[1]) == (n, total)
-    asyncio.run(fill())
-    assert totals_mismatches(store) == []
-    store.close()
-
-
 def test_sums_a_cell_cannot_give_exactly_come_from_the_scan(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "s.db"))
     huge = 2**62

@@ -206,22 +206,3 @@ def test_a_copy_of_the_database_holds_no_webhook_secret(tmp_path: Path) -> None:
     assert kept is not None and stat.S_IMODE(os.stat(kept).st_mode) == 0o600
     assert all(secret in kept.read_text() for secret in secrets)
     print(f"database {db.stat().st_size} bytes, no secret in it; secrets in {kept.name} (0600)")
-
-
-def test_an_earlier_database_s_secrets_are_moved_out_and_wiped(tmp_path: Path) -> None:
-    db = tmp_path / "old.db"
-    store = Store(str(db))
-    store.close()
-    legacy = "whsec_legacy_secret_in_the_table"
-    with sqlite3.connect(db) as conn:  # as an earlier version wrote it
-        conn.execute(
-            "INSERT INTO webhook_endpoints (mode, url, secret, created_us)"
-            " VALUES ('development', 'http://127.0.0.1:9/', ?, 1)",
-            (legacy,),
-        )
-    assert legacy.encode() in db_bytes(db)
-    again = Store(str(db))
-    assert again.webhook_endpoint("development").secret == legacy  # type: ignore[union-attr]
-    again.close()
-    assert legacy.encode() not in db_bytes(db)
-    assert legacy in (secrets_path(str(db)) or Path("/nonexistent")).read_text()

@@ -1,6 +1,6 @@
 """The stub's deliveries pass a receiver written for the live service, unchanged.
 
-``FieldNotesReceiver`` is written from docs/reference-choices.md's table of what merchants'
+``LiveServiceReceiver`` is written from docs/reference-choices.md's table of what merchants'
 webhook receivers expect alone, the way the
 merchants' public receivers are, its verification using nothing of paysuite: header
 ``X-Paypack-Signature``, the base64 HMAC-SHA256 of the raw body under the webhook secret, the
@@ -30,7 +30,7 @@ DATA_KEYS = {"ref", "kind", "fee", "merchant", "client", "amount", "status", "cr
              "processed_at"}  # fmt: skip
 
 
-class FieldNotesReceiver:
+class LiveServiceReceiver:
     """A merchant's receiver for the live service, from that table only (its HTTP plumbing
     the tests' one ``HookServer``, which knows nothing of signatures)."""
 
@@ -71,8 +71,8 @@ class FieldNotesReceiver:
 
 
 @pytest.fixture
-def merchant() -> Iterator[FieldNotesReceiver]:
-    receiver = FieldNotesReceiver()
+def merchant() -> Iterator[LiveServiceReceiver]:
+    receiver = LiveServiceReceiver()
     yield receiver
     receiver.close()
 
@@ -92,7 +92,7 @@ def secret_of(stub: InProcessStub) -> str:
 
 @pytest.mark.parametrize("variants", [[], ["live"]], ids=["reference", "live"])
 def test_a_live_service_receiver_verifies_every_delivery_and_none_is_retried(
-    inproc: Callable[..., InProcessStub], merchant: FieldNotesReceiver, variants: list[str]
+    inproc: Callable[..., InProcessStub], merchant: LiveServiceReceiver, variants: list[str]
 ) -> None:
     stub = inproc(
         webhooks={"development": merchant.url}, webhook_retry=FAST_RETRY, variants=variants
@@ -115,7 +115,7 @@ def test_a_live_service_receiver_verifies_every_delivery_and_none_is_retried(
 
 def test_an_endpoint_is_sent_a_head_when_registered_and_a_silent_one_is_reported(
     inproc: Callable[..., InProcessStub],
-    merchant: FieldNotesReceiver,
+    merchant: LiveServiceReceiver,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     from stub_server import timefmt
