@@ -50,6 +50,7 @@ from paysuite_core.results.masking import (
     Issued,
     Kind,
     Masker,
+    credential_of,
     shown,
     shown_headers,
     shown_url,
@@ -579,8 +580,7 @@ def _text(body: bytes) -> str:
 def _authorization(value: str, stand_ins: _StandIns) -> list[Segment]:
     """The credential of an Authorization value as ``$PAYSUITE_TOKEN_<APP>``, its scheme kept
     (a refresh token sent as an access token, as AUTH-010 does, by its own variable)."""
-    scheme, sep, credential = value.partition(" ")
-    prefix, credential = (f"{scheme} ", credential) if sep else ("", value)
+    prefix, credential = credential_of(value)
     if not credential:
         return [value]
     return [prefix, *stand_ins.stand_in(credential, "access", "refresh")]

@@ -59,6 +59,13 @@ _FORM_MEMBER = re.compile(
 _FORM_KINDS: dict[str, Kind] = {**_JSON_KEYS, "access_token": "access", "refresh_token": "refresh"}
 
 
+def credential_of(authorization: str) -> tuple[str, str]:
+    """An Authorization value as (its scheme and a space, its credential): ``("Bearer ", token)``;
+    ``("", value)`` for a bare credential."""
+    scheme, sep, credential = authorization.partition(" ")
+    return (f"{scheme} ", credential) if sep else ("", authorization)
+
+
 def _replaced(text: str, pattern: re.Pattern[str], render: Callable[[re.Match[str]], str]) -> str:
     """``text`` with each match's value (its group "v") rendered, the rest kept byte for byte."""
     return pattern.sub(
@@ -79,8 +86,8 @@ def _short(token: str) -> str:
 
 def shorten_token(value: str) -> str:
     """``Bearer eyJhbGciOiJI…Xk3`` : enough to tell tokens apart, not enough to use one."""
-    scheme, sep, token = value.partition(" ")
-    return f"{scheme} {_short(token)}" if sep and scheme else _short(token if sep else value)
+    prefix, token = credential_of(value)
+    return prefix + _short(token) if prefix.strip() else _short(token)
 
 
 def shown(text: str, *kinds: Kind) -> str:
@@ -304,12 +311,12 @@ class Masker:
 
     def authorization(self, value: str) -> str:
         """``Bearer <token>`` -> ``Bearer «masked:access:n»``; a bare token is masked whole."""
-        scheme, sep, token = value.strip().partition(" ")
-        if sep and token.strip():
-            return f"{scheme} {self.learn('access', token.strip())}"
-        if scheme.lower() in ("", "bearer", "basic"):
+        prefix, token = credential_of(value.strip())
+        if prefix:
+            return prefix + self.learn("access", token.strip())
+        if token.lower() in ("", "bearer", "basic"):
             return value  # a scheme without a credential: nothing to hide
-        return self.learn("access", scheme)
+        return self.learn("access", token)
 
     def url(self, url: str) -> str:
         """A URL with the token of a refresh path masked, and any other known secret."""
