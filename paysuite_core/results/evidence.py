@@ -704,11 +704,7 @@ class Reproduction:
     def __init__(self, steps: Sequence[Recorded], race: int = 0) -> None:
         self.steps = list(steps)
         self.race = race
-
-    @property
-    def masker(self) -> Masker:
-        """The run's masker, as its exchanges carry it."""
-        return self.steps[0].masker if self.steps else Masker()
+        self.masker = self.steps[0].masker if self.steps else Masker()  # the run's
 
     def render(self, reveal: bool = False) -> tuple[str, dict[str, str]]:
         """(the script, variable -> client_id of the credentials it needs)."""

@@ -198,11 +198,9 @@ class Masker:
             base = _upper_word(f"{app.merchant}_{app.privilege}") or "APP"
             taken[base] = taken.get(base, 0) + 1
             masker.names[app.client_id] = base if taken[base] == 1 else f"{base}_{taken[base]}"
-        pair = config.short_lived_pair
-        if pair is not None:
-            action = pair.authorize
-            ttl = float(pair.access_token_ttl_s)
-            masker.short_lived = (action.method, action.url_template, ttl)
+        if (pair := config.short_lived_pair) is not None:
+            route, ttl = pair.authorize, float(pair.access_token_ttl_s)
+            masker.short_lived = (route.method, route.url_template, ttl)
         if not config.numbers:
             masker.number_pattern = config.effective_number_pattern
         return masker
