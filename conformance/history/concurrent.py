@@ -35,13 +35,13 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from conformance.history.driver import Driver, Step
-from conformance.model.judge import judge, step_of
+from conformance.model.judge import judge_call, step_of
 from conformance.model.linearizability import Call, Verdict, check
 from conformance.model.records import CONCURRENT, Answer, Problem, Request
 from conformance.model.state import State, World
 from paysuite_core.driver.customer import DriverFailed
 from paysuite_core.driver.http import RecordingClient, Reply, ThrottledOut
-from paysuite_core.results.evidence import Evidence
+from paysuite_core.results.evidence import Evidence, Recorded
 from paysuite_core.results.outcome import CouldNotCheck
 from paysuite_core.throttle import THROTTLED, Throttle, retry_after_of
 
@@ -114,7 +114,7 @@ class _Log:
         answer: Answer,
         invoked: float,
         completed: float | None,
-        exchanges: list[Any],
+        exchanges: list[Recorded],
     ) -> None:
         with self._lock:
             index = len(self.calls) + 1
@@ -196,11 +196,11 @@ class Racer(Driver):
         invoked = max(at, self.paced.sent_at) if len(replies) == 1 else at
         self.log.add(self.thread, request, answer, invoked, done, [r.exchange for r in replies])
 
-    def _send(self, request: Request, method: str, path: str, **kwargs: Any) -> Reply:
+    def _send(self, request: Request, send: Callable[[], Reply]) -> Reply:
         before = len(self.evidence.exchanges)
         at = time.monotonic()
         try:
-            reply = self.paced.request(method, path, **kwargs)
+            reply = send()  # through self.paced, the driver's client
         except Exception:
             sent = self.evidence.exchanges[before:]
             if sent:  # it left and no answer came: it may have taken effect or not
@@ -531,10 +531,8 @@ def frontier_problem(world: World, calls: list[Call], verdict: Verdict) -> Probl
         states = after or states
     for index in verdict.unexplained:
         call = by_index[index]
-        answer = call.answer if isinstance(call.answer, Answer) else Answer(None)
-        done = call.completed if call.completed is not None else call.invoked
         for state in sorted(states, key=repr):
-            judged = judge(world, state, call.request, answer, call.invoked, done)
+            judged = judge_call(world, state, call)
             if judged.problem is not None and not judged.problem.reference:
                 return Problem(CONCURRENT, judged.problem.message, judged.problem.allowed)
     return Problem(CONCURRENT, verdict.summary(), "some order of the requests explains each answer")

@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from conformance.model.judge import judge
 from conformance.model.records import (
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from paysuite_core.driver.target import Target
     from paysuite_core.results.evidence import Recorded
     from paysuite_core.target_config import Application
+    from paysuite_core.tokens import TokenPair
 
 #: Pages of this size in the walks, so that paging is exercised on a few events.
 WALK_LIMIT = 3
@@ -127,7 +128,7 @@ class Driver:
         self.reference_problem: tuple[list[Step], Problem] | None = None
         self.apps = {app.client_id: app for app in target.apps()}
         self.labels: dict[str, str] = {}
-        self.pairs: dict[str, Any] = {}
+        self.pairs: dict[str, TokenPair] = {}
         self.numbers: list[str] = []
         self.keys: list[str] = []
         self.refs: list[str] = []
@@ -221,9 +222,10 @@ class Driver:
             self.labels[app.client_id] = new
 
     # --- operations ------------------------------------------------------------------------
-    def _send(self, request: Request, method: str, path: str, **kwargs: Any) -> Reply:
+    def _send(self, request: Request, send: Callable[[], Reply]) -> Reply:
+        """``send`` (a request through ``self.client``), recorded and judged as ``request``."""
         at = time.monotonic()
-        reply = self.client.request(method, path, **kwargs)
+        reply = send()
         done = time.monotonic()
         self.record(request, Answer(reply.status, reply.body), at, done, [reply])
         return reply
@@ -257,14 +259,12 @@ class Driver:
         headers = {"Idempotency-Key": key} if key is not None and channel != "query" else {}
         params = {"Idempotency-Key": key} if key is not None and channel == "query" else None
         path = kind_path(kind) + ("/" if spelling == "slash" else "")
+        body = {"amount": amount, "number": number}
         reply = self._send(
             request,
-            "POST",
-            path,
-            token=token,
-            json={"amount": amount, "number": number},
-            headers=dict(headers),
-            params=params,
+            lambda: self.client.post(
+                path, token=token, json=body, headers=dict(headers), params=params
+            ),
         )
         if key is not None and key not in self.keys:
             self.keys.append(key)
@@ -285,7 +285,7 @@ class Driver:
         written = ref.upper() if spelling == "upper" else ref
         path = find_path(written) + ("/" if spelling == "slash" else "")
         request = Find(app.client_id, label, ref, spelling, expect_processed)
-        return self._send(request, "GET", path, token=token)
+        return self._send(request, lambda: self.client.get(path, token=token))
 
     def list_events(
         self,
@@ -298,7 +298,7 @@ class Driver:
     ) -> Reply:
         """One page; ``sent``: the filters as written on the wire when spelled otherwise."""
         label, token = self.token_of(app)
-        params: dict[str, Any] = dict(sent or filters)
+        params: dict[str, str | int] = dict(sent or filters)
         if limit is not None:
             params.update(limit=limit, offset=0)
         request = ListEvents(
@@ -309,19 +309,19 @@ class Driver:
             0 if limit is not None else None,
             spelling=spelling,
         )
-        return self._send(request, "GET", EVENTS, token=token, params=params)
+        return self._send(request, lambda: self.client.get(EVENTS, token=token, params=params))
 
     def walk(self, app: Application, filters: dict[str, str]) -> None:
         """Every page of the list under ``filters``, judged as one answer."""
         label, token = self.token_of(app)
-        pages: list[Any] = []
+        pages: list[object] = []
         replies: list[Reply] = []
         at = time.monotonic()
         limit: int | None = WALK_LIMIT
         offset = 0
         status: int | None = None
         for _ in range(MAX_WALK_PAGES):
-            params: dict[str, Any] = dict(filters)
+            params: dict[str, str | int] = dict(filters)
             if limit is not None:
                 params.update(limit=limit, offset=offset)
             reply = self.client.request("GET", EVENTS, token=token, params=params)
@@ -371,7 +371,8 @@ class Driver:
     def find_with(self, app: Application, ref: str, label: str) -> Reply:
         """Find with the pair named ``label`` (a short-lived one)."""
         request = Find(app.client_id, label, ref)
-        return self._send(request, "GET", find_path(ref), token=self.pairs[label].access)
+        access = self.pairs[label].access
+        return self._send(request, lambda: self.client.get(find_path(ref), token=access))
 
     def reader_of(self, merchant: str | None) -> Application:
         """An application of ``merchant`` that may read: read-write or read first."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from conformance.model.records import (
     EVENTS,
@@ -27,6 +26,7 @@ from conformance.model.records import (
 from conformance.model.state import State, Txn, World
 from conformance.model.status_words import read_status
 from conformance.model.verdicts import Judged, allow, forbid, note_reference
+from paysuite_core.api_types import JsonObject
 from paysuite_core.driver.api import data_of, same_outcome
 from paysuite_core.driver.target import same_amount
 from paysuite_core.request_data import same_number
@@ -40,11 +40,11 @@ class _Reading:
     """What one answer (a page, or every page of a walk) showed, as it is judged."""
 
     state: State
-    items: list[dict[str, Any]] = field(default_factory=list)
+    items: list[JsonObject] = field(default_factory=list)
     seen: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
-def matches(filters: dict[str, str], data: dict[str, Any]) -> str | None:
+def matches(filters: dict[str, str], data: JsonObject) -> str | None:
     """The filter an event's ``data`` does not match, or None."""
     for name, value in sorted(filters.items()):
         held = data.get(name)
@@ -78,9 +78,9 @@ def list_events(
     family = EVENTS if request.spelling == "canonical" else SPELLINGS
     if not answer.ok:
         return _refused(world, state, request, answer)
-    pages = answer.body if request.walk else [answer.body]
+    pages = answer.body if request.walk and isinstance(answer.body, list) else [answer.body]
     reading = _Reading(state)
-    for page in pages if isinstance(pages, list) else [pages]:
+    for page in pages:
         items = page.get("transactions") if isinstance(page, dict) else None
         if not isinstance(items, list):
             return forbid(
@@ -133,7 +133,7 @@ def _shown(filters: Iterable[tuple[str, str]]) -> str:
 def _judge_item(
     world: World,
     reading: _Reading,
-    item: dict[str, Any],
+    item: JsonObject,
     filters: dict[str, str],
     mine: bool,
     merchant: str,
@@ -175,9 +175,7 @@ def _judge_item(
     return _snapshot(world, reading, txn, str(kind), data, done)
 
 
-def _adopt_landed(
-    reading: _Reading, data: dict[str, Any], merchant: str, done: float
-) -> Txn | None:
+def _adopt_landed(reading: _Reading, data: JsonObject, merchant: str, done: float) -> Txn | None:
     """The unanswered creation of ``merchant`` that an event of an unknown ref shows landed
     (its kind, amount and customer), now a transaction of the history under that ref."""
     ref = data.get("ref")
@@ -198,7 +196,7 @@ def _adopt_landed(
     return None
 
 
-def _stranger(state: State, data: dict[str, Any], filters: dict[str, str]) -> Problem:
+def _stranger(state: State, data: JsonObject, filters: dict[str, str]) -> Problem:
     """An event under the history's own filter that none of its creations made: a rejected
     creation executed after all (a reused key), or a transaction from nowhere."""
     sign = (str(data.get("kind")), data.get("amount"), str(data.get("client")))
@@ -219,7 +217,7 @@ def _stranger(state: State, data: dict[str, Any], filters: dict[str, str]) -> Pr
     )
 
 
-def _identity(reading: _Reading, txn: Txn, kind: str, event_id: Any) -> Problem | None:
+def _identity(reading: _Reading, txn: Txn, kind: str, event_id: object) -> Problem | None:
     if not isinstance(event_id, str) or not event_id:
         return Problem(EVENTS, f"an event of {txn.ref} has event_id {event_id!r}", "an identifier")
     where = (txn.ref, kind)
@@ -252,7 +250,7 @@ def _identity(reading: _Reading, txn: Txn, kind: str, event_id: Any) -> Problem 
 
 
 def _snapshot(
-    world: World, reading: _Reading, txn: Txn, kind: str, data: dict[str, Any], done: float
+    world: World, reading: _Reading, txn: Txn, kind: str, data: JsonObject, done: float
 ) -> Problem | None:
     wrong = []
     if data.get("kind") != txn.kind:
@@ -307,13 +305,13 @@ def _complete(
     world: World,
     reading: _Reading,
     request: ListEvents,
-    pages: Any,
+    pages: list[object],
     filters: dict[str, str],
     merchant: str,
     at: float,
 ) -> Problem | None:
     """Every event due is listed (when the answer is the whole list), and ``total`` agrees."""
-    first = pages[0] if isinstance(pages, list) and pages else {}
+    first = pages[0] if pages else {}
     total = first.get("total") if isinstance(first, dict) else None
     count = len(reading.items)
     offset = request.offset or 0

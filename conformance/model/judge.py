@@ -79,9 +79,16 @@ def step_of(world: World) -> Callable[[State, Call], Iterable[State]]:
     without an answer is judged as if it took effect (``unanswered``)."""
 
     def step(state: State, call: Call) -> Iterable[State]:
-        answer = call.answer if isinstance(call.answer, Answer) else Answer(None)
-        done = call.completed if call.completed is not None else call.invoked
-        judged = judge(world, state, call.request, answer, call.invoked, done)
+        judged = judge_call(world, state, call)
         return judged.states if judged.allowed else ()
 
     return step
+
+
+def judge_call(world: World, state: State, call: Call) -> Judged:
+    """``judge`` over one of the checker's calls (no answer: ``Answer(None)``)."""
+    if not isinstance(call.request, Request):
+        raise TypeError(f"call {call.index} carries {call.request!r}, not a model request")
+    answer = call.answer if isinstance(call.answer, Answer) else Answer(None)
+    done = call.completed if call.completed is not None else call.invoked
+    return judge(world, state, call.request, answer, call.invoked, done)

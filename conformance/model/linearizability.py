@@ -35,7 +35,7 @@ import math
 import time
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 __all__ = ["Call", "Step", "Verdict", "check"]
 
@@ -59,8 +59,8 @@ class Call:
     thread: int
     invoked: float
     completed: float | None
-    request: Any
-    answer: Any
+    request: object
+    answer: object
 
 
 class Step(Protocol[S]):
@@ -214,10 +214,10 @@ class _BudgetExhausted(Exception):
     """The search reached its bound (configurations or deadline)."""
 
 
-class _Search:
+class _Search(Generic[S]):
     """One depth-first search over configurations (mask of placed calls, model state)."""
 
-    def __init__(self, plan: _Plan, step: Step[Any], limit: int, deadline: float | None) -> None:
+    def __init__(self, plan: _Plan, step: Step[S], limit: int, deadline: float | None) -> None:
         self.plan = plan
         self.step = step
         self.limit = limit
@@ -227,7 +227,7 @@ class _Search:
         #: the order that reached it first.
         self.best: tuple[tuple[int, int], tuple[int, ...]] = ((-1, -1), ())
 
-    def run(self, starts: list[Any]) -> Verdict:
+    def run(self, starts: list[S]) -> Verdict:
         try:
             for state in starts:
                 order = self._from(state)
@@ -237,7 +237,7 @@ class _Search:
             return Verdict(True, None, searched=len(self.seen), budget_exhausted=True)
         return self._failure()
 
-    def _visit(self, mask: int, state: Any, path: list[int]) -> bool:
+    def _visit(self, mask: int, state: S, path: list[int]) -> bool:
         """Record a configuration; False when it was seen before (its future is known)."""
         config = (mask, state)
         if config in self.seen:
@@ -256,12 +256,12 @@ class _Search:
             self.best = (key, tuple(path))
         return True
 
-    def _successors(self, mask: int, state: Any) -> Iterator[tuple[int, Any]]:
+    def _successors(self, mask: int, state: S) -> Iterator[tuple[int, S]]:
         for position in self.plan.candidates(mask):
             for after in _ordered(self.step(state, self.plan.calls[position])):
                 yield position, after
 
-    def _from(self, state: Any) -> list[int] | None:
+    def _from(self, state: S) -> list[int] | None:
         """An order of positions that explains every answered call, starting from ``state``."""
         path: list[int] = []
         if not self._visit(0, state, path):

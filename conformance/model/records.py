@@ -9,7 +9,7 @@ tracks what the document lets each one do, never its value.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 Kind = Literal["CASHIN", "CASHOUT"]
 Channel = Literal["header", "query"]
@@ -106,7 +106,7 @@ class Answer:
     """What the target answered: its status (None: no answer) and its JSON body."""
 
     status: int | None
-    body: Any = field(default=None, compare=False, hash=False)
+    body: object = field(default=None, compare=False, hash=False)
 
     @property
     def ok(self) -> bool:
@@ -117,7 +117,7 @@ class Answer:
         """A 4xx, or a redirect for another spelling (what a framework does with a slash)."""
         return self.status is not None and 300 <= self.status < 500
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, default: object = None) -> object:
         return self.body.get(key, default) if isinstance(self.body, dict) else default
 
 

@@ -9,6 +9,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from conformance.checks import check
+from paysuite_core.api_types import Lookup, field_types
 from paysuite_core.driver.api import created_values_differ
 from paysuite_core.results.outcome import expect, expect_none, not_applicable
 from paysuite_core.results.rule import Section
@@ -16,16 +17,7 @@ from paysuite_core.results.rule import Section
 if TYPE_CHECKING:
     from paysuite_core.driver.target import Target
 
-LOOKUP_TYPES: dict[str, tuple[type, ...]] = {
-    "amount": (int, float),
-    "client": (str,),
-    "fee": (int, float),
-    "kind": (str,),
-    "merchant": (str,),
-    "ref": (str,),
-    "status": (str,),
-    "timestamp": (str,),
-}
+LOOKUP_TYPES = field_types(Lookup)
 
 
 def lookup_problems(body: object) -> list[str]:

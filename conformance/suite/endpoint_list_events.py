@@ -12,11 +12,12 @@ import time
 from datetime import UTC, datetime, timedelta
 from decimal import Context, Decimal
 from functools import partial
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, get_args
 
 from conformance.checks import check
 from conformance.event_window import bound_text, event_ids, inside, js_date_text, outside, stamp_of
 from conformance.suite.states_and_transitions import usable_customer
+from paysuite_core.api_types import EventData, EventKind, EventsPage, JsonObject, field_types
 from paysuite_core.driver import timestamps
 from paysuite_core.driver.api import SUCCESS_STATUSES, data_of
 from paysuite_core.request_data import same_number
@@ -28,28 +29,14 @@ if TYPE_CHECKING:
     from paysuite_core.driver.target import Target
     from paysuite_core.target_config import Application
 
-EVENT_KINDS = ("transaction:created", "transaction:processed")
+EVENT_KINDS = get_args(EventKind)
 PROCESSED = "transaction:processed"
 CREATED = "transaction:created"
 ENVELOPE_INTS = ("limit", "offset", "total")
-ENVELOPE_OPTIONAL = {
-    "amount": (int, float),
-    "client": (str,),
-    "event-kind": (str,),
-    "kind": (str,),
-    "ref": (str,),
-    "status": (str,),
-}
-DATA_TYPES = {
-    "ref": (str,),
-    "kind": (str,),
-    "fee": (int, float),
-    "merchant": (str,),
-    "client": (str,),
-    "amount": (int, float),
-    "status": (str,),
-    "created_at": (str,),
-}
+#: The envelope's keys the document does not name, and the record's data, with their types.
+ENVELOPE_OPTIONAL = {k: t for k, t in field_types(EventsPage).items() if k not in ENVELOPE_INTS}
+del ENVELOPE_OPTIONAL["transactions"]
+DATA_TYPES = {k: t for k, t in field_types(EventData).items() if k != "processed_at"}
 
 
 def _typed(value: object, types: tuple[type, ...]) -> bool:
@@ -162,16 +149,22 @@ def _refused_or_lists(reply: Reply, ref: str | None, kind: str | None = CREATED)
     return not reply.ok or ref is None or _lists(reply, ref, kind)
 
 
-def _setup_filters(target: Target, app: Application) -> dict[str, Any]:
+class _Made(NamedTuple):
+    """Customers ``a`` and ``b`` and the refs made for them (``a_in``, ``b_in``, ``a_out``)."""
+
+    a: str
+    b: str
+    refs: dict[str, str]
+
+
+def _setup_filters(target: Target, app: Application) -> _Made:
     """Two customers: A with a cashin and a cashout, B with a cashin (+ a processed one)."""
     a, b = target.number(), target.number()
-    made = {
-        "a_in": target.created("CASHIN", app, number=a)[1],
-        "b_in": target.created("CASHIN", app, number=b)[1],
-    }
+    made = _Made(a, b, {"a_in": target.created("CASHIN", app, number=a)[1]["ref"]})
+    made.refs["b_in"] = target.created("CASHIN", app, number=b)[1]["ref"]
     if target.writer("CASHOUT") is not None and (app.can_cashout()):
-        made["a_out"] = target.created("CASHOUT", app, number=a)[1]
-    return {"a": a, "b": b, **made}
+        made.refs["a_out"] = target.created("CASHOUT", app, number=a)[1]["ref"]
+    return made
 
 
 @check(
@@ -186,9 +179,9 @@ def the_ref_filter_returns_exactly_that_transaction(target: Target) -> None:
     that transaction's events and nothing else."""
     app = target.need_writer()
     made = _setup_filters(target, app)
-    cases = [(made["a_in"]["ref"], made["a"]), (made["b_in"]["ref"], made["b"])]
-    if "a_out" in made:
-        cases.append((made["a_out"]["ref"], made["a"]))
+    cases = [(made.refs["a_in"], made.a), (made.refs["b_in"], made.b)]
+    if "a_out" in made.refs:
+        cases.append((made.refs["a_out"], made.a))
     for ref, number in cases:
         reply = target.eventually(
             partial(target.list_events, app, ref=ref),
@@ -227,11 +220,11 @@ def the_ref_filter_returns_exactly_that_transaction(target: Target) -> None:
 def the_client_filter_returns_only_that_customer(target: Target) -> None:
     app = target.need_writer()
     made = _setup_filters(target, app)
-    wanted = {made[k]["ref"] for k in ("a_in", "a_out") if k in made}
+    wanted = {made.refs[k] for k in ("a_in", "a_out") if k in made.refs}
 
     def listing() -> Reply:
-        reply = target.list_events(app, client=made["a"], limit=100)
-        return target.list_events(app, client=made["a"]) if reply.rejected else reply
+        reply = target.list_events(app, client=made.a, limit=100)
+        return target.list_events(app, client=made.a) if reply.rejected else reply
 
     reply = target.eventually(
         listing,
@@ -242,13 +235,9 @@ def the_client_filter_returns_only_that_customer(target: Target) -> None:
     items = reply.get("transactions") or []
     expect(reply.ok, f"client filter answered {reply.status}", reply)
     others = {
-        data_of(e).get("client")
-        for e in items
-        if not same_number(data_of(e).get("client"), made["a"])
+        data_of(e).get("client") for e in items if not same_number(data_of(e).get("client"), made.a)
     }
-    expect(
-        not others, f"client={made['a']} also returned events of {sorted(map(str, others))}", reply
-    )
+    expect(not others, f"client={made.a} also returned events of {sorted(map(str, others))}", reply)
     refs = {data_of(e).get("ref") for e in items}
     for ref in sorted(wanted - refs):
         # A transaction that recorded no event at all is LIFE-001's defect, not the filter's.
@@ -257,7 +246,7 @@ def the_client_filter_returns_only_that_customer(target: Target) -> None:
         )
     expect(
         wanted <= refs,
-        f"client={made['a']} missed {sorted(wanted - refs)}",
+        f"client={made.a} missed {sorted(wanted - refs)}",
         reply,
         expected=f"the events of {sorted(wanted)}",
         actual=f"not listed: {sorted(wanted - refs)}",
@@ -275,9 +264,9 @@ def the_kind_filter_returns_only_that_kind(target: Target) -> None:
     app = target.need_writer()
     made = _setup_filters(target, app)
     for kind, key in (("CASHIN", "a_in"), ("CASHOUT", "a_out")):
-        wanted = made[key]["ref"] if key in made else None
+        wanted = made.refs.get(key)
         reply = target.eventually(
-            partial(target.list_events, app, kind=kind, client=made["a"]),
+            partial(target.list_events, app, kind=kind, client=made.a),
             partial(_refused_or_lists, ref=wanted, kind=None),
         )
         items = reply.get("transactions") or []
@@ -286,8 +275,8 @@ def the_kind_filter_returns_only_that_kind(target: Target) -> None:
         expect(
             not wrong, f"kind={kind} returned events of kind {sorted(set(map(str, wrong)))}", reply
         )
-        if key in made:
-            ref = made[key]["ref"]
+        if wanted is not None:
+            ref = wanted
             if ref in {data_of(e).get("ref") for e in items}:
                 continue
             recorded = {data_of(e).get("kind") for e in target.events_for_ref(app, ref, wait=True)}
@@ -318,7 +307,7 @@ def the_status_filter_returns_only_that_status(target: Target) -> None:
     app = target.need_writer()
     number = target.number()
     _, pending = target.created("CASHIN", app, number=number)
-    current: dict[str, Any] = {pending["ref"]: "pending"}
+    current: dict[str, object] = {pending["ref"]: "pending"}
     confirmed = cancelled = None
     customer = target.need_customer()
     if customer.unavailable_reason() is None and customer.driver != "magic-numbers":
@@ -335,7 +324,7 @@ def the_status_filter_returns_only_that_status(target: Target) -> None:
             f"the cancelled {cancelled['ref']} reads {current[cancelled['ref']]!r} (LIFE-003)",
         )
 
-    def allowed(event: dict[str, Any], wanted: tuple[str, ...]) -> bool:
+    def allowed(event: JsonObject, wanted: tuple[str, ...]) -> bool:
         data = data_of(event)
         return data.get("status") in wanted or current.get(str(data.get("ref"))) in wanted
 
@@ -384,7 +373,7 @@ def the_status_filter_returns_only_that_status(target: Target) -> None:
         )
 
 
-def _settled(target: Target, app: Application, ref: str, outcome: str) -> Any:
+def _settled(target: Target, app: Application, ref: str, outcome: str) -> object:
     """The status find reads once the customer's ``outcome`` took effect, its processed event
     listed (a precondition: leaving pending and recording it are LIFE-002/003's rules)."""
     status = target.wait_processed(ref, app).get("status")
@@ -881,13 +870,11 @@ def from_and_to_bound_the_list(target: Target) -> None:
     _judge_window(target, app, wide, {"client": number}, [a_event, b_event], texts=texts)
 
 
-def _created_events(
-    target: Target, app: Application, number: str, *refs: str
-) -> list[dict[str, Any]]:
+def _created_events(target: Target, app: Application, number: str, *refs: str) -> list[JsonObject]:
     """The ``transaction:created`` event of each of ``refs``, awaited under the client filter
     (an implementation may record them a moment after it answers)."""
 
-    def created(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    def created(items: list[JsonObject]) -> dict[str, JsonObject]:
         return {str(data_of(e).get("ref")): e for e in items if e.get("event_kind") == CREATED}
 
     items = target.eventually(
@@ -907,17 +894,17 @@ class _Window(NamedTuple):
     events that must be among them."""
 
     replies: list[Reply]
-    items: list[dict[str, Any]]
+    items: list[JsonObject]
     complete: bool
-    wanted: list[dict[str, Any]]
+    wanted: list[JsonObject]
 
 
 def _judge_window(
     target: Target,
     app: Application,
     bounds: tuple[datetime, datetime],
-    scope: dict[str, Any],
-    wanted: list[dict[str, Any]] | None,
+    scope: dict[str, str],
+    wanted: list[JsonObject] | None,
     *,
     texts: tuple[str, str] | None = None,
 ) -> None:
@@ -936,7 +923,7 @@ def _judge_window(
     def read() -> _Window:
         due = wanted
         if due is None:
-            due = [e for e in target.events_of(app, **scope) if inside(e, lo, hi)]
+            due = [e for e in target.events_of(app, max_pages=20, **scope) if inside(e, lo, hi)]
         return _Window(*_window_pages(target, app, params), due)
 
     seen = target.eventually(read, lambda seen: not _window_problems(seen, lo, hi))
@@ -957,11 +944,11 @@ def _judge_window(
 
 def _window_pages(
     target: Target, app: Application, params: dict[str, str]
-) -> tuple[list[Reply], list[dict[str, Any]], bool]:
+) -> tuple[list[Reply], list[JsonObject], bool]:
     """The window's pages of 100 (one default page where ``limit`` is refused), at most
     ``WINDOW_PAGES``: (the replies, the events, whether they reached ``total``)."""
     replies: list[Reply] = []
-    items: list[dict[str, Any]] = []
+    items: list[JsonObject] = []
     paging: dict[str, int] = {"limit": 100, "offset": 0}
     for _ in range(WINDOW_PAGES):
         reply = target.list_events(app, **params, **paging)
@@ -982,7 +969,7 @@ def _window_pages(
     return replies, items, False
 
 
-def _label(event: dict[str, Any]) -> str:
+def _label(event: JsonObject) -> str:
     return (
         f"the {event.get('event_kind')} event of {data_of(event).get('ref')} created at "
         f"{event.get('created_at')}"

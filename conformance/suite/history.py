@@ -10,7 +10,7 @@ where the model and the target part, what the model allowed, and a script that r
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from conformance.checks import check
 from paysuite_core.results.outcome import CheckFailed, CouldNotCheck, not_applicable
@@ -29,26 +29,28 @@ RESULT_KEY = "history"
 _ONE_RUN = threading.Lock()
 
 
-def _run(target: Target, cache: dict[str, Any]) -> HistoryResult:
+def _run(target: Target, cache: dict[str, object]) -> HistoryResult:
     """The history phase, once per session (the first MODEL check pays for all of them)."""
-    budget = float(cache.get(BUDGET_KEY, DEFAULT_HISTORY_BUDGET_S))
-    if budget <= 0:
+    from conformance.history.run import run_history
+    from conformance.history.session import HistoryResult
+
+    budget = cache.get(BUDGET_KEY, DEFAULT_HISTORY_BUDGET_S)
+    if not isinstance(budget, int | float) or budget <= 0:
         not_applicable("--history-budget 0: the history phase did not run")
     with _ONE_RUN:
         if RESULT_KEY not in cache:
-            from conformance.history.run import run_history
-
             try:
-                cache[RESULT_KEY] = run_history(target, budget, target.seed)
+                cache[RESULT_KEY] = run_history(target, float(budget), target.seed)
             except Exception as exc:  # noqa: BLE001 - reported as the check's error
                 cache[RESULT_KEY] = exc
-    result: HistoryResult | Exception = cache[RESULT_KEY]
+    result = cache[RESULT_KEY]
     if isinstance(result, Exception):
         raise RuntimeError(f"the history phase could not complete: {result}") from result
+    assert isinstance(result, HistoryResult)
     return result
 
 
-def _verdict(target: Target, cache: dict[str, Any], check_id: str, expected: str) -> None:
+def _verdict(target: Target, cache: dict[str, object], check_id: str, expected: str) -> None:
     from conformance.history import replay
     from conformance.history.race_replay import RaceReproduction
     from conformance.history.session import world_of
@@ -100,7 +102,7 @@ def _verdict(target: Target, cache: dict[str, Any], check_id: str, expected: str
     )
 
 
-def _concurrent_verdict(target: Target, cache: dict[str, Any]) -> None:
+def _concurrent_verdict(target: Target, cache: dict[str, object]) -> None:
     """MODEL-007: the concurrent part of the one history run, judged by the linearizability
     checker (``conformance.history.concurrent``). An undecided search is a note, never a
     failure."""
@@ -165,7 +167,7 @@ def _model_check(
 ) -> None:
     """Declare one MODEL check: they differ only in their entry; the run is one."""
 
-    def judge(target: Target, run_cache: dict[str, Any]) -> None:
+    def judge(target: Target, run_cache: dict[str, object]) -> None:
         _verdict(target, run_cache, id, expected)
 
     judge.__name__ = judge.__qualname__ = name
@@ -247,7 +249,7 @@ _model_check(
     "A second cashin or cashout request that reuses an idempotency key already used is "
     "rejected, and the transaction is not executed twice.",
 )
-def histories_hold_under_concurrency(target: Target, run_cache: dict[str, Any]) -> None:
+def histories_hold_under_concurrency(target: Target, run_cache: dict[str, object]) -> None:
     _concurrent_verdict(target, run_cache)
 
 

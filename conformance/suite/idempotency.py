@@ -18,9 +18,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from conformance.checks import check
+from paysuite_core.api_types import JsonObject
 from paysuite_core.driver.api import data_of, kind_path, reuse_problems
 from paysuite_core.results.outcome import expect, expect_none, not_applicable, precondition
 from paysuite_core.results.rule import Section
@@ -77,7 +78,7 @@ def _amounts(target: Target) -> Iterator[int | float]:
         yield target.amount()
 
 
-def _same_amount(one: Any, other: Any) -> bool:
+def _same_amount(one: object, other: float) -> bool:
     """One amount, whatever its JSON spelling (100 and 100.0); a boolean is no amount."""
     if isinstance(one, bool) or not isinstance(one, (int, float)):
         return False
@@ -135,7 +136,7 @@ class _Trail:
         self.sent.append(sent)
         return sent
 
-    def created(self) -> list[dict[str, Any]]:
+    def created(self) -> list[JsonObject]:
         """The number's created events, read by an application of the creator's merchant that
         the document lets read (read-write or read) where one is configured: whether a cashin
         or cashout application may read is a reference choice (RC-12)."""
@@ -147,7 +148,7 @@ class _Trail:
             own_refs=own,
         )  # fmt: skip
 
-    def attribute(self, events: list[dict[str, Any]]) -> int:
+    def attribute(self, events: list[JsonObject]) -> int:
         """Give each sent creation its executions; return how many of ``events`` are the
         trail's. An event under a ref a creation was answered belongs to that creation (of two
         answered one ref, the one of its amount, else the first); any other is given by amount
@@ -200,10 +201,10 @@ def _count(target: Target, trails: Sequence[_Trail], expected: int | None = None
     if expected is None:
         expected = sum(1 for trail in trails for sent in trail.sent if sent.reply.ok)
 
-    def read() -> list[list[dict[str, Any]]]:
+    def read() -> list[list[JsonObject]]:
         return [trail.created() for trail in trails]
 
-    def ours(found: list[list[dict[str, Any]]]) -> int:
+    def ours(found: list[list[JsonObject]]) -> int:
         return sum(trail.attribute(events) for trail, events in zip(trails, found, strict=True))
 
     found = target.wait_until(read, lambda f: ours(f) >= expected, EVENTUAL_S)

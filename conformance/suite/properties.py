@@ -7,7 +7,7 @@ into PROP-001..009. They run last: the catalog's order puts the PROP group at th
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from conformance.checks import check
 from paysuite_core.results.outcome import CheckFailed, CouldNotCheck, not_applicable
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 _ONE_RUN = threading.Lock()
 
 
-def _run(target: Target, cache: dict[str, Any]) -> PropRun:
+def _run(target: Target, cache: dict[str, object]) -> PropRun:
     """Run schemathesis once per session (the first PROP check pays for all of them)."""
     if target.config is None:
         not_applicable("no applications configured: the property tests need a bearer token")
@@ -32,9 +32,10 @@ def _run(target: Target, cache: dict[str, Any]) -> PropRun:
         raise CouldNotCheck(
             f"not attempted: the target sent over-limit answers ({cache['oversized']})"
         )
+    from conformance.property_phase import PropRun, run_properties
+
     with _ONE_RUN:  # checks that run at once (--concurrency) wait for the first one's run
         if "properties" not in cache:
-            from conformance.property_phase import run_properties
             from paysuite_core.specfile import load_spec
 
             try:
@@ -43,13 +44,14 @@ def _run(target: Target, cache: dict[str, Any]) -> PropRun:
                 )
             except Exception as exc:  # noqa: BLE001 - reported as the check's error
                 cache["properties"] = exc
-    result: PropRun | Exception = cache["properties"]
+    result = cache["properties"]
     if isinstance(result, Exception):
         raise RuntimeError(f"the property run could not complete: {result}") from result
+    assert isinstance(result, PropRun)
     return result
 
 
-def _verdict(target: Target, cache: dict[str, Any], check_id: str, expected: str) -> None:
+def _verdict(target: Target, cache: dict[str, object], check_id: str, expected: str) -> None:
     from paysuite_core.driver.http import TargetUnreachable
 
     result = _run(target, cache)
@@ -113,7 +115,7 @@ def _property_check(
     """Declare one PROP check as a function of this module: the nine differ only in their
     entry and what they demand, the verdict is one run's, sorted by check ID."""
 
-    def judge(target: Target, run_cache: dict[str, Any]) -> None:
+    def judge(target: Target, run_cache: dict[str, object]) -> None:
         _verdict(target, run_cache, id, expected)
 
     judge.__name__ = judge.__qualname__ = name

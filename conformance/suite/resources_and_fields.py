@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from conformance.checks import check
 from conformance.suite.authentication import fresh_refresh_token
 from conformance.suite.states_and_transitions import OUTCOMES, creatable_kinds, usable_customer
+from paysuite_core.api_types import JsonObject
 from paysuite_core.driver import timestamps
 from paysuite_core.driver.api import (
     AUTHORIZE,
@@ -122,7 +123,7 @@ def event_ids_are_uuid_shaped_and_unique(target: Target) -> None:
             lambda items: len(items) >= 2,
             timeout_s=min(10.0, target.driver_timeout()),
         )
-    events: list[dict[str, Any]] = []
+    events: list[JsonObject] = []
     proof = []
     for ref in refs:
         found = target.events_for_ref(app, ref, wait=True)
@@ -302,7 +303,7 @@ def utc_timestamps_are_written_in_utc(target: Target) -> None:
 
 def _appearances(
     target: Target, kind: str, outcome: Outcome
-) -> tuple[Reply, Reply, list[dict[str, Any]]]:
+) -> tuple[Reply, Reply, list[JsonObject]]:
     """A new ``kind``, processed by the customer's ``outcome`` when a driver can: its
     creation answer, find's answer and every event listed for it."""
     app = target.need_writer(kind)
@@ -332,9 +333,7 @@ def _appearances(
     return created_reply, found, events
 
 
-def disagreements(
-    created: dict[str, Any], found: dict[str, Any], events: list[dict[str, Any]]
-) -> list[str]:
+def disagreements(created: JsonObject, found: JsonObject, events: list[JsonObject]) -> list[str]:
     """Where one transaction reads differently in its creation answer, find's answer and each
     event's ``data``: ref, kind and amount everywhere, the customer (in any notation) and the
     merchant between find and the events, and ``created_at`` as one instant. The status and

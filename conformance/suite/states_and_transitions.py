@@ -12,9 +12,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from conformance.checks import check, set_up_early
+from paysuite_core.api_types import JsonObject
 from paysuite_core.driver import timestamps
 from paysuite_core.driver.api import (
     SUCCESS_STATUSES,
@@ -62,9 +63,9 @@ def usable_customer(target: Target) -> Customer | None:
 
 def _processed(
     target: Target, outcome: Outcome, *, kind: str = "CASHIN", judged: bool = True
-) -> tuple[Reply, dict[str, Any], Reply, list[dict[str, Any]]]:
-    """Create a ``kind``, have the customer act, wait for the outcome; returns creation, find,
-    events.
+) -> tuple[Reply, str, Reply, list[JsonObject]]:
+    """Create a ``kind``, have the customer act, wait for the outcome; returns the creation's
+    answer, its ref, find's answer and the events.
 
     ``judged``: whether a transaction left pending is this check's failure (LIFE-002/003) or
     only a precondition of it (a check about what happens *after* processing).
@@ -75,7 +76,7 @@ def _processed(
     app = target.need_writer(kind)
     number = target.need_customer().number_for(outcome, target.number())
     created_reply, created = target.created(kind, app, number=number)
-    ref = created["ref"]
+    ref: str = created["ref"]
     try:
         target.resolve(ref, outcome)
     except DriverUnavailable as exc:
@@ -101,16 +102,14 @@ def _processed(
         lambda items: any(e.get("event_kind") == PROCESSED for e in items),
         timeout_s=min(10.0, target.driver_timeout()),
     )
-    return created_reply, created, found, events
+    return created_reply, ref, found, events
 
 
-def _check_processed_event(
-    found: Reply, events: list[dict[str, Any]], created: dict[str, Any]
-) -> None:
+def _check_processed_event(found: Reply, events: list[JsonObject], ref: str) -> None:
     processed = [e for e in events if e.get("event_kind") == PROCESSED]
     expect(
         len(processed) == 1,
-        f"{len(processed)} transaction:processed events for {created['ref']}, expected exactly one",
+        f"{len(processed)} transaction:processed events for {ref}, expected exactly one",
         found,
     )
     data = data_of(processed[0])
@@ -215,7 +214,7 @@ def _judge_outcome(target: Target, outcome: Outcome, wanted: tuple[str, ...], sa
     """Each kind processed by the customer's ``outcome``: the status it must reach, and one
     processed event that agrees with find."""
     for kind in creatable_kinds(target):
-        _, created, found, events = _processed(target, outcome, kind=kind)
+        _, ref, found, events = _processed(target, outcome, kind=kind)
         expect(
             found.get("status") in wanted,
             f"after {'confirmation' if outcome == 'confirm' else 'cancellation'} the "
@@ -224,7 +223,7 @@ def _judge_outcome(target: Target, outcome: Outcome, wanted: tuple[str, ...], sa
             expected=" or ".join(wanted),
             actual=repr(found.get("status")),
         )
-        _check_processed_event(found, events, created)
+        _check_processed_event(found, events, ref)
 
 
 @check(
@@ -256,15 +255,14 @@ def a_processed_transaction_does_not_change_again(target: Target) -> None:
         for kind in creatable_kinds(target)
     ]
     if target.customer is not None and target.customer.driver in ("sandbox", "command"):
-        for _, created, _ in processed:
+        for _, ref, _ in processed:
             try:
-                target.resolve(created["ref"], "cancel")
+                target.resolve(ref, "cancel")
             except (DriverUnavailable, CouldNotCheck):
                 pass  # refusing to act again is a fine answer
     time.sleep(target.quiet_s)
-    for kind, created, found in processed:
+    for kind, ref, found in processed:
         app = target.need_writer(kind)
-        ref = created["ref"]
         again = target.find(ref, app)
         changed = status_changed(found.get("status"), again.get("status"))
         expect(
@@ -311,7 +309,7 @@ def a_confirmed_transaction_reads_exactly_success(target: Target) -> None:
         )
 
 
-def dated_before_its_stage(event: dict[str, Any]) -> str | None:
+def dated_before_its_stage(event: JsonObject) -> str | None:
     """How an event's own ``created_at`` falls before the stage it records (the created
     event before ``data.created_at``, the processed one before ``data.processed_at``), beyond
     the granularity of both stamps; ``None`` when it does not or a stamp is unreadable (the
@@ -350,16 +348,16 @@ def an_event_is_not_dated_before_its_stage(target: Target) -> None:
     for kind, outcome in zip(creatable_kinds(target), OUTCOMES, strict=False):
         app = target.need_writer(kind)
         if driver:
-            _, created, _, events = _processed(target, outcome, kind=kind, judged=False)
+            _, ref, _, events = _processed(target, outcome, kind=kind, judged=False)
         else:
-            _, created = target.created(kind, app)
-            events = target.events_for_ref(app, created["ref"], wait=True)
+            ref = target.created(kind, app)[1]["ref"]
+            events = target.events_for_ref(app, ref, wait=True)
         precondition(events, f"no event is listed for the new {kind.lower()} (LIFE-001)")
         problems = [p for e in events if (p := dated_before_its_stage(e)) is not None]
         if problems:
             fail(
                 "; ".join(problems),
-                target.list_events(app, ref=created["ref"]),
+                target.list_events(app, ref=ref),
                 expected="each event's created_at at or after the stage it records",
                 actual=problems[0],
             )
@@ -382,7 +380,7 @@ def declared_time_out(target: Target) -> float | None:
     return None if declared is None else float(declared)
 
 
-def settled_after(events: list[dict[str, Any]]) -> float | None:
+def settled_after(events: list[JsonObject]) -> float | None:
     """Seconds from a transaction's creation to its settling, as its processed event dates them
     (``data.created_at`` to ``data.processed_at``); None when no processed event says so
     readably (the stamps' shape is FMT-005's rule)."""

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import time
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from conformance.checks import check
 from conformance.suite.states_and_transitions import usable_customer
+from paysuite_core.api_types import JsonObject
 from paysuite_core.driver.api import data_of
+from paysuite_core.driver.target import same_amount
 from paysuite_core.request_data import same_number
 from paysuite_core.results.outcome import expect, fail, not_applicable, precondition
 from paysuite_core.results.rule import Section
@@ -69,7 +71,7 @@ def _transaction(
     *,
     confirm: bool,
     number: str = "",
-    amount: Any = None,
+    amount: int | float | None = None,
 ) -> tuple[Reply, str, tuple[str, ...]]:
     """A cashin in the configured mode: its reply, ref and the event kinds it has recorded.
 
@@ -106,9 +108,7 @@ def _transaction(
     return reply, ref, (CREATED, PROCESSED)
 
 
-def _listed(
-    target: Target, app: Application, ref: str, kinds: tuple[str, ...]
-) -> list[dict[str, Any]]:
+def _listed(target: Target, app: Application, ref: str, kinds: tuple[str, ...]) -> list[JsonObject]:
     """The transaction's events as the list shows them, once it shows every kind awaited."""
     events = target.wait_until(
         lambda: target.events_for_ref(app, ref),
@@ -137,7 +137,7 @@ def _await_ids(target: Target, receiver: RunningReceiver, ids: list[str]) -> boo
 
 def _delivered(
     target: Target, unjudged: str
-) -> tuple[WebhookTarget, RunningReceiver, Reply, str, list[dict[str, Any]]]:
+) -> tuple[WebhookTarget, RunningReceiver, Reply, str, list[JsonObject]]:
     """An unconfirmed cashin whose listed events have all arrived, accepted or not: what the
     checks of one delivery's form judge (an event never delivered is WEBHOOK-001's, so it stops
     them as an error saying what could not be judged)."""
@@ -339,11 +339,11 @@ def _scripted(
     # every check one number, and another check's creation may be delivered meanwhile.
     for kind, script in answers.items():
 
-        def matches(record: dict[str, Any], kind: str = kind) -> bool:
+        def matches(record: JsonObject, kind: str = kind) -> bool:
             return (
                 record.get("event_kind") == kind
                 and same_number(data_of(record).get("client"), number)
-                and _same_amount(data_of(record).get("amount"), amount)
+                and same_amount(data_of(record).get("amount"), amount)
             )
 
         for status, hold_s in script:
@@ -367,13 +367,6 @@ def _waits(ledger: Ledger, ref: str, first: Arrival, wanted: int, within_s: floa
             f"{wanted} whose waits are compared (WEBHOOK-005's): {_summary(ledger.arrivals(ref))}"
         )
     return [later.received_at - earlier.received_at for earlier, later in pairwise(came)]
-
-
-def _same_amount(rendered: object, sent: object) -> bool:
-    try:
-        return float(rendered) == float(sent)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return False
 
 
 def _retry_of(ledger: Ledger, ref: str, first: Arrival) -> Arrival | None:
