@@ -344,16 +344,18 @@ def wire_of(item: Mapping[str, Any]) -> Exchange | None:
     return item._exchange.wire if isinstance(item, EvidenceItem) else None
 
 
-def issued(item: Mapping[str, Any], token: str) -> Issued | None:
+def issued(item: object, token: str) -> Issued | None:
     """What the run of an evidence item knows of an access token it was issued (None: not one
     it saw issued, or a tool's item)."""
     return item.masker.known["access"].get(token) if isinstance(item, EvidenceItem) else None
 
 
-def masker_of(results: Iterable[Any]) -> Masker:
+def masker_of(results: Iterable[object]) -> Masker:
     """The run's masker, as its results' evidence carries it (the reports are written from the
     results alone); a fresh one when no evidence does (then no curl names a credential)."""
-    held = (h for r in results for h in (getattr(r, "reproduction", None), *r.evidence))
+    held = (
+        h for r in results for h in (getattr(r, "reproduction", None), *getattr(r, "evidence", ()))
+    )
     return next((m for h in held if isinstance(m := getattr(h, "masker", None), Masker)), Masker())
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from os.path import commonprefix
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import unquote, unquote_plus
 
 from paysuite_core.exchange import Exchange, Headers
@@ -132,11 +132,11 @@ class Known(dict[str, Issued]):
 
     LIMIT = 4096
 
-    def add(self, value: Any, client_id: str, **facts: Any) -> None:
+    def add(self, value: object, owner: Issued) -> None:
         if not isinstance(value, str) or not value:
             return
         self.pop(value, None)
-        self[value] = Issued(client_id, **facts)
+        self[value] = owner
         while len(self) > self.LIMIT:
             del self[next(iter(self))]
 
@@ -222,7 +222,7 @@ class Masker:
             client_id = (
                 str(asked.get("client_id") or "").encode("utf-8", "backslashreplace").decode()
             )
-            self.known["secret"].add(asked.get("client_secret"), client_id)
+            self.known["secret"].add(asked.get("client_secret"), Issued(client_id))
         path_token = REFRESH_PATH.search(wire.url)
         if not client_id and path_token:
             found = self.known["refresh"].match(path_token["v"])
@@ -232,9 +232,8 @@ class Masker:
         if expires_at == now:  # neither ``expires`` nor the JWT said: no expiry known
             expires_at = None
         short = self.short_lived is not None and wire.url == self.short_lived[1]
-        facts = {"issued_at": now, "expires_at": expires_at, "short": short}
-        self.known["access"].add(answer["access"], client_id, **facts)
-        self.known["refresh"].add(answer.get("refresh"), client_id)
+        self.known["access"].add(answer["access"], Issued(client_id, now, expires_at, short))
+        self.known["refresh"].add(answer.get("refresh"), Issued(client_id))
 
     # --- shell variables --------------------------------------------------------------------
     def app_name(self, client_id: str) -> str:
