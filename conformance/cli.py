@@ -10,15 +10,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from conformance.options import FLAGS
+from paysuite_core.cli_flags import add_command
 
-PROG = "paysuite conform"
 
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    add_command(
+        subparsers,
         "conform",
+        run,
+        FLAGS,
         help="run the conformance suite against an implementation (default: the bundled stub)",
         description=(
             "Check an implementation of the Payments Transactions Service against the interface "
@@ -29,12 +32,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "be judged."
         ),
     )
-    groups: dict[str, argparse._ActionsContainer] = {"": parser}
-    for flag in FLAGS:
-        if flag.group not in groups:
-            groups[flag.group] = parser.add_argument_group(flag.group)
-        flag.add_to(groups[flag.group].add_argument, pytest=False)
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,12 +43,7 @@ def run(args: argparse.Namespace) -> int:
         except BrokenPipeError:  # `paysuite conform --list | head`: the reader left
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    from conformance.options import Options, SetupError
+    from conformance.options import Options
     from conformance.runner import run as run_conformance
 
-    try:
-        options = Options.from_args(args)
-    except SetupError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
-    return run_conformance(options)
+    return run_conformance(Options.from_args(args))  # a bad value: UsageError, exit status 2

@@ -13,10 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 from conformance.catalog import UnknownCheckError, parse_only
 from conformance.suite.history import DEFAULT_HISTORY_BUDGET_S
-from paysuite_core.durations import parse_duration
+from paysuite_core.cli_flags import (
+    LIMIT_OPTIONS,
+    TLS,
+    Flag,
+    limit_flags,
+    parse_limits,
+    parse_seconds,
+)
+from paysuite_core.cli_flags import SetupError as SetupError
 from paysuite_core.results.rule import PROFILES
 from paysuite_core.throttle import DEFAULT_MAX_WAIT_S
-from paysuite_core.tls import TLS_FLAGS, TLS_GROUP
 
 if TYPE_CHECKING:
     import argparse
@@ -41,54 +48,8 @@ DEFAULT_MAX_THROTTLE_WAIT_S = DEFAULT_MAX_WAIT_S
 DEFAULT_CONCURRENCY = 8
 
 MAX_CONCURRENCY = 64
-#: The request limits' command-line names (``--connect-timeout``, ...).
-LIMIT_OPTIONS = ("connect_timeout", "read_timeout", "total_timeout", "max_response_bytes")
 
 
-class SetupError(RuntimeError):
-    """The run cannot start; the message is one line and says why."""
-
-
-@dataclass(frozen=True)
-class Flag:
-    """One option of a run, declared once for ``paysuite conform`` and for plain pytest.
-
-    Under pytest the flag's ``dest`` is prefixed ``conformance_`` (the namespace is shared with
-    every other plugin); ``pytest_name`` replaces a name pytest owns (its own ``--strict``).
-    """
-
-    name: str
-    help: str
-    metavar: str | None = None
-    switch: bool = False
-    choices: tuple[str, ...] | None = None
-    pytest_name: str | None = None
-    cli_only: bool = False
-    group: str = ""
-
-    @property
-    def dest(self) -> str:
-        return self.name.removeprefix("--").replace("-", "_")
-
-    def add_to(self, add: Callable[..., object], *, pytest: bool) -> None:
-        """Declare the flag through ``add`` (argparse's ``add_argument`` or pytest's
-        ``addoption``): one table, so the two spellings cannot drift apart."""
-        names = [self.pytest_name or self.name] if pytest else [self.name]
-        if not pytest and self.pytest_name:
-            names.append(self.pytest_name)  # the pytest spelling works for paysuite conform too
-        if not pytest and self.name == "--verbose":
-            names.insert(0, "-v")
-        kwargs: dict[str, Any] = {"help": self.help, "default": False if self.switch else None}
-        if self.switch:
-            kwargs["action"] = "store_true"
-        else:
-            kwargs["metavar"] = self.metavar
-        if self.choices:
-            kwargs["choices"] = self.choices
-        add(*names, dest=f"conformance_{self.dest}" if pytest else self.dest, **kwargs)
-
-
-LIMITS_GROUP = "request limits (a hostile target cannot hang the run)"
 FLAGS = (
     Flag("--target", "base URL of the implementation (…/api)", "URL"),
     Flag("--config", "target configuration (YAML: applications, customer driver, ...)", "FILE"),
@@ -126,15 +87,7 @@ FLAGS = (
         "throttled check is an error (default 120s; 0: never wait)",
         "DURATION",
     ),
-    Flag("--connect-timeout", "seconds to connect (10)", "S", group=LIMITS_GROUP),
-    Flag("--read-timeout", "seconds between two bytes (30)", "S", group=LIMITS_GROUP),
-    Flag("--total-timeout", "seconds for a whole answer (60)", "S", group=LIMITS_GROUP),
-    Flag(
-        "--max-response-bytes",
-        "an answer's body past this is abandoned (1 MiB)",
-        "N",
-        group=LIMITS_GROUP,
-    ),
+    *limit_flags("request limits (a hostile target cannot hang the run)"),
     Flag(
         "--reveal-secrets",
         "print real tokens in the reports' curl commands (default: $PAYSUITE_TOKEN_<APP>)",
@@ -153,17 +106,14 @@ FLAGS = (
         f"(default {DEFAULT_CONCURRENCY}; 1: one after another)",
         "N",
     ),
-    # The TLS flags every paysuite command takes, worded once in paysuite_core.tls.
-    *(
-        Flag(name, text, metavar, switch=metavar is None, group=TLS_GROUP)
-        for name, metavar, text in TLS_FLAGS
-    ),
+    *TLS,
     # pytest has its own -v; ``--list`` prints the catalog instead of running.
     Flag(
         "--verbose",
         "print a progress line per check and the whole scorecard (default: the problems, the "
         "counts, the reports and the verdict)",
         switch=True,
+        short="-v",
         cli_only=True,
     ),
     Flag("--list", "print the check catalog and exit", switch=True, cli_only=True),
@@ -185,7 +135,7 @@ class Options:
     reveal_secrets: bool = False
     check_timeout_s: float = DEFAULT_CHECK_TIMEOUT_S
     max_duration_s: float = DEFAULT_MAX_DURATION_S
-    limits: Limits = field(default_factory=lambda: parse_limits({}))
+    limits: Limits = field(default_factory=lambda: conform_limits({}))
     max_throttle_wait_s: float = DEFAULT_MAX_THROTTLE_WAIT_S
     #: how many independent checks run at once (``conformance.checks.concurrent_plan``)
     concurrency: int = DEFAULT_CONCURRENCY
@@ -202,62 +152,23 @@ class Options:
     insecure: bool = False
 
     @classmethod
-    def parse(
-        cls,
-        *,
-        target: str | None = None,
-        config: str | None = None,
-        profile: str | None = None,
-        strict: bool = False,
-        report_dir: str | None = None,
-        only: str | None = None,
-        seed: int | str | None = None,
-        min_coverage: str | float | None = None,
-        reveal_secrets: bool = False,
-        check_timeout: str | float | None = None,
-        max_duration: str | float | None = None,
-        limits: Mapping[str, str | None] | None = None,
-        max_throttle_wait: str | float | None = None,
-        concurrency: str | int | None = None,
-        history_budget: str | float | None = None,
-        verbose: bool = False,
-        ca_bundle: str | None = None,
-        client_cert: str | None = None,
-        client_key: str | None = None,
-        insecure: bool = False,
-    ) -> Options:
-        """``Options`` from command-line values (strings, ``None`` for the defaults)."""
-        try:
-            selected = parse_only(only)
-            seed_value = DEFAULT_SEED if seed is None else int(seed)
-        except UnknownCheckError as exc:
-            raise SetupError(str(exc)) from None
-        except ValueError:
-            raise SetupError(f"--seed: expected an integer, got {seed!r}") from None
-        return cls(
-            target=target,
-            config=config,
-            profile=profile or "seed",
-            strict=bool(strict),
-            report_dir=report_dir or "reports",
-            only=selected,
-            seed=seed_value,
-            min_coverage=parse_share(min_coverage),
-            reveal_secrets=bool(reveal_secrets),
-            check_timeout_s=parse_seconds(
-                check_timeout, "--check-timeout", DEFAULT_CHECK_TIMEOUT_S
-            ),
-            max_duration_s=parse_seconds(max_duration, "--max-duration", DEFAULT_MAX_DURATION_S),
-            limits=parse_limits(dict(limits or {})),
-            max_throttle_wait_s=parse_wait(max_throttle_wait),
-            concurrency=parse_concurrency(concurrency),
-            history_budget_s=parse_budget(history_budget),
-            verbose=bool(verbose),
-            ca_bundle=ca_bundle or None,
-            client_cert=client_cert or None,
-            client_key=client_key or None,
-            insecure=bool(insecure),
-        )
+    def parse(cls, *, limits: Mapping[str, str | None] | None = None, **given: Any) -> Options:
+        """``Options`` from command-line values named as ``FLAGS`` name them (strings; ``None``
+        for the defaults); ``limits``: the request limits' values (``LIMIT_OPTIONS``)."""
+        fields: dict[str, Any] = {}
+        for name, value in given.items():
+            if name in _PARSERS:
+                field_name, parse = _PARSERS[name]
+                fields[field_name] = parse(value)
+            elif name in _DURATIONS:
+                field_name, default, off = _DURATIONS[name]
+                flag = f"--{name.replace('_', '-')}"
+                fields[field_name] = parse_seconds(value, flag, default, zero_is_off=off)
+            elif name not in cls.__dataclass_fields__:
+                raise TypeError(f"Options.parse: no option {name!r}")
+            elif value not in (None, False, ""):
+                fields[name] = value
+        return cls(**fields, limits=conform_limits(dict(limits or {})))
 
     @classmethod
     def from_values(cls, value: Callable[[str], Any]) -> Options:
@@ -281,6 +192,13 @@ class Options:
             return config.getoption(f"conformance_{dest}", None)
 
         return cls.from_values(value)
+
+
+def conform_limits(values: Mapping[str, str | None]) -> Limits:
+    """conform's request limits (``CONFORM_LIMITS``) with the command line's values."""
+    from paysuite_core.bounded_http import CONFORM_LIMITS  # httpx: not loaded to register conform
+
+    return parse_limits(values, CONFORM_LIMITS)
 
 
 def parse_share(text: str | float | None) -> float:
@@ -313,54 +231,34 @@ def parse_concurrency(text: str | int | None) -> int:
     return int(raw)
 
 
-def parse_seconds(text: str | float | None, flag: str, default: float) -> float:
-    """``--check-timeout 90``, ``90s``, ``1m30s``: seconds, the way Locust users write them."""
-    if text is None:
-        return default
+def _only(text: str | None) -> frozenset[str] | None:
     try:
-        value = parse_duration(text)
-    except ValueError as exc:
-        raise SetupError(f"{flag}: {exc}") from None
-    if value <= 0:
-        raise SetupError(f"{flag}: {text!r} is not a positive duration")
-    return value
+        return parse_only(text)
+    except UnknownCheckError as exc:
+        raise SetupError(str(exc)) from None
 
 
-def parse_budget(text: str | float | None) -> float:
-    """``--history-budget``: a duration like ``--check-timeout``, or ``0``: the history phase
-    does not run (its MODEL checks are not applicable, with that reason)."""
-    if text is not None and str(text).strip() in ("0", "0s"):
-        return 0.0
-    return parse_seconds(text, "--history-budget", DEFAULT_HISTORY_BUDGET_S)
+def _seed(text: str | int | None) -> int:
+    try:
+        return DEFAULT_SEED if text is None else int(text)
+    except ValueError:
+        raise SetupError(f"--seed: expected an integer, got {text!r}") from None
 
 
-def parse_wait(text: str | float | None) -> float:
-    """``--max-throttle-wait``: a duration like ``--check-timeout``, or ``0``: never wait (a
-    target's 429 then makes the check an error at once)."""
-    if text is not None and str(text).strip() in ("0", "0s"):
-        return 0.0
-    return parse_seconds(text, "--max-throttle-wait", DEFAULT_MAX_THROTTLE_WAIT_S)
-
-
-def parse_limits(values: Mapping[str, str | None]) -> Limits:
-    """``Limits`` from the command line's values (``None``: the default)."""
-    # httpx: not loaded to register ``paysuite conform``
-    from paysuite_core.bounded_http import CONFORM_LIMITS, Limits
-
-    base = CONFORM_LIMITS
-    connect, read, total = (
-        parse_seconds(values.get(name), f"--{name.replace('_', '-')}", default)
-        for name, default in (
-            ("connect_timeout", base.connect_s),
-            ("read_timeout", base.read_s),
-            ("total_timeout", base.total_s),
-        )
-    )
-    raw = values.get("max_response_bytes")
-    size = base.max_body_bytes
-    if raw is not None:
-        text = str(raw).strip()
-        if not text.isdigit() or int(text) < 1024:
-            raise SetupError(f"--max-response-bytes: expected a byte count >= 1024, got {text!r}")
-        size = int(text)
-    return Limits(connect_s=connect, read_s=read, total_s=total, max_body_bytes=size)
+#: The values parsed on their way in: the field of ``Options`` each sets, and its parser
+#: (``None``: the default; a bad value: ``SetupError``).
+_PARSERS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "only": ("only", _only),
+    "seed": ("seed", _seed),
+    "min_coverage": ("min_coverage", parse_share),
+    "concurrency": ("concurrency", parse_concurrency),
+}
+#: The durations (``90``, ``90s``, ``1m30s``): the field each sets, its default, and whether
+#: ``0`` turns it off (the history phase does not run; a 429 is never waited for, the check is
+#: an error at once).
+_DURATIONS = {
+    "check_timeout": ("check_timeout_s", DEFAULT_CHECK_TIMEOUT_S, False),
+    "max_duration": ("max_duration_s", DEFAULT_MAX_DURATION_S, False),
+    "max_throttle_wait": ("max_throttle_wait_s", DEFAULT_MAX_THROTTLE_WAIT_S, True),
+    "history_budget": ("history_budget_s", DEFAULT_HISTORY_BUDGET_S, True),
+}

@@ -140,7 +140,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("paysuite-conformance", "paysuite conformance suite")
     for flag in FLAGS:
         if not flag.cli_only:
-            flag.add_to(group.addoption, pytest=True)
+            flag.add_to(group.addoption, pytest_prefix="conformance_")
 
 
 def pytest_configure(config: pytest.Config) -> None:

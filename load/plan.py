@@ -37,6 +37,7 @@ from load.shape_catalog import (
 from load.slo import SLOError, SLORules, load_slo_file, resolve_slo
 from paysuite_core import guarded_json
 from paysuite_core.bounded_http import LOAD_LIMITS, Limits
+from paysuite_core.cli_flags import UsageError as UsageError  # exit status 2, one line
 from paysuite_core.config_schema import validate
 from paysuite_core.durations import parse_duration
 from paysuite_core.target_config import (
@@ -45,17 +46,13 @@ from paysuite_core.target_config import (
     load_target_config,
     parse_target_config,
 )
-from paysuite_core.tls import TLSSettings, TLSSettingsError
+from paysuite_core.tls import TLSSettings
 
 PLAN_SCHEMA = "paysuite-load-plan/1"
 DEFAULT_SHAPE = "smoke"
 DEFAULT_REPORT_DIR = "reports"
 #: customer drivers that can answer for a customer: the lifecycle shape drives them by default
 _DRIVABLE = ("sandbox", "magic-numbers")
-
-
-class UsageError(Exception):
-    """Exit status 2: the message is the one-line reason."""
 
 
 def new_run_id() -> str:
@@ -163,12 +160,9 @@ def _tls_settings(
     configuration's ``tls:`` over the environment (``paysuite_core.tls``)."""
     if isinstance(given, TLSSettings):
         return given
-    try:
-        if given is None:
-            return TLSSettings.resolve(config=config.tls if config is not None else None)
-        return TLSSettings.from_args(given, config)
-    except TLSSettingsError as exc:
-        raise UsageError(str(exc)) from None
+    if given is None:
+        return TLSSettings.resolve(config=config.tls if config is not None else None)
+    return TLSSettings.from_args(given, config)
 
 
 def _positive(name: str, value: float | None) -> None:
@@ -247,11 +241,8 @@ def _target_config(
         raise UsageError("--target needs --config (the applications to authorize with)")
     if config is None or isinstance(config, TargetConfig):
         return config.with_base_url(target) if config and target else config
-    try:
-        # a file may hold ${VAR} references: they are resolved here, once
-        return load_target_config(Path(config), base_url=target or None)
-    except TargetConfigError as exc:
-        raise UsageError(str(exc)) from None
+    # a file may hold ${VAR} references: they are resolved here, once
+    return load_target_config(Path(config), base_url=target or None)
 
 
 def build_plan(
@@ -283,7 +274,7 @@ def build_plan(
     """The one way to make a ``LoadPlan``: validates every input, reads the target configuration
     file and the SLO file (once each). ``config=None`` means the bundled stub (``target`` then
     makes no sense). Durations are seconds or strings in Locust's format (``20s``, ``1m30s``).
-    ``tls``: resolved settings, or the parsed TLS flags (``paysuite_core.tls.add_arguments``)
+    ``tls``: resolved settings, or the parsed TLS flags (``paysuite_core.cli_flags.TLS``)
     to resolve against the configuration. Raises ``UsageError`` with a one-line reason."""
     duration_s = _duration("duration", duration)
     step_s = _duration("step_duration", step_duration)

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from paysuite_core.cli_flags import UsageError
 from paysuite_core.config_schema import schema, validate
 from paysuite_core.tls import TLSSettings
 from paysuite_core.webhooks.signature import DEFAULT_TOLERANCE_S
@@ -46,7 +47,7 @@ _DRIVER_KEYS = {
 }
 
 
-class TargetConfigError(ValueError):
+class TargetConfigError(UsageError, ValueError):
     """The configuration cannot be used; the message says which key and why."""
 
 

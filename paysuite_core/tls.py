@@ -30,11 +30,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from paysuite_core.cli_flags import UsageError
+
 #: The environment variables read for a CA bundle when none is given, in this order.
 CA_BUNDLE_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
 
 
-class TLSSettingsError(ValueError):
+class TLSSettingsError(UsageError, ValueError):
     """A TLS option cannot be used (a missing or unreadable file); the message is one line."""
 
 
@@ -78,7 +80,7 @@ class TLSSettings:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, config: object = None) -> TLSSettings:
-        """From the flags ``add_arguments`` declared (and a target configuration's ``tls``)."""
+        """From the flags ``cli_flags.TLS`` declared (and a target configuration's ``tls``)."""
         return cls.resolve(
             ca_bundle=getattr(args, "ca_bundle", None),
             client_cert=getattr(args, "client_cert", None),
@@ -177,32 +179,6 @@ def _context(settings: TLSSettings) -> ssl.SSLContext:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     return context
-
-
-# --- command-line options ------------------------------------------------------------------
-TLS_GROUP = "TLS (HTTPS targets)"
-#: The flags every command takes, with their help: (name, metavar or None for a switch, help).
-TLS_FLAGS = (
-    (
-        "--ca-bundle",
-        "PEM",
-        "trust the CAs of this PEM file (default: tls.ca_bundle of the configuration, "
-        "$SSL_CERT_FILE, $REQUESTS_CA_BUNDLE, then the default CAs)",
-    ),
-    ("--client-cert", "PEM", "present this client certificate (a gateway asking for mutual TLS)"),
-    ("--client-key", "PEM", "the client certificate's private key, if not in --client-cert"),
-    ("--insecure", None, "do not verify the target's certificate (said in every verdict)"),
-)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare the TLS flags on a command's parser, in their own group."""
-    group = parser.add_argument_group(TLS_GROUP)
-    for name, metavar, text in TLS_FLAGS:
-        if metavar is None:
-            group.add_argument(name, action="store_true", default=False, help=text)
-        else:
-            group.add_argument(name, metavar=metavar, default=None, help=text)
 
 
 # --- what went wrong, in one line ----------------------------------------------------------

@@ -16,7 +16,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from paysuite_core.tls import add_arguments as add_tls_arguments
+from paysuite_core.cli_flags import TLS, Flag, UsageError, add_command
 
 if TYPE_CHECKING:
     from paysuite_core.tls import TLSSettings
@@ -43,10 +43,6 @@ JUDGE_HELP = (
 )
 
 
-class UsageError(ValueError):
-    """Arguments the proxy cannot run with; the message says which and why."""
-
-
 def _listen(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit():
@@ -63,62 +59,51 @@ def _listen(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def _target_answers(url: str, timeout_s: float = 5.0, tls: TLSSettings | None = None) -> str:
-    """ "" when a TCP connection to the target opens (and, over HTTPS, one request is answered
-    over a connection made with the run's TLS settings), else why not: a certificate problem in
-    ``paysuite_core.tls.explain``'s one line, before any client is pointed at the proxy."""
+def _check_target(url: str, tls: TLSSettings, timeout_s: float = 5.0) -> None:
+    """A TCP connection to the target opens (and, over HTTPS, one HEAD of its root is answered
+    over a connection made with the run's TLS settings: a gateway that demands a client
+    certificate says so only after the handshake), else a ``UsageError`` saying why (a
+    certificate problem in ``paysuite_core.tls.explain``'s one line), before any client is
+    pointed at the proxy."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        return f"--target {url!r}: expected an http(s) URL"
+        raise UsageError(f"--target {url!r}: expected an http(s) URL")
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         with socket.create_connection((parts.hostname, port), timeout=timeout_s):
             pass
     except OSError as exc:
-        return f"the target {url} does not answer: {exc}"
-    return _tls_answers(url, timeout_s, tls) if parts.scheme == "https" else ""
+        raise UsageError(f"the target {url} does not answer: {exc}") from None
+    if parts.scheme == "https":
+        import httpx
 
+        from paysuite_core.bounded_http import in_words
+        from paysuite_core.http_clients import httpx_client
+        from paysuite_core.tls import explain
 
-def _tls_answers(url: str, timeout_s: float, tls: TLSSettings | None) -> str:
-    """One HEAD of the target's root over TLS: a gateway that demands a client certificate
-    says so only after the handshake (TLS 1.3), at the first answer read."""
-    import httpx
-
-    from paysuite_core.bounded_http import in_words
-    from paysuite_core.http_clients import httpx_client
-    from paysuite_core.tls import explain
-
-    root = f"{urlsplit(url).scheme}://{urlsplit(url).netloc}/"
-    try:
-        with httpx_client(tls, timeout=timeout_s) as client:
-            client.head(root)
-    except httpx.HTTPError as exc:
-        return explain(exc, url) or f"the target {url} does not answer: {in_words(exc)}"
-    return ""
+        try:
+            with httpx_client(tls, timeout=timeout_s) as client:
+                client.head(f"{parts.scheme}://{parts.netloc}/")
+        except httpx.HTTPError as exc:
+            said = explain(exc, url) or f"the target {url} does not answer: {in_words(exc)}"
+            raise UsageError(said) from None
 
 
 def _proxy(args: argparse.Namespace) -> int:
-    from paysuite_core.target_config import TargetConfigError, load_target_config
-    from paysuite_core.tls import TLSSettings, TLSSettingsError
+    from paysuite_core.target_config import load_target_config
+    from paysuite_core.tls import TLSSettings
     from proxy.judge import Judge
     from proxy.server import ProxySettings
     from proxy.session import ListenError, SessionLimits, run_session
 
-    try:
-        host, port = _listen(args.listen)
-        if args.max_exchanges is not None and args.max_exchanges < 1:
-            raise UsageError("--max-exchanges: expected a positive count")
-        if args.duration is not None and args.duration <= 0:
-            raise UsageError("--duration: expected a positive number of seconds")
-        config = load_target_config(args.config) if args.config else None
-        tls = TLSSettings.from_args(args, config)
-    except (UsageError, TargetConfigError, TLSSettingsError) as exc:
-        print(f"paysuite proxy: {exc}", file=sys.stderr, flush=True)
-        return 2
-    problem = _target_answers(args.target, tls=tls)
-    if problem:
-        print(f"paysuite proxy: {problem}", file=sys.stderr, flush=True)
-        return 2
+    host, port = _listen(args.listen)
+    if args.max_exchanges is not None and args.max_exchanges < 1:
+        raise UsageError("--max-exchanges: expected a positive count")
+    if args.duration is not None and args.duration <= 0:
+        raise UsageError("--duration: expected a positive number of seconds")
+    config = load_target_config(args.config) if args.config else None
+    tls = TLSSettings.from_args(args, config)
+    _check_target(args.target, tls)
     judge = Judge(
         config,
         profile=args.profile,
@@ -152,8 +137,7 @@ def _proxy(args: argparse.Namespace) -> int:
             har_path=args.har,
         )
     except ListenError as exc:
-        print(f"paysuite proxy: {exc}", file=sys.stderr, flush=True)
-        return 2
+        raise UsageError(str(exc)) from None
     return outcome.exit_code
 
 
@@ -163,9 +147,85 @@ def _replay(args: argparse.Namespace) -> int:
     return int(run_replay(args))
 
 
+_JUDGE = Flag("--judge", JUDGE_HELP, choices=("server", "client", "both"), default="server")
+PROXY_FLAGS = (
+    Flag(
+        "--target",
+        "where to forward: the target's root (http://127.0.0.1:8080) or its base URL as the "
+        "configuration writes it (http://127.0.0.1:8080/api); the client's path (/api/...) is "
+        "appended as sent, never doubling the base URL's path",
+        extra={"required": True},
+    ),
+    Flag(
+        "--config",
+        "target configuration YAML: credentials for the judge's own confirmations (a rejected "
+        "key reuse is reproduced on a number of its own with an application that may create; "
+        "without one it is noted unconfirmed), and refresh_rotation (AUTH-012 is judged only "
+        "when it is declared)",
+    ),
+    Flag("--listen", "loopback HOST:PORT (default 127.0.0.1:8081)", default="127.0.0.1:8081"),
+    Flag(
+        "--profile",
+        "the spec's view answers are judged by (default seed: what the document mandates)",
+        choices=("seed", "reference"),
+        default="seed",
+    ),
+    _JUDGE,
+    Flag("--report-dir", "default reports/proxy", default="reports/proxy"),
+    Flag("--har", "the session's HAR file (default: session.har in --report-dir)"),
+    Flag("--max-exchanges", "stop after this many exchanges", type=int),
+    Flag("--duration", "stop after this many seconds", type=float),
+    Flag(
+        "--upstream-timeout",
+        "seconds the target has to answer one exchange before the client gets a 502",
+        type=float,
+        default=30.0,
+    ),
+    Flag(
+        "--max-body-bytes",
+        "largest request body forwarded (default 1 MiB; larger: 413)",
+        type=int,
+        default=1 << 20,
+    ),
+    *TLS,
+)
+REPLAY_FLAGS = (
+    Flag("har_file", metavar="FILE.har"),
+    Flag("--target", "base URL to replay against", extra={"required": True}),
+    Flag("--config", "target configuration YAML (secrets to fill in)"),
+    Flag("--report-dir", "default reports/replay", default="reports/replay"),
+    Flag("--profile", choices=("seed", "reference"), default="seed"),
+    _JUDGE,
+    Flag(
+        "--map",
+        "send the requests of the recording's application RECORDED_CLIENT_ID as the "
+        "configuration's application CLIENT_ID (repeatable); without it each recorded "
+        "application is mapped onto one of --config's by privilege and merchant",
+        "RECORDED_CLIENT_ID=CLIENT_ID",
+        default=[],
+        extra={"action": "append"},
+    ),
+    Flag(
+        "--keep-timing",
+        "wait the recorded gaps between requests (each at most 60 s): needed to judge a "
+        "token's expiry again",
+        switch=True,
+    ),
+    Flag(
+        "--keep-keys",
+        "send the recorded Idempotency-Keys as they were (default: renewed, consistently)",
+        switch=True,
+    ),
+    *TLS,
+)
+
+
 def register(subparsers: Any) -> None:
-    proxy = subparsers.add_parser(
+    add_command(
+        subparsers,
         "proxy",
+        _proxy,
+        PROXY_FLAGS,
         help="forward a real client's traffic to a target and judge every exchange",
         description=(
             "A forwarding proxy: point your client at it, it passes every request to --target "
@@ -177,85 +237,13 @@ def register(subparsers: Any) -> None:
         ),
         epilog=EXIT_STATUS,
     )
-    proxy.add_argument(
-        "--target",
-        required=True,
-        help="where to forward: the target's root (http://127.0.0.1:8080) or its base URL as "
-        "the configuration writes it (http://127.0.0.1:8080/api); the client's path (/api/...) "
-        "is appended as sent, never doubling the base URL's path",
-    )
-    proxy.add_argument(
-        "--config",
-        help="target configuration YAML: credentials for the judge's own confirmations (a "
-        "rejected key reuse is reproduced on a number of its own with an application that may "
-        "create; without one it is noted unconfirmed), and refresh_rotation (AUTH-012 is judged "
-        "only when it is declared)",
-    )
-    proxy.add_argument(
-        "--listen", default="127.0.0.1:8081", help="loopback HOST:PORT (default 127.0.0.1:8081)"
-    )
-    proxy.add_argument(
-        "--profile",
-        choices=("seed", "reference"),
-        default="seed",
-        help="the spec's view answers are judged by (default seed: what the document mandates)",
-    )
-    proxy.add_argument("--judge", choices=("server", "client", "both"), default="server",
-                       help=JUDGE_HELP)  # fmt: skip
-    proxy.add_argument("--report-dir", default="reports/proxy", help="default reports/proxy")
-    proxy.add_argument(
-        "--har", help="the session's HAR file (default: session.har in --report-dir)"
-    )
-    proxy.add_argument("--max-exchanges", type=int, help="stop after this many exchanges")
-    proxy.add_argument("--duration", type=float, help="stop after this many seconds")
-    proxy.add_argument(
-        "--upstream-timeout",
-        type=float,
-        default=30.0,
-        help="seconds the target has to answer one exchange before the client gets a 502",
-    )
-    proxy.add_argument(
-        "--max-body-bytes",
-        type=int,
-        default=1 << 20,
-        help="largest request body forwarded (default 1 MiB; larger: 413)",
-    )
-    add_tls_arguments(proxy)
-    proxy.set_defaults(func=_proxy)
-
-    replay = subparsers.add_parser(
+    add_command(
+        subparsers,
         "replay",
+        _replay,
+        REPLAY_FLAGS,
         help="re-send a recorded HAR session to a target and judge it again",
         description="Re-send the exchanges of a `paysuite proxy` HAR file, in order, to "
         "--target, and judge them as the proxy does.",
         epilog=REPLAY_EXIT_STATUS,
     )
-    replay.add_argument("har_file", metavar="FILE.har")
-    replay.add_argument("--target", required=True, help="base URL to replay against")
-    replay.add_argument("--config", help="target configuration YAML (secrets to fill in)")
-    replay.add_argument("--report-dir", default="reports/replay", help="default reports/replay")
-    replay.add_argument("--profile", choices=("seed", "reference"), default="seed")
-    replay.add_argument("--judge", choices=("server", "client", "both"), default="server",
-                        help=JUDGE_HELP)  # fmt: skip
-    replay.add_argument(
-        "--map",
-        action="append",
-        default=[],
-        metavar="RECORDED_CLIENT_ID=CLIENT_ID",
-        help="send the requests of the recording's application RECORDED_CLIENT_ID as the "
-        "configuration's application CLIENT_ID (repeatable); without it each recorded "
-        "application is mapped onto one of --config's by privilege and merchant",
-    )
-    replay.add_argument(
-        "--keep-timing",
-        action="store_true",
-        help="wait the recorded gaps between requests (each at most 60 s): needed to judge a "
-        "token's expiry again",
-    )
-    replay.add_argument(
-        "--keep-keys",
-        action="store_true",
-        help="send the recorded Idempotency-Keys as they were (default: renewed, consistently)",
-    )
-    add_tls_arguments(replay)
-    replay.set_defaults(func=_replay)

@@ -15,9 +15,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from paysuite_core.driver.api import data_of, reuse_problems, same_outcome
+from paysuite_core.driver.api import data_of, reuse_problems, same_amount, same_outcome
 from paysuite_core.driver.http import Reply, TargetUnreachable
-from paysuite_core.driver.target import Target, same_amount
+from paysuite_core.driver.target import Target
 from paysuite_core.exchange import Exchange
 from paysuite_core.results.evidence import Evidence
 from paysuite_core.results.outcome import CouldNotCheck

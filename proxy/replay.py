@@ -437,8 +437,8 @@ def run_replay(
     """``paysuite replay``: 0 the replayed session followed the document, 1 a violation, 2 a
     file or configuration that cannot be used, a target that refuses connections, or nothing
     that could be replayed."""
-    from paysuite_core.target_config import TargetConfigError, load_target_config
-    from paysuite_core.tls import TLSSettingsError
+    from paysuite_core.cli_flags import UsageError
+    from paysuite_core.target_config import load_target_config
     from proxy.appmap import MappingError, authorized_ids, map_applications, parse_maps
     from proxy.har import HarError, read_session
     from proxy.judge import Judge
@@ -447,25 +447,18 @@ def run_replay(
 
     out = out or sys.stdout
     err = err or sys.stderr
-    try:
+    try:  # a file or a value that cannot be used: one line, exit status 2 (cli_flags)
         recorded = read_session(args.har_file)
         config = load_target_config(args.config) if args.config else None
         tls = TLSSettings.from_args(args, config)
-    except (HarError, TargetConfigError, TLSSettingsError) as exc:
-        print(f"paysuite replay: {exc}", file=err, flush=True)
-        return 2
-    if not recorded.exchanges:
-        print(f"paysuite replay: {args.har_file} holds no exchange", file=err, flush=True)
-        return 2
-    target = urlsplit(args.target)
-    if target.scheme not in ("http", "https") or not target.hostname:
-        print(f"paysuite replay: --target {args.target!r}: expected an http(s) URL", file=err)
-        return 2
-    try:
+        if not recorded.exchanges:
+            raise UsageError(f"{args.har_file} holds no exchange")
+        target = urlsplit(args.target)
+        if target.scheme not in ("http", "https") or not target.hostname:
+            raise UsageError(f"--target {args.target!r}: expected an http(s) URL")
         explicit = parse_maps(getattr(args, "map", None) or [])
-    except MappingError as exc:
-        print(f"paysuite replay: {exc}", file=err, flush=True)
-        return 2
+    except (HarError, MappingError) as exc:
+        raise UsageError(str(exc)) from None
     known: dict[str, dict[str, str]] = {
         cid: {} for cid in authorized_ids(recorded.exchanges)
     }  # facts unknown

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from conformance import catalog
-from paysuite_core.driver.api import created_values_differ, data_of, same_outcome
-from paysuite_core.driver.target import EVENTUAL_S, same_amount
+from paysuite_core.driver.api import created_values_differ, data_of, same_amount, same_outcome
+from paysuite_core.driver.target import EVENTUAL_S
 from paysuite_core.exchange import Exchange
 from paysuite_core.request_data import same_number
 from paysuite_core.results.rule import Check

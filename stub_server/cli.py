@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from paysuite_core.cli_flags import Flag, Parser, UsageError, add_command, run_command
 from paysuite_core.durations import duration_argument
 from stub_server.fault_catalog import FAULTS, VARIANTS, Fault, Variant
 
@@ -27,19 +28,11 @@ if TYPE_CHECKING:
 PRIVILEGE_CHOICES = ("read", "read-write", "cashin", "cashout")
 #: ``--help`` lines are cut to this width; ``--list-faults`` and ``--list-variants`` are not.
 HELP_WIDTH = 100
-#: Serve flags and the setting each overrides (when given).
-_FLAG_SETTINGS = {
-    "host": "host",
-    "port": "port",
-    "db": "db",
-    "credentials": "credentials",
-    "access_ttl": "access_ttl_s",
-    "refresh_ttl": "refresh_ttl_s",
-    "pending_timeout": "pending_timeout_s",
-    "latency": "latency_s",
-    "access_log": "access_log",
-    "access_log_file": "access_log_file",
-}
+#: The serve flags that override a setting of the same name (when given).
+_SETTINGS = (
+    "host port db credentials access_ttl_s refresh_ttl_s pending_timeout_s latency_s access_log "
+    "access_log_file"
+).split()
 
 
 def switch_lines(registry: Mapping[str, Fault | Variant], width: int | None = None) -> list[str]:
@@ -89,11 +82,78 @@ def _stub_epilog() -> str:
     )
 
 
-def register(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser(
+def _db(help: str) -> Flag:
+    """A subcommand's ``--db`` (its own dest: the stub's ``--db`` is a serve flag)."""
+    return Flag("--db", help, "PATH", extra={"dest": "command_db"})
+
+
+SERVE_FLAGS = (
+    Flag("--host", "interface to bind (default 127.0.0.1)"),
+    Flag("--port", "port (default 8080; 0 picks a free one)", type=int),
+    Flag("--db", "SQLite file (default paysuite-stub.db)", "PATH"),
+    Flag("--credentials", "where to write the credentials", "PATH"),
+    Flag("--config", "stub YAML config (docs/stub.md)", "FILE"),
+    Flag("--access-ttl", "access token lifetime", "S", type=float, extra={"dest": "access_ttl_s"}),
+    Flag(
+        "--refresh-ttl", "refresh token lifetime", "S", type=float, extra={"dest": "refresh_ttl_s"}
+    ),
+    Flag("--no-sandbox", "remove the /_sandbox customer endpoints", switch=True),
+    Flag(
+        "--strict-auth",
+        "demand 'Authorization: Bearer <token>'; by default a bare token is accepted too, as "
+        "the live service does for paypack-js (RC-33)",
+        switch=True,
+    ),
+    *(
+        flag
+        for kind, verb, registry in (
+            ("fault", "enable a fault switch", FAULTS),
+            ("variant", "enable a variant", VARIANTS),
+        )
+        for flag in (
+            Flag(
+                f"--{kind}",
+                f"{verb} (repeatable; names below, or --list-{kind}s)",
+                "NAME",
+                default=[],
+                extra={"action": "append"},
+            ),
+            Flag(
+                f"--list-{kind}s",
+                f"print the {kind} names, one a line with its description, and exit",
+                extra={"action": _ListSwitches, "registry": registry},
+            ),
+        )
+    ),
+    Flag(
+        "--pending-timeout",
+        "seconds before pending fails",
+        "S",
+        type=float,
+        extra={"dest": "pending_timeout_s"},
+    ),
+    Flag(
+        "--access-log",
+        "log every request: Common Log Format or JSON lines (default: none)",
+        choices=("clf", "json", "none"),
+    ),
+    Flag("--access-log-file", "where the access log goes (default stderr)", "PATH"),
+    Flag(
+        "--latency",
+        "hold every answer back this long, like a service one region away (80ms, 0.2s)",
+        "DURATION",
+        type=duration_argument,
+        extra={"dest": "latency_s"},
+    ),
+)
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> argparse.ArgumentParser:
+    parser = add_command(
+        subparsers,
         "stub",
+        run_stub,
+        SERVE_FLAGS,
         help="serve the bundled reference stub of the Payments Transactions Service",
         description="Serve the reference stub. Prints 'paysuite stub listening on URL'\n"
         "and the path of the credentials file (a target configuration).",
@@ -101,48 +161,57 @@ def register(
         # the epilog's lines are one switch each: keep them as written
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_serve_arguments(parser)
-    parser.set_defaults(func=run_stub)
     commands = parser.add_subparsers(dest="stub_command", metavar="{apps,keys,webhooks}")
     apps = commands.add_parser("apps", help="manage applications")
     apps_commands = apps.add_subparsers(dest="apps_command", metavar="{create}", required=True)
-    create = apps_commands.add_parser(
-        "create", help="create an application and print its client_id and client_secret once"
+    add_command(
+        apps_commands,
+        "create",
+        run_apps_create,
+        (
+            Flag("--merchant", "merchant code, e.g. DEMO01", extra={"required": True}),
+            Flag("--privilege", choices=PRIVILEGE_CHOICES, extra={"required": True}),
+            _db("an existing database file (the stub's)"),
+            Flag(
+                "--create-db",
+                "create the database file when it does not exist (its folder must exist)",
+                switch=True,
+            ),
+        ),
+        help="create an application and print its client_id and client_secret once",
     )
-    create.add_argument("--merchant", required=True, help="merchant code, e.g. DEMO01")
-    create.add_argument("--privilege", required=True, choices=PRIVILEGE_CHOICES)
-    create.add_argument(
-        "--db", dest="command_db", metavar="PATH", help="an existing database file (the stub's)"
-    )
-    create.add_argument(
-        "--create-db",
-        action="store_true",
-        help="create the database file when it does not exist (its folder must exist)",
-    )
-    create.set_defaults(func=run_apps_create)
     keys = commands.add_parser("keys", help="manage the JWT signing key")
     keys_commands = keys.add_subparsers(dest="keys_command", metavar="{rotate}", required=True)
-    rotate = keys_commands.add_parser(
+    add_command(
+        keys_commands,
         "rotate",
+        run_keys_rotate,
+        (_db("database file"),),
         help="write a new signing key beside the database; tokens of the old key are refused",
         description="Write a new JWT signing key to DB.jwt-key (mode 0600). A running stub "
         "picks it up on SIGHUP or its next start; from then on every token signed with the "
         "old key is refused (401 invalid_token) and clients authorize again.",
     )
-    rotate.add_argument("--db", dest="command_db", metavar="PATH", help="database file")
-    rotate.set_defaults(func=run_keys_rotate)
     _register_webhooks(commands)
     return parser
 
 
-def _register_webhooks(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _register_webhooks(commands: argparse._SubParsersAction[Any]) -> None:
     """``paysuite stub webhooks add|list|rotate`` (RC-40)."""
     webhooks = commands.add_parser("webhooks", help="manage webhook endpoints")
     webhooks_commands = webhooks.add_subparsers(
         dest="webhooks_command", metavar="{add,list,rotate}", required=True
     )
-    add = webhooks_commands.add_parser(
+    db = _db("an existing database file")
+    add_command(
+        webhooks_commands,
         "add",
+        run_webhooks_add,
+        (
+            Flag("--mode", "e.g. development or production", extra={"required": True}),
+            Flag("--url", "the receiver, e.g. http://127.0.0.1:9911/", extra={"required": True}),
+            db,
+        ),
         help="point a mode's deliveries at a URL; prints its signing secret once",
         description="Add (or replace) the webhook endpoint of a mode (the X-Webhook-Mode of a "
         "transaction; none means development). Prints the new signing secret once, on a line "
@@ -150,77 +219,31 @@ def _register_webhooks(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "must be loopback unless PAYSUITE_ALLOW_REMOTE_WEBHOOKS=1. The URL is sent a HEAD, as "
         "the live dashboard does; one that does not answer it is reported (and still added).",
     )
-    add.add_argument("--mode", required=True, help="e.g. development or production")
-    add.add_argument("--url", required=True, help="the receiver, e.g. http://127.0.0.1:9911/")
-    add.set_defaults(func=run_webhooks_add)
-    listing = webhooks_commands.add_parser(
-        "list", help="the endpoints: modes and URLs (never the secrets)"
+    add_command(
+        webhooks_commands,
+        "list",
+        run_webhooks_list,
+        (db,),
+        help="the endpoints: modes and URLs (never the secrets)",
     )
-    listing.set_defaults(func=run_webhooks_list)
-    rotate = webhooks_commands.add_parser(
+    add_command(
+        webhooks_commands,
         "rotate",
+        run_webhooks_rotate,
+        (
+            Flag("--mode", "(default development)", default="development"),
+            Flag(
+                "--overlap",
+                "how long the old secret still signs, from 0 (at once) to 7d: 24h, 30m (24h)",
+                default="24h",
+            ),
+            db,
+        ),
         help="a new signing secret; the old one keeps signing for --overlap",
         description="Give a mode's endpoint a new signing secret, printed once. Until the "
         "overlap ends, deliveries are signed with both: Paysuite-Signature carries a v1= per "
         "secret (the new first), X-Paypack-Signature (one value) keeps the old one. A running "
         "stub picks it up within a second.",
-    )
-    rotate.add_argument("--mode", default="development", help="(default development)")
-    rotate.add_argument(
-        "--overlap",
-        default="24h",
-        help="how long the old secret still signs, from 0 (at once) to 7d: 24h, 30m (24h)",
-    )
-    rotate.set_defaults(func=run_webhooks_rotate)
-    for command in (add, listing, rotate):
-        command.add_argument(
-            "--db", dest="command_db", metavar="PATH", help="an existing database file"
-        )
-
-
-def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    add = parser.add_argument
-    add("--host", help="interface to bind (default 127.0.0.1)")
-    add("--port", type=int, help="port (default 8080; 0 picks a free one)")
-    add("--db", metavar="PATH", help="SQLite file (default paysuite-stub.db)")
-    add("--credentials", metavar="PATH", help="where to write the credentials")
-    add("--config", metavar="FILE", help="stub YAML config (docs/stub.md)")
-    add("--access-ttl", type=float, metavar="S", help="access token lifetime")
-    add("--refresh-ttl", type=float, metavar="S", help="refresh token lifetime")
-    add("--no-sandbox", action="store_true", help="remove the /_sandbox customer endpoints")
-    add(
-        "--strict-auth",
-        action="store_true",
-        help="demand 'Authorization: Bearer <token>'; by default a bare token is accepted "
-        "too, as the live service does for paypack-js (RC-33)",
-    )
-    for kind, registry in (("fault", FAULTS), ("variant", VARIANTS)):
-        verb = "enable a fault switch" if kind == "fault" else "enable a variant"
-        add(
-            f"--{kind}",
-            action="append",
-            default=[],
-            metavar="NAME",
-            help=f"{verb} (repeatable; names below, or --list-{kind}s)",
-        )
-        add(
-            f"--list-{kind}s",
-            action=_ListSwitches,
-            registry=registry,
-            help=f"print the {kind} names, one a line with its description, and exit",
-        )
-    add("--pending-timeout", type=float, metavar="S", help="seconds before pending fails")
-    add(
-        "--access-log",
-        choices=("clf", "json", "none"),
-        help="log every request: Common Log Format or JSON lines (default: none)",
-    )
-    add("--access-log-file", metavar="PATH", help="where the access log goes (default stderr)")
-    add(
-        "--latency",
-        type=duration_argument,
-        metavar="DURATION",
-        help="hold every answer back this long, like a service one region away (80ms, 0.2s)",
     )
 
 
@@ -238,9 +261,7 @@ def settings_from_args(args: argparse.Namespace) -> StubSettings:
     if getattr(args, "config", None):
         settings = load_settings_file(args.config, settings)
     overrides: dict[str, object] = {
-        key: getattr(args, attr)
-        for attr, key in _FLAG_SETTINGS.items()
-        if getattr(args, attr, None) is not None
+        key: getattr(args, key) for key in _SETTINGS if getattr(args, key, None) is not None
     }
     if getattr(args, "no_sandbox", False):
         overrides["sandbox"] = False
@@ -260,24 +281,12 @@ def _fail(message: str, status: int) -> int:
     return status
 
 
-def _settings_or_status(args: argparse.Namespace) -> StubSettings | int:
-    """The settings, or 2 (a usage error, reported) when they cannot be resolved."""
-    from stub_server.settings import SettingsError
-
-    try:
-        return settings_from_args(args)
-    except SettingsError as exc:
-        return _fail(f"paysuite stub: {exc}", 2)
-
-
 def _cannot_open(db: str, exc: sqlite3.Error) -> int:
     return _fail(f"paysuite stub: cannot open the database {db}: {exc}", 1)
 
 
 def run_stub(args: argparse.Namespace) -> int:
-    settings = _settings_or_status(args)
-    if isinstance(settings, int):
-        return settings
+    settings = settings_from_args(args)
     from stub_server.server import run
     from stub_server.store.group_commit import missing_folder
 
@@ -312,15 +321,13 @@ def run_apps_create(args: argparse.Namespace) -> int:
     from stub_server import timefmt
     from stub_server.store import Store
 
-    settings = _settings_or_status(args)
-    if isinstance(settings, int):
-        return settings
+    settings = settings_from_args(args)
     db = args.command_db or settings.db
     if db == ":memory:":
-        return _fail("paysuite stub apps create: --db ':memory:' would forget the app", 2)
+        raise UsageError("--db ':memory:' would forget the app")
     merchant = args.merchant.strip()
     if not merchant or len(merchant) > 64:
-        return _fail("paysuite stub apps create: --merchant must be 1..64 characters", 2)
+        raise UsageError("--merchant must be 1..64 characters")
     if not db.startswith("file:") and not os.path.isfile(db):
         problem = _new_db_problem(db, args.create_db)
         if problem is not None:
@@ -344,14 +351,12 @@ def run_apps_create(args: argparse.Namespace) -> int:
 def run_keys_rotate(args: argparse.Namespace) -> int:
     from stub_server import signing_key
 
-    settings = _settings_or_status(args)
-    if isinstance(settings, int):
-        return settings
+    settings = settings_from_args(args)
     db = args.command_db or settings.db
     try:
         path = signing_key.rotate(db)
     except signing_key.SigningKeyError as exc:
-        return _fail(f"paysuite stub keys rotate: {exc}", 2)
+        raise UsageError(str(exc)) from None
     except (OSError, sqlite3.Error) as exc:
         return _fail(f"paysuite stub keys rotate: cannot rotate the key of {db}: {exc}", 1)
     print(f"new signing key: {path}")
@@ -369,9 +374,7 @@ def _webhooks_store(args: argparse.Namespace, command: str) -> Store | int:
     """The store of ``--db`` (which must exist), or the exit status and a message on stderr."""
     from stub_server.store import Store
 
-    settings = _settings_or_status(args)
-    if isinstance(settings, int):
-        return settings
+    settings = settings_from_args(args)
     db = args.command_db or settings.db
     if db == ":memory:" or (not db.startswith("file:") and not os.path.isfile(db)):
         return _fail(
@@ -396,7 +399,7 @@ def run_webhooks_add(args: argparse.Namespace) -> int:
     try:
         endpoint = add_endpoint(store, args.mode, args.url, timefmt.now_us())
     except EndpointUrlError as exc:
-        return _fail(f"paysuite stub webhooks add: {exc}", 2)
+        raise UsageError(str(exc)) from None
     finally:
         store.close()
     print(f"mode: {endpoint.mode}")
@@ -426,18 +429,18 @@ def run_webhooks_rotate(args: argparse.Namespace) -> int:
     try:
         overlap_s = parse_duration(args.overlap)
     except ValueError as exc:
-        return _fail(f"paysuite stub webhooks rotate: --overlap: expected a duration: {exc}", 2)
+        raise UsageError(f"--overlap: expected a duration: {exc}") from None
     try:
         check_overlap(overlap_s)
     except ValueError as exc:
-        return _fail(f"paysuite stub webhooks rotate: --overlap {args.overlap}: {exc}", 2)
+        raise UsageError(f"--overlap {args.overlap}: {exc}") from None
     store = _webhooks_store(args, "rotate")
     if isinstance(store, int):
         return store
     try:
         endpoint = rotate_endpoint(store, args.mode, overlap_s, timefmt.now_us())
     except EndpointUrlError as exc:
-        return _fail(f"paysuite stub webhooks rotate: {exc}", 2)
+        raise UsageError(str(exc)) from None
     finally:
         store.close()
     print(f"mode: {endpoint.mode}")
@@ -466,6 +469,5 @@ def run_webhooks_list(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m stub_server`` is ``paysuite stub``."""
-    parser = argparse.ArgumentParser(prog="python -m stub_server")
-    args = register(parser.add_subparsers(dest="command")).parse_args(argv)
-    return int(args.func(args) or 0)
+    parser = Parser(prog="python -m stub_server")
+    return run_command(register(parser.add_subparsers(dest="command")).parse_args(argv))

@@ -15,6 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
+from paysuite_core.cli_flags import UsageError
 from paysuite_core.config_schema import schema, validate
 from paysuite_core.target_config import RWANDA_MOBILE_PATTERN
 from paysuite_core.yamlfile import read_yaml
@@ -41,7 +42,7 @@ DEFAULT_DB = "paysuite-stub.db"
 CREDENTIALS_NAME = "paysuite-credentials.yaml"
 
 
-class SettingsError(ValueError):
+class SettingsError(UsageError, ValueError):
     """A setting cannot be used; the message names the key."""
 
 

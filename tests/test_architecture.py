@@ -331,7 +331,7 @@ BOUNDED_READERS: dict[str, str] = {
     "conformance/preflight.py": "check_reachable reads a status line and headers, no body",
     "conformance/stalled_body.py": "ERR-007's bare socket: h11 caps the head at 16 KiB, the body "
     "under Limits.max_body_bytes, the whole watch within the check's bound",
-    "proxy/cli.py": "_tls_answers sends a HEAD: a status line and headers, no body",
+    "proxy/cli.py": "_check_target sends a HEAD: a status line and headers, no body",
     "paysuite_core/webhooks/receiver.py": "the forwarder: content.read(MAX_BODY_BYTES) of the "
     "handler's answer; aiohttp's client takes 128 header lines of 8190 bytes",
     "proxy/server.py": "the upstream answer streamed under the proxy's cap; aiohttp's client "

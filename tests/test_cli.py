@@ -36,3 +36,57 @@ def test_unknown_subcommand_is_a_usage_error() -> None:
     assert result.returncode == 2
     assert "invalid choice" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def _command_paths() -> list[tuple[str, ...]]:
+    """Every command and subcommand of ``paysuite``, as its words (``("stub", "apps")``)."""
+    import argparse
+
+    from paysuite.cli import build_parser
+
+    def walk(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+        found = [path] if path else []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found += walk(sub, (*path, name))
+        return found
+
+    return walk(build_parser(), ())
+
+
+def test_every_command_is_walked() -> None:
+    paths = _command_paths()
+    assert {("conform",), ("load",), ("replay",), ("webhooks", "resend")} <= set(paths)
+    assert ("stub", "webhooks", "rotate") in paths and len(paths) >= 20
+
+
+@pytest.mark.parametrize("path", _command_paths(), ids=" ".join)
+def test_a_bad_flag_is_one_line_and_exit_2(
+    path: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every subcommand's parser is the convention's (``paysuite_core.cli_flags.Parser``): an
+    unknown flag is one line under the command's name, exit status 2, no usage dump."""
+    with pytest.raises(SystemExit) as exited:
+        main([*path, "--no-such-flag"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"paysuite {' '.join(path)}: "), err
+    assert "--no-such-flag" in err or "required" in err, err
+    assert "usage" not in err and "Traceback" not in err, err
+
+
+def test_a_malformed_value_and_a_command_usage_error_are_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["load", "--users", "many"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == "paysuite load: argument --users: invalid int value: 'many'\n"
+    # raised by the command as it runs: printed once, by the dispatcher, under its name
+    assert main(["webhooks", "resend", "evt_1"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err
+        == "paysuite webhooks resend: give --config (the stub's credentials file) or --stub URL\n"
+    )

@@ -27,8 +27,7 @@ from conformance.model.state import State, Txn, World
 from conformance.model.status_words import read_status
 from conformance.model.verdicts import Judged, allow, forbid, note_reference
 from paysuite_core.api_types import JsonObject
-from paysuite_core.driver.api import data_of, same_outcome
-from paysuite_core.driver.target import same_amount
+from paysuite_core.driver.api import data_of, same_amount, same_outcome
 from paysuite_core.request_data import same_number
 
 CREATED = "transaction:created"

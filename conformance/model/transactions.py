@@ -26,8 +26,7 @@ from conformance.model.records import (
 from conformance.model.state import State, Txn, World
 from conformance.model.status_words import read_status, reference_word
 from conformance.model.verdicts import Judged, allow, forbid, note_reference
-from paysuite_core.driver.api import UUID_RE
-from paysuite_core.driver.target import same_amount
+from paysuite_core.driver.api import UUID_RE, same_amount
 from paysuite_core.request_data import same_number
 
 MAX_KEY = 32

@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING
 from conformance.checks import check
 from conformance.suite.states_and_transitions import usable_customer
 from paysuite_core.api_types import JsonObject
-from paysuite_core.driver.api import data_of
-from paysuite_core.driver.target import same_amount
+from paysuite_core.driver.api import data_of, same_amount
 from paysuite_core.request_data import same_number
 from paysuite_core.results.outcome import expect, fail, not_applicable, precondition
 from paysuite_core.results.rule import Section

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from paysuite_core.tls import add_arguments as add_tls_arguments
+from paysuite_core.cli_flags import TLS, Flag, UsageError, add_command, limit_flags
 
 if TYPE_CHECKING:
     from paysuite_core.tls import TLSSettings
@@ -35,41 +35,37 @@ if TYPE_CHECKING:
 SDK_NAMES = ("paypack-py", "paypack-js")
 
 
-class UsageError(ValueError):
-    """The target cannot be driven as configured; the message says what to change."""
+FLAGS = (
+    Flag("--config", "target configuration (default: start the bundled stub)", "FILE"),
+    Flag("--sdk", "run only this SDK (repeatable)", choices=SDK_NAMES, extra={"action": "append"}),
+    Flag(
+        "--cache-dir",
+        "where SDKs are installed on first use (default $PAYSUITE_CACHE_DIR, else "
+        "~/.cache/paysuite)",
+        "DIR",
+    ),
+    Flag("--json", "also write clients.json to FILE", "FILE"),
+    Flag(
+        "--report-dir",
+        "where clients.json and clients.html are written (default: reports)",
+        "DIR",
+        default="reports",
+    ),
+    *limit_flags("limits of each SDK request (as paysuite conform)"),
+    *TLS,
+)
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = subparsers.add_parser(
+    return add_command(
+        subparsers,
         "clients",
+        run_clients,
+        FLAGS,
         help="run the live service's published SDKs against a target and print what works",
         description="Run paypack-py and (when node and npm exist) paypack-js, unchanged, "
         "against a target (the bundled stub by default) and print an SDK x operation matrix.",
     )
-    parser.add_argument("--config", metavar="FILE", help="target configuration (default: "
-                        "start the bundled stub)")  # fmt: skip
-    parser.add_argument(
-        "--sdk", action="append", choices=SDK_NAMES, help="run only this SDK (repeatable)"
-    )
-    parser.add_argument(
-        "--cache-dir", metavar="DIR", help="where SDKs are installed on first use "
-        "(default $PAYSUITE_CACHE_DIR, else ~/.cache/paysuite)",
-    )  # fmt: skip
-    parser.add_argument("--json", metavar="FILE", help="also write clients.json to FILE")
-    parser.add_argument(
-        "--report-dir", metavar="DIR", default="reports",
-        help="where clients.json and clients.html are written (default: reports)",
-    )  # fmt: skip
-    limits = parser.add_argument_group("limits of each SDK request (as paysuite conform)")
-    limits.add_argument("--connect-timeout", metavar="S", help="seconds to connect (10)")
-    limits.add_argument("--read-timeout", metavar="S", help="seconds between two bytes (30)")
-    limits.add_argument("--total-timeout", metavar="S", help="seconds for a whole answer (60)")
-    limits.add_argument(
-        "--max-response-bytes", metavar="N", help="an answer's body past this is abandoned (1 MiB)"
-    )
-    add_tls_arguments(parser)
-    parser.set_defaults(func=run_clients)
-    return parser
 
 
 def make_job(config: Any) -> dict[str, Any]:
@@ -77,8 +73,10 @@ def make_job(config: Any) -> dict[str, Any]:
     the target accepts, and an amount paypack-js does not refuse (it wants at least 100)."""
     apps = config.applications_with("read-write")
     if not apps:
-        raise UsageError("the target configuration has no read-write application; the SDKs "
-                         "need one that may cashin and cashout")  # fmt: skip
+        raise UsageError(
+            "the target configuration has no read-write application; the SDKs need one that "
+            "may cashin and cashout"
+        )
     pattern = re.compile(config.effective_number_pattern)
     number = next((n for n in config.numbers if pattern.fullmatch(n)), None)
     if number is None:
@@ -87,8 +85,9 @@ def make_job(config: Any) -> dict[str, Any]:
             raise UsageError("no customer number: add `numbers:` to the target configuration")
     amount = max(config.amount.min, 100)
     if amount > config.amount.max:
-        raise UsageError(f"paypack-js refuses amounts below 100; the target allows at most "
-                         f"{config.amount.max}")  # fmt: skip
+        raise UsageError(
+            f"paypack-js refuses amounts below 100; the target allows at most {config.amount.max}"
+        )
     amount = int(amount) if float(amount).is_integer() else amount
     return {
         "base_url": config.base_url,
@@ -100,89 +99,40 @@ def make_job(config: Any) -> dict[str, Any]:
 
 
 def run_clients(args: argparse.Namespace) -> int:
-    from conformance.options import LIMIT_OPTIONS, SetupError, parse_limits
     from conformance.preflight import check_reachable, preflight
     from paysuite.clients import matrix
     from paysuite.clients.cache import default_cache_dir
-    from paysuite_core.target_config import TargetConfigError, load_target_config
-    from paysuite_core.tls import TLSSettings, TLSSettingsError
+    from paysuite_core.bounded_http import CONFORM_LIMITS
+    from paysuite_core.cli_flags import LIMIT_OPTIONS, parse_limits
+    from paysuite_core.target_config import load_target_config
+    from paysuite_core.tls import TLSSettings
 
     cache_dir = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
     started = time.time()
     with ExitStack() as stack:
-        try:
-            limits = parse_limits({name: getattr(args, name, None) for name in LIMIT_OPTIONS})
-            if args.config:
-                config = load_target_config(args.config)
-            else:
-                from paysuite_core.launcher import running_stub
+        given = {name: getattr(args, name, None) for name in LIMIT_OPTIONS}
+        limits = parse_limits(given, CONFORM_LIMITS)
+        if args.config:
+            config = load_target_config(args.config)
+        else:
+            from paysuite_core.launcher import running_stub
 
-                workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="paysuite-"))
-                config = stack.enter_context(running_stub(Path(workdir))).config()
-            tls = TLSSettings.from_args(args, config)
-            # both drivers judge the target's certificate as the pre-flight did
-            job = {**make_job(config), "tls": tls.to_dict()}
-        except (TargetConfigError, UsageError, SetupError, TLSSettingsError) as exc:
-            print(f"paysuite clients: {' '.join(str(exc).split())}", file=sys.stderr)
-            return 2
+            workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="paysuite-"))
+            config = stack.enter_context(running_stub(Path(workdir))).config()
+        tls = TLSSettings.from_args(args, config)
+        # both drivers judge the target's certificate as the pre-flight did
+        job = {**make_job(config), "tls": tls.to_dict()}
         try:
             check_reachable(config.base_url, limits.connect_s, tls=tls)
             preflight(config, limits, tls=tls)
-        except SetupError as exc:  # past the arguments: the reports say why nothing ran
+        except UsageError as exc:  # past the arguments: the reports say why nothing ran
             reason = " ".join(str(exc).split())
             print(f"paysuite clients: {reason}", file=sys.stderr)
-            return write_stopped(args, config, reason, started, tls)
+            return write_outputs(args, config, [], started, tls, stopped=reason)
         if tls.insecure:
             print(f"paysuite clients: {tls.describe()}", file=sys.stderr)
         columns = [matrix.RUNNERS[name](job, cache_dir, limits) for name in args.sdk or SDK_NAMES]
     return write_outputs(args, config, columns, started, tls)
-
-
-def _write_reports(args: argparse.Namespace, as_json: str, page: str) -> list[Path]:
-    """clients.json and clients.html into ``--report-dir`` (and ``--json``); OSError as it came."""
-    directory = Path(args.report_dir)
-    written = []
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, text in (("clients.json", as_json), ("clients.html", page)):
-        (directory / name).write_text(text, encoding="utf-8")
-        written.append(directory / name)
-    if args.json:
-        Path(args.json).write_text(as_json, encoding="utf-8")
-        written.append(Path(args.json))
-    return written
-
-
-def write_stopped(
-    args: argparse.Namespace,
-    config: Any,
-    reason: str,
-    started: float,
-    tls: TLSSettings | None = None,
-) -> int:
-    """The reports of a run the pre-flight stopped, as conform writes its own: verdict error
-    (exit 2), what stopped it, no SDK run; so a CI's report step shows why instead of no file.
-    The terminal gets where they went (the reason is on stderr already), no empty matrix."""
-    from paysuite.clients import report
-    from paysuite_core.results.masking import Masker
-
-    masker = Masker.for_config(config, getattr(args, "config", None))
-    verdict = report.stopped_verdict(reason)
-    common = {
-        "target": config.base_url,
-        "started_at": datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
-        "duration_s": round(time.time() - started, 3),
-    }
-    tls_text = report.tls_text(tls, config.base_url)
-    data = {**report.to_json([], verdict, **common), "tls": tls_text}
-    as_json = masker.text(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
-    page = masker.text(report.to_html([], verdict, **common, masker=masker, tls=tls_text))
-    try:
-        written = _write_reports(args, as_json, page)
-    except OSError as exc:
-        print(f"paysuite clients: cannot write the reports: {exc}", file=sys.stderr)
-        return 2
-    print(f"reports: {', '.join(str(path) for path in written)}")
-    return verdict.exit_code
 
 
 def write_outputs(
@@ -191,9 +141,14 @@ def write_outputs(
     columns: list[Any],
     started: float,
     tls: TLSSettings | None = None,
+    *,
+    stopped: str = "",
 ) -> int:
-    """Mask, print the matrix and the verdict, write clients.json and clients.html; how the
-    target's certificate was judged goes in both, and ``INSECURE`` in the verdict line."""
+    """Mask, print the matrix and the verdict, write clients.json and clients.html (into
+    ``--report-dir``, and ``--json``); how the target's certificate was judged goes in both, and
+    ``INSECURE`` in the verdict line. A run the pre-flight ``stopped`` (why) gets its reports as
+    conform writes its own: verdict error (exit 2), no SDK run, so a CI's report step shows why
+    instead of no file; its terminal gets where they went (the reason is on stderr already)."""
     from conformance import report as conform_report
     from paysuite.clients import matrix, report
     from paysuite_core.results.masking import Masker
@@ -201,7 +156,7 @@ def write_outputs(
     # the run's secrets: the reports' curls name each application's credentials as conform's do
     masker = Masker.for_config(config, getattr(args, "config", None))
     shown = report.mask_columns(columns, masker)
-    verdict = report.verdict_of(shown)
+    verdict = report.stopped_verdict(stopped) if stopped else report.verdict_of(shown)
     common = {
         "target": config.base_url,
         "started_at": datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
@@ -211,14 +166,23 @@ def write_outputs(
     data = {**report.to_json(shown, verdict, **common), "tls": tls_text}
     as_json = masker.text(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
     page = masker.text(report.to_html(shown, verdict, **common, masker=masker, tls=tls_text))
+    table = None if stopped else masker.text(matrix.render(shown, config.base_url))
+    written = [Path(args.report_dir) / "clients.json", Path(args.report_dir) / "clients.html"]
+    written += [Path(args.json)] if args.json else []
     try:
-        written = _write_reports(args, as_json, page)
+        written[0].parent.mkdir(parents=True, exist_ok=True)
+        for path, text in zip(written, (as_json, page, as_json), strict=False):
+            path.write_text(text, encoding="utf-8")
     except OSError as exc:
-        print(masker.text(matrix.render(shown, config.base_url)))
+        if table is not None:
+            print(table)
         print(f"paysuite clients: cannot write the reports: {exc}", file=sys.stderr)
         return 2
-    print(masker.text(matrix.render(shown, config.base_url)))
-    print(f"\nreports: {', '.join(str(path) for path in written)}")
+    listed = ", ".join(str(path) for path in written)
+    if table is None:
+        print(f"reports: {listed}")
+        return verdict.exit_code
+    print(f"{table}\n\nreports: {listed}")
     line = conform_report.verdict_line(verdict, report.results(shown, masker))
     if tls is not None and tls.insecure:
         line += f"; {tls.describe()}"

@@ -28,170 +28,148 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from paysuite_core.cli_flags import TLS, Flag, UsageError, add_command
 from paysuite_core.tls import TLSSettings, explain
-from paysuite_core.tls import add_arguments as add_tls_arguments
 
 if TYPE_CHECKING:
     from paysuite_core.target_config import TargetConfig
     from paysuite_core.webhooks.ledger import Arrival, Ledger
     from paysuite_core.webhooks.receiver import WebhookReceiver
 
-PROG = "paysuite webhooks listen"
 SECRET_ENV = "PAYSUITE_WEBHOOK_SECRET"
 #: After the stop, how long deliveries still missing from the comparison are waited for.
 DEFAULT_SETTLE_S = 5.0
 
 
+LISTEN_FLAGS = (
+    Flag("--port", "port to bind (default: the config's listen)", type=int),
+    Flag("--host", "loopback address to bind (default 127.0.0.1)"),
+    Flag("--secret", f"the endpoint's signing secret (default ${SECRET_ENV}, or the config's)"),
+    Flag("--config", "target configuration: compare with its events list", "FILE"),
+    Flag("--report-dir", "(default reports/webhooks)", "DIR", default="reports/webhooks"),
+    Flag("--duration", "stop after S seconds", "S", type=float),
+    Flag("--max-events", "stop after N distinct verified events", "N", type=int),
+    Flag("--tolerance", "signature age accepted (default 300)", "S", type=float),
+    Flag(
+        "--settle",
+        f"after the stop, wait up to S s for listed events missing ({DEFAULT_SETTLE_S:g})",
+        "S",
+        type=float,
+        default=DEFAULT_SETTLE_S,
+    ),
+    Flag(
+        "--fail-first",
+        "answer 503 to each event's first attempt, to see the target retry (WEBHOOK-005)",
+        switch=True,
+    ),
+    Flag(
+        "--heard-only",
+        "compare only transactions a delivery named (other modes' traffic meanwhile)",
+        switch=True,
+    ),
+    Flag(
+        "--strict",
+        "a warning (WEBHOOK-006: deliveries signed only the live way) fails the run too",
+        switch=True,
+    ),
+    Flag(
+        "--forward-to",
+        "pass each verified delivery on to your own handler, byte for byte, and answer the "
+        "sender with the handler's status",
+        "URL",
+    ),
+    Flag(
+        "--events",
+        "forward only these event kinds (comma-separated, e.g. transaction:processed)",
+        "KINDS",
+        extra={"action": "append"},
+    ),
+    Flag(
+        "--forward-timeout", "how long the handler may take to answer (default 10)", "S", type=float
+    ),
+    *TLS,  # an https:// --forward-to handler, and the events list read
+)
+TRIGGER_FLAGS = (
+    Flag("--config", "target configuration", "FILE", extra={"required": True}),
+    Flag("--kind", choices=("cashin", "cashout"), default="cashin"),
+    Flag(
+        "--outcome",
+        "what the customer does (none: leave it pending, one created event)",
+        choices=("confirm", "cancel", "none"),
+        default="confirm",
+    ),
+    Flag("--mode", "X-Webhook-Mode to send"),
+    Flag("--amount", "amount (default: one the target accepts)", type=int),
+    Flag("--number", "customer number (default: one the target accepts)"),
+    Flag("--count", "how many transactions (1)", type=int, default=1),
+    *TLS,
+)
+RESEND_FLAGS = (
+    Flag("event_id", metavar="EVENT_ID"),
+    Flag("--config", "the stub's credentials file", "FILE"),
+    Flag("--stub", "the stub's root URL (instead of --config)", "URL"),
+    *TLS,
+)
+
+
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "webhooks",
+        None,
         help="receive and verify a target's webhook deliveries (paysuite webhooks listen)",
         description="The receiving side of webhooks: a receiver that verifies each signed "
         "delivery, deduplicates by event_id and judges what arrived (docs/webhooks.md in the "
         "source repository).",
     )
     commands = parser.add_subparsers(dest="webhooks_command", metavar="COMMAND", required=True)
-    listen = commands.add_parser(
+    add_command(
+        commands,
         "listen",
+        run_listen,
+        LISTEN_FLAGS,
         help="receive deliveries, verify each, compare with the events list at the end",
         description=__doc__.split("\n\n")[1].replace("``", "") if __doc__ else None,
     )
-    listen.add_argument("--port", type=int, help="port to bind (default: the config's listen)")
-    listen.add_argument("--host", help="loopback address to bind (default 127.0.0.1)")
-    listen.add_argument(
-        "--secret", help=f"the endpoint's signing secret (default ${SECRET_ENV}, or the config's)"
-    )
-    listen.add_argument(
-        "--config", metavar="FILE", help="target configuration: compare with its events list"
-    )
-    listen.add_argument(
-        "--report-dir", default="reports/webhooks", metavar="DIR", help="(default reports/webhooks)"
-    )
-    listen.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
-    listen.add_argument(
-        "--max-events", type=int, metavar="N", help="stop after N distinct verified events"
-    )
-    listen.add_argument(
-        "--tolerance", type=float, metavar="S", help="signature age accepted (default 300)"
-    )
-    listen.add_argument(
-        "--settle",
-        type=float,
-        default=DEFAULT_SETTLE_S,
-        metavar="S",
-        help=f"after the stop, wait up to S s for listed events missing ({DEFAULT_SETTLE_S:g})",
-    )
-    listen.add_argument(
-        "--fail-first",
-        action="store_true",
-        help="answer 503 to each event's first attempt, to see the target retry (WEBHOOK-005)",
-    )
-    listen.add_argument(
-        "--heard-only",
-        action="store_true",
-        help="compare only transactions a delivery named (other modes' traffic meanwhile)",
-    )
-    listen.add_argument(
-        "--strict",
-        action="store_true",
-        help="a warning (WEBHOOK-006: deliveries signed only the live way) fails the run too",
-    )
-    listen.add_argument(
-        "--forward-to",
-        metavar="URL",
-        help="pass each verified delivery on to your own handler, byte for byte, and answer "
-        "the sender with the handler's status",
-    )
-    listen.add_argument(
-        "--events",
-        action="append",
-        metavar="KINDS",
-        help="forward only these event kinds (comma-separated, e.g. transaction:processed)",
-    )
-    listen.add_argument(
-        "--forward-timeout",
-        type=float,
-        metavar="S",
-        help="how long the handler may take to answer (default 10)",
-    )
-    add_tls_arguments(listen)  # an https:// --forward-to handler, and the events list read
-    listen.set_defaults(func=_command(PROG, run_listen))
-    trigger = commands.add_parser(
+    add_command(
+        commands,
         "trigger",
+        run_trigger,
+        TRIGGER_FLAGS,
         help="create a transaction and confirm or cancel it: the deliveries a handler needs",
         description="Create a cashin (or cashout) on the --config target with X-Webhook-Mode "
         "(default: the config's webhooks mode, else development), then have the customer "
         "confirm or cancel it through the configuration's customer driver, so that the target "
         "delivers a transaction:created and a transaction:processed event.",
     )
-    trigger.add_argument("--config", metavar="FILE", required=True, help="target configuration")
-    trigger.add_argument("--kind", choices=("cashin", "cashout"), default="cashin")
-    trigger.add_argument(
-        "--outcome", choices=("confirm", "cancel", "none"), default="confirm",
-        help="what the customer does (none: leave it pending, one created event)",
-    )  # fmt: skip
-    trigger.add_argument("--mode", help="X-Webhook-Mode to send")
-    trigger.add_argument("--amount", type=int, help="amount (default: one the target accepts)")
-    trigger.add_argument("--number", help="customer number (default: one the target accepts)")
-    trigger.add_argument("--count", type=int, default=1, help="how many transactions (1)")
-    add_tls_arguments(trigger)
-    trigger.set_defaults(func=_command("paysuite webhooks trigger", run_trigger))
-    resend = commands.add_parser(
+    add_command(
+        commands,
         "resend",
+        run_resend,
+        RESEND_FLAGS,
         help="deliver an event again (the stub's sandbox)",
         description="Ask the bundled stub to deliver EVENT_ID again, under the same event_id "
         "(a delivered or abandoned one too): how a handler's deduplication is tried.",
     )
-    resend.add_argument("event_id", metavar="EVENT_ID")
-    resend.add_argument("--config", metavar="FILE", help="the stub's credentials file")
-    resend.add_argument("--stub", metavar="URL", help="the stub's root URL (instead of --config)")
-    add_tls_arguments(resend)
-    resend.set_defaults(func=_command("paysuite webhooks resend", run_resend))
 
 
-class UsageError(ValueError):
-    """A command that cannot run as asked; the message says why (exit status 2)."""
-
-
-def _tls(args: argparse.Namespace, config: TargetConfig | None, prog: str) -> TLSSettings:
+def _tls(args: argparse.Namespace, config: TargetConfig | None) -> TLSSettings:
     """The command's TLS settings (flags, the configuration's ``tls:``, the environment); an
     insecure run says so first."""
-    from paysuite_core.tls import TLSSettingsError
-
-    try:
-        tls = TLSSettings.from_args(args, config)
-    except TLSSettingsError as exc:
-        raise UsageError(str(exc)) from None
+    tls = TLSSettings.from_args(args, config)
     if tls.insecure:
-        print(f"{prog}: {tls.describe()}", file=sys.stderr, flush=True)
+        print(f"{args.prog}: {tls.describe()}", file=sys.stderr, flush=True)
     return tls
 
 
 def _load_config(path: str) -> TargetConfig:
-    from paysuite_core.target_config import TargetConfigError, load_target_config
+    from paysuite_core.target_config import load_target_config  # not at registration: yaml
 
-    try:
-        return load_target_config(path)
-    except TargetConfigError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _command(prog: str, run: Callable[[argparse.Namespace], int]) -> Callable[..., int]:
-    """``run`` with its usage errors printed as one line under ``prog``, exit status 2."""
-
-    def command(args: argparse.Namespace) -> int:
-        try:
-            return run(args)
-        except UsageError as exc:
-            print(f"{prog}: {exc}", file=sys.stderr)
-            return 2
-
-    return command
+    return load_target_config(path)
 
 
 @dataclass(frozen=True)
@@ -213,8 +191,10 @@ def _settings(args: argparse.Namespace) -> ListenSettings:
     hooks = config.webhooks if config else None
     secret = args.secret or os.environ.get(SECRET_ENV) or (hooks.secret if hooks else None)
     if not secret:
-        raise UsageError(f"no signing secret: pass --secret, set ${SECRET_ENV} or give a --config "
-                         "with a webhooks section")  # fmt: skip
+        raise UsageError(
+            f"no signing secret: pass --secret, set ${SECRET_ENV} or give a --config with a "
+            "webhooks section"
+        )
     port = args.port if args.port is not None else (hooks.listen_port if hooks else None)
     if port is None:
         raise UsageError("no port: pass --port, or a --config whose webhooks section has listen")
@@ -297,7 +277,7 @@ def run_listen(args: argparse.Namespace) -> int:
     forward = None
     if args.forward_to:
         kinds = frozenset(k.strip() for group in args.events or [] for k in group.split(",") if k)
-        tls = _tls(args, settings.config, PROG)
+        tls = _tls(args, settings.config)
         timeout_s = args.forward_timeout or FORWARD_TIMEOUT_S
         forward = Forwarder(args.forward_to, kinds, timeout_s, tls)
     receiver = WebhookReceiver(
@@ -397,7 +377,7 @@ def _finish(
     listing, expected = None, []
     if config is not None:
         refs = ledger.refs() if args.heard_only else None
-        listing = webhook_listen.read_events(config, refs, _tls(args, config, PROG))
+        listing = webhook_listen.read_events(config, refs, _tls(args, config))
         expected = webhook_listen.in_window(listing.events, ledger, started)
         ids = {str(r.get("event_id")) for r in webhook_listen.awaited(expected, started)}
 
@@ -490,12 +470,12 @@ def run_trigger(args: argparse.Namespace) -> int:
     from paysuite_core.driver.target import Target
     from paysuite_core.results.outcome import CouldNotCheck
 
-    prog = "paysuite webhooks trigger"
+    prog = args.prog
     config = _load_config(args.config)
     if args.count < 1:
         raise UsageError("--count must be at least 1")
     mode = args.mode or (config.webhooks.mode if config.webhooks else "development")
-    target = Target(config, config.base_url, tls=_tls(args, config, prog))
+    target = Target(config, config.base_url, tls=_tls(args, config))
     app = target.writer(args.kind.upper())
     if app is None:
         raise UsageError(f"no application of {args.config} may {args.kind}")
@@ -527,8 +507,7 @@ def run_trigger(args: argparse.Namespace) -> int:
         return 1
     except TargetUnreachable as exc:
         said = explain(exc, config.base_url) or f"the target did not answer: {exc}"
-        print(f"{prog}: {said}", file=sys.stderr)
-        return 2
+        raise UsageError(said) from None
     finally:
         target.close()
     return 0
@@ -545,7 +524,7 @@ def run_resend(args: argparse.Namespace) -> int:
     from paysuite_core.bounded_http import CONFORM_LIMITS, BoundedClient, no_answer
     from paysuite_core.url_paths import NotAnId, id_segment
 
-    prog = "paysuite webhooks resend"
+    prog = args.prog
     root = args.stub
     config = _load_config(args.config) if args.config else None
     if root is None and config is not None:
@@ -558,7 +537,7 @@ def run_resend(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     url = f"{root.rstrip('/')}/_sandbox/webhooks/deliveries/{event}/resend"
     try:
-        with BoundedClient(CONFORM_LIMITS, tls=_tls(args, config, prog), trust_env=False) as client:
+        with BoundedClient(CONFORM_LIMITS, tls=_tls(args, config), trust_env=False) as client:
             answer = client.send(client.build_request("POST", url))
     except httpx.InvalidURL as exc:
         raise UsageError(f"--stub {root!r}: not a URL ({exc})") from None

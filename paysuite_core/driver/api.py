@@ -102,3 +102,13 @@ def event_disagrees_with_find(event_status: object, find_status: object) -> str 
     if same_outcome(event_status, find_status):
         return None
     return f"the processed event's status {event_status!r} differs from find's {find_status!r}"
+
+
+def same_amount(one: Any, other: Any) -> bool:
+    """Amounts as numbers (100 and 100.0 are one amount; a text amount is read as a number)."""
+    if isinstance(one, bool) or isinstance(other, bool):  # a boolean is no amount
+        return type(one) is type(other) and one == other
+    try:
+        return float(one) == float(other)
+    except (TypeError, ValueError):
+        return bool(one == other)

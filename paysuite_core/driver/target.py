@@ -19,7 +19,7 @@ from typing import Any, TypeVar, cast
 
 from paysuite_core import tokens
 from paysuite_core.bounded_http import CONFORM_LIMITS, Limits
-from paysuite_core.driver.api import EVENTS, data_of, find_path, kind_path
+from paysuite_core.driver.api import EVENTS, data_of, find_path, kind_path, same_amount
 from paysuite_core.driver.customer import Customer, Outcome
 from paysuite_core.driver.http import RecordingClient, Reply
 from paysuite_core.request_data import AmountSource, NumberSource, same_number
@@ -623,13 +623,3 @@ def _own_event(
         return True
     return any(data.get("kind") == kind and same_amount(data.get("amount"), amount)
                for kind, amount in sent)  # fmt: skip
-
-
-def same_amount(one: Any, other: Any) -> bool:
-    """Amounts as numbers (100 and 100.0 are one amount; a text amount is read as a number)."""
-    if isinstance(one, bool) or isinstance(other, bool):  # a boolean is no amount
-        return type(one) is type(other) and one == other
-    try:
-        return float(one) == float(other)
-    except (TypeError, ValueError):
-        return bool(one == other)

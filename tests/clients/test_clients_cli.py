@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from paysuite.clients.cache import paypack_js
-from paysuite.clients.cli import UsageError, make_job
+from paysuite.clients.cli import make_job
+from paysuite_core.cli_flags import UsageError
 from paysuite_core.launcher import running_stub
 from paysuite_core.target_config import load_target_config
 

@@ -13,6 +13,7 @@ import yaml
 
 from conformance.cli import run as conform_run
 from conformance.preflight import BUNDLED_STUB_ACCESS_TTL_S, BUNDLED_STUB_PENDING_TIMEOUT_S
+from paysuite_core.cli_flags import run_command
 from paysuite_core.launcher import RunningStub
 
 #: The bundled stub's access lifetime, long enough for a busy machine: AUTH-008 (expiry) runs on
@@ -78,9 +79,11 @@ def conform(
         max_throttle_wait=max_throttle_wait,
         concurrency=concurrency,
         history_budget=history_budget,
+        func=conform_run,
+        prog="paysuite conform",
     )
     capsys.readouterr()
-    status = conform_run(args)
+    status = run_command(args)  # as the dispatcher runs it: a usage error is one line, 2
     captured = capsys.readouterr()
     return Outcome(status, report_dir, captured.out, captured.err)
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from paysuite_core.driver.target import Target, same_amount
+from paysuite_core.driver.api import same_amount
+from paysuite_core.driver.target import Target
 
 NUMBER = "0781234567"
 
