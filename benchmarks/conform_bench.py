@@ -98,8 +98,9 @@ def one_run(argv: list[str]) -> int:
     """``paysuite conform --concurrency N --report-dir DIR`` against the bundled stub started
     with ``--latency L`` (``argv``: L in ms, N, DIR; L 0: no latency); its exit status."""
     from conformance.options import Options
-    from conformance.preflight import preflight, start_bundled_stub
+    from conformance.preflight import start_bundled_stub
     from conformance.runner import run_prepared
+    from paysuite_core.driver.preflight import preflight
     from paysuite_core.throttle import Throttle
 
     latency_ms, concurrency, report_dir = argv

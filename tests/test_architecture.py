@@ -328,7 +328,7 @@ BOUNDED_READERS: dict[str, str] = {
     "load/connection.py": "read_capped under Limits; BoundedHeaders counts the head's lines",
     "conformance/property_phase.py": "the 429 resender: the request carries capped_body, "
     "requests' response hook; http.client takes at most 100 header lines",
-    "conformance/preflight.py": "check_reachable reads a status line and headers, no body",
+    "paysuite_core/driver/preflight.py": "check_reachable reads a status line and headers, no body",
     "conformance/stalled_body.py": "ERR-007's bare socket: h11 caps the head at 16 KiB, the body "
     "under Limits.max_body_bytes, the whole watch within the check's bound",
     "proxy/cli.py": "_check_target sends a HEAD: a status line and headers, no body",

@@ -99,11 +99,11 @@ def make_job(config: Any) -> dict[str, Any]:
 
 
 def run_clients(args: argparse.Namespace) -> int:
-    from conformance.preflight import check_reachable, preflight
     from paysuite.clients import matrix
     from paysuite.clients.cache import default_cache_dir
     from paysuite_core.bounded_http import CONFORM_LIMITS
     from paysuite_core.cli_flags import LIMIT_OPTIONS, parse_limits
+    from paysuite_core.driver.preflight import check_reachable, preflight
     from paysuite_core.target_config import load_target_config
     from paysuite_core.tls import TLSSettings
 
