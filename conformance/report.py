@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from conformance import catalog
-from paysuite_core.results.evidence import issued, item_form, replay_exports, wire_of
+from paysuite_core.results.evidence import issued, item_form, masker_of, replay_exports, wire_of
 from paysuite_core.results.outcome import EngineError
 from paysuite_core.results.verdict import Coverage, Verdict
 from paysuite_core.tls import TLSSettings
@@ -149,7 +149,7 @@ def _refused_early(item: Mapping[str, Any]) -> bool:
     if wire is None or wire.status != 401:
         return False
     credential = (wire.request_header("Authorization") or "").partition(" ")[2]
-    facts = issued(credential) if credential else None
+    facts = issued(item, credential) if credential else None
     if facts is None or facts.expires_at is None or not wire.started:
         return False
     return bool(wire.started < facts.expires_at - 1.0)
@@ -280,7 +280,7 @@ def reproduce_file(result: Result) -> str:
 def _script(result: Result, target: str, reveal: bool) -> str:
     """A reproduction as a file: what it shows, the exports it needs, then its lines."""
     script, needs = reproduce(result, reveal=reveal)
-    exports = replay_exports(target, {var: {owner} for var, owner in needs.items()})
+    exports = replay_exports(target, {v: {o} for v, o in needs.items()}, masker_of([result]))
     lines = [
         "#!/bin/sh",
         f"# {result.check.id} [{result.check.level}] {result.check.title}",
@@ -301,7 +301,7 @@ def replay(results: Sequence[Result], *, target: str, reveal_secrets: bool) -> d
             "(tokens expire; keep this report private)",
             "exports": [],
         }
-    exports = replay_exports(target, _replay_needs(results))
+    exports = replay_exports(target, _replay_needs(results), masker_of(results))
     how = (
         "credentials are shown as environment variables: run these exports, then the curl "
         "commands as printed (or rerun with --reveal-secrets)"
@@ -595,7 +595,7 @@ def _junit_text(result: Result, reveal: bool, target: str = "") -> str:
     parts += ["", f"Document ({result.check.section}): {result.check.quote}"]
     script, needs = reproduce(result, reveal=reveal)
     if script:
-        exports = replay_exports(target, {var: {owner} for var, owner in needs.items()})
+        exports = replay_exports(target, {v: {o} for v, o in needs.items()}, masker_of([result]))
         parts += ["", "Reproduce (after these exports):" if exports else "Reproduce:"]
         parts += [*exports, script]
     curls = [item["curl"] for item in _evidence(result, reveal)[:5] if item.get("curl")]

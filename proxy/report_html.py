@@ -15,7 +15,8 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from conformance import report as conform_report
-from paysuite_core.results.evidence import evidence_of, redact_url
+from paysuite_core.results.evidence import evidence_of
+from paysuite_core.results.masking import shown_url
 from paysuite_core.results.verdict import Verdict
 from proxy.judge import Judge
 from proxy.rules import CLIENT_RULES, CLIENT_SECTION, party
@@ -86,7 +87,7 @@ def client_section(judge: Judge, client: list[RuleResult[Check]]) -> str:
 
     blocks = []
     for violation in found:
-        items = "".join(_exchange(evidence_of(e)) for e in violation.exchanges)
+        items = "".join(_exchange(evidence_of(e, judge.masker)) for e in violation.exchanges)
         blocks.append(
             f"<section class='check check-{'fail' if gating else 'warning'}'>"
             f"<h3>{_e(violation.check.id)} {_e(violation.message)}</h3>"
@@ -126,7 +127,7 @@ def exchanges_section(rows: list[dict[str, Any]]) -> str:
         ids = ", ".join(found)
         body.append(
             f"<tr><td>#{row['seq']}</td><td>{_e(row['method'])}</td>"
-            f"<td><code>{_e(redact_url(row['url']))}</code></td>"
+            f"<td><code>{_e(shown_url(row['url']))}</code></td>"
             f"<td>{_e(row['operation'] or '-')}</td><td>{row['status'] or _e(row['error'])}</td>"
             f"<td>{row['elapsed_ms']:.1f}</td>"
             f"<td class='{css}'>{_e(verdict)}{(' ' + _e(ids)) if ids else ''}</td></tr>"
