@@ -38,8 +38,8 @@ from paysuite_core.results.evidence import (
     Recorded,
     Reproduction,
     reproduction,
-    set_replay_context,
 )
+from paysuite_core.results.masking import Masker
 from paysuite_core.results.outcome import (
     CheckFailed,
     CouldNotCheck,
@@ -391,9 +391,6 @@ def pytest_collection_modifyitems(
             write_setup_reports(options, str(exc))
             pytest.exit(str(exc), returncode=2)
         state.owns_prepared = True
-    set_replay_context(
-        state.prepared.config, str(Path(options.config).resolve()) if options.config else None
-    )
     state.target = Target(
         state.prepared.config,
         state.prepared.base_url,
@@ -404,6 +401,8 @@ def pytest_collection_modifyitems(
         throttle=state.prepared.throttle,
         tls=state.prepared.tls,
         concurrency=options.concurrency,
+        # the run's secrets: its curls name each application's credentials
+        masker=Masker.for_config(state.prepared.config, options.config),
     )
     _set_up_early(
         state.target,

@@ -42,6 +42,7 @@ from paysuite_core.tls import TLSSettings
 
 if TYPE_CHECKING:
     from paysuite_core.driver.target import Target
+    from paysuite_core.results.masking import Masker
     from paysuite_core.target_config import Application
 
 #: The budget against the bundled stub (``paysuite conform`` with neither --target nor --config):
@@ -60,7 +61,7 @@ class PropFailure(adapter.Finding):
 
     check_id: str = ""
 
-    def evidence(self) -> dict[str, Any]:
+    def evidence(self, masker: Masker) -> dict[str, Any]:
         """The failure as an evidence item: its curl with the credentials named by variable
         (schemathesis prints them in full: its sanitization would print ``[Filtered]``, which
         no shell can replay), and a reproduction with fresh keys."""
@@ -70,7 +71,7 @@ class PropFailure(adapter.Finding):
             "request": self.request or {"operation": self.operation, "phase": self.phase},
             "response": self.response,
         }
-        return tool_item(data, self.curl)
+        return tool_item(data, self.curl, masker)
 
     def line(self) -> str:
         first = self.message.strip().splitlines()[0] if self.message.strip() else self.title
@@ -293,6 +294,7 @@ def run_properties(target: Target, spec: dict[str, Any], deadline: float | None 
         target.tls,
         target.limits,
     )
+    suite_tokens.client.masker = target.masker  # what it is issued, the failures' curls name
     secured = {
         path
         for path, _method, operation in operations(patched)

@@ -56,7 +56,7 @@ def _refused_early(item: Mapping[str, Any]) -> bool:
     if wire is None or wire.status != 401:
         return False
     credential = (wire.request_header("Authorization") or "").partition(" ")[2]
-    facts = issued(credential) if credential else None
+    facts = issued(item, credential) if credential else None
     if facts is None or facts.expires_at is None or not wire.started:
         return False
     return bool(wire.started < facts.expires_at - 1.0)

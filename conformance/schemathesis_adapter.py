@@ -31,7 +31,7 @@ from schemathesis.specs.openapi import stateful
 from conformance.ast_guard import serialized
 from paysuite_core import guarded_json, http_clients, tokens
 from paysuite_core.bounded_http import READ_CHUNK, BoundedBody, ResponseTooLarge
-from paysuite_core.results.evidence import redact_body, redact_issued, redact_url, safe_headers
+from paysuite_core.results.masking import shown, shown_headers, shown_url
 from paysuite_core.throttle import THROTTLED, retry_after_of
 from paysuite_core.tls import TLSSettings
 
@@ -563,21 +563,21 @@ def _interaction(
         response = {
             "status": interaction.response.status_code,
             "headers": _headers(getattr(interaction.response, "headers", {}) or {}),
-            "body": redact_issued(answer) if answer is not None else None,
+            "body": shown(answer, "access", "refresh") if answer is not None else None,
         }
     body = _bytes_text(interaction.request.body)
     request = {
         "method": interaction.request.method,
-        "url": redact_url(str(interaction.request.uri)),
+        "url": shown_url(str(interaction.request.uri)),
         "headers": _headers(interaction.request.headers),
-        "body": redact_body(body) if body is not None else None,
+        "body": shown(body, "secret") if body is not None else None,
     }
     return request, response
 
 
 def _headers(headers: Any) -> dict[str, str]:
     """Flatten schemathesis's header lists; shorten the bearer token like our own evidence."""
-    return safe_headers(
+    return shown_headers(
         {
             str(name): ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
             for name, v in dict(headers).items()

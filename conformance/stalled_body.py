@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     import h11
 
     from paysuite_core.driver.target import Target
+    from paysuite_core.results.masking import Masker
     from paysuite_core.tls import TLSSettings
 
 #: RC-4: how long the reference waits for the rest of a body before it answers 408.
@@ -103,6 +104,7 @@ class Stall:
         bound_s: float,
         max_body_bytes: int,
         connect_s: float = 10.0,
+        masker: Masker | None = None,
     ) -> None:
         import h11
 
@@ -111,7 +113,7 @@ class Stall:
         self.bound_s = bound_s
         self.max_body_bytes = max_body_bytes
         self.seen = Seen()
-        self.exchange = Recorded.build("POST", url, dict(head), sent)
+        self.exchange = Recorded.build("POST", url, dict(head), sent, masker=masker)
         self.exchange.stall_s = bound_s
         self.exchange.note = (
             f"the body stops after {len(sent)} of the {dict(head)['Content-Length']} bytes its "
@@ -235,6 +237,7 @@ def start_stall(target: Target) -> Stall | None:
         bound_s=BODY_TIMEOUT_S + GRACE_S,
         max_body_bytes=target.limits.max_body_bytes,
         connect_s=target.limits.connect_s,
+        masker=target.masker,
     )
 
 

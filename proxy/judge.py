@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from paysuite_core.exchange import Exchange
+from paysuite_core.results.masking import Masker
 from paysuite_core.results.rule import Check
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.tls import TLSSettings
@@ -79,6 +80,8 @@ class Judge:
         tls: TLSSettings | None = None,
     ) -> None:
         self.config = config
+        #: the session's secrets: the HAR's placeholders, the curls of the reports
+        self.masker = Masker.for_config(config)
         #: what the judge's own confirmations trust over HTTPS, as the forwarded traffic does;
         #: the reports say how the target's certificate was judged (``reports.tls_text``)
         self.tls = tls

@@ -23,7 +23,7 @@ from typing import Any, Generic, TypeVar
 
 from paysuite_core.report_engine import reports
 from paysuite_core.results.evidence import evidence_of as conform_evidence_of
-from paysuite_core.results.evidence import redact_url
+from paysuite_core.results.masking import shown_url
 from paysuite_core.results.rule import Check
 from paysuite_core.results.verdict import Coverage, Verdict
 from proxy.judge import Judge, Observed
@@ -63,7 +63,7 @@ def results(judge: Judge) -> list[RuleResult[Check]]:
             evidence: list[dict[str, Any]] = []
             for violation in found:
                 evidence += [
-                    conform_evidence_of(e, f"proxied exchange #{e.seq}")
+                    conform_evidence_of(e, judge.masker, f"proxied exchange #{e.seq}")
                     for e in violation.exchanges
                 ]
                 evidence += [dict(c) for c in violation.confirmations]
@@ -177,7 +177,7 @@ def exchange_verdicts(judge: Judge) -> list[dict[str, Any]]:
             {
                 "seq": exchange.seq,
                 "method": exchange.method,
-                "url": redact_url(exchange.url),
+                "url": shown_url(exchange.url),
                 "operation": record.operation,
                 "status": exchange.status,
                 "elapsed_ms": exchange.elapsed_ms,
@@ -229,7 +229,7 @@ def write_reports(
         gating="client" in judge.gates,
         exchanges=rows,
         violations=[
-            (v, [conform_evidence_of(e) for e in v.exchanges])
+            (v, [conform_evidence_of(e, judge.masker) for e in v.exchanges])
             for v in judge.violations
             if party(v.check) == "client"
         ],

@@ -271,15 +271,14 @@ def write_session_har(
     """The session as a HAR file, every secret masked first (``paysuite_core.results.masking``);
     None when this build has no HAR writer."""
     try:
-        from paysuite_core.results.masking import Masker, mask_exchange
+        from paysuite_core.results.masking import mask_exchange
         from proxy.har import write_har
     except ImportError:
         return None
     from proxy.appmap import recorded_applications
 
-    masker = Masker.for_config(judge.config)
     return write_har(
-        [mask_exchange(e, masker) for e in exchanges],
+        [mask_exchange(e, judge.masker) for e in exchanges],
         path,
         target=target,
         applications=recorded_applications(exchanges, judge.config),

@@ -350,7 +350,7 @@ _JSON_DECODES = frozenset(
 TRUSTED_JSON: dict[str, str] = {
     "paysuite_core/config_schema.py::schema": "the project's own JSON Schema files",
     "paysuite_core/webhooks/ledger.py::from_journal": "the receiver's own journal lines",
-    "paysuite_core/results/evidence.py::_learn": "the request body the suite itself sent",
+    "paysuite_core/results/masking.py::learn_issued": "the request body the suite itself sent",
     "load/runner.py::outcome": "the run's own load.json, written by paysuite",
     "paysuite_core/results/masking.py::_masked_member": (
         "one JSON string literal the masker's pattern matched"

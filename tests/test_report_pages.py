@@ -86,6 +86,7 @@ def _demo_page(tmp: Path) -> str:
 def _clients_page(_: Path) -> str:
     from paysuite.clients import report as clients
     from paysuite.clients.matrix import SdkColumn
+    from paysuite_core.results.masking import Masker
 
     exchange = {
         "method": "POST",
@@ -104,7 +105,7 @@ def _clients_page(_: Path) -> str:
     columns = [SdkColumn("paypack-py", "1.0", cells={"cashout": cell})]
     verdict = clients.verdict_of(columns)
     return clients.to_html(
-        columns, verdict, target=BASE, started_at="", duration_s=1.0, tls=HOSTILE
+        columns, verdict, target=BASE, started_at="", duration_s=1.0, masker=Masker(), tls=HOSTILE
     )
 
 

@@ -138,6 +138,7 @@ class PacedClient(RecordingClient):
         super().__init__(
             target.base_url, lambda: evidence, target.limits, None, target.tls, transport
         )
+        self.masker = target.masker
         self.pace = throttle
         self.sent_at = 0.0
 

@@ -60,6 +60,7 @@ def run_history(target: Target, budget_s: float, seed: int) -> HistoryResult:
     client = RecordingClient(
         target.base_url, lambda: None, target.limits, target.throttle, target.tls
     )
+    client.masker = target.masker  # what the phase is issued, the run's curls name
     session = Session(target, client, budget_s - (time.monotonic() - started))
     session.result.concurrent = part
     session.result.budget_s = budget_s

@@ -73,7 +73,7 @@ def _verdict(target: Target, cache: dict[str, object], check_id: str, expected: 
             expected=expected,
             actual=failures[0].line(),
         )
-        error.extra_evidence = [f.evidence() for f in failures]
+        error.extra_evidence = [f.evidence(target.masker) for f in failures]
         raise error
     if result.throttled_out:
         # A 429 past --max-throttle-wait is the target's rate limit, not an answer: what it

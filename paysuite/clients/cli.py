@@ -104,7 +104,6 @@ def run_clients(args: argparse.Namespace) -> int:
     from paysuite_core.bounded_http import CONFORM_LIMITS
     from paysuite_core.cli_flags import LIMIT_OPTIONS, parse_limits
     from paysuite_core.driver.preflight import check_reachable, preflight
-    from paysuite_core.results.evidence import set_replay_context
     from paysuite_core.target_config import load_target_config
     from paysuite_core.tls import TLSSettings
 
@@ -121,8 +120,6 @@ def run_clients(args: argparse.Namespace) -> int:
             workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="paysuite-"))
             config = stack.enter_context(running_stub(Path(workdir))).config()
         tls = TLSSettings.from_args(args, config)
-        # the report's curls name each application's credentials as conform's do
-        set_replay_context(config, str(Path(args.config).resolve()) if args.config else None)
         # both drivers judge the target's certificate as the pre-flight did
         job = {**make_job(config), "tls": tls.to_dict()}
         try:
@@ -156,7 +153,8 @@ def write_outputs(
     from paysuite_core.report_engine import reports
     from paysuite_core.results.masking import Masker
 
-    masker = Masker.for_config(config)
+    # the run's secrets: the reports' curls name each application's credentials as conform's do
+    masker = Masker.for_config(config, getattr(args, "config", None))
     shown = report.mask_columns(columns, masker)
     verdict = report.stopped_verdict(stopped) if stopped else report.verdict_of(shown)
     common = {
@@ -167,7 +165,7 @@ def write_outputs(
     tls_text = reports.tls_text(tls, config.base_url)
     data = {**report.to_json(shown, verdict, **common), "tls": tls_text}
     as_json = masker.text(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
-    page = masker.text(report.to_html(shown, verdict, **common, tls=tls_text))
+    page = masker.text(report.to_html(shown, verdict, **common, masker=masker, tls=tls_text))
     table = None if stopped else masker.text(matrix.render(shown, config.base_url))
     written = [Path(args.report_dir) / "clients.json", Path(args.report_dir) / "clients.html"]
     written += [Path(args.json)] if args.json else []
@@ -185,7 +183,7 @@ def write_outputs(
         print(f"reports: {listed}")
         return verdict.exit_code
     print(f"{table}\n\nreports: {listed}")
-    line = reports.verdict_line(verdict, report.results(shown))
+    line = reports.verdict_line(verdict, report.results(shown, masker))
     if tls is not None and tls.insecure:
         line += f"; {tls.describe()}"
     print(masker.text(line))

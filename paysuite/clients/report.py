@@ -98,7 +98,7 @@ def _as_proxy(seq: int, record: dict[str, Any]) -> ProxyExchange:
     )
 
 
-def _as_record(exchange: ProxyExchange, had_body: bool) -> dict[str, Any]:
+def _as_record(exchange: ProxyExchange, had_body: bool, masker: Masker) -> dict[str, Any]:
     record: dict[str, Any] = {
         "method": exchange.method,
         "url": exchange.url,
@@ -110,7 +110,7 @@ def _as_record(exchange: ProxyExchange, had_body: bool) -> dict[str, Any]:
         "elapsed_ms": exchange.elapsed_ms,
         "error": exchange.error,
     }
-    record["curl"] = evidence_item(record)["curl"]
+    record["curl"] = evidence_item(record, masker)["curl"]
     return record
 
 
@@ -151,7 +151,8 @@ def mask_columns(columns: list[SdkColumn], masker: Masker) -> list[SdkColumn]:
                     for record in value or ():
                         seq += 1
                         hidden = mask_exchange(_as_proxy(seq, record), masker)
-                        records.append(_as_record(hidden, record.get("request_body") is not None))
+                        had_body = record.get("request_body") is not None
+                        records.append(_as_record(hidden, had_body, masker))
                     copy[key] = records
                 elif isinstance(value, str):
                     copy[key] = masker.text(value)
@@ -272,16 +273,17 @@ def to_json(
 
 
 # --- clients.html -----------------------------------------------------------------------------
-def evidence_item(record: dict[str, Any]) -> dict[str, Any]:
+def evidence_item(record: dict[str, Any], masker: Masker) -> dict[str, Any]:
     """A (masked) exchange as conform's evidence: request, answer, curl."""
-    return evidence_of(_as_proxy(0, record), had_body=record.get("request_body") is not None)
+    had_body = record.get("request_body") is not None
+    return evidence_of(_as_proxy(0, record), masker, had_body=had_body)
 
 
 def _slug(text: str) -> str:
     return "-".join(text.replace("/", " ").split())
 
 
-def results(columns: list[SdkColumn]) -> list[CellResult]:
+def results(columns: list[SdkColumn], masker: Masker) -> list[CellResult]:
     """One result per cell (masked ``columns``); an SDK that could not run is one skipped row."""
     out: list[CellResult] = []
     for column in columns:
@@ -317,7 +319,7 @@ def results(columns: list[SdkColumn]) -> list[CellResult]:
                     check,
                     _OUTCOMES.get(outcome, "skipped"),
                     message=detail if outcome != "ok" else "",
-                    evidence=[evidence_item(r) for r in cell.get("exchanges") or ()],
+                    evidence=[evidence_item(r, masker) for r in cell.get("exchanges") or ()],
                     expected=str(cell.get("expected") or ""),
                     actual=str(cell.get("actual") or ""),
                     note=f"{len(cell.get('exchanges') or ())} exchange(s)"
@@ -335,6 +337,7 @@ def to_html(
     target: str,
     started_at: str,
     duration_s: float,
+    masker: Masker,
     tls: str = "",
 ) -> str:
     """conform's report page, one row per cell, each failure with its exchanges and curl;
@@ -342,7 +345,7 @@ def to_html(
     no ``--reveal-secrets`` (nothing it writes carries a credential): the page does not offer it.
     """
     return reports.to_html(
-        results(columns),
+        results(columns, masker),
         verdict=verdict,
         target=target,
         started_at=started_at,

@@ -38,6 +38,7 @@ from paysuite_core.bounded_http import (
     no_answer,
 )
 from paysuite_core.results.evidence import Evidence, Recorded
+from paysuite_core.results.masking import Masker
 from paysuite_core.results.outcome import CouldNotCheck
 from paysuite_core.throttle import THROTTLED, Decision, Throttle, retry_after_of
 from paysuite_core.tls import TLSSettings
@@ -186,9 +187,12 @@ class RecordingClient:
         throttle: Throttle | None = None,
         tls: TLSSettings | None = None,
         transport: httpx.BaseTransport | None = None,
+        masker: Masker | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._sink = sink
+        #: The run's secrets: what the target issues is learnt there, and curls name it.
+        self.masker = masker if masker is not None else Masker()
         #: httpx's transport for every thread's connections (a test's ``MockTransport``).
         self._transport = transport
         self.limits = limits or CONFORM_LIMITS
@@ -315,7 +319,7 @@ class RecordingClient:
         shown = _shown(merged)
         if chunked:
             shown["Transfer-Encoding"] = "chunked"
-        exchange = Recorded.build(method, str(request.url), shown, body, note=note)
+        exchange = Recorded.build(method, str(request.url), shown, body, note, self.masker)
         evidence = self._sink()
         if evidence is not None:
             evidence.add(exchange)
@@ -368,6 +372,7 @@ class RecordingClient:
             self.throttle if throttled else None,
             self.tls,
             self._transport,
+            self.masker,
         )
         client._shared_deadline = self.check_deadline
         client.stopped = self.stopped

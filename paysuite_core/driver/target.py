@@ -24,6 +24,7 @@ from paysuite_core.driver.customer import Customer, Outcome
 from paysuite_core.driver.http import RecordingClient, Reply
 from paysuite_core.request_data import AmountSource, NumberSource, same_number
 from paysuite_core.results.evidence import Evidence
+from paysuite_core.results.masking import Masker
 from paysuite_core.results.outcome import not_applicable, precondition
 from paysuite_core.target_config import (
     RWANDA_MOBILE_PATTERN,
@@ -95,6 +96,7 @@ class Target:
         throttle: Throttle | None = None,
         tls: TLSSettings | None = None,
         concurrency: int = 1,
+        masker: Masker | None = None,
     ) -> None:
         self.config = config
         self.base_url = base_url.rstrip("/")
@@ -121,8 +123,10 @@ class Target:
         #: the run: the checks', the customer driver's, the property phase's.
         self.tls = tls
         self.client = RecordingClient(
-            self.base_url, lambda: self.current, self.limits, self.throttle, tls
+            self.base_url, lambda: self.current, self.limits, self.throttle, tls, masker=masker
         )
+        #: The run's secrets (``paysuite_core.results.masking``), made by whoever starts it.
+        self.masker = self.client.masker
         # Fresh numbers on every run: a persistent target must not see a number twice.
         self.numbers = NumberSource(
             config.effective_number_pattern if config else RWANDA_MOBILE_PATTERN,

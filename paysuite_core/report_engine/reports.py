@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from paysuite_core.report_engine import render
-from paysuite_core.results.evidence import item_form, replay_exports
+from paysuite_core.results.evidence import item_form, masker_of, replay_exports
 from paysuite_core.results.rule import SECTIONS
 from paysuite_core.results.verdict import Verdict
 from paysuite_core.tls import TLSSettings
@@ -242,7 +242,7 @@ def reproduce_file(result: Result) -> str:
 def _script(result: Result, target: str, reveal: bool) -> str:
     """A reproduction as a file: what it shows, the exports it needs, then its lines."""
     script, needs = reproduce(result, reveal=reveal)
-    exports = replay_exports(target, {var: {owner} for var, owner in needs.items()})
+    exports = replay_exports(target, {v: {o} for v, o in needs.items()}, masker_of([result]))
     lines = [
         "#!/bin/sh",
         f"# {result.check.id} [{result.check.level}] {result.check.title}",
@@ -266,7 +266,7 @@ def replay(
             "(tokens expire; keep this report private)",
             "exports": [],
         }
-    exports = replay_exports(target, _replay_needs(results))
+    exports = replay_exports(target, _replay_needs(results), masker_of(results))
     how = (
         "credentials are shown as environment variables: run these exports, then the curl "
         "commands as printed" + (" (or rerun with --reveal-secrets)" if hint else "")
@@ -510,7 +510,7 @@ def _junit_text(result: Result, reveal: bool, target: str = "") -> str:
     parts += ["", f"Document ({result.check.section}): {result.check.quote}"]
     script, needs = reproduce(result, reveal=reveal)
     if script:
-        exports = replay_exports(target, {var: {owner} for var, owner in needs.items()})
+        exports = replay_exports(target, {v: {o} for v, o in needs.items()}, masker_of([result]))
         parts += ["", "Reproduce (after these exports):" if exports else "Reproduce:"]
         parts += [*exports, script]
     curls = [item["curl"] for item in evidence(result, reveal)[:5] if item.get("curl")]

@@ -8,7 +8,7 @@ refresh tokens in a path, and renders two forms):
   (bearer tokens shortened, client secrets masked, issued tokens in a response shortened) and the
   curl command names the credentials by environment variable, one per application
   (``$PAYSUITE_TOKEN_<APP>``, ``$PAYSUITE_REFRESH_TOKEN_<APP>``, ``$PAYSUITE_CLIENT_SECRET_<APP>``,
-  ``$PAYSUITE_SHORT_TOKEN_<APP>`` for a short-lived pair's; :func:`app_name`), so it replays as
+  ``$PAYSUITE_SHORT_TOKEN_<APP>`` for a short-lived pair's; ``Masker.app_name``), so it replays as
   printed once those are exported (:func:`replay_exports` says how) and a report never leaks a
   credential;
 - the *revealed* form (``to_dict(reveal=True)``, ``--reveal-secrets``): the real values
@@ -19,8 +19,9 @@ a suffix) is rebuilt in the curl from the variable (``$(python3 -c ...)`` keeps 
 shares with an issued token and adds what the suite changed), so a forgery replays as a forgery of
 a fresh token; one that shares too little with any issued credential says so in the item's
 ``note`` rather than silently replaying something else. To tell a credential the target issued from
-one the suite made up, exchanges remember (process-wide, bounded) the tokens that authorize and
-refresh answered, when and with which ``expires``, and the secrets that authorize accepted.
+one the suite made up, each exchange teaches the run's ``Masker`` (``results.masking``: made by
+whoever starts the run, handed to its client) the tokens authorize and refresh answered, when and
+with which ``expires``, and the secrets authorize accepted.
 
 A failed check's *reproduction* (:func:`reproduction`) is more than its last curl: the requests
 that show the defect on their own, run in a fresh shell after the exports. Idempotency keys are
@@ -39,244 +40,34 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from paysuite_core.exchange import Exchange
-from paysuite_core.tokens import AUTHORIZE_PATH, parse_expires
-
-if TYPE_CHECKING:
-    from paysuite_core.target_config import TargetConfig
+from paysuite_core.results.masking import (
+    JSON_MEMBER,
+    REFRESH_PATH,
+    Issued,
+    Kind,
+    Masker,
+    credential_of,
+    shown,
+    shown_headers,
+    shown_url,
+)
+from paysuite_core.tokens import AUTHORIZE_PATH
 
 MAX_BODY_CHARS = 2000
 #: A request body kept for the curl is never cut at 2000 characters (it would not replay), but a
 #: runaway one is (a property test can send megabytes).
 MAX_REPLAY_BODY_CHARS = 200_000
-TOKEN_VAR = "PAYSUITE_TOKEN"
-REFRESH_VAR = "PAYSUITE_REFRESH_TOKEN"
-SECRET_VAR = "PAYSUITE_CLIENT_SECRET"
-
-_SECRET_KEYS = re.compile(r'("client_secret"\s*:\s*")([^"]*)(")')
-_ISSUED_KEYS = re.compile(r'("(?:access|refresh)"\s*:\s*")([^"]*)(")')
-_REFRESH_PATH = re.compile(r"(/refresh/)([^/?#]+)")
 _SKIPPED_CURL_HEADERS = ("content-length", "host", "accept-encoding", "connection", "user-agent")
-
-
-def shorten_token(value: str) -> str:
-    """``Bearer eyJhbGciOiJI…Xk3`` : enough to tell tokens apart, not enough to use one."""
-    scheme, sep, token = value.partition(" ")
-    if not sep:
-        scheme, token = "", value
-    if len(token) > 24:
-        token = f"{token[:12]}…{token[-6:]}"
-    return f"{scheme} {token}" if scheme else token
-
-
-def redact_body(text: str) -> str:
-    """Mask client secrets the report would otherwise publish."""
-    return _SECRET_KEYS.sub(lambda m: f"{m.group(1)}{m.group(2)[:4]}…{m.group(3)}", text)
-
-
-def redact_issued(text: str) -> str:
-    """Shorten the access and refresh tokens of a token pair shown as a response body."""
-    return _ISSUED_KEYS.sub(lambda m: m.group(1) + shorten_token(m.group(2)) + m.group(3), text)
-
-
-def redact_url(url: str) -> str:
-    """Shorten a refresh token carried in a refresh path."""
-    return re.sub(
-        r"(/refresh/)([^/?#]{25,})",
-        lambda m: m.group(1) + m.group(2)[:12] + "…" + m.group(2)[-6:],
-        url,
-    )
 
 
 def truncate(text: str, limit: int = MAX_BODY_CHARS) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f"… [{len(text) - limit} more characters]"
-
-
-def safe_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """The headers with the Authorization credential shortened."""
-    return {k: shorten_token(v) if k.lower() == "authorization" else v for k, v in headers.items()}
-
-
-# --- credentials the target issued or accepted ---------------------------------------------
-@dataclass(frozen=True)
-class Issued:
-    """Who a credential belongs to ("" when unknown) and, for an issued access token, when it
-    was issued and when its ``expires`` said it would expire (Unix seconds); ``short``: issued by
-    the configuration's ``short_lived_pair`` route."""
-
-    client_id: str
-    issued_at: float = 0.0
-    expires_at: float | None = None
-    short: bool = False
-
-
-class _Known:
-    """Credential value -> ``Issued``, oldest dropped first.
-
-    Process-wide on purpose: a token is issued in one check (or the session's set-up) and sent in
-    another, and the values are random, so nested sessions cannot confuse each other.
-    """
-
-    def __init__(self, limit: int = 4096) -> None:
-        self._owners: dict[str, Issued] = {}
-        self._limit = limit
-
-    def add(self, value: Any, client_id: str, **facts: Any) -> None:
-        if not isinstance(value, str) or not value:
-            return
-        self._owners.pop(value, None)
-        self._owners[value] = Issued(client_id, **facts)
-        while len(self._owners) > self._limit:
-            del self._owners[next(iter(self._owners))]
-
-    def get(self, value: str) -> Issued | None:
-        return self._owners.get(value)
-
-    def match(self, value: str) -> tuple[str, Issued] | None:
-        """(known value, its facts) equal to ``value`` or, failing that, its longest prefix."""
-        if value in self._owners:
-            return value, self._owners[value]
-        best: tuple[str, Issued] | None = None
-        for known, owner in list(self._owners.items()):
-            if len(known) >= 8 and value.startswith(known):
-                if best is None or len(known) > len(best[0]):
-                    best = (known, owner)
-        return best
-
-    def nearest(self, value: str) -> tuple[str, Issued, int, int] | None:
-        """The known value sharing the most with ``value`` at its two ends: (known, facts,
-        common prefix, common suffix), when what they share is most of ``value`` (a forgery
-        that altered a signature, stripped it, or appended to a secret); else None."""
-        best: tuple[str, Issued, int, int] | None = None
-        for known, owner in list(self._owners.items()):
-            head = _common(value, known)
-            limit = min(len(value), len(known)) - head
-            tail = min(_common(value[::-1], known[::-1]), limit)
-            if best is None or head + tail > best[2] + best[3]:
-                best = (known, owner, head, tail)
-        if best is None or best[2] + best[3] < max(8, len(value) // 2):
-            return None
-        return best
-
-
-def _common(one: str, other: str) -> int:
-    """The length of the common prefix of two strings."""
-    size = 0
-    for a, b in zip(one, other, strict=False):
-        if a != b:
-            break
-        size += 1
-    return size
-
-
-_ACCESS = _Known()
-_REFRESH = _Known()
-_SECRETS = _Known()
-
-
-def issued(token: str) -> Issued | None:
-    """What the run knows of an access token it was issued (None: not one it saw issued)."""
-    return _ACCESS.get(token)
-
-
-def _learn(exchange: Recorded) -> None:
-    """Remember the tokens a 2xx authorize or refresh answered, and the secret that earned them."""
-    if not 200 <= exchange.wire.status < 300:
-        return
-    answer = exchange.wire.response_json()
-    if not isinstance(answer, dict) or not isinstance(answer.get("access"), str):
-        return
-    client_id = ""
-    sent: Any = None
-    raw_body = exchange._raw_body()
-    if raw_body:
-        try:
-            sent = json.loads(raw_body)
-        except ValueError:
-            sent = None
-    if isinstance(sent, dict):
-        # A client_id JSON-escaped as a lone surrogate (ERR-004 sends one) stays escaped: the
-        # report and the terminal write UTF-8, which cannot hold the surrogate itself.
-        client_id = str(sent.get("client_id") or "").encode("utf-8", "backslashreplace").decode()
-        _SECRETS.add(sent.get("client_secret"), client_id)
-    path_token = _REFRESH_PATH.search(exchange.wire.url)
-    if not client_id and path_token:
-        known = _REFRESH.match(path_token.group(2))
-        client_id = known[1].client_id if known else ""
-    now = time.time()
-    expires_at: float | None = parse_expires(answer.get("expires"), answer["access"], now, 0)
-    if expires_at == now:  # neither ``expires`` nor the JWT said: no expiry known
-        expires_at = None
-    short = _CONTEXT.short_lived is not None and exchange.wire.url == _CONTEXT.short_lived[1]
-    _ACCESS.add(answer["access"], client_id, issued_at=now, expires_at=expires_at, short=short)
-    _REFRESH.add(answer.get("refresh"), client_id)
-
-
-# --- the run's applications, by name ---------------------------------------------------------
-@dataclass
-class ReplayContext:
-    """What the exports need to know of the run: each application's name (client_id -> APP),
-    the configuration file the secrets are read from, the short-lived pair's route."""
-
-    names: dict[str, str] = field(default_factory=dict)
-    config_path: str | None = None
-    #: (method, url, access_token_ttl_s) of the configuration's ``short_lived_pair``.
-    short_lived: tuple[str, str, float] | None = None
-    #: The pattern a fresh customer number must match; None: numbers are not made fresh (a
-    #: configured list of numbers, or no configuration).
-    number_pattern: str | None = None
-
-
-_CONTEXT = ReplayContext()
-
-
-def _upper_word(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").upper()
-
-
-def set_replay_context(config: TargetConfig | None, config_path: str | None = None) -> None:
-    """Name the run's applications (``<MERCHANT>_<PRIVILEGE>``, a number added where two share
-    both) and say where their secrets are: the variables of the reports' curls follow."""
-    names: dict[str, str] = {}
-    short: tuple[str, str, float] | None = None
-    if config is not None:
-        taken: dict[str, int] = {}
-        for app in config.applications:
-            base = _upper_word(f"{app.merchant}_{app.privilege}") or "APP"
-            taken[base] = taken.get(base, 0) + 1
-            names[app.client_id] = base if taken[base] == 1 else f"{base}_{taken[base]}"
-        pair = config.short_lived_pair
-        if pair is not None:
-            action = pair.authorize
-            short = (action.method, action.url_template, float(pair.access_token_ttl_s))
-    _CONTEXT.names = names
-    _CONTEXT.config_path = config_path
-    _CONTEXT.short_lived = short
-    fresh = config is not None and not config.numbers
-    _CONTEXT.number_pattern = config.effective_number_pattern if fresh and config else None
-
-
-def app_name(client_id: str) -> str:
-    """The application's name in variable names: the run's (``DEMO01_READ_WRITE``), else its
-    client_id upper-cased, non-alphanumerics as ``_``."""
-    return _CONTEXT.names.get(client_id) or _upper_word(client_id)[:40] or "APP"
-
-
-#: The kinds of credential variable, by the key of the pair (or body) that fills them.
-_KINDS = ("TOKEN", "REFRESH_TOKEN", "CLIENT_SECRET", "SHORT_TOKEN")
-_VARS: dict[str, tuple[str, str]] = {}  # variable -> (kind, client_id)
-
-
-def var_name(kind: str, client_id: str) -> str:
-    """``PAYSUITE_TOKEN_DEMO01_READ_WRITE``; ``PAYSUITE_TOKEN`` when the owner is unknown."""
-    name = f"PAYSUITE_{kind}" + (f"_{app_name(client_id)}" if client_id else "")
-    _VARS[name] = (kind, client_id)
-    return name
 
 
 # --- shell words with environment variables --------------------------------------------------
@@ -339,32 +130,38 @@ def _rebuilt(var: str, head: int, middle: str, tail: int) -> _Expr:
     return _Expr(f'$(python3 -c {shlex.quote(code)} "${var}" {shlex.quote(middle)})')
 
 
+#: The variable and the words of a note for each kind of credential.
+_VAR_KIND = {"access": "TOKEN", "refresh": "REFRESH_TOKEN", "secret": "CLIENT_SECRET"}
+_WHAT = {"access": "token", "refresh": "refresh token", "secret": "client_secret"}
+
+
 @dataclass
 class _StandIns:
     """What the safe curl needed: variable -> client_id (or ""), and why it may not replay."""
 
+    masker: Masker
     needs: dict[str, str] = field(default_factory=dict)
     inexact: list[str] = field(default_factory=list)
     #: The longest short-lived lifetime among the tokens used: the reproduction waits it out.
     short_ttl_s: float = 0.0
 
-    def _var(self, kind: str, owner: Issued) -> str:
-        if kind == "TOKEN" and owner.short:
-            kind = "SHORT_TOKEN"
-            if _CONTEXT.short_lived is not None:
-                self.short_ttl_s = max(self.short_ttl_s, _CONTEXT.short_lived[2])
-        var = var_name(kind, owner.client_id)
+    def _var(self, kind: Kind, owner: Issued) -> str:
+        name = _VAR_KIND[kind]
+        if kind == "access" and owner.short:
+            name = "SHORT_TOKEN"
+            if self.masker.short_lived is not None:
+                self.short_ttl_s = max(self.short_ttl_s, self.masker.short_lived[2])
+        var = self.masker.var_name(name, owner.client_id)
         self.needs[var] = owner.client_id
         return var
 
-    def stand_in(
-        self, value: str, known: _Known, kind: str, what: str, *others: tuple[_Known, str]
-    ) -> list[Segment]:
+    def stand_in(self, value: str, kind: Kind, *others: Kind) -> list[Segment]:
         """``value`` as ``$VAR``, or rebuilt from one (the suite's forgery of a known value)."""
-        for store, store_kind in ((known, kind), *others):
-            owner = store.get(value)
+        for store_kind in (kind, *others):
+            owner = self.masker.known[store_kind].get(value)
             if owner is not None:
                 return [_Var(self._var(store_kind, owner))]
+        known = self.masker.known[kind]
         match = known.match(value)
         if match is not None:
             found, owner = match
@@ -375,10 +172,10 @@ class _StandIns:
             found, owner, head, tail = near
             middle = value[head : len(value) - tail]
             return [_rebuilt(self._var(kind, owner), head, middle, tail)]
-        var = var_name(kind, "")
+        var = self.masker.var_name(_VAR_KIND[kind], "")
         self.needs.setdefault(var, "")
         self.inexact.append(
-            f"the {what} sent is not one the target issued or accepted in this run (a "
+            f"the {_WHAT[kind]} sent is not one the target issued or accepted in this run (a "
             f"forgery or a wrong value): ${var} stands in for it, so the replay differs; "
             "--reveal-secrets prints the exact value"
         )
@@ -387,7 +184,7 @@ class _StandIns:
 
 # --- fresh idempotency keys ------------------------------------------------------------------
 _HEX_RUN = re.compile(r"[0-9a-fA-F]{8,}")
-_QUERY_KEY = re.compile(r"([?&]idempotency-key=)([^&#]*)", re.IGNORECASE)
+_QUERY_KEY = re.compile(r"[?&]idempotency-key=(?P<v>[^&#]*)", re.IGNORECASE)
 
 
 class _Keys:
@@ -416,7 +213,8 @@ class _Keys:
         out.append(value[position:])
         return [s for s in out if s != ""]
 
-    def runs(self, value: str) -> set[str]:
+    @staticmethod
+    def runs(value: str) -> set[str]:
         """The random parts of a key, lower-cased (how two keys are told to be one)."""
         return {
             run.lower()
@@ -430,17 +228,13 @@ class _Keys:
         for var, length in self._vars.values():
             times = math.ceil(length / 32)
             made = "uuid.uuid4().hex" if times == 1 else f"(uuid.uuid4().hex*{times})"
-            code = (
-                f"import uuid;print({made}[:{length}])"
-                if length != 32
-                else f"import uuid;print({made})"
-            )
-            out.append(f"{var}=$(python3 -c {shlex.quote(code)})")
+            cut = "" if length == 32 else f"[:{length}]"
+            out.append(f"{var}=$(python3 -c {shlex.quote(f'import uuid;print({made}{cut})')})")
         return out
 
 
-_BODY_NUMBER = re.compile(r'("number"\s*:\s*")([0-9]{7,})(")')
-_QUERY_NUMBER = re.compile(r"([?&]client=)([0-9]{7,})(?=&|#|$)")
+_BODY_NUMBER = re.compile(r'"number"\s*:\s*"(?P<v>[0-9]{7,})"')
+_QUERY_NUMBER = re.compile(r"[?&]client=(?P<v>[0-9]{7,})(?=&|#|$)")
 
 
 class _Numbers:
@@ -456,30 +250,20 @@ class _Numbers:
         #: listing of the run's transactions) stays the run's, and a creation's own answer
         #: needs none.
         created = {
-            m.group(2)
+            m["v"]
             for step in steps
             if step.method == "POST"
             for m in _BODY_NUMBER.finditer(_text(step.wire.request_body))
         }
-        listed = {m.group(2) for step in steps for m in _QUERY_NUMBER.finditer(step.wire.url)}
+        listed = {m["v"] for step in steps for m in _QUERY_NUMBER.finditer(step.wire.url)}
         self._created = created & listed
+        self._pattern = steps[0].masker.number_pattern if steps else None
 
     def segments(self, value: str) -> list[Segment]:
-        if _CONTEXT.number_pattern is None or value not in self._created:
+        if self._pattern is None or value not in self._created:
             return [value]
         var = self._vars.setdefault(value, f"PAYSUITE_NUMBER_{len(self._vars) + 1}")
         return [_Var(var)]
-
-    def split(self, segments: Sequence[Segment], pattern: re.Pattern[str]) -> list[Segment]:
-        return [
-            piece
-            for segment in segments
-            for piece in (
-                _split_segments(segment, pattern, self.segments)
-                if isinstance(segment, str)
-                else [segment]
-            )
-        ]
 
     def lines(self) -> list[str]:
         code = (
@@ -488,36 +272,50 @@ class _Numbers:
         )
         return [
             f"{var}=$(python3 -c {shlex.quote(code)} "
-            f"{shlex.quote(_CONTEXT.number_pattern or '')} {shlex.quote(number)})"
+            f"{shlex.quote(self._pattern or '')} {shlex.quote(number)})"
             for number, var in self._vars.items()
         ]
 
 
 def key_runs(wire: Exchange) -> set[str]:
     """The random parts of the idempotency keys an exchange carried (header and query)."""
-    keys = _Keys()
-    found: set[str] = set()
-    for name, value in wire.request_headers:
-        if name.lower() == "idempotency-key":
-            found |= keys.runs(value)
-    for match in _QUERY_KEY.finditer(wire.url):
-        found |= keys.runs(match.group(2))
-    return found
+    keys = [value for name, value in wire.request_headers if name.lower() == "idempotency-key"]
+    keys += [match["v"] for match in _QUERY_KEY.finditer(wire.url)]
+    return {run for key in keys for run in _Keys.runs(key)}
 
 
 def _split_segments(
-    text: str, pattern: re.Pattern[str], stand_in: Callable[[str], list[Segment]]
+    text: str,
+    pattern: re.Pattern[str],
+    stand_in: Callable[[str], list[Segment]],
+    only: str | None = None,
 ) -> list[Segment]:
-    """Cut ``text`` at each match; ``stand_in(value)`` gives the segments of the match's group 2
-    (the credential between the key or path and what follows)."""
+    """Cut ``text`` at each match; ``stand_in(value)`` gives the segments of the match's group
+    "v" (the credential between the key or path and what follows); ``only``: the matches whose
+    group "k" (a JSON member's name) is this."""
     segments: list[Segment] = []
     position = 0
     for match in pattern.finditer(text):
-        segments.append(text[position : match.start(2)])
-        segments.extend(stand_in(match.group(2)))
-        position = match.end(2)
+        if only is not None and match["k"] != only:
+            continue
+        segments.append(text[position : match.start("v")])
+        segments.extend(stand_in(match["v"]))
+        position = match.end("v")
     segments.append(text[position:])
     return [s for s in segments if s != ""]
+
+
+def _resplit(
+    segments: Sequence[Segment], pattern: re.Pattern[str], stand_in: Callable[[str], list[Segment]]
+) -> list[Segment]:
+    """:func:`_split_segments` over the text segments of a word already cut."""
+    return [
+        piece
+        for segment in segments
+        for piece in (
+            _split_segments(segment, pattern, stand_in) if isinstance(segment, str) else [segment]
+        )
+    ]
 
 
 class EvidenceItem(dict[str, Any]):
@@ -536,10 +334,29 @@ class EvidenceItem(dict[str, Any]):
     def revealed(self) -> dict[str, Any]:
         return self._exchange.to_dict(reveal=True)
 
+    @property
+    def masker(self) -> Masker:
+        return self._exchange.masker
+
 
 def wire_of(item: Mapping[str, Any]) -> Exchange | None:
     """The exchange behind a safe evidence item, real values and all (None: a tool's item)."""
     return item._exchange.wire if isinstance(item, EvidenceItem) else None
+
+
+def issued(item: object, token: str) -> Issued | None:
+    """What the run of an evidence item knows of an access token it was issued (None: not one
+    it saw issued, or a tool's item)."""
+    return item.masker.known["access"].get(token) if isinstance(item, EvidenceItem) else None
+
+
+def masker_of(results: Iterable[object]) -> Masker:
+    """The run's masker, as its results' evidence carries it (the reports are written from the
+    results alone); a fresh one when no evidence does (then no curl names a credential)."""
+    held = (
+        h for r in results for h in (getattr(r, "reproduction", None), *getattr(r, "evidence", ()))
+    )
+    return next((m for h in held if isinstance(m := getattr(h, "masker", None), Masker)), Masker())
 
 
 def item_form(item: dict[str, Any], *, reveal: bool) -> dict[str, Any]:
@@ -558,17 +375,27 @@ class Recorded:
     that got no answer still proves itself.
     """
 
-    __slots__ = ("note", "wire", "_has_body", "stall_s")
+    __slots__ = ("note", "wire", "_has_body", "stall_s", "masker")
 
-    def __init__(self, wire: Exchange, *, note: str | None = None, has_body: bool = True) -> None:
+    def __init__(
+        self,
+        wire: Exchange,
+        *,
+        note: str | None = None,
+        has_body: bool = True,
+        masker: Masker | None = None,
+    ) -> None:
         self.wire = wire
         self.note = note
         self._has_body = has_body
+        #: The run's masker: it learns the credentials this exchange was issued, and names the
+        #: ones it sent (a fresh one, without a run: it knows this exchange alone).
+        self.masker = masker if masker is not None else Masker()
         #: Set when the body sent is only the start of the one the ``Content-Length`` declares,
         #: and the connection then stayed silent this long (ERR-007): the curl does the same.
         self.stall_s: float | None = None
         if wire.status:
-            _learn(self)
+            self.masker.learn_issued(wire, self._raw_body())
 
     @classmethod
     def build(
@@ -578,11 +405,12 @@ class Recorded:
         headers: Mapping[str, str],
         body: str | bytes | None,
         note: str | None = None,
+        masker: Masker | None = None,
     ) -> Recorded:
         data = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
         wire = Exchange(method.upper(), url, tuple(headers.items()), data or b"")
         wire.started = time.time()  # a race is told by requests in flight at once
-        return cls(wire, note=note, has_body=body is not None)
+        return cls(wire, note=note, has_body=body is not None, masker=masker)
 
     def record_response(
         self, status: int, headers: Mapping[str, str], body: str, elapsed_ms: float
@@ -591,7 +419,7 @@ class Recorded:
         self.wire.response_headers = tuple(headers.items())
         self.wire.response_body = body.encode("utf-8", "surrogatepass")
         self.wire.elapsed_ms = round(elapsed_ms, 1)
-        _learn(self)
+        self.masker.learn_issued(self.wire, self._raw_body())
 
     @property
     def method(self) -> str:
@@ -599,17 +427,17 @@ class Recorded:
 
     @property
     def url(self) -> str:
-        return redact_url(self.wire.url)
+        return shown_url(self.wire.url)
 
     @property
     def request_headers(self) -> dict[str, str]:
-        return safe_headers(dict(self.wire.request_headers))
+        return shown_headers(dict(self.wire.request_headers))
 
     @property
     def request_body(self) -> str | None:
         if not self._has_body:
             return None
-        return truncate(redact_body(_text(self.wire.request_body)))
+        return truncate(shown(_text(self.wire.request_body), "secret"))
 
     @property
     def status(self) -> int | None:
@@ -641,7 +469,7 @@ class Recorded:
     ) -> tuple[list[list[Segment]], _StandIns]:
         """The curl's words; with ``keys`` and ``numbers``, its idempotency keys and customer
         numbers made fresh (a reproduction)."""
-        stand_ins = _StandIns()
+        stand_ins = _StandIns(self.masker)
         words: list[list[Segment]] = [["curl"], ["-sS"], ["-i"], ["-X"], [self.method]]
         for name, value in self.wire.request_headers:
             if name.lower() in _SKIPPED_CURL_HEADERS and not (
@@ -663,29 +491,23 @@ class Recorded:
             words += [["-H"], ["Transfer-Encoding:"], ["-H"], ["Expect:"]]
             words += [["--max-time"], [str(2 * math.ceil(self.stall_s))], ["-T"], ["-"]]
         elif body is not None:
-            data: list[Segment] = [body] if reveal else _stand_in_secrets(body, stand_ins)
+            data: list[Segment] = [body]
+            if not reveal:
+                data = _split_segments(
+                    body, JSON_MEMBER, lambda v: stand_ins.stand_in(v, "secret"), "client_secret"
+                )
             if numbers is not None:
-                data = numbers.split(data, _BODY_NUMBER)
+                data = _resplit(data, _BODY_NUMBER, numbers.segments)
             words += [["--data-raw"], data]
         url: list[Segment] = [self.wire.url]
         if not reveal:
             url = _split_segments(
-                self.wire.url,
-                _REFRESH_PATH,
-                lambda v: stand_ins.stand_in(v, _REFRESH, "REFRESH_TOKEN", "refresh token"),
+                self.wire.url, REFRESH_PATH, lambda v: stand_ins.stand_in(v, "refresh")
             )
         if keys is not None:
-            url = [
-                piece
-                for segment in url
-                for piece in (
-                    _split_segments(segment, _QUERY_KEY, keys.segments)
-                    if isinstance(segment, str)
-                    else [segment]
-                )
-            ]
+            url = _resplit(url, _QUERY_KEY, keys.segments)
         if numbers is not None:
-            url = numbers.split(url, _QUERY_NUMBER)
+            url = _resplit(url, _QUERY_NUMBER, numbers.segments)
         words.append(url)
         return words, stand_ins
 
@@ -723,15 +545,11 @@ class Recorded:
             response = {
                 "status": self.status,
                 "headers": self.response_headers,
-                "body": body if reveal or body is None else redact_issued(body),
+                "body": body if reveal or body is None else shown(body, "access", "refresh"),
                 "elapsed_ms": self.wire.elapsed_ms if self.wire.status else None,
             }
         words, stand_ins = self._curl_words(reveal)
-        data = {
-            "request": request,
-            "response": response,
-            "curl": self._joined(words),
-        }
+        data = {"request": request, "response": response, "curl": self._joined(words)}
         if reveal:
             return data
         if stand_ins.needs:
@@ -746,14 +564,15 @@ class Recorded:
 
 
 def evidence_of(
-    exchange: Exchange, note: str | None = None, had_body: bool | None = None
+    exchange: Exchange, masker: Masker, note: str | None = None, had_body: bool | None = None
 ) -> dict[str, Any]:
-    """An exchange another tool recorded (the proxy, an SDK run) as a safe evidence item;
-    ``had_body`` tells an empty body from none (default: an empty body is none)."""
+    """An exchange another tool recorded (the proxy, an SDK run) as a safe evidence item, its
+    credentials named by the tool's run's ``masker``; ``had_body`` tells an empty body from none
+    (default: an empty body is none)."""
     if not exchange.status:
         exchange = replace(exchange, error=exchange.error or "no answer")
     sent = bool(exchange.request_body) if had_body is None else had_body
-    return Recorded(exchange, note=note, has_body=sent).to_dict()
+    return Recorded(exchange, note=note, has_body=sent, masker=masker).to_dict()
 
 
 def _text(body: bytes) -> str:
@@ -763,43 +582,22 @@ def _text(body: bytes) -> str:
 def _authorization(value: str, stand_ins: _StandIns) -> list[Segment]:
     """The credential of an Authorization value as ``$PAYSUITE_TOKEN_<APP>``, its scheme kept
     (a refresh token sent as an access token, as AUTH-010 does, by its own variable)."""
-    scheme, sep, credential = value.partition(" ")
-    if not sep:
-        scheme, credential = "", value
+    prefix, credential = credential_of(value)
     if not credential:
         return [value]
-    prefix = f"{scheme} " if sep else ""
-    return [
-        prefix,
-        *stand_ins.stand_in(credential, _ACCESS, "TOKEN", "token", (_REFRESH, "REFRESH_TOKEN")),
-    ]
+    return [prefix, *stand_ins.stand_in(credential, "access", "refresh")]
 
 
-def _stand_in_secrets(body: str, stand_ins: _StandIns) -> list[Segment]:
-    return _split_segments(
-        body,
-        _SECRET_KEYS,
-        lambda v: stand_ins.stand_in(v, _SECRETS, "CLIENT_SECRET", "client_secret"),
-    )
-
-
+#: The kinds of credential variable, longest first (a variable is told by its prefix), and the
+#: member of a token pair that fills each.
+_KINDS = ("REFRESH_TOKEN", "CLIENT_SECRET", "SHORT_TOKEN", "TOKEN")
 _PAIR_KEY = {"TOKEN": "access", "SHORT_TOKEN": "access", "REFRESH_TOKEN": "refresh"}
 
 
-def _var_kind(var: str) -> tuple[str, str]:
-    """(kind, client_id) of a variable a curl names."""
-    if var in _VARS:
-        return _VARS[var]
-    for kind in sorted(_KINDS, key=len, reverse=True):
-        if var == f"PAYSUITE_{kind}" or var.startswith(f"PAYSUITE_{kind}_"):
-            return kind, ""
-    return "TOKEN", ""
-
-
-def _secret_line(var: str, client_id: str) -> str:
+def _secret_line(var: str, client_id: str, config_path: str | None) -> str:
     """How to fill an application's secret: read from the run's configuration file (with the
     Python that ran paysuite, which can read it), else a placeholder to replace."""
-    if _CONTEXT.config_path and client_id:
+    if config_path and client_id:
         code = (
             "import sys;from paysuite_core.target_config import load_target_config as load;"
             "print(next(a.client_secret for a in load(sys.argv[1]).applications "
@@ -807,34 +605,34 @@ def _secret_line(var: str, client_id: str) -> str:
         )
         return (
             f"export {var}=$({shlex.quote(sys.executable)} -c {shlex.quote(code)} "
-            f"{shlex.quote(_CONTEXT.config_path)} {shlex.quote(client_id)})"
+            f"{shlex.quote(config_path)} {shlex.quote(client_id)})"
         )
     owner = client_id or "<client_id>"
     return f"export {var}='<the client_secret of {owner} in the target config>'"
 
 
-def replay_exports(base_url: str, needs: Mapping[str, Iterable[str]]) -> list[str]:
+def replay_exports(base_url: str, needs: Mapping[str, Iterable[str]], masker: Masker) -> list[str]:
     """Shell lines that fill the variables the safe curls use, application by application.
 
-    ``needs`` maps a variable to the client_ids whose credential it stood for ("" when unknown).
+    ``needs`` maps a variable to the client_ids whose credential it stood for ("" when unknown);
+    ``masker`` is the run's (its applications' names, configuration file, short-lived route).
     A token is fetched fresh (the one the run used has likely expired): from authorize, or from
     the configuration's ``short_lived_pair`` route for a short-lived one; that needs the
     application's secret, so its ``$PAYSUITE_CLIENT_SECRET_<APP>`` always comes first.
     """
-    if not needs:
-        return []
     by_app: dict[str, set[str]] = {}
-    for var in needs:
-        kind, client_id = _var_kind(var)
-        by_app.setdefault(client_id, set()).add(kind)
+    for var, owners in needs.items():
+        kind = next((k for k in _KINDS if f"{var}_".startswith(f"PAYSUITE_{k}_")), "TOKEN")
+        for client_id in owners:
+            by_app.setdefault(client_id, set()).add(kind)
     authorize = "POST " + base_url.rstrip("/") + AUTHORIZE_PATH
     lines: list[str] = []
     for client_id in sorted(by_app):
         kinds = by_app[client_id]
         if client_id:
-            lines.append(f"# application {app_name(client_id)} (client_id {client_id})")
-        secret = var_name("CLIENT_SECRET", client_id)
-        lines.append(_secret_line(secret, client_id))
+            lines.append(f"# application {masker.app_name(client_id)} (client_id {client_id})")
+        secret = masker.var_name("CLIENT_SECRET", client_id)
+        lines.append(_secret_line(secret, client_id, masker.config_path))
         cid = client_id or "<client_id>"
         body = '{"client_id":' + json.dumps(cid).replace("'", "'\\''") + ","
         body += f'"client_secret":"\'"${secret}"\'"}}'
@@ -842,13 +640,13 @@ def replay_exports(base_url: str, needs: Mapping[str, Iterable[str]]) -> list[st
             if kind not in kinds:
                 continue
             route = authorize
-            if kind == "SHORT_TOKEN" and _CONTEXT.short_lived is not None:
-                route = f"{_CONTEXT.short_lived[0]} {_CONTEXT.short_lived[1]}"
+            if kind == "SHORT_TOKEN" and masker.short_lived is not None:
+                route = f"{masker.short_lived[0]} {masker.short_lived[1]}"
             method, _, url = route.partition(" ")
             lines.append(
-                f"export {var_name(kind, client_id)}=$(curl -sS -X {method} {shlex.quote(url)} "
-                "-H 'Content-Type: application/json' -H 'Accept: application/json' "
-                f"-d '{body}' | python3 -c "
+                f"export {masker.var_name(kind, client_id)}=$(curl -sS -X {method} "
+                f"{shlex.quote(url)} -H 'Content-Type: application/json' "
+                f"-H 'Accept: application/json' -d '{body}' | python3 -c "
                 f"'import json,sys;print(json.load(sys.stdin)[\"{_PAIR_KEY[kind]}\"])')"
             )
     return lines
@@ -908,6 +706,7 @@ class Reproduction:
     def __init__(self, steps: Sequence[Recorded], race: int = 0) -> None:
         self.steps = list(steps)
         self.race = race
+        self.masker = self.steps[0].masker if self.steps else Masker()  # the run's
 
     def render(self, reveal: bool = False) -> tuple[str, dict[str, str]]:
         """(the script, variable -> client_id of the credentials it needs)."""
@@ -971,7 +770,7 @@ def _read_back(steps: Sequence[Recorded], sent: Sequence[Recorded]) -> list[Reco
     wanted: set[str] = set()
     for step in steps:
         body = _text(step.wire.request_body)
-        wanted |= {m.group(2) for m in _BODY_NUMBER.finditer(body)}
+        wanted |= {m["v"] for m in _BODY_NUMBER.finditer(body)}
         wanted |= set(_REF_IN.findall(urlsplit(step.wire.url).path))
     if not wanted:
         return []
@@ -1017,11 +816,15 @@ class ToolItem(dict[str, Any]):
         super().__init__(data)
         self.reproduction = reproduction
 
+    @property
+    def masker(self) -> Masker | None:
+        return self.reproduction.masker if self.reproduction is not None else None
+
 
 _CURL_DATA = ("-d", "--data", "--data-raw", "--data-binary")
 
 
-def _parse_curl(line: str) -> Recorded | None:
+def _parse_curl(line: str, masker: Masker) -> Recorded | None:
     """One ``curl -X M -H 'h: v' -d 'body' 'url'`` line as the exchange it sends (None: a
     shape this reader does not know)."""
     try:
@@ -1047,21 +850,21 @@ def _parse_curl(line: str) -> Recorded | None:
             url = word
     if not url:
         return None
-    recorded = Recorded.build(method, url, {}, body)
+    recorded = Recorded.build(method, url, {}, body, masker=masker)
     recorded.wire.request_headers = tuple(headers)  # a header may repeat
     recorded.wire.started = 0.0  # not sent by the suite: never a racer
     return recorded
 
 
-def tool_item(data: dict[str, Any], code_sample: str) -> ToolItem:
+def tool_item(data: dict[str, Any], code_sample: str, masker: Masker) -> ToolItem:
     """A tool's evidence item whose ``curl`` is its code sample with the credentials named by
     variable, as the suite's own curls (the tool prints them in full), and which reproduces as
     the suite's own do: each line a request, keys fresh. A sample this reader cannot parse is
-    kept with every credential the run knows shortened (it may not replay)."""
+    kept with every credential the run (``masker``) knows shortened (it may not replay)."""
     lines = [line for line in code_sample.splitlines() if line.strip()]
-    steps = [_parse_curl(line) for line in lines]
+    steps = [_parse_curl(line, masker) for line in lines]
     if not steps or any(step is None for step in steps):
-        return ToolItem({**data, "curl": _shortened(code_sample)}, None)
+        return ToolItem({**data, "curl": masker.shortened(code_sample)}, None)
     recorded = [step for step in steps if step is not None]
     curls, needs = [], {}
     for step in recorded:
@@ -1072,12 +875,3 @@ def tool_item(data: dict[str, Any], code_sample: str) -> ToolItem:
     if needs:
         item["env"] = needs
     return ToolItem(item, Reproduction(recorded))
-
-
-def _shortened(text: str) -> str:
-    """``text`` with every credential the run issued or accepted shortened."""
-    for store in (_ACCESS, _REFRESH, _SECRETS):
-        for value in list(store._owners):
-            if len(value) >= 8 and value in text:
-                text = text.replace(value, shorten_token(value))
-    return text

@@ -21,6 +21,7 @@ from markupsafe import escape
 from conformance import catalog, report
 from paysuite_core.report_engine import reports
 from paysuite_core.results.evidence import Recorded
+from paysuite_core.results.masking import Masker
 from paysuite_core.results.verdict import CheckResult, Coverage, Verdict
 from paysuite_core.tokens import AUTHORIZE_PATH
 
@@ -28,6 +29,8 @@ TOKEN = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ3cml0ZXIiLCJleHAiOjF9." + "S" * 43
 REFRESH = "rf-" + "r" * 40
 SECRET = "s3cret-of-the-writer"
 BASE = "http://127.0.0.1:9/api"
+#: The run these exchanges belong to: it learns what authorize issued.
+RUN = Masker()
 
 
 def _token_exchanges() -> list[Recorded]:
@@ -37,6 +40,7 @@ def _token_exchanges() -> list[Recorded]:
         f"{BASE}{AUTHORIZE_PATH}",
         {"Content-Type": "application/json", "Accept": "application/json"},
         json.dumps({"client_id": "writer-app", "client_secret": SECRET}),
+        masker=RUN,
     )
     authorize.record_response(
         200, {}, json.dumps({"access": TOKEN, "refresh": REFRESH, "expires": "900"}), 5.0
@@ -46,6 +50,7 @@ def _token_exchanges() -> list[Recorded]:
         f"{BASE}/transactions/cashout",
         {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
         '{"amount": 1000, "number": "0780000000"}',
+        masker=RUN,
     )
     cashout.record_response(200, {}, '{"kind": "CASHIN"}', 12.0)
     return [authorize, cashout]
@@ -267,6 +272,7 @@ def test_safe_curl_replays_once_the_variables_are_exported() -> None:
         f"{BASE}{AUTHORIZE_PATH}",
         {"Content-Type": "application/json"},
         json.dumps({"client_id": "writer-app", "client_secret": SECRET + "x"}),
+        masker=RUN,
     )
     env = {
         "PAYSUITE_TOKEN_WRITER_APP": TOKEN,
@@ -276,11 +282,15 @@ def test_safe_curl_replays_once_the_variables_are_exported() -> None:
     assert f"Authorization: Bearer {TOKEN}" in _argv(cashout.curl(), env)
     assert json.loads(_argv(wrong.curl(), env)[-2])["client_secret"] == SECRET + "x"
     # A forgery of an issued token is rebuilt from the variable: the same forgery of a fresh one.
-    forged = Recorded.build("GET", f"{BASE}/x", {"Authorization": f"Bearer {TOKEN[:-4]}AAAA"}, None)
+    forged = Recorded.build(
+        "GET", f"{BASE}/x", {"Authorization": f"Bearer {TOKEN[:-4]}AAAA"}, None, masker=RUN
+    )
     assert "note" not in forged.to_dict() and TOKEN not in forged.curl()
     env["PATH"] = os.environ["PATH"]  # python3 rebuilds it
     assert f"Authorization: Bearer {TOKEN[:-4]}AAAA" in _argv(forged.curl(), env)
-    unknown = Recorded.build("GET", f"{BASE}/x", {"Authorization": "Bearer " + "Z" * 60}, None)
+    unknown = Recorded.build(
+        "GET", f"{BASE}/x", {"Authorization": "Bearer " + "Z" * 60}, None, masker=RUN
+    )
     assert "forgery" in unknown.to_dict()["note"]  # says it is not replayed exactly
 
 

@@ -21,7 +21,8 @@ from conformance.plugin import _is_engine_error
 from conformance.property_phase import chain_step
 from conformance.schemathesis_adapter import build_config
 from paysuite_core.report_engine import reports
-from paysuite_core.results.evidence import Recorded, reproduction, set_replay_context, tool_item
+from paysuite_core.results.evidence import Recorded, reproduction, tool_item
+from paysuite_core.results.masking import Masker
 from paysuite_core.results.outcome import CouldNotCheck, engine_error
 from paysuite_core.results.verdict import CheckResult, Coverage, Verdict
 from paysuite_core.target_config import parse_target_config
@@ -49,11 +50,14 @@ def _config(**extra: object) -> object:
     return parse_target_config(data)
 
 
+#: The run's masker (its applications named), one a test.
+RUN = SimpleNamespace(masker=Masker())
+
+
 @pytest.fixture(autouse=True)
 def context() -> Iterator[None]:
-    set_replay_context(_config(), None)  # type: ignore[arg-type]
+    RUN.masker = Masker.for_config(_config())  # type: ignore[arg-type]
     yield
-    set_replay_context(None)
 
 
 def _issue(client_id: str, url: str = BASE + AUTHORIZE_PATH, expires: int = 900) -> str:
@@ -61,7 +65,7 @@ def _issue(client_id: str, url: str = BASE + AUTHORIZE_PATH, expires: int = 900)
     token = f"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ{client_id}{time.time_ns()}." + "S" * 43
     ask = Recorded.build(
         "POST", url, {"Content-Type": "application/json"},
-        json.dumps({"client_id": client_id, "client_secret": "sw" * 8}),
+        json.dumps({"client_id": client_id, "client_secret": "sw" * 8}), masker=RUN.masker,
     )  # fmt: skip
     answer = {"access": token, "refresh": "rf" + token[-30:], "expires": int(time.time()) + expires}
     ask.record_response(200, {}, json.dumps(answer), 3.0)
@@ -79,6 +83,7 @@ def _create(
         f"{BASE}/transactions/cashin",
         headers,
         json.dumps({"amount": 100, "number": number}),
+        masker=RUN.masker,
     )
     sent.record_response(status, {}, '{"ref": "r"}', 5.0)
     return sent
@@ -92,7 +97,7 @@ def test_applications_are_named_and_each_has_its_variables() -> None:
     read_two = _issue("app-r2")
     script, needs = reproduction([_create(read_two, None)], []).render()  # type: ignore[union-attr]
     assert set(needs) == {"PAYSUITE_TOKEN_M1_READ_2"}  # the second read application of M1
-    exports = reports.replay_exports(BASE, {"PAYSUITE_TOKEN_M1_READ_2": {"app-r2"}})
+    exports = reports.replay_exports(BASE, {"PAYSUITE_TOKEN_M1_READ_2": {"app-r2"}}, RUN.masker)
     assert exports[0] == "# application M1_READ_2 (client_id app-r2)"
     assert exports[1].startswith("export PAYSUITE_CLIENT_SECRET_M1_READ_2=")
     assert exports[2].startswith("export PAYSUITE_TOKEN_M1_READ_2=$(curl -sS -X POST")
@@ -113,7 +118,11 @@ def test_a_reused_key_sends_its_first_request_first_with_the_same_fresh_key() ->
     other = _create(token, "ffffffffffffffffffffffffffffffff")
     first, second = _create(token, KEY), _create(token, KEY, status=409)
     listing = Recorded.build(
-        "GET", f"{BASE}/events/transactions?client=0780000001", {"Authorization": "Bearer x"}, None
+        "GET",
+        f"{BASE}/events/transactions?client=0780000001",
+        {"Authorization": "Bearer x"},
+        None,
+        masker=RUN.masker,
     )
     made = reproduction([second], [other, first, second, listing])
     assert made is not None and made.steps == [first, second, listing]  # and what they did
@@ -177,18 +186,20 @@ def test_a_forgery_and_a_refresh_token_replay_as_such() -> None:
     script, needs = reproduction([_create(refresh, None)], []).render()  # type: ignore[union-attr]
     assert '"Authorization: Bearer $PAYSUITE_REFRESH_TOKEN_M1_READ_WRITE"' in script
     assert "export PAYSUITE_REFRESH_TOKEN_M1_READ_WRITE=" in "\n".join(
-        reports.replay_exports(BASE, {var: {owner} for var, owner in needs.items()})
+        reports.replay_exports(BASE, {var: {owner} for var, owner in needs.items()}, RUN.masker)
     )
 
 
 def test_a_short_lived_token_is_obtained_from_its_route_and_waited_out() -> None:
     short = {"authorize": f"POST {SHORT}", "access_token_ttl_s": 2}
-    set_replay_context(_config(short_lived_pair=short), "/x/target.yaml")  # type: ignore[arg-type]
+    RUN.masker = Masker.for_config(_config(short_lived_pair=short), "/x/target.yaml")  # type: ignore[arg-type]
     token = _issue("app-w", SHORT, expires=2)
     script, needs = reproduction([_create(token, None)], []).render()  # type: ignore[union-attr]
     assert needs == {"PAYSUITE_SHORT_TOKEN_M1_READ_WRITE": "app-w"}
     assert any(line.startswith("sleep 3") for line in script.splitlines())  # past its 2 s
-    exports = reports.replay_exports(BASE, {"PAYSUITE_SHORT_TOKEN_M1_READ_WRITE": {"app-w"}})
+    exports = reports.replay_exports(
+        BASE, {"PAYSUITE_SHORT_TOKEN_M1_READ_WRITE": {"app-w"}}, RUN.masker
+    )
     assert f"-X POST {SHORT} " in exports[-1]
     assert "/x/target.yaml app-w" in exports[1]  # the secret read from the configuration
 
@@ -202,13 +213,13 @@ def test_schemathesis_curl_names_its_credentials_and_is_not_masked() -> None:
         f"-d '{{\"number\": \"0780000001\"}}' '{BASE}/transactions/cashin?Idempotency-Key={KEY}'\n"
         f"curl -X GET -H 'Authorization: Bearer {token}' '{BASE}/transactions/find/x'"
     )
-    item = tool_item({"request": None, "response": None}, sample)
+    item = tool_item({"request": None, "response": None}, sample, RUN.masker)
     assert token not in item["curl"] and "[Filtered]" not in item["curl"]
     assert item["env"] == {"PAYSUITE_TOKEN_M1_READ_WRITE": "app-w"}
     assert item.reproduction is not None
     script = item.reproduction.render()[0]
     assert KEY not in script and "Idempotency-Key=$PAYSUITE_KEY_1" in script
-    odd = tool_item({}, f"wget --header 'Authorization: Bearer {token}' x")
+    odd = tool_item({}, f"wget --header 'Authorization: Bearer {token}' x", RUN.masker)
     assert token not in odd["curl"] and odd.reproduction is None  # shortened, not replayed
 
 
@@ -278,3 +289,14 @@ def _run(command: str, env: dict[str, str] | None = None) -> str:
     return subprocess.run(
         ["bash", "-c", command], env=env, capture_output=True, text=True, check=True
     ).stdout
+
+
+def test_two_runs_in_one_process_keep_their_credentials_apart() -> None:
+    """The masker is the run's, not the process's: a token one run was issued is a stranger to
+    another run's curl (named with a note), and known to its own."""
+    token = _issue("app-w")
+    headers = {"Authorization": f"Bearer {token}"}
+    elsewhere = Recorded.build("GET", f"{BASE}/x", headers, None, masker=Masker()).to_dict()
+    assert "forgery" in elsewhere["note"] and elsewhere["env"] == {"PAYSUITE_TOKEN": ""}
+    here = Recorded.build("GET", f"{BASE}/x", headers, None, masker=RUN.masker).to_dict()
+    assert "note" not in here and here["env"] == {"PAYSUITE_TOKEN_M1_READ_WRITE": "app-w"}

@@ -14,7 +14,8 @@ from paysuite_core.driver import timestamps
 from paysuite_core.driver.spec_patch import ascii_pattern, patch_spec
 from paysuite_core.report_engine import reports
 from paysuite_core.request_data import NumberSource, same_number
-from paysuite_core.results.evidence import Recorded, redact_body, shorten_token
+from paysuite_core.results.evidence import Recorded
+from paysuite_core.results.masking import shorten_token, shown
 from paysuite_core.results.verdict import CheckResult
 from paysuite_core.specfile import load_spec
 from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, parse_target_config
@@ -117,7 +118,9 @@ def test_only_what_the_document_forbids_is_judged_as_negative_data() -> None:
 def test_evidence_hides_credentials_and_replays() -> None:
     token = "eyJhbGciOiJIUzI1NiJ9." + "a" * 40 + ".sig"
     assert shorten_token(f"Bearer {token}").startswith("Bearer eyJhbGciOiJI…")
-    assert "s3cret-value" not in redact_body('{"client_id": "x", "client_secret": "s3cret-value"}')
+    assert "s3cret-value" not in shown(
+        '{"client_id": "x", "client_secret": "s3cret-value"}', "secret"
+    )
     exchange = Recorded.build(
         "post", "http://h/api/x", {"Authorization": f"Bearer {token}"}, '{"a": "it\'s"}'
     )
