@@ -514,3 +514,29 @@ def test_no_other_command_loads_the_pytest_plugin() -> None:
                     offenders.append(" -> ".join([*trail, imported]))
                 stack.append([*trail, imported])
     assert not offenders, "a command outside pytest loads the plugin:\n" + "\n".join(offenders)
+
+
+#: The front-ends that judge with the suite's rules but are not the suite: of ``conformance``
+#: they may name only the catalog (a rule's ID and words); what they share with the suite
+#: (the results, the driver, the report engine) is in ``paysuite_core``.
+CATALOG_ONLY = ("proxy", "paysuite/clients", "paysuite/webhooks")
+
+
+def test_front_ends_take_only_the_catalog_from_the_suite() -> None:
+    offenders = []
+    for path in python_files(*CATALOG_ONLY):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module == "conformance":
+                names = [f"conformance.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            offenders += [
+                f"{path.relative_to(ROOT)}:{node.lineno} imports {name}"
+                for name in names
+                if name.split(".")[0] == "conformance" and name != "conformance.catalog"
+            ]
+    assert not offenders, "only conformance.catalog:\n" + "\n".join(offenders)
