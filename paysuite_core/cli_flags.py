@@ -16,18 +16,11 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from paysuite_core.durations import parse_duration
+from paysuite_core.usage import SetupError as SetupError
+from paysuite_core.usage import UsageError as UsageError
 
 if TYPE_CHECKING:
     from paysuite_core.bounded_http import Limits
-
-
-class UsageError(Exception):
-    """A command cannot run as asked (a bad option or configuration, a target that refuses to
-    start a run): exit status 2; the message is the one-line reason."""
-
-
-#: conform's name for it: the run cannot start (``conformance.preflight`` raises it too).
-SetupError = UsageError
 
 
 def fail(prog: str, reason: object) -> int:

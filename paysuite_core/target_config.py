@@ -20,9 +20,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from paysuite_core.cli_flags import UsageError
 from paysuite_core.config_schema import schema, validate
 from paysuite_core.tls import TLSSettings
+from paysuite_core.usage import UsageError
 from paysuite_core.webhooks.signature import DEFAULT_TOLERANCE_S
 from paysuite_core.yamlfile import read_yaml
 

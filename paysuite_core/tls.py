@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from paysuite_core.cli_flags import UsageError
+from paysuite_core.usage import UsageError
 
 #: The environment variables read for a CA bundle when none is given, in this order.
 CA_BUNDLE_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")

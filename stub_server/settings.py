@@ -15,9 +15,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from paysuite_core.cli_flags import UsageError
 from paysuite_core.config_schema import schema, validate
 from paysuite_core.target_config import RWANDA_MOBILE_PATTERN
+from paysuite_core.usage import UsageError
 from paysuite_core.yamlfile import read_yaml
 from stub_server.fault_catalog import (
     FAULTS,

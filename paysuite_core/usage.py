@@ -1,0 +1,12 @@
+"""The one error of a command that cannot run as asked, apart from the flag tables
+(``cli_flags``) so that the settings readers (``tls``, ``target_config``) can raise it without
+standing on the command line's code."""
+
+
+class UsageError(Exception):
+    """A command cannot run as asked (a bad option or configuration, a target that refuses to
+    start a run): exit status 2; the message is the one-line reason."""
+
+
+#: conform's name for it: the run cannot start (``conformance.preflight`` raises it too).
+SetupError = UsageError
