@@ -46,7 +46,7 @@ class Exchange:
         """The first value of a response header, case-insensitively."""
         return _first(self.response_headers, name)
 
-    def request_json(self) -> Any:
+    def request_json(self) -> object:
         """The request body as JSON, or None when it is empty or not JSON."""
         return _json(self.request_body)
 
@@ -60,7 +60,7 @@ def _first(headers: Headers, name: str) -> str | None:
     return next((value for key, value in headers if key.lower() == wanted), None)
 
 
-def _json(body: bytes) -> Any:
+def _json(body: bytes) -> object:
     if not body:
         return None
     try:

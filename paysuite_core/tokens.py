@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any, ClassVar, Protocol
 
 from paysuite_core import guarded_json
+from paysuite_core.api_types import JsonObject
 from paysuite_core.target_config import Application, HttpAction
 from paysuite_core.throttle import Throttle, send_honouring
 
@@ -151,7 +152,7 @@ def parse_expires(value: object, access: str, now: float, fallback_ttl_s: float)
     return now + fallback_ttl_s
 
 
-def pair_problem(answer: Answer | None) -> tuple[dict[str, Any] | None, str]:
+def pair_problem(answer: Answer | None) -> tuple[JsonObject | None, str]:
     """The token pair in ``answer`` and "", or None and why there is none."""
     if answer is None:
         return None, "no answer"
@@ -293,7 +294,7 @@ class TokenFlow:
             return True
         return False
 
-    def _store(self, data: dict[str, Any]) -> None:
+    def _store(self, data: JsonObject) -> None:
         now = self.clock()
         access = str(data["access"])
         refresh_token = data.get("refresh")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
 
+from paysuite_core.api_types import JsonObject
 from paysuite_core.driver.api import data_of, reuse_problems, same_amount, same_outcome
 from paysuite_core.driver.http import Reply, TargetUnreachable
 from paysuite_core.driver.target import Target
@@ -43,11 +43,11 @@ class Step:
     exchange: Exchange  # the proxied creation
     kind: str  # CASHIN | CASHOUT: the request's own operation
     key_in: str  # header | query
-    body: dict[str, Any]  # the request's own body (its number is swapped for the judge's)
-    number: Any  # the number the client sent
+    body: JsonObject  # the request's own body (its number is swapped for the judge's)
+    number: object  # the number the client sent
 
     @property
-    def amount(self) -> Any:
+    def amount(self) -> object:
         return self.body.get("amount")
 
 
@@ -74,7 +74,7 @@ class Confirmer:
         #: check ID (or ``EVERY_RULE``) -> what the confirmations found out, for the report
         self.notes: defaultdict[str, list[str]] = defaultdict(list)
         #: one settlement per pattern of operations and channels: the pattern -> its first key
-        self._reproduced: dict[tuple[Any, ...], str] = {}
+        self._reproduced: dict[tuple[object, ...], str] = {}
 
     def close(self) -> None:
         self.target.client.close()
@@ -191,7 +191,7 @@ class Confirmer:
         own_refs = {str(r.get("ref")) for _, r in replies if r.ok and isinstance(r.body, dict)}
         first_ref = str(first.get("ref"))
         first_number = numbers[str(first_step.number)]
-        executed: list[dict[str, Any]] = []
+        executed: list[JsonObject] = []
         noted = len(target.notes)  # the target notes what it left out of a shared number's count
         for own in owns:
             sent = [(s.kind, s.amount) for s, _ in replies if numbers[str(s.number)] == own]
@@ -230,7 +230,7 @@ class Confirmer:
         refs: list[str],
         first_ref: str,
         number: str,
-        executed: list[dict[str, Any]],
+        executed: list[JsonObject],
         evidence: Evidence,
     ) -> list[Violation]:
         """One violation per check the reproduction broke: a reuse it answered 2xx names its own
@@ -377,7 +377,7 @@ def _steps(use: KeyUse) -> list[Step]:
     return steps
 
 
-def _pattern(steps: list[Step]) -> tuple[Any, ...]:
+def _pattern(steps: list[Step]) -> tuple[object, ...]:
     """What a reproduction depends on: each step's operation and key channel, and whether its
     amount and number are the first's. Two keys of one pattern are reproduced once."""
     first = steps[0]
@@ -400,7 +400,7 @@ def _processed_listed(
     until = seen.exchange.started + seen.exchange.elapsed_ms / 1000 + rules.eventual_s
     evidence = confirmer._record()
 
-    def listed(events: list[dict[str, Any]]) -> bool:
+    def listed(events: list[JsonObject]) -> bool:
         return any(
             data_of(e).get("ref") == ref and e.get("event_kind") == "transaction:processed"
             for e in events

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http import HTTPStatus
 from pathlib import Path
-from typing import Any
+from typing import TypeGuard, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
 from paysuite_core import guarded_json
+from paysuite_core.api_types import JsonObject
 from paysuite_core.exchange import Exchange, Headers
 
 HAR_VERSION = "1.2"
@@ -31,6 +32,7 @@ HAR_VERSION = "1.2"
 MAX_HAR_BYTES = 32 << 20
 MAX_HAR_ENTRIES = 20_000
 CREATOR = "paysuite proxy"
+T = TypeVar("T")
 
 
 class HarError(ValueError):
@@ -77,9 +79,9 @@ def to_har(
     *,
     target: str | None = None,
     applications: dict[str, dict[str, str]] | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The HAR document of ``exchanges`` (already masked), as a JSON-ready mapping."""
-    log: dict[str, Any] = {
+    log: JsonObject = {
         "version": HAR_VERSION,
         "creator": {"name": CREATOR, "version": _version()},
         "entries": [_entry(exchange) for exchange in exchanges],
@@ -101,8 +103,8 @@ def _version() -> str:
         return "unknown"
 
 
-def _entry(exchange: Exchange) -> dict[str, Any]:
-    entry: dict[str, Any] = {
+def _entry(exchange: Exchange) -> JsonObject:
+    entry: JsonObject = {
         "startedDateTime": datetime.fromtimestamp(exchange.started, UTC).isoformat(),
         "time": round(exchange.elapsed_ms, 3),
         "request": _request(exchange),
@@ -119,8 +121,8 @@ def _entry(exchange: Exchange) -> dict[str, Any]:
     return entry
 
 
-def _request(exchange: Exchange) -> dict[str, Any]:
-    request: dict[str, Any] = {
+def _request(exchange: Exchange) -> JsonObject:
+    request: JsonObject = {
         "method": exchange.method,
         "url": exchange.url,
         "httpVersion": "HTTP/1.1",
@@ -138,14 +140,13 @@ def _request(exchange: Exchange) -> dict[str, Any]:
         request["postData"] = {
             "mimeType": exchange.request_header("content-type") or "",
             "text": text,
+            **({"_encoding": encoding} if encoding else {}),
         }
-        if encoding:
-            request["postData"]["_encoding"] = encoding
     return request
 
 
-def _response(exchange: Exchange) -> dict[str, Any]:
-    content: dict[str, Any] = {
+def _response(exchange: Exchange) -> JsonObject:
+    content: JsonObject = {
         "size": len(exchange.response_body),
         "mimeType": exchange.response_header("content-type") or "",
     }
@@ -214,7 +215,7 @@ def read_session(path: str | Path) -> RecordedSession:
         raise HarError(f"{path}: {exc}") from None
 
 
-def parse_har(data: Any) -> RecordedSession:
+def parse_har(data: object) -> RecordedSession:
     log = _field(data, "log", dict, "")
     entries = _field(log, "entries", list, "log.")
     if len(entries) > MAX_HAR_ENTRIES:
@@ -237,7 +238,7 @@ def parse_har(data: Any) -> RecordedSession:
     )
 
 
-def _field(mapping: Any, key: str, kind: type, where: str) -> Any:
+def _field(mapping: object, key: str, kind: type[T], where: str) -> T:
     if not isinstance(mapping, dict):
         raise HarError(f"{where.rstrip('.') or 'the file'}: expected an object")
     value = mapping.get(key)
@@ -246,12 +247,14 @@ def _field(mapping: Any, key: str, kind: type, where: str) -> Any:
     return value
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     return "nothing" if value is None else f"{type(value).__name__} {str(value)[:40]!r}"
 
 
-def _exchange(entry: Any, index: int) -> Exchange:
+def _exchange(entry: object, index: int) -> Exchange:
     where = f"log.entries[{index}]."
+    if not isinstance(entry, dict):
+        raise HarError(f"{where.rstrip('.')}: expected an object")
     request = _field(entry, "request", dict, where)
     response = _field(entry, "response", dict, where)
     status = _field(response, "status", int, f"{where}response.")
@@ -275,12 +278,12 @@ def _exchange(entry: Any, index: int) -> Exchange:
     )
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _started(entry: dict[str, Any], where: str) -> float:
-    exact: Any = entry.get("_started")
+def _started(entry: JsonObject, where: str) -> float:
+    exact = entry.get("_started")
     if _is_number(exact):
         return float(exact)
     text = _field(entry, "startedDateTime", str, where)
@@ -293,7 +296,7 @@ def _started(entry: dict[str, Any], where: str) -> float:
     return moment.timestamp()
 
 
-def _headers(raw: Any, where: str) -> Headers:
+def _headers(raw: object, where: str) -> Headers:
     if raw is None:
         return ()
     if not isinstance(raw, list):
@@ -306,7 +309,7 @@ def _headers(raw: Any, where: str) -> Headers:
     return tuple(headers)
 
 
-def _request_body(request: dict[str, Any], where: str) -> bytes:
+def _request_body(request: JsonObject, where: str) -> bytes:
     post = request.get("postData")
     if post is None:
         return b""
@@ -319,7 +322,7 @@ def _request_body(request: dict[str, Any], where: str) -> bytes:
     return _body(post, "_encoding", f"{where}postData")
 
 
-def _body(container: Any, encoding_key: str, where: str) -> bytes:
+def _body(container: object, encoding_key: str, where: str) -> bytes:
     if container is None:
         return b""
     if not isinstance(container, dict):

@@ -20,12 +20,13 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Protocol, TextIO
 from urllib.parse import quote, unquote, urlsplit
 
 import httpx
 
 from paysuite_core import guarded_json
+from paysuite_core.api_types import JsonObject
 from paysuite_core.bounded_http import (
     CONFORM_LIMITS,
     BoundedClient,
@@ -282,7 +283,7 @@ class Rebuilder:
         return f"{head}?{query}"
 
 
-def _json_object(body: bytes) -> dict[str, Any] | None:
+def _json_object(body: bytes) -> JsonObject | None:
     try:
         data = guarded_json.loads(body, what="a recorded body") if body else None
     except ValueError:
@@ -294,12 +295,12 @@ def _text(body: bytes) -> str:
     return body.decode("utf-8", errors="replace")
 
 
-def _ref(data: Any) -> str | None:
+def _ref(data: object) -> str | None:
     ref = data.get("ref") if isinstance(data, dict) else None
     return ref if isinstance(ref, str) and len(ref) >= 8 else None
 
 
-def _same_places(recorded: Any, replayed: Any) -> Iterator[tuple[str, str]]:
+def _same_places(recorded: object, replayed: object) -> Iterator[tuple[str, str]]:
     """(recorded string, replayed string) found under the same keys of two JSON objects."""
     if not isinstance(recorded, dict) or not isinstance(replayed, dict):
         return
@@ -529,7 +530,7 @@ def run_replay(
     return verdict.exit_code
 
 
-def _replay_facts(har_file: str, skipped: list[Skipped]) -> dict[str, Any]:
+def _replay_facts(har_file: str, skipped: list[Skipped]) -> JsonObject:
     """What conformance.json says of a replay: which file, and what of it was not sent."""
     return {
         "mode": "replay",

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
+from paysuite_core.api_types import JsonObject
 from paysuite_core.driver.api import (
     data_of,
     event_disagrees_with_find,
@@ -122,7 +122,8 @@ class IdempotencyRule:
         if not ok(exchange):
             return []  # rejected: the rule held, unless it executed anyway (``finish``)
         use.judged = True
-        first_ref = str((use.first.response_json() or {}).get("ref"))
+        first = use.first.response_json()
+        first_ref = str(first.get("ref") if isinstance(first, dict) else None)
         refs = list(dict.fromkeys([first_ref, *([ref] if isinstance(ref, str) else [])]))
         body = exchange.request_json()
         number = body.get("number") if isinstance(body, dict) else None
@@ -292,7 +293,7 @@ class Transaction:
     merchant: str | None = None
 
 
-def processed_event_check(status: Any) -> Check:
+def processed_event_check(status: object) -> Check:
     """LIFE-002 judges a confirmation's processed event, LIFE-003 a cancellation's."""
     return CANCELLED if status == "failed" else CONFIRMED
 
@@ -345,7 +346,7 @@ class LifecycleRule:
             violations += self._disagree(tx, tx.event, seen)
         return violations
 
-    def _event(self, tx: Transaction, event: dict[str, Any], seen: Seen) -> list[Violation]:
+    def _event(self, tx: Transaction, event: JsonObject, seen: Seen) -> list[Violation]:
         violations: list[Violation] = []
         event_id = str(event.get("event_id"))
         self.exercised_final += 1
@@ -408,7 +409,7 @@ class LifecycleRule:
 def disagreement(
     ref: str,
     event: Seen,
-    found_status: Any,
+    found_status: object,
     proof: tuple[Exchange, ...],
     confirmations: tuple[dict[str, object], ...] = (),
 ) -> Violation:

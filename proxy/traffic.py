@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
 from conformance import catalog
+from paysuite_core.api_types import JsonObject
 from paysuite_core.driver.api import created_values_differ, data_of, same_amount, same_outcome
 from paysuite_core.driver.target import EVENTUAL_S
 from paysuite_core.exchange import Exchange
@@ -74,8 +75,8 @@ class Created:
     exchange: Exchange
     ref: str
     kind: str
-    amount: Any
-    number: Any
+    amount: object
+    number: object
     key: str | None
     merchant: str | None
 
@@ -197,7 +198,7 @@ class TrafficRules:
                 else:
                     self.resolved[ref] = Resolved(outcome, exchange)
 
-    def _outcome(self, ref: str, status: Any, exchange: Exchange) -> list[Violation]:
+    def _outcome(self, ref: str, status: object, exchange: Exchange) -> list[Violation]:
         """LIFE-002/003: after the customer confirmed (cancelled), find shows success (failed);
         a pending status is judged only ``wait_s`` after the customer acted."""
         action = self.resolved.get(ref)
@@ -220,7 +221,7 @@ class TrafficRules:
         self,
         ref: str,
         action: Resolved,
-        status: Any,
+        status: object,
         exchange: Exchange | None,
         confirmations: tuple[dict[str, object], ...] = (),
     ) -> Violation:
@@ -252,7 +253,7 @@ class TrafficRules:
         return [(r, a) for r, a in self.resolved.items() if not a.settled and not a.reported]
 
     # --- creations: TXN-001/002, FMT-001 -------------------------------------------------------
-    def _creation(self, exchange: Exchange, route: Route, body: dict[str, Any]) -> list[Violation]:
+    def _creation(self, exchange: Exchange, route: Route, body: JsonObject) -> list[Violation]:
         sent = exchange.request_json()
         sent = sent if isinstance(sent, dict) else {}
         key = idempotency_key(exchange, route)
@@ -307,7 +308,7 @@ class TrafficRules:
         return found
 
     # --- find: FIND-001, and the processed status it shows ------------------------------------
-    def _find(self, exchange: Exchange, route: Route, body: dict[str, Any]) -> list[Violation]:
+    def _find(self, exchange: Exchange, route: Route, body: JsonObject) -> list[Violation]:
         ref = body.get("ref") or route.path_params.get("ref")
         if not isinstance(ref, str):
             return []
@@ -339,7 +340,7 @@ class TrafficRules:
         return None if ref in self.answered_twice else self.created.get(ref)
 
     # --- the events list ----------------------------------------------------------------------
-    def _events(self, exchange: Exchange, body: dict[str, Any]) -> list[Violation]:
+    def _events(self, exchange: Exchange, body: JsonObject) -> list[Violation]:
         items = body.get("transactions")
         if not isinstance(items, list):
             return []
@@ -351,7 +352,7 @@ class TrafficRules:
         found += self._processed_listed(exchange, listing, body, events)
         return found
 
-    def _records(self, exchange: Exchange, events: list[dict[str, Any]]) -> list[Violation]:
+    def _records(self, exchange: Exchange, events: list[JsonObject]) -> list[Violation]:
         """LIFE-001 for created events, LIFE-002/003 for processed ones: the creation's data."""
         found = []
         for event in events:
@@ -391,7 +392,7 @@ class TrafficRules:
         return found
 
     def _filters(
-        self, exchange: Exchange, listing: Listing, events: list[dict[str, Any]]
+        self, exchange: Exchange, listing: Listing, events: list[JsonObject]
     ) -> list[Violation]:
         """EVT-003..006: every event listed matches every filter of the request."""
         if listing.repeated:
@@ -420,7 +421,7 @@ class TrafficRules:
         return found
 
     def _total(
-        self, exchange: Exchange, listing: Listing, body: dict[str, Any], events: list[Any]
+        self, exchange: Exchange, listing: Listing, body: JsonObject, events: list[JsonObject]
     ) -> list[Violation]:
         """EVT-007: "total (total number of matching events)". Never fewer than shown; on a first
         page with room left, all of them."""
@@ -451,7 +452,7 @@ class TrafficRules:
 
     # --- LIFE-002/003: the processed event listed ---------------------------------------------
     def _processed_listed(
-        self, exchange: Exchange, listing: Listing, body: dict[str, Any], events: list[Any]
+        self, exchange: Exchange, listing: Listing, body: JsonObject, events: list[JsonObject]
     ) -> list[Violation]:
         found = []
         for ref, seen in self.processed.items():
@@ -495,7 +496,7 @@ class TrafficRules:
         )
 
     def _complete_for(
-        self, ref: str, listing: Listing, body: dict[str, Any], events: list[Any]
+        self, ref: str, listing: Listing, body: JsonObject, events: list[JsonObject]
     ) -> bool:
         """Whether this listing shows every event of ``ref`` the filters let through, the
         processed one included: its filters all admit the ref's processed event, and the page is
@@ -505,7 +506,7 @@ class TrafficRules:
         created = self._created(ref)
         seen = self.processed[ref]
         for name, wanted in listing.filters.items():
-            value: Any = {
+            value: object = {
                 "ref": ref,
                 "status": seen.status,
                 "client": created.number if created else None,
@@ -531,11 +532,11 @@ class TrafficRules:
         ]
 
 
-def _integer(value: Any) -> TypeGuard[int]:
+def _integer(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _matches(name: str, value: Any, wanted: str) -> bool:
+def _matches(name: str, value: object, wanted: str) -> bool:
     """An event's field against a filter value: a number in any notation, one outcome for
     ``success``/``successful``, a kind in any case."""
     if name == "client":
@@ -547,7 +548,7 @@ def _matches(name: str, value: Any, wanted: str) -> bool:
     return bool(value == wanted)
 
 
-def _differs(record: dict[str, Any], created: Created) -> list[str]:
+def _differs(record: JsonObject, created: Created) -> list[str]:
     """How a lookup (or a processed event's data) differs from its creation: kind, amount,
     customer. The status is not compared: the customer may have confirmed or cancelled since."""
     wrong = []

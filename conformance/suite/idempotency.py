@@ -282,7 +282,7 @@ def _reuse(target: Target, first_kind: str, second_kind: str, key_in: str) -> li
         app, number, seen, expect=1, sent={(first_kind, amount), (second_kind, amount)},
         own_refs=_refs(first, second),
     )  # fmt: skip
-    refs = [str(e.get("data", {}).get("ref")) for e in created]
+    refs = [str(data_of(e).get("ref")) for e in created]
     problems = reuse_problems(second_kind, key_in, second.status, refs, number)
     if problems:
         expect(False, "; ".join(problems), first, second)

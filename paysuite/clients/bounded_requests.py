@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
-from typing import Any
+from typing import Any, TypedDict
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -37,6 +37,21 @@ from paysuite_core.bounded_http import (
     no_answer,
 )
 from paysuite_core.tls import TLSSettings, explain
+
+
+class Recorded(TypedDict):
+    """One exchange the SDK made, as its driver emits it (headers as ``[name, value]`` pairs)."""
+
+    method: str
+    url: str
+    request_headers: list[list[str | bytes]]
+    request_body: object  # as requests holds it: text, bytes decoded, or None
+    status: int
+    response_headers: list[list[str]]
+    response_body: str
+    elapsed_ms: float
+    error: str
+
 
 #: How much of an answer a record keeps as text (the body itself is capped by the limits).
 RECORD_BODY_CHARS = 64 * 1024
@@ -61,7 +76,7 @@ class Unanswered(Exception):
 
 @contextmanager
 def _deadline(seconds: float) -> Iterator[None]:
-    def expire(_signum: int, _frame: Any) -> None:
+    def expire(_signum: int, _frame: object) -> None:
         raise TotalTimeout(seconds)
 
     previous = signal.signal(signal.SIGALRM, expire)
@@ -91,7 +106,7 @@ class BoundedAdapter(HTTPAdapter):
         super().__init__(max_retries=0)
         self.limits = limits
         self.tls = tls
-        self.exchanges: list[dict[str, Any]] = []
+        self.exchanges: list[Recorded] = []
 
     def send(
         self,
@@ -103,7 +118,7 @@ class BoundedAdapter(HTTPAdapter):
         proxies: Any = None,
     ) -> requests.Response:
         body = request.body
-        record: dict[str, Any] = {
+        record: Recorded = {
             "method": request.method or "GET",
             "url": request.url or "",
             "request_headers": [[k, v] for k, v in request.headers.items()],

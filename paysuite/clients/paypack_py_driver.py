@@ -26,12 +26,19 @@ from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from typing import Any
 
-from paysuite.clients.bounded_requests import BoundedAdapter, Unanswered, limits_of, tls_of
+from paysuite.clients.bounded_requests import (
+    BoundedAdapter,
+    Recorded,
+    Unanswered,
+    limits_of,
+    tls_of,
+)
 from paysuite_core import guarded_json
+from paysuite_core.api_types import JsonObject
 
 #: (expected, actual) when an answer is not what the SDK's caller needs; None when it is.
 Mismatch = tuple[str, str] | None
-Check = Callable[[Any], Mismatch]
+Check = Callable[[object], Mismatch]
 #: The walk's own budget when the job gives none: two whole-answer time-outs of conform.
 DEFAULT_WALK_S = 120.0
 _UNKNOWN_REF = "00000000-0000-4000-8000-000000000000"
@@ -43,7 +50,7 @@ def one_line(text: str, limit: int = 200) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def shown(data: Any, limit: int = 120) -> str:
+def shown(data: object, limit: int = 120) -> str:
     """A short one-line rendering of an answer for "got ..."."""
     if isinstance(data, str):
         return one_line(data, limit)
@@ -54,7 +61,7 @@ def shown(data: Any, limit: int = 120) -> str:
     return one_line(text, limit)
 
 
-def answer_text(exchange: dict[str, Any]) -> str:
+def answer_text(exchange: Recorded) -> str:
     """``401 token_expired: ...`` or ``404 text/html '<!DOCTYPE ...'``: one line."""
     status, body = exchange["status"], exchange["response_body"]
     try:
@@ -73,7 +80,7 @@ def answer_text(exchange: dict[str, Any]) -> str:
 class Driver:
     """Runs the SDK's public methods in order and emits one cell per operation."""
 
-    def __init__(self, job: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, job: dict[str, Any], emit: Callable[[JsonObject], None]) -> None:
         import paypack.client
         import paypack.config
         import paypack.http_client
@@ -82,7 +89,7 @@ class Driver:
         paypack.client.base_url = job["base_url"]  # copied at import by ``from ... import``
         self.job = job
         self.emit = emit
-        self.cells: list[dict[str, Any]] = []
+        self.cells: list[JsonObject] = []
         self.adapter = BoundedAdapter(limits_of(job), tls_of(job))
         for prefix in ("http://", "https://"):
             paypack.http_client.client.mount(prefix, self.adapter)
@@ -90,7 +97,7 @@ class Driver:
         self.stopped: str | None = None  # why the rest of the walk is not run
         paypack.client.HttpClient(client_id=job["client_id"], client_secret=job["client_secret"])
 
-    def _cell(self, cell: dict[str, Any]) -> None:
+    def _cell(self, cell: JsonObject) -> None:
         self.cells.append(cell)
         self.emit(cell)
 
@@ -102,7 +109,7 @@ class Driver:
             self._cell({"op": name, "ok": None, "outcome": "not run", "detail": self.stopped})
             return None
         first = len(self.adapter.exchanges)
-        cell: dict[str, Any] = {"op": name}
+        cell: JsonObject = {"op": name}
         try:
             data = call()
         except Unanswered as exc:
@@ -143,7 +150,7 @@ class Driver:
                 return answer_text(exchange)
         return None
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> JsonObject:
         from paypack.events import Event
         from paypack.merchant import Merchant
         from paypack.oauth2 import Oauth
@@ -175,7 +182,7 @@ class Driver:
         self.op("transactions", lambda: Transaction().list(client=number, limit=10), _lists(refs))
         self.op("me", lambda: Merchant().me(), _keys("id", "name", "balance"))
         self.op("refresh", lambda: Oauth().refresh_access_token(), _keys("access", "refresh"))
-        state: dict[str, Any] = {"refs": refs}
+        state: JsonObject = {"refs": refs}
         if job.get("expiry_wait_s") and not self.stopped:
             # The SDK answers a 401 by refreshing with its stored refresh token and retrying.
             import paypack.client
@@ -187,7 +194,7 @@ class Driver:
         return {"sdk": "paypack-py", "version": metadata.version("paypack-py"), "state": state}
 
 
-def _not_json(exchange: dict[str, Any]) -> bool:
+def _not_json(exchange: Recorded) -> bool:
     try:
         guarded_json.loads(exchange["response_body"])
     except ValueError:
@@ -196,7 +203,7 @@ def _not_json(exchange: dict[str, Any]) -> bool:
 
 
 def _keys(*names: str) -> Check:
-    def check(data: Any) -> Mismatch:
+    def check(data: object) -> Mismatch:
         if not isinstance(data, dict):
             return f"a JSON object with {', '.join(names)}", shown(data)
         missing = [name for name in names if name not in data]
@@ -208,7 +215,7 @@ def _keys(*names: str) -> Check:
 
 
 def _created(kind: str) -> Check:
-    def check(data: Any) -> Mismatch:
+    def check(data: object) -> Mismatch:
         if not isinstance(data, dict):
             return f"a {kind} creation (JSON object)", shown(data)
         if data.get("kind") != kind:
@@ -223,7 +230,7 @@ def _created(kind: str) -> Check:
 
 
 def _same_ref(ref: str) -> Check:
-    def check(data: Any) -> Mismatch:
+    def check(data: object) -> Mismatch:
         if not isinstance(data, dict):
             return f"the transaction {ref}", shown(data)
         if data.get("ref") != ref:
@@ -234,7 +241,7 @@ def _same_ref(ref: str) -> Check:
 
 
 def _lists(refs: list[str]) -> Check:
-    def check(data: Any) -> Mismatch:
+    def check(data: object) -> Mismatch:
         items = data.get("transactions") if isinstance(data, dict) else None
         if not isinstance(items, list):
             return "an object with a transactions list", shown(data)
@@ -250,7 +257,7 @@ def _lists(refs: list[str]) -> Check:
     return check
 
 
-def _emit(line: dict[str, Any]) -> None:
+def _emit(line: JsonObject) -> None:
     sys.stdout.write(json.dumps(line) + "\n")
     sys.stdout.flush()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from paysuite_core.api_types import JsonObject
 from paysuite_core.request_data import same_number
 from paysuite_core.tokens import AUTHORIZE_PATH
 from paysuite_core.tokens import REFRESH_PATHS as REFRESH_PATHS
@@ -34,14 +35,14 @@ def kind_path(kind: str) -> str:
     return CASHIN if kind.upper() == "CASHIN" else CASHOUT
 
 
-def data_of(event: dict[str, Any]) -> dict[str, Any]:
+def data_of(event: JsonObject) -> JsonObject:
     """An event record's ``data`` (empty when it is missing or not an object)."""
     data = event.get("data")
     return data if isinstance(data, dict) else {}
 
 
 def created_values_differ(
-    record: dict[str, Any], ref: str, kind: str, amount: object, number: str, *, prefix: str = ""
+    record: JsonObject, ref: str, kind: str, amount: object, number: str, *, prefix: str = ""
 ) -> list[str]:
     """How ``record`` (a lookup response, or a created event's data) differs from the pending
     transaction that was created: ref, kind, amount, status pending, and the customer number in
@@ -62,7 +63,7 @@ def same_outcome(one: object, other: object) -> bool:
     """Two statuses name the same outcome: ``success`` and ``successful`` are one ("treat both
     as a successful outcome"); anything else only itself."""
 
-    def outcome(status: object) -> Any:
+    def outcome(status: object) -> object:
         return "success" if status in SUCCESS_STATUSES else status
 
     return bool(outcome(one) == outcome(other))

@@ -10,7 +10,6 @@ of the document the request breaks. Each rule below quotes the sentence it stand
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from paysuite_core.tokens import AUTHORIZE_PATH, REFRESH_PATHS
 
@@ -52,7 +51,7 @@ def _authorize_body(body: object) -> str | None:
     return None
 
 
-def _key(container: Mapping[str, Any] | None, where: str) -> str | None:
+def _key(container: Mapping[str, object] | None, where: str) -> str | None:
     # "Idempotency-Key: Unique string, maximum length 32."
     for name, value in (container or {}).items():
         if str(name).lower() != "idempotency-key":
@@ -62,8 +61,8 @@ def _key(container: Mapping[str, Any] | None, where: str) -> str | None:
     return None
 
 
-def violation(path: str, body: object, headers: Mapping[str, Any] | None,
-              query: Mapping[str, Any] | None, path_parameters: Mapping[str, Any] | None,
+def violation(path: str, body: object, headers: Mapping[str, object] | None,
+              query: Mapping[str, object] | None, path_parameters: Mapping[str, object] | None,
               has_body: bool = True) -> str | None:  # fmt: skip
     """The document rule the request breaks, or ``None`` when only reference choices object.
 

@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from paysuite_core.api_types import JsonObject
 from paysuite_core.target_config import TargetConfig
 
 #: The list endpoint's query parameters the interface document names.
@@ -55,7 +56,7 @@ def _resolve(spec: dict[str, Any], node: object) -> Any:
     return node
 
 
-def _walk(node: object) -> Iterator[dict[str, Any]]:
+def _walk(node: object) -> Iterator[JsonObject]:
     if isinstance(node, dict):
         yield node
         for value in node.values():
@@ -136,7 +137,7 @@ def _positive_filters(spec: dict[str, Any], operation: dict[str, Any], number: s
 
 def _relax(spec: dict[str, Any], number: str) -> None:
     # "All bodies are JSON": any JSON media type, RFC 9457 problem details included.
-    any_json: dict[str, Any] = {
+    any_json: JsonObject = {
         "application/json": {"schema": {}},
         "application/problem+json": {"schema": {}},
     }
@@ -157,7 +158,7 @@ def _relax(spec: dict[str, Any], number: str) -> None:
             )
         ]
         responses = operation.get("responses") or {}
-        relaxed: dict[str, Any] = {}
+        relaxed: JsonObject = {}
         errors = False
         for code, response in responses.items():
             resolved = _resolve(spec, response)

@@ -18,6 +18,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar, cast
 
 from paysuite_core import tokens
+from paysuite_core.api_types import JsonObject
 from paysuite_core.bounded_http import CONFORM_LIMITS, Limits
 from paysuite_core.driver.api import EVENTS, data_of, find_path, kind_path, same_amount
 from paysuite_core.driver.customer import Customer, Outcome
@@ -421,9 +422,9 @@ class Target:
 
     def events_of(
         self, app: Application, *, max_pages: int = 20, **filters: object
-    ) -> list[dict[str, Any]]:
+    ) -> list[JsonObject]:
         """Every event record the list returns for ``filters``, following pages when paged."""
-        collected: list[dict[str, Any]] = []
+        collected: list[JsonObject] = []
         offset = 0
         use_paging = True
         for _ in range(max_pages):
@@ -450,16 +451,14 @@ class Target:
                 break
         return collected
 
-    def events_for_ref(
-        self, app: Application, ref: str, *, wait: bool = False
-    ) -> list[dict[str, Any]]:
+    def events_for_ref(self, app: Application, ref: str, *, wait: bool = False) -> list[JsonObject]:
         """Events of one transaction (filtered on our side too, in case the filter is ignored).
 
         ``wait``: poll (at most ``EVENTUAL_S``) until at least one is listed, for an
         implementation that records its events a moment after it answers.
         """
 
-        def read() -> list[dict[str, Any]]:
+        def read() -> list[JsonObject]:
             return [e for e in self.events_of(app, ref=ref) if data_of(e).get("ref") == ref]
 
         return self.wait_until(read, bool, EVENTUAL_S) if wait else read()
@@ -479,7 +478,7 @@ class Target:
             return set()
         return {str(data_of(e).get("ref")) for e in self._created_on(app, number)}
 
-    def _created_on(self, app: Application, number: str) -> list[dict[str, Any]]:
+    def _created_on(self, app: Application, number: str) -> list[JsonObject]:
         """Every ``transaction:created`` event the list shows for ``number``, whoever made it."""
         return [
             e
@@ -495,9 +494,9 @@ class Target:
         exclude: set[str] | None = None,
         *,
         expect: int | None = None,
-        sent: Collection[tuple[str, Any]] | None = None,
+        sent: Collection[tuple[str, object]] | None = None,
         own_refs: Collection[str] = (),
-    ) -> list[dict[str, Any]]:
+    ) -> list[JsonObject]:
         """``transaction:created`` events of ``number`` (minus the refs in ``exclude``).
 
         ``sent``: the (kind, amount) of each creation the check sent for ``number``; when given,
@@ -520,7 +519,7 @@ class Target:
         shared = not self.numbers.unique
         strangers: list[str] = []
 
-        def read() -> list[dict[str, Any]]:
+        def read() -> list[JsonObject]:
             found = [
                 e
                 for e in self._created_on(app, number)
@@ -615,7 +614,7 @@ class Target:
 
 
 def _own_event(
-    data: dict[str, Any], sent: Collection[tuple[str, Any]], own_refs: Collection[str]
+    data: JsonObject, sent: Collection[tuple[str, object]], own_refs: Collection[str]
 ) -> bool:
     """A created event that one of a check's own creations made: its ref was answered to the
     check, or it has the kind and amount of one of the requests the check sent."""
