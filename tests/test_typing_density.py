@@ -10,8 +10,6 @@ import io
 import tokenize
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 PRODUCT = ("paysuite_core", "paysuite", "stub_server", "conformance", "load", "proxy")
 #: ``Any`` per 100 product lines, at most (httpx's is about 0.8).
@@ -61,7 +59,6 @@ def test_every_product_package_is_counted() -> None:
     assert sum(lines for _, lines in found.values()) > 20_000
 
 
-@pytest.mark.xfail(strict=False, reason="issue 34: density still above 1.0")
 def test_any_is_named_at_most_once_per_hundred_product_lines() -> None:
     found = figures()
     names = sum(count for count, _ in found.values())
