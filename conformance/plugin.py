@@ -438,7 +438,7 @@ def _set_up_early(target: Target, selected: list[str], run_budget_s: float) -> N
         target.client.check_deadline = deadline
         try:
             EARLY_SETUPS[check_id](target)
-        except Exception:  # noqa: BLE001 - the check itself reports what stops it
+        except Exception:  # the check itself reports what stops it
             target.early.pop(check_id, None)
         finally:
             target.client.check_deadline = None
@@ -649,7 +649,7 @@ def _ahead_one(state: RunState, check_id: str, item: pytest.Function) -> None:
                 "no applications configured: pass --config with the target's applications"
             )
         ran.evidence = _open_check(state, check_id)
-    except BaseException as exc:  # noqa: BLE001 - pytest reports it at the check's set-up
+    except BaseException as exc:  # pytest reports it at the check's set-up
         ran.setup_error = exc
     else:
         ran.notes = target.notes
@@ -657,7 +657,7 @@ def _ahead_one(state: RunState, check_id: str, item: pytest.Function) -> None:
         arguments = inspect.signature(item.obj).parameters
         try:
             item.obj(**{name: values[name] for name in arguments})
-        except BaseException as exc:  # noqa: BLE001 - pytest reports it as the check's call
+        except BaseException as exc:  # pytest reports it as the check's call
             ran.call_error = exc
             _note_unanswered(state, check_id, exc)
         finally:

@@ -183,7 +183,7 @@ class Exchange:
             status, data, location = client.connection(origin).exchange(
                 self.method, target, body, headers
             )
-        except Exception as exc:  # noqa: BLE001 - any transport failure is this request's
+        except Exception as exc:  # any transport failure is this request's
             reply = Reply(0, b"", no_answer(exc))
         else:
             reply = Reply(status, data, None, location)

@@ -294,7 +294,7 @@ def on_quitting(environment: Environment, **_: Any) -> None:
 
     try:
         summary = finalize(environment, environment.shape_class)
-    except Exception as exc:  # noqa: BLE001 - a broken report must not look like a pass
+    except Exception as exc:  # a broken report must not look like a pass
         log.exception("paysuite: could not finalize the run")
         print(f"paysuite: could not finalize the run: {exc}", file=sys.stderr, flush=True)
         environment.process_exit_code = 2
@@ -310,5 +310,5 @@ def _render_html(process: LoadProcess, summary: LoadSummary) -> None:
 
     try:
         render_html(summary, process.current_plan().report_dir)
-    except Exception:  # noqa: BLE001 - the summary is a convenience; load.json has the verdict
+    except Exception:  # the summary is a convenience; load.json has the verdict
         log.exception("paysuite: could not render load.html")

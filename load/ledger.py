@@ -127,7 +127,7 @@ def install(environment: Environment) -> None:
             gevent.sleep(FLUSH_INTERVAL_S)
             try:
                 LEDGER.flush(environment)
-            except Exception:  # noqa: BLE001 - a lost flush must not kill the flusher
+            except Exception:  # a lost flush must not kill the flusher
                 log.exception("paysuite: could not flush the ledger")
 
     gevent.spawn(flusher)

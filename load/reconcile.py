@@ -409,7 +409,7 @@ class _Checks:
                     outcome = check_one(
                         session, self.tokens, self.config.base_url, record, self.listed_events
                     )
-                except Exception as exc:  # noqa: BLE001 - any failure to check is reported
+                except Exception as exc:  # any failure to check is reported
                     outcome = f"error:{type(exc).__name__}"
                     # a failed connection is not reused (its pool slot would wait for the
                     # total timeout): a fresh one for the next check
@@ -609,7 +609,7 @@ def _count_storm(
         return uncounted("the --reconcile-timeout budget ran out")
     except KeyboardInterrupt:
         return uncounted(INTERRUPTED)
-    except Exception as exc:  # noqa: BLE001 - reported, and fails the run
+    except Exception as exc:  # reported, and fails the run
         return uncounted(f"{type(exc).__name__}: {exc}")
     finally:
         budget.cancel()

@@ -255,7 +255,7 @@ def run_locust(plan: LoadPlan, plan_file: Path, log_path: Path | None = None) ->
         worker_dir = plan.report_dir / "workers"
         worker_dir.mkdir(parents=True, exist_ok=True)
         for index in range(plan.workers):
-            log = open(worker_dir / f"worker-{index}.log", "wb")  # noqa: SIM115 - closed below
+            log = open(worker_dir / f"worker-{index}.log", "wb")  # closed below
             logs.append(log)
             command = worker_command(port)
             workers.append(
@@ -263,7 +263,7 @@ def run_locust(plan: LoadPlan, plan_file: Path, log_path: Path | None = None) ->
             )
     master: subprocess.Popen[bytes] | None = None
     try:
-        out = open(log_path, "wb") if log_path is not None else None  # noqa: SIM115 - closed below
+        out = open(log_path, "wb") if log_path is not None else None  # closed below
         logs += [out] if out is not None else []
         err = STDOUT if out is not None else None
         master = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, **detached)

@@ -106,7 +106,7 @@ def collect_operations(
         if name in by_name:
             by_name[name].extend(entry)
         else:
-            from locust.stats import StatsEntry  # noqa: F811 - the run-time import
+            from locust.stats import StatsEntry  # the run-time import
 
             merged = StatsEntry(stats, name, "", use_response_times_cache=False)
             merged.extend(entry)

@@ -280,7 +280,7 @@ def _json_2xx(resp: bounded.Reply, require: str | None = None) -> dict[str, Any]
         return None
     try:
         data = resp.json()
-    except Exception:  # noqa: BLE001 - any undecodable body is the same failure
+    except Exception:  # any undecodable body is the same failure
         data = None
     if not isinstance(data, dict) or (require is not None and require not in data):
         resp.failure(f"2xx without {require!r}" if require else "2xx without a ref")

@@ -236,7 +236,7 @@ async def dispatch(
             begun = time.monotonic()
             try:
                 result = await send_request(url, item, command, timeout)  # type: ignore[arg-type]
-            except Exception as exc:  # noqa: BLE001 - a worker that failed: abnormal, retried later
+            except Exception as exc:  # a worker that failed: abnormal, retried later
                 result = WorkResult(worker_outcome=WorkerOutcome.ABNORMAL, output=str(exc))
             finally:
                 free.put_nowait(url)

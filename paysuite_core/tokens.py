@@ -147,7 +147,7 @@ def parse_expires(value: object, access: str, now: float, fallback_ttl_s: float)
         claims = jwt.decode(access, options={"verify_signature": False})
         if isinstance(claims.get("exp"), (int, float)):
             return float(claims["exp"])
-    except Exception:  # noqa: BLE001 - an opaque token is fine: fall back to the configured TTL
+    except Exception:  # an opaque token is fine: fall back to the configured TTL
         pass
     return now + fallback_ttl_s
 

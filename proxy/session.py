@@ -98,7 +98,7 @@ async def serve(
                 on_exchange(exchange)
             try:
                 found = judge.observe(exchange)
-            except Exception as exc:  # noqa: BLE001 - a judge's bug must not stop the forwarding
+            except Exception as exc:  # a judge's bug must not stop the forwarding
                 judge.run_errors.append(f"#{exchange.seq} could not be judged: {exc!r}")
                 out.write(f"! #{exchange.seq} could not be judged: {exc!r}\n")
                 continue
@@ -249,7 +249,7 @@ def _session(
         judge.unsettled = [f"interrupted ({exc or 'SIGINT'}) before it settled; left: {left}"]
         out.write("settling interrupted; the reports say what was not settled\n")
         settled = judge.violations[before:]  # what it found before it was stopped
-    except Exception as exc:  # noqa: BLE001 - the reports are written whatever happens here
+    except Exception as exc:  # the reports are written whatever happens here
         left = "; ".join(judge.unsettled) or "nothing"
         judge.run_errors.append(f"the end-of-session confirmations failed: {exc!r}; left: {left}")
         judge.unsettled = []  # not interrupted: the run error says what was left

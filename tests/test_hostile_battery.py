@@ -28,9 +28,9 @@ import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script, too
-from hostile import hostile_server, run_bounded, write_config  # noqa: E402
+from hostile import hostile_server, run_bounded, write_config
 
-from paysuite_core.webhooks.signature import EVENT_ID_HEADER, SIGNATURE_HEADER, sign  # noqa: E402
+from paysuite_core.webhooks.signature import EVENT_ID_HEADER, SIGNATURE_HEADER, sign
 
 #: The whole process tree of any command, whatever the target sends.
 MAX_MB = 300

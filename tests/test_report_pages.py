@@ -15,11 +15,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "conformance"))
 
-from test_report_render import BASE, VERDICT, _results  # noqa: E402
+from test_report_render import BASE, VERDICT, _results
 
-from conformance import catalog  # noqa: E402
-from paysuite_core.report_engine import reports  # noqa: E402
-from paysuite_core.results.verdict import CheckResult  # noqa: E402
+from conformance import catalog
+from paysuite_core.report_engine import reports
+from paysuite_core.results.verdict import CheckResult
 
 HOSTILE = "<script>alert('x')</script>"
 #: What a page would fetch or run.

@@ -277,7 +277,7 @@ def test_a_slowloris_connection_is_closed(monkeypatch: pytest.MonkeyPatch) -> No
             assert time.monotonic() - started < 4
 
 
-def Handler(statuses: list[int], delay_s: float = 0.0) -> HookServer:  # noqa: N802
+def Handler(statuses: list[int], delay_s: float = 0.0) -> HookServer:
     """A developer's webhook handler: answers ``statuses`` in turn, with a JSON body."""
 
     def reply(headers: dict[str, str], body: bytes) -> tuple[int, bytes]:

@@ -214,7 +214,7 @@ def test_a_sigkilled_stub_delivers_every_pending_event_after_its_restart(tmp_pat
     assert "6 listed events" in checks["WEBHOOK-001"]["note"]
 
 
-def Handler(answer: Callable[[str, int], int], delay_s: float = 0.0) -> HookServer:  # noqa: N802
+def Handler(answer: Callable[[str, int], int], delay_s: float = 0.0) -> HookServer:
     """A developer's own webhook handler behind ``--forward-to``: ``answer(event_id, n)`` is
     the status of the n-th (1, 2, ...) delivery of an event."""
 

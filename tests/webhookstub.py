@@ -95,13 +95,13 @@ class HookServer:
         hook = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_HEAD(self) -> None:  # noqa: N802
+            def do_HEAD(self) -> None:
                 with hook.lock:
                     hook.heads += 1
                 self.send_response(200)
                 self.end_headers()
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 headers = dict(self.headers.items())
                 with hook.lock:

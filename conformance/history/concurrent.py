@@ -391,7 +391,7 @@ def run_concurrent(target: Target, world: World, deadline: float) -> ConcurrentR
     try:
         owner.enter()
         _play(target, world, owner, racers, numbers, deadline)
-    except Exception as exc:  # noqa: BLE001 - the target stopped answering: undecided, said
+    except Exception as exc:  # the target stopped answering: undecided, said
         result.stopped = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
     finally:
         for racer in (owner, *racers):

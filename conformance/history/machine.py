@@ -68,7 +68,7 @@ class HistoryMachine(RuleBasedStateMachine):
             # throttled wait past it is the budget's end, not a target that stopped answering
             self.session.deadline = min(self.session.deadline, time.monotonic())
             self.driver = None
-        except Exception as exc:  # noqa: BLE001 - a run-level stop, reported by the session
+        except Exception as exc:  # a run-level stop, reported by the session
             self.session.stop(exc)
             self.driver = None
 

@@ -87,7 +87,7 @@ def run_history(target: Target, budget_s: float, seed: int) -> HistoryResult:
     )
     try:
         with_seed(seed)(test)()
-    except Exception:  # noqa: BLE001,S110 - the session kept what failed; hypothesis's own
+    except Exception:  # the session kept what failed; hypothesis's own
         pass  # account (a failure, or "flaky" once the budget ended the replay) adds nothing
     finally:
         client.close()

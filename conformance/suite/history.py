@@ -41,7 +41,7 @@ def _run(target: Target, cache: dict[str, object]) -> HistoryResult:
         if RESULT_KEY not in cache:
             try:
                 cache[RESULT_KEY] = run_history(target, float(budget), target.seed)
-            except Exception as exc:  # noqa: BLE001 - reported as the check's error
+            except Exception as exc:  # reported as the check's error
                 cache[RESULT_KEY] = exc
     result = cache[RESULT_KEY]
     if isinstance(result, Exception):

@@ -42,7 +42,7 @@ def _run(target: Target, cache: dict[str, object]) -> PropRun:
                 cache["properties"] = run_properties(
                     target, load_spec(), deadline=target.client.check_deadline
                 )
-            except Exception as exc:  # noqa: BLE001 - reported as the check's error
+            except Exception as exc:  # reported as the check's error
                 cache["properties"] = exc
     result = cache["properties"]
     if isinstance(result, Exception):

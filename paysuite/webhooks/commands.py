@@ -541,7 +541,7 @@ def run_resend(args: argparse.Namespace) -> int:
             answer = client.send(client.build_request("POST", url))
     except httpx.InvalidURL as exc:
         raise UsageError(f"--stub {root!r}: not a URL ({exc})") from None
-    except Exception as exc:  # noqa: BLE001 - every transport failure is one line
+    except Exception as exc:  # every transport failure is one line
         raise UsageError(explain(exc, url) or f"{url}: {no_answer(exc)}") from None
     text = " ".join(answer.body[:200].decode("utf-8", "replace").split())
     if answer.status != 200:

@@ -12,7 +12,7 @@ from conformkit import STUB_ACCESS_TTL
 from paysuite_core.launcher import RunningStub, start_stub, stop_stub
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stub"))
-from stubkit import InProcessStub, make_settings  # noqa: E402
+from stubkit import InProcessStub, make_settings
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from conformkit import conform
 import stub_server.rules.fields as stub_fields
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stub"))
-from stubkit import InProcessStub, make_settings  # noqa: E402
+from stubkit import InProcessStub, make_settings
 
 CHECK = "TXN-005"
 

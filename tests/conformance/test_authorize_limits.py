@@ -31,11 +31,11 @@ from conformkit import STUB_ACCESS_TTL, Outcome, conform, fast_config
 from paysuite_core.launcher import RunningStub
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stub"))
-from stubkit import InProcessStub  # noqa: E402
+from stubkit import InProcessStub
 
-import stub_server.handlers.auth as stub_auth  # noqa: E402
-import stub_server.ratelimit as stub_ratelimit  # noqa: E402
-from stub_server.ratelimit import AuthorizeGuard, AuthorizeLimits, Bucket  # noqa: E402
+import stub_server.handlers.auth as stub_auth
+import stub_server.ratelimit as stub_ratelimit
+from stub_server.ratelimit import AuthorizeGuard, AuthorizeLimits, Bucket
 
 CHECK = "AUTH-018"
 

@@ -21,9 +21,9 @@ import yaml
 from conformkit import conform
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "foreign"))
-from defect_checks import DEFECT_CHECKS  # noqa: E402
-from foreignkit import Foreign, start_foreign  # noqa: E402
-from independent import CHOICES  # noqa: E402
+from defect_checks import DEFECT_CHECKS
+from foreignkit import Foreign, start_foreign
+from independent import CHOICES
 
 pytestmark = pytest.mark.slow
 

@@ -47,8 +47,8 @@ from paysuite_core.results.evidence import Recorded
 from paysuite_core.target_config import load_target_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "foreign"))
-from foreignkit import start_foreign  # noqa: E402
-from model_defects import MODEL_DEFECTS  # noqa: E402
+from foreignkit import start_foreign
+from model_defects import MODEL_DEFECTS
 
 WORLD = World((App("rw1", "read-write", "M1"), App("rw2", "read-write", "M2")), settle_s=0.5)
 NUMBER = "0781234567"

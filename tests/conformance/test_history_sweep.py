@@ -47,8 +47,8 @@ from paysuite_core.tokens import TokenFlow, httpx_send
 from stub_server.fault_catalog import FAULTS, VARIANTS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "foreign"))
-from foreignkit import start_foreign  # noqa: E402
-from model_defects import MODEL_DEFECTS  # noqa: E402
+from foreignkit import start_foreign
+from model_defects import MODEL_DEFECTS
 
 #: The sweep runs the phase some sixty times (every fault, defect, variant and choice): on demand
 #: (`PAYSUITE_SWEEP=1 pytest -m slow tests/conformance/test_history_sweep.py`), like the mutation

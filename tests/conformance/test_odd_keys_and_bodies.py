@@ -19,7 +19,7 @@ from conformkit import conform, fast_config
 from paysuite_core.launcher import RunningStub
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "foreign"))
-from foreignkit import start_foreign  # noqa: E402
+from foreignkit import start_foreign
 
 CHECKS = "IDEM-016,IDEM-017,ERR-006"
 

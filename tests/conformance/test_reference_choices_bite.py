@@ -21,12 +21,12 @@ from conformkit import conform, fast_config
 from paysuite_core.launcher import RunningStub
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stub"))
-from stubkit import InProcessStub  # noqa: E402
+from stubkit import InProcessStub
 
-import stub_server.errors as stub_errors  # noqa: E402
-import stub_server.filters as stub_filters  # noqa: E402
-import stub_server.rules.idempotency as stub_idempotency  # noqa: E402
-import stub_server.rules.request_body as stub_request_body  # noqa: E402
+import stub_server.errors as stub_errors
+import stub_server.filters as stub_filters
+import stub_server.rules.idempotency as stub_idempotency
+import stub_server.rules.request_body as stub_request_body
 
 
 def _settings(directory: Path, **values: object) -> Path:

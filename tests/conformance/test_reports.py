@@ -36,7 +36,7 @@ def failing_run(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
 class _Capture:
     """A stand-in for capsys in a module-scoped fixture (output is not asserted there)."""
 
-    def readouterr(self):  # noqa: ANN201 - mimics capsys
+    def readouterr(self):  # mimics capsys
         class _Out:
             out = ""
             err = ""

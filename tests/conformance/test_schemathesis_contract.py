@@ -140,7 +140,7 @@ class _Target:
         target = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:  # http.server's name
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with target.lock:
                     target.count += 1

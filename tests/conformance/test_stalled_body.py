@@ -37,7 +37,7 @@ from paysuite_core.tls import TLSSettings
 from stub_server.errors import ApiError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stub"))
-from stubkit import InProcessStub, make_settings  # noqa: E402
+from stubkit import InProcessStub, make_settings
 
 #: The stub's body time-out in these runs: the check waits for the answer, not for its bound.
 SHORT_BODY_TIMEOUT_S = 0.5

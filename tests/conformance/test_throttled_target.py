@@ -30,7 +30,7 @@ from paysuite_core.results.evidence import Evidence
 from paysuite_core.throttle import Throttle
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "foreign"))
-from foreignkit import Foreign, start_foreign  # noqa: E402
+from foreignkit import Foreign, start_foreign
 
 #: The independent implementation's token lifetime in these runs (see the module docstring).
 ACCESS_TTL = ("--access-ttl", "10")

@@ -35,7 +35,7 @@ from stub_server.state import StubApp
 from stub_server.token_issuer import Claims, TokenService
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stub"))
-from stubkit import InProcessStub, make_settings  # noqa: E402
+from stubkit import InProcessStub, make_settings
 
 
 def test_the_stub_declares_its_short_lived_pair_route(

@@ -21,7 +21,7 @@ from webhookstub import FAST_RETRY, free_port
 from stub_server.webhook_delivery import dispatcher
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stub"))
-from stubkit import InProcessStub, make_settings  # noqa: E402
+from stubkit import InProcessStub, make_settings
 
 pytestmark = pytest.mark.slow
 

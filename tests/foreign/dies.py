@@ -21,7 +21,7 @@ from typing import Any
 from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import independent  # noqa: E402  (a sibling script, not a package)
+import independent  # a sibling script, not a package
 
 #: The exit status of the deliberate crash, distinct from a clean SIGTERM exit.
 CRASH_EXIT_CODE = 70

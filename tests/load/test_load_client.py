@@ -224,14 +224,14 @@ def test_the_certificate_is_verified_unless_insecure(self_signed: tuple[str, str
     class Answer(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:  # http.server's name
             body = b'{"ref": "r"}'
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
 
-        do_POST = do_GET  # noqa: N815 - http.server's name
+        do_POST = do_GET  # http.server's name
 
         def log_message(self, *args: Any) -> None:
             pass

@@ -26,7 +26,7 @@ from paysuite_core.target_config import TargetConfig, load_target_config
 from paysuite_core.throttle import Throttle, send_honouring
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "foreign"))
-from foreignkit import Foreign, start_foreign  # noqa: E402
+from foreignkit import Foreign, start_foreign
 
 CREATES = 50
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from proxykit import config_file, paypack_walk, start_proxy  # noqa: E402
+from proxykit import config_file, paypack_walk, start_proxy
 
-from paysuite_core.launcher import start_stub, stop_stub  # noqa: E402
-from stub_server.fault_catalog import FAULTS  # noqa: E402
+from paysuite_core.launcher import start_stub, stop_stub
+from stub_server.fault_catalog import FAULTS
 
 
 def walk_against(fault: str) -> tuple[int, list[str]]:

@@ -19,13 +19,13 @@ from stubkit import Api, new_number, refresh_url
 
 pytest.importorskip("paypack", reason="paypack-py is installed by the test set-up")
 
-import paypack.client  # noqa: E402
-import paypack.config  # noqa: E402
-import paypack.http_client  # noqa: E402
-from paypack.client import HttpClient  # noqa: E402
-from paypack.events import Event  # noqa: E402
-from paypack.oauth2 import Oauth  # noqa: E402
-from paypack.transactions import Transaction  # noqa: E402
+import paypack.client
+import paypack.config
+import paypack.http_client
+from paypack.client import HttpClient
+from paypack.events import Event
+from paypack.oauth2 import Oauth
+from paypack.transactions import Transaction
 
 
 def _reset_sdk_state() -> None:

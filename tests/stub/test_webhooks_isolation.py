@@ -60,14 +60,14 @@ class Timed:
         timed = self
 
         class H(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 timed.arrived.setdefault(self.headers["Paysuite-Event-Id"], time.monotonic())
                 self.send_response(200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-            def do_HEAD(self) -> None:  # noqa: N802
+            def do_HEAD(self) -> None:
                 self.send_response(200)
                 self.end_headers()
 

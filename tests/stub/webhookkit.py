@@ -59,13 +59,13 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_HEAD(self) -> None:  # noqa: N802 - as merchants' receivers: 200, no check
+            def do_HEAD(self) -> None:  # as merchants' receivers: 200, no check
                 with receiver._lock:
                     receiver.heads += 1
                 self.send_response(200)
                 self.end_headers()
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:  # http.server's name
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 with receiver._lock:
                     index = len(receiver.arrivals)
