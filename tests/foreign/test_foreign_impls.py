@@ -480,26 +480,49 @@ def test_event_list_filters_paging_and_order(conformant: Session) -> None:
     assert bad.status_code == 400 and bad.json()["status"] == 400
 
 
+def _new_pair(session: Session) -> dict[str, Any]:
+    """An uncached pair: a cached one may already have lapsed when its TTL is one second."""
+    response = session.authorize("read-write", "M1")
+    assert response.status_code == 200, response.text
+    pair: dict[str, Any] = response.json()
+    return pair
+
+
+def _a_fresh_token_is_accepted(session: Session, refresh: str | None = None) -> bool:
+    """A one-second token can lapse between issue and use on a busy runner: three tries tell
+    a slow runner from a server that refuses fresh tokens."""
+    url = f"{session.base}/events/transactions"
+    for _ in range(3):
+        if refresh is None:
+            pair = _new_pair(session)
+        else:
+            answer = session.client.get(f"{session.base}/auth/refresh/{refresh}")
+            assert answer.status_code == 200, answer.text
+            pair = answer.json()
+            refresh = pair["refresh"]
+        used = session.client.get(url, headers={"Authorization": f"Bearer {pair['access']}"})
+        if used.status_code == 200:
+            return True
+    return False
+
+
 def test_access_token_expiry_and_the_expired_token_defect(
     fleet: dict[str, Foreign], in_process: dict[str, Session]
 ) -> None:
     """One wait serves both: the conformant server rejects the old token, the defect keeps it."""
     short = in_process["conformant-short-ttl"]
     broken = session_for(fleet["expired-token-accepted"].config_path)
-    pairs = [short.pair(), broken.pair()]
-    for session, pair in zip((short, broken), pairs, strict=True):
-        assert session.events(ref="x")["total"] == 0
-        assert (
-            pair["expires"] - jwt.decode(pair["access"], options={"verify_signature": False})["iat"]
-            == 1
-        )
+    for session in (short, broken):
+        assert _a_fresh_token_is_accepted(session)
+    pairs = [_new_pair(short), _new_pair(broken)]
+    for pair in pairs:
+        issued_at = jwt.decode(pair["access"], options={"verify_signature": False})["iat"]
+        assert pair["expires"] - issued_at == 1
     time.sleep(max(0.0, max(p["expires"] for p in pairs) - time.time()) + 0.05)
     url = "/events/transactions"
     stale = {"Authorization": f"Bearer {pairs[0]['access']}"}
     assert short.client.get(short.base + url, headers=stale).status_code == 401
-    fresh = short.client.get(f"{short.base}/auth/refresh/{pairs[0]['refresh']}").json()
-    ok = short.client.get(short.base + url, headers={"Authorization": f"Bearer {fresh['access']}"})
-    assert ok.status_code == 200
+    assert _a_fresh_token_is_accepted(short, refresh=pairs[0]["refresh"])
     stale_broken = {"Authorization": f"Bearer {pairs[1]['access']}"}
     assert broken.client.get(broken.base + url, headers=stale_broken).status_code == 200
 
