@@ -10,6 +10,7 @@ runs only in the reference profile.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 from paysuite_core.results.rule import Check, Level, Profile
 
 if TYPE_CHECKING:
+    from paysuite_core.driver.http import Reply
     from paysuite_core.driver.target import Target
 
 #: The attribute ``@check`` sets on a check function: its ``Check``.
@@ -38,6 +40,75 @@ def check(
         return func
 
     return declare
+
+
+class Findings:
+    """What a check found wrong, and the replies that show it: a check reports every problem at
+    once (``expect_none``), so that fixing the first finding does not merely reveal the next."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.proof: list[Reply] = []
+
+    def add(self, problem: str, *proof: Reply) -> None:
+        self.problems.append(problem)
+        self.proof.extend(proof)
+
+    def verdict(self, expected: str, *, shown: int | None = None, prefix: str = "") -> None:
+        """Fail with every problem unless there is none; ``shown``: the first replies only."""
+        from paysuite_core.results.outcome import expect_none
+
+        expect_none(self.problems, *self.proof[:shown], expected=expected, prefix=prefix)
+
+
+#: A verdict read from one run-wide result: (target, run_cache, check ID, what it demands).
+SharedVerdict = Callable[["Target", dict[str, object], str, str], None]
+
+
+def shared_check(
+    namespace: dict[str, object],
+    verdict: SharedVerdict,
+    name: str,
+    id: str,
+    level: Level,
+    section: str,
+    title: str,
+    quote: str,
+    expected: str,
+    profile: Profile = "seed",
+) -> None:
+    """Declare, as the function ``name`` of the section module whose ``namespace`` is given, a
+    check judged by ``verdict`` on one run-wide result (the property run, the history phase):
+    such checks differ only in their entry and in what they demand."""
+
+    def judge(target: Target, run_cache: dict[str, object]) -> None:
+        verdict(target, run_cache, id, expected)
+
+    judge.__name__ = judge.__qualname__ = name
+    judge.__module__ = str(namespace["__name__"])  # collected where it is declared
+    namespace[name] = check(id, level, section, title, quote, profile)(judge)
+
+
+def computed_once(
+    cache: dict[str, object],
+    key: str,
+    lock: threading.Lock,
+    what: str,
+    compute: Callable[[], object],
+) -> object:
+    """``cache[key]``, computed by the first caller (the others wait on ``lock``): the run-wide
+    result every check of a family reads. An exception of the computation is kept too, and
+    raised to each reader as its check's error."""
+    with lock:  # checks that run at once (--concurrency) wait for the first one's run
+        if key not in cache:
+            try:
+                cache[key] = compute()
+            except Exception as exc:  # reported as the check's error
+                cache[key] = exc
+    result = cache[key]
+    if isinstance(result, Exception):
+        raise RuntimeError(f"{what} could not complete: {result}") from result
+    return result
 
 
 #: Checks judged at the end of the run on what they set up when it starts: time passes while

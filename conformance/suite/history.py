@@ -10,11 +10,12 @@ where the model and the target part, what the model allowed, and a script that r
 from __future__ import annotations
 
 import threading
+from functools import partial
 from typing import TYPE_CHECKING
 
-from conformance.checks import check
+from conformance.checks import check, computed_once, shared_check
 from paysuite_core.results.outcome import CheckFailed, CouldNotCheck, not_applicable
-from paysuite_core.results.rule import Level, Profile, Section
+from paysuite_core.results.rule import Section
 
 if TYPE_CHECKING:
     from conformance.history.session import HistoryResult
@@ -37,15 +38,13 @@ def _run(target: Target, cache: dict[str, object]) -> HistoryResult:
     budget = cache.get(BUDGET_KEY, DEFAULT_HISTORY_BUDGET_S)
     if not isinstance(budget, int | float) or budget <= 0:
         not_applicable("--history-budget 0: the history phase did not run")
-    with _ONE_RUN:
-        if RESULT_KEY not in cache:
-            try:
-                cache[RESULT_KEY] = run_history(target, float(budget), target.seed)
-            except Exception as exc:  # reported as the check's error
-                cache[RESULT_KEY] = exc
-    result = cache[RESULT_KEY]
-    if isinstance(result, Exception):
-        raise RuntimeError(f"the history phase could not complete: {result}") from result
+    result = computed_once(
+        cache,
+        RESULT_KEY,
+        _ONE_RUN,
+        "the history phase",
+        lambda: run_history(target, float(budget), target.seed),
+    )
     assert isinstance(result, HistoryResult)
     return result
 
@@ -155,23 +154,7 @@ def _concurrent_verdict(target: Target, cache: dict[str, object]) -> None:
     )
 
 
-def _model_check(
-    name: str,
-    id: str,
-    level: Level,
-    section: str,
-    title: str,
-    quote: str,
-    expected: str,
-    profile: Profile = "seed",
-) -> None:
-    """Declare one MODEL check: they differ only in their entry; the run is one."""
-
-    def judge(target: Target, run_cache: dict[str, object]) -> None:
-        _verdict(target, run_cache, id, expected)
-
-    judge.__name__ = judge.__qualname__ = name
-    globals()[name] = check(id, level, section, title, quote, profile)(judge)
+_model_check = partial(shared_check, globals(), _verdict)
 
 
 _model_check(

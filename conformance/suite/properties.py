@@ -7,11 +7,12 @@ into PROP-001..009. They run last: the catalog's order puts the PROP group at th
 from __future__ import annotations
 
 import threading
+from functools import partial
 from typing import TYPE_CHECKING
 
-from conformance.checks import check
+from conformance.checks import computed_once, shared_check
 from paysuite_core.results.outcome import CheckFailed, CouldNotCheck, not_applicable
-from paysuite_core.results.rule import Level, Profile, Section
+from paysuite_core.results.rule import Section
 
 if TYPE_CHECKING:
     from conformance.property_phase import PropRun
@@ -33,20 +34,12 @@ def _run(target: Target, cache: dict[str, object]) -> PropRun:
             f"not attempted: the target sent over-limit answers ({cache['oversized']})"
         )
     from conformance.property_phase import PropRun, run_properties
+    from paysuite_core.specfile import load_spec
 
-    with _ONE_RUN:  # checks that run at once (--concurrency) wait for the first one's run
-        if "properties" not in cache:
-            from paysuite_core.specfile import load_spec
+    def run() -> PropRun:
+        return run_properties(target, load_spec(), deadline=target.client.check_deadline)
 
-            try:
-                cache["properties"] = run_properties(
-                    target, load_spec(), deadline=target.client.check_deadline
-                )
-            except Exception as exc:  # reported as the check's error
-                cache["properties"] = exc
-    result = cache["properties"]
-    if isinstance(result, Exception):
-        raise RuntimeError(f"the property run could not complete: {result}") from result
+    result = computed_once(cache, "properties", _ONE_RUN, "the property run", run)
     assert isinstance(result, PropRun)
     return result
 
@@ -102,24 +95,7 @@ def _verdict(target: Target, cache: dict[str, object], check_id: str, expected: 
         raise CouldNotCheck("schemathesis ran no scenario")
 
 
-def _property_check(
-    name: str,
-    id: str,
-    level: Level,
-    section: str,
-    title: str,
-    quote: str,
-    expected: str,
-    profile: Profile = "seed",
-) -> None:
-    """Declare one PROP check as a function of this module: the nine differ only in their
-    entry and what they demand, the verdict is one run's, sorted by check ID."""
-
-    def judge(target: Target, run_cache: dict[str, object]) -> None:
-        _verdict(target, run_cache, id, expected)
-
-    judge.__name__ = judge.__qualname__ = name
-    globals()[name] = check(id, level, section, title, quote, profile)(judge)
+_property_check = partial(shared_check, globals(), _verdict)
 
 
 _property_check(
