@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from conformance.checks import check, set_up_early
+from conformance.checks import Findings, check, set_up_early
 from conformance.jwt_forgeries import forgeries, is_jwt, parts
 from paysuite_core.driver.api import (
     AUTHORIZE,
@@ -31,7 +31,6 @@ from paysuite_core.results.outcome import (
     CouldNotCheck,
     exchanges_of,
     expect,
-    expect_none,
     fail,
     not_applicable,
     precondition,
@@ -63,7 +62,7 @@ def _reads_ok(target: Target, token: str) -> Reply:
     return target.client.get(EVENTS, token=None, headers={"Authorization": f"Bearer {token}"})
 
 
-class Probe:
+class Probe(Findings):
     """Problems found by sending protected operations with a bad Authorization, and the proof.
 
     ``answer``: the exact (status, code) each refusal must be, when the check demands one (the
@@ -71,8 +70,7 @@ class Probe:
     is a refusal."""
 
     def __init__(self, answer: tuple[int, str | None] | None = None) -> None:
-        self.problems: list[str] = []
-        self.proof: list[Reply] = []
+        super().__init__()
         self.answer = answer
 
     def judge(self, what: str, reply: Reply) -> None:
@@ -92,7 +90,7 @@ class Probe:
             return
         self.proof.append(reply)
 
-    def verdict(self) -> None:
+    def expect_refused(self) -> None:
         expect(not self.problems, "; ".join(self.problems), *self.proof[:6])
 
 
@@ -140,10 +138,10 @@ def _probe_creations(
         probe.judge(f"POST {path} with {label}", reply)
     for number, reply in numbers:
         if target.created_events_for_number(app, number, numbers_seen[number]):
-            probe.problems.append(
-                f"{reply.exchange.method} {reply.exchange.url} with {label} created a transaction"
+            probe.add(
+                f"{reply.exchange.method} {reply.exchange.url} with {label} created a transaction",
+                reply,
             )
-            probe.proof.append(reply)
 
 
 def _a_visible_ref(target: Target, app: Application) -> str:
@@ -258,21 +256,16 @@ def authorize_with_a_wrong_secret_is_rejected(target: Target) -> None:
     """The secret is compared byte for byte: another case, a prefix, a trailing space or
     newline is another secret (a comparison that lowercases, trims or stops early is not)."""
     app = target.need_reader()
-    problems: list[str] = []
-    proof: list[Reply] = []
+    found = Findings()
     for label, secret in _secret_variants(app.client_secret).items():
         reply = target.authorize(app, secret=secret)
         if not reply.rejected or reply.get("access"):
-            problems.append(
+            found.add(
                 f"{label} answered {reply.status}"
-                + (" with an access token" if reply.get("access") else ", expected a 4xx")
+                + (" with an access token" if reply.get("access") else ", expected a 4xx"),
+                reply,
             )
-            proof.append(reply)
-    expect_none(
-        problems,
-        *proof,
-        expected="every client_secret other than the application's, byte for byte, refused (4xx)",
-    )
+    found.verdict("every client_secret other than the application's, byte for byte, refused (4xx)")
 
 
 @check(
@@ -300,7 +293,7 @@ def authorize_with_an_unknown_client_id_is_rejected(bare_target: Target) -> None
     "event endpoints require it.",
 )
 def protected_operations_reject_a_missing_authorization(target: Target) -> None:
-    _protected_probe(target, None, "no Authorization header").verdict()
+    _protected_probe(target, None, "no Authorization header").expect_refused()
 
 
 @check(
@@ -315,7 +308,7 @@ def protected_operations_reject_a_malformed_bearer_token(target: Target) -> None
     probe = Probe()
     for value in ("Bearer not-a-jwt", "Bearer", "Bearer a.b.c"):
         _protected_probe(target, value, repr(value), probe)
-    probe.verdict()
+    probe.expect_refused()
 
 
 @check(
@@ -341,7 +334,7 @@ def a_token_under_another_scheme_is_rejected(target: Target) -> None:
     for value in (f"Token {token}", f"Basic {token}"):
         label = value.split(" ")[0] + " <valid access token>"
         _protected_probe(target, value, label, probe)
-    probe.verdict()
+    probe.expect_refused()
 
 
 @check(
@@ -358,7 +351,7 @@ def protected_operations_reject_tampered_or_unsigned_tokens(target: Target) -> N
     probe = Probe()
     for name, forged in forgeries(token).items():
         _protected_probe(target, f"Bearer {forged}", f"a token with {name}", probe)
-    probe.verdict()
+    probe.expect_refused()
 
 
 @dataclass
@@ -578,7 +571,7 @@ def _refreshed_pair_problem(target: Target, reply: Reply, proof: list[Reply]) ->
 def a_refresh_token_is_not_an_access_token(target: Target) -> None:
     app = target.writer() or target.need_reader()
     pair = target.pair(app, fresh=True)
-    _protected_probe(target, f"Bearer {pair.refresh}", "a refresh token").verdict()
+    _protected_probe(target, f"Bearer {pair.refresh}", "a refresh token").expect_refused()
 
 
 @check(
@@ -726,9 +719,7 @@ def a_refreshed_pair_is_the_same_merchants(target: Target) -> None:
             f"no application that may read merchant {owner.merchant}'s transactions and none "
             "of a second merchant"
         )
-    problems: list[str] = []
-    proof: list[Reply] = []
-    judged = False
+    findings, judged = Findings(), False
     if reader is not None:
         before = target.find(ref, reader)
         precondition(before.ok, f"find answered {before.status} (FIND-001)", before)
@@ -738,11 +729,12 @@ def a_refreshed_pair_is_the_same_merchants(target: Target) -> None:
             judged = True
             found = target.find(ref, reader, token=reply.get("access"))
             if not found.ok:
-                problems.append(
+                findings.add(
                     f"the {reader.privilege} application's token refreshed on GET {template} "
-                    f"did not find its merchant's transaction ({found.status})"
+                    f"did not find its merchant's transaction ({found.status})",
+                    reply,
+                    found,
                 )
-                proof.extend((reply, found))
     if other is not None:
         seen, replies = _sees(target, other, ref, target.token(other))
         precondition(
@@ -755,17 +747,14 @@ def a_refreshed_pair_is_the_same_merchants(target: Target) -> None:
             judged = True
             seen, replies = _sees(target, other, ref, reply.get("access"))
             if seen:
-                problems.append(
+                findings.add(
                     f"merchant {other.merchant}'s token refreshed on GET {template} {seen} "
-                    f"merchant {owner.merchant}'s transaction"
+                    f"merchant {owner.merchant}'s transaction",
+                    reply,
+                    *replies,
                 )
-                proof.extend((reply, *replies))
     precondition(judged, "no refresh path returned a working token pair (AUTH-009)")
-    expect_none(
-        problems,
-        *proof,
-        expected="a refreshed pair that acts for its own application's merchant only",
-    )
+    findings.verdict("a refreshed pair that acts for its own application's merchant only")
 
 
 def _sees(target: Target, app: Application, ref: str, token: str) -> tuple[str, list[Reply]]:
@@ -814,19 +803,13 @@ def refresh_refuses_what_is_not_a_refresh_token(target: Target) -> None:
     ``access``); on a path the target does not serve, everything is refused."""
     app = target.need_reader()
     pair = target.own_pair(app)  # a lax target may take a forgery for this pair's refresh token
-    problems: list[str] = []
-    proof: list[Reply] = []
+    found = Findings()
     for template in REFRESH_PATHS:
         for label, token in _refresh_candidates(pair).items():
             reply = target.refresh(token, template)
             if reply.ok and reply.get("access"):
-                problems.append(f"GET {template} with {label} answered a token pair")
-                proof.append(reply)
-    expect_none(
-        problems,
-        *proof[:6],
-        expected="no token pair for anything but a refresh token the target issued",
-    )
+                found.add(f"GET {template} with {label} answered a token pair", reply)
+    found.verdict("no token pair for anything but a refresh token the target issued", shown=6)
 
 
 @check(
@@ -841,11 +824,8 @@ def refresh_refuses_what_is_not_a_refresh_token(target: Target) -> None:
 def the_bearer_scheme_is_case_insensitive(target: Target) -> None:
     """A client that writes ``bearer`` follows HTTP; refusing it is an interoperability bug,
     not a document rule (a SHOULD)."""
-    problems, proof = _every_operation_accepts(target, ("bearer {}", "BEARER {}"))
-    expect_none(
-        problems,
-        *proof[:6],
-        expected="'bearer <token>' and 'BEARER <token>' accepted like 'Bearer <token>'",
+    _every_operation_accepts(target, ("bearer {}", "BEARER {}")).verdict(
+        "'bearer <token>' and 'BEARER <token>' accepted like 'Bearer <token>'", shown=6
     )
 
 
@@ -860,34 +840,27 @@ def the_bearer_scheme_is_case_insensitive(target: Target) -> None:
 )
 def a_bare_token_is_accepted(target: Target) -> None:
     """RC-33 follows the live service, so that paypack-js works against the stub."""
-    problems, proof = _every_operation_accepts(target, ("{}",))
-    expect_none(
-        problems,
-        *proof[:6],
-        expected="'Authorization: <access token>' accepted like 'Bearer <access token>' (RC-33)",
+    _every_operation_accepts(target, ("{}",)).verdict(
+        "'Authorization: <access token>' accepted like 'Bearer <access token>' (RC-33)", shown=6
     )
 
 
-def _every_operation_accepts(
-    target: Target, spellings: tuple[str, ...]
-) -> tuple[list[str], list[Reply]]:
+def _every_operation_accepts(target: Target, spellings: tuple[str, ...]) -> Findings:
     """Send each operation the configuration may perform once with each spelling of the
     Authorization value (``{}`` stands for the access token): the creations with a writer of
     their kind, find and the list with an application that may read (read-write or read; any,
-    by RC-12, in the reference profile). Returns what was refused, and the proof."""
+    by RC-12, in the reference profile). Returns what was refused, with the proof."""
     writers = [(kind, target.writer(kind)) for kind in ("CASHIN", "CASHOUT")]
     reader = target.app("read-write") or target.app("read")
     if reader is None and target.reference:
         reader = target.reader()
     if reader is None and not any(app for _, app in writers):
         not_applicable("no application configured")
-    problems: list[str] = []
-    proof: list[Reply] = []
+    found = Findings()
 
     def accepted(reply: Reply, what: str, label: str) -> None:
         if not reply.ok:
-            problems.append(f"{what} with {label} answered {reply.status}")
-            proof.append(reply)
+            found.add(f"{what} with {label} answered {reply.status}", reply)
 
     reads: list[tuple[str, Application]] = []
     if reader is not None:
@@ -915,7 +888,7 @@ def _every_operation_accepts(
                 path, headers={"Authorization": spelling.format(target.token(app))}
             )
             accepted(reply, f"GET {path}", label)
-    return problems, proof
+    return found
 
 
 #: RC-38 as the stub documents it (docs/stub.md, ``authorize_limits``, the defaults): at most
@@ -969,29 +942,23 @@ def authorize_attempts_are_limited(target: Target) -> None:
         verified,
     )
     client = target.client.sibling(throttled=False)
-    problems: list[str] = []
-    proof: list[Reply] = []
+    found = Findings()
     try:
         burst = "in a row"
-        _verified_pair_is_never_limited(client, app, RC38_VERIFIED_BURST, burst, problems, proof)
-        _long_secret_is_not_counted(
-            client, app.client_id, RC38_LONG_SECRET_BURST, burst, problems, proof
-        )
-        _wrong_secret_flood_is_limited(client, app.client_id, problems, proof)
+        _verified_pair_is_never_limited(client, app, RC38_VERIFIED_BURST, burst, found)
+        _long_secret_is_not_counted(client, app.client_id, RC38_LONG_SECRET_BURST, burst, found)
+        _wrong_secret_flood_is_limited(client, app.client_id, found)
         spent = "once wrong secrets had it limited"
-        _verified_pair_is_never_limited(client, app, RC38_WHILE_LIMITED, spent, problems, proof)
-        _long_secret_is_not_counted(
-            client, app.client_id, RC38_WHILE_LIMITED, spent, problems, proof
-        )
+        _verified_pair_is_never_limited(client, app, RC38_WHILE_LIMITED, spent, found)
+        _long_secret_is_not_counted(client, app.client_id, RC38_WHILE_LIMITED, spent, found)
     finally:
         client.close()
-    expect_none(
-        problems,
-        *proof[:6],
-        expected=f"correct credentials never limited; a client_secret of "
+    found.verdict(
+        f"correct credentials never limited; a client_secret of "
         f"{RC38_MAX_SECRET_CHARS + 1} characters answered 401, never counted nor limited; "
         f"wrong secrets in a row limited with 429 and Retry-After of at most "
         f"{RC38_MAX_RETRY_AFTER_S} s (RC-38)",
+        shown=6,
     )
 
 
@@ -1012,50 +979,40 @@ def _first_unexpected(
 
 
 def _verified_pair_is_never_limited(
-    client: RecordingClient,
-    app: Application,
-    count: int,
-    when: str,
-    problems: list[str],
-    proof: list[Reply],
+    client: RecordingClient, app: Application, count: int, when: str, found: Findings
 ) -> None:
     """Correct credentials, already verified, are never counted nor limited: each gets a pair
     (a stub that counted them would lock an application out with its own secret)."""
     body = _authorize_body(app.client_id, app.client_secret)
-    found = _first_unexpected(client, body, count, lambda r: bool(r.ok and r.get("access")))
-    if found is not None:
-        sent, reply = found
-        problems.append(
+    unexpected = _first_unexpected(client, body, count, lambda r: bool(r.ok and r.get("access")))
+    if unexpected is not None:
+        sent, reply = unexpected
+        found.add(
             f"the correct credentials, authorized {sent} times {when}, answered "
-            f"{reply.status} the last time: a verified pair is never limited"
+            f"{reply.status} the last time: a verified pair is never limited",
+            reply,
         )
-        proof.append(reply)
 
 
 def _long_secret_is_not_counted(
-    client: RecordingClient,
-    client_id: str,
-    count: int,
-    when: str,
-    problems: list[str],
-    proof: list[Reply],
+    client: RecordingClient, client_id: str, count: int, when: str, found: Findings
 ) -> None:
     """A secret over the hashed length is refused before the limit and the hash: it stays 401
     (never a 429, never a 503 of the queue of secret checks)."""
     body = _authorize_body(client_id, RC38_LONG_SECRET)
-    found = _first_unexpected(client, body, count, lambda r: r.status == 401)
-    if found is not None:
-        sent, reply = found
-        problems.append(
+    unexpected = _first_unexpected(client, body, count, lambda r: r.status == 401)
+    if unexpected is not None:
+        sent, reply = unexpected
+        found.add(
             f"a client_secret of {RC38_MAX_SECRET_CHARS + 1} characters, sent {sent} times "
             f"{when}, answered {reply.status} the last time, expected 401 every time: it "
-            "is refused unhashed and not counted"
+            "is refused unhashed and not counted",
+            reply,
         )
-        proof.append(reply)
 
 
 def _wrong_secret_flood_is_limited(
-    client: RecordingClient, client_id: str, problems: list[str], proof: list[Reply]
+    client: RecordingClient, client_id: str, found: Findings
 ) -> None:
     """Wrong secrets of exactly the hashed length, one after the other: 401 up to what is left
     of the allowance, then 429 with a short ``Retry-After``."""
@@ -1066,22 +1023,21 @@ def _wrong_secret_flood_is_limited(
         if reply.status == 429:
             problem = _retry_after_problem(reply)
             if problem:
-                problems.append(f"the 429 of the flood {problem}")
-                proof.append(reply)
+                found.add(f"the 429 of the flood {problem}", reply)
             return
         if reply.status not in (401, 503):
-            problems.append(
+            found.add(
                 f"a wrong client_secret, sent {sent} times in a row, answered {reply.status} "
                 "the last time, expected 401 (503 when the queue of secret checks is full), "
-                "then 429"
+                "then 429",
+                reply,
             )
-            proof.append(reply)
             return
-    problems.append(
+    found.add(
         f"{RC38_FLOOD} wrong secrets in a row for one client_id were never limited; RC-38 "
-        f"allows {RC38_PER_CLIENT_BURST} and then answers 429"
+        f"allows {RC38_PER_CLIENT_BURST} and then answers 429",
+        *([reply] if reply is not None else []),
     )
-    proof.extend([reply] if reply is not None else [])
 
 
 def _retry_after_problem(reply: Reply) -> str | None:

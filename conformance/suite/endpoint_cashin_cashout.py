@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from conformance.checks import check
+from conformance.checks import Findings, check
 from paysuite_core.driver.api import AUTHORIZE, EVENTS, find_path
-from paysuite_core.results.outcome import expect, expect_none, not_applicable
+from paysuite_core.results.outcome import expect, not_applicable
 from paysuite_core.results.rule import Section
 
 if TYPE_CHECKING:
@@ -181,8 +181,7 @@ def a_creation_answers_the_amount_sent_however_large(target: Target) -> None:
     kinds = [kind for kind in ("CASHIN", "CASHOUT") if target.writer(kind) is not None]
     if not kinds:
         not_applicable("no application may create transactions")
-    problems: list[str] = []
-    proof: list[Reply] = []
+    found = Findings()
     for kind in kinds:
         for amount, name in EDGE_AMOUNTS.items():
             reply = target.create(
@@ -190,9 +189,8 @@ def a_creation_answers_the_amount_sent_however_large(target: Target) -> None:
             )
             problem = _amount_problem(target, reply, amount)
             if problem:
-                problems.append(f"{kind.lower()} of amount {name} answered {problem}")
-                proof.append(reply)
-    expect_none(problems, *proof, expected="refused (4xx), or answered the amount sent")
+                found.add(f"{kind.lower()} of amount {name} answered {problem}", reply)
+    found.verdict("refused (4xx), or answered the amount sent")
 
 
 def _amount_problem(target: Target, reply: Reply, sent: int) -> str | None:

@@ -20,10 +20,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from conformance.checks import check
+from conformance.checks import Findings, check
 from paysuite_core.api_types import JsonObject
 from paysuite_core.driver.api import data_of, kind_path, reuse_problems
-from paysuite_core.results.outcome import expect, expect_none, not_applicable, precondition
+from paysuite_core.results.outcome import expect, not_applicable, precondition
 from paysuite_core.results.rule import Section
 
 if TYPE_CHECKING:
@@ -222,19 +222,19 @@ def _count_and_judge(target: Target, trails: dict[str, _Trail], expected: str) -
 def _judge(trails: Sequence[_Trail], expected: str) -> None:
     """Fail with every creation that was answered or executed against what the check demands:
     a rejected creation executes nothing, an accepted one once."""
-    problems: list[str] = []
-    proof: list[Reply] = []
+    found = Findings()
     for trail in trails:
         answered: dict[str, _Sent] = {}
         for sent in trail.sent:
             ref = sent.reply.get("ref") if sent.reply.ok else None
             if isinstance(ref, str) and ref in answered and not sent.refs:
                 # An earlier creation's answer replayed: accepted, yet nothing executed.
-                problems.append(
+                found.add(
                     f"{sent.what}: answered ref {ref}, as {answered[ref].what} was, and executed "
-                    "nothing"
+                    "nothing",
+                    answered[ref].reply,
+                    sent.reply,
                 )
-                proof += [answered[ref].reply, sent.reply]
             elif isinstance(ref, str):
                 answered[ref] = sent
     for sent in (sent for trail in trails for sent in trail.sent):
@@ -249,13 +249,8 @@ def _judge(trails: Sequence[_Trail], expected: str) -> None:
         elif not sent.reply.ok and executed:
             wrong.append(f"answered {status}, yet executed (refs {', '.join(sent.refs)})")
         if wrong:
-            problems.append(f"{sent.what}: {'; '.join(dict.fromkeys(wrong))}")
-            proof.append(sent.reply)
-    expect_none(
-        problems,
-        *proof[:4],
-        expected=expected,
-    )
+            found.add(f"{sent.what}: {'; '.join(dict.fromkeys(wrong))}", sent.reply)
+    found.verdict(expected, shown=4)
 
 
 def _refs(*replies: Reply) -> set[str]:
@@ -473,8 +468,7 @@ def _race(target: Target, channel: Literal["header", "query"], size: int) -> Non
         bursts.append((kind, trail, amount))
         answers.append((what, mine))
     _count(target, [trail for _, trail, _ in bursts], expected=len(bursts))
-    problems: list[str] = []
-    proof: list[Reply] = []
+    found = Findings()
     for (what, mine), (_, trail, _) in zip(answers, bursts, strict=True):
         replies = [reply for reply in mine if reply is not None]
         accepted = [r for r in replies if r.ok]
@@ -492,16 +486,14 @@ def _race(target: Target, channel: Literal["header", "query"], size: int) -> Non
             *odd[:2],
         )
         if len(accepted) > 1 or (len(accepted) == 0 and len(replies) == len(mine) and not odd):
-            problems.append(f"{what}: {len(accepted)} were accepted")
-            proof += accepted[:3]
+            found.add(f"{what}: {len(accepted)} were accepted", *accepted[:3])
         if len(created) != 1:
-            problems.append(f"{what}: {len(created)} transactions were created for {trail.number}")
-            proof += odd[:2]
-    expect_none(
-        problems,
-        *proof[:5],
-        expected="of each burst with one key, exactly one request accepted and one transaction "
-        "created",
+            found.add(
+                f"{what}: {len(created)} transactions were created for {trail.number}", *odd[:2]
+            )
+    found.verdict(
+        "of each burst with one key, exactly one request accepted and one transaction created",
+        shown=5,
     )
 
 
@@ -527,31 +519,28 @@ def without_a_key_each_request_creates_a_transaction(target: Target) -> None:
             what = f"{n} {kind.lower()} without a key"
             trail.sent.append(_Sent(what, kind, amount, "accept", reply))
     _count(target, list(trails.values()))
-    problems: list[str] = []
-    proof: list[Reply] = []
+    found = Findings()
     for trail in trails.values():
         for group in (trail.sent[i : i + 3] for i in range(0, len(trail.sent), 3)):
             k = group[0].kind.lower()
             refs = [sent.reply.get("ref") for sent in group]
             if not all(sent.reply.ok for sent in group):
                 statuses = ", ".join(str(sent.reply.status) for sent in group)
-                problems.append(f"three {k} requests without a key answered {statuses}")
+                found.problems.append(f"three {k} requests without a key answered {statuses}")
             elif len(set(map(str, refs))) != len(refs):
-                problems.append(
+                found.problems.append(
                     f"three {k} requests without a key were answered refs "
                     f"{', '.join(map(str, refs))}: one ref for two requests"
                 )
             elif len(recorded := {ref for sent in group for ref in sent.refs}) != len(group):
-                problems.append(
+                found.problems.append(
                     f"{len(recorded)} {k} transaction(s) recorded for three keyless requests"
                 )
             else:
                 continue
-            proof += [sent.reply for sent in group]
-    expect_none(
-        problems,
-        *proof[:6],
-        expected="three transactions under three refs for three identical requests without a key",
+            found.proof += [sent.reply for sent in group]
+    found.verdict(
+        "three transactions under three refs for three identical requests without a key", shown=6
     )
 
 
@@ -813,9 +802,7 @@ def another_merchants_key_reveals_nothing(target: Target) -> None:
     service's (it is rejected): both are open. Either way the answer is about the second
     merchant's own request: it never carries the first merchant's transaction (its ref), as a
     replayed response or a rejection that names the transaction holding the key would."""
-    leaks: list[str] = []
-    proof: list[Reply] = []
-    judged = 0
+    leaks, judged = Findings(), 0
     for kind in KINDS:
         creators: dict[str, Application] = {}
         for app in target.apps("read-write", kind.lower()):
@@ -840,19 +827,17 @@ def another_merchants_key_reveals_nothing(target: Target) -> None:
         if ref in other.text:
             places.append("body")
         if places:
-            leaks.append(
+            leaks.add(
                 f"merchant {theirs}'s {kind.lower()} reusing merchant {mine}'s key "
-                f"answered {other.status} with {mine}'s ref {ref} in its "
-                f"{', '.join(places)}"
+                f"answered {other.status} with {mine}'s ref {ref} in its {', '.join(places)}",
+                one,
+                other,
             )
-            proof += [one, other]
     if not judged:
         not_applicable("no two merchants' applications may create the same kind")
-    expect_none(
-        leaks,
-        *proof[:4],
-        expected="an answer about the second merchant's own request, without the first "
-        "merchant's ref",
+    leaks.verdict(
+        "an answer about the second merchant's own request, without the first merchant's ref",
+        shown=4,
     )
 
 

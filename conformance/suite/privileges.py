@@ -11,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from conformance.checks import check
+from conformance.checks import Findings, check
 from conformance.suite.authentication import refreshed_pairs
 from paysuite_core.driver.api import data_of
-from paysuite_core.results.outcome import expect, expect_none, not_applicable
+from paysuite_core.results.outcome import expect, not_applicable
 from paysuite_core.results.rule import Section
 
 if TYPE_CHECKING:
-    from paysuite_core.driver.http import Reply
     from paysuite_core.driver.target import Target
     from paysuite_core.target_config import Application
 
@@ -27,8 +26,7 @@ def _denied(
     target: Target,
     app: Application,
     kind: str,
-    problems: list[str],
-    proof: list[Reply],
+    found: Findings,
     token: tuple[str, str | None] = ("", None),
 ) -> None:
     """Try ``kind`` with ``app``; record the problem if it was allowed or executed.
@@ -42,12 +40,9 @@ def _denied(
     reply = target.create(kind, app, number=number, key=target.fresh_key(), token=access)
     what = f"a {app.privilege} application's {kind.lower()}{how}"
     if not reply.rejected:
-        problems.append(f"{what} answered {reply.status}")
-        proof.append(reply)
+        found.add(f"{what} answered {reply.status}", reply)
     if target.created_events_for_number(witness, number, seen):
-        problems.append(f"{what} created a transaction")
-        if reply not in proof:
-            proof.append(reply)
+        found.add(f"{what} created a transaction", *([] if reply in found.proof else [reply]))
 
 
 def _tokens_of(target: Target, app: Application) -> Iterator[tuple[str, str | None]]:
@@ -59,18 +54,20 @@ def _tokens_of(target: Target, app: Application) -> Iterator[tuple[str, str | No
         yield f" with the token refreshed on GET {template}", reply.get("access")
 
 
-def _denied_with_every_token(target: Target, app: Application, kinds: tuple[str, ...]) -> None:
-    """``app`` may create none of ``kinds``, with any token it holds (authorized or refreshed)."""
-    problems: list[str] = []
-    proof: list[Reply] = []
+def _denied_with_every_token(target: Target, privilege: str, kinds: tuple[str, ...]) -> None:
+    """The ``privilege`` application may create none of ``kinds``, with any token it holds
+    (authorized or refreshed); not applicable when none is configured."""
+    app = target.app(privilege)
+    if app is None:
+        shown = "read-only" if privilege == "read" else privilege
+        not_applicable(f"no {shown} application configured")
+    found = Findings()
     for token in _tokens_of(target, app):
         for kind in kinds:
-            _denied(target, app, kind, problems, proof, token)
-    expect_none(
-        problems,
-        *proof,
-        expected=f"{' and '.join(k.lower() for k in kinds)} refused (4xx) and nothing created, "
-        "with the authorized and every refreshed token",
+            _denied(target, app, kind, found, token)
+    found.verdict(
+        f"{' and '.join(k.lower() for k in kinds)} refused (4xx) and nothing created, "
+        "with the authorized and every refreshed token"
     )
 
 
@@ -82,10 +79,7 @@ def _denied_with_every_token(target: Target, app: Application, kinds: tuple[str,
     "An application has a privilege set: read only, read and write, cashin, or cashout.",
 )
 def a_read_only_application_cannot_create(target: Target) -> None:
-    app = target.app("read")
-    if app is None:
-        not_applicable("no read-only application configured")
-    _denied_with_every_token(target, app, ("CASHIN", "CASHOUT"))
+    _denied_with_every_token(target, "read", ("CASHIN", "CASHOUT"))
 
 
 @check(
@@ -100,8 +94,7 @@ def each_privilege_allows_what_it_names(target: Target) -> None:
     """Each privilege allows what it names. A writer's token renewed by refresh still creates
     its kind (a refresh returns the same application's pair: a privilege lost on refresh is
     the session broken after 15 minutes)."""
-    problems, proof = [], []
-    ref = None
+    found, ref = Findings(), None
     writer, kind = target.writer("CASHIN"), "CASHIN"
     if writer is None:
         writer, kind = target.writer("CASHOUT"), "CASHOUT"
@@ -112,8 +105,7 @@ def each_privilege_allows_what_it_names(target: Target) -> None:
             if allowed:
                 reply = target.create(kind, app, key=target.fresh_key())
                 if not reply.ok:
-                    problems.append(f"{app.privilege} {kind.lower()} answered {reply.status}")
-                    proof.append(reply)
+                    found.add(f"{app.privilege} {kind.lower()} answered {reply.status}", reply)
         if app.can_cashin() or app.can_cashout():
             kind = "CASHIN" if app.can_cashin() else "CASHOUT"
             for how, access in _tokens_of(target, app):
@@ -122,25 +114,18 @@ def each_privilege_allows_what_it_names(target: Target) -> None:
                 reply = target.create(kind, app, key=target.fresh_key(), token=access)
                 if not reply.ok:
                     what = f"a {app.privilege} application's {kind.lower()}{how}"
-                    problems.append(f"{what} answered {reply.status}")
-                    proof.append(reply)
+                    found.add(f"{what} answered {reply.status}", reply)
         if app.privilege in ("cashin", "cashout") and not target.reference:
             continue  # whether a cashin/cashout application may read is RC-12, not the document
         listing = target.list_events(app)
         if not listing.ok:
-            problems.append(f"{app.privilege} events list answered {listing.status}")
-            proof.append(listing)
+            found.add(f"{app.privilege} events list answered {listing.status}", listing)
         same_merchant = writer is not None and writer.merchant == app.merchant
         if ref is not None and same_merchant:
-            found = target.find(ref, app)
-            if not found.ok:
-                problems.append(f"{app.privilege} find answered {found.status}")
-                proof.append(found)
-    expect_none(
-        problems,
-        *proof,
-        expected="every privilege allowed what it names, with authorized and refreshed tokens",
-    )
+            lookup = target.find(ref, app)
+            if not lookup.ok:
+                found.add(f"{app.privilege} find answered {lookup.status}", lookup)
+    found.verdict("every privilege allowed what it names, with authorized and refreshed tokens")
 
 
 @check(
@@ -151,10 +136,7 @@ def each_privilege_allows_what_it_names(target: Target) -> None:
     "An application has a privilege set: read only, read and write, cashin, or cashout.",
 )
 def a_cashin_application_cannot_cash_out(target: Target) -> None:
-    app = target.app("cashin")
-    if app is None:
-        not_applicable("no cashin application configured")
-    _denied_with_every_token(target, app, ("CASHOUT",))
+    _denied_with_every_token(target, "cashin", ("CASHOUT",))
 
 
 @check(
@@ -165,10 +147,7 @@ def a_cashin_application_cannot_cash_out(target: Target) -> None:
     "An application has a privilege set: read only, read and write, cashin, or cashout.",
 )
 def a_cashout_application_cannot_cash_in(target: Target) -> None:
-    app = target.app("cashout")
-    if app is None:
-        not_applicable("no cashout application configured")
-    _denied_with_every_token(target, app, ("CASHIN",))
+    _denied_with_every_token(target, "cashout", ("CASHIN",))
 
 
 def _two_merchants(target: Target) -> tuple[Application, Application]:
@@ -223,7 +202,7 @@ def another_merchant_does_not_see_the_events(target: Target) -> None:
     _, created = target.created("CASHIN", owner, number=number)
     ref = created["ref"]
     owner_code = _merchant_code(target, owner, ref)
-    problems, proof = [], []
+    found = Findings()
     filters: list[dict[str, str]] = [
         {"ref": ref},
         {"client": number},
@@ -233,7 +212,7 @@ def another_merchant_does_not_see_the_events(target: Target) -> None:
     ]
     for params in filters:
         reply = target.list_events(other, **params)
-        proof.append(reply)
+        found.proof.append(reply)
         records = reply.get("transactions") if reply.ok else None
         data = (
             [data_of(e) for e in records if isinstance(e, dict)]
@@ -241,17 +220,15 @@ def another_merchant_does_not_see_the_events(target: Target) -> None:
             else []
         )
         if any(d.get("ref") == ref for d in data):
-            problems.append(f"merchant {other.merchant} sees the event with filters {params}")
+            found.problems.append(f"merchant {other.merchant} sees the event with filters {params}")
         elif owner_code is not None and any(d.get("merchant") == owner_code for d in data):
-            problems.append(
+            found.problems.append(
                 f"merchant {other.merchant} sees events of merchant {owner_code} with filters "
                 f"{params}"
             )
-    expect_none(
-        problems,
-        *proof,
-        expected=f"no event of merchant {owner.merchant} in merchant {other.merchant}'s list, "
-        "unfiltered or under any filter",
+    found.verdict(
+        f"no event of merchant {owner.merchant} in merchant {other.merchant}'s list, "
+        "unfiltered or under any filter"
     )
 
 
