@@ -23,6 +23,7 @@ import inspect
 import threading
 import time
 from collections.abc import Generator, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from paysuite_core.results.verdict import Verdict
 
 MARKER = "conformance_check"
+NO_APPLICATIONS = "no applications configured: pass --config with the target's applications"
 
 
 @dataclass(eq=False)  # a plugin object: pluggy keeps it in sets
@@ -93,6 +95,8 @@ class RunState:
     """Everything the plugin keeps for one session (on ``config.stash``, never module-global)."""
 
     options: Options
+    #: The session's config: the threads that run checks ahead print through it.
+    config: pytest.Config | None = None
     active: bool = False
     prepared: Prepared | None = None
     handed: PreparedRun | None = None
@@ -109,7 +113,6 @@ class RunState:
     setup_error: str | None = None
     cache: dict[str, Any] = field(default_factory=dict)
     done: int = 0
-    nodeids: dict[str, str] = field(default_factory=dict)
     #: Problems of the run rather than of one check (the target stopped answering, ...).
     run_errors: list[str] = field(default_factory=list)
     #: Set once the target has stopped answering: the remaining checks are not attempted.
@@ -133,9 +136,6 @@ class RunState:
 
 
 STATE = pytest.StashKey[RunState]()
-#: Configs of the sessions running in this process (a stack: the self-tests nest sessions);
-#: needed by the few hooks that receive no config object.
-_CURRENT_CONFIG: list[pytest.Config] = []
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -151,8 +151,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}(id): the catalog entry a check implements")
     handed = _prepared_run(config)
     if handed is not None:
-        config.stash[STATE] = RunState(handed.options, prepared=handed.prepared, handed=handed)
-        _CURRENT_CONFIG.append(config)
+        config.stash[STATE] = RunState(
+            handed.options, config, prepared=handed.prepared, handed=handed
+        )
         return
     from conformance.options import Options, SetupError
 
@@ -162,8 +163,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if _wants_conformance(config):
             pytest.exit(str(exc), returncode=2)
         options = Options()
-    config.stash[STATE] = RunState(options=options)
-    _CURRENT_CONFIG.append(config)
+    config.stash[STATE] = RunState(options, config)
 
 
 def _prepared_run(config: pytest.Config) -> PreparedRun | None:
@@ -174,16 +174,18 @@ def _prepared_run(config: pytest.Config) -> PreparedRun | None:
     return None
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if config in _CURRENT_CONFIG:
-        _CURRENT_CONFIG.remove(config)
-
-
 def _wants_conformance(config: pytest.Config) -> bool:
     return any(
         config.getoption(name, None)
         for name in ("conformance_target", "conformance_config", "conformance_only")
     )
+
+
+def _out_of_profile(check_id: str, options: Options) -> bool:
+    """A reference check in a run of the seed profile: skipped, and out of the coverage."""
+    from conformance import catalog
+
+    return catalog.get(check_id).profile == "reference" and options.profile != "reference"
 
 
 def _check_id(item: pytest.Item) -> str | None:
@@ -262,8 +264,7 @@ def bare_target(request: pytest.FixtureRequest) -> Iterator[Target]:
     state = request.config.stash[STATE]
     if state.target is None:
         pytest.skip("no target (the run was not set up)")
-    marker = request.node.get_closest_marker(MARKER)
-    check_id = str(marker.args[0]) if marker else request.node.name
+    check_id = _check_id(request.node) or request.node.name
     ran = state.ran.get(check_id)
     if ran is None and state.interrupted:
         raise KeyboardInterrupt  # Ctrl-C came before this check ran ahead: pytest stops here
@@ -318,9 +319,7 @@ def target(bare_target: Target) -> Target:
     """The implementation under test, when applications are configured (else the check skips):
     nearly every check needs an application to authorize with."""
     if bare_target.config is None:
-        raise _not_applicable_skip(
-            "no applications configured: pass --config with the target's applications"
-        )
+        raise _not_applicable_skip(NO_APPLICATIONS)
     return bare_target
 
 
@@ -345,7 +344,6 @@ def pytest_collection_modifyitems(
 
     state.active = True
     options = state.options
-    order = {check.id: index for index, check in enumerate(catalog.CATALOG)}
     keep, drop = [], []
     for item in items:
         check_id = _check_id(item)
@@ -355,22 +353,18 @@ def pytest_collection_modifyitems(
             drop.append(item)
         else:
             keep.append(item)
-            check = catalog.get(check_id)
-            if check.profile == "reference" and options.profile != "reference":
-                item.add_marker(
-                    pytest.mark.skip(reason="reference choice: checked in the reference profile")
-                )
+            if _out_of_profile(check_id, options):
+                item.add_marker(pytest.mark.skip(reason=REFERENCE_SKIP))
     if drop:
         config.hook.pytest_deselected(items=drop)
     # Checks set up early run last (their set-ups run below, when the run starts), so that
     # time passes for them while every other check runs, not in a wait of their own.
     from conformance.checks import late_order
 
-    order = {cid: index for index, cid in enumerate(late_order(list(order)))}
+    order = {cid: i for i, cid in enumerate(late_order([c.id for c in catalog.CATALOG]))}
     keep.sort(key=lambda item: order.get(_check_id(item) or "", len(order) + 1))
     items[:] = keep
     state.selected = [cid for cid in (_check_id(item) for item in keep) if cid]
-    state.nodeids = {item.nodeid: cid for item in keep if (cid := _check_id(item))}
     state.started_at = datetime.now(UTC).isoformat(timespec="seconds")
     state.t0 = time.monotonic()
     if not state.selected or config.option.collectonly:
@@ -404,15 +398,8 @@ def pytest_collection_modifyitems(
         # the run's secrets: its curls name each application's credentials
         masker=Masker.for_config(state.prepared.config, options.config),
     )
-    _set_up_early(
-        state.target,
-        [
-            cid
-            for cid in state.selected
-            if options.profile == "reference" or catalog.get(cid).profile != "reference"
-        ],
-        options.max_duration_s,
-    )
+    in_profile = [cid for cid in state.selected if not _out_of_profile(cid, options)]
+    _set_up_early(state.target, in_profile, options.max_duration_s)
     _write(
         config,
         f"paysuite conform: {len(state.selected)} checks, profile {options.profile}, "
@@ -645,9 +632,7 @@ def _ahead_one(state: RunState, check_id: str, item: pytest.Function) -> None:
     started = time.monotonic()
     try:
         if "target" in item.fixturenames and target.config is None:
-            raise _not_applicable_skip(
-                "no applications configured: pass --config with the target's applications"
-            )
+            raise _not_applicable_skip(NO_APPLICATIONS)
         ran.evidence = _open_check(state, check_id)
     except BaseException as exc:  # pytest reports it at the check's set-up
         ran.setup_error = exc
@@ -672,12 +657,8 @@ def _progress_ahead(state: RunState, check_id: str, ran: Ran) -> None:
     """With ``-v``, a line as each check run ahead ends (its verdict line comes in the run's
     order once all have ended): a long concurrent run shows it is moving. Under the state's
     lock, so the worker threads print one at a time."""
-    config = _CURRENT_CONFIG[-1] if _CURRENT_CONFIG else None
-    if (
-        config is None
-        or not state.options.verbose
-        or config.pluginmanager.get_plugin("terminalreporter") is not None
-    ):
+    config = state.config
+    if config is None or not _shows_progress(config, state):
         return
     _write(config, f"  ran {len(state.ran)}/{state.ahead}: {check_id} ({ran.duration_s:.1f} s)")
 
@@ -717,7 +698,15 @@ def pytest_runtest_makereport(
     state = item.config.stash.get(STATE, None)
     if check_id is not None and state is not None and state.active:
         _record(state, check_id, call, report)
+        if report.when == "teardown" and _shows_progress(item.config, state):
+            _progress(item.config, state, check_id)  # once the check has run, its line
     return report
+
+
+def _shows_progress(config: pytest.Config, state: RunState) -> bool:
+    """Whether the progress lines are ours to print: ``paysuite conform -v``; under plain
+    pytest its own reporter shows progress."""
+    return state.options.verbose and config.pluginmanager.get_plugin("terminalreporter") is None
 
 
 def _record(
@@ -729,7 +718,7 @@ def _record(
     check = catalog.get(check_id)
     previous = state.results.get(check_id)
     result: CheckResult | None = None
-    if report.when == "setup" and report.skipped:
+    if report.skipped and report.when in ("setup", "call"):
         result = CheckResult(check, "skipped", _skip_reason(report))
         result.not_applicable = _is_not_applicable(call)
     elif report.when in ("setup", "teardown") and report.failed:
@@ -738,9 +727,6 @@ def _record(
     elif report.when == "call":
         if report.passed:
             result = CheckResult(check, "passed")
-        elif report.skipped:
-            result = CheckResult(check, "skipped", _skip_reason(report))
-            result.not_applicable = _is_not_applicable(call)
         elif call.excinfo is not None and isinstance(call.excinfo.value, CheckFailed):
             # Only the suite's own failure fails a check: a stray ``assert`` (or any other
             # exception) in a check is a defect of the suite, reported as an error.
@@ -875,25 +861,6 @@ def _proof(state: RunState, check_id: str, exc: BaseException | None) -> list[di
     return items
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
-    """Once a check has run (setup, call, teardown), print its progress line."""
-    config = _CURRENT_CONFIG[-1] if _CURRENT_CONFIG else None
-    if config is None:
-        return
-    state = config.stash.get(STATE, None)
-    if state is None or not state.active:
-        return
-    check_id = state.nodeids.get(nodeid)
-    # Under plain pytest its own reporter shows progress; ours is for ``paysuite conform -v``.
-    if (
-        check_id is not None
-        and config.pluginmanager.get_plugin("terminalreporter") is None
-        and state.options.verbose
-    ):
-        _progress(config, state, check_id)
-
-
 def _progress(config: pytest.Config, state: RunState, check_id: str) -> None:
     result = state.results.get(check_id)
     if result is None:
@@ -922,10 +889,7 @@ def _write(config: pytest.Config, text: str) -> None:
         reporter.write_line(text)
         return
     capture = config.pluginmanager.get_plugin("capturemanager")
-    if capture is not None:
-        with capture.global_and_fixture_disabled():
-            print(text, flush=True)
-    else:
+    with capture.global_and_fixture_disabled() if capture is not None else nullcontext():
         print(text, flush=True)
 
 
@@ -941,7 +905,6 @@ def decide(state: RunState) -> Verdict:
     (the target stopped answering): what was not judged says nothing either way; fail (exit 1)
     when fewer of the profile's checks ran than --min-coverage asks (they were skipped); pass.
     """
-    from conformance import catalog
     from conformance.report import early_expiry
     from paysuite_core.results.verdict import Coverage, Verdict, shown_tls
 
@@ -955,8 +918,7 @@ def decide(state: RunState) -> Verdict:
     never_ran = [
         cid
         for cid in state.selected
-        if cid not in state.results
-        and not (catalog.get(cid).profile == "reference" and state.options.profile != "reference")
+        if cid not in state.results and not _out_of_profile(cid, state.options)
     ]
     ran = [r for r in in_profile if r.outcome in ("passed", "failed")]
     coverage = Coverage(
