@@ -78,18 +78,6 @@ def _head(target: Target, app_token: str, length: int) -> list[tuple[str, str]]:
     ]
 
 
-def stalled_creation(target: Target) -> tuple[str, list[tuple[str, str]], bytes, bytes] | None:
-    """(URL, head, whole body, what is sent of it) for a cashin that will stall; None when no
-    application may cashin. What is sent stops before the customer number: a target that took
-    the body as ended could not create a transaction from it."""
-    app = target.writer("CASHIN")
-    if app is None:
-        return None
-    body = json.dumps({"amount": target.amount(), "number": target.number()}).encode()
-    sent = body[: body.index(b'"number"')]
-    return target.base_url + CASHIN, _head(target, target.token(app), len(body)), body, sent
-
-
 class Stall:
     """One stalled request, sent at once, its answer watched by a thread until ``bound_s`` after
     its last byte (``wait`` then returns what was seen)."""
@@ -224,15 +212,17 @@ class Stall:
 
 
 def start_stall(target: Target) -> Stall | None:
-    """Send ERR-007's stalled creation now (None: no application may cashin)."""
-    creation = stalled_creation(target)
-    if creation is None:
+    """Send ERR-007's stalled creation now, a cashin (None: no application may cashin). What is
+    sent stops before the customer number: a target that took the body as ended could not
+    create a transaction from it."""
+    app = target.writer("CASHIN")
+    if app is None:
         return None
-    url, head, _body, sent = creation
+    body = json.dumps({"amount": target.amount(), "number": target.number()}).encode()
     return Stall(
-        url,
-        head,
-        sent,
+        target.base_url + CASHIN,
+        _head(target, target.token(app), len(body)),
+        body[: body.index(b'"number"')],
         tls=target.tls,
         bound_s=BODY_TIMEOUT_S + GRACE_S,
         max_body_bytes=target.limits.max_body_bytes,

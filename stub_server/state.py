@@ -119,3 +119,11 @@ class StubApp:
             if record is not None:
                 self._apps[client_id] = record
         return record
+
+
+class Handlers:
+    """A group of the stub's endpoints (``handlers/``): each method answers one route, over the
+    one running stub."""
+
+    def __init__(self, stub: StubApp) -> None:
+        self.stub = stub

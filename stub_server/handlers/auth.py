@@ -28,7 +28,7 @@ from stub_server.errors import ApiError, json_response, validation_error
 from stub_server.rules.fields import is_text
 from stub_server.rules.request_body import read_json
 from stub_server.rules.single_values import single
-from stub_server.state import StubApp
+from stub_server.state import Handlers, StubApp
 from stub_server.store import AppRecord
 from stub_server.token_issuer import SHORT_LIVED_ACCESS_TTL_S, Claims
 
@@ -98,11 +98,8 @@ def spend_refresh_token(stub: StubApp, claims: Claims) -> None:
         raise ApiError(401, "invalid_token", "the refresh token was already used")
 
 
-class AuthHandlers:
+class AuthHandlers(Handlers):
     """``POST /auth/agents/authorize`` and ``GET /auth/{agents/,}refresh/{token}``."""
-
-    def __init__(self, stub: StubApp) -> None:
-        self.stub = stub
 
     async def authorize(self, request: web.Request) -> web.Response:
         return json_response(self.token_pair_body(await self._authenticated(request)))

@@ -13,7 +13,7 @@ from aiohttp import web
 from stub_server.errors import json_response
 from stub_server.filters import EVENT_FILTERS, parse_list_query
 from stub_server.handlers.auth import authenticate
-from stub_server.state import StubApp
+from stub_server.state import Handlers
 from stub_server.store import EventQuery
 
 MAX_OFFSET = 2**62
@@ -22,11 +22,8 @@ MAX_OFFSET = 2**62
 ENVELOPE_ALWAYS = frozenset({"limit", "offset", "total", "transactions"})
 
 
-class EventHandlers:
+class EventHandlers(Handlers):
     """``GET /events/transactions``."""
-
-    def __init__(self, stub: StubApp) -> None:
-        self.stub = stub
 
     async def list_events(self, request: web.Request) -> web.Response:
         stub = self.stub

@@ -11,14 +11,11 @@ from __future__ import annotations
 from aiohttp import web
 
 from stub_server.errors import ApiError, json_response
-from stub_server.state import StubApp
+from stub_server.state import Handlers
 
 
-class SandboxHandlers:
+class SandboxHandlers(Handlers):
     """``POST /_sandbox/transactions/{ref}/{confirm|cancel}`` and ``GET /healthz``."""
-
-    def __init__(self, stub: StubApp) -> None:
-        self.stub = stub
 
     async def settle(self, request: web.Request) -> web.Response:
         stub = self.stub

@@ -18,13 +18,10 @@ from stub_server import merchant_queries
 from stub_server.errors import json_response
 from stub_server.filters import TRANSACTION_FILTERS, parse_list_query
 from stub_server.handlers.auth import authenticate
-from stub_server.state import StubApp
+from stub_server.state import Handlers
 
 
-class SdkHandlers:
-    def __init__(self, stub: StubApp) -> None:
-        self.stub = stub
-
+class SdkHandlers(Handlers):
     async def merchant_me(self, request: web.Request) -> web.Response:
         """The caller's merchant profile (RC-36): the fields of the SDKs' merchant type."""
         stub = self.stub

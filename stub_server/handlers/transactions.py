@@ -17,16 +17,13 @@ from stub_server.rules.fields import validate_amount, validate_number, webhook_m
 from stub_server.rules.lifecycle import due_for
 from stub_server.rules.privileges import require_privilege
 from stub_server.rules.request_body import read_json
-from stub_server.state import StubApp
+from stub_server.state import Handlers
 from stub_server.store import NewTransaction
 
 
-class TransactionHandlers:
+class TransactionHandlers(Handlers):
     """``POST /transactions/cashin``, ``POST /transactions/cashout``,
     ``GET /transactions/find/{ref}``."""
-
-    def __init__(self, stub: StubApp) -> None:
-        self.stub = stub
 
     async def cashin(self, request: web.Request) -> web.Response:
         return await self.create(request, "CASHIN")

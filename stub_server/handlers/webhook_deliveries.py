@@ -14,7 +14,7 @@ from aiohttp import web
 from stub_server import timefmt
 from stub_server.errors import ApiError, json_response, validation_error
 from stub_server.rules.single_values import refuse_repeated
-from stub_server.state import StubApp
+from stub_server.state import Handlers
 from stub_server.store import DELIVERY_STATUSES, Delivery
 
 #: Deliveries per page unless ``limit`` says otherwise, and the most one page holds.
@@ -46,11 +46,8 @@ def _count(text: str | None, name: str, default: int, high: int) -> int:
     return int(text)
 
 
-class WebhookDeliveryHandlers:
+class WebhookDeliveryHandlers(Handlers):
     """``GET /_sandbox/webhooks/deliveries?ref=&event_id=&status=&limit=&offset=``."""
-
-    def __init__(self, stub: StubApp) -> None:
-        self.stub = stub
 
     async def list_deliveries(self, request: web.Request) -> web.Response:
         query = request.query

@@ -3,18 +3,10 @@ and tests can name a record without pulling in a connection."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 #: A JSON number as stored: SQLite keeps integers and reals apart, and so does the stub.
 Amount = int | float
-
-TX_COLUMNS = (
-    "id, ref, merchant, app_id, kind, amount, client, fee, status, created_us, processed_us"
-)
-EVENT_COLUMNS = (
-    "event_id, event_kind, created_us, merchant, ref, kind, client, amount, fee, status, "
-    "tx_created_us, processed_us"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +50,15 @@ class EventRecord:
     status: str
     tx_created_us: int
     processed_us: int | None
+
+
+def columns(record: type) -> str:
+    """The SELECT list of a row dataclass: its fields, in order, are the columns it reads."""
+    return ", ".join(field.name for field in fields(record))
+
+
+TX_COLUMNS = columns(TxRecord)
+EVENT_COLUMNS = columns(EventRecord)
 
 
 @dataclass(frozen=True, slots=True)

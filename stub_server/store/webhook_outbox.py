@@ -16,18 +16,13 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from stub_server.store.group_commit import GroupCommitDatabase
-from stub_server.store.records import EVENT_COLUMNS, EventRecord
+from stub_server.store.records import EVENT_COLUMNS, EventRecord, columns
 from stub_server.store.webhook_secrets import EndpointSecrets, SecretsFile
 from stub_server.store.where import where_clause
 
 #: The mode of a transaction created without ``X-Webhook-Mode`` (RC-40).
 DEFAULT_MODE = "development"
 DELIVERY_STATUSES = ("pending", "delivered", "abandoned")
-
-DELIVERY_COLUMNS = (
-    "id, event_seq, event_id, ref, event_kind, mode, url, attempts, status, last_error,"
-    " next_attempt_us, delivered_us"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +58,9 @@ class Delivery:
     last_error: str | None
     next_attempt_us: int | None
     delivered_us: int | None
+
+
+DELIVERY_COLUMNS = columns(Delivery)
 
 
 def no_endpoint_error(mode: str) -> str:
