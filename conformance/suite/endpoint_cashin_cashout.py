@@ -9,6 +9,7 @@ import math
 from typing import TYPE_CHECKING
 
 from conformance.checks import Findings, check
+from conformance.suite.states_and_transitions import creatable_kinds
 from paysuite_core.driver.api import AUTHORIZE, EVENTS, find_path
 from paysuite_core.results.outcome import expect, not_applicable
 from paysuite_core.results.rule import Section
@@ -178,9 +179,7 @@ def a_creation_answers_the_amount_sent_however_large(target: Target) -> None:
     numbers as doubles may answer 2**63 for both), or refused. The reference profile also
     demands a 4xx, never a 5xx, for all of them: RC-4 answers client input with a 4xx, and a 5xx
     is where an unchecked overflow shows."""
-    kinds = [kind for kind in ("CASHIN", "CASHOUT") if target.writer(kind) is not None]
-    if not kinds:
-        not_applicable("no application may create transactions")
+    kinds = creatable_kinds(target)
     found = Findings()
     for kind in kinds:
         for amount, name in EDGE_AMOUNTS.items():

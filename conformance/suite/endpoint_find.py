@@ -9,9 +9,10 @@ import uuid
 from typing import TYPE_CHECKING
 
 from conformance.checks import check
+from conformance.suite.states_and_transitions import creatable_kinds
 from paysuite_core.api_types import Lookup, field_types
 from paysuite_core.driver.api import created_values_differ
-from paysuite_core.results.outcome import expect, expect_none, not_applicable
+from paysuite_core.results.outcome import expect, expect_none
 from paysuite_core.results.rule import Section
 
 if TYPE_CHECKING:
@@ -44,9 +45,7 @@ def lookup_problems(body: object) -> list[str]:
 def find_answers_the_lookup_fields(target: Target) -> None:
     """A cashin and a cashout each: the document gives both the same lookup response, and a
     service may keep them apart (two tables, a signed amount for withdrawals)."""
-    kinds = [kind for kind in ("CASHIN", "CASHOUT") if target.writer(kind) is not None]
-    if not kinds:
-        not_applicable("no application may create transactions")
+    kinds = creatable_kinds(target)
     for kind in kinds:
         app = target.need_writer(kind)
         number = target.number()
@@ -122,9 +121,7 @@ def the_fee_is_the_amount_times_the_rate(target: Target) -> None:
     another formula differs from RC-15's by more than a rounding at the last cent."""
     rate = target.need_config().fee_rate
     rate = REFERENCE_FEE_RATE if rate is None else rate
-    kinds = [kind for kind in ("CASHIN", "CASHOUT") if target.writer(kind) is not None]
-    if not kinds:
-        not_applicable("no application may create transactions")
+    kinds = creatable_kinds(target)
     bounds = target.need_config().amount
     amount = min(max(int(bounds.min) + 1, 101), int(bounds.max))
     for kind in kinds:
