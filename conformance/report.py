@@ -13,7 +13,6 @@ from typing import Any
 from paysuite_core.report_engine.reports import (
     MARK,
     WORDS,
-    Result,
     clip,
     replay,
     reproduce,
@@ -23,14 +22,14 @@ from paysuite_core.report_engine.reports import (
     write_all,
 )
 from paysuite_core.results.evidence import issued, wire_of
-from paysuite_core.results.verdict import Coverage, Verdict
+from paysuite_core.results.verdict import CheckResult, Coverage, Verdict
 
 #: ``early_expiry`` speaks when at least this many checks failed or errored on such refusals,
 #: and they are most of the failed and errored checks.
 EARLY_EXPIRY_MIN_CHECKS = 3
 
 
-def early_expiry(results: Sequence[Result]) -> tuple[str, ...]:
+def early_expiry(results: Sequence[CheckResult]) -> tuple[str, ...]:
     """One line when most failed or errored checks met a 401 on a token younger than the
     ``expires`` it was issued with: the target expires tokens early, and each check's own
     message ("answered 401") would leave the reader to find that out 45 times."""
@@ -68,7 +67,7 @@ ERRORS_SHOWN = 5
 
 
 def problems(
-    results: Sequence[Result],
+    results: Sequence[CheckResult],
     *,
     target: str = "",
     reveal_secrets: bool = False,

@@ -3,29 +3,28 @@ every exchange's verdict) and report.html, rendered by conform's writers
 (``paysuite_core.report_engine.reports``): conform's page over the target's rules (``proxy.html``
 extends it) with the client's faults and every exchange of the session in sections of their own.
 
-Each rule of ``proxy.rules.RULES`` and ``proxy.traffic.TRAFFIC_RULES`` becomes one result shaped
-like the plugin's ``CheckResult``: failed with its first violation's message and Expected/Actual
-and the exchanges of every violation as evidence (at most ``MAX_EVIDENCE``), passed when it
-judged something and found nothing, skipped (with the reason) when nothing in the session gave it
-anything to judge. Whose violations gate is ``--judge``'s choice: the target's rules by default,
-the client's (``proxy.rules.CLIENT_RULES``) reported apart and gating only with ``--judge client``
-or ``both`` (exit 3). The proxy has no SHOULD leniency: a rule it judges is one the target
-declared or the document states. Evidence is the conformance suite's safe form (tokens
-shortened, secrets masked, curl with ``$PAYSUITE_TOKEN``).
+Each rule of ``proxy.rules.RULES`` and ``proxy.traffic.TRAFFIC_RULES`` becomes one
+``CheckResult`` (``paysuite_core.results``, what every judge hands the reports): failed with its
+first violation's message and Expected/Actual and the exchanges of every violation as evidence
+(at most ``MAX_EVIDENCE``), passed when it judged something and found nothing, skipped (with the
+reason) when nothing in the session gave it anything to judge. Whose violations gate is
+``--judge``'s choice: the target's rules by default, the client's (``proxy.rules.CLIENT_RULES``)
+reported apart and gating only with ``--judge client`` or ``both`` (exit 3). The proxy has no
+SHOULD leniency: a rule it judges is one the target declared or the document states. Evidence is
+the conformance suite's safe form (tokens shortened, secrets masked, curl with
+``$PAYSUITE_TOKEN``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from paysuite_core.report_engine import reports
 from paysuite_core.results.evidence import evidence_of as conform_evidence_of
 from paysuite_core.results.masking import shown_url
-from paysuite_core.results.rule import Check
-from paysuite_core.results.verdict import Coverage, Verdict
+from paysuite_core.results.verdict import CheckResult, Coverage, Verdict
 from proxy.judge import Judge, Observed
 from proxy.rules import CLIENT_RULES, CLIENT_SECTION, party
 
@@ -33,27 +32,8 @@ MAX_EVIDENCE = 10
 TITLE = "paysuite proxy report"
 
 
-C = TypeVar("C")
-
-
-@dataclass
-class RuleResult(Generic[C]):
-    """What the reports read of a result (by attribute): a proxy rule's (``C`` a
-    ``Check``) or a ``paysuite clients`` cell's."""
-
-    check: C
-    outcome: str  # passed | failed | skipped
-    message: str = ""
-    evidence: list[dict[str, Any]] = field(default_factory=list)
-    duration_s: float = 0.0
-    expected: str = ""
-    actual: str = ""
-    note: str = ""
-    gating: bool = True
-
-
-def results(judge: Judge) -> list[RuleResult[Check]]:
-    out: list[RuleResult[Check]] = []
+def results(judge: Judge) -> list[CheckResult]:
+    out: list[CheckResult] = []
     for state in judge.rule_states():
         gating = party(state.check) in judge.gates
         found = [v for v in judge.violations if v.check.id == state.check.id]
@@ -69,7 +49,7 @@ def results(judge: Judge) -> list[RuleResult[Check]]:
                 evidence += [dict(c) for c in violation.confirmations]
             more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
             out.append(
-                RuleResult(
+                CheckResult(
                     state.check,
                     "failed",
                     f"{len(found)} violation{'s' if len(found) > 1 else ''}: {first.message}{more}",
@@ -81,10 +61,10 @@ def results(judge: Judge) -> list[RuleResult[Check]]:
                 )
             )
         elif state.not_judged:
-            out.append(RuleResult(state.check, "skipped", f"not judged: {state.not_judged}"))
+            out.append(CheckResult(state.check, "skipped", f"not judged: {state.not_judged}"))
         elif state.exercised == 0:
             out.append(
-                RuleResult(
+                CheckResult(
                     state.check,
                     "skipped",
                     "not judged: no exchange of this session gave the rule anything to judge",
@@ -92,7 +72,7 @@ def results(judge: Judge) -> list[RuleResult[Check]]:
             )
         else:
             note = f"judged on {state.exercised} exchange(s)" + (f"; {note}" if note else "")
-            out.append(RuleResult(state.check, "passed", note=note))
+            out.append(CheckResult(state.check, "passed", note=note))
     return out
 
 
@@ -103,7 +83,7 @@ CLIENT_FAULT_EXIT = 3
 INTERRUPTED_EXIT = 130
 
 
-def verdict_of(judge: Judge, rule_results: list[RuleResult[Check]]) -> Verdict:
+def verdict_of(judge: Judge, rule_results: list[CheckResult]) -> Verdict:
     """1 on a violation of the target's; 3 on one of the client's when ``--judge`` gates it and
     the target broke nothing; 2 when nothing gating failed but the target left exchanges
     unanswered (no verdict on those), or when no exchange reached a route of the API at all (a

@@ -8,15 +8,15 @@ the SDKs' return values, the cells' texts and the state are masked with what was
 last pass over each written text replaces any learnt value left.
 
 The HTML page is conform's (``paysuite_core.report_engine.reports.to_html``): each cell is one
-result shaped like the plugin's ``CheckResult``, filed under the section of the document its
-operation belongs to (the SDK-only routes under "Other"), with the cell's exchanges as evidence
-and their curl.
+``CheckResult`` (its rule a ``Check`` of level "document" or "SDK-only"), filed under the section
+of the document its operation belongs to (the SDK-only routes under "Other"), with the cell's
+exchanges as evidence and their curl.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from paysuite.clients.matrix import OPERATIONS, SdkColumn, outcome_of
@@ -24,8 +24,8 @@ from paysuite_core.exchange import Exchange as ProxyExchange
 from paysuite_core.report_engine import reports
 from paysuite_core.results.evidence import evidence_of
 from paysuite_core.results.masking import Masker, mask_exchange
-from paysuite_core.results.verdict import Coverage, Verdict
-from proxy.report import RuleResult
+from paysuite_core.results.rule import Check
+from paysuite_core.results.verdict import CheckResult, Coverage, Verdict
 
 TITLE = "paysuite clients report"
 PROFILE = "published SDKs"
@@ -61,21 +61,6 @@ _QUOTES: dict[str, str] = {
 }
 _BEYOND = "Not in the document: the live service serves it and the published SDKs call it."
 _OUTCOMES = {"ok": "passed", "fail": "failed", "error": "error"}
-
-
-@dataclass(frozen=True)
-class CellCheck:
-    """What the reports read of a check: one SDK's operation."""
-
-    id: str
-    level: str  # "document" or "SDK-only"
-    section: str
-    title: str
-    quote: str
-    profile: str = "seed"
-
-
-CellResult = RuleResult[CellCheck]
 
 
 # --- masking ----------------------------------------------------------------------------------
@@ -283,30 +268,30 @@ def _slug(text: str) -> str:
     return "-".join(text.replace("/", " ").split())
 
 
-def results(columns: list[SdkColumn], masker: Masker) -> list[CellResult]:
+def results(columns: list[SdkColumn], masker: Masker) -> list[CheckResult]:
     """One result per cell (masked ``columns``); an SDK that could not run is one skipped row."""
-    out: list[CellResult] = []
+    out: list[CheckResult] = []
     for column in columns:
         if column.skip:
-            check = CellCheck(
+            check = Check(
                 id=column.sdk,
                 level="SDK",
                 section="Other",
                 title=f"{column.sdk}: not available here",
                 quote=_BEYOND,
             )
-            out.append(CellResult(check, "skipped", f"not available: {column.skip}"))
+            out.append(CheckResult(check, "skipped", f"not available: {column.skip}"))
             continue
         if column.failure and not column.cells:
-            check = CellCheck(column.sdk, "SDK", "Other", f"{column.heading}: driver", _BEYOND)
-            out.append(CellResult(check, "error", column.failure))
+            check = Check(column.sdk, "SDK", "Other", f"{column.heading}: driver", _BEYOND)
+            out.append(CheckResult(check, "error", column.failure))
         ops = [op for op in OPERATIONS if op in column.cells]
         ops += [op for op in column.cells if op not in ops]
         for op in ops:
             cell = column.cells[op]
             outcome = outcome_of(cell)
             section = _SECTIONS.get(op, "Other")
-            check = CellCheck(
+            check = Check(
                 id=f"{column.sdk}:{_slug(op)}",
                 level="document" if op in _SECTIONS and op != "events from/to" else "SDK-only",
                 section=section,
@@ -315,7 +300,7 @@ def results(columns: list[SdkColumn], masker: Masker) -> list[CellResult]:
             )
             detail = str(cell.get("detail") or "")
             out.append(
-                CellResult(
+                CheckResult(
                     check,
                     _OUTCOMES.get(outcome, "skipped"),
                     message=detail if outcome != "ok" else "",

@@ -1,6 +1,6 @@
 """A verdict, rendered: terminal scorecard, junit.xml, conformance.json, report.html.
 
-All four come from the same results (any ``Result``: the suite's, the proxy's, the SDK runs',
+All four come from the same results (``CheckResult``: the suite's, the proxy's, the SDK runs',
 the webhook listener's) and the same ``Verdict``, so they cannot disagree: a SHOULD failure that
 does not gate the run is a *warning* in every one of them. Every judge of the document's rules
 writes its reports here (conform's own terminal lines live in ``conformance.report``); the
@@ -17,12 +17,12 @@ import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from paysuite_core.report_engine import render
 from paysuite_core.results.evidence import item_form, masker_of, replay_exports
 from paysuite_core.results.rule import SECTIONS
-from paysuite_core.results.verdict import Verdict
+from paysuite_core.results.verdict import CheckResult, Verdict
 from paysuite_core.tls import TLSSettings
 
 MARK = {"pass": "✔", "fail": "×", "warning": "⚠", "n/a": "-", "skip": "-", "error": "!"}
@@ -41,47 +41,7 @@ _EVIDENCE_KEYS = ("request", "response", "curl")
 _DIM, _RESET = "\x1b[2m", "\x1b[0m"
 
 
-class Rule(Protocol):
-    """A catalog ``Check``, or another judge's rule shaped like it (an SDK's operation)."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def level(self) -> str: ...
-    @property
-    def section(self) -> str: ...
-    @property
-    def title(self) -> str: ...
-    @property
-    def quote(self) -> str: ...
-    @property
-    def profile(self) -> str: ...
-
-
-class Result(Protocol):
-    """The plugin's ``CheckResult``, or another judge's result shaped like it."""
-
-    @property
-    def check(self) -> Rule: ...
-    @property
-    def outcome(self) -> str: ...  # passed | failed | skipped | error
-    @property
-    def message(self) -> str: ...
-    @property
-    def evidence(self) -> list[dict[str, Any]]: ...
-    @property
-    def duration_s(self) -> float: ...
-    @property
-    def expected(self) -> str: ...
-    @property
-    def actual(self) -> str: ...
-    @property
-    def note(self) -> str: ...
-    @property
-    def gating(self) -> bool: ...
-
-
-def severity(result: Result) -> str:
+def severity(result: CheckResult) -> str:
     """pass, fail, warning (a failure that does not gate the run), n/a (the configuration
     cannot meet what the check needs), skip (did not run for another reason) or error."""
     if result.outcome == "passed":
@@ -89,16 +49,16 @@ def severity(result: Result) -> str:
     if result.outcome == "failed":
         return "fail" if result.gating else "warning"
     if result.outcome == "skipped":
-        return "n/a" if getattr(result, "not_applicable", False) else "skip"
+        return "n/a" if result.not_applicable else "skip"
     return "error"
 
 
-def word(result: Result) -> str:
+def word(result: CheckResult) -> str:
     """The one word for the result's outcome (``passed``, ``n/a``...), live and in reports."""
     return WORDS[severity(result)]
 
 
-def expected_actual(result: Result) -> list[tuple[str, str]]:
+def expected_actual(result: CheckResult) -> list[tuple[str, str]]:
     """h2spec's pair, as far as the result says it (an error has none: nothing was judged)."""
     pairs = (("Expected", result.expected), ("Actual", result.actual))
     return [(label, value) for label, value in pairs if value]
@@ -117,7 +77,7 @@ def clip(text: str, limit: int = 200) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
-def summary(results: Sequence[Result]) -> dict[str, int]:
+def summary(results: Sequence[CheckResult]) -> dict[str, int]:
     """Counts by severity; a warning is not counted among the failures, an n/a check not
     among the skipped ones."""
     counts = dict.fromkeys(
@@ -135,7 +95,7 @@ def summary(results: Sequence[Result]) -> dict[str, int]:
     return counts
 
 
-def totals_line(results: Sequence[Result]) -> str:
+def totals_line(results: Sequence[CheckResult]) -> str:
     counts = summary(results)
     line = f"{counts['passed']} passed, {counts['failed']} failed"
     if counts["warnings"]:
@@ -159,9 +119,9 @@ def heading(section: str) -> str:
     return _RULE_SUFFIX.sub("", section).replace(", ", " › ", 1)
 
 
-def by_section(results: Sequence[Result]) -> list[tuple[str, list[Result]]]:
+def by_section(results: Sequence[CheckResult]) -> list[tuple[str, list[CheckResult]]]:
     """Results grouped under the document's headings, in the document's order."""
-    groups: dict[str, list[Result]] = {}
+    groups: dict[str, list[CheckResult]] = {}
     order = list(SECTIONS)
     for section in order:
         members = [r for r in results if r.check.section == section]
@@ -173,7 +133,7 @@ def by_section(results: Sequence[Result]) -> list[tuple[str, list[Result]]]:
     return list(groups.items())
 
 
-def verdict_line(verdict: Verdict, results: Sequence[Result]) -> str:
+def verdict_line(verdict: Verdict, results: Sequence[CheckResult]) -> str:
     """The terminal's last line: the verdict, why, warnings, coverage and the exit status."""
     parts = [verdict.reason]
     warnings = summary(results)["warnings"]
@@ -191,7 +151,7 @@ def verdict_line(verdict: Verdict, results: Sequence[Result]) -> str:
 
 
 # --- evidence -------------------------------------------------------------------------------
-def evidence(result: Result, reveal: bool) -> list[dict[str, Any]]:
+def evidence(result: CheckResult, reveal: bool) -> list[dict[str, Any]]:
     """The result's evidence in the form asked for (a tool's dicts pass through unchanged)."""
     return [item_form(item, reveal=reveal) for item in result.evidence]
 
@@ -204,7 +164,7 @@ def _evidence_json(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _replay_needs(results: Sequence[Result]) -> dict[str, set[str]]:
+def _replay_needs(results: Sequence[CheckResult]) -> dict[str, set[str]]:
     """Variable -> client_ids, over every safe curl and reproduction the reports print."""
     needs: dict[str, set[str]] = {}
     for result in results:
@@ -216,11 +176,11 @@ def _replay_needs(results: Sequence[Result]) -> dict[str, set[str]]:
     return needs
 
 
-def reproduce(result: Result, *, reveal: bool) -> tuple[str, dict[str, str]]:
+def reproduce(result: CheckResult, *, reveal: bool) -> tuple[str, dict[str, str]]:
     """(the shell lines that show the result's defect, variable -> client_id they need): the
     check's reproduction (fresh keys, a reuse's first request, a race sent at once), else the
     curl of its last exchange; ("", {}) when there is none."""
-    made = getattr(result, "reproduction", None)
+    made = result.reproduction
     if made is not None:
         script, needs = made.render(reveal)
         return script, {} if reveal else needs
@@ -234,12 +194,12 @@ def reproduce(result: Result, *, reveal: bool) -> tuple[str, dict[str, str]]:
 REPRODUCE_DIR = "reproduce"
 
 
-def reproduce_file(result: Result) -> str:
+def reproduce_file(result: CheckResult) -> str:
     """The script's path relative to the report directory: ``reproduce/IDEM-005.sh``."""
     return f"{REPRODUCE_DIR}/{re.sub(r'[^A-Za-z0-9_.-]', '_', result.check.id)}.sh"
 
 
-def _script(result: Result, target: str, reveal: bool) -> str:
+def _script(result: CheckResult, target: str, reveal: bool) -> str:
     """A reproduction as a file: what it shows, the exports it needs, then its lines."""
     script, needs = reproduce(result, reveal=reveal)
     exports = replay_exports(target, {v: {o} for v, o in needs.items()}, masker_of([result]))
@@ -255,7 +215,7 @@ def _script(result: Result, target: str, reveal: bool) -> str:
 
 
 def replay(
-    results: Sequence[Result], *, target: str, reveal_secrets: bool, hint: bool = True
+    results: Sequence[CheckResult], *, target: str, reveal_secrets: bool, hint: bool = True
 ) -> dict[str, Any]:
     """How the printed curl commands replay: as printed (revealed) or after these exports;
     ``hint=False``: a tool without ``--reveal-secrets`` does not offer it."""
@@ -278,7 +238,7 @@ def replay(
 
 # --- terminal -------------------------------------------------------------------------------
 def scorecard(
-    results: Sequence[Result],
+    results: Sequence[CheckResult],
     verdict: Verdict,
     *,
     color: bool = False,
@@ -308,7 +268,7 @@ def scorecard(
     return "\n".join(lines)
 
 
-def scorecard_lines(result: Result, color: bool) -> list[str]:
+def scorecard_lines(result: CheckResult, color: bool) -> list[str]:
     check = result.check
     level = severity(result)
     lines = [f"  {MARK[level]} {check.id:<9} {check.level:<6} {WORDS[level]:<7} {check.title}"]
@@ -327,7 +287,7 @@ def scorecard_lines(result: Result, color: bool) -> list[str]:
 
 # --- conformance.json -----------------------------------------------------------------------
 def to_json(
-    results: Sequence[Result],
+    results: Sequence[CheckResult],
     *,
     verdict: Verdict,
     target: str,
@@ -378,7 +338,7 @@ def tls_text(tls: TLSSettings | None, target: str = "") -> str:
     return tls.describe()
 
 
-def _check_json(result: Result, reveal: bool) -> dict[str, Any]:
+def _check_json(result: CheckResult, reveal: bool) -> dict[str, Any]:
     check = result.check
     return {
         "id": check.id,
@@ -388,7 +348,7 @@ def _check_json(result: Result, reveal: bool) -> dict[str, Any]:
         "profile": check.profile,
         "quote": check.quote,
         "outcome": result.outcome,
-        "not_applicable": bool(getattr(result, "not_applicable", False)),
+        "not_applicable": result.not_applicable,
         "gating": result.gating,
         "severity": severity(result),
         "message": result.message,
@@ -400,7 +360,7 @@ def _check_json(result: Result, reveal: bool) -> dict[str, Any]:
     }
 
 
-def _reproduce_json(result: Result, reveal: bool) -> dict[str, Any]:
+def _reproduce_json(result: CheckResult, reveal: bool) -> dict[str, Any]:
     """``reproduce``: the script that shows the defect, the variables it needs, its file."""
     if severity(result) not in ("fail", "warning", "error"):
         return {}
@@ -410,15 +370,14 @@ def _reproduce_json(result: Result, reveal: bool) -> dict[str, Any]:
     data: dict[str, Any] = {"script": script, "file": reproduce_file(result)}
     if needs:
         data["env"] = needs
-    race = getattr(getattr(result, "reproduction", None), "race", 0)
-    if race:
-        data["race"] = race
+    if result.reproduction is not None and result.reproduction.race:
+        data["race"] = result.reproduction.race
     return {"reproduce": data}
 
 
 # --- junit.xml ------------------------------------------------------------------------------
 def to_junit(
-    results: Sequence[Result],
+    results: Sequence[CheckResult],
     *,
     verdict: Verdict,
     duration_s: float,
@@ -475,7 +434,7 @@ def _properties(parent: ET.Element, values: dict[str, str]) -> None:
         ET.SubElement(node, "property", name=name, value=value)
 
 
-def _junit_case(suite: ET.Element, result: Result, reveal: bool, target: str = "") -> None:
+def _junit_case(suite: ET.Element, result: CheckResult, reveal: bool, target: str = "") -> None:
     check = result.check
     case = ET.SubElement(
         suite,
@@ -502,7 +461,7 @@ def _junit_case(suite: ET.Element, result: Result, reveal: bool, target: str = "
         ET.SubElement(case, "system-out").text = f"NOTE: {result.note}"
 
 
-def _junit_text(result: Result, reveal: bool, target: str = "") -> str:
+def _junit_text(result: CheckResult, reveal: bool, target: str = "") -> str:
     """The message, Expected/Actual, the document's sentence, then the reproduction with the
     exports it needs (a CI log is read alone), then each exchange's curl."""
     parts = [result.message]
@@ -521,7 +480,7 @@ def _junit_text(result: Result, reveal: bool, target: str = "") -> str:
 
 # --- report.html ----------------------------------------------------------------------------
 def to_html(
-    results: Sequence[Result],
+    results: Sequence[CheckResult],
     *,
     verdict: Verdict,
     target: str,
@@ -546,7 +505,7 @@ def to_html(
     (the proxy's) and what it adds.
     """
 
-    def having(level: str) -> list[Result]:
+    def having(level: str) -> list[CheckResult]:
         return [r for r in results if severity(r) == level]
 
     return render(
@@ -574,7 +533,7 @@ UNENCODABLE = "backslashreplace"
 
 
 def write_all(
-    results: Sequence[Result],
+    results: Sequence[CheckResult],
     *,
     verdict: Verdict,
     report_dir: str | Path,
@@ -630,7 +589,9 @@ def write_all(
     return [junit, as_json, page]
 
 
-def _write_scripts(results: Sequence[Result], directory: Path, target: str, reveal: bool) -> None:
+def _write_scripts(
+    results: Sequence[CheckResult], directory: Path, target: str, reveal: bool
+) -> None:
     """Each failure's, warning's and error's reproduction as a script beside the reports (an
     earlier run's scripts removed: the folder holds this run's)."""
     for old in (directory / REPRODUCE_DIR).glob("*.sh"):

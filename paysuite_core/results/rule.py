@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 Level = Literal["MUST", "SHOULD"]
+#: The level of a rule outside the catalog: an SDK's operation the document describes
+#: ("document"), one only the published SDKs call ("SDK-only"), an SDK as a whole ("SDK").
+SdkLevel = Literal["document", "SDK-only", "SDK"]
 Profile = Literal["seed", "reference"]
 PROFILES: tuple[Profile, ...] = ("seed", "reference")
 
@@ -49,10 +52,11 @@ SECTIONS: tuple[str, ...] = tuple(
 
 @dataclass(frozen=True)
 class Check:
-    """One catalog entry: the rule a check enforces, where the document states it, how firmly."""
+    """One catalog entry: the rule a check enforces, where the document states it, how firmly
+    (or one SDK operation of ``paysuite clients``, judged and reported the same way)."""
 
     id: str
-    level: Level
+    level: Level | SdkLevel
     section: str
     title: str
     quote: str
