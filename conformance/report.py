@@ -22,7 +22,7 @@ from paysuite_core.report_engine.reports import (
     write_all,
 )
 from paysuite_core.results.evidence import issued, wire_of
-from paysuite_core.results.verdict import CheckResult, Coverage, Verdict
+from paysuite_core.results.verdict import CheckResult, Verdict
 
 #: ``early_expiry`` speaks when at least this many checks failed or errored on such refusals,
 #: and they are most of the failed and errored checks.
@@ -126,18 +126,9 @@ def write_setup_error(
 ) -> list[Path]:
     """The three reports of a run the pre-flight stopped: verdict error (exit 2), no check run,
     one error case naming the cause, so a CI's report step shows why instead of no file."""
-    verdict = Verdict(
-        verdict="error",
-        exit_code=2,
-        profile=profile,
-        strict=strict,
-        coverage=Coverage(run=0, total=0),
-        run_errors=(f"pre-flight: {reason}",),
-        reason=f"the pre-flight stopped the run before any check: {reason}",
-    )
     return write_all(
         [],
-        verdict=verdict,
+        verdict=Verdict.stopped(reason, before="any check", profile=profile, strict=strict),
         report_dir=report_dir,
         target=target,
         started_at=started_at,

@@ -24,7 +24,7 @@ from typing import Any
 from paysuite_core.report_engine import reports
 from paysuite_core.results.evidence import evidence_of as conform_evidence_of
 from paysuite_core.results.masking import shown_url
-from paysuite_core.results.verdict import CheckResult, Coverage, Verdict
+from paysuite_core.results.verdict import CheckResult, Verdict, coverage_of
 from proxy.judge import Judge, Observed
 from proxy.rules import CLIENT_RULES, CLIENT_SECTION, party
 
@@ -89,9 +89,6 @@ def verdict_of(judge: Judge, rule_results: list[CheckResult]) -> Verdict:
     unanswered (no verdict on those), or when no exchange reached a route of the API at all (a
     client that never reached the proxy, or a --target whose path is wrong, must not turn a CI
     job green); 130 when a Ctrl-C or SIGTERM cut the settling short; else 0."""
-    run = sum(1 for r in rule_results if r.outcome in ("passed", "failed"))
-    skipped = tuple((r.check.id, r.message) for r in rule_results if r.outcome == "skipped")
-    coverage = Coverage(run=run, total=len(rule_results), skipped=skipped)
     failed = [r for r in rule_results if r.outcome == "failed" and r.gating]
     server = [r.check.id for r in failed if party(r.check) == "server"]
     client = [r.check.id for r in failed if party(r.check) == "client"]
@@ -131,7 +128,7 @@ def verdict_of(judge: Judge, rule_results: list[CheckResult]) -> Verdict:
         exit_code=code,
         profile=judge.profile,
         strict=True,
-        coverage=coverage,
+        coverage=coverage_of(rule_results),
         run_errors=run_errors,
         reason=reason,
     )

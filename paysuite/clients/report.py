@@ -214,15 +214,7 @@ def verdict_of(columns: list[SdkColumn]) -> Verdict:
 
 def stopped_verdict(reason: str) -> Verdict:
     """The verdict of a run the pre-flight stopped before any SDK ran: error, exit 2."""
-    return Verdict(
-        verdict="error",
-        exit_code=2,
-        profile=PROFILE,
-        strict=True,
-        coverage=Coverage(run=0, total=0),
-        run_errors=(f"pre-flight: {reason}",),
-        reason=f"the pre-flight stopped the run before any SDK ran: {reason}",
-    )
+    return Verdict.stopped(reason, before="any SDK ran", profile=PROFILE, strict=True)
 
 
 # --- clients.json -----------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from paysuite_core.driver.http import TargetUnreachable
 from paysuite_core.driver.target import Target
 from paysuite_core.results.evidence import Evidence
 from paysuite_core.results.outcome import CouldNotCheck
-from paysuite_core.results.verdict import CheckResult, Coverage, Verdict
+from paysuite_core.results.verdict import CheckResult, Verdict, coverage_of
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.tls import TLSSettings
 from paysuite_core.webhooks.ledger import Arrival, Ledger
@@ -419,12 +419,7 @@ def decide(results: Sequence[CheckResult], *, strict: bool = False) -> Verdict:
 
     A non-gating failure (WEBHOOK-006: the live service's own signature format, which has no
     replay protection) is a warning that fails the run only with ``strict``."""
-    ran = [r for r in results if r.outcome in ("passed", "failed")]
-    coverage = Coverage(
-        run=len(ran),
-        total=len(results),
-        skipped=tuple((r.check.id, r.message) for r in results if r.outcome == "skipped"),
-    )
+    coverage = coverage_of(results)
     failed = [r.check.id for r in results if r.outcome == "failed" and (r.gating or strict)]
     errors = [r.check.id for r in results if r.outcome == "error"]
 
@@ -435,6 +430,6 @@ def decide(results: Sequence[CheckResult], *, strict: bool = False) -> Verdict:
         return make("fail", 1, f"{len(failed)} webhook check(s) failed: {', '.join(failed)}")
     if errors:
         return make("error", 2, f"{len(errors)} check(s) could not be judged: {', '.join(errors)}")
-    if not ran:
+    if not coverage.run:
         return make("error", 2, "no delivery arrived: nothing was judged")
-    return make("pass", 0, f"{len(ran)} of {len(results)} webhook checks judged, none failed")
+    return make("pass", 0, f"{coverage.run} of {len(results)} webhook checks judged, none failed")

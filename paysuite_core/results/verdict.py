@@ -7,6 +7,7 @@ conformance.json and report.html are rendered from them alone, so they cannot di
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +96,30 @@ class Verdict:
     def insecure(self) -> bool:
         """Certificates were not verified (``--insecure``): said wherever the verdict is."""
         return self.tls is not None and self.tls.insecure
+
+    @classmethod
+    def stopped(cls, reason: str, *, before: str, profile: str, strict: bool) -> Verdict:
+        """The verdict of a run the pre-flight stopped ``before`` anything ran: error, exit 2,
+        nothing judged, the cause as its one run error."""
+        return cls(
+            verdict="error",
+            exit_code=2,
+            profile=profile,
+            strict=strict,
+            coverage=Coverage(run=0, total=0),
+            run_errors=(f"pre-flight: {reason}",),
+            reason=f"the pre-flight stopped the run before {before}: {reason}",
+        )
+
+
+def coverage_of(results: Sequence[CheckResult]) -> Coverage:
+    """How much of ``results`` was judged (passed or failed), each skipped one with its reason:
+    the coverage of a judge whose every rule is one result (the proxy, the webhook listener)."""
+    return Coverage(
+        run=sum(1 for r in results if r.outcome in ("passed", "failed")),
+        total=len(results),
+        skipped=tuple((r.check.id, r.message) for r in results if r.outcome == "skipped"),
+    )
 
 
 def shown_tls(target: str, tls: TLSSettings | None) -> TLSSettings | None:
