@@ -37,6 +37,15 @@ WORDS = {
     "skip": "skipped",
     "error": "error",
 }
+#: The ``summary`` key each severity is counted under, in conformance.json's order.
+_COUNTED = {
+    "pass": "passed",
+    "fail": "failed",
+    "warning": "warnings",
+    "skip": "skipped",
+    "n/a": "not_applicable",
+    "error": "errors",
+}
 _EVIDENCE_KEYS = ("request", "response", "curl")
 _DIM, _RESET = "\x1b[2m", "\x1b[0m"
 
@@ -80,32 +89,20 @@ def clip(text: str, limit: int = 200) -> str:
 def summary(results: Sequence[CheckResult]) -> dict[str, int]:
     """Counts by severity; a warning is not counted among the failures, an n/a check not
     among the skipped ones."""
-    counts = dict.fromkeys(
-        ("passed", "failed", "warnings", "skipped", "not_applicable", "errors"), 0
-    )
-    key = {
-        "pass": "passed",
-        "fail": "failed",
-        "warning": "warnings",
-        "skip": "skipped",
-        "n/a": "not_applicable",
-    }
+    counts = dict.fromkeys(_COUNTED.values(), 0)
     for result in results:
-        counts[key.get(severity(result), "errors")] += 1
+        counts[_COUNTED[severity(result)]] += 1
     return counts
 
 
 def totals_line(results: Sequence[CheckResult]) -> str:
+    """``3 passed, 1 failed, 2 skipped``: passed, failed and skipped always, the rest if any."""
     counts = summary(results)
-    line = f"{counts['passed']} passed, {counts['failed']} failed"
-    if counts["warnings"]:
-        line += f", {counts['warnings']} warnings"
-    line += f", {counts['skipped']} skipped"
-    if counts["not_applicable"]:
-        line += f", {counts['not_applicable']} n/a"
-    if counts["errors"]:
-        line += f", {counts['errors']} errors"
-    return line
+    return ", ".join(
+        f"{count} {'n/a' if key == 'not_applicable' else key}"
+        for key, count in counts.items()
+        if count or key in ("passed", "failed", "skipped")
+    )
 
 
 _RULE_SUFFIX = re.compile(r", (?:rule )?\d+$")
@@ -550,43 +547,25 @@ def write_all(
 
     ``title``, ``suite_name``, ``extra`` (keys added to conformance.json) and ``html`` (its own
     page, a template over conform's) let another judge of the same rules (the proxy, its
-    replay) write the same three reports under its own name. report.html is replaced whole: a
+    replay) write the same three reports under its own name. Each file is replaced whole: a
     reader (or a Ctrl-C) never sees half a page.
     """
     directory = Path(report_dir)
     directory.mkdir(parents=True, exist_ok=True)
-    junit = directory / "junit.xml"
-    junit.write_text(
-        to_junit(
-            results,
-            verdict=verdict,
-            duration_s=duration_s,
-            reveal_secrets=reveal_secrets,
-            suite_name=suite_name,
-            target=target,
-        ),
-        encoding="utf-8",
-        errors=UNENCODABLE,
-    )
-    common: dict[str, Any] = {
-        "verdict": verdict,
-        "target": target,
-        "started_at": started_at,
-        "duration_s": duration_s,
-        "reveal_secrets": reveal_secrets,
+    common: dict[str, Any] = {"verdict": verdict, "target": target, "duration_s": duration_s}
+    common["reveal_secrets"] = reveal_secrets
+    data = {**to_json(results, **common, started_at=started_at), **(extra or {})}
+    texts = {
+        "junit.xml": to_junit(results, **common, suite_name=suite_name),
+        "conformance.json": json.dumps(data, indent=2, ensure_ascii=False) + "\n",
+        "report.html": html or to_html(results, **common, started_at=started_at, title=title),
     }
-    as_json = directory / "conformance.json"
-    data = {**to_json(results, **common), **(extra or {})}
-    as_json.write_text(
-        json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8", errors=UNENCODABLE
-    )
-    page = directory / "report.html"
-    partial = directory / ".report.html.partial"
-    html = to_html(results, **common, title=title) if html is None else html
-    partial.write_text(html, encoding="utf-8", errors=UNENCODABLE)
-    os.replace(partial, page)
+    for name, text in texts.items():
+        partial = directory / f".{name}.partial"
+        partial.write_text(text, encoding="utf-8", errors=UNENCODABLE)
+        os.replace(partial, directory / name)
     _write_scripts(results, directory, target, reveal_secrets)
-    return [junit, as_json, page]
+    return [directory / name for name in texts]
 
 
 def _write_scripts(
