@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from paysuite.clients.matrix import OPERATIONS, SdkColumn, outcome_of
-from paysuite_core.exchange import Exchange as ProxyExchange
+from paysuite_core.exchange import Exchange
 from paysuite_core.report_engine import reports
 from paysuite_core.results.evidence import evidence_of
 from paysuite_core.results.masking import Masker, mask_exchange
@@ -42,6 +42,10 @@ _SECTIONS: dict[str, str] = {
     "find after expiry": "Authentication, 4",
     "find after refresh": "Authentication, 4",
 }
+_RENEWED = (
+    "After that the client obtains a new pair through the refresh endpoint with its refresh "
+    "token, without using the client_secret again."
+)
 _QUOTES: dict[str, str] = {
     "authorize": "POST {base_url}/auth/agents/authorize ... Response: the token pair.",
     "cashin": "POST {base_url}/transactions/cashin ... Response: the transaction creation "
@@ -54,23 +58,21 @@ _QUOTES: dict[str, str] = {
     "live service accepts; the document does not name them)",
     "refresh": "GET {base_url}/auth/agents/refresh/{refresh_token} ... its examples call GET "
     "{base_url}/auth/refresh/{refresh_token}.",
-    "find after expiry": "After that the client obtains a new pair through the refresh endpoint "
-    "with its refresh token, without using the client_secret again.",
-    "find after refresh": "After that the client obtains a new pair through the refresh endpoint "
-    "with its refresh token, without using the client_secret again.",
+    "find after expiry": _RENEWED,
+    "find after refresh": _RENEWED,
 }
 _BEYOND = "Not in the document: the live service serves it and the published SDKs call it."
 _OUTCOMES = {"ok": "passed", "fail": "failed", "error": "error"}
 
 
 # --- masking ----------------------------------------------------------------------------------
-def _as_proxy(seq: int, record: dict[str, Any]) -> ProxyExchange:
+def _as_exchange(record: dict[str, Any]) -> Exchange:
+    """A driver's exchange record (JSON) as the ``Exchange`` the masker and the evidence take."""
+
     def headers(pairs: Any) -> tuple[tuple[str, str], ...]:
         return tuple((str(k), str(v)) for k, v in pairs or ())
 
-    return ProxyExchange(
-        seq=seq,
-        started=0.0,
+    return Exchange(
         elapsed_ms=float(record.get("elapsed_ms") or 0.0),
         method=str(record.get("method", "")),
         url=str(record.get("url", "")),
@@ -83,7 +85,8 @@ def _as_proxy(seq: int, record: dict[str, Any]) -> ProxyExchange:
     )
 
 
-def _as_record(exchange: ProxyExchange, had_body: bool, masker: Masker) -> dict[str, Any]:
+def _as_record(exchange: Exchange, had_body: bool, masker: Masker) -> dict[str, Any]:
+    """A masked ``Exchange`` as clients.json's record, with its curl."""
     record: dict[str, Any] = {
         "method": exchange.method,
         "url": exchange.url,
@@ -95,7 +98,7 @@ def _as_record(exchange: ProxyExchange, had_body: bool, masker: Masker) -> dict[
         "elapsed_ms": exchange.elapsed_ms,
         "error": exchange.error,
     }
-    record["curl"] = evidence_item(record, masker)["curl"]
+    record["curl"] = evidence_of(exchange, masker, had_body=had_body)["curl"]
     return record
 
 
@@ -108,12 +111,10 @@ def _masked_value(value: Any, masker: Masker) -> Any:
 def _learn(columns: list[SdkColumn], masker: Masker) -> None:
     """Every secret the run met, learnt before anything is masked (a token first seen late is
     masked everywhere, not only after it)."""
-    seq = 0
     for column in columns:
         for cell in column.cells.values():
             for record in cell.get("exchanges") or ():
-                seq += 1
-                mask_exchange(_as_proxy(seq, record), masker)
+                mask_exchange(_as_exchange(record), masker)
             if "data" in cell:
                 _masked_value(cell["data"], masker)
         for key in ("refresh_before", "refresh_after"):
@@ -125,7 +126,6 @@ def mask_columns(columns: list[SdkColumn], masker: Masker) -> list[SdkColumn]:
     """Copies of ``columns`` fit to be written: no credential in any exchange, value or text."""
     _learn(columns, masker)
     masked: list[SdkColumn] = []
-    seq = 0
     for column in columns:
         cells: dict[str, dict[str, Any]] = {}
         for op, cell in column.cells.items():
@@ -134,8 +134,7 @@ def mask_columns(columns: list[SdkColumn], masker: Masker) -> list[SdkColumn]:
                 if key == "exchanges":
                     records = []
                     for record in value or ():
-                        seq += 1
-                        hidden = mask_exchange(_as_proxy(seq, record), masker)
+                        hidden = mask_exchange(_as_exchange(record), masker)
                         had_body = record.get("request_body") is not None
                         records.append(_as_record(hidden, had_body, masker))
                     copy[key] = records
@@ -253,7 +252,7 @@ def to_json(
 def evidence_item(record: dict[str, Any], masker: Masker) -> dict[str, Any]:
     """A (masked) exchange as conform's evidence: request, answer, curl."""
     had_body = record.get("request_body") is not None
-    return evidence_of(_as_proxy(0, record), masker, had_body=had_body)
+    return evidence_of(_as_exchange(record), masker, had_body=had_body)
 
 
 def _slug(text: str) -> str:
