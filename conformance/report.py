@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from paysuite_core.report_engine.reports import (
-    MARK,
-    WORDS,
     clip,
     replay,
     reproduce,
@@ -85,12 +83,8 @@ def problems(
     errors = [r for r in results if severity(r) == "error"]
     for result in results:
         level = severity(result)
-        if level in ("warning", "n/a"):
-            check = result.check
-            lines.append(
-                f"  {MARK[level]} {check.id:<9} {check.level:<6} {WORDS[level]:<7} "
-                f"{check.title}: {clip(result.message, 200)}"
-            )
+        if level in ("warning", "n/a"):  # the scorecard's line, its reason after it
+            lines.append(f"{scorecard_lines(result, color=False)[0]}: {clip(result.message, 200)}")
             continue
         if level not in ("fail", "error"):
             continue

@@ -108,14 +108,16 @@ def verdict_of(judge: Judge, rule_results: list[CheckResult]) -> Verdict:
             "--target's path, and the client's base URL)",
         )
     run_errors += tuple(f"not settled: {what}" for what in judge.unsettled)
-    count = {check: sum(1 for v in judge.violations if v.check.id == check) for check in
-             server + client}  # fmt: skip
+
+    def count(ids: list[str]) -> int:
+        return sum(1 for v in judge.violations if v.check.id in ids)
+
     if server:
         verdict, code = "fail", 1
-        reason = f"{sum(count[c] for c in server)} violation(s) by the target: {', '.join(server)}"
+        reason = f"{count(server)} violation(s) by the target: {', '.join(server)}"
     elif client:
         verdict, code = "fail", CLIENT_FAULT_EXIT
-        reason = f"{sum(count[c] for c in client)} violation(s) by the client: {', '.join(client)}"
+        reason = f"{count(client)} violation(s) by the client: {', '.join(client)}"
     elif judge.unsettled:
         verdict, code, reason = "error", INTERRUPTED_EXIT, run_errors[-1]
     elif run_errors:

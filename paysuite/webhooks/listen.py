@@ -84,16 +84,10 @@ def read_events(
     evidence = Evidence(limit=20)
     target.current = evidence
     events: list[dict[str, Any]] = []
+    readers = config.applications_with("read", "read-write")
     try:
         for merchant in config.merchants():
-            app = next(
-                (
-                    a
-                    for a in config.applications
-                    if a.merchant == merchant and a.privilege in ("read", "read-write")
-                ),
-                None,
-            )
+            app = next((a for a in readers if a.merchant == merchant), None)
             if app is None:
                 continue
             if refs is None:

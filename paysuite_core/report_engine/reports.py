@@ -117,16 +117,13 @@ def heading(section: str) -> str:
 
 
 def by_section(results: Sequence[CheckResult]) -> list[tuple[str, list[CheckResult]]]:
-    """Results grouped under the document's headings, in the document's order."""
+    """Results grouped under the document's headings, in the document's order; a result whose
+    section the catalog does not list goes under "Other", last (never dropped)."""
+    rank = {section: i for i, section in enumerate(SECTIONS)}
     groups: dict[str, list[CheckResult]] = {}
-    order = list(SECTIONS)
-    for section in order:
-        members = [r for r in results if r.check.section == section]
-        if members:
-            groups.setdefault(heading(section), []).extend(members)
-    others = [r for r in results if r.check.section not in order]
-    if others:  # never drop a result because its section is not in the catalog's order
-        groups.setdefault("Other", []).extend(others)
+    for result in sorted(results, key=lambda r: rank.get(r.check.section, len(rank))):
+        known = result.check.section in rank
+        groups.setdefault(heading(result.check.section) if known else "Other", []).append(result)
     return list(groups.items())
 
 
