@@ -104,8 +104,15 @@ def _clients_page(_: Path) -> str:
     }
     columns = [SdkColumn("paypack-py", "1.0", cells={"cashout": cell})]
     verdict = clients.verdict_of(columns)
-    return clients.to_html(
-        columns, verdict, target=BASE, started_at="", duration_s=1.0, masker=Masker(), tls=HOSTILE
+    return reports.to_html(
+        clients.results(columns, Masker()),
+        verdict=verdict,
+        target=BASE,
+        started_at="",
+        duration_s=1.0,
+        title=clients.TITLE,
+        tls=HOSTILE,
+        rerun_hint=False,
     )
 
 

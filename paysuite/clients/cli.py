@@ -165,7 +165,11 @@ def write_outputs(
     tls_text = reports.tls_text(tls, config.base_url)
     data = {**report.to_json(shown, verdict, **common), "tls": tls_text}
     as_json = masker.text(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
-    page = masker.text(report.to_html(shown, verdict, **common, masker=masker, tls=tls_text))
+    rows = report.results(shown, masker)  # no --reveal-secrets here: the page offers none
+    page = reports.to_html(
+        rows, verdict=verdict, **common, title=report.TITLE, tls=tls_text, rerun_hint=False
+    )
+    page = masker.text(page)
     table = None if stopped else masker.text(matrix.render(shown, config.base_url))
     written = [Path(args.report_dir) / "clients.json", Path(args.report_dir) / "clients.html"]
     written += [Path(args.json)] if args.json else []
@@ -183,7 +187,7 @@ def write_outputs(
         print(f"reports: {listed}")
         return verdict.exit_code
     print(f"{table}\n\nreports: {listed}")
-    line = reports.verdict_line(verdict, report.results(shown, masker))
+    line = reports.verdict_line(verdict, rows)
     if tls is not None and tls.insecure:
         line += f"; {tls.describe()}"
     print(masker.text(line))

@@ -7,10 +7,11 @@ stable placeholder such as ``«masked:access:2»``, so a reader still sees one t
 the SDKs' return values, the cells' texts and the state are masked with what was learnt, and a
 last pass over each written text replaces any learnt value left.
 
-The HTML page is conform's (``paysuite_core.report_engine.reports.to_html``): each cell is one
-``CheckResult`` (its rule a ``Check`` of level "document" or "SDK-only"), filed under the section
-of the document its operation belongs to (the SDK-only routes under "Other"), with the cell's
-exchanges as evidence and their curl.
+The HTML page is conform's (``paysuite_core.report_engine.reports.to_html`` over ``results``,
+without the offer of ``--reveal-secrets``: nothing ``paysuite clients`` writes carries a
+credential): each cell is one ``CheckResult`` (its rule a ``Check`` of level "document" or
+"SDK-only"), filed under the section of the document its operation belongs to (the SDK-only
+routes under "Other"), with the cell's exchanges as evidence and their curl.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from typing import Any
 
 from paysuite.clients.matrix import OPERATIONS, SdkColumn, outcome_of
 from paysuite_core.exchange import Exchange
-from paysuite_core.report_engine import reports
 from paysuite_core.results.evidence import evidence_of
 from paysuite_core.results.masking import Masker, mask_exchange
 from paysuite_core.results.rule import Check
@@ -304,29 +304,3 @@ def results(columns: list[SdkColumn], masker: Masker) -> list[CheckResult]:
                 )
             )
     return out
-
-
-def to_html(
-    columns: list[SdkColumn],
-    verdict: Verdict,
-    *,
-    target: str,
-    started_at: str,
-    duration_s: float,
-    masker: Masker,
-    tls: str = "",
-) -> str:
-    """conform's report page, one row per cell, each failure with its exchanges and curl;
-    ``tls``: how the target's certificate was judged, under the title. ``paysuite clients`` has
-    no ``--reveal-secrets`` (nothing it writes carries a credential): the page does not offer it.
-    """
-    return reports.to_html(
-        results(columns, masker),
-        verdict=verdict,
-        target=target,
-        started_at=started_at,
-        duration_s=duration_s,
-        title=TITLE,
-        tls=tls,
-        rerun_hint=False,
-    )
