@@ -233,9 +233,6 @@ def scorecard(judge: Judge) -> str:
     rule_results = results(judge)
     verdict = verdict_of(judge, rule_results)
     text = reports.scorecard(rule_results, verdict, with_verdict=False, heading="Proxy scorecard")
-    # the conformance scorecard names a section it does not know "Other": here that is the
-    # client's own section
-    text = text.replace("\nOther\n", f"\n{CLIENT_SECTION}\n")
     line = reports.verdict_line(verdict, rule_results)
     if judge.tls is not None and judge.tls.insecure:
         line += f"; {judge.tls.describe()}"

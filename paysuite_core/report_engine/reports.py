@@ -117,13 +117,13 @@ def heading(section: str) -> str:
 
 
 def by_section(results: Sequence[CheckResult]) -> list[tuple[str, list[CheckResult]]]:
-    """Results grouped under the document's headings, in the document's order; a result whose
-    section the catalog does not list goes under "Other", last (never dropped)."""
+    """Results grouped under the document's headings, in the document's order; a section the
+    document does not have (the proxy's client rules, the SDK-only routes) follows, as named."""
     rank = {section: i for i, section in enumerate(SECTIONS)}
     groups: dict[str, list[CheckResult]] = {}
     for result in sorted(results, key=lambda r: rank.get(r.check.section, len(rank))):
-        known = result.check.section in rank
-        groups.setdefault(heading(result.check.section) if known else "Other", []).append(result)
+        section = result.check.section
+        groups.setdefault(heading(section) if section in rank else section, []).append(result)
     return list(groups.items())
 
 
