@@ -60,16 +60,9 @@ def results(judge: Judge) -> list[CheckResult]:
                     gating=gating,
                 )
             )
-        elif state.not_judged:
-            out.append(CheckResult(state.check, "skipped", f"not judged: {state.not_judged}"))
-        elif state.exercised == 0:
-            out.append(
-                CheckResult(
-                    state.check,
-                    "skipped",
-                    "not judged: no exchange of this session gave the rule anything to judge",
-                )
-            )
+        elif state.not_judged or state.exercised == 0:
+            why = state.not_judged or "no exchange of this session gave the rule anything to judge"
+            out.append(CheckResult(state.check, "skipped", f"not judged: {why}"))
         else:
             note = f"judged on {state.exercised} exchange(s)" + (f"; {note}" if note else "")
             out.append(CheckResult(state.check, "passed", note=note))
@@ -146,12 +139,7 @@ def exchange_verdicts(judge: Judge) -> list[dict[str, Any]]:
     rows = []
     for record in judge.observed:
         exchange = record.exchange
-        if record.violations:
-            verdict = "fail"
-        elif not _judged(record):
-            verdict = "not judged"
-        else:
-            verdict = "pass"
+        verdict = "fail" if record.violations else "pass" if _judged(record) else "not judged"
         rows.append(
             {
                 "seq": exchange.seq,

@@ -264,13 +264,7 @@ def results(columns: list[SdkColumn], masker: Masker) -> list[CheckResult]:
     out: list[CheckResult] = []
     for column in columns:
         if column.skip:
-            check = Check(
-                id=column.sdk,
-                level="SDK",
-                section="Other",
-                title=f"{column.sdk}: not available here",
-                quote=_BEYOND,
-            )
+            check = Check(column.sdk, "SDK", "Other", f"{column.sdk}: not available here", _BEYOND)
             out.append(CheckResult(check, "skipped", f"not available: {column.skip}"))
             continue
         if column.failure and not column.cells:
