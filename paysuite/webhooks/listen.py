@@ -28,8 +28,8 @@ listener's endpoint is not sent). The listener judges only what it could have se
 the window stamped before it started (a transaction delivered to an earlier listener, one of
 whose events is resent now) is compared if it arrives but never counted as "never arrived",
 since it may well have been delivered before the listener existed. The results are
-``conformance.CheckResult`` and the reports are ``paysuite_core.report_engine.reports``': the
-same files as ``paysuite conform``.
+``paysuite_core.results``' ``CheckResult`` and the reports are
+``paysuite_core.report_engine.reports``': the same files as ``paysuite conform``.
 """
 
 from __future__ import annotations
