@@ -272,9 +272,8 @@ def scorecard_lines(result: CheckResult, color: bool) -> list[str]:
         for label, value in (("Expected:", result.expected), ("Actual:  ", result.actual)):
             if value:
                 lines.append(f"         {label} {clip(value, 300)}")
-    note = result.note
-    if note and level in ("pass", "warning"):
-        line = f"      · {clip(note, 300)}"
+    if result.note and level in ("pass", "warning"):
+        line = f"      · {clip(result.note, 300)}"
         lines.append(f"{_DIM}{line}{_RESET}" if color else line)
     return lines
 
