@@ -189,7 +189,8 @@ def write_setup_reports(options: Options, reason: str, *, stderr: TextIO | None 
 
     A CI's test-report step reads junit.xml whatever the exit status: without it the job would
     show nothing at all where it should show why nothing ran."""
-    from conformance.report import write_setup_error
+    from paysuite_core.report_engine.reports import write_all
+    from paysuite_core.results.verdict import Verdict
 
     target = options.target or ""
     if not target and options.config:
@@ -198,13 +199,15 @@ def write_setup_reports(options: Options, reason: str, *, stderr: TextIO | None 
         except (TargetConfigError, OSError):
             target = f"(the target of {options.config})"
     try:
-        paths = write_setup_error(
-            reason,
+        paths = write_all(
+            [],
+            verdict=Verdict.stopped(
+                reason, before="any check", profile=options.profile, strict=options.strict
+            ),
             report_dir=options.report_dir,
             target=target or "(the bundled stub)",
-            profile=options.profile,
-            strict=options.strict,
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            duration_s=0.0,
         )
     except OSError as exc:
         print(f"paysuite conform: could not write the reports: {exc}", file=stderr or sys.stderr)

@@ -1,7 +1,7 @@
-"""What only ``paysuite conform`` prints or writes of its verdict: the quiet terminal's problems
-(each failure with its reproduction), the finding that a target expires tokens early, and the
-reports of a run the pre-flight stopped. Everything every judge writes alike (the scorecard,
-junit.xml, conformance.json, report.html) is ``paysuite_core.report_engine.reports``.
+"""What only ``paysuite conform`` prints of its verdict: the quiet terminal's problems (each
+failure with its reproduction) and the finding that a target expires tokens early. Everything
+every judge writes alike (the scorecard, junit.xml, conformance.json, report.html, and those of
+a run the pre-flight stopped, ``Verdict.stopped``) is ``paysuite_core.report_engine.reports``.
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ from paysuite_core.report_engine.reports import (
     reproduce_file,
     scorecard_lines,
     severity,
-    write_all,
 )
 from paysuite_core.results.evidence import issued, wire_of
-from paysuite_core.results.verdict import CheckResult, Verdict
+from paysuite_core.results.verdict import CheckResult
 
 #: ``early_expiry`` speaks when at least this many checks failed or errored on such refusals,
 #: and they are most of the failed and errored checks.
@@ -106,26 +105,3 @@ def problems(
         lines.append("  the reproductions run after these exports (or with --reveal-secrets):")
         lines.extend(f"    {line}" for line in exports)
     return "\n".join(lines)
-
-
-def write_setup_error(
-    reason: str,
-    *,
-    report_dir: str | Path,
-    target: str,
-    profile: str = "seed",
-    strict: bool = False,
-    started_at: str = "",
-    reveal_secrets: bool = False,
-) -> list[Path]:
-    """The three reports of a run the pre-flight stopped: verdict error (exit 2), no check run,
-    one error case naming the cause, so a CI's report step shows why instead of no file."""
-    return write_all(
-        [],
-        verdict=Verdict.stopped(reason, before="any check", profile=profile, strict=strict),
-        report_dir=report_dir,
-        target=target,
-        started_at=started_at,
-        duration_s=0.0,
-        reveal_secrets=reveal_secrets,
-    )

@@ -432,7 +432,7 @@ def _junit_case(suite: ET.Element, result: CheckResult, reveal: bool, target: st
     case = ET.SubElement(
         suite,
         "testcase",
-        classname=f"conformance.{check.id.split('-', 1)[0]}",  # the group
+        classname=f"conformance.{check.group}",
         name=f"{check.id} [{check.level}] {check.title}",
         time=f"{result.duration_s:.3f}",
     )

@@ -19,6 +19,8 @@ import pytest
 from markupsafe import escape
 
 from conformance import catalog, report
+from conformance.options import Options
+from conformance.preflight import write_setup_reports
 from paysuite_core.report_engine import reports
 from paysuite_core.results.evidence import Recorded
 from paysuite_core.results.masking import Masker
@@ -373,9 +375,13 @@ def test_quiet_terminal_shows_each_problem_with_its_curl(written: dict[str, Any]
     assert report.problems([CheckResult(catalog.get("AUTH-001"), "passed")]) == ""
 
 
-def test_a_preflight_failure_writes_the_three_reports_as_an_error(tmp_path: Path) -> None:
+def test_a_preflight_failure_writes_the_three_reports_as_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     why = f"no API at http://127.0.0.1:9/apix (404 on {AUTHORIZE_PATH}): check base_url's path"
-    paths = report.write_setup_error(why, report_dir=tmp_path, target="http://127.0.0.1:9/apix")
+    options = Options.parse(target="http://127.0.0.1:9/apix", report_dir=str(tmp_path))
+    write_setup_reports(options, why)  # prints "reports: <the paths written>"
+    paths = [Path(p) for p in capsys.readouterr().out.split("reports: ")[1].strip().split(", ")]
     assert [p.name for p in paths] == ["junit.xml", "conformance.json", "report.html"]
     data = json.loads((tmp_path / "conformance.json").read_text(encoding="utf-8"))
     assert (data["verdict"], data["exit_code"]) == ("error", 2) and why in data["reason"]
