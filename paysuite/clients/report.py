@@ -85,9 +85,11 @@ def _as_exchange(record: dict[str, Any]) -> Exchange:
     )
 
 
-def _as_record(exchange: Exchange, had_body: bool, masker: Masker) -> dict[str, Any]:
-    """A masked ``Exchange`` as clients.json's record, with its curl."""
-    record: dict[str, Any] = {
+def _masked_record(record: dict[str, Any], masker: Masker) -> dict[str, Any]:
+    """A driver's exchange record as clients.json keeps it: every secret masked, with its curl."""
+    exchange = mask_exchange(_as_exchange(record), masker)
+    had_body = record.get("request_body") is not None
+    masked: dict[str, Any] = {
         "method": exchange.method,
         "url": exchange.url,
         "request_headers": [list(pair) for pair in exchange.request_headers],
@@ -98,8 +100,8 @@ def _as_record(exchange: Exchange, had_body: bool, masker: Masker) -> dict[str, 
         "elapsed_ms": exchange.elapsed_ms,
         "error": exchange.error,
     }
-    record["curl"] = evidence_of(exchange, masker, had_body=had_body)["curl"]
-    return record
+    masked["curl"] = evidence_of(exchange, masker, had_body=had_body)["curl"]
+    return masked
 
 
 def _masked_value(value: Any, masker: Masker) -> Any:
@@ -132,12 +134,7 @@ def mask_columns(columns: list[SdkColumn], masker: Masker) -> list[SdkColumn]:
             copy: dict[str, Any] = {}
             for key, value in cell.items():
                 if key == "exchanges":
-                    records = []
-                    for record in value or ():
-                        hidden = mask_exchange(_as_exchange(record), masker)
-                        had_body = record.get("request_body") is not None
-                        records.append(_as_record(hidden, had_body, masker))
-                    copy[key] = records
+                    copy[key] = [_masked_record(record, masker) for record in value or ()]
                 elif isinstance(value, str):
                     copy[key] = masker.text(value)
                 else:
