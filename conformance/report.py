@@ -31,12 +31,8 @@ def early_expiry(results: Sequence[CheckResult]) -> tuple[str, ...]:
     ``expires`` it was issued with: the target expires tokens early, and each check's own
     message ("answered 401") would leave the reader to find that out 45 times."""
     broken = [r for r in results if severity(r) in ("fail", "error")]
-    refused = 0
-    hit = 0
-    for result in broken:
-        early = sum(1 for item in result.evidence if _refused_early(item))
-        refused += early
-        hit += 1 if early else 0
+    early = [sum(1 for item in result.evidence if _refused_early(item)) for result in broken]
+    refused, hit = sum(early), sum(1 for count in early if count)
     if hit < EARLY_EXPIRY_MIN_CHECKS or hit * 2 <= len(broken):
         return ()
     return (

@@ -194,8 +194,11 @@ def reproduce_file(result: CheckResult) -> str:
 
 
 def _script(result: CheckResult, target: str, reveal: bool) -> str:
-    """A reproduction as a file: what it shows, the exports it needs, then its lines."""
+    """A reproduction as a file: what it shows, the exports it needs, then its lines ("" when
+    there is nothing to reproduce)."""
     script, needs = reproduce(result, reveal=reveal)
+    if not script:
+        return ""
     exports = replay_exports(target, {v: {o} for v, o in needs.items()}, masker_of([result]))
     lines = [
         "#!/bin/sh",
@@ -572,11 +575,11 @@ def _write_scripts(
     for old in (directory / REPRODUCE_DIR).glob("*.sh"):
         old.unlink()
     for result in results:
-        if severity(result) not in ("fail", "warning", "error"):
-            continue
-        if not reproduce(result, reveal=reveal)[0]:
+        failing = severity(result) in ("fail", "warning", "error")
+        script = _script(result, target, reveal) if failing else ""
+        if not script:
             continue
         path = directory / reproduce_file(result)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(_script(result, target, reveal), encoding="utf-8", errors=UNENCODABLE)
+        path.write_text(script, encoding="utf-8", errors=UNENCODABLE)
         path.chmod(0o700 if reveal else 0o755)
