@@ -130,12 +130,8 @@ def by_section(results: Sequence[CheckResult]) -> list[tuple[str, list[CheckResu
 def verdict_line(verdict: Verdict, results: Sequence[CheckResult]) -> str:
     """The terminal's last line: the verdict, why, warnings, coverage and the exit status."""
     parts = [verdict.reason]
-    warnings = summary(results)["warnings"]
-    if warnings:
-        parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
-    if verdict.run_errors:
-        count = len(verdict.run_errors)
-        parts.append(f"{count} run error{'s' if count != 1 else ''}")
+    counted = ((summary(results)["warnings"], "warning"), (len(verdict.run_errors), "run error"))
+    parts += [f"{count} {what}{'s' if count != 1 else ''}" for count, what in counted if count]
     if verdict.throttling is not None and verdict.throttling.throttled:
         parts.append(verdict.throttling.text())
     if verdict.tls is not None and verdict.tls.insecure:
@@ -272,9 +268,8 @@ def scorecard_lines(result: CheckResult, color: bool) -> list[str]:
     if level in ("fail", "warning", "error", "n/a", "skip") and result.message:
         lines.append(f"      -> {clip(result.message)}")
     if level in ("fail", "warning", "error"):
-        for label, value in (("Expected:", result.expected), ("Actual:  ", result.actual)):
-            if value:
-                lines.append(f"         {label} {clip(value, 300)}")
+        pairs = expected_actual(result)
+        lines += [f"         {label + ':':<9} {clip(value, 300)}" for label, value in pairs]
     if result.note and level in ("pass", "warning"):
         line = f"      · {clip(result.note, 300)}"
         lines.append(f"{_DIM}{line}{_RESET}" if color else line)
