@@ -66,13 +66,14 @@ _OUTCOMES = {"ok": "passed", "fail": "failed", "error": "error"}
 
 
 # --- masking ----------------------------------------------------------------------------------
-def _as_exchange(record: dict[str, Any]) -> Exchange:
-    """A driver's exchange record (JSON) as the ``Exchange`` the masker and the evidence take."""
+def _as_exchange(record: dict[str, Any]) -> tuple[Exchange, bool]:
+    """A driver's exchange record (JSON) as the ``Exchange`` the masker and the evidence take,
+    and whether the request had a body (an empty one is not none)."""
 
     def headers(pairs: Any) -> tuple[tuple[str, str], ...]:
         return tuple((str(k), str(v)) for k, v in pairs or ())
 
-    return Exchange(
+    exchange = Exchange(
         elapsed_ms=float(record.get("elapsed_ms") or 0.0),
         method=str(record.get("method", "")),
         url=str(record.get("url", "")),
@@ -83,12 +84,13 @@ def _as_exchange(record: dict[str, Any]) -> Exchange:
         response_body=str(record.get("response_body") or "").encode("utf-8"),
         error=str(record.get("error") or ""),
     )
+    return exchange, record.get("request_body") is not None
 
 
 def _masked_record(record: dict[str, Any], masker: Masker) -> dict[str, Any]:
     """A driver's exchange record as clients.json keeps it: every secret masked, with its curl."""
-    exchange = mask_exchange(_as_exchange(record), masker)
-    had_body = record.get("request_body") is not None
+    exchange, had_body = _as_exchange(record)
+    exchange = mask_exchange(exchange, masker)
     masked: dict[str, Any] = {
         "method": exchange.method,
         "url": exchange.url,
@@ -116,7 +118,7 @@ def _learn(columns: list[SdkColumn], masker: Masker) -> None:
     for column in columns:
         for cell in column.cells.values():
             for record in cell.get("exchanges") or ():
-                mask_exchange(_as_exchange(record), masker)
+                mask_exchange(_as_exchange(record)[0], masker)
             if "data" in cell:
                 _masked_value(cell["data"], masker)
         for key in ("refresh_before", "refresh_after"):
@@ -239,12 +241,6 @@ def to_json(
 
 
 # --- clients.html -----------------------------------------------------------------------------
-def evidence_item(record: dict[str, Any], masker: Masker) -> dict[str, Any]:
-    """A (masked) exchange as conform's evidence: request, answer, curl."""
-    had_body = record.get("request_body") is not None
-    return evidence_of(_as_exchange(record), masker, had_body=had_body)
-
-
 def _slug(text: str) -> str:
     return "-".join(text.replace("/", " ").split())
 
@@ -265,11 +261,10 @@ def results(columns: list[SdkColumn], masker: Masker) -> list[CheckResult]:
         for op in ops:
             cell = column.cells[op]
             outcome = outcome_of(cell)
-            section = _SECTIONS.get(op, "Other")
             check = Check(
                 id=f"{column.sdk}:{_slug(op)}",
                 level="document" if op in _SECTIONS and op != "events from/to" else "SDK-only",
-                section=section,
+                section=_SECTIONS.get(op, "Other"),
                 title=f"{column.heading}: {op}",
                 quote=_QUOTES.get(op, _BEYOND),
             )
@@ -279,7 +274,10 @@ def results(columns: list[SdkColumn], masker: Masker) -> list[CheckResult]:
                     check,
                     _OUTCOMES.get(outcome, "skipped"),
                     message=detail if outcome != "ok" else "",
-                    evidence=[evidence_item(r, masker) for r in cell.get("exchanges") or ()],
+                    evidence=[  # the (masked) exchanges as conform's: request, answer, curl
+                        evidence_of(exchange, masker, had_body=had_body)
+                        for exchange, had_body in map(_as_exchange, cell.get("exchanges") or ())
+                    ],
                     expected=str(cell.get("expected") or ""),
                     actual=str(cell.get("actual") or ""),
                     note=f"{len(cell.get('exchanges') or ())} exchange(s)"
