@@ -24,7 +24,7 @@ from paysuite.clients.matrix import OPERATIONS, SdkColumn, outcome_of
 from paysuite_core.exchange import Exchange
 from paysuite_core.results.evidence import evidence_of
 from paysuite_core.results.masking import Masker, mask_exchange
-from paysuite_core.results.rule import Check
+from paysuite_core.results.rule import Check, Section
 from paysuite_core.results.verdict import CheckResult, Coverage, Verdict
 
 TITLE = "paysuite clients report"
@@ -32,15 +32,15 @@ PROFILE = "published SDKs"
 
 #: Where the document describes each operation (the SDK-only routes are not in it).
 _SECTIONS: dict[str, str] = {
-    "authorize": "Endpoints, 5. Authorize an application",
-    "cashin": "Endpoints, 1. Cashin",
-    "cashout": "Endpoints, 2. Cashout",
-    "find": "Endpoints, 3. Find a transaction",
-    "events": "Endpoints, 4. List transaction events",
-    "events from/to": "Endpoints, 4. List transaction events",
-    "refresh": "Endpoints, 6. Refresh tokens",
-    "find after expiry": "Authentication, 4",
-    "find after refresh": "Authentication, 4",
+    "authorize": Section.ENDPOINT_AUTHORIZE,
+    "cashin": Section.ENDPOINT_CASHIN,
+    "cashout": Section.ENDPOINT_CASHOUT,
+    "find": Section.ENDPOINT_FIND,
+    "events": Section.ENDPOINT_EVENTS,
+    "events from/to": Section.ENDPOINT_EVENTS,
+    "refresh": Section.ENDPOINT_REFRESH,
+    "find after expiry": Section.AUTHENTICATION_4,
+    "find after refresh": Section.AUTHENTICATION_4,
 }
 _RENEWED = (
     "After that the client obtains a new pair through the refresh endpoint with its refresh "
