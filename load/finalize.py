@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 from load.context import of
 from load.ledger import LEDGER, TimeToProcessed
-from load.plan import LoadPlan, option
-from load.reconcile import failure_reasons, reconcile
+from load.plan import option
+from load.reconcile import reconcile
 from load.records import (
     Abort,
     LoadSummary,
@@ -349,24 +349,6 @@ def ramp_lines(shape_summary: ShapeSummary) -> list[str]:
     return lines
 
 
-def _reconcile(plan: LoadPlan) -> Reconciliation:
-    recon = reconcile(
-        LEDGER.creates,
-        plan.target,
-        concurrency=plan.reconcile_concurrency,
-        time_budget_s=plan.reconcile_timeout_s,
-        limits=plan.limits,
-        webhook_journal=journal_path(plan) if plan.webhooks else None,
-        tls=plan.tls,
-    )
-    recon["acknowledged_without_ref"] = LEDGER.counters.get("acknowledged_without_ref", 0)
-    recon["reasons"] = failure_reasons(recon)
-    recon["passed"] = not recon["reasons"]
-    # "found nothing lost" over zero creates would read as a finding; it is an absence of one
-    recon["nothing_to_check"] = not recon.get("acknowledged") and not recon["reasons"]
-    return recon
-
-
 def _stats(s: OperationStats) -> OperationSummary:
     return {
         "requests": s.requests,
@@ -440,7 +422,16 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
     TIMELINE.stop()
     aborted = TIMELINE.abort
     slo_passed = all(v.passed for v in verdicts) and not aborted
-    recon = _reconcile(plan)
+    recon = reconcile(
+        LEDGER.creates,
+        plan.target,
+        concurrency=plan.reconcile_concurrency,
+        time_budget_s=plan.reconcile_timeout_s,
+        limits=plan.limits,
+        webhook_journal=journal_path(plan) if plan.webhooks else None,
+        tls=plan.tls,
+        without_ref=LEDGER.counters.get("acknowledged_without_ref", 0),
+    )
     exit_code = exit_status(slo_passed, recon["passed"])
     if interrupted and exit_code == EXIT_PASSED:
         exit_code = EXIT_INTERRUPTED

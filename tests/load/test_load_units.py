@@ -513,16 +513,15 @@ class _FakeTarget:
     def header(self, session: object, merchant: str) -> dict[str, str]:
         return {"Authorization": "Bearer t"}
 
-    def get(self, url: str, *, params: dict, headers: dict) -> object:
+    def get(self, path: str, headers: dict, **params: object) -> object:
         events = [
             {"event_kind": kind, "data": {"ref": ref}}
-            for ref in self.refs_by_number.get(params["client"], [])
+            for ref in self.refs_by_number.get(str(params["client"]), [])
             for kind in ("transaction:created", "transaction:processed")
         ]
 
         class Response:
-            def raise_for_status(self) -> None:
-                pass
+            status = 200
 
             def json(self) -> dict:
                 return {"transactions": events}
@@ -541,13 +540,12 @@ def test_storm_keys_are_counted_on_the_target_itself() -> None:
     targets = storm_targets(records)
     assert targets == {("A", "0781111111"): {"k1"}, ("A", "0782222222"): {"k2", "k3"}}
     honest = _FakeTarget({"0781111111": ["r1"], "0782222222": ["r2", "r3"]})
-    result = server_duplicates(honest, honest, "http://t/api", targets)  # type: ignore[arg-type]
+    result = server_duplicates(honest, honest, targets)  # type: ignore[arg-type]
     assert result["storm_keys_checked"] == 3 and result["server_duplicate_keys"] == 0
     silent_duplicate = _FakeTarget({"0781111111": ["r1", "r1-again"], "0782222222": ["r2", "r3"]})
     result = server_duplicates(
         silent_duplicate,
         silent_duplicate,
-        "http://t/api",
         targets,  # type: ignore[arg-type]
     )
     assert result["server_duplicate_keys"] == 1
