@@ -29,6 +29,7 @@ from load.shape_catalog import (
     SHAPE_NAMES,
     Pacing,
     Shape,
+    ShapeOverrides,
     Thresholds,
     get_shape,
     parse_mix,
@@ -58,24 +59,6 @@ _DRIVABLE = ("sandbox", "magic-numbers")
 def new_run_id() -> str:
     """The shared seed of a run's idempotency-storm keys."""
     return uuid.uuid4().hex[:8]
-
-
-@dataclass(frozen=True)
-class ShapeOverrides:
-    """What the options change in the named shape (kept apart, so another shape picked in
-    Locust's web UI gets the same changes)."""
-
-    users: int | None = None
-    spawn_rate: float | None = None
-    duration_s: float | None = None
-    max_requests: int | None = None
-    mix: dict[str, float] | None = None
-    pacing: Pacing | None = None
-    #: ramp only: the step length
-    step_s: float | None = None
-
-    def apply(self, shape: Shape) -> Shape:
-        return shape.with_overrides(**vars(self))
 
 
 @dataclass(frozen=True)

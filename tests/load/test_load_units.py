@@ -15,7 +15,7 @@ from load.finalize import percentile
 from load.plan import LoadPlan, UsageError, build_plan, read_plan, write_plan
 from load.reconcile import ledger_anomalies, server_duplicates, storm_targets
 from load.report import read_history, render_html, svg_chart
-from load.shape_catalog import SHAPES, Pacing, get_shape, parse_mix
+from load.shape_catalog import SHAPES, Pacing, ShapeOverrides, get_shape, parse_mix
 from load.slo import (
     OperationStats,
     SLOError,
@@ -155,15 +155,15 @@ def test_every_shape_is_bounded() -> None:
 
 
 def test_duration_override_scales_the_ramp_step_down_to_its_minimum() -> None:
-    ramp = get_shape("ramp").with_overrides(duration_s=60)
+    ramp = ShapeOverrides(duration_s=60).apply(get_shape("ramp"))
     assert ramp.duration_s == 60 and ramp.step_s == 5.0 and ramp.steps == 12
-    short = get_shape("ramp").with_overrides(duration_s=30)  # was 2.5 s steps, silently
+    short = ShapeOverrides(duration_s=30).apply(get_shape("ramp"))  # was 2.5 s steps, silently
     assert short.step_s == 5.0 and short.steps == 6
     assert short.outline() == "6 steps of 5 s, 4 to 24 users (+4 per step)"
     with pytest.raises(ValueError, match="holds 2 step"):
-        get_shape("ramp").with_overrides(duration_s=10).check()
+        ShapeOverrides(duration_s=10).apply(get_shape("ramp")).check()
     with pytest.raises(ValueError, match="too short"):
-        get_shape("ramp").with_overrides(step_s=2).check()
+        ShapeOverrides(step_s=2).apply(get_shape("ramp")).check()
 
 
 @pytest.mark.parametrize(
