@@ -278,22 +278,6 @@ def _line(
             out.lines.append((s, " ".join(run)))
 
 
-def svg_line_chart(rows: Sequence[dict[str, Any]], chart: Chart, t_end: float | None = None) -> str:
-    """The chart as inline SVG (the template the page includes, rendered alone)."""
-    return render("chart.svg", p=plot(rows, chart, t_end), users=COLOURS["users"])
-
-
-def svg_chart(
-    rows: list[dict[str, Any]], series: list[str], title: str, unit: str, width: int = 1200
-) -> str:
-    """A line chart of named series (the keys of ``rows``) on one axis."""
-    chart = Chart(title, unit, [Series(s, s, COLOURS.get(s, "#000")) for s in series], width=width)
-    if rows:
-        t0 = float(rows[0]["t"])
-        rows = [{**r, "t": float(r["t"]) - t0} for r in rows]
-    return svg_line_chart(rows, chart)
-
-
 def _limit_for(thresholds: dict[str, Any], op: str) -> list[tuple[float, str]]:
     """The p95 ceiling that applies to ``op`` (its own, else ``*``), as a chart reference line."""
     own = thresholds.get(op) or {}

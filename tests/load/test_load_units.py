@@ -14,7 +14,7 @@ import pytest
 from load.finalize import percentile
 from load.plan import LoadPlan, UsageError, build_plan, read_plan, write_plan
 from load.reconcile import ledger_anomalies, server_duplicates, storm_targets
-from load.report import read_history, render_html, svg_chart
+from load.report import COLOURS, Chart, Series, plot, read_history, render_html
 from load.shape_catalog import SHAPES, Pacing, ShapeOverrides, get_shape, parse_mix
 from load.slo import (
     OperationStats,
@@ -26,6 +26,7 @@ from load.slo import (
     percentile_of,
     resolve_slo,
 )
+from paysuite_core.report_engine import render
 from paysuite_core.request_data import AmountSource, NumberSource, sample_from_regex
 from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, parse_target_config
 from paysuite_core.tokens import parse_expires
@@ -347,9 +348,15 @@ def test_history_and_chart(tmp_path: Path) -> None:
     # throughput from the cumulative counts, not Locust's lagging Requests/s column
     assert [r["req/s"] for r in rows] == [0.0, 10.0, 12.0]
     assert [r["fail/s"] for r in rows] == [0.0, 1.0, 0.0]
-    svg = svg_chart(rows, ["p50", "p95", "p99"], "Latency", "ms")
+    svg = _svg_chart(rows, ["p50", "p95", "p99"], "Latency", "ms")
     assert svg.startswith("<svg") and svg.count("<polyline") == 3
-    assert "no data" in svg_chart([], ["req/s"], "Throughput", "req/s")
+    assert "no data" in _svg_chart([], ["req/s"], "Throughput", "req/s")
+
+
+def _svg_chart(rows: list, series: list[str], title: str, unit: str) -> str:
+    """A chart of ``series`` alone, as load.html's template draws each."""
+    chart = Chart(title, unit, [Series(s, s, COLOURS[s]) for s in series])
+    return render("chart.svg", p=plot(rows, chart), users=COLOURS["users"])
 
 
 def test_render_html_shows_verdicts_and_loss(tmp_path: Path) -> None:
