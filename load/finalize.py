@@ -30,7 +30,7 @@ from load.records import (
     TimeToProcessedStats,
 )
 from load.shape_catalog import Shape, Thresholds
-from load.slo import OperationStats, Verdict, evaluate, percentile_of
+from load.slo import NO_REQUESTS, OperationStats, Verdict, evaluate, percentile_of
 from load.terminal import print_table_once, reports_line
 from load.timeline import TIMELINE, collect_operations
 from load.webhook_journal import journal_path
@@ -41,7 +41,6 @@ if TYPE_CHECKING:  # this module is imported outside Locust too: no locust impor
     from locust.stats import RequestStats
 
 SCHEMA = "paysuite-load/1"
-_NONE = OperationStats(0, 0, 0.0, None, None, None)  # an operation that made no request
 EXIT_PASSED, EXIT_BREACHED, EXIT_LOST = 0, 1, 3
 #: a run stopped before its shape ended it (Ctrl-C, SIGTERM, the web UI's Stop), in which
 #: nothing failed: what ran is reported, but a run cut short is not a pass (the shell's status
@@ -131,16 +130,13 @@ def percentile(values: list[float], fraction: float) -> float | None:
 
 def time_to_processed_stats(samples: list[TimeToProcessed]) -> TimeToProcessedStats:
     seconds = [s["seconds"] for s in samples]
-    by_status: dict[str, int] = {}
-    for s in samples:
-        by_status[s["status"]] = by_status.get(s["status"], 0) + 1
     return {
         "count": len(seconds),
         "p50_s": percentile(seconds, 0.5),
         "p95_s": percentile(seconds, 0.95),
         "p99_s": percentile(seconds, 0.99),
         "max_s": max(seconds) if seconds else None,
-        "by_status": by_status,
+        "by_status": dict(Counter(s["status"] for s in samples)),
     }
 
 
@@ -184,7 +180,7 @@ def judge(
     verdicts = evaluate(slo, ops, total)
     for key, started in sorted((counters or {}).items()):
         op = key.removeprefix("started:")
-        if key.startswith("started:") and started and not ops.get(op, _NONE).requests:
+        if key.startswith("started:") and started and not ops.get(op, NO_REQUESTS).requests:
             # every one still hanging when the run ended: no request completed, none counted
             verdicts.append(
                 Verdict(op, "successes", 1, 0, False, f"no request completed ({started} started)")
@@ -454,8 +450,8 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
         "operations": {name: _stats(s) for name, s in sorted(ops.items())},
         "total": _stats(total),
         "auth": {
-            "authorize": ops.get("authorize", _NONE).requests,
-            "refresh": ops.get("refresh", _NONE).requests,
+            "authorize": ops.get("authorize", NO_REQUESTS).requests,
+            "refresh": ops.get("refresh", NO_REQUESTS).requests,
             "auth_errors": counters.get("auth_errors", 0),
         },
         "slo": {"thresholds": plan.thresholds, "verdicts": [v.to_dict() for v in verdicts]},

@@ -12,9 +12,9 @@ floor). A YAML file overrides the shapes' built-in ones (docs/load.md)::
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import yaml
 
@@ -78,6 +78,10 @@ class OperationStats:
         return self.failures / self.requests if self.requests else 0.0
 
 
+#: an operation that made no request
+NO_REQUESTS = OperationStats(0, 0, 0.0, None, None, None)
+
+
 @dataclass(frozen=True)
 class Verdict:
     operation: str
@@ -88,14 +92,7 @@ class Verdict:
     note: str = ""
 
     def to_dict(self) -> VerdictRecord:
-        return VerdictRecord(
-            operation=self.operation,
-            metric=self.metric,
-            threshold=self.threshold,
-            observed=self.observed,
-            passed=self.passed,
-            note=self.note,
-        )
+        return cast(VerdictRecord, asdict(self))
 
     @property
     def relation(self) -> str:
@@ -197,11 +194,7 @@ def evaluate(
     for op, metrics in slo.items():
         if op == "*":
             continue
-        stats = (
-            total
-            if op == "total"
-            else operations.get(op, OperationStats(0, 0, 0.0, None, None, None))
-        )
+        stats = total if op == "total" else operations.get(op, NO_REQUESTS)
         for metric, threshold in metrics.items():
             verdicts.append(_judge(op, metric, threshold, stats))
     return verdicts
