@@ -19,12 +19,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from subprocess import STDOUT
-from typing import Any, Protocol
+from typing import Any
 
 from load import loopback, probe
 from load.plan import LoadPlan, UsageError, write_plan
@@ -32,11 +32,10 @@ from load.records import LoadSummary
 from load.webhook_journal import receiving
 from paysuite_core import guarded_json, tokens
 from paysuite_core.bounded_http import LOAD_LIMITS, Limits
-from paysuite_core.launcher import end_with_parent
+from paysuite_core.launcher import RunningStub, end_with_parent
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.throttle import Throttle, send_honouring
 from paysuite_core.tls import TLSSettings
-from paysuite_core.tokens import PlainAnswer
 
 __all__ = ["LoadResult", "TargetRefused", "UsageError", "run"]
 
@@ -48,17 +47,6 @@ BUNDLED_STUB_CONFIG: dict[str, Any] = {
         "rules": [{"number_suffix": "0000", "outcome": "failed", "delay_s": 0.5}],
     }
 }
-
-
-class StartedStub(Protocol):
-    """What ``run`` needs of ``paysuite_core.launcher.RunningStub``."""
-
-    root_url: str
-
-    def config(self) -> TargetConfig: ...
-
-
-StubFactory = Callable[[Path], AbstractContextManager[StartedStub]]
 
 
 @dataclass(frozen=True)
@@ -111,22 +99,17 @@ def preflight(
     app = config.applications[0]
     throttle = Throttle()
 
-    @contextmanager
-    def probe_send(request: tokens.Request) -> Iterator[PlainAnswer]:
-        got = send_honouring(
+    request = tokens.authorize_request(app)
+    try:
+        answer = send_honouring(
             throttle,
             lambda: probe.post_json(config.base_url + request.path, request.json, limits, tls),
             lambda answer: answer.status,
             lambda answer: {"Retry-After": answer.retry_after} if answer.retry_after else None,
             give_up=lambda answer: answer,
         )
-        yield PlainAnswer(got.status, got.body, got.location)
-
-    try:
-        answer = tokens.authorize(probe_send, app)
     except probe.ProbeError as exc:
         raise TargetRefused(str(exc) if exc.tls else f"target {config.base_url}: {exc}") from None
-    assert isinstance(answer, PlainAnswer)
     if answer.status == 404:
         raise TargetRefused(tokens.no_api_at(config.base_url))
     if answer.status in (401, 403):
@@ -200,7 +183,7 @@ def worker_command(port: int) -> list[str]:
 
 
 @contextmanager
-def bundled_stub(workdir: Path) -> Iterator[StartedStub]:
+def bundled_stub(workdir: Path) -> Iterator[RunningStub]:
     from paysuite_core.launcher import StubStartError, start_stub, stop_stub
 
     say("starting the bundled stub (customers auto-resolve after 0.5 s)")
@@ -386,19 +369,14 @@ def _run_against_target(plan: LoadPlan, locust_log: Path | None) -> LoadResult:
     return outcome(plan, code)
 
 
-def run(
-    plan: LoadPlan,
-    *,
-    locust_log: Path | None = None,
-    stub_factory: StubFactory = bundled_stub,
-) -> LoadResult:
+def run(plan: LoadPlan, *, locust_log: Path | None = None) -> LoadResult:
     """Run one load plan to its verdict; without a target, against the bundled stub (its
     customers answer by themselves: the lifecycle resolves ``auto``). Raises ``UsageError``
     (exit status 2, one line) when the stub does not start or the target is refused."""
     if plan.config is not None:
         return _run_against_target(plan, locust_log)
     with tempfile.TemporaryDirectory(prefix="paysuite-stub-") as workdir:
-        with stub_factory(Path(workdir)) as stub:
+        with bundled_stub(Path(workdir)) as stub:
             return _run_against_target(
                 plan.for_target(stub.config(), lifecycle_resolve="auto"), locust_log
             )
