@@ -98,14 +98,13 @@ def preflight(
     limits = limits or LOAD_LIMITS
     app = config.applications[0]
     throttle = Throttle()
-
     request = tokens.authorize_request(app)
     try:
         answer = send_honouring(
             throttle,
             lambda: probe.post_json(config.base_url + request.path, request.json, limits, tls),
             lambda answer: answer.status,
-            lambda answer: {"Retry-After": answer.retry_after} if answer.retry_after else None,
+            lambda answer: answer.headers,
             give_up=lambda answer: answer,
         )
     except probe.ProbeError as exc:
@@ -120,7 +119,7 @@ def preflight(
     if 300 <= answer.status < 400:
         raise TargetRefused(
             f"the target answered authorize with a redirect (HTTP {answer.status} to "
-            f"{answer.location!r}); paysuite does not follow redirects: fix base_url"
+            f"{answer.headers.get('location')!r}); paysuite does not follow redirects: fix base_url"
         )
     if answer.status == 429:
         raise TargetRefused(
