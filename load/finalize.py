@@ -73,56 +73,6 @@ def _pass_reason(exit_code: int, reconciliation: Reconciliation) -> str:
     return "every threshold met, nothing lost"
 
 
-#: load.json's ``stop_reason`` of a run the pre-check stopped
-STOPPED_BY_PRECHECK = "the pre-check stopped the run before any load"
-
-
-def write_no_run(
-    report_dir: Path,
-    *,
-    shape: str,
-    target: str,
-    verdict: str,
-    exit_code: int,
-    reason: str,
-    stop_reason: str = STOPPED_BY_PRECHECK,
-    tls: str = "",
-) -> LoadSummary:
-    """load.json and load.html of a run without a verdict of its own: the pre-check stopped it
-    (no load sent), or Locust ended without writing one (``stop_reason`` says which).
-
-    The same schema as a run's, with nothing measured: a reader (a CI step, ``paysuite demo``)
-    finds the verdict and its reason where it always does, never a missing file.
-    """
-    from load.report import render_html
-
-    summary: LoadSummary = {
-        "schema": SCHEMA,
-        "shape": shape,
-        "profile": shape,
-        "target": target,
-        "tls": tls,
-        "verdict": verdict,
-        "reason": reason,
-        "exit_code": exit_code,
-        "no_load": True,
-        "duration_s": 0,
-        "stop_reason": stop_reason,
-        "operations": {},
-        "total": {"requests": 0, "failures": 0, "rps": 0.0},
-        "slo": {"thresholds": {}, "verdicts": []},
-        "slo_passed": False,
-        "failed_because": [reason],
-        "reconciliation": {"nothing_to_check": True, "passed": False, "reasons": []},
-        "failures": [],
-        "files": {"load_html": "load.html"},
-    }
-    report_dir.mkdir(parents=True, exist_ok=True)
-    (report_dir / "load.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    render_html(summary, report_dir)
-    return summary
-
-
 def percentile(values: list[float], fraction: float) -> float | None:
     """Nearest-rank percentile of a list (None when empty)."""
     return percentile_of(Counter(values), fraction)

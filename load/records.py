@@ -159,7 +159,7 @@ class OperationSummary(TypedDict):
 
 
 class LoadSummary(TypedDict, total=False):
-    """load.json: a run's (``finalize.finalize``), or one without load (``write_no_run``)."""
+    """load.json: a run's (``finalize.finalize``), or one without load (``runner.ended_early``)."""
 
     schema: str
     shape: str

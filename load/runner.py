@@ -328,21 +328,46 @@ def outcome(plan: LoadPlan, code: int) -> LoadResult:
     return LoadResult(exit_code if code in (0, 1, 3, 130) else 2, plan.report_dir, summary, plan)
 
 
-def ended_early(plan: LoadPlan, refused: TargetRefused, stop_reason: str = "") -> LoadResult:
-    """A run without a verdict still writes load.json and load.html, with why: a CI's report
-    step shows the reason instead of a missing file."""
-    from load.finalize import STOPPED_BY_PRECHECK, write_no_run
+#: load.json's ``stop_reason`` of a run the pre-check stopped
+STOPPED_BY_PRECHECK = "the pre-check stopped the run before any load"
 
-    summary = write_no_run(
-        plan.report_dir,
-        shape=plan.shape_name,
-        target=plan.target.base_url,
-        verdict=refused.verdict,
-        exit_code=refused.exit_code,
-        reason=str(refused),
-        stop_reason=stop_reason or STOPPED_BY_PRECHECK,
-        tls=plan.tls_text,
-    )
+
+def ended_early(
+    plan: LoadPlan, refused: TargetRefused, stop_reason: str = STOPPED_BY_PRECHECK
+) -> LoadResult:
+    """load.json and load.html of a run without a verdict of its own: the pre-check stopped it
+    (no load sent), or Locust ended without writing one (``stop_reason`` says which).
+
+    The same schema as a run's, with nothing measured: a reader (a CI step, ``paysuite demo``)
+    finds the verdict and its reason where it always does, never a missing file.
+    """
+    from load.finalize import SCHEMA
+    from load.report import render_html
+
+    summary: LoadSummary = {
+        "schema": SCHEMA,
+        "shape": plan.shape_name,
+        "profile": plan.shape_name,
+        "target": plan.target.base_url,
+        "tls": plan.tls_text,
+        "verdict": refused.verdict,
+        "reason": str(refused),
+        "exit_code": refused.exit_code,
+        "no_load": True,
+        "duration_s": 0,
+        "stop_reason": stop_reason,
+        "operations": {},
+        "total": {"requests": 0, "failures": 0, "rps": 0.0},
+        "slo": {"thresholds": {}, "verdicts": []},
+        "slo_passed": False,
+        "failed_because": [str(refused)],
+        "reconciliation": {"nothing_to_check": True, "passed": False, "reasons": []},
+        "failures": [],
+        "files": {"load_html": "load.html"},
+    }
+    plan.report_dir.mkdir(parents=True, exist_ok=True)
+    (plan.report_dir / "load.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    render_html(summary, plan.report_dir)
     say(f"reports: {plan.report_dir.resolve()}/load.html, load.json")
     return LoadResult(refused.exit_code, plan.report_dir, summary, plan)
 
