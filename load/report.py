@@ -170,23 +170,6 @@ def _number(value: float) -> str:
 
 
 @dataclass
-class _Frame:
-    """A chart's plot area: where a time and a value are drawn."""
-
-    left: float
-    top: float
-    width: float
-    height: float
-    t_span: float
-
-    def x(self, t: float) -> float:
-        return self.left + min(max(t, 0.0), self.t_span) / self.t_span * self.width
-
-    def y(self, v: float, top_value: float) -> float:
-        return self.top + self.height - v / top_value * self.height
-
-
-@dataclass
 class Plot:
     """What one chart draws, in SVG coordinates: the template's ``chart.svg`` loops over it."""
 
@@ -209,6 +192,14 @@ class Plot:
     #: (x, series, label), right-aligned above the plot
     legend: list[tuple[float, Series, str]] = field(default_factory=list)
     has_right: bool = False
+    #: the seconds the time axis spans
+    t_span: float = 1.0
+
+    def x(self, t: float) -> float:
+        return self.left + min(max(t, 0.0), self.t_span) / self.t_span * self.plot_w
+
+    def y(self, v: float, top_value: float) -> float:
+        return self.top + self.plot_h - v / top_value * self.plot_h
 
 
 def plot(rows: Sequence[dict[str, Any]], chart: Chart, t_end: float | None = None) -> Plot:
@@ -222,7 +213,7 @@ def plot(rows: Sequence[dict[str, Any]], chart: Chart, t_end: float | None = Non
         return out
     out.empty = False
     t_end = t_end if t_end is not None else max(float(r["t"]) for r in rows)
-    frame = _Frame(out.left, out.top, out.plot_w, out.plot_h, max(t_end, 1.0))
+    out.t_span = max(t_end, 1.0)
 
     def values(series: list[Series]) -> list[float]:
         return [float(r[s.key]) for s in series for r in rows if r.get(s.key) is not None]
@@ -238,19 +229,19 @@ def plot(rows: Sequence[dict[str, Any]], chart: Chart, t_end: float | None = Non
     y_right = _count_max(max(values(right_series), default=0.0))
     out.y_ticks = [
         (
-            frame.y(y_left * i / 4, y_left),
+            out.y(y_left * i / 4, y_left),
             _number(y_left * i / 4),
             _number(y_right * i / 4) if right_series else "",
         )
         for i in range(5)
     ]
-    step = _time_step(frame.t_span)
-    count = int((frame.t_span + 1e-6) // step) + 1
-    out.x_ticks = [(frame.x(i * step), _clock(i * step, frame.t_span)) for i in range(count)]
-    out.limits = [(frame.y(v, y_left), label) for v, label in drawn]
+    step = _time_step(out.t_span)
+    count = int((out.t_span + 1e-6) // step) + 1
+    out.x_ticks = [(out.x(i * step), _clock(i * step, out.t_span)) for i in range(count)]
+    out.limits = [(out.y(v, y_left), label) for v, label in drawn]
     for s in has:
-        _line(out, frame, rows, s, y_right if s.right else y_left)
-    legend_x = frame.left + frame.width
+        _line(out, rows, s, y_right if s.right else y_left)
+    legend_x = out.left + out.plot_w
     for s in reversed(has):
         label = s.name + (" (right axis)" if s.right else "")
         legend_x -= 30 + 7 * len(label)
@@ -258,9 +249,7 @@ def plot(rows: Sequence[dict[str, Any]], chart: Chart, t_end: float | None = Non
     return out
 
 
-def _line(
-    out: Plot, frame: _Frame, rows: Sequence[dict[str, Any]], s: Series, top_value: float
-) -> None:
+def _line(out: Plot, rows: Sequence[dict[str, Any]], s: Series, top_value: float) -> None:
     """One series: a polyline per run of points without a gap, a dot for a lone point."""
     runs: list[list[str]] = [[]]
     for r in rows:
@@ -269,7 +258,7 @@ def _line(
             if runs[-1]:
                 runs.append([])
             continue
-        runs[-1].append(f"{frame.x(float(r['t'])):.1f},{frame.y(float(v), top_value):.1f}")
+        runs[-1].append(f"{out.x(float(r['t'])):.1f},{out.y(float(v), top_value):.1f}")
     for run in runs:
         if len(run) == 1:
             cx, cy = run[0].split(",")
