@@ -36,6 +36,7 @@ from load.plan import (
 )
 from load.records import LoadSummary
 from load.shape_catalog import SHAPE_NAMES
+from load.terminal import say
 from load.timeline import TIMELINE
 
 log = logging.getLogger("paysuite")
@@ -175,13 +176,9 @@ def _publish(process: LoadProcess, options: argparse.Namespace | None, plan: Loa
         options.paysuite_plan = write_plan(plan)
 
 
-def _say(line: str) -> None:
-    print(f"paysuite: {line}", flush=True)
-
-
 def _plan_from(environment: Environment, options: argparse.Namespace) -> LoadPlan:
     plan = plan_from_locust_options(options, environment.host, _common(of(environment), options))
-    loopback.check_loopback(plan.target, warn=_say)
+    loopback.check_loopback(plan.target, warn=say)
     return plan
 
 
@@ -228,7 +225,7 @@ def on_init(environment: Environment, **_: Any) -> None:
     process.built_from = _snapshot(process, options)
     _publish(process, options, plan)
     if not getattr(options, "paysuite_plan_file", ""):  # paysuite load said it already
-        _say(
+        say(
             f"shape {shape.name}: {shape.outline()}, at most {shape.duration_s:g} s / "
             f"{shape.max_requests} requests"
         )

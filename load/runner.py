@@ -29,6 +29,7 @@ from typing import Any
 from load import loopback, probe
 from load.plan import LoadPlan, UsageError, write_plan
 from load.records import LoadSummary
+from load.terminal import say
 from load.webhook_journal import receiving
 from paysuite_core import guarded_json, tokens
 from paysuite_core.bounded_http import LOAD_LIMITS, Limits
@@ -71,10 +72,6 @@ class TargetRefused(UsageError):
     @property
     def exit_code(self) -> int:
         return 1 if self.verdict == "fail" else 2
-
-
-def say(message: str) -> None:
-    print(f"paysuite: {message}", flush=True)
 
 
 def check_loopback(config: TargetConfig) -> None:
