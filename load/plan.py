@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import uuid
+from argparse import Namespace
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
@@ -134,18 +135,6 @@ class LoadPlan:
         return replace(
             self, config=config, lifecycle_resolve=self.lifecycle_resolve or lifecycle_resolve
         )
-
-
-def _tls_settings(
-    given: TLSSettings | argparse.Namespace | None, config: TargetConfig | None
-) -> TLSSettings:
-    """The run's TLS settings: ``given`` as resolved, or the flags of ``given`` over the
-    configuration's ``tls:`` over the environment (``paysuite_core.tls``)."""
-    if isinstance(given, TLSSettings):
-        return given
-    if given is None:
-        return TLSSettings.resolve(config=config.tls if config is not None else None)
-    return TLSSettings.from_args(given, config)
 
 
 def _positive(name: str, value: float | None) -> None:
@@ -295,6 +284,8 @@ def build_plan(
             "--webhooks needs a --config with a webhooks section (listen, secret): the bundled "
             "stub has no webhook endpoint (docs/webhooks.md)"
         )
+    if not isinstance(tls, TLSSettings):  # the flags over the configuration's over the environment
+        tls = TLSSettings.from_args(tls or Namespace(), target_config)
     return LoadPlan(
         shape_name=shape,
         config=target_config,
@@ -311,7 +302,7 @@ def build_plan(
         summary_only=summary_only,
         abort_on_fail=abort_on_fail,
         webhooks=webhooks,
-        tls=_tls_settings(tls, target_config),
+        tls=tls,
     )
 
 
