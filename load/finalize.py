@@ -30,7 +30,15 @@ from load.records import (
     TimeToProcessedStats,
 )
 from load.shape_catalog import Shape, Thresholds
-from load.slo import NO_REQUESTS, OperationStats, Verdict, evaluate, percentile_of
+from load.slo import (
+    NO_REQUESTS,
+    PLATEAU_MEANS,
+    OperationStats,
+    Verdict,
+    evaluate,
+    percentile_of,
+    ramp_finding,
+)
 from load.terminal import print_table_once, reports_line
 from load.timeline import TIMELINE, collect_operations
 from load.webhook_journal import journal_path
@@ -269,23 +277,9 @@ def collect_failures(stats: RequestStats) -> list[dict[str, str | int]]:
 
 def ramp_lines(shape_summary: ShapeSummary) -> list[str]:
     """What the ramp found, from the same per-step numbers as load.json and load.html."""
-    lines = []
-    knee, plateau = shape_summary.get("knee"), shape_summary.get("plateau")
+    means = f" but {PLATEAU_MEANS} (add --workers to tell)"
+    lines = [f"paysuite: {ramp_finding(shape_summary, means)}"]
     broke, best = shape_summary.get("slo_break"), shape_summary.get("max_sustainable")
-    if knee:
-        lines.append(
-            f"paysuite: knee at step {knee['step']} ({knee['users']} users, {knee['rps']:g} "
-            f"req/s): throughput stopped growing after it while latency or errors rose "
-            f"({knee['why']})"
-        )
-    elif plateau:
-        lines.append(
-            f"paysuite: throughput stopped growing at step {plateau['step']} ({plateau['users']} "
-            f"users, {plateau['rps']:g} req/s; {plateau['why']}) but latency and errors did not "
-            "rise: the load generator may be the limit (add --workers to tell)"
-        )
-    else:
-        lines.append("paysuite: no knee: throughput still grew at the last step")
     if broke:
         lines.append(
             f"paysuite: SLO broken at step {broke['step']} ({broke['users']} users, "

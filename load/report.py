@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from load.records import LoadSummary, ShapeSummary
-from load.slo import FLOORS
+from load.slo import FLOORS, PLATEAU_MEANS, ramp_finding
 from paysuite_core.report_engine import render
 
 COLOURS = {
@@ -293,20 +293,9 @@ RECON_COUNTS = (
 
 def ramp_text(ramp: ShapeSummary) -> str:
     """What the ramp found (its knee, plateau or SLO break), in a sentence above its steps."""
-    knee, plateau, broke = ramp.get("knee"), ramp.get("plateau"), ramp.get("slo_break")
-    if knee:
-        text = (
-            f"Knee at step {knee['step']} ({knee['users']} users, {knee['rps']:g} req/s): "
-            f"throughput stopped growing after it while latency or errors rose ({knee['why']})."
-        )
-    elif plateau:
-        text = (
-            f"Throughput stopped growing at step {plateau['step']} ({plateau['users']} users, "
-            f"{plateau['rps']:g} req/s; {plateau['why']}), but latency and errors did not rise: "
-            "the load generator may be the limit."
-        )
-    else:
-        text = "No knee: throughput still grew at the last step."
+    text = ramp_finding(ramp, f", but {PLATEAU_MEANS}")
+    text = f"{text[0].upper()}{text[1:]}."
+    broke = ramp.get("slo_break")
     if broke:
         text += f" SLO broken at step {broke['step']} ({', '.join(broke['breached'])})."
     step_s = ramp.get("step_s")

@@ -18,7 +18,7 @@ from typing import Any, TypeVar, cast
 
 import yaml
 
-from load.records import Knee, RampStep, VerdictRecord
+from load.records import Knee, RampStep, ShapeSummary, VerdictRecord
 from load.shape_catalog import AUTH_OPERATIONS, DERIVED_MEASURES, Shape, Thresholds, default_slo
 
 _Value = TypeVar("_Value", int, float)
@@ -277,3 +277,24 @@ def ramp_knee(steps: list[RampStep], gain: float = 0.05, rise: float = 0.2) -> K
             "why": "; ".join(why),
         }
     return None
+
+
+#: What a plateau may mean, said after its figures.
+PLATEAU_MEANS = "latency and errors did not rise: the load generator may be the limit"
+
+
+def ramp_finding(ramp: ShapeSummary, plateau_means: str) -> str:
+    """What the ramp found, in the words the terminal and load.html both use: its knee, its
+    plateau (then ``plateau_means``, as each says it) or no knee."""
+    knee, plateau = ramp.get("knee"), ramp.get("plateau")
+    if knee:
+        return (
+            f"knee at step {knee['step']} ({knee['users']} users, {knee['rps']:g} req/s): "
+            f"throughput stopped growing after it while latency or errors rose ({knee['why']})"
+        )
+    if plateau:
+        return (
+            f"throughput stopped growing at step {plateau['step']} ({plateau['users']} users, "
+            f"{plateau['rps']:g} req/s; {plateau['why']}){plateau_means}"
+        )
+    return "no knee: throughput still grew at the last step"
