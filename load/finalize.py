@@ -30,15 +30,7 @@ from load.records import (
     TimeToProcessedStats,
 )
 from load.shape_catalog import Shape, Thresholds
-from load.slo import (
-    NO_REQUESTS,
-    PLATEAU_MEANS,
-    OperationStats,
-    Verdict,
-    evaluate,
-    percentile_of,
-    ramp_finding,
-)
+from load.slo import NO_REQUESTS, OperationStats, Verdict, evaluate, percentile_of, ramp_finding
 from load.terminal import print_table_once, reports_line
 from load.timeline import TIMELINE, collect_operations
 from load.webhook_journal import journal_path
@@ -277,8 +269,7 @@ def collect_failures(stats: RequestStats) -> list[dict[str, str | int]]:
 
 def ramp_lines(shape_summary: ShapeSummary) -> list[str]:
     """What the ramp found, from the same per-step numbers as load.json and load.html."""
-    means = f" but {PLATEAU_MEANS} (add --workers to tell)"
-    lines = [f"paysuite: {ramp_finding(shape_summary, means)}"]
+    lines = [f"paysuite: {ramp_finding(shape_summary, terminal=True)}"]
     broke, best = shape_summary.get("slo_break"), shape_summary.get("max_sustainable")
     if broke:
         lines.append(

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from load.records import LoadSummary, ShapeSummary
-from load.slo import FLOORS, PLATEAU_MEANS, ramp_finding
+from load.slo import FLOORS, ramp_finding
 from paysuite_core.report_engine import render
 
 COLOURS = {
@@ -293,7 +293,7 @@ RECON_COUNTS = (
 
 def ramp_text(ramp: ShapeSummary) -> str:
     """What the ramp found (its knee, plateau or SLO break), in a sentence above its steps."""
-    text = ramp_finding(ramp, f", but {PLATEAU_MEANS}")
+    text = ramp_finding(ramp, terminal=False)
     text = f"{text[0].upper()}{text[1:]}."
     broke = ramp.get("slo_break")
     if broke:

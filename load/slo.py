@@ -279,13 +279,9 @@ def ramp_knee(steps: list[RampStep], gain: float = 0.05, rise: float = 0.2) -> K
     return None
 
 
-#: What a plateau may mean, said after its figures.
-PLATEAU_MEANS = "latency and errors did not rise: the load generator may be the limit"
-
-
-def ramp_finding(ramp: ShapeSummary, plateau_means: str) -> str:
+def ramp_finding(ramp: ShapeSummary, *, terminal: bool) -> str:
     """What the ramp found, in the words the terminal and load.html both use: its knee, its
-    plateau (then ``plateau_means``, as each says it) or no knee."""
+    plateau (the terminal adds how to tell what saturated) or no knee."""
     knee, plateau = ramp.get("knee"), ramp.get("plateau")
     if knee:
         return (
@@ -293,8 +289,10 @@ def ramp_finding(ramp: ShapeSummary, plateau_means: str) -> str:
             f"throughput stopped growing after it while latency or errors rose ({knee['why']})"
         )
     if plateau:
+        but, tell = (" but", " (add --workers to tell)") if terminal else (", but", "")
         return (
             f"throughput stopped growing at step {plateau['step']} ({plateau['users']} users, "
-            f"{plateau['rps']:g} req/s; {plateau['why']}){plateau_means}"
+            f"{plateau['rps']:g} req/s; {plateau['why']}){but} latency and errors did not rise: "
+            f"the load generator may be the limit{tell}"
         )
     return "no knee: throughput still grew at the last step"
