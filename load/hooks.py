@@ -214,11 +214,8 @@ def on_init(environment: Environment, **_: Any) -> None:
     shape = plan.shape
     if not options.headless and not getattr(options, "autostart", False):
         # the web UI's users, spawn rate and run time fields start with the shape's own values
-        for key, value in (
-            ("num_users", shape.users),
-            ("spawn_rate", shape.spawn_rate),
-            ("run_time", int(shape.duration_s)),
-        ):
+        own = (shape.users, shape.spawn_rate, int(shape.duration_s))
+        for key, value in zip(COMMON_OPTIONS, own, strict=True):
             if getattr(options, key, None) is None:
                 setattr(options, key, value)
                 process.prefilled[key] = value

@@ -153,9 +153,6 @@ class _Tokens:
         """The merchant's bearer header; ``stale``: the token just refused, to be renewed."""
         from gevent import getcurrent
 
-        # authorize/refresh on the caller's own connection: another greenlet's may be busy or
-        # broken (a failed connect would hold its pool slot until the total timeout)
-        send = session.send
         me = getcurrent()
         waiting = self._waiting[merchant]
         waiting.add(me)
@@ -166,7 +163,9 @@ class _Tokens:
             waiting.discard(me)
         try:
             self._share_unanswered(merchant, me)
-            token = self._access(send, merchant, stale)
+            # authorize/refresh on the caller's own connection: another greenlet's may be busy
+            # or broken (a failed connect would hold its pool slot until the total timeout)
+            token = self._access(session.send, merchant, stale)
         finally:
             lock.release()
         return {"Authorization": f"Bearer {token}", "Accept": "application/json"}
