@@ -66,25 +66,16 @@ class _Session:
     """A keep-alive connection to the target (``load.connection``, as the Locust users' own),
     each exchange bounded by ``Limits`` (total time, body size). A 429 is sent again after its
     Retry-After as the throttle allows; one it no longer retries raises ``ThrottleExhausted``
-    (the record is an error)."""
+    (the record is an error). One per checking greenlet: ``checks`` holds the run's figures."""
 
-    def __init__(
-        self,
-        base_url: str,
-        limits: Limits | None = None,
-        throttle: Throttle | None = None,
-        deadline: float | None = None,
-        tls: TLSSettings | None = None,
-    ) -> None:
+    def __init__(self, checks: _Checks) -> None:
         # gevent: not imported where reconcile is only read
         from load.connection import Connection, origin_and_target
 
-        self.base_url = base_url
-        self._connection = Connection(
-            origin_and_target(base_url)[0], limits or LOAD_LIMITS, tls=tls
-        )
-        self.throttle = throttle
-        self.deadline = deadline
+        self.checks = checks
+        self.base_url = checks.config.base_url
+        origin = origin_and_target(self.base_url)[0]
+        self._connection = Connection(origin, checks.limits or LOAD_LIMITS, tls=checks.tls)
 
     def exchange(
         self, method: str, path: str, headers: dict[str, str], body: bytes | None = None
@@ -101,12 +92,12 @@ class _Session:
             return self._connection.exchange(method, target, body, headers, header="retry-after")
 
         status, data, _ = send_honouring(
-            self.throttle,
+            self.checks.throttle,
             once,
             lambda answer: answer[0],
             lambda answer: {"Retry-After": answer[2]} if answer[2] is not None else None,
             sleep=gevent.sleep,
-            deadline=self.deadline,
+            deadline=self.checks.deadline,
         )
         return PlainAnswer(status, data)
 
@@ -358,9 +349,7 @@ class _Checks:
     tls: TLSSettings | None = None
 
     def session(self) -> _Session:
-        return _Session(
-            self.config.base_url, self.limits, self.throttle, self.deadline, tls=self.tls
-        )
+        return _Session(self)
 
     def worker(self) -> None:
         import gevent.queue
