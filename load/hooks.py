@@ -148,25 +148,16 @@ def _common(process: LoadProcess, options: argparse.Namespace) -> dict[str, Any]
     if getattr(options, "headless", False) or getattr(options, "autostart", False):
         return dict(process.common_given)
     values = {key: getattr(options, key, None) for key in COMMON_OPTIONS}
-    prefilled = process.prefilled
-    return {
-        key: value
-        for key, value in values.items()
-        if value is not None and (key not in prefilled or value != prefilled[key])
-    }
+    return {k: v for k, v in values.items() if v is not None and v != process.prefilled.get(k)}
 
 
 def _snapshot(process: LoadProcess, options: argparse.Namespace) -> tuple[tuple[str, str], ...]:
-    return tuple(
-        sorted(
-            [
-                (key, repr(value))
-                for key, value in vars(options).items()
-                if key.startswith("paysuite_") and key != "paysuite_plan"
-            ]
-            + [(f"common:{key}", repr(value)) for key, value in _common(process, options).items()]
-        )
-    )
+    """The options a plan is built from, to tell whether the web UI changed them since."""
+    mine = {
+        k: v for k, v in vars(options).items() if k.startswith("paysuite_") and k != "paysuite_plan"
+    }
+    common = {f"common:{key}": value for key, value in _common(process, options).items()}
+    return tuple(sorted((key, repr(value)) for key, value in {**mine, **common}.items()))
 
 
 def _publish(process: LoadProcess, options: argparse.Namespace | None, plan: LoadPlan) -> None:
