@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import uuid
-from argparse import Namespace
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
@@ -285,7 +284,7 @@ def build_plan(
             "stub has no webhook endpoint (docs/webhooks.md)"
         )
     if not isinstance(tls, TLSSettings):  # the flags over the configuration's over the environment
-        tls = TLSSettings.from_args(tls or Namespace(), target_config)
+        tls = TLSSettings.from_args(tls or argparse.Namespace(), target_config)
     return LoadPlan(
         shape_name=shape,
         config=target_config,
