@@ -477,9 +477,7 @@ def reconcile(
 
     started = time.monotonic()
     unique, anomalies = ledger_anomalies(records)
-    queue: gevent.queue.Queue = gevent.queue.Queue()
-    for record in unique:
-        queue.put(record)
+    queue: gevent.queue.Queue = gevent.queue.Queue(items=unique)
     deadline = started + time_budget_s
     tokens = _Tokens(config)
     # a 429 is waited for within the budget, by every checking greenlet at the asked pace

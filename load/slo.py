@@ -204,12 +204,11 @@ def decided_early(
     slo: Mapping[str, Mapping[str, float]],
     operations: Mapping[str, OperationStats],
     total: OperationStats,
-    min_requests: int = EARLY_MIN_REQUESTS,
 ) -> list[Verdict]:
     """The thresholds that a run in progress can already be said to miss (``--abort-on-fail``).
 
     Only ceilings on request operations (and ``total``): ``error_ratio`` and the latency
-    percentiles, judged on the requests so far once the operation has ``min_requests`` of them
+    percentiles, judged on the requests so far once the operation has ``EARLY_MIN_REQUESTS`` of them
     (as k6's ``abortOnFail``: breached on a sample large enough to mean something); an
     ``error_ratio`` of 0 at the first failure, since it can never be met again. ``min_rps``,
     ``successes`` and derived measures (time-to-processed) wait for the end of the run."""
@@ -223,7 +222,7 @@ def decided_early(
         if stats is None:
             continue
         exact = verdict.metric == "error_ratio" and verdict.threshold == 0 and stats.failures
-        if exact or stats.requests >= min_requests:
+        if exact or stats.requests >= EARLY_MIN_REQUESTS:
             decided.append(verdict)
     return decided
 
