@@ -136,9 +136,8 @@ def _options() -> dict[str, tuple[str, dict[str, Any]]]:
 def add_arguments(parser: LocustArgumentParser) -> None:
     for name, (text, extra) in _options().items():
         env_var = f"PAYSUITE_{name.upper().replace('-', '_')}"
+        # ``env_var: None`` (the internal options): none, as configargparse reads it
         settings: dict[str, Any] = {"env_var": env_var, "default": "", "help": text, **extra}
-        if settings["env_var"] is None:
-            del settings["env_var"]
         parser.add_argument(f"--paysuite-{name}", **settings)
 
 
