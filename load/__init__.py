@@ -13,27 +13,14 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from load.plan import LoadPlan as LoadPlan
-    from load.plan import UsageError as UsageError
-    from load.plan import build_plan as build_plan
-    from load.plan import read_plan as read_plan
-    from load.plan import write_plan as write_plan
-    from load.runner import LoadResult as LoadResult
-    from load.runner import run as run
+    from load.plan import LoadPlan, UsageError, build_plan, read_plan, write_plan
+    from load.runner import LoadResult, run
 
-_EXPORTS = {
-    "LoadPlan": "load.plan",
-    "UsageError": "load.plan",
-    "build_plan": "load.plan",
-    "read_plan": "load.plan",
-    "write_plan": "load.plan",
-    "LoadResult": "load.runner",
-    "run": "load.runner",
-}
-__all__ = sorted(_EXPORTS)
+__all__ = ["LoadPlan", "LoadResult", "UsageError", "build_plan", "read_plan", "run", "write_plan"]
 
 
 def __getattr__(name: str) -> object:
-    if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
+    if name in __all__:
+        module = "load.runner" if name in ("LoadResult", "run") else "load.plan"
+        return getattr(import_module(module), name)
     raise AttributeError(f"module 'load' has no attribute {name!r}")

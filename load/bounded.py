@@ -132,31 +132,22 @@ class Client:
         self._connections.clear()
 
 
+@dataclass(slots=True)
 class Exchange:
     """The context manager ``Client.request`` returns: the exchange happens on entry, its
     report to Locust on exit, exactly once (not when the block is left by a ``BaseException``
     that is not an ``Exception``: the user is being stopped, as Locust's own context does).
     A class, not a generator-based ``contextmanager``: it is on every request's path."""
 
-    __slots__ = ("client", "method", "path", "name", "headers", "json", "reply", "_meta")
-
-    def __init__(
-        self,
-        client: Client,
-        method: str,
-        path: str,
-        name: str,
-        headers: Mapping[str, str] | None,
-        json: object,
-    ) -> None:
-        self.client = client
-        self.method = method
-        self.path = path
-        self.name = name
-        self.headers = headers
-        self.json = json
-        self.reply: Reply | None = None
-        self._meta: tuple[float, float, str] = (0.0, 0.0, "")
+    client: Client
+    method: str
+    path: str
+    name: str
+    headers: Mapping[str, str] | None
+    json: object
+    reply: Reply | None = None
+    #: when it started (clock), how long it took (ms), the URL
+    meta: tuple[float, float, str] = (0.0, 0.0, "")
 
     def __enter__(self) -> Reply:
         client = self.client
@@ -192,7 +183,7 @@ class Exchange:
                     f"status {status} (a redirect to {location!r}; paysuite does not follow "
                     "redirects)"
                 )
-        self._meta = (start_time, (time.perf_counter() - started) * 1000, url)
+        self.meta = (start_time, (time.perf_counter() - started) * 1000, url)
         self.reply = reply
         return reply
 
@@ -203,7 +194,7 @@ class Exchange:
         why = reply.outcome()
         if why is None and exc is not None and reply.verdict is None:
             why = f"{type(exc).__name__}: {exc}"  # the block failed before judging
-        start_time, response_time, url = self._meta
+        start_time, response_time, url = self.meta
         self.client.report(
             request_type=self.method,
             name=self.name,

@@ -8,7 +8,7 @@ application rotation).
 from __future__ import annotations
 
 import itertools
-from collections import deque
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,10 @@ class RunContext:
     numbers: NumberSource = field(init=False)
     amounts: AmountSource = field(init=False)
     _counter: itertools.count[int] = field(default_factory=itertools.count, init=False)
-    refs_by_merchant: dict[str, deque[str]] = field(default_factory=dict, init=False)
+    #: refs created in this process per merchant: what read-only users look up
+    refs_by_merchant: defaultdict[str, deque[str]] = field(
+        default_factory=lambda: defaultdict(lambda: deque(maxlen=500)), init=False
+    )
 
     def __post_init__(self) -> None:
         seed = hash((self.plan.run_id, self.worker_index)) & 0xFFFFFFFF
@@ -38,13 +41,6 @@ class RunContext:
             apps = [a for a in apps if a.can_cashin() or a.can_cashout()] or apps
         n = next(self._counter) + self.worker_index
         return apps[n % len(apps)]
-
-    def merchant_refs(self, merchant: str) -> deque[str]:
-        """Refs created in this process per merchant: what read-only users look up."""
-        refs = self.refs_by_merchant.get(merchant)
-        if refs is None:  # not setdefault: that would make a deque on every call (every find)
-            refs = self.refs_by_merchant[merchant] = deque(maxlen=500)
-        return refs
 
 
 @dataclass

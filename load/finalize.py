@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 from load.context import of
 from load.ledger import LEDGER, TimeToProcessed
-from load.plan import LoadPlan, option
-from load.reconcile import failure_reasons, reconcile
+from load.plan import option
+from load.reconcile import reconcile
 from load.records import (
     Abort,
     LoadSummary,
@@ -30,7 +30,7 @@ from load.records import (
     TimeToProcessedStats,
 )
 from load.shape_catalog import Shape, Thresholds
-from load.slo import OperationStats, Verdict, evaluate, percentile_of
+from load.slo import NO_REQUESTS, OperationStats, Verdict, evaluate, percentile_of, ramp_finding
 from load.terminal import print_table_once, reports_line
 from load.timeline import TIMELINE, collect_operations
 from load.webhook_journal import journal_path
@@ -41,7 +41,6 @@ if TYPE_CHECKING:  # this module is imported outside Locust too: no locust impor
     from locust.stats import RequestStats
 
 SCHEMA = "paysuite-load/1"
-_NONE = OperationStats(0, 0, 0.0, None, None, None)  # an operation that made no request
 EXIT_PASSED, EXIT_BREACHED, EXIT_LOST = 0, 1, 3
 #: a run stopped before its shape ended it (Ctrl-C, SIGTERM, the web UI's Stop), in which
 #: nothing failed: what ran is reported, but a run cut short is not a pass (the shell's status
@@ -74,56 +73,6 @@ def _pass_reason(exit_code: int, reconciliation: Reconciliation) -> str:
     return "every threshold met, nothing lost"
 
 
-#: load.json's ``stop_reason`` of a run the pre-check stopped
-STOPPED_BY_PRECHECK = "the pre-check stopped the run before any load"
-
-
-def write_no_run(
-    report_dir: Path,
-    *,
-    shape: str,
-    target: str,
-    verdict: str,
-    exit_code: int,
-    reason: str,
-    stop_reason: str = STOPPED_BY_PRECHECK,
-    tls: str = "",
-) -> LoadSummary:
-    """load.json and load.html of a run without a verdict of its own: the pre-check stopped it
-    (no load sent), or Locust ended without writing one (``stop_reason`` says which).
-
-    The same schema as a run's, with nothing measured: a reader (a CI step, ``paysuite demo``)
-    finds the verdict and its reason where it always does, never a missing file.
-    """
-    from load.report import render_html
-
-    summary: LoadSummary = {
-        "schema": SCHEMA,
-        "shape": shape,
-        "profile": shape,
-        "target": target,
-        "tls": tls,
-        "verdict": verdict,
-        "reason": reason,
-        "exit_code": exit_code,
-        "no_load": True,
-        "duration_s": 0,
-        "stop_reason": stop_reason,
-        "operations": {},
-        "total": {"requests": 0, "failures": 0, "rps": 0.0},
-        "slo": {"thresholds": {}, "verdicts": []},
-        "slo_passed": False,
-        "failed_because": [reason],
-        "reconciliation": {"nothing_to_check": True, "passed": False, "reasons": []},
-        "failures": [],
-        "files": {"load_html": "load.html"},
-    }
-    report_dir.mkdir(parents=True, exist_ok=True)
-    (report_dir / "load.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    render_html(summary, report_dir)
-    return summary
-
-
 def percentile(values: list[float], fraction: float) -> float | None:
     """Nearest-rank percentile of a list (None when empty)."""
     return percentile_of(Counter(values), fraction)
@@ -131,16 +80,13 @@ def percentile(values: list[float], fraction: float) -> float | None:
 
 def time_to_processed_stats(samples: list[TimeToProcessed]) -> TimeToProcessedStats:
     seconds = [s["seconds"] for s in samples]
-    by_status: dict[str, int] = {}
-    for s in samples:
-        by_status[s["status"]] = by_status.get(s["status"], 0) + 1
     return {
         "count": len(seconds),
         "p50_s": percentile(seconds, 0.5),
         "p95_s": percentile(seconds, 0.95),
         "p99_s": percentile(seconds, 0.99),
         "max_s": max(seconds) if seconds else None,
-        "by_status": by_status,
+        "by_status": dict(Counter(s["status"] for s in samples)),
     }
 
 
@@ -184,7 +130,7 @@ def judge(
     verdicts = evaluate(slo, ops, total)
     for key, started in sorted((counters or {}).items()):
         op = key.removeprefix("started:")
-        if key.startswith("started:") and started and not ops.get(op, _NONE).requests:
+        if key.startswith("started:") and started and not ops.get(op, NO_REQUESTS).requests:
             # every one still hanging when the run ended: no request completed, none counted
             verdicts.append(
                 Verdict(op, "successes", 1, 0, False, f"no request completed ({started} started)")
@@ -323,23 +269,8 @@ def collect_failures(stats: RequestStats) -> list[dict[str, str | int]]:
 
 def ramp_lines(shape_summary: ShapeSummary) -> list[str]:
     """What the ramp found, from the same per-step numbers as load.json and load.html."""
-    lines = []
-    knee, plateau = shape_summary.get("knee"), shape_summary.get("plateau")
+    lines = [f"paysuite: {ramp_finding(shape_summary, terminal=True)}"]
     broke, best = shape_summary.get("slo_break"), shape_summary.get("max_sustainable")
-    if knee:
-        lines.append(
-            f"paysuite: knee at step {knee['step']} ({knee['users']} users, {knee['rps']:g} "
-            f"req/s): throughput stopped growing after it while latency or errors rose "
-            f"({knee['why']})"
-        )
-    elif plateau:
-        lines.append(
-            f"paysuite: throughput stopped growing at step {plateau['step']} ({plateau['users']} "
-            f"users, {plateau['rps']:g} req/s; {plateau['why']}) but latency and errors did not "
-            "rise: the load generator may be the limit (add --workers to tell)"
-        )
-    else:
-        lines.append("paysuite: no knee: throughput still grew at the last step")
     if broke:
         lines.append(
             f"paysuite: SLO broken at step {broke['step']} ({broke['users']} users, "
@@ -347,24 +278,6 @@ def ramp_lines(shape_summary: ShapeSummary) -> list[str]:
             + (f"; last good step {best['users']} users at {best['rps']:g} req/s" if best else "")
         )
     return lines
-
-
-def _reconcile(plan: LoadPlan) -> Reconciliation:
-    recon = reconcile(
-        LEDGER.creates,
-        plan.target,
-        concurrency=plan.reconcile_concurrency,
-        time_budget_s=plan.reconcile_timeout_s,
-        limits=plan.limits,
-        webhook_journal=journal_path(plan) if plan.webhooks else None,
-        tls=plan.tls,
-    )
-    recon["acknowledged_without_ref"] = LEDGER.counters.get("acknowledged_without_ref", 0)
-    recon["reasons"] = failure_reasons(recon)
-    recon["passed"] = not recon["reasons"]
-    # "found nothing lost" over zero creates would read as a finding; it is an absence of one
-    recon["nothing_to_check"] = not recon.get("acknowledged") and not recon["reasons"]
-    return recon
 
 
 def _stats(s: OperationStats) -> OperationSummary:
@@ -440,7 +353,16 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
     TIMELINE.stop()
     aborted = TIMELINE.abort
     slo_passed = all(v.passed for v in verdicts) and not aborted
-    recon = _reconcile(plan)
+    recon = reconcile(
+        LEDGER.creates,
+        plan.target,
+        concurrency=plan.reconcile_concurrency,
+        time_budget_s=plan.reconcile_timeout_s,
+        limits=plan.limits,
+        webhook_journal=journal_path(plan) if plan.webhooks else None,
+        tls=plan.tls,
+        without_ref=LEDGER.counters.get("acknowledged_without_ref", 0),
+    )
     exit_code = exit_status(slo_passed, recon["passed"])
     if interrupted and exit_code == EXIT_PASSED:
         exit_code = EXIT_INTERRUPTED
@@ -463,8 +385,8 @@ def finalize(environment: Environment, shape_class: LoadTestShape | None = None)
         "operations": {name: _stats(s) for name, s in sorted(ops.items())},
         "total": _stats(total),
         "auth": {
-            "authorize": ops.get("authorize", _NONE).requests,
-            "refresh": ops.get("refresh", _NONE).requests,
+            "authorize": ops.get("authorize", NO_REQUESTS).requests,
+            "refresh": ops.get("refresh", NO_REQUESTS).requests,
             "auth_errors": counters.get("auth_errors", 0),
         },
         "slo": {"thresholds": plan.thresholds, "verdicts": [v.to_dict() for v in verdicts]},

@@ -36,6 +36,7 @@ from load.plan import (
 )
 from load.records import LoadSummary
 from load.shape_catalog import SHAPE_NAMES
+from load.terminal import say
 from load.timeline import TIMELINE
 
 log = logging.getLogger("paysuite")
@@ -135,9 +136,8 @@ def _options() -> dict[str, tuple[str, dict[str, Any]]]:
 def add_arguments(parser: LocustArgumentParser) -> None:
     for name, (text, extra) in _options().items():
         env_var = f"PAYSUITE_{name.upper().replace('-', '_')}"
+        # ``env_var: None`` (the internal options): none, as configargparse reads it
         settings: dict[str, Any] = {"env_var": env_var, "default": "", "help": text, **extra}
-        if settings["env_var"] is None:
-            del settings["env_var"]
         parser.add_argument(f"--paysuite-{name}", **settings)
 
 
@@ -147,25 +147,16 @@ def _common(process: LoadProcess, options: argparse.Namespace) -> dict[str, Any]
     if getattr(options, "headless", False) or getattr(options, "autostart", False):
         return dict(process.common_given)
     values = {key: getattr(options, key, None) for key in COMMON_OPTIONS}
-    prefilled = process.prefilled
-    return {
-        key: value
-        for key, value in values.items()
-        if value is not None and (key not in prefilled or value != prefilled[key])
-    }
+    return {k: v for k, v in values.items() if v is not None and v != process.prefilled.get(k)}
 
 
 def _snapshot(process: LoadProcess, options: argparse.Namespace) -> tuple[tuple[str, str], ...]:
-    return tuple(
-        sorted(
-            [
-                (key, repr(value))
-                for key, value in vars(options).items()
-                if key.startswith("paysuite_") and key != "paysuite_plan"
-            ]
-            + [(f"common:{key}", repr(value)) for key, value in _common(process, options).items()]
-        )
-    )
+    """The options a plan is built from, to tell whether the web UI changed them since."""
+    mine = {
+        k: v for k, v in vars(options).items() if k.startswith("paysuite_") and k != "paysuite_plan"
+    }
+    common = {f"common:{key}": value for key, value in _common(process, options).items()}
+    return tuple(sorted((key, repr(value)) for key, value in {**mine, **common}.items()))
 
 
 def _publish(process: LoadProcess, options: argparse.Namespace | None, plan: LoadPlan) -> None:
@@ -175,13 +166,9 @@ def _publish(process: LoadProcess, options: argparse.Namespace | None, plan: Loa
         options.paysuite_plan = write_plan(plan)
 
 
-def _say(line: str) -> None:
-    print(f"paysuite: {line}", flush=True)
-
-
 def _plan_from(environment: Environment, options: argparse.Namespace) -> LoadPlan:
     plan = plan_from_locust_options(options, environment.host, _common(of(environment), options))
-    loopback.check_loopback(plan.target, warn=_say)
+    loopback.check_loopback(plan.target, warn=say)
     return plan
 
 
@@ -217,18 +204,15 @@ def on_init(environment: Environment, **_: Any) -> None:
     shape = plan.shape
     if not options.headless and not getattr(options, "autostart", False):
         # the web UI's users, spawn rate and run time fields start with the shape's own values
-        for key, value in (
-            ("num_users", shape.users),
-            ("spawn_rate", shape.spawn_rate),
-            ("run_time", int(shape.duration_s)),
-        ):
+        own = (shape.users, shape.spawn_rate, int(shape.duration_s))
+        for key, value in zip(COMMON_OPTIONS, own, strict=True):
             if getattr(options, key, None) is None:
                 setattr(options, key, value)
                 process.prefilled[key] = value
     process.built_from = _snapshot(process, options)
     _publish(process, options, plan)
     if not getattr(options, "paysuite_plan_file", ""):  # paysuite load said it already
-        _say(
+        say(
             f"shape {shape.name}: {shape.outline()}, at most {shape.duration_s:g} s / "
             f"{shape.max_requests} requests"
         )

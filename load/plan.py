@@ -29,6 +29,7 @@ from load.shape_catalog import (
     SHAPE_NAMES,
     Pacing,
     Shape,
+    ShapeOverrides,
     Thresholds,
     get_shape,
     parse_mix,
@@ -58,24 +59,6 @@ _DRIVABLE = ("sandbox", "magic-numbers")
 def new_run_id() -> str:
     """The shared seed of a run's idempotency-storm keys."""
     return uuid.uuid4().hex[:8]
-
-
-@dataclass(frozen=True)
-class ShapeOverrides:
-    """What the options change in the named shape (kept apart, so another shape picked in
-    Locust's web UI gets the same changes)."""
-
-    users: int | None = None
-    spawn_rate: float | None = None
-    duration_s: float | None = None
-    max_requests: int | None = None
-    mix: dict[str, float] | None = None
-    pacing: Pacing | None = None
-    #: ramp only: the step length
-    step_s: float | None = None
-
-    def apply(self, shape: Shape) -> Shape:
-        return shape.with_overrides(**vars(self))
 
 
 @dataclass(frozen=True)
@@ -151,18 +134,6 @@ class LoadPlan:
         return replace(
             self, config=config, lifecycle_resolve=self.lifecycle_resolve or lifecycle_resolve
         )
-
-
-def _tls_settings(
-    given: TLSSettings | argparse.Namespace | None, config: TargetConfig | None
-) -> TLSSettings:
-    """The run's TLS settings: ``given`` as resolved, or the flags of ``given`` over the
-    configuration's ``tls:`` over the environment (``paysuite_core.tls``)."""
-    if isinstance(given, TLSSettings):
-        return given
-    if given is None:
-        return TLSSettings.resolve(config=config.tls if config is not None else None)
-    return TLSSettings.from_args(given, config)
 
 
 def _positive(name: str, value: float | None) -> None:
@@ -312,6 +283,8 @@ def build_plan(
             "--webhooks needs a --config with a webhooks section (listen, secret): the bundled "
             "stub has no webhook endpoint (docs/webhooks.md)"
         )
+    if not isinstance(tls, TLSSettings):  # the flags over the configuration's over the environment
+        tls = TLSSettings.from_args(tls or argparse.Namespace(), target_config)
     return LoadPlan(
         shape_name=shape,
         config=target_config,
@@ -328,7 +301,7 @@ def build_plan(
         summary_only=summary_only,
         abort_on_fail=abort_on_fail,
         webhooks=webhooks,
-        tls=_tls_settings(tls, target_config),
+        tls=tls,
     )
 
 
@@ -360,12 +333,20 @@ def option(options: argparse.Namespace | None, name: str) -> Any:
     return None if value in (None, "") else value
 
 
-def _cast(value: Any, kind: type[int] | type[float]) -> Any:
-    return None if value is None else kind(value)
-
-
 #: Locust's own options that a paysuite shape honours (``use_common_options``): -u, -r, -t
 COMMON_OPTIONS = ("num_users", "spawn_rate", "run_time")
+#: The ``--paysuite-*`` options ``build_plan`` takes under the same name (unset: its default),
+#: and those that are numbers.
+_LOCUST_ARGS = (
+    "shape duration step_duration report_dir slo mix pacing lifecycle_resolve reconcile_timeout "
+    "run_id"
+).split()
+_NUMBERS: dict[str, type[int] | type[float]] = {
+    "users": int,
+    "spawn_rate": float,
+    "max_requests": int,
+    "reconcile_concurrency": int,
+}
 
 
 def plan_from_locust_options(
@@ -394,35 +375,21 @@ def plan_from_locust_options(
             "--paysuite-profile (PAYSUITE_PROFILE) was removed; use --paysuite-shape NAME "
             f"({', '.join(SHAPE_NAMES)})"
         )
-    common = common or {}
-
-    def given(name: str, fallback: Any = None) -> Any:
-        value = option(options, f"paysuite_{name}")
-        return fallback if value is None else value
-
-    # beside Locust's --csv files when no report folder is given
-    csv_prefix = option(options, "csv_prefix")  # the reports go beside Locust's CSV files
+    given = {name: option(options, f"paysuite_{name}") for name in (*_LOCUST_ARGS, *_NUMBERS)}
+    for name, common_name in zip(("users", "spawn_rate", "duration"), COMMON_OPTIONS, strict=True):
+        if given[name] is None:
+            given[name] = (common or {}).get(common_name)
+    for name, kind in _NUMBERS.items():  # the web UI hands them over as text
+        given[name] = None if given[name] is None else kind(given[name])
+    csv_prefix = option(options, "csv_prefix")
+    if given["report_dir"] is None and csv_prefix:  # beside Locust's CSV files
+        given["report_dir"] = Path(csv_prefix).parent
     return build_plan(
-        shape=given("shape", DEFAULT_SHAPE),
+        **{name: value for name, value in given.items() if value is not None},
         config=Path(path),
         target=host or None,
-        users=_cast(given("users", common.get("num_users")), int),
-        spawn_rate=_cast(given("spawn_rate", common.get("spawn_rate")), float),
-        duration=given("duration", common.get("run_time")),
-        step_duration=given("step_duration"),
-        max_requests=_cast(given("max_requests"), int),
-        report_dir=given(
-            "report_dir", Path(csv_prefix).parent if csv_prefix else DEFAULT_REPORT_DIR
-        ),
-        slo=given("slo"),
-        mix=given("mix", ""),
-        pacing=given("pacing", ""),
-        lifecycle_resolve=given("lifecycle_resolve", ""),
-        reconcile_timeout=given("reconcile_timeout", 120.0),
-        reconcile_concurrency=int(given("reconcile_concurrency", 16)),
         limits=_client_limits(options, lambda name: f"paysuite_{name}"),
-        run_id=given("run_id", ""),
-        abort_on_fail=bool(given("abort_on_fail")),
+        abort_on_fail=bool(option(options, "paysuite_abort_on_fail")),
     )
 
 

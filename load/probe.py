@@ -8,11 +8,10 @@ either: a certificate the users would refuse stops the run here, in one line, be
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import httpx
 
 from paysuite_core.bounded_http import (
+    Answer,
     BoundedClient,
     ConnectTimeout,
     Limits,
@@ -38,19 +37,11 @@ class ProbeError(Exception):
         self.tls = tls
 
 
-@dataclass(frozen=True)
-class Answer:
-    status: int
-    body: bytes
-    location: str | None
-    retry_after: str | None = None
-
-
 def post_json(url: str, payload: object, limits: Limits, tls: TLSSettings | None = None) -> Answer:
     """POST ``payload`` as JSON to ``url`` within ``limits``, trusting what ``tls`` says."""
     client = BoundedClient(limits, tls=tls, trust_env=False)
     try:
-        answer = client.send(client.build_request("POST", url, json=payload, headers=_HEADERS))
+        return client.send(client.build_request("POST", url, json=payload, headers=_HEADERS))
     except (httpx.HTTPError, TimeoutError, TotalTimeout, ResponseTooLarge, OSError) as exc:
         # a refused certificate fails the connect, a missing client certificate the first read
         # (TLS 1.3 sends that alert after the handshake): either way, the one-line diagnosis
@@ -62,5 +53,3 @@ def post_json(url: str, payload: object, limits: Limits, tls: TLSSettings | None
         raise ProbeError(no_answer(exc)) from None
     finally:
         client.close()
-    headers = answer.headers
-    return Answer(answer.status, answer.body, headers.get("location"), headers.get("retry-after"))

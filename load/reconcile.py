@@ -23,12 +23,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from json import dumps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from load.ledger import CreateRecord
 from load.records import Reconciliation
-from paysuite_core import bounded_http, guarded_json
+from paysuite_core import bounded_http
 from paysuite_core.bounded_http import LOAD_LIMITS, Limits, TotalTimeout
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.throttle import Throttle, send_honouring
@@ -62,75 +62,54 @@ def no_answer(exc: BaseException) -> bool:
     return isinstance(exc, (OSError, TotalTimeout))
 
 
-@dataclass(frozen=True)
-class _Response:
-    status_code: int
-    body: bytes
-
-    def json(self) -> Any:
-        return guarded_json.loads(self.body)
-
-    def raise_for_status(self) -> None:
-        if not 200 <= self.status_code < 300:
-            raise RuntimeError(f"HTTP {self.status_code}")
-
-
 class _Session:
     """A keep-alive connection to the target (``load.connection``, as the Locust users' own),
-    each call bounded by ``Limits``: total time, body size."""
+    each exchange bounded by ``Limits`` (total time, body size). A 429 is sent again after its
+    Retry-After as the throttle allows; one it no longer retries raises ``ThrottleExhausted``
+    (the record is an error). One per checking greenlet: ``checks`` holds the run's figures."""
 
-    def __init__(
-        self,
-        base_url: str,
-        limits: Limits | None = None,
-        throttle: Throttle | None = None,
-        deadline: float | None = None,
-        tls: TLSSettings | None = None,
-    ) -> None:
+    def __init__(self, checks: _Checks) -> None:
         # gevent: not imported where reconcile is only read
         from load.connection import Connection, origin_and_target
 
-        self.limits = limits or LOAD_LIMITS
-        self._connection = Connection(origin_and_target(base_url)[0], self.limits, tls=tls)
-        #: the reconciliation's throttle: a 429 is waited for (gevent.sleep) and sent again
-        self.throttle = throttle
-        self.deadline = deadline
+        self.checks = checks
+        self.base_url = checks.config.base_url
+        origin = origin_and_target(self.base_url)[0]
+        self._connection = Connection(origin, checks.limits or LOAD_LIMITS, tls=checks.tls)
 
-    def _call(
-        self, method: str, url: str, body: bytes | None, headers: dict[str, str]
-    ) -> _Response:
-        """One exchange; a 429 is sent again after its Retry-After as the throttle allows, and
-        one it no longer retries raises ``ThrottleExhausted`` (the record is an error)."""
+    def exchange(
+        self, method: str, path: str, headers: dict[str, str], body: bytes | None = None
+    ) -> PlainAnswer:
+        """One exchange on ``path``, below the base URL."""
         import gevent
 
         from load.connection import origin_and_target
 
+        _, target = origin_and_target(self.base_url + path)
         headers = {"Accept-Encoding": "identity", **headers}
-        _, target = origin_and_target(url)
 
         def once() -> tuple[int, bytes, str | None]:
             return self._connection.exchange(method, target, body, headers, header="retry-after")
 
         status, data, _ = send_honouring(
-            self.throttle,
+            self.checks.throttle,
             once,
             lambda answer: answer[0],
             lambda answer: {"Retry-After": answer[2]} if answer[2] is not None else None,
             sleep=gevent.sleep,
-            deadline=self.deadline,
+            deadline=self.checks.deadline,
         )
-        return _Response(status, data)
+        return PlainAnswer(status, data)
 
-    def get(
-        self, url: str, *, headers: dict[str, str], params: dict[str, str | int] | None = None
-    ) -> _Response:
-        if params:
-            url = f"{url}?{urlencode(params)}"
-        return self._call("GET", url, None, headers)
+    def get(self, path: str, headers: dict[str, str], **params: str | int) -> PlainAnswer:
+        return self.exchange("GET", f"{path}?{urlencode(params)}" if params else path, headers)
 
-    def post(self, url: str, *, json: object) -> _Response:
-        body = dumps(json).encode()
-        return self._call("POST", url, body, {"Content-Type": "application/json"})
+    @contextmanager
+    def send(self, request: Request) -> Iterator[PlainAnswer]:
+        """The token flow's ``Send``: authorize and refresh on this connection."""
+        headers = {k: v for k, v in request.headers.items() if v is not None}
+        body = None if request.json is None else dumps(request.json).encode()
+        yield self.exchange(request.method, request.path, headers, body)
 
     def close(self) -> None:
         self._connection.close()
@@ -165,9 +144,6 @@ class _Tokens:
         """The merchant's bearer header; ``stale``: the token just refused, to be renewed."""
         from gevent import getcurrent
 
-        # authorize/refresh on the caller's own connection: another greenlet's may be busy or
-        # broken (a failed connect would hold its pool slot until the total timeout)
-        send = _session_send(session, self.config.base_url)
         me = getcurrent()
         waiting = self._waiting[merchant]
         waiting.add(me)
@@ -178,7 +154,9 @@ class _Tokens:
             waiting.discard(me)
         try:
             self._share_unanswered(merchant, me)
-            token = self._access(send, merchant, stale)
+            # authorize/refresh on the caller's own connection: another greenlet's may be busy
+            # or broken (a failed connect would hold its pool slot until the total timeout)
+            token = self._access(session.send, merchant, stale)
         finally:
             lock.release()
         return {"Authorization": f"Bearer {token}", "Accept": "application/json"}
@@ -218,20 +196,6 @@ class _Tokens:
             raise
 
 
-def _session_send(session: _Session, base_url: str) -> Send:
-    @contextmanager
-    def send(request: Request) -> Iterator[PlainAnswer]:
-        url = base_url + request.path
-        if request.method == "POST":
-            resp = session.post(url, json=request.json)
-        else:
-            headers = {k: v for k, v in request.headers.items() if v is not None}
-            resp = session.get(url, headers=headers)
-        yield PlainAnswer(resp.status_code, resp.body)
-
-    return send
-
-
 def _same_amount(a: object, b: object) -> bool:
     try:
         return abs(float(a) - float(b)) < 1e-6  # type: ignore[arg-type]
@@ -242,7 +206,6 @@ def _same_amount(a: object, b: object) -> bool:
 def check_one(
     session: _Session,
     tokens: _Tokens,
-    base_url: str,
     record: CreateRecord,
     listed_events: dict[str, set[str]] | None = None,
 ) -> str:
@@ -252,15 +215,15 @@ def check_one(
     merchant = record.get("merchant", "")
     ref = record["ref"]
     headers = tokens.header(session, merchant)
-    find = f"{base_url}/transactions/find/{segment(ref)}"  # the target's ref: one segment
-    found = session.get(find, headers=headers)
-    if found.status_code == 401:  # the token expired during a long reconciliation
+    find = f"/transactions/find/{segment(ref)}"  # the target's ref: one segment
+    found = session.get(find, headers)
+    if found.status == 401:  # the token expired during a long reconciliation
         headers = tokens.header(session, merchant, stale=headers["Authorization"][7:])
-        found = session.get(find, headers=headers)
-    if found.status_code == 404:
+        found = session.get(find, headers)
+    if found.status == 404:
         return "missing"
-    if not 200 <= found.status_code < 300:
-        return f"error:find status {found.status_code}"
+    if not 200 <= found.status < 300:
+        return f"error:find status {found.status}"
     data = found.json()
     wrong = []
     if data.get("ref") not in (None, ref):
@@ -273,13 +236,9 @@ def check_one(
         wrong.append("client")
     if wrong:
         return "mismatch:" + ",".join(wrong)
-    events = session.get(
-        f"{base_url}/events/transactions",
-        params={"ref": ref, "limit": 100},
-        headers=headers,
-    )
-    if not 200 <= events.status_code < 300:
-        return f"error:events status {events.status_code}"
+    events = session.get("/events/transactions", headers, ref=ref, limit=100)
+    if not 200 <= events.status < 300:
+        return f"error:events status {events.status}"
     listed = events.json().get("transactions") or []
     if listed_events is not None:
         listed_events[ref] = {
@@ -306,7 +265,7 @@ def storm_targets(records: Iterable[CreateRecord]) -> dict[tuple[str, str], set[
 
 
 def transactions_for_number(
-    session: _Session, tokens: _Tokens, base_url: str, merchant: str, number: str
+    session: _Session, tokens: _Tokens, merchant: str, number: str
 ) -> set[str]:
     """Refs of the transactions the target created for a customer number (created events).
 
@@ -314,10 +273,9 @@ def transactions_for_number(
     record, so no reference-only filter is needed.
     """
     headers = tokens.header(session, merchant)
-    listed = session.get(
-        f"{base_url}/events/transactions", params={"client": number, "limit": 100}, headers=headers
-    )
-    listed.raise_for_status()
+    listed = session.get("/events/transactions", headers, client=number, limit=100)
+    if not 200 <= listed.status < 300:
+        raise RuntimeError(f"HTTP {listed.status}")
     return {
         str((event.get("data") or {}).get("ref"))
         for event in listed.json().get("transactions") or []
@@ -326,12 +284,12 @@ def transactions_for_number(
 
 
 def server_duplicates(
-    session: _Session, tokens: _Tokens, base_url: str, targets: dict[tuple[str, str], set[str]]
+    session: _Session, tokens: _Tokens, targets: dict[tuple[str, str], set[str]]
 ) -> Reconciliation:
     """Storm numbers for which the target holds more transactions than keys were retried."""
     duplicates: list[dict[str, str | list[str]]] = []
     for (merchant, number), keys in targets.items():
-        refs = transactions_for_number(session, tokens, base_url, merchant, number)
+        refs = transactions_for_number(session, tokens, merchant, number)
         if len(refs) > len(keys):
             duplicates.append({"merchant": merchant, "number": number, "keys": sorted(keys),
                                "refs": sorted(refs)})  # fmt: skip
@@ -391,9 +349,7 @@ class _Checks:
     tls: TLSSettings | None = None
 
     def session(self) -> _Session:
-        return _Session(
-            self.config.base_url, self.limits, self.throttle, self.deadline, tls=self.tls
-        )
+        return _Session(self)
 
     def worker(self) -> None:
         import gevent.queue
@@ -406,9 +362,7 @@ class _Checks:
                 except gevent.queue.Empty:
                     return
                 try:
-                    outcome = check_one(
-                        session, self.tokens, self.config.base_url, record, self.listed_events
-                    )
+                    outcome = check_one(session, self.tokens, record, self.listed_events)
                 except Exception as exc:  # any failure to check is reported
                     outcome = f"error:{type(exc).__name__}"
                     # a failed connection is not reused (its pool slot would wait for the
@@ -457,6 +411,46 @@ class _Checks:
             return True
         return False
 
+    def count_storm(
+        self,
+        storm: dict[tuple[str, str], set[str]],
+        target_gone: bool,
+        interrupted: bool,
+        progress: Callable[[str], None],
+    ) -> Reconciliation:
+        """``server_duplicates`` within what is left of the budget; not tried on a target gone
+        nor after a Ctrl-C, and a Ctrl-C during the count ends it."""
+        import gevent
+
+        def uncounted(why: str) -> Reconciliation:
+            # an uncountable storm fails like an unchecked create
+            return {"storm_keys_checked": 0, "server_duplicate_keys": 0, "storm_check_error": why}
+
+        if interrupted:
+            return uncounted(INTERRUPTED)
+        if target_gone:
+            return uncounted("the target stopped answering")
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            return uncounted("the --reconcile-timeout budget ran out")
+        progress(f"paysuite: counting the target's transactions for {len(storm)} storm keys")
+        session = self.session()
+        budget = gevent.Timeout(remaining)
+        budget.start()
+        try:
+            return server_duplicates(session, self.tokens, storm)
+        except gevent.Timeout as exc:
+            if exc is not budget:
+                raise
+            return uncounted("the --reconcile-timeout budget ran out")
+        except KeyboardInterrupt:
+            return uncounted(INTERRUPTED)
+        except Exception as exc:  # reported, and fails the run
+            return uncounted(f"{type(exc).__name__}: {exc}")
+        finally:
+            budget.cancel()
+            session.close()
+
 
 def reconcile(
     records: list[CreateRecord],
@@ -469,6 +463,7 @@ def reconcile(
     webhook_journal: Path | None = None,
     max_throttle_wait_s: float | None = None,
     tls: TLSSettings | None = None,
+    without_ref: int = 0,
 ) -> Reconciliation:
     """Check every acknowledged create on the target; returns the counts for load.json.
 
@@ -476,14 +471,13 @@ def reconcile(
     listed for an acknowledged create must also have been delivered by webhook.
     ``max_throttle_wait_s``: how long, in all, it may wait for a target that answers 429
     (default: its whole ``time_budget_s``, which bounds it anyway). ``tls``: the run's TLS
-    settings (``LoadPlan.tls``; default: verification against the environment's or default CAs)."""
+    settings (``LoadPlan.tls``; default: verification against the environment's or default CAs).
+    ``without_ref``: creates the users saw acknowledged without a ref (they fail it too)."""
     import gevent.queue
 
     started = time.monotonic()
     unique, anomalies = ledger_anomalies(records)
-    queue: gevent.queue.Queue = gevent.queue.Queue()
-    for record in unique:
-        queue.put(record)
+    queue: gevent.queue.Queue = gevent.queue.Queue(items=unique)
     deadline = started + time_budget_s
     tokens = _Tokens(config)
     # a 429 is waited for within the budget, by every checking greenlet at the asked pace
@@ -511,10 +505,7 @@ def reconcile(
     storm = storm_targets(records)
     server_side: Reconciliation = {}
     if storm:
-        server_side = _count_storm(
-            storm, config, tokens, limits, deadline, target_gone, progress, interrupted, throttle,
-            tls,
-        )  # fmt: skip
+        server_side = checks.count_storm(storm, target_gone, interrupted, progress)
     # ``interrupted``: the checks were; a Ctrl-C in a later step is said by that step's error
     stopped = interrupted or server_side.get("storm_check_error") == INTERRUPTED
     outcomes = checks.outcomes
@@ -543,8 +534,11 @@ def reconcile(
     if checks.listed_events is not None and webhook_journal is not None:
         result.update(_webhooks(checks.listed_events, webhook_journal, deadline, progress, stopped))
     result["lost"] = result["missing"] + result["missing_created_event"]
+    result["acknowledged_without_ref"] = without_ref
     result["reasons"] = failure_reasons(result)
     result["passed"] = not result["reasons"]
+    # "found nothing lost" over zero creates would read as a finding; it is an absence of one
+    result["nothing_to_check"] = not records and not result["reasons"]
     return result
 
 
@@ -568,52 +562,6 @@ def _webhooks(
         except KeyboardInterrupt:
             pass
     return {"webhook_check_error": INTERRUPTED}
-
-
-def _count_storm(
-    storm: dict[tuple[str, str], set[str]],
-    config: TargetConfig,
-    tokens: _Tokens,
-    limits: Limits | None,
-    deadline: float,
-    target_gone: bool,
-    progress: Callable[[str], None],
-    interrupted: bool = False,
-    throttle: Throttle | None = None,
-    tls: TLSSettings | None = None,
-) -> Reconciliation:
-    """``server_duplicates`` within what is left of the budget; not tried on a target gone nor
-    after a Ctrl-C, and a Ctrl-C during the count ends it."""
-    import gevent
-
-    def uncounted(why: str) -> Reconciliation:
-        # an uncountable storm fails like an unchecked create
-        return {"storm_keys_checked": 0, "server_duplicate_keys": 0, "storm_check_error": why}
-
-    if interrupted:
-        return uncounted(INTERRUPTED)
-    if target_gone:
-        return uncounted("the target stopped answering")
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        return uncounted("the --reconcile-timeout budget ran out")
-    progress(f"paysuite: counting the target's transactions for {len(storm)} storm keys")
-    session = _Session(config.base_url, limits, throttle, deadline, tls=tls)
-    budget = gevent.Timeout(remaining)
-    budget.start()
-    try:
-        return server_duplicates(session, tokens, config.base_url, storm)
-    except gevent.Timeout as exc:
-        if exc is not budget:
-            raise
-        return uncounted("the --reconcile-timeout budget ran out")
-    except KeyboardInterrupt:
-        return uncounted(INTERRUPTED)
-    except Exception as exc:  # reported, and fails the run
-        return uncounted(f"{type(exc).__name__}: {exc}")
-    finally:
-        budget.cancel()
-        session.close()
 
 
 def _gone_why(result: Reconciliation) -> str:

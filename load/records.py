@@ -23,27 +23,27 @@ class SLORecord(TypedDict):
     verdicts: list[VerdictRecord]
 
 
-class RampStep(TypedDict):
+class _StepFigures(TypedDict):
+    """What a ramp step and its knee both say of the step."""
+
     step: int
     users: int
+    rps: float
+    p95_ms: float | None
+    error_ratio: float
+
+
+class RampStep(_StepFigures):
     start_s: float
     duration_s: float
     requests: int
     failures: int
-    rps: float
-    p95_ms: float | None
-    error_ratio: float
     breached: list[str]
 
 
-class Knee(TypedDict):
+class Knee(_StepFigures):
     """Where the ramp's throughput stopped growing (``kind``: knee, or plateau)."""
 
-    step: int
-    users: int
-    rps: float
-    p95_ms: float | None
-    error_ratio: float
     kind: str
     why: str
 
@@ -159,7 +159,7 @@ class OperationSummary(TypedDict):
 
 
 class LoadSummary(TypedDict, total=False):
-    """load.json: a run's (``finalize.finalize``), or one without load (``write_no_run``)."""
+    """load.json: a run's (``finalize.finalize``), or one without load (``runner.ended_early``)."""
 
     schema: str
     shape: str

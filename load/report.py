@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from load.records import LoadSummary, ShapeSummary
-from load.slo import FLOORS
+from load.slo import FLOORS, ramp_finding
 from paysuite_core.report_engine import render
 
 COLOURS = {
@@ -170,23 +170,6 @@ def _number(value: float) -> str:
 
 
 @dataclass
-class _Frame:
-    """A chart's plot area: where a time and a value are drawn."""
-
-    left: float
-    top: float
-    width: float
-    height: float
-    t_span: float
-
-    def x(self, t: float) -> float:
-        return self.left + min(max(t, 0.0), self.t_span) / self.t_span * self.width
-
-    def y(self, v: float, top_value: float) -> float:
-        return self.top + self.height - v / top_value * self.height
-
-
-@dataclass
 class Plot:
     """What one chart draws, in SVG coordinates: the template's ``chart.svg`` loops over it."""
 
@@ -209,6 +192,14 @@ class Plot:
     #: (x, series, label), right-aligned above the plot
     legend: list[tuple[float, Series, str]] = field(default_factory=list)
     has_right: bool = False
+    #: the seconds the time axis spans
+    t_span: float = 1.0
+
+    def x(self, t: float) -> float:
+        return self.left + min(max(t, 0.0), self.t_span) / self.t_span * self.plot_w
+
+    def y(self, v: float, top_value: float) -> float:
+        return self.top + self.plot_h - v / top_value * self.plot_h
 
 
 def plot(rows: Sequence[dict[str, Any]], chart: Chart, t_end: float | None = None) -> Plot:
@@ -222,7 +213,7 @@ def plot(rows: Sequence[dict[str, Any]], chart: Chart, t_end: float | None = Non
         return out
     out.empty = False
     t_end = t_end if t_end is not None else max(float(r["t"]) for r in rows)
-    frame = _Frame(out.left, out.top, out.plot_w, out.plot_h, max(t_end, 1.0))
+    out.t_span = max(t_end, 1.0)
 
     def values(series: list[Series]) -> list[float]:
         return [float(r[s.key]) for s in series for r in rows if r.get(s.key) is not None]
@@ -238,19 +229,19 @@ def plot(rows: Sequence[dict[str, Any]], chart: Chart, t_end: float | None = Non
     y_right = _count_max(max(values(right_series), default=0.0))
     out.y_ticks = [
         (
-            frame.y(y_left * i / 4, y_left),
+            out.y(y_left * i / 4, y_left),
             _number(y_left * i / 4),
             _number(y_right * i / 4) if right_series else "",
         )
         for i in range(5)
     ]
-    step = _time_step(frame.t_span)
-    count = int((frame.t_span + 1e-6) // step) + 1
-    out.x_ticks = [(frame.x(i * step), _clock(i * step, frame.t_span)) for i in range(count)]
-    out.limits = [(frame.y(v, y_left), label) for v, label in drawn]
+    step = _time_step(out.t_span)
+    count = int((out.t_span + 1e-6) // step) + 1
+    out.x_ticks = [(out.x(i * step), _clock(i * step, out.t_span)) for i in range(count)]
+    out.limits = [(out.y(v, y_left), label) for v, label in drawn]
     for s in has:
-        _line(out, frame, rows, s, y_right if s.right else y_left)
-    legend_x = frame.left + frame.width
+        _line(out, rows, s, y_right if s.right else y_left)
+    legend_x = out.left + out.plot_w
     for s in reversed(has):
         label = s.name + (" (right axis)" if s.right else "")
         legend_x -= 30 + 7 * len(label)
@@ -258,9 +249,7 @@ def plot(rows: Sequence[dict[str, Any]], chart: Chart, t_end: float | None = Non
     return out
 
 
-def _line(
-    out: Plot, frame: _Frame, rows: Sequence[dict[str, Any]], s: Series, top_value: float
-) -> None:
+def _line(out: Plot, rows: Sequence[dict[str, Any]], s: Series, top_value: float) -> None:
     """One series: a polyline per run of points without a gap, a dot for a lone point."""
     runs: list[list[str]] = [[]]
     for r in rows:
@@ -269,29 +258,13 @@ def _line(
             if runs[-1]:
                 runs.append([])
             continue
-        runs[-1].append(f"{frame.x(float(r['t'])):.1f},{frame.y(float(v), top_value):.1f}")
+        runs[-1].append(f"{out.x(float(r['t'])):.1f},{out.y(float(v), top_value):.1f}")
     for run in runs:
         if len(run) == 1:
             cx, cy = run[0].split(",")
             out.dots.append((s, cx, cy))
         elif run:
             out.lines.append((s, " ".join(run)))
-
-
-def svg_line_chart(rows: Sequence[dict[str, Any]], chart: Chart, t_end: float | None = None) -> str:
-    """The chart as inline SVG (the template the page includes, rendered alone)."""
-    return render("chart.svg", p=plot(rows, chart, t_end), users=COLOURS["users"])
-
-
-def svg_chart(
-    rows: list[dict[str, Any]], series: list[str], title: str, unit: str, width: int = 1200
-) -> str:
-    """A line chart of named series (the keys of ``rows``) on one axis."""
-    chart = Chart(title, unit, [Series(s, s, COLOURS.get(s, "#000")) for s in series], width=width)
-    if rows:
-        t0 = float(rows[0]["t"])
-        rows = [{**r, "t": float(r["t"]) - t0} for r in rows]
-    return svg_line_chart(rows, chart)
 
 
 def _limit_for(thresholds: dict[str, Any], op: str) -> list[tuple[float, str]]:
@@ -320,20 +293,9 @@ RECON_COUNTS = (
 
 def ramp_text(ramp: ShapeSummary) -> str:
     """What the ramp found (its knee, plateau or SLO break), in a sentence above its steps."""
-    knee, plateau, broke = ramp.get("knee"), ramp.get("plateau"), ramp.get("slo_break")
-    if knee:
-        text = (
-            f"Knee at step {knee['step']} ({knee['users']} users, {knee['rps']:g} req/s): "
-            f"throughput stopped growing after it while latency or errors rose ({knee['why']})."
-        )
-    elif plateau:
-        text = (
-            f"Throughput stopped growing at step {plateau['step']} ({plateau['users']} users, "
-            f"{plateau['rps']:g} req/s; {plateau['why']}), but latency and errors did not rise: "
-            "the load generator may be the limit."
-        )
-    else:
-        text = "No knee: throughput still grew at the last step."
+    text = ramp_finding(ramp, terminal=False)
+    text = f"{text[0].upper()}{text[1:]}."
+    broke = ramp.get("slo_break")
     if broke:
         text += f" SLO broken at step {broke['step']} ({', '.join(broke['breached'])})."
     step_s = ramp.get("step_s")

@@ -19,24 +19,24 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from subprocess import STDOUT
-from typing import Any, Protocol
+from typing import Any
 
 from load import loopback, probe
 from load.plan import LoadPlan, UsageError, write_plan
 from load.records import LoadSummary
+from load.terminal import say
 from load.webhook_journal import receiving
 from paysuite_core import guarded_json, tokens
 from paysuite_core.bounded_http import LOAD_LIMITS, Limits
-from paysuite_core.launcher import end_with_parent
+from paysuite_core.launcher import RunningStub, end_with_parent
 from paysuite_core.target_config import TargetConfig
 from paysuite_core.throttle import Throttle, send_honouring
 from paysuite_core.tls import TLSSettings
-from paysuite_core.tokens import PlainAnswer
 
 __all__ = ["LoadResult", "TargetRefused", "UsageError", "run"]
 
@@ -48,17 +48,6 @@ BUNDLED_STUB_CONFIG: dict[str, Any] = {
         "rules": [{"number_suffix": "0000", "outcome": "failed", "delay_s": 0.5}],
     }
 }
-
-
-class StartedStub(Protocol):
-    """What ``run`` needs of ``paysuite_core.launcher.RunningStub``."""
-
-    root_url: str
-
-    def config(self) -> TargetConfig: ...
-
-
-StubFactory = Callable[[Path], AbstractContextManager[StartedStub]]
 
 
 @dataclass(frozen=True)
@@ -85,10 +74,6 @@ class TargetRefused(UsageError):
         return 1 if self.verdict == "fail" else 2
 
 
-def say(message: str) -> None:
-    print(f"paysuite: {message}", flush=True)
-
-
 def check_loopback(config: TargetConfig) -> None:
     """``loopback.check_loopback`` with its refusal as a run ended before any load (exit
     status 2, no verdict): like every other exit past the arguments it writes load.json and
@@ -110,23 +95,17 @@ def preflight(
     limits = limits or LOAD_LIMITS
     app = config.applications[0]
     throttle = Throttle()
-
-    @contextmanager
-    def probe_send(request: tokens.Request) -> Iterator[PlainAnswer]:
-        got = send_honouring(
+    request = tokens.authorize_request(app)
+    try:
+        answer = send_honouring(
             throttle,
             lambda: probe.post_json(config.base_url + request.path, request.json, limits, tls),
             lambda answer: answer.status,
-            lambda answer: {"Retry-After": answer.retry_after} if answer.retry_after else None,
+            lambda answer: answer.headers,
             give_up=lambda answer: answer,
         )
-        yield PlainAnswer(got.status, got.body, got.location)
-
-    try:
-        answer = tokens.authorize(probe_send, app)
     except probe.ProbeError as exc:
         raise TargetRefused(str(exc) if exc.tls else f"target {config.base_url}: {exc}") from None
-    assert isinstance(answer, PlainAnswer)
     if answer.status == 404:
         raise TargetRefused(tokens.no_api_at(config.base_url))
     if answer.status in (401, 403):
@@ -137,7 +116,7 @@ def preflight(
     if 300 <= answer.status < 400:
         raise TargetRefused(
             f"the target answered authorize with a redirect (HTTP {answer.status} to "
-            f"{answer.location!r}); paysuite does not follow redirects: fix base_url"
+            f"{answer.headers.get('location')!r}); paysuite does not follow redirects: fix base_url"
         )
     if answer.status == 429:
         raise TargetRefused(
@@ -200,7 +179,7 @@ def worker_command(port: int) -> list[str]:
 
 
 @contextmanager
-def bundled_stub(workdir: Path) -> Iterator[StartedStub]:
+def bundled_stub(workdir: Path) -> Iterator[RunningStub]:
     from paysuite_core.launcher import StubStartError, start_stub, stop_stub
 
     say("starting the bundled stub (customers auto-resolve after 0.5 s)")
@@ -346,21 +325,46 @@ def outcome(plan: LoadPlan, code: int) -> LoadResult:
     return LoadResult(exit_code if code in (0, 1, 3, 130) else 2, plan.report_dir, summary, plan)
 
 
-def ended_early(plan: LoadPlan, refused: TargetRefused, stop_reason: str = "") -> LoadResult:
-    """A run without a verdict still writes load.json and load.html, with why: a CI's report
-    step shows the reason instead of a missing file."""
-    from load.finalize import STOPPED_BY_PRECHECK, write_no_run
+#: load.json's ``stop_reason`` of a run the pre-check stopped
+STOPPED_BY_PRECHECK = "the pre-check stopped the run before any load"
 
-    summary = write_no_run(
-        plan.report_dir,
-        shape=plan.shape_name,
-        target=plan.target.base_url,
-        verdict=refused.verdict,
-        exit_code=refused.exit_code,
-        reason=str(refused),
-        stop_reason=stop_reason or STOPPED_BY_PRECHECK,
-        tls=plan.tls_text,
-    )
+
+def ended_early(
+    plan: LoadPlan, refused: TargetRefused, stop_reason: str = STOPPED_BY_PRECHECK
+) -> LoadResult:
+    """load.json and load.html of a run without a verdict of its own: the pre-check stopped it
+    (no load sent), or Locust ended without writing one (``stop_reason`` says which).
+
+    The same schema as a run's, with nothing measured: a reader (a CI step, ``paysuite demo``)
+    finds the verdict and its reason where it always does, never a missing file.
+    """
+    from load.finalize import SCHEMA
+    from load.report import render_html
+
+    summary: LoadSummary = {
+        "schema": SCHEMA,
+        "shape": plan.shape_name,
+        "profile": plan.shape_name,
+        "target": plan.target.base_url,
+        "tls": plan.tls_text,
+        "verdict": refused.verdict,
+        "reason": str(refused),
+        "exit_code": refused.exit_code,
+        "no_load": True,
+        "duration_s": 0,
+        "stop_reason": stop_reason,
+        "operations": {},
+        "total": {"requests": 0, "failures": 0, "rps": 0.0},
+        "slo": {"thresholds": {}, "verdicts": []},
+        "slo_passed": False,
+        "failed_because": [str(refused)],
+        "reconciliation": {"nothing_to_check": True, "passed": False, "reasons": []},
+        "failures": [],
+        "files": {"load_html": "load.html"},
+    }
+    plan.report_dir.mkdir(parents=True, exist_ok=True)
+    (plan.report_dir / "load.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    render_html(summary, plan.report_dir)
     say(f"reports: {plan.report_dir.resolve()}/load.html, load.json")
     return LoadResult(refused.exit_code, plan.report_dir, summary, plan)
 
@@ -386,19 +390,14 @@ def _run_against_target(plan: LoadPlan, locust_log: Path | None) -> LoadResult:
     return outcome(plan, code)
 
 
-def run(
-    plan: LoadPlan,
-    *,
-    locust_log: Path | None = None,
-    stub_factory: StubFactory = bundled_stub,
-) -> LoadResult:
+def run(plan: LoadPlan, *, locust_log: Path | None = None) -> LoadResult:
     """Run one load plan to its verdict; without a target, against the bundled stub (its
     customers answer by themselves: the lifecycle resolves ``auto``). Raises ``UsageError``
     (exit status 2, one line) when the stub does not start or the target is refused."""
     if plan.config is not None:
         return _run_against_target(plan, locust_log)
     with tempfile.TemporaryDirectory(prefix="paysuite-stub-") as workdir:
-        with stub_factory(Path(workdir)) as stub:
+        with bundled_stub(Path(workdir)) as stub:
             return _run_against_target(
                 plan.for_target(stub.config(), lifecycle_resolve="auto"), locust_log
             )

@@ -82,30 +82,6 @@ class Shape:
     storm_keys: int = 0
     storm_slot_s: float = 1.0
 
-    def with_overrides(
-        self,
-        *,
-        users: int | None = None,
-        spawn_rate: float | None = None,
-        duration_s: float | None = None,
-        max_requests: int | None = None,
-        mix: dict[str, float] | None = None,
-        pacing: Pacing | None = None,
-        step_s: float | None = None,
-    ) -> Shape:
-        """The shape with command-line overrides applied; the ramp step scales with duration
-        (down to ``MIN_RAMP_STEP_S``) unless ``step_s`` sets it."""
-        given: dict[str, object] = dict(users=users, spawn_rate=spawn_rate, mix=mix)
-        given |= dict(duration_s=duration_s, max_requests=max_requests, pacing=pacing)
-        changes: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
-        if users is not None and self.peak_users:
-            changes["peak_users"] = max(users, self.peak_users * users // max(self.users, 1))
-        if duration_s is not None and self.step_s:
-            changes["step_s"] = max(MIN_RAMP_STEP_S, self.step_s * duration_s / self.duration_s)
-        if step_s is not None and self.step_s:
-            changes["step_s"] = step_s
-        return replace(self, **changes)
-
     @property
     def steps(self) -> int:
         """How many ramp steps fit in the duration (0 for the other shapes)."""
@@ -145,6 +121,38 @@ class Shape:
         if self.peak_users:
             return f"{self.users} users, {self.peak_user_count} during the spike"
         return f"{self.users} users"
+
+
+@dataclass(frozen=True)
+class ShapeOverrides:
+    """What the options change in the named shape (kept apart, so another shape picked in
+    Locust's web UI gets the same changes)."""
+
+    users: int | None = None
+    spawn_rate: float | None = None
+    duration_s: float | None = None
+    max_requests: int | None = None
+    mix: dict[str, float] | None = None
+    pacing: Pacing | None = None
+    #: ramp only: the step length
+    step_s: float | None = None
+
+    def apply(self, shape: Shape) -> Shape:
+        """``shape`` with these overrides; the ramp step scales with the duration (down to
+        ``MIN_RAMP_STEP_S``) unless ``step_s`` sets it."""
+        changes: dict[str, Any] = {k: v for k, v in vars(self).items() if v is not None}
+        changes.pop("step_s", None)  # the ramp's alone: below
+        if self.users is not None and shape.peak_users:
+            changes["peak_users"] = max(
+                self.users, shape.peak_users * self.users // max(shape.users, 1)
+            )
+        if self.duration_s is not None and shape.step_s:
+            changes["step_s"] = max(
+                MIN_RAMP_STEP_S, shape.step_s * self.duration_s / shape.duration_s
+            )
+        if self.step_s is not None and shape.step_s:
+            changes["step_s"] = self.step_s
+        return replace(shape, **changes)
 
 
 SHAPES: dict[str, Shape] = {

@@ -10,6 +10,8 @@ the same numbers (``load.slo.ramp_knee``).
 
 from __future__ import annotations
 
+from itertools import takewhile
+
 from locust import LoadTestShape
 
 from load.context import of
@@ -163,11 +165,7 @@ class RampShape(CatalogShape):
         return users, float(max(shape.spawn_rate, shape.step_users))
 
     def summary(self) -> ShapeSummary:
-        last_good = None
-        for step in self.steps:
-            if step["breached"]:
-                break
-            last_good = step
+        good = list(takewhile(lambda step: not step["breached"], self.steps))
         found = ramp_knee(self.steps)
         return {
             "stop_reason": self.stop_reason,
@@ -175,7 +173,7 @@ class RampShape(CatalogShape):
             "knee": found if found and found["kind"] == "knee" else None,
             "plateau": found if found and found["kind"] == "plateau" else None,
             "slo_break": self.slo_break,
-            "max_sustainable": last_good,
+            "max_sustainable": good[-1] if good else None,
             "step_s": self.shape.step_s if self.shape else None,
         }
 

@@ -12,13 +12,13 @@ floor). A YAML file overrides the shapes' built-in ones (docs/load.md)::
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import yaml
 
-from load.records import Knee, RampStep, VerdictRecord
+from load.records import Knee, RampStep, ShapeSummary, VerdictRecord
 from load.shape_catalog import AUTH_OPERATIONS, DERIVED_MEASURES, Shape, Thresholds, default_slo
 
 _Value = TypeVar("_Value", int, float)
@@ -78,6 +78,10 @@ class OperationStats:
         return self.failures / self.requests if self.requests else 0.0
 
 
+#: an operation that made no request
+NO_REQUESTS = OperationStats(0, 0, 0.0, None, None, None)
+
+
 @dataclass(frozen=True)
 class Verdict:
     operation: str
@@ -88,14 +92,7 @@ class Verdict:
     note: str = ""
 
     def to_dict(self) -> VerdictRecord:
-        return VerdictRecord(
-            operation=self.operation,
-            metric=self.metric,
-            threshold=self.threshold,
-            observed=self.observed,
-            passed=self.passed,
-            note=self.note,
-        )
+        return cast(VerdictRecord, asdict(self))
 
     @property
     def relation(self) -> str:
@@ -197,11 +194,7 @@ def evaluate(
     for op, metrics in slo.items():
         if op == "*":
             continue
-        stats = (
-            total
-            if op == "total"
-            else operations.get(op, OperationStats(0, 0, 0.0, None, None, None))
-        )
+        stats = total if op == "total" else operations.get(op, NO_REQUESTS)
         for metric, threshold in metrics.items():
             verdicts.append(_judge(op, metric, threshold, stats))
     return verdicts
@@ -211,12 +204,11 @@ def decided_early(
     slo: Mapping[str, Mapping[str, float]],
     operations: Mapping[str, OperationStats],
     total: OperationStats,
-    min_requests: int = EARLY_MIN_REQUESTS,
 ) -> list[Verdict]:
     """The thresholds that a run in progress can already be said to miss (``--abort-on-fail``).
 
     Only ceilings on request operations (and ``total``): ``error_ratio`` and the latency
-    percentiles, judged on the requests so far once the operation has ``min_requests`` of them
+    percentiles, judged on the requests so far once the operation has ``EARLY_MIN_REQUESTS`` of them
     (as k6's ``abortOnFail``: breached on a sample large enough to mean something); an
     ``error_ratio`` of 0 at the first failure, since it can never be met again. ``min_rps``,
     ``successes`` and derived measures (time-to-processed) wait for the end of the run."""
@@ -230,7 +222,7 @@ def decided_early(
         if stats is None:
             continue
         exact = verdict.metric == "error_ratio" and verdict.threshold == 0 and stats.failures
-        if exact or stats.requests >= min_requests:
+        if exact or stats.requests >= EARLY_MIN_REQUESTS:
             decided.append(verdict)
     return decided
 
@@ -284,3 +276,22 @@ def ramp_knee(steps: list[RampStep], gain: float = 0.05, rise: float = 0.2) -> K
             "why": "; ".join(why),
         }
     return None
+
+
+def ramp_finding(ramp: ShapeSummary, *, terminal: bool) -> str:
+    """What the ramp found, in the words the terminal and load.html both use: its knee, its
+    plateau (the terminal adds how to tell what saturated) or no knee."""
+    knee, plateau = ramp.get("knee"), ramp.get("plateau")
+    if knee:
+        return (
+            f"knee at step {knee['step']} ({knee['users']} users, {knee['rps']:g} req/s): "
+            f"throughput stopped growing after it while latency or errors rose ({knee['why']})"
+        )
+    if plateau:
+        but, tell = (" but", " (add --workers to tell)") if terminal else (", but", "")
+        return (
+            f"throughput stopped growing at step {plateau['step']} ({plateau['users']} users, "
+            f"{plateau['rps']:g} req/s; {plateau['why']}){but} latency and errors did not rise: "
+            f"the load generator may be the limit{tell}"
+        )
+    return "no knee: throughput still grew at the last step"

@@ -27,6 +27,11 @@ STATS_LOGGER = "locust.stats_logger"
 _NAME_MARGIN = 5
 
 
+def say(line: str) -> None:
+    """One of paysuite's own lines, ``paysuite: ...``, at once (Locust's output is buffered)."""
+    print(f"paysuite: {line}", flush=True)
+
+
 def print_table_once(stats: RequestStats) -> None:
     """Locust's statistics table (the whole run), its name column as wide as the longest
     name, then no more of Locust's end tables."""

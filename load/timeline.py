@@ -11,6 +11,7 @@ at module level: ``load.finalize`` reads it outside Locust.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -37,10 +38,8 @@ def cumulative(stats: RequestStats) -> Counts:
     """Locust's cumulative statistics per request name (methods merged)."""
     counts: Counts = {}
     for (name, _method), entry in stats.entries.items():
-        requests, failures, times = counts.get(name, (0, 0, {}))
-        merged = dict(times)
-        for ms, n in entry.response_times.items():
-            merged[ms] = merged.get(ms, 0) + n
+        requests, failures, times = counts.get(name, (0, 0, Counter()))
+        merged = Counter(times) + Counter(entry.response_times)
         counts[name] = (requests + entry.num_requests, failures + entry.num_failures, merged)
     return counts
 
@@ -49,23 +48,18 @@ def interval(now: Tally, before: Tally | None) -> Tally:
     """What happened between two cumulative tallies."""
     if before is None:
         return now
-    times = {ms: n - before[2].get(ms, 0) for ms, n in now[2].items()}
-    return (
-        max(now[0] - before[0], 0),
-        max(now[1] - before[1], 0),
-        {ms: n for ms, n in times.items() if n > 0},
-    )
+    times = Counter(now[2]) - Counter(before[2])  # what grew: Counter keeps positive counts
+    return max(now[0] - before[0], 0), max(now[1] - before[1], 0), times
 
 
 def summed(counts: Counts, names: Iterable[str]) -> Tally:
     """The tallies of ``names`` together."""
     requests = failures = 0
-    times: dict[int, int] = {}
+    times: Counter[int] = Counter()
     for name in names:
         r, f, t = counts.get(name, (0, 0, {}))
         requests, failures = requests + r, failures + f
-        for ms, n in t.items():
-            times[ms] = times.get(ms, 0) + n
+        times.update(t)
     return requests, failures, times
 
 
@@ -170,19 +164,16 @@ class Timeline:
         now = cumulative(runner.stats)
         users = int(runner.user_count)
         self.peak_users = max(self.peak_users, users)
-        ops: dict[str, OperationPoint] = {}
-        all_requests = all_failures = 0
-        all_times: dict[int, int] = {}
-        for name, counts in sorted(now.items()):
-            requests, failures, times = interval(counts, self._previous.get(name))
-            if requests or failures:
-                ops[name] = {"requests": requests, **_point(requests, failures, times, span)}
-            all_requests += requests
-            all_failures += failures
-            if name in AUTH_OPERATIONS:
-                continue  # slow by design, a few per user: they would hide the mix's latency
-            for ms, n in times.items():
-                all_times[ms] = all_times.get(ms, 0) + n
+        since = {name: interval(now[name], self._previous.get(name)) for name in sorted(now)}
+        ops: dict[str, OperationPoint] = {
+            name: {"requests": requests, **_point(requests, failures, times, span)}
+            for name, (requests, failures, times) in since.items()
+            if requests or failures
+        }
+        all_requests, all_failures, _ = summed(since, since)
+        # authorize and refresh left out: slow by design, a few per user, they would hide the
+        # mix's latency
+        _, _, all_times = summed(since, [name for name in since if name not in AUTH_OPERATIONS])
         self.samples.append(
             {
                 "t": round(t, 2),

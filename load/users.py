@@ -188,7 +188,7 @@ class PaysuiteUser(User):
         if ref is not None:
             self.refs.append(ref)
             self.numbers.append(number)
-            self.ctx.merchant_refs(self.app.merchant).append(ref)
+            self.ctx.refs_by_merchant[self.app.merchant].append(ref)
             record: CreateRecord = {
                 "ref": ref,
                 "key": key,
@@ -311,7 +311,7 @@ class MerchantUser(PaysuiteUser):
 
     @task(3)
     def find(self) -> None:
-        pool = self.refs or self.ctx.merchant_refs(self.app.merchant)
+        pool = self.refs or self.ctx.refs_by_merchant[self.app.merchant]
         if not pool:  # nothing to find yet: counted as what is sent
             self.events()
             return

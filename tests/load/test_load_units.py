@@ -14,8 +14,8 @@ import pytest
 from load.finalize import percentile
 from load.plan import LoadPlan, UsageError, build_plan, read_plan, write_plan
 from load.reconcile import ledger_anomalies, server_duplicates, storm_targets
-from load.report import read_history, render_html, svg_chart
-from load.shape_catalog import SHAPES, Pacing, get_shape, parse_mix
+from load.report import COLOURS, Chart, Series, plot, read_history, render_html
+from load.shape_catalog import SHAPES, Pacing, ShapeOverrides, get_shape, parse_mix
 from load.slo import (
     OperationStats,
     SLOError,
@@ -26,6 +26,7 @@ from load.slo import (
     percentile_of,
     resolve_slo,
 )
+from paysuite_core.report_engine import render
 from paysuite_core.request_data import AmountSource, NumberSource, sample_from_regex
 from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, parse_target_config
 from paysuite_core.tokens import parse_expires
@@ -155,15 +156,15 @@ def test_every_shape_is_bounded() -> None:
 
 
 def test_duration_override_scales_the_ramp_step_down_to_its_minimum() -> None:
-    ramp = get_shape("ramp").with_overrides(duration_s=60)
+    ramp = ShapeOverrides(duration_s=60).apply(get_shape("ramp"))
     assert ramp.duration_s == 60 and ramp.step_s == 5.0 and ramp.steps == 12
-    short = get_shape("ramp").with_overrides(duration_s=30)  # was 2.5 s steps, silently
+    short = ShapeOverrides(duration_s=30).apply(get_shape("ramp"))  # was 2.5 s steps, silently
     assert short.step_s == 5.0 and short.steps == 6
     assert short.outline() == "6 steps of 5 s, 4 to 24 users (+4 per step)"
     with pytest.raises(ValueError, match="holds 2 step"):
-        get_shape("ramp").with_overrides(duration_s=10).check()
+        ShapeOverrides(duration_s=10).apply(get_shape("ramp")).check()
     with pytest.raises(ValueError, match="too short"):
-        get_shape("ramp").with_overrides(step_s=2).check()
+        ShapeOverrides(step_s=2).apply(get_shape("ramp")).check()
 
 
 @pytest.mark.parametrize(
@@ -347,9 +348,15 @@ def test_history_and_chart(tmp_path: Path) -> None:
     # throughput from the cumulative counts, not Locust's lagging Requests/s column
     assert [r["req/s"] for r in rows] == [0.0, 10.0, 12.0]
     assert [r["fail/s"] for r in rows] == [0.0, 1.0, 0.0]
-    svg = svg_chart(rows, ["p50", "p95", "p99"], "Latency", "ms")
+    svg = _svg_chart(rows, ["p50", "p95", "p99"], "Latency", "ms")
     assert svg.startswith("<svg") and svg.count("<polyline") == 3
-    assert "no data" in svg_chart([], ["req/s"], "Throughput", "req/s")
+    assert "no data" in _svg_chart([], ["req/s"], "Throughput", "req/s")
+
+
+def _svg_chart(rows: list, series: list[str], title: str, unit: str) -> str:
+    """A chart of ``series`` alone, as load.html's template draws each."""
+    chart = Chart(title, unit, [Series(s, s, COLOURS[s]) for s in series])
+    return render("chart.svg", p=plot(rows, chart), users=COLOURS["users"])
 
 
 def test_render_html_shows_verdicts_and_loss(tmp_path: Path) -> None:
@@ -513,16 +520,15 @@ class _FakeTarget:
     def header(self, session: object, merchant: str) -> dict[str, str]:
         return {"Authorization": "Bearer t"}
 
-    def get(self, url: str, *, params: dict, headers: dict) -> object:
+    def get(self, path: str, headers: dict, **params: object) -> object:
         events = [
             {"event_kind": kind, "data": {"ref": ref}}
-            for ref in self.refs_by_number.get(params["client"], [])
+            for ref in self.refs_by_number.get(str(params["client"]), [])
             for kind in ("transaction:created", "transaction:processed")
         ]
 
         class Response:
-            def raise_for_status(self) -> None:
-                pass
+            status = 200
 
             def json(self) -> dict:
                 return {"transactions": events}
@@ -541,13 +547,12 @@ def test_storm_keys_are_counted_on_the_target_itself() -> None:
     targets = storm_targets(records)
     assert targets == {("A", "0781111111"): {"k1"}, ("A", "0782222222"): {"k2", "k3"}}
     honest = _FakeTarget({"0781111111": ["r1"], "0782222222": ["r2", "r3"]})
-    result = server_duplicates(honest, honest, "http://t/api", targets)  # type: ignore[arg-type]
+    result = server_duplicates(honest, honest, targets)  # type: ignore[arg-type]
     assert result["storm_keys_checked"] == 3 and result["server_duplicate_keys"] == 0
     silent_duplicate = _FakeTarget({"0781111111": ["r1", "r1-again"], "0782222222": ["r2", "r3"]})
     result = server_duplicates(
         silent_duplicate,
         silent_duplicate,
-        "http://t/api",
         targets,  # type: ignore[arg-type]
     )
     assert result["server_duplicate_keys"] == 1
