@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from paysuite_core.durations import parse_duration
+from paysuite_core.usage import Failure as Failure
 from paysuite_core.usage import SetupError as SetupError
 from paysuite_core.usage import UsageError as UsageError
 
@@ -111,12 +112,24 @@ def add_command(
     return parser
 
 
+def add_group(
+    subparsers: argparse._SubParsersAction[Any], name: str, **kwargs: Any
+) -> argparse._SubParsersAction[Any]:
+    """A command made of subcommands (``paysuite stub webhooks add|list|rotate``), one of which
+    must be given: where they are added."""
+    return subparsers.add_parser(name, **kwargs).add_subparsers(required=True)
+
+
 def run_command(args: argparse.Namespace) -> int:
-    """Run the parsed command; its ``UsageError`` is one line under its name, exit status 2."""
+    """Run the parsed command; its ``UsageError`` is one line under its name, exit status 2; its
+    ``Failure`` is its line, exit status 1."""
     try:
         return int(args.func(args) or 0)
     except UsageError as exc:
         return fail(getattr(args, "prog", "paysuite"), exc)
+    except Failure as exc:
+        print(exc, file=sys.stderr, flush=True)
+        return 1
 
 
 #: The TLS flags every command that reaches a target takes (``paysuite_core.tls`` resolves them).

@@ -8,5 +8,10 @@ class UsageError(Exception):
     start a run): exit status 2; the message is the one-line reason."""
 
 
+class Failure(Exception):
+    """A command that ran and failed on its own terms (a database it cannot open, a target that
+    refused a transaction): the message is the whole line printed, exit status 1."""
+
+
 #: conform's name for it: the run cannot start (``conformance.preflight`` raises it too).
 SetupError = UsageError

@@ -13,11 +13,20 @@ import os
 import sqlite3
 import sys
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from paysuite_core.cli_flags import Flag, Parser, UsageError, add_command, run_command
+from paysuite_core.cli_flags import (
+    Failure,
+    Flag,
+    Parser,
+    UsageError,
+    add_command,
+    add_group,
+    run_command,
+)
 from paysuite_core.durations import duration_argument
 from stub_server.fault_catalog import FAULTS, VARIANTS, Fault, Variant
 
@@ -162,10 +171,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> argparse.ArgumentPa
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="stub_command", metavar="{apps,keys,webhooks}")
-    apps = commands.add_parser("apps", help="manage applications")
-    apps_commands = apps.add_subparsers(dest="apps_command", metavar="{create}", required=True)
     add_command(
-        apps_commands,
+        add_group(commands, "apps", help="manage applications"),
         "create",
         run_apps_create,
         (
@@ -180,10 +187,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> argparse.ArgumentPa
         ),
         help="create an application and print its client_id and client_secret once",
     )
-    keys = commands.add_parser("keys", help="manage the JWT signing key")
-    keys_commands = keys.add_subparsers(dest="keys_command", metavar="{rotate}", required=True)
     add_command(
-        keys_commands,
+        add_group(commands, "keys", help="manage the JWT signing key"),
         "rotate",
         run_keys_rotate,
         (_db("database file"),),
@@ -198,10 +203,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> argparse.ArgumentPa
 
 def _register_webhooks(commands: argparse._SubParsersAction[Any]) -> None:
     """``paysuite stub webhooks add|list|rotate`` (RC-40)."""
-    webhooks = commands.add_parser("webhooks", help="manage webhook endpoints")
-    webhooks_commands = webhooks.add_subparsers(
-        dest="webhooks_command", metavar="{add,list,rotate}", required=True
-    )
+    webhooks_commands = add_group(commands, "webhooks", help="manage webhook endpoints")
     db = _db("an existing database file")
     add_command(
         webhooks_commands,
@@ -276,15 +278,6 @@ def settings_from_args(args: argparse.Namespace) -> StubSettings:
     return replace(settings, faults=settings.faults | faults, variants=settings.variants | variants)
 
 
-def _fail(message: str, status: int) -> int:
-    print(message, file=sys.stderr)
-    return status
-
-
-def _cannot_open(db: str, exc: sqlite3.Error) -> int:
-    return _fail(f"paysuite stub: cannot open the database {db}: {exc}", 1)
-
-
 def run_stub(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     from stub_server.server import run
@@ -293,53 +286,57 @@ def run_stub(args: argparse.Namespace) -> int:
     for what, path in (("database", settings.db), ("access log", settings.access_log_file)):
         folder = missing_folder(path) if path else None
         if folder is not None:
-            return _fail(
+            raise Failure(
                 f"paysuite stub: the {what}'s folder {folder} does not exist ({what} {path});"
-                " create it first",
-                1,
+                " create it first"
             )
     try:
         return run(settings)
     except sqlite3.Error as exc:
-        return _cannot_open(settings.db, exc)
+        raise _cannot_open(settings.db, exc) from None
 
 
-def _new_db_problem(db: str, create_db: bool) -> str | None:
-    """Why ``apps create`` may not use ``db``, a file that does not exist yet."""
+def _cannot_open(db: str, exc: sqlite3.Error) -> Failure:
+    return Failure(f"paysuite stub: cannot open the database {db}: {exc}")
+
+
+@contextmanager
+def _open_store(args: argparse.Namespace, create: bool | None = None) -> Iterator[Store]:
+    """The store of ``--db`` (else the configuration's), closed afterwards. It must exist, but
+    ``create`` (``apps create --create-db``) makes a new one; ``None``: a command that never
+    does. A database missing or that cannot be opened is one line, exit status 1."""
+    from stub_server.store import Store
     from stub_server.store.group_commit import missing_folder
 
-    if not create_db:
-        return (
-            f"no database at {db} (start the stub with --db {db} first, or add --create-db to"
-            " make a new one)"
-        )
-    folder = missing_folder(db)
-    return None if folder is None else f"the database's folder {folder} does not exist"
+    db = args.command_db or settings_from_args(args).db
+    if create is not None and db == ":memory:":
+        raise UsageError("--db ':memory:' would forget the app")
+    if db == ":memory:" or (not db.startswith("file:") and not os.path.isfile(db)):
+        start = f"no database at {db} (start the stub with --db {db} first"
+        if create is None:
+            raise Failure(f"{args.prog}: {start})")
+        if not create:
+            raise Failure(f"{args.prog}: {start}, or add --create-db to make a new one)")
+        if (folder := missing_folder(db)) is not None:
+            raise Failure(f"{args.prog}: the database's folder {folder} does not exist")
+    try:
+        store = Store(db)
+        try:
+            yield store
+        finally:
+            store.close()
+    except sqlite3.Error as exc:
+        raise _cannot_open(db, exc) from None
 
 
 def run_apps_create(args: argparse.Namespace) -> int:
     from stub_server import timefmt
-    from stub_server.store import Store
 
-    settings = settings_from_args(args)
-    db = args.command_db or settings.db
-    if db == ":memory:":
-        raise UsageError("--db ':memory:' would forget the app")
     merchant = args.merchant.strip()
     if not merchant or len(merchant) > 64:
         raise UsageError("--merchant must be 1..64 characters")
-    if not db.startswith("file:") and not os.path.isfile(db):
-        problem = _new_db_problem(db, args.create_db)
-        if problem is not None:
-            return _fail(f"paysuite stub apps create: {problem}", 1)
-    try:
-        store = Store(db)
-        try:
-            client_id, secret = store.create_app(merchant, args.privilege, timefmt.now_us())
-        finally:
-            store.close()
-    except sqlite3.Error as exc:
-        return _cannot_open(db, exc)
+    with _open_store(args, create=args.create_db) as store:
+        client_id, secret = store.create_app(merchant, args.privilege, timefmt.now_us())
     print(f"client_id: {client_id}")
     print(f"client_secret: {secret}")
     print(f"privilege: {args.privilege}")
@@ -358,7 +355,7 @@ def run_keys_rotate(args: argparse.Namespace) -> int:
     except signing_key.SigningKeyError as exc:
         raise UsageError(str(exc)) from None
     except (OSError, sqlite3.Error) as exc:
-        return _fail(f"paysuite stub keys rotate: cannot rotate the key of {db}: {exc}", 1)
+        raise Failure(f"{args.prog}: cannot rotate the key of {db}: {exc}") from None
     print(f"new signing key: {path}")
     print("send SIGHUP to a running stub (or restart it): tokens of the old key are then refused")
     if settings.jwt_key or os.environ.get(signing_key.ENV_VAR):
@@ -370,38 +367,16 @@ def run_keys_rotate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _webhooks_store(args: argparse.Namespace, command: str) -> Store | int:
-    """The store of ``--db`` (which must exist), or the exit status and a message on stderr."""
-    from stub_server.store import Store
-
-    settings = settings_from_args(args)
-    db = args.command_db or settings.db
-    if db == ":memory:" or (not db.startswith("file:") and not os.path.isfile(db)):
-        return _fail(
-            f"paysuite stub webhooks {command}: no database at {db} (start the stub with --db"
-            f" {db} first)",
-            1,
-        )
-    try:
-        return Store(db)
-    except sqlite3.Error as exc:
-        return _cannot_open(db, exc)
-
-
 def run_webhooks_add(args: argparse.Namespace) -> int:
     from stub_server import timefmt
     from stub_server.webhook_delivery.endpoint_url import EndpointUrlError
     from stub_server.webhook_delivery.endpoints import add_endpoint, ping
 
-    store = _webhooks_store(args, "add")
-    if isinstance(store, int):
-        return store
-    try:
-        endpoint = add_endpoint(store, args.mode, args.url, timefmt.now_us())
-    except EndpointUrlError as exc:
-        raise UsageError(str(exc)) from None
-    finally:
-        store.close()
+    with _open_store(args) as store:
+        try:
+            endpoint = add_endpoint(store, args.mode, args.url, timefmt.now_us())
+        except EndpointUrlError as exc:
+            raise UsageError(str(exc)) from None
     print(f"mode: {endpoint.mode}")
     print(f"url: {endpoint.url}")
     print(f"secret: {endpoint.secret}")
@@ -434,15 +409,11 @@ def run_webhooks_rotate(args: argparse.Namespace) -> int:
         check_overlap(overlap_s)
     except ValueError as exc:
         raise UsageError(f"--overlap {args.overlap}: {exc}") from None
-    store = _webhooks_store(args, "rotate")
-    if isinstance(store, int):
-        return store
-    try:
-        endpoint = rotate_endpoint(store, args.mode, overlap_s, timefmt.now_us())
-    except EndpointUrlError as exc:
-        raise UsageError(str(exc)) from None
-    finally:
-        store.close()
+    with _open_store(args) as store:
+        try:
+            endpoint = rotate_endpoint(store, args.mode, overlap_s, timefmt.now_us())
+        except EndpointUrlError as exc:
+            raise UsageError(str(exc)) from None
     print(f"mode: {endpoint.mode}")
     print(f"secret: {endpoint.secret}")
     if endpoint.previous_until_us is not None:
@@ -453,13 +424,8 @@ def run_webhooks_rotate(args: argparse.Namespace) -> int:
 
 
 def run_webhooks_list(args: argparse.Namespace) -> int:
-    store = _webhooks_store(args, "list")
-    if isinstance(store, int):
-        return store
-    try:
+    with _open_store(args) as store:
         endpoints = store.webhook_endpoints()
-    finally:
-        store.close()
     for endpoint in endpoints:
         print(f"{endpoint.mode}\t{endpoint.url}")
     if not endpoints:
