@@ -22,6 +22,8 @@ from paysuite_core.usage import UsageError as UsageError
 
 if TYPE_CHECKING:
     from paysuite_core.bounded_http import Limits
+    from paysuite_core.target_config import TargetConfig
+    from paysuite_core.tls import TLSSettings
 
 
 def fail(prog: str, reason: object) -> int:
@@ -117,7 +119,8 @@ def add_group(
 ) -> argparse._SubParsersAction[Any]:
     """A command made of subcommands (``paysuite stub webhooks add|list|rotate``), one of which
     must be given: where they are added."""
-    return subparsers.add_parser(name, **kwargs).add_subparsers(required=True)
+    parser: argparse.ArgumentParser = subparsers.add_parser(name, **kwargs)
+    return parser.add_subparsers(required=True)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -151,6 +154,28 @@ TLS = tuple(
         ("--insecure", None, "do not verify the target's certificate (said in every verdict)"),
     )
 )
+
+
+def target_config(path: str | None) -> TargetConfig | None:
+    """The ``--config`` file's target configuration (``None``: none given); a bad one is a
+    ``UsageError``. Read when the command runs: registering one does not load yaml."""
+    if not path:
+        return None
+    from paysuite_core.target_config import load_target_config
+
+    return load_target_config(path)
+
+
+def tls_settings(args: argparse.Namespace, config: TargetConfig | None) -> TLSSettings:
+    """The command's TLS settings (its ``TLS`` flags, the configuration's ``tls:``, the
+    environment); an insecure run says so first, under the command's name."""
+    from paysuite_core.tls import TLSSettings
+
+    tls = TLSSettings.from_args(args, config)
+    if tls.insecure:
+        print(f"{args.prog}: {tls.describe()}", file=sys.stderr, flush=True)
+    return tls
+
 
 # --- the request limits of conform and clients ----------------------------------------------
 #: The request limits' command-line names (``--connect-timeout``, ...).

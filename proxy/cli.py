@@ -12,11 +12,10 @@ import argparse
 import ipaddress
 import signal
 import socket
-import sys
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from paysuite_core.cli_flags import TLS, Flag, UsageError, add_command
+from paysuite_core.cli_flags import TLS, Flag, UsageError, add_command, target_config, tls_settings
 
 if TYPE_CHECKING:
     from paysuite_core.tls import TLSSettings
@@ -90,8 +89,6 @@ def _check_target(url: str, tls: TLSSettings, timeout_s: float = 5.0) -> None:
 
 
 def _proxy(args: argparse.Namespace) -> int:
-    from paysuite_core.target_config import load_target_config
-    from paysuite_core.tls import TLSSettings
     from proxy.judge import Judge
     from proxy.server import ProxySettings
     from proxy.session import ListenError, SessionLimits, run_session
@@ -101,8 +98,8 @@ def _proxy(args: argparse.Namespace) -> int:
         raise UsageError("--max-exchanges: expected a positive count")
     if args.duration is not None and args.duration <= 0:
         raise UsageError("--duration: expected a positive number of seconds")
-    config = load_target_config(args.config) if args.config else None
-    tls = TLSSettings.from_args(args, config)
+    config = target_config(args.config)
+    tls = tls_settings(args, config)
     _check_target(args.target, tls)
     judge = Judge(
         config,
@@ -117,8 +114,6 @@ def _proxy(args: argparse.Namespace) -> int:
         upstream_timeout_s=args.upstream_timeout,
         tls=tls,
     )
-    if tls.insecure:
-        print(f"paysuite proxy: {tls.describe()}", file=sys.stderr, flush=True)
     # The session handles SIGINT and SIGTERM itself while it serves and settles, and restores
     # these when it returns: ignored, so that a signal after the last report was written cannot
     # turn the exit status into a kill. They stay ignored: the command is the process's last

@@ -28,12 +28,21 @@ import signal
 import sys
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from paysuite_core.cli_flags import TLS, Flag, UsageError, add_command
-from paysuite_core.tls import TLSSettings, explain
+from paysuite_core.cli_flags import (
+    TLS,
+    Failure,
+    Flag,
+    UsageError,
+    add_command,
+    target_config,
+    tls_settings,
+)
+from paysuite_core.tls import explain
 
 if TYPE_CHECKING:
     from paysuite_core.target_config import TargetConfig
@@ -157,21 +166,6 @@ def register(subparsers: Any) -> None:
     )
 
 
-def _tls(args: argparse.Namespace, config: TargetConfig | None) -> TLSSettings:
-    """The command's TLS settings (flags, the configuration's ``tls:``, the environment); an
-    insecure run says so first."""
-    tls = TLSSettings.from_args(args, config)
-    if tls.insecure:
-        print(f"{args.prog}: {tls.describe()}", file=sys.stderr, flush=True)
-    return tls
-
-
-def _load_config(path: str) -> TargetConfig:
-    from paysuite_core.target_config import load_target_config  # not at registration: yaml
-
-    return load_target_config(path)
-
-
 @dataclass(frozen=True)
 class ListenSettings:
     """The listener's options resolved: flags first, then the environment, then the config."""
@@ -187,7 +181,7 @@ class ListenSettings:
 def _settings(args: argparse.Namespace) -> ListenSettings:
     from paysuite_core.webhooks.signature import DEFAULT_TOLERANCE_S
 
-    config = _load_config(args.config) if args.config else None
+    config = target_config(args.config)
     hooks = config.webhooks if config else None
     secret = args.secret or os.environ.get(SECRET_ENV) or (hooks.secret if hooks else None)
     if not secret:
@@ -246,14 +240,15 @@ class ConfigWatch:
     def poll(self) -> None:
         """Re-read the file if it changed since the last look (a bad file is kept out)."""
         stamp = self._read_stamp()
-        if stamp is None or stamp == self._stamp or self.settings.config_path is None:
+        if stamp is None or stamp == self._stamp:
             return
         self._stamp = stamp
         try:
-            config = _load_config(self.settings.config_path)
+            config = target_config(self.settings.config_path)
         except UsageError as exc:
             print(f"(configuration not re-read: {exc})", flush=True)
             return
+        assert config is not None  # a file that has a stamp
         old = self.config
         self.config = config
         secrets = [self.receiver.secret] if isinstance(self.receiver.secret, str) else list(
@@ -277,9 +272,8 @@ def run_listen(args: argparse.Namespace) -> int:
     forward = None
     if args.forward_to:
         kinds = frozenset(k.strip() for group in args.events or [] for k in group.split(",") if k)
-        tls = _tls(args, settings.config)
         timeout_s = args.forward_timeout or FORWARD_TIMEOUT_S
-        forward = Forwarder(args.forward_to, kinds, timeout_s, tls)
+        forward = Forwarder(args.forward_to, kinds, timeout_s, tls_settings(args, settings.config))
     receiver = WebhookReceiver(
         settings.secret, tolerance_s=settings.tolerance_s, on_arrival=show, forward=forward
     )
@@ -357,10 +351,7 @@ def _finish(
     from paysuite_core.report_engine import reports as report
 
     counts = ledger.counts()
-    formats: dict[str, int] = {}
-    for arrival in ledger.arrivals():
-        if arrival.signature:
-            formats[arrival.signature] = formats.get(arrival.signature, 0) + 1
+    formats = Counter(arrival.signature for arrival in ledger.arrivals() if arrival.signature)
     seen = ", ".join(f"{name} x{n}" for name, n in sorted(formats.items())) or "none verified"
     print(
         f"{len(ledger.accepted())} events received: {counts['verified']} verified, "
@@ -377,7 +368,7 @@ def _finish(
     listing, expected = None, []
     if config is not None:
         refs = ledger.refs() if args.heard_only else None
-        listing = webhook_listen.read_events(config, refs, _tls(args, config))
+        listing = webhook_listen.read_events(config, refs, tls_settings(args, config))
         expected = webhook_listen.in_window(listing.events, ledger, started)
         ids = {str(r.get("event_id")) for r in webhook_listen.awaited(expected, started)}
 
@@ -421,6 +412,7 @@ def forward_report(ledger: Ledger) -> list[dict[str, Any]]:
     """Per event, in order of first arrival: its deliveries, whether each verified, and what
     the handler answered (status and time, or why there was no answer)."""
     rows: dict[str, dict[str, Any]] = {}
+    said: dict[str, list[str]] = {}
     for arrival in ledger.arrivals():
         key = arrival.body_event_id or f"(delivery {arrival.seq})"
         row = rows.setdefault(
@@ -439,26 +431,20 @@ def forward_report(ledger: Ledger) -> list[dict[str, Any]]:
                 "forwarded": handler is not None,
             }
         )
-    for row in rows.values():
-        parts = []
-        for d in row["deliveries"]:
-            if d["forwarded"]:
-                what = (
-                    d["handler_error"] or f"handler {d['handler_status']} in {d['handler_ms']:g} ms"
-                )
-            elif d["verdict"] in ("verified", "duplicate"):
-                what = "not forwarded (--events)"
-            else:
-                what = f"{d['verdict']}, answered {d['answered_sender']}"
-            parts.append(f"#{d['attempt'] or '?'} {d['verdict']}: {what}")
-        acknowledged = any(
-            d["handler_status"] is not None and 200 <= d["handler_status"] < 300
-            for d in row["deliveries"]
+        if handler is not None:
+            what = handler.error or f"handler {handler.status} in {handler.elapsed_ms:g} ms"
+        elif arrival.verdict in ("verified", "duplicate"):
+            what = "not forwarded (--events)"
+        else:
+            what = f"{arrival.verdict}, answered {arrival.status}"
+        said.setdefault(key, []).append(f"#{arrival.attempt or '?'} {arrival.verdict}: {what}")
+    for key, row in rows.items():
+        row["handler_acknowledged"] = any(
+            d["forwarded"] and 200 <= d["handler_status"] < 300 for d in row["deliveries"]
         )
-        row["handler_acknowledged"] = acknowledged
         row["line"] = (
             f"{row['kind'] or '?'} {row['event_id']} ref={row['ref'] or '?'}: "
-            f"{len(row['deliveries'])} deliveries; " + "; ".join(parts)
+            f"{len(row['deliveries'])} deliveries; " + "; ".join(said[key])
         )
     return list(rows.values())
 
@@ -470,12 +456,12 @@ def run_trigger(args: argparse.Namespace) -> int:
     from paysuite_core.driver.target import Target
     from paysuite_core.results.outcome import CouldNotCheck
 
-    prog = args.prog
-    config = _load_config(args.config)
+    config = target_config(args.config)
+    assert config is not None  # --config is required
     if args.count < 1:
         raise UsageError("--count must be at least 1")
     mode = args.mode or (config.webhooks.mode if config.webhooks else "development")
-    target = Target(config, config.base_url, tls=_tls(args, config))
+    target = Target(config, config.base_url, tls=tls_settings(args, config))
     app = target.writer(args.kind.upper())
     if app is None:
         raise UsageError(f"no application of {args.config} may {args.kind}")
@@ -492,9 +478,8 @@ def run_trigger(args: argparse.Namespace) -> int:
             )
             ref = reply.get("ref") if reply.ok else None
             if not isinstance(ref, str):
-                print(f"{prog}: the {args.kind} was refused: {reply.status} {reply.text[:300]}",
-                      file=sys.stderr)  # fmt: skip
-                return 1
+                said = f"{reply.status} {reply.text[:300]}"
+                raise Failure(f"{args.prog}: the {args.kind} was refused: {said}")
             print(f"created {args.kind} {ref} (X-Webhook-Mode: {mode})", flush=True)
             if args.outcome == "none":
                 continue
@@ -503,8 +488,7 @@ def run_trigger(args: argparse.Namespace) -> int:
             status = found.get("status") if found.ok else f"find answered {found.status}"
             print(f"{args.outcome}ed {ref}: status {status}", flush=True)
     except (DriverUnavailable, CouldNotCheck) as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return 1
+        raise Failure(f"{args.prog}: {exc}") from None
     except TargetUnreachable as exc:
         said = explain(exc, config.base_url) or f"the target did not answer: {exc}"
         raise UsageError(said) from None
@@ -524,9 +508,8 @@ def run_resend(args: argparse.Namespace) -> int:
     from paysuite_core.bounded_http import CONFORM_LIMITS, BoundedClient, no_answer
     from paysuite_core.url_paths import NotAnId, id_segment
 
-    prog = args.prog
     root = args.stub
-    config = _load_config(args.config) if args.config else None
+    config = target_config(args.config)
     if root is None and config is not None:
         root = config.base_url.removesuffix("/").removesuffix("/api")
     if root is None:
@@ -537,7 +520,9 @@ def run_resend(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     url = f"{root.rstrip('/')}/_sandbox/webhooks/deliveries/{event}/resend"
     try:
-        with BoundedClient(CONFORM_LIMITS, tls=_tls(args, config), trust_env=False) as client:
+        with BoundedClient(
+            CONFORM_LIMITS, tls=tls_settings(args, config), trust_env=False
+        ) as client:
             answer = client.send(client.build_request("POST", url))
     except httpx.InvalidURL as exc:
         raise UsageError(f"--stub {root!r}: not a URL ({exc})") from None
@@ -545,8 +530,7 @@ def run_resend(args: argparse.Namespace) -> int:
         raise UsageError(explain(exc, url) or f"{url}: {no_answer(exc)}") from None
     text = " ".join(answer.body[:200].decode("utf-8", "replace").split())
     if answer.status != 200:
-        print(f"{prog}: {answer.status} {text}", file=sys.stderr)
-        return 1
+        raise Failure(f"{args.prog}: {answer.status} {text}")
     try:
         rows = guarded_json.loads(answer.body, what="the stub's answer").get("deliveries")
     except (ValueError, AttributeError):
