@@ -115,12 +115,16 @@ def add_command(
 
 
 def add_group(
-    subparsers: argparse._SubParsersAction[Any], name: str, **kwargs: Any
+    subparsers: argparse._SubParsersAction[Any],
+    name: str,
+    metavar: str | None = None,
+    **kwargs: Any,
 ) -> argparse._SubParsersAction[Any]:
     """A command made of subcommands (``paysuite stub webhooks add|list|rotate``), one of which
-    must be given: where they are added."""
+    must be given (``metavar``: their name in the usage, else ``{add,list,rotate}``): where they
+    are added."""
     parser: argparse.ArgumentParser = subparsers.add_parser(name, **kwargs)
-    return parser.add_subparsers(required=True)
+    return parser.add_subparsers(metavar=metavar, required=True)
 
 
 def run_command(args: argparse.Namespace) -> int:

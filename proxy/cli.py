@@ -1,9 +1,7 @@
 """``paysuite proxy`` and ``paysuite replay``: their arguments, and the commands that run them
 (nothing heavy imported at registration).
 
-Exit status of both: 0 every exchange followed the document, 1 a violation by the target, 2
-usage or configuration error, a target that does not answer, or nothing that reached the API; 3 a
-violation by the client when ``--judge`` gates it; 130 interrupted while settling.
+Exit status: ``EXIT_STATUS`` and ``REPLAY_EXIT_STATUS``, their ``--help`` epilogs.
 """
 
 from __future__ import annotations

@@ -304,9 +304,11 @@ def _cannot_open(db: str, exc: sqlite3.Error) -> Failure:
 def _open_store(args: argparse.Namespace, create: bool | None = None) -> Iterator[Store]:
     """The store of ``--db`` (else the configuration's), closed afterwards. It must exist, but
     ``create`` (``apps create --create-db``) makes a new one; ``None``: a command that never
-    does. A database missing or that cannot be opened is one line, exit status 1."""
+    does. A database missing or that cannot be opened is one line, exit status 1; a webhook
+    endpoint the command names wrongly (``EndpointUrlError``) is a usage error."""
     from stub_server.store import Store
     from stub_server.store.group_commit import missing_folder
+    from stub_server.webhook_delivery.endpoint_url import EndpointUrlError
 
     db = args.command_db or settings_from_args(args).db
     if create is not None and db == ":memory:":
@@ -327,6 +329,8 @@ def _open_store(args: argparse.Namespace, create: bool | None = None) -> Iterato
             store.close()
     except sqlite3.Error as exc:
         raise _cannot_open(db, exc) from None
+    except EndpointUrlError as exc:  # a webhook endpoint the command was given
+        raise UsageError(str(exc)) from None
 
 
 def run_apps_create(args: argparse.Namespace) -> int:
@@ -369,14 +373,10 @@ def run_keys_rotate(args: argparse.Namespace) -> int:
 
 def run_webhooks_add(args: argparse.Namespace) -> int:
     from stub_server import timefmt
-    from stub_server.webhook_delivery.endpoint_url import EndpointUrlError
     from stub_server.webhook_delivery.endpoints import add_endpoint, ping
 
     with _open_store(args) as store:
-        try:
-            endpoint = add_endpoint(store, args.mode, args.url, timefmt.now_us())
-        except EndpointUrlError as exc:
-            raise UsageError(str(exc)) from None
+        endpoint = add_endpoint(store, args.mode, args.url, timefmt.now_us())
     print(f"mode: {endpoint.mode}")
     print(f"url: {endpoint.url}")
     print(f"secret: {endpoint.secret}")
@@ -398,7 +398,6 @@ def run_webhooks_rotate(args: argparse.Namespace) -> int:
     from paysuite_core.durations import parse_duration
     from stub_server import timefmt
     from stub_server.store.webhook_secrets import check_overlap
-    from stub_server.webhook_delivery.endpoint_url import EndpointUrlError
     from stub_server.webhook_delivery.endpoints import rotate_endpoint
 
     try:
@@ -410,10 +409,7 @@ def run_webhooks_rotate(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(f"--overlap {args.overlap}: {exc}") from None
     with _open_store(args) as store:
-        try:
-            endpoint = rotate_endpoint(store, args.mode, overlap_s, timefmt.now_us())
-        except EndpointUrlError as exc:
-            raise UsageError(str(exc)) from None
+        endpoint = rotate_endpoint(store, args.mode, overlap_s, timefmt.now_us())
     print(f"mode: {endpoint.mode}")
     print(f"secret: {endpoint.secret}")
     if endpoint.previous_until_us is not None:

@@ -39,6 +39,7 @@ from paysuite_core.cli_flags import (
     Flag,
     UsageError,
     add_command,
+    add_group,
     target_config,
     tls_settings,
 )
@@ -126,16 +127,15 @@ RESEND_FLAGS = (
 
 
 def register(subparsers: Any) -> None:
-    parser = add_command(
+    commands = add_group(
         subparsers,
         "webhooks",
-        None,
+        "COMMAND",
         help="receive and verify a target's webhook deliveries (paysuite webhooks listen)",
         description="The receiving side of webhooks: a receiver that verifies each signed "
         "delivery, deduplicates by event_id and judges what arrived (docs/webhooks.md in the "
         "source repository).",
     )
-    commands = parser.add_subparsers(dest="webhooks_command", metavar="COMMAND", required=True)
     add_command(
         commands,
         "listen",
@@ -283,10 +283,9 @@ def run_listen(args: argparse.Namespace) -> int:
 
         def first_attempt(record: dict[str, Any]) -> bool:
             event_id = str(record.get("event_id"))
-            if event_id in refused:
-                return False
+            first = event_id not in refused
             refused.add(event_id)
-            return True
+            return first
 
         receiver.refuse(first_attempt, times=sys.maxsize)
     stop = threading.Event()
