@@ -102,7 +102,7 @@ def run_clients(args: argparse.Namespace) -> int:
     from paysuite.clients import matrix
     from paysuite.clients.cache import default_cache_dir
     from paysuite_core.bounded_http import CONFORM_LIMITS
-    from paysuite_core.cli_flags import LIMIT_OPTIONS, parse_limits
+    from paysuite_core.cli_flags import parse_limits
     from paysuite_core.driver.preflight import check_reachable, preflight
     from paysuite_core.target_config import load_target_config
     from paysuite_core.tls import TLSSettings
@@ -110,8 +110,7 @@ def run_clients(args: argparse.Namespace) -> int:
     cache_dir = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
     started = time.time()
     with ExitStack() as stack:
-        given = {name: getattr(args, name, None) for name in LIMIT_OPTIONS}
-        limits = parse_limits(given, CONFORM_LIMITS)
+        limits = parse_limits(vars(args), CONFORM_LIMITS)
         if args.config:
             config = load_target_config(args.config)
         else:

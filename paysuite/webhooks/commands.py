@@ -534,20 +534,11 @@ def run_resend(args: argparse.Namespace) -> int:
         rows = guarded_json.loads(answer.body, what="the stub's answer").get("deliveries")
     except (ValueError, AttributeError):
         rows = None
-    lines = _delivery_lines(rows)
-    if lines is None:
-        raise UsageError(f"{url}: the answer is not the stub's list of deliveries: {text[:80]!r}")
-    for line in lines:
-        print(line)
-    return 0
-
-
-def _delivery_lines(rows: Any) -> list[str] | None:
-    """One line per delivery the stub resends, or None when ``rows`` is not its list."""
     if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
-        return None
-    return [
-        f"resending {row.get('event_kind')} {row.get('event_id')} ref={row.get('ref')} "
-        f"to {row.get('url')}"
-        for row in rows
-    ]
+        raise UsageError(f"{url}: the answer is not the stub's list of deliveries: {text[:80]!r}")
+    for row in rows:  # one line per delivery the stub resends
+        print(
+            f"resending {row.get('event_kind')} {row.get('event_id')} ref={row.get('ref')} "
+            f"to {row.get('url')}"
+        )
+    return 0
