@@ -29,7 +29,8 @@ import sys
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -166,9 +167,14 @@ def register(subparsers: Any) -> None:
     )
 
 
-@dataclass(frozen=True)
+@dataclass
 class ListenSettings:
-    """The listener's options resolved: flags first, then the environment, then the config."""
+    """The listener's options resolved: flags first, then the environment, then the config.
+
+    The ``--config`` file is re-read when it changes (``poll``): a stub restarted on a new port
+    rewrites it (new ``base_url``), ``paysuite stub webhooks rotate`` then a restart writes a new
+    secret. The receiver then accepts the new secret beside the old ones (deliveries already
+    signed with the old one are still the target's)."""
 
     config: TargetConfig | None
     secret: str
@@ -176,6 +182,38 @@ class ListenSettings:
     port: int
     tolerance_s: float
     config_path: str | None = None
+
+    def __post_init__(self) -> None:
+        self._stamp = self._read_stamp()
+
+    def _read_stamp(self) -> tuple[int, int] | None:
+        if self.config_path is None:
+            return None
+        try:
+            st = os.stat(self.config_path)
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def poll(self, receiver: WebhookReceiver) -> None:
+        """Re-read the file if it changed since the last look (a bad file is kept out)."""
+        stamp = self._read_stamp()
+        if stamp is None or stamp == self._stamp:
+            return
+        self._stamp = stamp
+        try:
+            config = target_config(self.config_path)
+        except UsageError as exc:
+            print(f"(configuration not re-read: {exc})", flush=True)
+            return
+        assert config is not None  # a file that has a stamp
+        old = self.config
+        self.config = config
+        secrets = [receiver.secret] if isinstance(receiver.secret, str) else list(receiver.secret)
+        if config.webhooks is not None and config.webhooks.secret not in secrets:
+            receiver.secret = [config.webhooks.secret, *secrets]
+        if old is None or old.base_url != config.base_url:
+            print(f"(configuration re-read: the target is now {config.base_url})", flush=True)
 
 
 def _settings(args: argparse.Namespace) -> ListenSettings:
@@ -216,49 +254,6 @@ def _settings(args: argparse.Namespace) -> ListenSettings:
     )
 
 
-class ConfigWatch:
-    """The ``--config`` file, re-read when it changes: a stub restarted on a new port rewrites
-    it (new ``base_url``), ``paysuite stub webhooks rotate`` then a restart writes a new secret.
-    The receiver then accepts the new secret beside the old ones (deliveries already signed
-    with the old one are still the target's)."""
-
-    def __init__(self, settings: ListenSettings, receiver: WebhookReceiver) -> None:
-        self.settings = settings
-        self.receiver = receiver
-        self.config = settings.config
-        self._stamp = self._read_stamp()
-
-    def _read_stamp(self) -> tuple[int, int] | None:
-        if self.settings.config_path is None:
-            return None
-        try:
-            st = os.stat(self.settings.config_path)
-        except OSError:
-            return None
-        return (st.st_mtime_ns, st.st_size)
-
-    def poll(self) -> None:
-        """Re-read the file if it changed since the last look (a bad file is kept out)."""
-        stamp = self._read_stamp()
-        if stamp is None or stamp == self._stamp:
-            return
-        self._stamp = stamp
-        try:
-            config = target_config(self.settings.config_path)
-        except UsageError as exc:
-            print(f"(configuration not re-read: {exc})", flush=True)
-            return
-        assert config is not None  # a file that has a stamp
-        old = self.config
-        self.config = config
-        secrets = [self.receiver.secret] if isinstance(self.receiver.secret, str) else list(
-            self.receiver.secret)  # fmt: skip
-        if config.webhooks is not None and config.webhooks.secret not in secrets:
-            self.receiver.secret = [config.webhooks.secret, *secrets]
-        if old is None or old.base_url != config.base_url:
-            print(f"(configuration re-read: the target is now {config.base_url})", flush=True)
-
-
 def run_listen(args: argparse.Namespace) -> int:
     from paysuite_core.webhooks.receiver import ReceiverStartError, WebhookReceiver, running
 
@@ -277,7 +272,6 @@ def run_listen(args: argparse.Namespace) -> int:
     receiver = WebhookReceiver(
         settings.secret, tolerance_s=settings.tolerance_s, on_arrival=show, forward=forward
     )
-    watch = ConfigWatch(settings, receiver)
     if args.fail_first:
         refused: set[str] = set()
 
@@ -298,9 +292,9 @@ def run_listen(args: argparse.Namespace) -> int:
             if forward is not None:
                 only = f" ({', '.join(sorted(forward.events))} only)" if forward.events else ""
                 print(f"forwarding verified deliveries to {forward.url}{only}", flush=True)
-            _wait(served.ledger, args, stop, watch)
-            watch.poll()
-            return _finish(served.ledger, replace(settings, config=watch.config), args, started, t0)
+            _wait(served.ledger, args, stop, lambda: settings.poll(receiver))
+            settings.poll(receiver)
+            return _finish(served.ledger, settings, args, started, t0)
     except ReceiverStartError as exc:
         raise UsageError(str(exc)) from None
     finally:
@@ -323,7 +317,7 @@ def done_events(ledger: Ledger, forwarding: bool) -> int:
 
 
 def _wait(
-    ledger: Ledger, args: argparse.Namespace, stop: threading.Event, watch: ConfigWatch
+    ledger: Ledger, args: argparse.Namespace, stop: threading.Event, poll: Callable[[], None]
 ) -> None:
     """Until --duration, --max-events, SIGTERM or Ctrl-C; the config is re-read meanwhile."""
     limit = args.duration if args.duration is not None else float("inf")
@@ -335,7 +329,7 @@ def _wait(
 
     try:
         while not stop.is_set() and time.monotonic() < deadline:
-            watch.poll()
+            poll()
             if enough(ledger):
                 return
             ledger.wait_for(enough, min(0.5, max(0.0, deadline - time.monotonic())), stop=stop)
