@@ -97,7 +97,7 @@ class Flag:
 def add_command(
     subparsers: argparse._SubParsersAction[Any],
     name: str,
-    run: Callable[[argparse.Namespace], int] | None,
+    run: Callable[[argparse.Namespace], int],
     flags: Iterable[Flag] = (),
     **kwargs: Any,
 ) -> argparse.ArgumentParser:
@@ -109,8 +109,7 @@ def add_command(
         if flag.group not in groups:
             groups[flag.group] = parser.add_argument_group(flag.group)
         flag.add_to(groups[flag.group].add_argument)
-    if run is not None:
-        parser.set_defaults(func=run, prog=parser.prog)
+    parser.set_defaults(func=run, prog=parser.prog)
     return parser
 
 
