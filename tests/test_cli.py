@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +91,39 @@ def test_a_malformed_value_and_a_command_usage_error_are_one_line(
         err
         == "paysuite webhooks resend: give --config (the stub's credentials file) or --stub URL\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("path", "names"),
+    [
+        (("stub", "apps"), "{create}"),
+        (("stub", "webhooks"), "{add,list,rotate}"),
+        (("webhooks",), "COMMAND"),
+    ],
+)
+def test_a_command_of_subcommands_needs_one(
+    path: tuple[str, ...], names: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``cli_flags.add_group``: a missing subcommand is one line naming the choices, exit 2."""
+    with pytest.raises(SystemExit) as exited:
+        main(list(path))
+    assert exited.value.code == 2
+    said = f"paysuite {' '.join(path)}: the following arguments are required: {names}\n"
+    assert capsys.readouterr().err == said
+
+
+def test_a_command_that_ran_and_failed_is_its_one_line_and_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``cli_flags.Failure``: printed as raised (no second prefix), exit status 1."""
+    db = tmp_path / "none.db"
+    assert main(["stub", "webhooks", "list", "--db", str(db)]) == 1
+    assert capsys.readouterr().err == (
+        f"paysuite stub webhooks list: no database at {db} (start the stub with --db {db} first)\n"
+    )
+    assert (
+        main(["stub", "apps", "create", "--db", str(db), "--merchant", "M", "--privilege", "read"])
+        == 1
+    )
+    assert "or add --create-db to make a new one)\n" in capsys.readouterr().err
+    assert not db.exists()
