@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from paysuite_core.api_types import JsonObject
 from paysuite_core.driver.api import data_of, reuse_problems, same_amount, same_outcome
@@ -24,9 +26,16 @@ from paysuite_core.results.outcome import CouldNotCheck
 from paysuite_core.results.rule import Check
 from paysuite_core.target_config import Application, TargetConfig
 from paysuite_core.tls import TLSSettings
-from proxy.routes import route_of, token_claims
+from proxy.routes import PROCESSED, answered_at, route_of, token_claims
 from proxy.rules import CANCELLED, CONFIRMED, Violation
-from proxy.stateful import KeyUse, Seen, Transaction, disagreement, key_location, reuse_check
+from proxy.stateful import (
+    KeyUse,
+    LifecycleRule,
+    Transaction,
+    disagreement,
+    key_location,
+    reuse_check,
+)
 from proxy.traffic import Processed, Resolved, TrafficRules
 
 #: The reuses of one key the reproduction sends at most (a client that retried a key a hundred
@@ -34,6 +43,9 @@ from proxy.traffic import Processed, Resolved, TrafficRules
 MAX_REUSES = 5
 #: A note that applies to every rule (an application that could not be authorized).
 EVERY_RULE = "*"
+#: The rules a processed transaction's checks note under.
+LIFE = (CONFIRMED, CANCELLED)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -84,8 +96,10 @@ class Confirmer:
         self.target.current = evidence
         return evidence
 
-    def _note(self, check: Check | str, text: str) -> None:
-        self.notes[check if isinstance(check, str) else check.id].append(text)
+    def _note(self, checks: Iterable[Check | str], text: str) -> None:
+        """The same note on each of ``checks`` (a check, or ``EVERY_RULE``)."""
+        for check in checks:
+            self.notes[check if isinstance(check, str) else check.id].append(text)
 
     def app_for(self, merchant: str | None) -> Application | None:
         """A reading application of the merchant the proxied token belonged to."""
@@ -95,7 +109,7 @@ class Confirmer:
                 try:
                     claims = token_claims(self.target.token(app)) or {}
                 except (CouldNotCheck, TargetUnreachable) as exc:
-                    self._note(EVERY_RULE, f"authorize {app.client_id}: {exc}")
+                    self._note([EVERY_RULE], f"authorize {app.client_id}: {exc}")
                     continue
                 if claims.get("merchant"):
                     key = f"merchant:{claims['merchant']}"
@@ -121,35 +135,30 @@ class Confirmer:
             return []  # not a creation: nothing to reproduce (route_of said so already)
         pattern = _pattern(steps)
         if pattern in self._reproduced:
-            for check in checks:
-                self._note(
-                    check,
-                    f"key {use.key!r} ({seqs}): the same pattern as key "
-                    f"{self._reproduced[pattern]!r}, settled once (see its note)",
-                )
+            self._note(
+                checks,
+                f"key {use.key!r} ({seqs}): the same pattern as key "
+                f"{self._reproduced[pattern]!r}, settled once (see its note)",
+            )
             return []
         self._reproduced[pattern] = use.key
         writers = self._writers(use.merchant, {s.kind for s in steps})
         if writers is None:
             kinds = " and ".join(sorted({s.kind for s in steps}))
-            for check in checks:
-                self._note(
-                    check,
-                    f"unconfirmed: key {use.key!r} ({seqs}): no application in "
-                    f"the configuration may create {kinds} to reproduce the reuse "
-                    "(read-only credentials)",
-                )
+            self._note(
+                checks,
+                f"unconfirmed: key {use.key!r} ({seqs}): no application in the configuration "
+                f"may create {kinds} to reproduce the reuse (read-only credentials)",
+            )
             return []
         evidence = self._record()
         try:
             return self._run(use, steps, checks, writers, evidence)
         except (CouldNotCheck, TargetUnreachable) as exc:
-            for check in checks:
-                self._note(
-                    check,
-                    f"unconfirmed: key {use.key!r} ({seqs}): the reproduction "
-                    f"could not run ({exc})",
-                )
+            self._note(
+                checks,
+                f"unconfirmed: key {use.key!r} ({seqs}): the reproduction could not run ({exc})",
+            )
             return []
 
     def _run(
@@ -181,12 +190,11 @@ class Confirmer:
             )
         first_step, first = replies[0]
         if not first.ok:
-            for check in checks:
-                self._note(
-                    check,
-                    f"unconfirmed: key {use.key!r} ({seqs}): the reproduction's "
-                    f"first {first_step.kind.lower()} answered {first.status}",
-                )
+            self._note(
+                checks,
+                f"unconfirmed: key {use.key!r} ({seqs}): the reproduction's first "
+                f"{first_step.kind.lower()} answered {first.status}",
+            )
             return []
         own_refs = {str(r.get("ref")) for _, r in replies if r.ok and isinstance(r.body, dict)}
         first_ref = str(first.get("ref"))
@@ -207,19 +215,17 @@ class Confirmer:
         accepted = [(s, r) for s, r in replies[1:] if r.ok]
         left_out = target.notes[noted:]
         if shared and left_out and not accepted:
-            for check in checks:
-                self._note(check, f"key {use.key!r} ({seqs}): " + "; ".join(left_out))
+            self._note(checks, f"key {use.key!r} ({seqs}): " + "; ".join(left_out))
             return []
         if len(refs) == 1 and not accepted:
             statuses = ", ".join(str(r.status) for _, r in replies[1:])
             app = writers.creators[first_step.kind]
-            for check in checks:
-                self._note(
-                    check,
-                    f"confirmed by reproduction: key {use.key!r} ({seqs}) replayed by the judge's "
-                    f"application {app.client_id} on its own number {first_number} with a fresh "
-                    f"key: the reuse answered {statuses}, one transaction ({first_ref})",
-                )
+            self._note(
+                checks,
+                f"confirmed by reproduction: key {use.key!r} ({seqs}) replayed by the judge's "
+                f"application {app.client_id} on its own number {first_number} with a fresh "
+                f"key: the reuse answered {statuses}, one transaction ({first_ref})",
+            )
             return []
         return self._violations(use, replies, refs, first_ref, first_number, executed, evidence)
 
@@ -298,58 +304,82 @@ class Confirmer:
         return None
 
     # --- LIFE-002/003 ---------------------------------------------------------------------
-    def find_agrees(self, tx: Transaction) -> Violation | None:
+    def find_agrees(self, rule: LifecycleRule, tx: Transaction) -> list[Violation]:
         """LIFE-002/003 for a processed event nobody looked up: find it now and compare."""
-        assert tx.event is not None
+        event = tx.event
+        assert event is not None
+        rule.exercised_event += 1
         app = self.app_for(tx.merchant)
         if app is None:
-            for check in (CONFIRMED, CANCELLED):
-                self._note(check, f"{tx.ref}: no application of its merchant to find it with")
-            return None
+            self._note(LIFE, f"{tx.ref}: no application of its merchant to find it with")
+            return []
         evidence = self._record()
         try:
             reply = self.target.find(tx.ref, app)
         except (CouldNotCheck, TargetUnreachable) as exc:
-            for check in (CONFIRMED, CANCELLED):
-                self._note(check, f"{tx.ref}: find could not be made ({exc})")
-            return None
+            self._note(LIFE, f"{tx.ref}: find could not be made ({exc})")
+            return []
         status = reply.get("status")
-        if not reply.ok or status in (None, "pending"):
-            return None
-        if same_outcome(status, tx.event.status):
-            return None
-        event: Seen = tx.event
-        return disagreement(
-            tx.ref, event, status, (event.exchange,), confirmations=tuple(evidence.to_list())
-        )
+        if not reply.ok or status in (None, "pending") or same_outcome(status, event.status):
+            return []
+        proof = (event.exchange,)
+        return [disagreement(tx.ref, event, status, proof, tuple(evidence.to_list()))]
 
-    def outcome_after(self, rules: TrafficRules, ref: str, action: Resolved) -> Violation | None:
+    def outcome_after(self, rules: TrafficRules, ref: str, action: Resolved) -> list[Violation]:
         """LIFE-002/003 for a ref the customer confirmed or cancelled and no find after it
         settled: find it now, polling until the suite's wait after the customer acted."""
         app = self.app_for(rules.merchant_of(ref))
         if app is None:
-            self._note(action.check, f"{ref}: no application of its merchant to find it with")
-            return None
-        until = action.exchange.started + action.exchange.elapsed_ms / 1000 + rules.wait_s
+            self._note([action.check], f"{ref}: no application of its merchant to find it with")
+            return []
         evidence = self._record()
         try:
-            while True:
-                status = self.target.find(ref, app).get("status")
-                if status != "pending" or time.time() >= until:
-                    break
-                time.sleep(min(0.5, max(until - time.time(), 0.0)))
+            status = self._poll(
+                answered_at(action.exchange) + rules.wait_s,
+                lambda: self.target.find(ref, app).get("status"),
+                lambda status: status != "pending",
+            )
         except (CouldNotCheck, TargetUnreachable) as exc:
-            self._note(action.check, f"{ref}: find could not be made ({exc})")
-            return None
-        expected = "success" if action.outcome == "confirm" else "failed"
+            self._note([action.check], f"{ref}: find could not be made ({exc})")
+            return []
         action.settled = True
-        if same_outcome(status, expected):
-            return None
-        return rules.wrong_outcome(ref, action, status, None, tuple(evidence.to_list()))
+        if same_outcome(status, action.expected):
+            return []
+        return [rules.wrong_outcome(ref, action, status, None, tuple(evidence.to_list()))]
 
-    def processed_listed(self, rules: TrafficRules, ref: str, seen: Processed) -> Violation | None:
-        """LIFE-002/003: is the processed event of ``ref`` listed once late events had time?"""
-        return _processed_listed(self, rules, ref, seen)
+    def processed_listed(self, rules: TrafficRules, ref: str, seen: Processed) -> list[Violation]:
+        """LIFE-002/003 for a ref the client listed too soon after find showed it processed: the
+        judge lists the ref's events itself, until the suite's tolerance for late events has
+        passed since that find was answered."""
+        rules.listed_exercised += 1
+        app = self.app_for(seen.merchant)
+        if app is None:
+            self._note(LIFE, f"{ref}: no application of its merchant to list its events")
+            return []
+        evidence = self._record()
+
+        def listed(events: list[JsonObject]) -> bool:
+            return any(
+                data_of(e).get("ref") == ref and e.get("event_kind") == PROCESSED for e in events
+            )
+
+        try:
+            events = self._poll(
+                answered_at(seen.exchange) + rules.eventual_s,
+                lambda: self.target.events_for_ref(app, ref),
+                listed,
+            )
+        except (CouldNotCheck, TargetUnreachable) as exc:
+            self._note(LIFE, f"{ref}: its events could not be listed ({exc})")
+            return []
+        if listed(events):
+            return []
+        seen.reported = True
+        return [rules.missing(ref, seen, None, confirmations=tuple(evidence.to_list()))]
+
+    def _poll(self, until: float, probe: Callable[[], T], done: Callable[[T], bool]) -> T:
+        """``probe`` until ``done``, or until the clock time ``until`` (at least once)."""
+        return self.target.wait_until(probe, done, max(until - time.time(), 0.0))
 
 
 def _may_create(app: Application, kind: str) -> bool:
@@ -384,39 +414,3 @@ def _pattern(steps: list[Step]) -> tuple[object, ...]:
     return tuple(
         (s.kind, s.key_in, s.amount == first.amount, s.number == first.number) for s in steps
     )
-
-
-def _processed_listed(
-    confirmer: Confirmer, rules: TrafficRules, ref: str, seen: Processed
-) -> Violation | None:
-    """LIFE-002/003 for a ref the client listed too soon after find showed it processed: the
-    judge lists the ref's events itself, waiting until the suite's tolerance for late events has
-    passed since that find was answered."""
-    app = confirmer.app_for(seen.merchant)
-    if app is None:
-        for check in (CONFIRMED, CANCELLED):
-            confirmer._note(check, f"{ref}: no application of its merchant to list its events")
-        return None
-    until = seen.exchange.started + seen.exchange.elapsed_ms / 1000 + rules.eventual_s
-    evidence = confirmer._record()
-
-    def listed(events: list[JsonObject]) -> bool:
-        return any(
-            data_of(e).get("ref") == ref and e.get("event_kind") == "transaction:processed"
-            for e in events
-        )
-
-    try:
-        while True:
-            events = confirmer.target.events_for_ref(app, ref)
-            if listed(events):
-                return None
-            if time.time() >= until:
-                break
-            time.sleep(min(0.5, max(until - time.time(), 0.0)))
-    except (CouldNotCheck, TargetUnreachable) as exc:
-        for check in (CONFIRMED, CANCELLED):
-            confirmer._note(check, f"{ref}: its events could not be listed ({exc})")
-        return None
-    seen.reported = True
-    return rules.missing(ref, seen, None, confirmations=tuple(evidence.to_list()))

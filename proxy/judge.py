@@ -29,7 +29,6 @@ from proxy.rules import (
     FINAL_ONCE_PROCESSED,
     IDEMPOTENCY,
     JUDGED_PARTIES,
-    KEY_LENGTH,
     QUERY_KEY_REUSE,
     ROTATION,
     RULES,
@@ -181,18 +180,13 @@ class Judge:
                 found += confirmer.reproduce(use)
                 self.unsettled.pop(0)
             for tx in self.lifecycle.unconfirmed():
-                self.lifecycle.exercised_event += 1
-                violation = confirmer.find_agrees(tx)
-                found += [violation] if violation else []
+                found += confirmer.find_agrees(self.lifecycle, tx)
                 self.unsettled.pop(0)
             for ref, seen in self.traffic.unsettled():
-                self.traffic.listed_exercised += 1
-                violation = confirmer.processed_listed(self.traffic, ref, seen)
-                found += [violation] if violation else []
+                found += confirmer.processed_listed(self.traffic, ref, seen)
                 self.unsettled.pop(0)
             for ref, action in self.traffic.unresolved():
-                violation = confirmer.outcome_after(self.traffic, ref, action)
-                found += [violation] if violation else []
+                found += confirmer.outcome_after(self.traffic, ref, action)
                 self.unsettled.pop(0)
         finally:
             confirmer.close()
@@ -211,38 +205,32 @@ class Judge:
 
     def rule_states(self) -> list[RuleState]:
         """Every rule of ``proxy.rules.RULES``: judged on how much, or why not."""
-        unconfirmed: tuple[str, ...] = ()
-        if not self.confirm and self.idempotency.unsettled():
-            unconfirmed = (UNCONFIRMED,)
-        exercised: dict[str, tuple[int, str, tuple[str, ...]]] = {
-            SCHEMA_REQUEST.id: (self._request_judged, "", ()),
-            SCHEMA_RESPONSE.id: (self._response_judged, "", ()),
-            EXPIRY.id: (self.expiry.exercised, "", ()),
-            ROTATION.id: (self.rotation.exercised, self.rotation.not_judged, ()),
-            IDEMPOTENCY.id: (self.idempotency.exercised[IDEMPOTENCY.id], "", unconfirmed),
-            CROSS_KIND_REUSE.id: (self.idempotency.exercised[CROSS_KIND_REUSE.id], "", unconfirmed),
-            KEY_LENGTH.id: (self.idempotency.exercised[KEY_LENGTH.id], "", ()),
-            QUERY_KEY_REUSE.id: (self.idempotency.exercised[QUERY_KEY_REUSE.id], "", unconfirmed),
-            CONCURRENT_REUSE.id: (self.idempotency.exercised[CONCURRENT_REUSE.id], "", unconfirmed),
-            CONFIRMED.id: (self._lifecycle_exercised, "", ()),
-            CANCELLED.id: (self._lifecycle_exercised, "", ()),
-            FINAL_ONCE_PROCESSED.id: (self.lifecycle.exercised_final, "", ()),
+        # LIFE-002/003: event-find comparisons, processed events' data against their creation,
+        # and listings judged for a processed event (not the traffic's count of the customer's
+        # outcomes, which the entries below replace)
+        lifecycle = self.lifecycle.exercised_event + self.traffic.listed_exercised
+        counts: dict[str, int] = {
+            **self.traffic.exercised,
+            **self.idempotency.exercised,
+            SCHEMA_REQUEST.id: self._request_judged,
+            SCHEMA_RESPONSE.id: self._response_judged,
+            EXPIRY.id: self.expiry.exercised,
+            ROTATION.id: self.rotation.exercised,
+            CONFIRMED.id: lifecycle,
+            CANCELLED.id: lifecycle,
+            FINAL_ONCE_PROCESSED.id: self.lifecycle.exercised_final,
         }
-        for check in TRAFFIC_RULES:
-            exercised[check.id] = (self.traffic.exercised[check.id], "", ())
+        reuses = {IDEMPOTENCY.id, CROSS_KIND_REUSE.id, QUERY_KEY_REUSE.id, CONCURRENT_REUSE.id}
+        unconfirmed = not self.confirm and bool(self.idempotency.unsettled())
         every = tuple(self._confirm_notes.get("*", ()))
         return [
             RuleState(
                 check,
-                exercised[check.id][0],
-                exercised[check.id][1],
-                exercised[check.id][2] + tuple(self._confirm_notes.get(check.id, ())) + every,
+                counts.get(check.id, 0),
+                self.rotation.not_judged if check is ROTATION else "",
+                ((UNCONFIRMED,) if unconfirmed and check.id in reuses else ())
+                + tuple(self._confirm_notes.get(check.id, ()))
+                + every,
             )
             for check in RULES + TRAFFIC_RULES
         ]
-
-    @property
-    def _lifecycle_exercised(self) -> int:
-        """LIFE-002/003: event-find comparisons, processed events' data against their creation,
-        and listings judged for a processed event."""
-        return self.lifecycle.exercised_event + self.traffic.listed_exercised

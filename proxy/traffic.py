@@ -107,6 +107,11 @@ class Resolved:
     def check(self) -> Check:
         return CONFIRMED if self.outcome == "confirm" else CANCELLED
 
+    @property
+    def expected(self) -> str:
+        """The status find must show once the customer acted."""
+        return "success" if self.outcome == "confirm" else "failed"
+
 
 def _actions(customer: CustomerDriver | None) -> dict[str, tuple[str, re.Pattern[str]]]:
     """The sandbox driver's confirm and cancel as (method, path pattern with a ``ref`` group)."""
@@ -206,14 +211,13 @@ class TrafficRules:
             return []  # judged once: what find says afterwards is LIFE-004's
         if exchange.started < answered_at(action.exchange):
             return []
-        expected = "success" if action.outcome == "confirm" else "failed"
         late = exchange.started - answered_at(action.exchange)
         if status == "pending" and late < self.wait_s:
             action.pending.append(exchange)
             return []
         action.settled = True
         self.exercised[action.check.id] += 1
-        if same_outcome(status, expected):
+        if same_outcome(status, action.expected):
             return []
         return [self.wrong_outcome(ref, action, status, exchange)]
 
@@ -226,7 +230,6 @@ class TrafficRules:
         confirmations: tuple[dict[str, object], ...] = (),
     ) -> Violation:
         action.reported = True
-        expected = "success" if action.outcome == "confirm" else "failed"
         verb = "confirmed" if action.outcome == "confirm" else "cancelled"
         where = f"find #{exchange.seq}" if exchange else "the judge's find at the end"
         after = f"{self.wait_s:g} s later " if status == "pending" else ""
@@ -235,7 +238,7 @@ class TrafficRules:
             f"the customer {verb} {ref} (#{action.exchange.seq}), yet {where} {after}answered "
             f"{status!r}",
             (action.exchange, exchange) if exchange else (action.exchange, *action.pending),
-            expected=f"status {expected} once the customer {verb}",
+            expected=f"status {action.expected} once the customer {verb}",
             actual=str(status),
             confirmations=confirmations,
         )
