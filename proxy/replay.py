@@ -39,6 +39,7 @@ from paysuite_core.exchange import Exchange, Headers
 from paysuite_core.results.masking import PLACEHOLDER, placeholders_in
 from paysuite_core.target_config import Application, TargetConfig
 from paysuite_core.tls import TLSSettings, explain
+from proxy.routes import forwarded_url
 from proxy.rules import Violation
 
 #: The longest pause ``--keep-timing`` makes between two requests.
@@ -105,10 +106,8 @@ class Rebuilder:
     apps: dict[str, Application] = field(default_factory=dict)
 
     def url(self, recorded_url: str) -> str:
-        """The recorded URL moved onto ``target``, as ``paysuite proxy`` forwards. A ``target``
-        given as the API's base URL (``.../api``, as a configuration file writes it) where the
-        recorded paths already start with that path is not doubled (``/api/api/...``)."""
-        base = self.target.rstrip("/")
+        """The recorded URL moved onto ``target``, as ``paysuite proxy`` forwards (a ``target``
+        given as the API's base URL is not doubled: ``proxy.routes.forwarded_url``)."""
         recorded_base = (self.recorded_target or "").rstrip("/")
         rest = recorded_url[len(recorded_base) :]
         if not (
@@ -116,14 +115,7 @@ class Rebuilder:
         ):
             parts = urlsplit(recorded_url)
             rest = parts.path + (f"?{parts.query}" if parts.query else "")
-        base_path = urlsplit(base).path
-        if (
-            base_path
-            and rest.startswith(base_path)
-            and rest[len(base_path) : len(base_path) + 1] in ("", "/", "?")
-        ):
-            rest = rest[len(base_path) :]
-        return base + rest
+        return forwarded_url(self.target, rest)
 
     def rebuild(self, recorded: Exchange) -> Outgoing | Skipped:
         reason = self._bind_secret(recorded)
@@ -131,11 +123,11 @@ class Rebuilder:
             return Skipped(recorded.seq, recorded.method, recorded.url, reason)
         url = self._url_values(self._renew_query_key(self.url(recorded.url)))
         headers = tuple(
-            (name, self._renew_header_key(name, self._values(value)))
+            (name, self._renew_header_key(name, self._filled(value)))
             for name, value in recorded.request_headers
             if name.lower() not in NOT_RESENT
         )
-        body = self._client_id(self._body(recorded.request_body))
+        body = self._client_id(recorded, self._body(recorded.request_body))
         left = placeholders_in(url + "".join(v for _, v in headers) + _text(body))
         if left:
             why = (
@@ -197,10 +189,10 @@ class Rebuilder:
         self.values[masked] = app.client_secret
         return ""
 
-    def _client_id(self, body: bytes) -> bytes:
+    def _client_id(self, recorded: Exchange, body: bytes) -> bytes:
         """An authorize body with the recorded client_id swapped for its mapped application's."""
-        data = _json_object(body)
-        client_id = data.get("client_id") if data is not None else None
+        data = recorded.request_json()
+        client_id = data.get("client_id") if isinstance(data, dict) else None
         if not isinstance(client_id, str):
             return body
         app = self.apps.get(client_id)
@@ -209,8 +201,12 @@ class Rebuilder:
         return body.replace(client_id.encode(), app.client_id.encode())
 
     # -- substitution ---------------------------------------------------------------------------
-    def _values(self, text: str) -> str:
-        text = PLACEHOLDER.sub(lambda m: self.values.get(m.group(0), m.group(0)), text)
+    def _filled(self, text: str, encoded: Callable[[str], str] = str) -> str:
+        """``text`` with each bound placeholder replaced by its value, ``encoded`` for where it
+        stands, and each recorded ref by the replayed one."""
+        text = PLACEHOLDER.sub(
+            lambda m: encoded(self.values[m[0]]) if m[0] in self.values else m[0], text
+        )
         for old, new in self.refs.items():
             text = text.replace(old, new)
         return text
@@ -218,19 +214,12 @@ class Rebuilder:
     def _url_values(self, url: str) -> str:
         """Placeholders and refs replaced, each value encoded for where it stands: a path
         segment keeps what a segment may hold, a query value only the unreserved characters."""
-
-        def filled(part: str, safe: str) -> str:
-            def value(match: re.Match[str]) -> str:
-                found = self.values.get(match.group(0))
-                return quote(found, safe=safe) if found is not None else match.group(0)
-
-            part = PLACEHOLDER.sub(value, part)
-            for old, new in self.refs.items():
-                part = part.replace(old, new)
-            return part
-
         path, sep, query = url.partition("?")
-        return filled(path, "-._~!$'()*+,;=:@") + sep + filled(query, "-._~")
+        return (
+            self._filled(path, lambda v: quote(v, safe="-._~!$'()*+,;=:@"))
+            + sep
+            + self._filled(query, lambda v: quote(v, safe="-._~"))
+        )
 
     def _body(self, body: bytes) -> bytes:
         if not body:
@@ -241,24 +230,11 @@ class Rebuilder:
             return body
         try:
             guarded_json.loads(text, what="a recorded body")
-            inside_json = True
         except ValueError:
-            inside_json = False
-        if inside_json:  # a placeholder written by an ASCII-only JSON encoder: \u00abmasked...
-            text = _ESCAPED_GUILLEMETS.sub(
-                lambda m: "«" if m.group(1).lower() == "ab" else "»", text
-            )
-
-        def value(match: re.Match[str]) -> str:
-            found = self.values.get(match.group(0))
-            if found is None:
-                return match.group(0)
-            return json.dumps(found)[1:-1] if inside_json else found
-
-        text = PLACEHOLDER.sub(value, text)
-        for old, new in self.refs.items():
-            text = text.replace(old, new)
-        return text.encode("utf-8")
+            return self._filled(text).encode("utf-8")
+        # in JSON: a placeholder an ASCII-only encoder wrote (\u00abmasked...), a value escaped
+        text = _ESCAPED_GUILLEMETS.sub(lambda m: "«" if m.group(1).lower() == "ab" else "»", text)
+        return self._filled(text, lambda v: json.dumps(v)[1:-1]).encode("utf-8")
 
     # -- idempotency keys ------------------------------------------------------------------------
     def _renewed(self, key: str) -> str:
@@ -281,14 +257,6 @@ class Rebuilder:
             query,
         )
         return f"{head}?{query}"
-
-
-def _json_object(body: bytes) -> JsonObject | None:
-    try:
-        data = guarded_json.loads(body, what="a recorded body") if body else None
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _text(body: bytes) -> str:

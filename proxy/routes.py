@@ -147,3 +147,16 @@ def merchant_of(exchange: Exchange) -> str | None:
     if claims and isinstance(claims.get("merchant"), str):
         return f"merchant:{claims['merchant']}"
     return f"token:{token}" if token else None
+
+
+def forwarded_url(target: str, raw_path: str) -> str:
+    """Where a request for ``raw_path`` goes: appended to ``target``, except that a target given
+    as the API's base URL (``http://host/api``, as a configuration file writes it) is not doubled
+    when the client's path already starts with that path (``/api/...``): the client was pointed
+    at the proxy's ``/api`` as it would be at the target's."""
+    target = target.rstrip("/")
+    prefix = urlsplit(target).path
+    path = raw_path.split("?", 1)[0]
+    if prefix and (path == prefix or path.startswith(prefix + "/")):
+        return target[: len(target) - len(prefix)] + raw_path
+    return target + raw_path

@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
@@ -37,6 +36,7 @@ from paysuite_core.listening import (
     read_whole,
 )
 from paysuite_core.tls import TLSSettings, explain
+from proxy.routes import forwarded_url
 
 log = logging.getLogger("paysuite.proxy")
 
@@ -74,19 +74,6 @@ class ProxySettings:
 
 class AnswerTooLarge(Exception):
     """The target's answer passed ``max_answer_bytes``: abandoned, the client gets a 502."""
-
-
-def forwarded_url(target: str, raw_path: str) -> str:
-    """Where a request for ``raw_path`` goes: appended to ``target``, except that a target given
-    as the API's base URL (``http://host/api``, as a configuration file writes it) is not doubled
-    when the client's path already starts with that path (``/api/...``): the client was pointed
-    at the proxy's ``/api`` as it would be at the target's."""
-    target = target.rstrip("/")
-    prefix = urlsplit(target).path
-    path = raw_path.split("?", 1)[0]
-    if prefix and (path == prefix or path.startswith(prefix + "/")):
-        return target[: len(target) - len(prefix)] + raw_path
-    return target + raw_path
 
 
 def end_to_end(headers: Headers) -> list[tuple[str, str]]:

@@ -184,85 +184,72 @@ def run_session(
     the writing (signals are ignored while a file is written), and the reports are written again
     with what was settled and what was not."""
     with signals():
-        return _session(judge, settings, host=host, port=port, limits=limits,
-                        report_dir=report_dir, har_path=har_path, out=out,
-                        on_exchange=on_exchange)  # fmt: skip
-
-
-def _session(
-    judge: Judge,
-    settings: ProxySettings,
-    *,
-    host: str,
-    port: int,
-    limits: SessionLimits,
-    report_dir: str | Path,
-    har_path: str | Path | None,
-    out: TextIO,
-    on_exchange: Callable[[Exchange], None] | None,
-) -> SessionOutcome:
-    started = time.time()
-    exchanges: list[Exchange] = []
-    seen: list[int] = []
-    try:
-        asyncio.run(
-            serve(judge, settings, host=host, port=port, limits=limits, out=out,
-                  on_exchange=on_exchange, sink=exchanges, signals_seen=seen)
-        )  # fmt: skip
-    except KeyboardInterrupt:  # a second signal while the listener closed: report what was seen
-        judge.run_errors.append("interrupted while the listener closed; exchanges in flight lost")
-        seen += [signal.SIGINT, signal.SIGINT]
-    for signum in STOP_SIGNALS:  # from here on a signal stops no write
-        signal.signal(signum, signal.SIG_IGN)
-    har = Path(har_path or Path(report_dir) / "session.har")
-
-    def write() -> tuple[Verdict, list[Path]]:
-        with signals(signal.SIG_IGN):
-            verdict, paths = write_reports(
-                judge, report_dir, target=settings.target, started=started,
-                duration_s=time.time() - started,
+        started = time.time()
+        exchanges: list[Exchange] = []
+        seen: list[int] = []
+        try:
+            asyncio.run(
+                serve(judge, settings, host=host, port=port, limits=limits, out=out,
+                      on_exchange=on_exchange, sink=exchanges, signals_seen=seen)
             )  # fmt: skip
-            written = write_session_har(judge, exchanges, har, target=settings.target)
-        return verdict, paths + ([written] if written is not None else [])
+        except KeyboardInterrupt:  # a second signal while the listener closed: report what was seen
+            judge.run_errors.append(
+                "interrupted while the listener closed; exchanges in flight lost"
+            )
+            seen += [signal.SIGINT, signal.SIGINT]
+        for signum in STOP_SIGNALS:  # from here on a signal stops no write
+            signal.signal(signum, signal.SIG_IGN)
+        har = Path(har_path or Path(report_dir) / "session.har")
 
-    pending = judge.settlements()
-    if pending:
-        judge.unsettled = ["the session stopped; settling had not begun: " + "; ".join(pending)]
-        write()
-        judge.unsettled = []
-        out.write(
-            f"stopped after {len(exchanges)} exchange(s); reports written; settling what needs "
-            f"the target ({len(pending)} question(s); Ctrl-C stops it)...\n"
-        )
+        def write() -> tuple[Verdict, list[Path]]:
+            with signals(signal.SIG_IGN):
+                verdict, paths = write_reports(
+                    judge, report_dir, target=settings.target, started=started,
+                    duration_s=time.time() - started,
+                )  # fmt: skip
+                written = write_session_har(judge, exchanges, har, target=settings.target)
+            return verdict, paths + ([written] if written is not None else [])
+
+        pending = judge.settlements()
+        if pending:
+            judge.unsettled = ["the session stopped; settling had not begun: " + "; ".join(pending)]
+            write()
+            judge.unsettled = []
+            out.write(
+                f"stopped after {len(exchanges)} exchange(s); reports written; settling what needs "
+                f"the target ({len(pending)} question(s); Ctrl-C stops it)...\n"
+            )
+            out.flush()
+        else:
+            out.write(f"stopped after {len(exchanges)} exchange(s)\n")
+        before = len(judge.violations)
+        try:
+            if len(seen) > 1 and pending:  # pressed again before the settling began: it does not
+                judge.unsettled = list(pending)
+                raise Interrupted(signal.Signals(seen[-1]).name)
+            with signals(_interrupt):
+                settled = judge.finish()
+        except KeyboardInterrupt as exc:
+            left = "; ".join(judge.unsettled) or "nothing"
+            judge.unsettled = [f"interrupted ({exc or 'SIGINT'}) before it settled; left: {left}"]
+            out.write("settling interrupted; the reports say what was not settled\n")
+            settled = judge.violations[before:]  # what it found before it was stopped
+        except Exception as exc:  # the reports are written whatever happens here
+            left = "; ".join(judge.unsettled) or "nothing"
+            judge.run_errors.append(
+                f"the end-of-session confirmations failed: {exc!r}; left: {left}"
+            )
+            judge.unsettled = []  # not interrupted: the run error says what was left
+            settled = []
+        else:
+            judge.unsettled = []
+        for violation in settled:
+            live_line(out)(violation)
+        verdict, paths = write()
+        out.write(f"reports: {', '.join(str(p) for p in paths)}\n")
+        out.write(scorecard(judge) + "\n")
         out.flush()
-    else:
-        out.write(f"stopped after {len(exchanges)} exchange(s)\n")
-    before = len(judge.violations)
-    try:
-        if len(seen) > 1 and pending:  # pressed again before the settling began: it does not
-            judge.unsettled = list(pending)
-            raise Interrupted(signal.Signals(seen[-1]).name)
-        with signals(_interrupt):
-            settled = judge.finish()
-    except KeyboardInterrupt as exc:
-        left = "; ".join(judge.unsettled) or "nothing"
-        judge.unsettled = [f"interrupted ({exc or 'SIGINT'}) before it settled; left: {left}"]
-        out.write("settling interrupted; the reports say what was not settled\n")
-        settled = judge.violations[before:]  # what it found before it was stopped
-    except Exception as exc:  # the reports are written whatever happens here
-        left = "; ".join(judge.unsettled) or "nothing"
-        judge.run_errors.append(f"the end-of-session confirmations failed: {exc!r}; left: {left}")
-        judge.unsettled = []  # not interrupted: the run error says what was left
-        settled = []
-    else:
-        judge.unsettled = []
-    for violation in settled:
-        live_line(out)(violation)
-    verdict, paths = write()
-    out.write(f"reports: {', '.join(str(p) for p in paths)}\n")
-    out.write(scorecard(judge) + "\n")
-    out.flush()
-    return SessionOutcome(verdict.exit_code, exchanges, judge.violations, paths)
+        return SessionOutcome(verdict.exit_code, exchanges, judge.violations, paths)
 
 
 def write_session_har(
