@@ -24,7 +24,7 @@ import jsonschema
 from jsonschema.exceptions import best_match
 
 from paysuite_core.driver import document_validity
-from paysuite_core.driver.spec_patch import patch_spec
+from paysuite_core.driver.spec_patch import patch_spec, resolve
 from paysuite_core.exchange import Exchange
 from paysuite_core.specfile import load_spec
 from paysuite_core.target_config import Application, TargetConfig
@@ -34,16 +34,6 @@ from proxy.rules import SCHEMA_REQUEST, SCHEMA_RESPONSE, Violation
 #: When no configuration is given the spec is fitted to a placeholder: only the generation-side
 #: patches read it (credentials enums, amount bounds), and the proxy judges no request by them.
 _PLACEHOLDER_APP = Application("-", "-", "read-write", "-")
-
-
-def _resolve(spec: dict[str, Any], node: Any) -> Any:
-    """Follow one local ``$ref`` (``#/components/...``) of the spec."""
-    while isinstance(node, dict) and isinstance(node.get("$ref"), str):
-        current: Any = spec
-        for part in node["$ref"].removeprefix("#/").split("/"):
-            current = current[part.replace("~1", "/").replace("~0", "~")]
-        node = current
-    return node
 
 
 def _is_json_media(content_type: str) -> bool:
@@ -108,7 +98,7 @@ class SpecView:
                     status,
                 )
             ]
-        response = _resolve(self.spec, responses[key])
+        response = resolve(self.spec, responses[key])
         content = response.get("content") or {}
         if not content:
             return []

@@ -161,6 +161,12 @@ class IdempotencyRule:
         return [use for use in self.uses.values() if use.reuses and not use.judged]
 
 
+def _exp(token: str) -> float | None:
+    """A JWT's ``exp`` (read, not verified); None for an opaque token or one without it."""
+    exp = (token_claims(token) or {}).get("exp")
+    return float(exp) if isinstance(exp, (int, float)) else None
+
+
 # --- AUTH-008 -----------------------------------------------------------------------------------
 class ExpiryRule:
     check = EXPIRY
@@ -178,27 +184,21 @@ class ExpiryRule:
             return
         access, refresh = pair.get("access"), pair.get("refresh")
         if isinstance(access, str) and access:
-            claims = token_claims(access)
-            if claims and isinstance(claims.get("exp"), (int, float)):
-                self.expiry[access] = (float(claims["exp"]), exchange)
+            if (exp := _exp(access)) is not None:
+                self.expiry[access] = (exp, exchange)
             elif pair.get("expires") is not None:
                 # parse_expires falls back to a lifetime when nothing is usable: no lifetime
                 # (inf) means an opaque token without expires stays unjudged.
                 at = parse_expires(pair["expires"], access, exchange.started, float("inf"))
                 self.expiry[access] = (at, exchange)
-        if isinstance(refresh, str) and refresh:
-            claims = token_claims(refresh)
-            if claims and isinstance(claims.get("exp"), (int, float)):
-                self.expiry[refresh] = (float(claims["exp"]), exchange)
+        if isinstance(refresh, str) and refresh and (exp := _exp(refresh)) is not None:
+            self.expiry[refresh] = (exp, exchange)
 
     def _expires_at(self, token: str) -> tuple[float, Exchange | None] | None:
         known = self.expiry.get(token)
-        if known is not None:
-            return known
-        claims = token_claims(token)
-        if claims and isinstance(claims.get("exp"), (int, float)):
-            return float(claims["exp"]), None
-        return None
+        if known is None and (exp := _exp(token)) is not None:
+            return exp, None
+        return known
 
     def observe(self, exchange: Exchange, route: Route) -> list[Violation]:
         if route.operation in ("authorize", "refresh"):

@@ -108,7 +108,8 @@ def outcome_of(cell: dict[str, Any]) -> str:
     return "ok" if ok is True else "fail" if ok is False else "n/a"
 
 
-def one_line(text: str, limit: int) -> str:
+def one_line(text: str, limit: int = 200) -> str:
+    """Whitespace collapsed, cut at ``limit`` characters: a cell is one line."""
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
@@ -183,7 +184,7 @@ def _run_driver(sdk: str, argv: list[str], env: dict[str, str], job: dict[str, A
         column.failure = f"driver stopped after {budget:g} s (its budget)"
     elif not column.version:
         tail = [line for line in stderr.strip().splitlines() if line.strip()][-1:]
-        why = one_line(tail[0], 200) if tail else "no output"
+        why = one_line(tail[0]) if tail else "no output"
         column.failure = f"driver failed (exit {process.returncode}): {why}"
     return column
 
@@ -228,7 +229,7 @@ def render(columns: list[SdkColumn], base_url: str) -> str:
         lines.append("  ".join([*head, row[-1]]).rstrip())
     for column in columns:
         if column.skip:
-            lines.append(f"\n{column.sdk} not available: {one_line(column.skip, 200)}")
+            lines.append(f"\n{column.sdk} not available: {one_line(column.skip)}")
         if column.failure:
             lines.append(f"\n{column.sdk}: {column.failure}")
     return "\n".join(lines)

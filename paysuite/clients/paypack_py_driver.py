@@ -33,6 +33,7 @@ from paysuite.clients.bounded_requests import (
     limits_of,
     tls_of,
 )
+from paysuite.clients.matrix import one_line
 from paysuite_core import guarded_json
 from paysuite_core.api_types import JsonObject
 
@@ -42,12 +43,6 @@ Check = Callable[[object], Mismatch]
 #: The walk's own budget when the job gives none: two whole-answer time-outs of conform.
 DEFAULT_WALK_S = 120.0
 _UNKNOWN_REF = "00000000-0000-4000-8000-000000000000"
-
-
-def one_line(text: str, limit: int = 200) -> str:
-    """Whitespace collapsed, cut at ``limit`` characters: a cell is one line."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def shown(data: object, limit: int = 120) -> str:

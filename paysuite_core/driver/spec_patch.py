@@ -45,14 +45,13 @@ def number_pattern(config: TargetConfig) -> str:
     return ascii_pattern(config.effective_number_pattern)
 
 
-def _resolve(spec: dict[str, Any], node: object) -> Any:
-    if isinstance(node, dict) and isinstance(node.get("$ref"), str):
-        ref = node["$ref"]
-        if ref.startswith("#/"):
-            current: Any = spec
-            for part in ref[2:].split("/"):
-                current = current[part.replace("~1", "/").replace("~0", "~")]
-            return current
+def resolve(spec: dict[str, Any], node: object) -> Any:
+    """``node`` with its local ``$ref`` (``#/components/...``) followed, through any chain."""
+    while isinstance(node, dict) and str(node.get("$ref")).startswith("#/"):
+        current: Any = spec
+        for part in node["$ref"][2:].split("/"):
+            current = current[part.replace("~1", "/").replace("~0", "~")]
+        node = current
     return node
 
 
@@ -102,7 +101,7 @@ def _tighten(spec: dict[str, Any]) -> None:
     for _path, _method, operation in operations(spec):
         responses = operation.get("responses") or {}
         ok = responses.get("200")
-        if ok is not None and _resolve(spec, ok).get("x-reference-choice"):
+        if ok is not None and resolve(spec, ok).get("x-reference-choice"):
             responses.setdefault("2XX", ok)
     for node in _walk(spec.get("components", {})):
         pattern = node.get("x-reference-pattern")
@@ -127,7 +126,7 @@ def _positive_filters(spec: dict[str, Any], operation: dict[str, Any], number: s
         "kind": {"type": "string", "enum": ["CASHIN", "CASHOUT"]},
     }
     for index, parameter in enumerate(operation.get("parameters", [])):
-        resolved = _resolve(spec, parameter)
+        resolved = resolve(spec, parameter)
         if resolved.get("in") == "query" and resolved.get("name") in schemas:
             copy = dict(resolved)
             copy["schema"] = schemas[resolved["name"]]
@@ -153,15 +152,15 @@ def _relax(spec: dict[str, Any], number: str) -> None:
             parameter
             for parameter in operation.get("parameters", [])
             if not (
-                _resolve(spec, parameter).get("in") == "header"
-                and str(_resolve(spec, parameter).get("name", "")).lower() in CLIENT_HEADERS
+                resolve(spec, parameter).get("in") == "header"
+                and str(resolve(spec, parameter).get("name", "")).lower() in CLIENT_HEADERS
             )
         ]
         responses = operation.get("responses") or {}
         relaxed: JsonObject = {}
         errors = False
         for code, response in responses.items():
-            resolved = _resolve(spec, response)
+            resolved = resolve(spec, response)
             code_text = str(code)
             if code_text.startswith("2") and resolved.get("x-reference-choice"):
                 relaxed["2XX"] = resolved
@@ -180,7 +179,7 @@ def _relax(spec: dict[str, Any], number: str) -> None:
             operation["parameters"] = [
                 parameter
                 for parameter in operation.get("parameters", [])
-                if _resolve(spec, parameter).get("in") != "query"
-                or _resolve(spec, parameter).get("name") in DOCUMENTED_FILTERS
+                if resolve(spec, parameter).get("in") != "query"
+                or resolve(spec, parameter).get("name") in DOCUMENTED_FILTERS
             ]
     spec["components"]["schemas"]["Error"] = {"description": "Any JSON (seed profile)"}

@@ -40,6 +40,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -284,38 +285,28 @@ def key_runs(wire: Exchange) -> set[str]:
     return {run for key in keys for run in _Keys.runs(key)}
 
 
-def _split_segments(
-    text: str,
+def _cut(
+    segments: Sequence[Segment],
     pattern: re.Pattern[str],
     stand_in: Callable[[str], list[Segment]],
     only: str | None = None,
 ) -> list[Segment]:
-    """Cut ``text`` at each match; ``stand_in(value)`` gives the segments of the match's group
-    "v" (the credential between the key or path and what follows); ``only``: the matches whose
-    group "k" (a JSON member's name) is this."""
-    segments: list[Segment] = []
-    position = 0
-    for match in pattern.finditer(text):
-        if only is not None and match["k"] != only:
+    """The text segments of a word cut at each match; ``stand_in(value)`` gives the segments of
+    the match's group "v" (the credential between the key or path and what follows); ``only``:
+    the matches whose group "k" (a JSON member's name) is this."""
+    out: list[Segment] = []
+    for segment in segments:
+        if not isinstance(segment, str):
+            out.append(segment)
             continue
-        segments.append(text[position : match.start("v")])
-        segments.extend(stand_in(match["v"]))
-        position = match.end("v")
-    segments.append(text[position:])
-    return [s for s in segments if s != ""]
-
-
-def _resplit(
-    segments: Sequence[Segment], pattern: re.Pattern[str], stand_in: Callable[[str], list[Segment]]
-) -> list[Segment]:
-    """:func:`_split_segments` over the text segments of a word already cut."""
-    return [
-        piece
-        for segment in segments
-        for piece in (
-            _split_segments(segment, pattern, stand_in) if isinstance(segment, str) else [segment]
-        )
-    ]
+        position = 0
+        for match in pattern.finditer(segment):
+            if only is None or match["k"] == only:
+                out.append(segment[position : match.start("v")])
+                out.extend(stand_in(match["v"]))
+                position = match.end("v")
+        out.append(segment[position:])
+    return [s for s in out if s != ""]
 
 
 class EvidenceItem(dict[str, Any]):
@@ -493,21 +484,19 @@ class Recorded:
         elif body is not None:
             data: list[Segment] = [body]
             if not reveal:
-                data = _split_segments(
-                    body, JSON_MEMBER, lambda v: stand_ins.stand_in(v, "secret"), "client_secret"
+                data = _cut(
+                    data, JSON_MEMBER, partial(stand_ins.stand_in, kind="secret"), "client_secret"
                 )
             if numbers is not None:
-                data = _resplit(data, _BODY_NUMBER, numbers.segments)
+                data = _cut(data, _BODY_NUMBER, numbers.segments)
             words += [["--data-raw"], data]
         url: list[Segment] = [self.wire.url]
         if not reveal:
-            url = _split_segments(
-                self.wire.url, REFRESH_PATH, lambda v: stand_ins.stand_in(v, "refresh")
-            )
+            url = _cut(url, REFRESH_PATH, lambda v: stand_ins.stand_in(v, "refresh"))
         if keys is not None:
-            url = _resplit(url, _QUERY_KEY, keys.segments)
+            url = _cut(url, _QUERY_KEY, keys.segments)
         if numbers is not None:
-            url = _resplit(url, _QUERY_NUMBER, numbers.segments)
+            url = _cut(url, _QUERY_NUMBER, numbers.segments)
         words.append(url)
         return words, stand_ins
 
