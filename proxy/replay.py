@@ -487,10 +487,8 @@ def run_replay(
         judge, args.report_dir, target=args.target, started=started,
         duration_s=time.time() - started, extra=_replay_facts(args.har_file, result.skipped),
     )  # fmt: skip
-    har = write_session_har(
-        judge, result.exchanges, Path(args.report_dir) / "session.har", target=args.target
-    )
-    paths += [har] if har is not None else []
+    har = Path(args.report_dir) / "session.har"
+    paths.append(write_session_har(judge, result.exchanges, har, target=args.target))
     out.write(f"replayed {len(result.exchanges)}, not replayed {len(result.skipped)}\n")
     out.write(f"reports: {', '.join(str(p) for p in paths)}\n")
     out.write(scorecard(judge) + "\n")

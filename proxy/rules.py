@@ -58,6 +58,11 @@ def party(check: Check) -> str:
     return "client" if check.id in CLIENT_RULES else "server"
 
 
+def outcome_check(status: object) -> Check:
+    """LIFE-002 judges a confirmation's outcome, LIFE-003 a cancellation's (``failed``)."""
+    return CANCELLED if status == "failed" else CONFIRMED
+
+
 #: Every rule of a proxy run, in the report's order.
 RULES: tuple[Check, ...] = (
     SCHEMA_REQUEST,

@@ -23,7 +23,10 @@ from typing import TextIO
 from aiohttp import web
 
 from paysuite_core.exchange import Exchange
+from paysuite_core.results.masking import mask_exchange
 from paysuite_core.results.verdict import Verdict
+from proxy.appmap import recorded_applications
+from proxy.har import write_har
 from proxy.judge import Judge
 from proxy.report import scorecard, write_reports
 from proxy.rules import Violation
@@ -208,7 +211,7 @@ def run_session(
                     duration_s=time.time() - started,
                 )  # fmt: skip
                 written = write_session_har(judge, exchanges, har, target=settings.target)
-            return verdict, paths + ([written] if written is not None else [])
+            return verdict, [*paths, written]
 
         pending = judge.settlements()
         if pending:
@@ -254,16 +257,8 @@ def run_session(
 
 def write_session_har(
     judge: Judge, exchanges: list[Exchange], path: str | Path, *, target: str
-) -> Path | None:
-    """The session as a HAR file, every secret masked first (``paysuite_core.results.masking``);
-    None when this build has no HAR writer."""
-    try:
-        from paysuite_core.results.masking import mask_exchange
-        from proxy.har import write_har
-    except ImportError:
-        return None
-    from proxy.appmap import recorded_applications
-
+) -> Path:
+    """The session as a HAR file, every secret masked first (``paysuite_core.results.masking``)."""
     return write_har(
         [mask_exchange(e, judge.masker) for e in exchanges],
         path,

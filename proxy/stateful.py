@@ -35,9 +35,7 @@ from proxy.routes import (
     token_claims,
 )
 from proxy.rules import (
-    CANCELLED,
     CONCURRENT_REUSE,
-    CONFIRMED,
     CROSS_KIND_REUSE,
     EXPIRY,
     FINAL_ONCE_PROCESSED,
@@ -46,6 +44,7 @@ from proxy.rules import (
     QUERY_KEY_REUSE,
     ROTATION,
     Violation,
+    outcome_check,
 )
 
 #: How long after a token's ``exp`` an accepted request counts as a violation: the proxy and
@@ -293,11 +292,6 @@ class Transaction:
     merchant: str | None = None
 
 
-def processed_event_check(status: object) -> Check:
-    """LIFE-002 judges a confirmation's processed event, LIFE-003 a cancellation's."""
-    return CANCELLED if status == "failed" else CONFIRMED
-
-
 class LifecycleRule:
     def __init__(self) -> None:
         self.transactions: dict[str, Transaction] = {}
@@ -391,7 +385,7 @@ class LifecycleRule:
         self.exercised_event += 1
         if same_outcome(event.status, found.status):
             return []
-        check = processed_event_check(event.status)
+        check = outcome_check(event.status)
         if check.id in tx.reported:
             return []
         tx.reported.add(check.id)
@@ -415,7 +409,7 @@ def disagreement(
 ) -> Violation:
     """The processed event says one outcome, find another."""
     return Violation(
-        processed_event_check(event.status),
+        outcome_check(event.status),
         f"{event_disagrees_with_find(event.status, found_status)} ({ref})",
         proof,
         expected=f"find's status matches the processed event ({event.status!r})",

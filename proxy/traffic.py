@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TypeGuard
+from urllib.parse import parse_qsl, urlsplit
 
 from conformance import catalog
 from paysuite_core.api_types import JsonObject
@@ -32,7 +33,7 @@ from proxy.routes import (
     merchant_of,
     ok,
 )
-from proxy.rules import CANCELLED, CONFIRMED, Violation
+from proxy.rules import CANCELLED, CONFIRMED, Violation, outcome_check
 
 CASHIN_ANSWER = catalog.get("TXN-001")
 CASHOUT_ANSWER = catalog.get("TXN-002")
@@ -115,8 +116,6 @@ class Resolved:
 
 def _actions(customer: CustomerDriver | None) -> dict[str, tuple[str, re.Pattern[str]]]:
     """The sandbox driver's confirm and cancel as (method, path pattern with a ``ref`` group)."""
-    from urllib.parse import urlsplit
-
     found: dict[str, tuple[str, re.Pattern[str]]] = {}
     if customer is None or customer.driver != "sandbox":
         return found
@@ -141,8 +140,6 @@ class Listing:
 
     @classmethod
     def of(cls, exchange: Exchange) -> Listing:
-        from urllib.parse import parse_qsl, urlsplit
-
         pairs = parse_qsl(urlsplit(exchange.url).query, keep_blank_values=True)
         names = Counter(name for name, _ in pairs)
         filters = {n: v for n, v in pairs if n in FILTERS and v != ""}
@@ -191,8 +188,6 @@ class TrafficRules:
         """Remember a confirm or cancel of the configured customer driver answered 2xx."""
         if not ok(exchange):
             return
-        from urllib.parse import urlsplit
-
         path = urlsplit(exchange.url).path
         for outcome, (method, pattern) in self.actions.items():
             match = pattern.fullmatch(path)
@@ -374,7 +369,7 @@ class TrafficRules:
             elif kind == PROCESSED:
                 if {(FIND_VALUES.id, ref), (CREATED_EVENT.id, f"record:{ref}")} & self._reported:
                     continue  # the same wrong data, already named where it was first seen
-                check = CANCELLED if data.get("status") == "failed" else CONFIRMED
+                check = outcome_check(data.get("status"))
                 wrong = [f"data.{w}" for w in _differs(data, created)]
             else:
                 continue
@@ -485,7 +480,7 @@ class TrafficRules:
         confirmations: tuple[dict[str, object], ...] = (),
     ) -> Violation:
         """LIFE-002 (success) or LIFE-003 (failed): find showed the outcome, no event lists it."""
-        check = CANCELLED if seen.status == "failed" else CONFIRMED
+        check = outcome_check(seen.status)
         proof = (seen.exchange, listing) if listing is not None else (seen.exchange, *seen.soon)
         where = f"listed by #{listing.seq}" if listing else "listed by the judge at the end"
         return Violation(
