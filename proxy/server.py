@@ -13,6 +13,8 @@ limit) is the proxy's JSON error too.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import logging
 import time
@@ -98,13 +100,9 @@ async def _as_the_target_sent(request: web.Request, response: web.StreamResponse
             response.headers.popall(name, None)
 
 
-def _error_body(status: int, code: str, message: str) -> bytes:
-    return json.dumps({"status": status, "code": code, "message": message}).encode()
-
-
 def _error(status: int, code: str, message: str) -> web.Response:
     """The proxy's JSON error: ``{"status", "code", "message"}``."""
-    body = _error_body(status, code, message)
+    body = json.dumps({"status": status, "code": code, "message": message}).encode()
     return web.Response(status=status, body=body, content_type="application/json")
 
 
@@ -182,18 +180,19 @@ class ForwardingProxy:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         self._seq += 1
-        seq = self._seq
-        started = time.time()
-        clock = time.perf_counter()
         url = forwarded_url(self._target, request.raw_path)
         request_headers: Headers = tuple(
             (name.decode("latin-1"), value.decode("latin-1")) for name, value in request.raw_headers
         )
+        report = functools.partial(
+            self._report,
+            Exchange(request.method, url, request_headers, seq=self._seq, started=time.time()),
+            time.perf_counter(),
+        )
         try:
             body = await self.listening.read_body(request)
         except Refused as refused:  # too large, too slow, cut: recorded, then answered
-            self._report(seq, started, clock, request, url, request_headers, b"", 0, (), b"",
-                         error=refused.message)  # fmt: skip
+            report(error=refused.message)
             return self.listening.refusal(refused)
         outgoing = CIMultiDict(
             (name, value) for name, value in end_to_end(request_headers) if name.lower() != "host"
@@ -213,28 +212,28 @@ class ForwardingProxy:
                     (name.decode("latin-1"), value.decode("latin-1"))
                     for name, value in upstream.raw_headers
                 )
-        except AnswerTooLarge as exc:
-            message = str(exc)
-            answer = _error_body(502, "proxy_answer_too_large", message)
-            self._report(seq, started, clock, request, url, request_headers, body, 0, (), b"",
-                         error=message)  # fmt: skip
-            return web.Response(status=502, body=answer, content_type="application/json")
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            # a refused certificate is said as every command says it: host, cause, option
-            message = explain(exc, url) or (
-                f"the target did not answer: {type(exc).__name__}: {exc}".rstrip(": ")
-            )
-            answer = _error_body(502, "proxy_upstream_unreachable", message)
-            self._report(seq, started, clock, request, url, request_headers, body, 0, (), b"",
-                         error=message)  # fmt: skip
-            return web.Response(status=502, body=answer, content_type="application/json")
+        except (AnswerTooLarge, aiohttp.ClientError, TimeoutError, OSError) as exc:
+            code, message = "proxy_answer_too_large", str(exc)
+            if not isinstance(exc, AnswerTooLarge):
+                # a refused certificate is said as every command says it: host, cause, option
+                code, message = (
+                    "proxy_upstream_unreachable",
+                    explain(exc, url)
+                    or (f"the target did not answer: {type(exc).__name__}: {exc}".rstrip(": ")),
+                )
+            report(request_body=body, error=message)
+            return _error(502, code, message)
         headers = CIMultiDict(end_to_end(response_headers))
         response = web.Response(status=status, reason=reason, body=answer, headers=headers)
         request[TARGET_HEADERS] = {name.lower() for name, _ in response_headers}
         await response.prepare(request)
         await response.write_eof()
-        self._report(seq, started, clock, request, url, request_headers, body, status,
-                     response_headers, answer)  # fmt: skip
+        report(
+            request_body=body,
+            status=status,
+            response_headers=response_headers,
+            response_body=answer,
+        )
         return response
 
     async def _read_bounded(self, upstream: aiohttp.ClientResponse) -> bytes:
@@ -248,33 +247,8 @@ class ForwardingProxy:
         except BodyTooLarge:
             raise AnswerTooLarge(too_large) from None
 
-    def _report(
-        self,
-        seq: int,
-        started: float,
-        clock: float,
-        request: web.Request,
-        url: str,
-        request_headers: Headers,
-        body: bytes,
-        status: int,
-        response_headers: Headers,
-        answer: bytes,
-        *,
-        error: str = "",
-    ) -> None:
-        self.on_exchange(
-            Exchange(
-                seq=seq,
-                started=started,
-                elapsed_ms=round((time.perf_counter() - clock) * 1000, 3),
-                method=request.method,
-                url=url,
-                request_headers=request_headers,
-                request_body=body,
-                status=status,
-                response_headers=response_headers,
-                response_body=answer,
-                error=error,
-            )
-        )
+    def _report(self, sent: Exchange, clock: float, **answered: Any) -> None:
+        """Hand on the exchange begun as ``sent`` (at ``perf_counter`` time ``clock``), with
+        what came of it (``Exchange`` fields: the body read, the answer, or the ``error``)."""
+        elapsed_ms = round((time.perf_counter() - clock) * 1000, 3)
+        self.on_exchange(dataclasses.replace(sent, elapsed_ms=elapsed_ms, **answered))

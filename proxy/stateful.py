@@ -92,16 +92,12 @@ class IdempotencyRule:
         #: check ID -> the creations it judged (a keyed creation for IDEM-001, a reuse for the
         #: others, a too-long key for IDEM-003)
         self.exercised: Counter[str] = Counter()
-        #: ref -> the creation that answered it, to tell one transaction from two
-        self.refs: dict[str, Exchange] = {}
 
     def observe(self, exchange: Exchange, route: Route) -> list[Violation]:
         if not route.creation:
             return []
         answer = exchange.response_json()
         ref = answer.get("ref") if ok(exchange) and isinstance(answer, dict) else None
-        if isinstance(ref, str):
-            self.refs.setdefault(ref, exchange)
         key = idempotency_key(exchange, route)
         merchant = merchant_of(exchange)
         if key is None or merchant is None:
@@ -278,7 +274,6 @@ class Seen:
 
     status: str
     exchange: Exchange
-    source: str  # "find" or "processed event"
 
 
 @dataclass
@@ -311,7 +306,7 @@ class LifecycleRule:
         if route.operation == "find" and isinstance(body, dict):
             ref = body.get("ref") or route.path_params.get("ref")
             if isinstance(ref, str) and isinstance(body.get("status"), str):
-                return self._status(self._tx(ref, exchange), Seen(body["status"], exchange, "find"))
+                return self._status(self._tx(ref, exchange), Seen(body["status"], exchange))
         if route.operation == "events" and isinstance(body, dict):
             violations: list[Violation] = []
             for event in body.get("transactions") or []:
@@ -321,7 +316,7 @@ class LifecycleRule:
                 ref, status = data.get("ref"), data.get("status")
                 if isinstance(ref, str) and isinstance(status, str):
                     tx = self._tx(ref, exchange)
-                    violations += self._event(tx, event, Seen(status, exchange, "processed event"))
+                    violations += self._event(tx, event, Seen(status, exchange))
             return violations
         return []
 

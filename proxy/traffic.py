@@ -78,7 +78,6 @@ class Created:
     kind: str
     amount: object
     number: object
-    key: str | None
     merchant: str | None
 
 
@@ -283,10 +282,8 @@ class TrafficRules:
         ref = body.get("ref")
         if not isinstance(ref, str) or not ref:
             return found
-        created = Created(
-            exchange, ref, route.kind, sent.get("amount"), sent.get("number"), key,
-            merchant_of(exchange),
-        )  # fmt: skip
+        number, merchant = sent.get("number"), merchant_of(exchange)
+        created = Created(exchange, ref, route.kind, sent.get("amount"), number, merchant)
         self.exercised[UNIQUE_REFS.id] += 1
         earlier = self.created.get(ref)
         if earlier is None:

@@ -116,12 +116,11 @@ def shown_headers(headers: dict[str, str]) -> dict[str, str]:
 # --- credentials the target issued or accepted ---------------------------------------------
 @dataclass(frozen=True)
 class Issued:
-    """Who a credential belongs to ("" when unknown) and, for an issued access token, when it
-    was issued and when its ``expires`` said it would expire (Unix seconds); ``short``: issued by
-    the configuration's ``short_lived_pair`` route."""
+    """Who a credential belongs to ("" when unknown) and, for an issued access token, when its
+    ``expires`` said it would expire (Unix seconds); ``short``: issued by the configuration's
+    ``short_lived_pair`` route."""
 
     client_id: str
-    issued_at: float = 0.0
     expires_at: float | None = None
     short: bool = False
 
@@ -232,7 +231,7 @@ class Masker:
         if expires_at == now:  # neither ``expires`` nor the JWT said: no expiry known
             expires_at = None
         short = self.short_lived is not None and wire.url == self.short_lived[1]
-        self.known["access"].add(answer["access"], Issued(client_id, now, expires_at, short))
+        self.known["access"].add(answer["access"], Issued(client_id, expires_at, short))
         self.known["refresh"].add(answer.get("refresh"), Issued(client_id))
 
     # --- shell variables --------------------------------------------------------------------
