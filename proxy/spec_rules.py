@@ -79,65 +79,50 @@ class SpecView:
     def judge_response(self, exchange: Exchange, route: Route) -> list[Violation]:
         if exchange.status == 0:
             return []  # no answer: recorded as an unreachable target, not as a schema failure
+        problem = self._response_problem(exchange, route)
+        if problem is None:
+            return []
+        message, expected, actual = problem
+        return [Violation(SCHEMA_RESPONSE, message, (exchange,), expected=expected, actual=actual)]
+
+    def _response_problem(self, exchange: Exchange, route: Route) -> tuple[str, str, str] | None:
+        """How the answer breaks the spec's view: (message, expected, actual), or None."""
         operation = self.spec["paths"][route.template][route.method]
         responses = operation.get("responses") or {}
         status = str(exchange.status)
-        key = next(
-            (k for k in (status, f"{status[0]}XX", "default") if k in responses),
-            None,
-        )
-        where = f"{exchange.method} {route.template}"
+        key = next((k for k in (status, f"{status[0]}XX", "default") if k in responses), None)
+        where = f"{exchange.method} {route.template} answered {status}"
         if key is None:
             documented = ", ".join(sorted(map(str, responses)))
-            return [
-                self._response_violation(
-                    exchange,
-                    f"{where} answered {status}, a status the {self.profile} view does not "
-                    "document for it",
-                    f"one of {documented}",
-                    status,
-                )
-            ]
-        response = resolve(self.spec, responses[key])
-        content = response.get("content") or {}
+            return (
+                f"{where}, a status the {self.profile} view does not document for it",
+                f"one of {documented}",
+                status,
+            )
+        content = resolve(self.spec, responses[key]).get("content") or {}
         if not content:
-            return []
+            return None
         content_type = exchange.response_header("Content-Type") or ""
         if not _is_json_media(content_type):
-            return [
-                self._response_violation(
-                    exchange,
-                    f"{where} answered {status} with Content-Type {content_type or '(none)'}",
-                    "application/json",
-                    content_type or "(no Content-Type)",
-                )
-            ]
+            return (
+                f"{where} with Content-Type {content_type or '(none)'}",
+                "application/json",
+                content_type or "(no Content-Type)",
+            )
         body = exchange.response_json()
         if body is None and exchange.response_body.strip() != b"null":
-            return [
-                self._response_violation(
-                    exchange,
-                    f"{where} answered {status} with a body that is not JSON",
-                    "a JSON body",
-                    exchange.response_body[:120].decode("utf-8", "replace") or "(empty body)",
-                )
-            ]
+            shown = exchange.response_body[:120].decode("utf-8", "replace") or "(empty body)"
+            return f"{where} with a body that is not JSON", "a JSON body", shown
         validator = self._validator(route, key, content)
-        if validator is None:
-            return []
-        error = best_match(validator.iter_errors(body))
+        error = best_match(validator.iter_errors(body)) if validator is not None else None
         if error is None:
-            return []
+            return None
         path = "$" + "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in error.path)
-        return [
-            self._response_violation(
-                exchange,
-                f"{where} answered {status} with a body that breaks its schema at {path}: "
-                f"{error.message}",
-                f"{path} satisfies {error.validator}: {json.dumps(error.validator_value)[:200]}",
-                f"{path} = {json.dumps(error.instance)[:200]}",
-            )
-        ]
+        return (
+            f"{where} with a body that breaks its schema at {path}: {error.message}",
+            f"{path} satisfies {error.validator}: {json.dumps(error.validator_value)[:200]}",
+            f"{path} = {json.dumps(error.instance)[:200]}",
+        )
 
     def _validator(
         self, route: Route, key: str, content: dict[str, Any]
@@ -157,9 +142,3 @@ class SpecView:
                 )
             self._validators[cache_key] = validator
         return self._validators[cache_key]
-
-    @staticmethod
-    def _response_violation(
-        exchange: Exchange, message: str, expected: str, actual: str
-    ) -> Violation:
-        return Violation(SCHEMA_RESPONSE, message, (exchange,), expected=expected, actual=actual)
