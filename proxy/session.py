@@ -63,16 +63,12 @@ def live_line(out: TextIO) -> Callable[[Violation], None]:
     return show
 
 
-def _stopper(stop: asyncio.Event, signum: int, seen: list[int] | None) -> Callable[[], None]:
+def _stop(stop: asyncio.Event, signum: int, seen: list[int] | None) -> None:
     """Stop the session on a signal, counting them: a second one while the listener closes
     means the user does not want the settling either."""
-
-    def handle() -> None:
-        if seen is not None:
-            seen.append(signum)
-        stop.set()
-
-    return handle
+    if seen is not None:
+        seen.append(signum)
+    stop.set()
 
 
 async def serve(
@@ -124,7 +120,7 @@ async def serve(
     out.flush()
     loop = asyncio.get_running_loop()
     for signum in STOP_SIGNALS:
-        loop.add_signal_handler(signum, _stopper(stop, signum, signals_seen))
+        loop.add_signal_handler(signum, _stop, stop, signum, signals_seen)
     worker = asyncio.create_task(judge_forever())
     try:
         if limits.duration_s is not None:

@@ -84,20 +84,6 @@ class SdkColumn:
             return one_line(f"{outcome.upper()} {cell.get('detail', '')}", CELL_CHARS)
         return outcome
 
-    @property
-    def broken(self) -> bool:
-        """Ran, and the target answered some operation not as the SDK needs."""
-        return not self.skip and any(outcome_of(c) == "fail" for c in self.cells.values())
-
-    @property
-    def errored(self) -> bool:
-        """Ran, and some operation got no usable answer, or the driver gave no result."""
-        if self.skip:
-            return False
-        return self.failure is not None or any(
-            outcome_of(c) == "error" for c in self.cells.values()
-        )
-
 
 def outcome_of(cell: dict[str, Any]) -> str:
     """ok | fail | error | n/a | not run (drivers that predate ``outcome``: from ``ok``)."""
