@@ -258,15 +258,14 @@ class RecordingClient:
         """
         attempt = 0
         waited = 0.0
+        merged, body = _prepare(method, headers, json, content, token)
         while True:
             if self.throttle is not None:
                 pause = self.throttle.pause_s(self.check_deadline)
                 if pause > 0:
                     time.sleep(pause)
                     waited += pause
-            reply = self._send_once(
-                method, path, token, json, content, headers, params, note, chunked
-            )
+            reply = self._send_once(method, path, merged, body, params, note, chunked)
             if self.throttle is None or reply.status != THROTTLED:
                 if attempt:
                     retried = (
@@ -292,14 +291,13 @@ class RecordingClient:
         self,
         method: str,
         path: str,
-        token: str | None,
-        json: object,
-        content: str | bytes | None,
-        headers: dict[str, str | bytes | None] | None,
+        merged: dict[str, str | bytes],
+        body: str | bytes | None,
         params: dict[str, Any] | None,
         note: str | None,
-        chunked: bool = False,
+        chunked: bool,
     ) -> Reply:
+        """One attempt: ``merged`` headers and ``body`` as ``_prepare`` made them."""
         if self.stopped.is_set():
             raise CouldNotCheck("not judged: the run was interrupted")
         if self.check_deadline is not None and time.monotonic() > self.check_deadline:
@@ -307,7 +305,6 @@ class RecordingClient:
                 "the check used its time budget (--check-timeout) before it could judge its rule"
             )
         url = path if path.startswith(("http://", "https://")) else self.base_url + path
-        merged, body = _prepare(method, headers, json, content, token)
         sent: str | bytes | Iterator[bytes] | None = body
         if chunked and body is not None:
             # An iterator has no length: httpx sends it chunked.
@@ -345,11 +342,10 @@ class RecordingClient:
         except (httpx.HTTPError, TimeoutError) as exc:
             exchange.error = no_answer(exc)
             raise TargetUnreachable(f"{what}: {exchange.error}") from None
-        text = answer.body.decode(_charset(answer.headers), errors="replace")
-        exchange.record_response(
-            answer.status, dict(answer.headers), text, (time.monotonic() - started) * 1000
-        )
-        return Reply(answer.status, answer.headers, answer.body, exchange)
+        reply = Reply(answer.status, answer.headers, answer.body, exchange)
+        elapsed_ms = (time.monotonic() - started) * 1000
+        exchange.record_response(answer.status, dict(answer.headers), reply.text, elapsed_ms)
+        return reply
 
     def get(self, path: str, **kwargs: Any) -> Reply:
         return self.request("GET", path, **kwargs)

@@ -32,7 +32,6 @@ from paysuite_core.target_config import (
     Application,
     HttpAction,
     TargetConfig,
-    WebhookTarget,
 )
 from paysuite_core.throttle import Throttle
 from paysuite_core.tls import TLSSettings
@@ -273,12 +272,6 @@ class Target:
     # own (``own_pair``), so a target that revokes the old access token on refresh, as it may,
     # breaks nothing else. Should a check refresh the session's pair anyway, ``refresh`` drops
     # it and the next use authorizes anew: a spent pair is never used again.
-    def _flow(self, app: Application) -> TokenFlow:
-        flow = self._flows.get(app.client_id)
-        if flow is None:
-            flow = self._flows.setdefault(app.client_id, self._new_flow(app))
-        return flow
-
     def _new_flow(self, app: Application) -> TokenFlow:
         ttl_s = float(self.config.access_token_ttl_s) if self.config else 900.0
         return checking_flow(self._send, app, ttl_s)
@@ -303,7 +296,9 @@ class Target:
         lifetime has passed, never renewed by refresh (a refresh is what some checks judge).
         ``fresh``: authorized just now. Its refresh token is not the caller's to spend: a check
         that refreshes takes ``own_pair``."""
-        flow = self._flow(app)
+        if app.client_id not in self._flows:
+            self._flows[app.client_id] = self._new_flow(app)
+        flow = self._flows[app.client_id]
         pair = flow.pair
         if fresh or pair is None or flow.due():
             pair = self._authorized(flow)
@@ -556,23 +551,19 @@ class Target:
         kept for the run (deliveries of one check may arrive during the next)."""
         hooks = self.config.webhooks if self.config else None
         assert hooks is not None, "webhook_receiver() needs the webhooks section"
-        with self._shared:
-            return self._started_receiver(hooks)
-
-    def _started_receiver(self, hooks: WebhookTarget) -> RunningReceiver:
-        """The receiver, started now if no check has started it yet (under ``_shared``)."""
         from paysuite_core.webhooks.receiver import ReceiverStartError, WebhookReceiver, running
 
-        if self._receiver is None:
-            receiver = WebhookReceiver(hooks.secret, tolerance_s=hooks.tolerance_s)
-            try:
-                self._receiver = self._closing.enter_context(
-                    running(receiver, hooks.listen_host, hooks.listen_port)
-                )
-            except ReceiverStartError as exc:
-                precondition(False, f"paysuite's webhook receiver did not start: {exc}")
-        assert self._receiver is not None
-        return self._receiver
+        with self._shared:  # started by the first check that asks
+            if self._receiver is None:
+                receiver = WebhookReceiver(hooks.secret, tolerance_s=hooks.tolerance_s)
+                try:
+                    self._receiver = self._closing.enter_context(
+                        running(receiver, hooks.listen_host, hooks.listen_port)
+                    )
+                except ReceiverStartError as exc:
+                    precondition(False, f"paysuite's webhook receiver did not start: {exc}")
+            assert self._receiver is not None
+            return self._receiver
 
     def close(self) -> None:
         """Stop what the run started: the HTTP client and, if it ran, the webhook receiver."""
