@@ -14,6 +14,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import TypeVar
 
 from paysuite_core.api_types import JsonObject
@@ -68,7 +69,6 @@ class Writers:
     """The applications of one merchant that reproduce a key use: one creator per kind needed,
     and one that reads the events list."""
 
-    merchant: str
     creators: dict[str, Application]
     reader: Application
 
@@ -130,15 +130,15 @@ class Confirmer:
         could not be confirmed: the notes say which)."""
         steps = _steps(use)
         checks = list(dict.fromkeys(reuse_check(use.first, s.exchange) for s in steps[1:]))
-        seqs = ", ".join(f"#{s.exchange.seq}" for s in steps)
+        about = f"key {use.key!r} ({', '.join(f'#{s.exchange.seq}' for s in steps)})"
         if any(not s.kind for s in steps):
             return []  # not a creation: nothing to reproduce (route_of said so already)
         pattern = _pattern(steps)
         if pattern in self._reproduced:
             self._note(
                 checks,
-                f"key {use.key!r} ({seqs}): the same pattern as key "
-                f"{self._reproduced[pattern]!r}, settled once (see its note)",
+                f"{about}: the same pattern as key {self._reproduced[pattern]!r}, settled once "
+                "(see its note)",
             )
             return []
         self._reproduced[pattern] = use.key
@@ -147,30 +147,29 @@ class Confirmer:
             kinds = " and ".join(sorted({s.kind for s in steps}))
             self._note(
                 checks,
-                f"unconfirmed: key {use.key!r} ({seqs}): no application in the configuration "
-                f"may create {kinds} to reproduce the reuse (read-only credentials)",
+                f"unconfirmed: {about}: no application in the configuration may create {kinds} "
+                "to reproduce the reuse (read-only credentials)",
             )
             return []
         evidence = self._record()
         try:
-            return self._run(use, steps, checks, writers, evidence)
+            return self._run(use, steps, partial(self._note, checks), about, writers, evidence)
         except (CouldNotCheck, TargetUnreachable) as exc:
-            self._note(
-                checks,
-                f"unconfirmed: key {use.key!r} ({seqs}): the reproduction could not run ({exc})",
-            )
+            self._note(checks, f"unconfirmed: {about}: the reproduction could not run ({exc})")
             return []
 
     def _run(
         self,
         use: KeyUse,
         steps: list[Step],
-        checks: list[Check],
+        note: Callable[[str], None],
+        about: str,
         writers: Writers,
         evidence: Evidence,
     ) -> list[Violation]:
+        """The reproduction itself; ``note`` notes on each check the reuse concerns, ``about``
+        names the key and the exchanges."""
         target = self.target
-        seqs = ", ".join(f"#{s.exchange.seq}" for s in steps)
         shared = not target.numbers.unique
         numbers: dict[str, str] = {}  # the client's number -> the judge's own
         for step in steps:
@@ -190,10 +189,9 @@ class Confirmer:
             )
         first_step, first = replies[0]
         if not first.ok:
-            self._note(
-                checks,
-                f"unconfirmed: key {use.key!r} ({seqs}): the reproduction's first "
-                f"{first_step.kind.lower()} answered {first.status}",
+            note(
+                f"unconfirmed: {about}: the reproduction's first {first_step.kind.lower()} "
+                f"answered {first.status}"
             )
             return []
         own_refs = {str(r.get("ref")) for _, r in replies if r.ok and isinstance(r.body, dict)}
@@ -215,16 +213,15 @@ class Confirmer:
         accepted = [(s, r) for s, r in replies[1:] if r.ok]
         left_out = target.notes[noted:]
         if shared and left_out and not accepted:
-            self._note(checks, f"key {use.key!r} ({seqs}): " + "; ".join(left_out))
+            note(f"{about}: " + "; ".join(left_out))
             return []
         if len(refs) == 1 and not accepted:
             statuses = ", ".join(str(r.status) for _, r in replies[1:])
             app = writers.creators[first_step.kind]
-            self._note(
-                checks,
-                f"confirmed by reproduction: key {use.key!r} ({seqs}) replayed by the judge's "
-                f"application {app.client_id} on its own number {first_number} with a fresh "
-                f"key: the reuse answered {statuses}, one transaction ({first_ref})",
+            note(
+                f"confirmed by reproduction: {about} replayed by the judge's application "
+                f"{app.client_id} on its own number {first_number} with a fresh key: the reuse "
+                f"answered {statuses}, one transaction ({first_ref})"
             )
             return []
         return self._violations(use, replies, refs, first_ref, first_number, executed, evidence)
@@ -300,7 +297,7 @@ class Confirmer:
             if len(creators) == len(kinds):
                 readers = [a for a in apps if a.privilege in ("read-write", "read")]
                 reader = readers[0] if readers else next(iter(creators.values()))
-                return Writers(label, creators, reader)
+                return Writers(creators, reader)
         return None
 
     # --- LIFE-002/003 ---------------------------------------------------------------------
