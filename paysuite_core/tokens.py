@@ -141,15 +141,28 @@ def parse_expires(value: object, access: str, now: float, fallback_ttl_s: float)
                 value = None
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
         return float(value) if value > 1e9 else now + float(value)
+    exp = token_exp(access)  # an opaque token is fine: the configured TTL decides
+    return exp if exp is not None else now + fallback_ttl_s
+
+
+def token_claims(token: str | None) -> dict[str, Any] | None:
+    """A JWT's claims, read without verifying it (a judge reads them, it does not
+    authenticate); None for an opaque or malformed token."""
+    if not token:
+        return None
     try:
         import jwt
 
-        claims = jwt.decode(access, options={"verify_signature": False})
-        if isinstance(claims.get("exp"), (int, float)):
-            return float(claims["exp"])
-    except Exception:  # an opaque token is fine: fall back to the configured TTL
-        pass
-    return now + fallback_ttl_s
+        claims = jwt.decode(token, options={"verify_signature": False, "verify_exp": False})
+    except Exception:  # an opaque or malformed token simply has no claims
+        return None
+    return claims if isinstance(claims, dict) else None
+
+
+def token_exp(token: str | None) -> float | None:
+    """A JWT's ``exp`` (read, not verified); None for an opaque token or one without it."""
+    exp = (token_claims(token) or {}).get("exp")
+    return float(exp) if isinstance(exp, (int, float)) else None
 
 
 def pair_problem(answer: Answer | None) -> tuple[JsonObject | None, str]:

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from paysuite_core.exchange import Exchange
 from paysuite_core.target_config import PRIVILEGES, Application, TargetConfig
-from proxy.routes import route_of, token_claims
+from paysuite_core.tokens import token_claims
+from proxy.routes import route_of
 
 
 class MappingError(ValueError):

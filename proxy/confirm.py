@@ -27,7 +27,8 @@ from paysuite_core.results.outcome import CouldNotCheck
 from paysuite_core.results.rule import Check
 from paysuite_core.target_config import Application, TargetConfig
 from paysuite_core.tls import TLSSettings
-from proxy.routes import PROCESSED, answered_at, route_of, token_claims
+from paysuite_core.tokens import token_claims
+from proxy.routes import PROCESSED, answered_at, route_of
 from proxy.rules import CANCELLED, CONFIRMED, Violation
 from proxy.stateful import (
     KeyUse,

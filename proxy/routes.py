@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from paysuite_core.driver.api import CASHIN, CASHOUT, EVENTS
 from paysuite_core.driver.document_validity import AUTHORIZE, FIND, REFRESHES
 from paysuite_core.exchange import Exchange
 from paysuite_core.specfile import load_spec
+from paysuite_core.tokens import token_claims
 
 #: The document's operations by spec path template, with the proxy's short name for each.
 OPERATION_NAMES: dict[str, str] = {
@@ -111,20 +111,6 @@ def bearer_token(exchange: Exchange) -> str | None:
     if sep and scheme.lower() == "bearer":
         return credential.strip() or None
     return None if sep else value.strip()
-
-
-def token_claims(token: str | None) -> dict[str, Any] | None:
-    """A JWT's claims, read without verifying it (the proxy judges, it does not authenticate);
-    None for an opaque token."""
-    if not token:
-        return None
-    try:
-        import jwt
-
-        claims = jwt.decode(token, options={"verify_signature": False, "verify_exp": False})
-    except Exception:  # an opaque or malformed token simply has no claims
-        return None
-    return claims if isinstance(claims, dict) else None
 
 
 PROCESSED = "transaction:processed"

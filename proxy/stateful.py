@@ -22,7 +22,7 @@ from paysuite_core.driver.api import (
 from paysuite_core.driver.document_validity import MAX_KEY_LENGTH
 from paysuite_core.exchange import Exchange
 from paysuite_core.results.rule import Check
-from paysuite_core.tokens import parse_expires
+from paysuite_core.tokens import parse_expires, token_exp
 from proxy.routes import (
     PROCESSED,
     Route,
@@ -32,7 +32,6 @@ from proxy.routes import (
     merchant_of,
     ok,
     route_of,
-    token_claims,
 )
 from proxy.rules import (
     CONCURRENT_REUSE,
@@ -156,12 +155,6 @@ class IdempotencyRule:
         return [use for use in self.uses.values() if use.reuses and not use.judged]
 
 
-def _exp(token: str) -> float | None:
-    """A JWT's ``exp`` (read, not verified); None for an opaque token or one without it."""
-    exp = (token_claims(token) or {}).get("exp")
-    return float(exp) if isinstance(exp, (int, float)) else None
-
-
 # --- AUTH-008 -----------------------------------------------------------------------------------
 class ExpiryRule:
     check = EXPIRY
@@ -179,19 +172,19 @@ class ExpiryRule:
             return
         access, refresh = pair.get("access"), pair.get("refresh")
         if isinstance(access, str) and access:
-            if (exp := _exp(access)) is not None:
+            if (exp := token_exp(access)) is not None:
                 self.expiry[access] = (exp, exchange)
             elif pair.get("expires") is not None:
                 # parse_expires falls back to a lifetime when nothing is usable: no lifetime
                 # (inf) means an opaque token without expires stays unjudged.
                 at = parse_expires(pair["expires"], access, exchange.started, float("inf"))
                 self.expiry[access] = (at, exchange)
-        if isinstance(refresh, str) and refresh and (exp := _exp(refresh)) is not None:
+        if isinstance(refresh, str) and refresh and (exp := token_exp(refresh)) is not None:
             self.expiry[refresh] = (exp, exchange)
 
     def _expires_at(self, token: str) -> tuple[float, Exchange | None] | None:
         known = self.expiry.get(token)
-        if known is None and (exp := _exp(token)) is not None:
+        if known is None and (exp := token_exp(token)) is not None:
             return exp, None
         return known
 
