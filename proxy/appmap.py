@@ -21,8 +21,9 @@ class MappingError(ValueError):
     """A ``--map`` argument that cannot be used."""
 
 
-def _authorized(exchanges: Iterable[Exchange]) -> Iterator[tuple[str, Exchange]]:
-    """(client_id, exchange) of each accepted authorize, first per client_id."""
+def authorized(exchanges: Iterable[Exchange]) -> Iterator[tuple[str, Exchange]]:
+    """(client_id, exchange) of each accepted authorize, first per client_id (a HAR from another
+    tool, or an older one, says nothing else of its applications)."""
     seen: set[str] = set()
     for exchange in exchanges:
         route = route_of(exchange)
@@ -35,12 +36,6 @@ def _authorized(exchanges: Iterable[Exchange]) -> Iterator[tuple[str, Exchange]]
             yield client_id, exchange
 
 
-def authorized_ids(exchanges: Iterable[Exchange]) -> list[str]:
-    """The client_ids of a recording's accepted authorizes (a HAR from another tool, or an older
-    one, says nothing else of its applications)."""
-    return [client_id for client_id, _ in _authorized(exchanges)]
-
-
 def recorded_applications(
     exchanges: Iterable[Exchange], config: TargetConfig | None
 ) -> dict[str, dict[str, str]]:
@@ -49,7 +44,7 @@ def recorded_applications(
     access token's claims (``perm``, ``merchant``)."""
     known = {app.client_id: app for app in (config.applications if config else ())}
     found: dict[str, dict[str, str]] = {}
-    for client_id, exchange in _authorized(exchanges):
+    for client_id, exchange in authorized(exchanges):
         answer = exchange.response_json()
         access = answer.get("access") if isinstance(answer, dict) else None
         claims = token_claims(access if isinstance(access, str) else None) or {}

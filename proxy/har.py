@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from http import HTTPStatus
 from pathlib import Path
 from typing import TypeGuard, TypeVar
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from paysuite_core import guarded_json
 from paysuite_core.api_types import JsonObject
@@ -315,8 +315,6 @@ def _request_body(request: JsonObject, where: str) -> bytes:
         return b""
     if isinstance(post, dict) and "text" not in post and isinstance(post.get("params"), list):
         # a form as another tool records it: re-encoded the way a browser sends it
-        from urllib.parse import urlencode
-
         pairs = [(str(p.get("name", "")), str(p.get("value", ""))) for p in post["params"]]
         return urlencode(pairs).encode()
     return _body(post, "_encoding", f"{where}postData")

@@ -408,7 +408,7 @@ def run_replay(
     that could be replayed."""
     from paysuite_core.cli_flags import UsageError
     from paysuite_core.target_config import load_target_config
-    from proxy.appmap import MappingError, authorized_ids, map_applications, parse_maps
+    from proxy.appmap import MappingError, authorized, map_applications, parse_maps
     from proxy.har import HarError, read_session
     from proxy.judge import Judge
     from proxy.report import scorecard, write_reports
@@ -428,9 +428,7 @@ def run_replay(
         explicit = parse_maps(getattr(args, "map", None) or [])
     except (HarError, MappingError) as exc:
         raise UsageError(str(exc)) from None
-    known: dict[str, dict[str, str]] = {
-        cid: {} for cid in authorized_ids(recorded.exchanges)
-    }  # facts unknown
+    known: dict[str, dict[str, str]] = {cid: {} for cid, _ in authorized(recorded.exchanges)}
     mapping = map_applications({**known, **recorded.applications}, config, explicit)
     if mapping.problems:
         for problem in mapping.problems:

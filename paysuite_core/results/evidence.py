@@ -855,12 +855,8 @@ def tool_item(data: dict[str, Any], code_sample: str, masker: Masker) -> ToolIte
     if not steps or any(step is None for step in steps):
         return ToolItem({**data, "curl": masker.shortened(code_sample)}, None)
     recorded = [step for step in steps if step is not None]
-    curls, needs = [], {}
-    for step in recorded:
-        words, stand_ins = step._curl_words(False)
-        curls.append(" ".join(_shell_word(word) for word in words))
-        needs.update(stand_ins.needs)
-    item = {**data, "curl": "\n".join(curls)}
-    if needs:
+    safe = [step.to_dict() for step in recorded]
+    item = {**data, "curl": "\n".join(one["curl"] for one in safe)}
+    if needs := {var: app for one in safe for var, app in one.get("env", {}).items()}:
         item["env"] = needs
     return ToolItem(item, Reproduction(recorded))
