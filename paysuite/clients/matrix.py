@@ -86,12 +86,9 @@ class SdkColumn:
 
 
 def outcome_of(cell: dict[str, Any]) -> str:
-    """ok | fail | error | n/a | not run (drivers that predate ``outcome``: from ``ok``)."""
+    """ok | fail | error | n/a | not run, as both drivers write it (n/a for a cell without)."""
     outcome = cell.get("outcome")
-    if isinstance(outcome, str):
-        return outcome
-    ok = cell.get("ok")
-    return "ok" if ok is True else "fail" if ok is False else "n/a"
+    return outcome if isinstance(outcome, str) else "n/a"
 
 
 def one_line(text: str, limit: int = 200) -> str:

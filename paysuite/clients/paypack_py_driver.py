@@ -122,17 +122,13 @@ class Driver:
             failure = self._failure(first)
             if mismatch and failure:
                 mismatch = ("a 2xx answer", failure)
+            cell.update(ok=True, outcome="ok", detail="")
             if mismatch:
                 expected, actual = mismatch
+                detail = one_line(f"expected {expected}, got {actual}")
                 cell.update(
-                    ok=False,
-                    outcome="fail",
-                    detail=one_line(f"expected {expected}, got {actual}"),
-                    expected=expected,
-                    actual=actual,
+                    ok=False, outcome="fail", detail=detail, expected=expected, actual=actual
                 )
-            else:
-                cell.update(ok=True, outcome="ok", detail="")
             cell["data"] = data
         cell["exchanges"] = self.adapter.exchanges[first:]
         self._cell(cell)
