@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http import HTTPStatus
+from http.client import responses
 from pathlib import Path
 from typing import TypeGuard, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -156,7 +156,7 @@ def _response(exchange: Exchange) -> JsonObject:
             content["encoding"] = encoding
     return {
         "status": exchange.status,
-        "statusText": _reason(exchange.status),
+        "statusText": responses.get(exchange.status, ""),
         "httpVersion": "HTTP/1.1" if exchange.status else "",
         "cookies": [],
         "headers": _har_headers(exchange.response_headers),
@@ -177,13 +177,6 @@ def _text(body: bytes) -> tuple[str, str]:
         return body.decode("utf-8"), ""
     except UnicodeDecodeError:
         return base64.b64encode(body).decode("ascii"), "base64"
-
-
-def _reason(status: int) -> str:
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return ""
 
 
 # --- reading -----------------------------------------------------------------------------------

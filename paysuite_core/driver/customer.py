@@ -69,12 +69,10 @@ class Customer:
 
     def number_for(self, outcome: Outcome, default: str) -> str:
         """The customer number to create with: magic numbers decide the outcome themselves."""
-        if self.config.driver == "magic-numbers":
-            if outcome == "confirm" and self.config.confirm_number:
-                return self.config.confirm_number
-            if outcome == "cancel" and self.config.cancel_number:
-                return self.config.cancel_number
-        return default
+        if self.config.driver != "magic-numbers":
+            return default
+        magic = self.config.confirm_number if outcome == "confirm" else self.config.cancel_number
+        return magic or default
 
     def act(self, ref: str, outcome: Outcome) -> str:
         """Trigger ``outcome`` for ``ref``; returns a one-line account of what was done."""
