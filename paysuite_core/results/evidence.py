@@ -214,15 +214,6 @@ class _Keys:
         out.append(value[position:])
         return [s for s in out if s != ""]
 
-    @staticmethod
-    def runs(value: str) -> set[str]:
-        """The random parts of a key, lower-cased (how two keys are told to be one)."""
-        return {
-            run.lower()
-            for run in (m.group(0) for m in _HEX_RUN.finditer(value))
-            if run in (run.lower(), run.upper())
-        }
-
     def lines(self) -> list[str]:
         """The shell lines that make the variables: a fresh random hex of each length."""
         out = []
@@ -279,10 +270,12 @@ class _Numbers:
 
 
 def key_runs(wire: Exchange) -> set[str]:
-    """The random parts of the idempotency keys an exchange carried (header and query)."""
+    """The random parts of the idempotency keys an exchange carried (header and query),
+    lower-cased: how two keys are told to be one."""
     keys = [value for name, value in wire.request_headers if name.lower() == "idempotency-key"]
     keys += [match["v"] for match in _QUERY_KEY.finditer(wire.url)]
-    return {run for key in keys for run in _Keys.runs(key)}
+    runs = (match.group(0) for key in keys for match in _HEX_RUN.finditer(key))
+    return {run.lower() for run in runs if run in (run.lower(), run.upper())}
 
 
 def _cut(
