@@ -391,17 +391,10 @@ def _steps(use: KeyUse) -> list[Step]:
     steps = []
     for exchange in (use.first, *use.reuses[:MAX_REUSES]):
         route = route_of(exchange)
+        kind = route.kind if route and route.creation else ""
         body = exchange.request_json()
         body = dict(body) if isinstance(body, dict) else dict(first_body)
-        steps.append(
-            Step(
-                exchange,
-                route.kind if route and route.creation else "",
-                key_location(exchange),
-                body,
-                body.get("number"),
-            )
-        )
+        steps.append(Step(exchange, kind, key_location(exchange), body, body.get("number")))
     return steps
 
 
