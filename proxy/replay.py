@@ -128,7 +128,8 @@ class Rebuilder:
             if name.lower() not in NOT_RESENT
         )
         body = self._client_id(recorded, self._body(recorded.request_body))
-        left = placeholders_in(url + "".join(v for _, v in headers) + _text(body))
+        sent = url + "".join(v for _, v in headers) + body.decode("utf-8", errors="replace")
+        left = placeholders_in(sent)
         if left:
             why = (
                 f"it uses {left[0]}, which the configuration cannot fill"
@@ -257,10 +258,6 @@ class Rebuilder:
             query,
         )
         return f"{head}?{query}"
-
-
-def _text(body: bytes) -> str:
-    return body.decode("utf-8", errors="replace")
 
 
 def _ref(data: object) -> str | None:
