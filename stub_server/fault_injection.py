@@ -199,5 +199,8 @@ def _settle_again(stub: lifecycle.Settling, tx: TxRecord, action: str) -> TxReco
     """Settle a pending transaction as the rule does; a processed one is overwritten."""
     if tx.status == "pending":
         return lifecycle.settle(stub, tx, action)
-    stub.store.overwrite_status(tx.id, stub.hooks.sandbox_outcomes[action], timefmt.now_us())
+    status = stub.hooks.sandbox_outcomes[action]
+    stub.store.process_many(
+        [(tx.id, status)], timefmt.now_us(), record_event=False, pending_only=False
+    )
     return stub.store.find(tx.ref, None) or tx

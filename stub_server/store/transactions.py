@@ -90,7 +90,6 @@ class Transactions(WebhookOutbox):
         except sqlite3.IntegrityError:
             raise KeyReused(new.key) from None
         tx_id: int | None = None
-        event_seq: int | None = None
         try:
             tx_id = db.execute(
                 "INSERT INTO transactions (ref, merchant, app_id, kind, amount, client, fee,"
@@ -101,39 +100,49 @@ class Transactions(WebhookOutbox):
                     new.created_us, new.webhook_mode, new.key, new.due_us, new.due_status,
                 ),
             ).lastrowid  # fmt: skip
-            event_id = uuid4_text()
-            event_seq = db.execute(
-                "INSERT INTO events (event_id, event_kind, created_us, merchant, ref, kind,"
-                " client, amount, fee, status, tx_created_us, processed_us)"
-                " VALUES (?, 'transaction:created', ?, ?, ?, ?, ?, ?, ?, 'pending', ?, NULL)",
-                (event_id, new.created_us, new.merchant, new.ref, new.kind, new.client,
-                 new.amount, new.fee, new.created_us),
-            ).lastrowid  # fmt: skip
-            if self.webhook_urls and event_seq is not None:
-                self.enqueue_delivery(
-                    event_seq, event_id, new.ref, "transaction:created", new.webhook_mode,
-                    new.created_us,
-                )  # fmt: skip
+            if tx_id is not None:
+                self._record_event(
+                    tx_id, "transaction:created", new.created_us, new.ref, new.webhook_mode
+                )
         except BaseException:
             if insert == "INSERT":  # the SAVEPOINT of the other mode undoes it instead
-                self._undo_creation(scope, new.key, tx_id, event_seq)
+                self._undo_creation(scope, new.key, tx_id)
             self.forget_ref(new.ref)
             raise
 
-    def _undo_creation(
-        self, scope: str, key: str, tx_id: int | None, event_seq: int | None
-    ) -> None:
+    def _undo_creation(self, scope: str, key: str, tx_id: int | None) -> None:
         """Delete what a failed creation inserted, unless SQLite rolled the whole batch back
         (it does on some I/O errors), in which case there is nothing left to delete."""
         db = self._db
         if not db.in_transaction:
             return
-        if event_seq is not None:  # the delivery's insert failed after the event's
-            db.execute("DELETE FROM webhook_outbox WHERE event_seq = ?", (event_seq,))
-            db.execute("DELETE FROM events WHERE seq = ?", (event_seq,))
         if tx_id is not None:
             db.execute("DELETE FROM transactions WHERE id = ?", (tx_id,))
         db.execute("DELETE FROM idempotency WHERE merchant = ? AND key = ?", (scope, key))
+
+    def _record_event(
+        self, tx_id: int, event_kind: str, now_us: int, ref: str, mode: str | None
+    ) -> None:
+        """Insert ``tx_id``'s event as its row reads now, and its webhook delivery, both or
+        neither (inside the caller's SQL transaction)."""
+        db = self._db
+        event_id = uuid4_text()
+        event_seq = db.execute(
+            "INSERT INTO events (event_id, event_kind, created_us, merchant, ref, kind, client,"
+            " amount, fee, status, tx_created_us, processed_us) SELECT ?, ?, ?, merchant, ref,"
+            " kind, client, amount, fee, status, created_us, processed_us FROM transactions"
+            " WHERE id = ?",
+            (event_id, event_kind, now_us, tx_id),
+        ).lastrowid
+        if not self.webhook_urls or event_seq is None:
+            return
+        try:
+            self.enqueue_delivery(event_seq, event_id, ref, event_kind, mode, now_us)
+        except BaseException:
+            if db.in_transaction:  # unless SQLite rolled the whole batch back
+                db.execute("DELETE FROM webhook_outbox WHERE event_seq = ?", (event_seq,))
+                db.execute("DELETE FROM events WHERE seq = ?", (event_seq,))
+            raise
 
     def find(self, ref: str, merchant: str | None) -> TxRecord | None:
         """The latest transaction with ``ref``, within ``merchant`` unless that is None."""
@@ -148,37 +157,26 @@ class Transactions(WebhookOutbox):
         """False when it was no longer pending."""
         return self.process_many([(tx_id, status)], now_us, record_event=record_event) == 1
 
-    def overwrite_status(self, tx_id: int, status: str, now_us: int) -> None:
-        """The ``processed-changes-again`` fault: whatever the status was, recording no event."""
-        conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            rows = conn.execute(
-                "UPDATE transactions SET status = ?, processed_us = ?, due_us = NULL"
-                " WHERE id = ? RETURNING ref",
-                (status, now_us, tx_id),
-            ).fetchall()
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        for (ref,) in rows:
-            self.forget_ref(ref)
-        self.count_commit()
-
     def process_many(
-        self, items: Sequence[tuple[int, str]], now_us: int, *, record_event: bool
+        self,
+        items: Sequence[tuple[int, str]],
+        now_us: int,
+        *,
+        record_event: bool,
+        pending_only: bool = True,
     ) -> int:
         """How many of (id, status) were pending: each changes at most once, whoever asks
-        (sandbox, auto-resolution, time-out) and in whatever order."""
+        (sandbox, auto-resolution, time-out) and in whatever order. ``pending_only=False``:
+        the ``processed-changes-again`` fault, which changes a processed one again."""
         conn = self.conn
         done = 0
+        pending = " AND status = 'pending'" if pending_only else ""
         conn.execute("BEGIN IMMEDIATE")
         try:
             for tx_id, status in items:
                 updated = conn.execute(
                     "UPDATE transactions SET status = ?, processed_us = ?, due_us = NULL"
-                    " WHERE id = ? AND status = 'pending' RETURNING ref, webhook_mode",
+                    f" WHERE id = ?{pending} RETURNING ref, webhook_mode",
                     (status, now_us, tx_id),
                 ).fetchall()
                 if len(updated) != 1:
@@ -187,19 +185,7 @@ class Transactions(WebhookOutbox):
                 self.forget_ref(ref)
                 done += 1
                 if record_event:
-                    event_id = uuid4_text()
-                    event_seq = conn.execute(
-                        "INSERT INTO events (event_id, event_kind, created_us, merchant, ref,"
-                        " kind, client, amount, fee, status, tx_created_us, processed_us)"
-                        " SELECT ?, 'transaction:processed', ?, merchant, ref, kind, client,"
-                        " amount, fee, status, created_us, processed_us FROM transactions"
-                        " WHERE id = ?",
-                        (event_id, now_us, tx_id),
-                    ).lastrowid
-                    if self.webhook_urls and event_seq is not None:
-                        self.enqueue_delivery(
-                            event_seq, event_id, ref, "transaction:processed", mode, now_us
-                        )
+                    self._record_event(tx_id, "transaction:processed", now_us, ref, mode)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
