@@ -67,6 +67,11 @@ def no_endpoint_error(mode: str) -> str:
     return f"no endpoint for mode {mode!r}"
 
 
+def _not_in(refs: Collection[str]) -> str:
+    """The condition leaving out ``refs`` (the transactions being delivered), bound in order."""
+    return f" AND ref NOT IN ({', '.join('?' * len(refs))})" if refs else ""
+
+
 class WebhookOutbox(GroupCommitDatabase):
     def __init__(self, path: str) -> None:
         super().__init__(path)
@@ -95,10 +100,7 @@ class WebhookOutbox(GroupCommitDatabase):
         return [e for e in found if e is not None]
 
     def webhook_endpoint(self, mode: str) -> WebhookEndpoint | None:
-        row = self.conn.execute(
-            "SELECT mode, url FROM webhook_endpoints WHERE mode = ?", (mode,)
-        ).fetchone()
-        return None if row is None else self._endpoint(row[0], row[1])
+        return next((e for e in self.webhook_endpoints() if e.mode == mode), None)
 
     def put_webhook_endpoint(self, endpoint: WebhookEndpoint, now_us: int) -> None:
         """The secrets go to the secrets file first, the database gets the mode and URL only."""
@@ -123,19 +125,14 @@ class WebhookOutbox(GroupCommitDatabase):
         the raw connection inside the SQL transaction that inserted the event."""
         mode = mode or DEFAULT_MODE
         url = self.webhook_urls.get(mode)
-        if url is None:  # recorded, so the log says why nothing was sent
-            self._db.execute(
-                "INSERT INTO webhook_outbox (event_seq, event_id, ref, event_kind, mode, url,"
-                " status, last_error, created_us) VALUES (?, ?, ?, ?, ?, NULL, 'abandoned', ?, ?)",
-                (event_seq, event_id, ref, event_kind, mode, no_endpoint_error(mode), now_us),
-            )
-            return
+        # without an endpoint: recorded abandoned, so the log says why nothing was sent
+        due = ("pending", None, now_us) if url else ("abandoned", no_endpoint_error(mode), None)
         self._db.execute(
             "INSERT INTO webhook_outbox (event_seq, event_id, ref, event_kind, mode, url, status,"
-            " next_attempt_us, created_us) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
-            (event_seq, event_id, ref, event_kind, mode, url, now_us, now_us),
+            " last_error, next_attempt_us, created_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (event_seq, event_id, ref, event_kind, mode, url, *due, now_us),
         )
-        if self.on_enqueue is not None:
+        if url is not None and self.on_enqueue is not None:
             self.on_enqueue()
 
     def due_deliveries(
@@ -143,11 +140,10 @@ class WebhookOutbox(GroupCommitDatabase):
     ) -> list[Delivery]:
         """Earliest due first (for first attempts: event order), leaving out the transactions
         being delivered; along ``outbox_mode_due``, so a large backlog costs no sort."""
-        marks = ", ".join("?" * len(exclude_refs))
         rows = self.conn.execute(
             f"SELECT {DELIVERY_COLUMNS} FROM webhook_outbox INDEXED BY outbox_mode_due"
             " WHERE status = 'pending' AND mode = ? AND next_attempt_us <= ?"
-            + (f" AND ref NOT IN ({marks})" if exclude_refs else "")
+            + _not_in(exclude_refs)
             + " ORDER BY next_attempt_us, id LIMIT ?",
             (mode, now_us, *exclude_refs, limit),
         ).fetchall()
@@ -169,11 +165,10 @@ class WebhookOutbox(GroupCommitDatabase):
         return [Delivery(*row) for row in rows]
 
     def next_delivery_due(self, mode: str, exclude_refs: Collection[str] = ()) -> int | None:
-        marks = ", ".join("?" * len(exclude_refs))
         row = self.conn.execute(
             "SELECT next_attempt_us FROM webhook_outbox INDEXED BY outbox_mode_due"
             " WHERE status = 'pending' AND mode = ?"
-            + (f" AND ref NOT IN ({marks})" if exclude_refs else "")
+            + _not_in(exclude_refs)
             + " ORDER BY next_attempt_us LIMIT 1",
             (mode, *exclude_refs),
         ).fetchone()
