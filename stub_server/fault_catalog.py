@@ -284,19 +284,8 @@ def check_names(names: Iterable[str], registry: Mapping[str, object], kind: str)
 
 
 def expand_variants(names: Iterable[str]) -> frozenset[str]:
-    """The names themselves and, for a composite, its parts (recursively)."""
-
-    switches: set[str] = set()
-    todo = list(names)
-    while todo:
-        name = todo.pop()
-        if name in switches:
-            continue
-        entry = VARIANTS.get(name) or BEHAVIOURS.get(name)
-        if entry is None:
-            raise UnknownSwitchError(
-                f"unknown variant {name}; valid variants: {', '.join(VARIANTS)}"
-            )
-        switches.add(name)
-        todo.extend(entry.parts)
-    return frozenset(switches)
+    """The names themselves and, for a composite, its parts (a composite's parts are never
+    composites: ``_composite`` takes simple variants and behaviours only)."""
+    known = {**VARIANTS, **BEHAVIOURS}
+    chosen = check_names(names, known, "variant")
+    return chosen.union(*(known[name].parts for name in chosen))
