@@ -108,12 +108,6 @@ def parse_bound(text: str, *, upper: bool) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
-_MONTHS = {
-    name: number
-    for number, name in enumerate(
-        ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1
-    )
-}
 #: ``Date.prototype.toString()`` (ECMA-262 21.4.4.41): weekday, month, day, year, time, then
 #: ``GMT`` and a signed four-digit offset, then an implementation-defined zone name in
 #: parentheses. The offset's ``+`` arrives as a space: paypack-js does not encode the query, and
@@ -132,10 +126,7 @@ def _parse_js_date(text: str) -> datetime:
             return email.utils.parsedate_to_datetime(text)  # toUTCString(), RFC 5322
         except (TypeError, ValueError, IndexError):
             raise ValueError(f"not a date: {text!r}") from None
-    month, day, year, hour, minute, second, sign, off_h, off_m = match.groups()
-    if month not in _MONTHS:
-        raise ValueError(f"unknown month {month!r}")
+    *moment, sign, off_h, off_m = match.groups()
     offset = timedelta(hours=int(off_h), minutes=int(off_m))
-    zone = timezone(-offset if sign == "-" else offset)
-    moment = (int(year), _MONTHS[month], int(day), int(hour), int(minute), int(second))
-    return datetime(*moment, tzinfo=zone)
+    parsed = datetime.strptime(" ".join(moment), "%b %d %Y %H %M %S")  # the C locale's months
+    return parsed.replace(tzinfo=timezone(-offset if sign == "-" else offset))
