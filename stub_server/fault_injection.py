@@ -19,11 +19,12 @@ from stub_server.rules.idempotency import Persist, key_reused
 from stub_server.settings import StubSettings
 from stub_server.state import StubApp
 from stub_server.store import NewTransaction, Store, TxRecord
-from stub_server.token_issuer import TokenService
 
 #: Faults that each set one attribute: fault -> (the object's path on ``StubApp``, attribute,
 #: the broken value).
 _SETS: dict[str, tuple[str, str, object]] = {
+    "tokens-never-expire": ("tokens", "check_exp", False),
+    "signature-not-verified": ("tokens", "check_signature", False),
     "refresh-as-access": ("hooks", "access_subs", ("access", "refresh")),
     "early-expiry": ("hooks", "access_max_age_s", EARLY_EXPIRY_S),
     "privileges-ignored": ("hooks", "may_create", lambda privilege, kind: True),
@@ -71,15 +72,6 @@ def install(stub: StubApp, faults: Collection[str], rng: random.Random) -> None:
             where, attribute, value = _SETS[fault]
             setattr(getattr(stub, where), attribute, value)
     hooks = stub.hooks
-    if "tokens-never-expire" in faults or "signature-not-verified" in faults:
-        stub.tokens = TokenService(
-            stub.tokens.key,
-            stub.settings.access_ttl_s,
-            stub.settings.refresh_ttl_s,
-            check_exp="tokens-never-expire" not in faults,
-            check_signature="signature-not-verified" not in faults,
-            link_pairs=stub.tokens.link_pairs,
-        )
     if "refs-reused" in faults:
         hooks.new_ref = _every_second_ref_reused(hooks.new_ref)
     hooks.persist = _persist(stub, faults, rng)
@@ -105,7 +97,7 @@ def _persist(stub: StubApp, faults: Collection[str], rng: random.Random) -> Pers
     if "idempotency-ignored" in faults:
         persist = _overwrite_insert(store)
     elif "idempotency-rejected-but-executed" in faults:
-        persist = _executed_then_rejected(store)
+        persist = _overwrite_insert(store, refuse_reuse=True)
     elif "idempotency-racy" in faults:
         persist = _overwrite_insert(store)
         racy = True
@@ -134,20 +126,12 @@ def _every_second_ref_reused(new_ref: Callable[[], str]) -> Callable[[], str]:
     return reused
 
 
-def _overwrite_insert(store: Store) -> Persist:
-    """The key is recorded without checking it: a reused key creates a second transaction."""
+def _overwrite_insert(store: Store, *, refuse_reuse: bool = False) -> Persist:
+    """The key is recorded without checking it: a reused key creates a second transaction.
+    ``refuse_reuse``: and is refused in the answer only, the transaction inserted first."""
 
     async def persist(new: NewTransaction) -> None:
-        await store.create_transaction(new, key_mode="overwrite")
-
-    return persist
-
-
-def _executed_then_rejected(store: Store) -> Persist:
-    """A reused key is refused in the answer only: the transaction was inserted first."""
-
-    async def persist(new: NewTransaction) -> None:
-        reused = store.key_used(new.key_scope or new.merchant, new.key)
+        reused = refuse_reuse and store.key_used(new.key_scope or new.merchant, new.key)
         await store.create_transaction(new, key_mode="overwrite")
         if reused:
             raise key_reused(new.key)

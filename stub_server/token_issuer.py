@@ -45,16 +45,15 @@ class TokenService:
         access_ttl_s: float,
         refresh_ttl_s: float,
         *,
-        check_exp: bool = True,
-        check_signature: bool = True,
         link_pairs: bool = False,
     ) -> None:
         self.key = key
         self.link_pairs = link_pairs
         self.access_ttl_s = access_ttl_s
         self.refresh_ttl_s = refresh_ttl_s
-        self._options = {"verify_exp": check_exp, "require": ["exp", "sub"]}
-        self._check_signature = check_signature
+        #: Off only under the faults tokens-never-expire and signature-not-verified.
+        self.check_exp = True
+        self.check_signature = True
         self._verified: dict[str, Claims] = {}
 
     def rekey(self, key: str) -> None:
@@ -95,23 +94,26 @@ class TokenService:
         its ``exp`` is still checked on every use."""
         cached = self._verified.get(token)
         if cached is not None:
-            if self._options["verify_exp"] and cached["exp"] <= time.time():
+            if self.check_exp and cached["exp"] <= time.time():
                 raise ApiError(401, "token_expired", "the token has expired")
             return self._check_claims(cached, expected_sub)
         claims = self._decode(token)
         self._check_claims(claims, expected_sub)
-        if self._check_signature:
+        if self.check_signature:
             if len(self._verified) >= _CACHE_SIZE:
                 self._verified.clear()
             self._verified[token] = claims
         return claims
 
     def _decode(self, token: str) -> Claims:
-        """Without ``check_signature`` (fault signature-not-verified) PyJWT reads the payload
-        whatever the header's alg says (none too) and the signature is dropped unread; ``exp``
-        is still checked."""
-        options = {**self._options, "verify_signature": self._check_signature}
-        if not self._check_signature:
+        """Without ``check_signature`` PyJWT reads the payload whatever the header's alg says
+        (none too) and the signature is dropped unread; ``exp`` is still checked."""
+        options = {
+            "verify_signature": self.check_signature,
+            "verify_exp": self.check_exp,
+            "require": ["exp", "sub"],
+        }
+        if not self.check_signature:
             token = token.rpartition(".")[0] + "."
         try:
             claims = jwt.decode(token, self.key, algorithms=["HS256"], options=options)  # type: ignore[arg-type]
