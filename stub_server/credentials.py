@@ -79,6 +79,8 @@ def write_credentials(store: Store, settings: StubSettings, root_url: str, path:
             client_id, secret = store.create_app(merchant, privilege, timefmt.now_us())
             created.append(Application(client_id, secret, privilege, merchant))
         applications = tuple(created)
+    customer = CustomerDriver(driver="none", timeout_s=30)
+    short_lived = None
     if settings.sandbox:
         customer = CustomerDriver(
             driver="sandbox",
@@ -86,17 +88,10 @@ def write_credentials(store: Store, settings: StubSettings, root_url: str, path:
             cancel=HttpAction("POST", f"{root_url}/_sandbox/transactions/{{ref}}/cancel"),
             timeout_s=30,
         )
-    else:
-        customer = CustomerDriver(driver="none", timeout_s=30)
-    # AUTH-008 watches the sandbox's short-lived pairs expire: the configured lifetime (15
-    # minutes by default) is too long to wait out, and a short one would expire under a run.
-    short_lived = (
-        ShortLivedPair(
-            HttpAction("POST", f"{root_url}{SHORT_LIVED_PATH}"), SHORT_LIVED_ACCESS_TTL_S
-        )
-        if settings.sandbox
-        else None
-    )
+        # AUTH-008 watches the sandbox's short-lived pairs expire: the configured lifetime (15
+        # minutes by default) is too long to wait out, and a short one would expire under a run.
+        action = HttpAction("POST", f"{root_url}{SHORT_LIVED_PATH}")
+        short_lived = ShortLivedPair(action, SHORT_LIVED_ACCESS_TTL_S)
     config = TargetConfig(
         base_url=f"{root_url}/api",
         applications=applications,

@@ -253,14 +253,10 @@ class Dispatcher:
             if d.attempts == 0 and d.event_kind == "transaction:created":
                 event = self.store.delivery_event(d.event_seq)
                 if event is not None and now - event.created_us < hold_s * 1e6:
-                    self._postpone(d, event.created_us + int(hold_s * 1e6))
+                    until_us = event.created_us + int(hold_s * 1e6)
+                    self.store.record_attempt(d.id, 0, "pending", d.url, next_attempt_us=until_us)
                     held.append(d)
         return [d for d in deliveries if d not in held]
-
-    def _postpone(self, d: Delivery, until_us: int) -> None:
-        self.store.record_attempt(
-            d.id, d.attempts, "pending", d.url, last_error=d.last_error, next_attempt_us=until_us
-        )
 
     async def _deliver_in_turn(self, lane: Lane, ref: str, deliveries: list[Delivery]) -> None:
         try:

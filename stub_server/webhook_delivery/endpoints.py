@@ -98,9 +98,7 @@ def sync_configured(
     for mode, url in configured:
         current = store.webhook_endpoint(mode)
         if current is None:
-            endpoint = WebhookEndpoint(mode, url, new_secret())
-            store.put_webhook_endpoint(endpoint, now_us)
-            created.append(endpoint)
+            created.append(add_endpoint(store, mode, url, now_us))
         elif current.url != url:
             store.put_webhook_endpoint(replace(current, url=url), now_us)
     return created
