@@ -96,9 +96,7 @@ def int_param(raw: str | None, name: str, default: int, low: int, high: int | No
     if raw is None or raw == "":
         return default
     bound = f"between {low} and {high}" if high is not None else f">= {low}"
-    if not raw.isascii() or not raw.isdigit() or len(raw) > 1000:
+    valid = raw.isascii() and raw.isdigit() and len(raw) <= 1000  # then int() is safe
+    if not valid or int(raw) < low or (high is not None and int(raw) > high):
         raise validation_error(name, f"must be an integer {bound}")
-    value = int(raw)
-    if value < low or (high is not None and value > high):
-        raise validation_error(name, f"must be an integer {bound}")
-    return value
+    return int(raw)

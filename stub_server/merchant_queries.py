@@ -5,6 +5,7 @@ both scan ``transactions``, which has no merchant index (creation pays for every
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ MTN = "momo-mtn-rw"
 AIRTEL = "momo-airtel-rw"
 UNKNOWN = "unknown"
 _PREFIXES = {"078": MTN, "079": MTN, "072": AIRTEL, "073": AIRTEL}
+_COUNTRY = re.compile(r"^\+?25")
 _PROVIDER_SQL = (
     "CASE"
     " WHEN client GLOB '07[89]*' OR client GLOB '+2507[89]*' OR client GLOB '2507[89]*'"
@@ -30,11 +32,7 @@ _PROVIDER_SQL = (
 
 
 def provider_of(number: str) -> str:
-    local = number
-    for country in ("+25", "25"):
-        if number.startswith(country):
-            local = number[len(country) :]
-            break
+    local = _COUNTRY.sub("", number, count=1)
     return _PREFIXES.get(local[:3], UNKNOWN)
 
 

@@ -47,11 +47,9 @@ class GoBodyRequestHandler(JsonErrorRequestHandler):
     go_body: ClassVar[bool] = True
 
 
-def install(runner: web.BaseRunner, *, go_body: bool = False) -> bool:
-    """Make the connections of a set-up ``runner`` answer unparseable HTTP with JSON; False (and
-    logged) when this aiohttp does not allow it: the stub keeps aiohttp's plain-text 400s."""
+def install(runner: web.BaseRunner, *, go_body: bool = False) -> None:
+    """Make the connections of a set-up ``runner`` answer unparseable HTTP with JSON; logged
+    when this aiohttp does not allow it: the stub keeps aiohttp's plain-text 400s."""
     handler = GoBodyRequestHandler if go_body else JsonErrorRequestHandler
-    if json_errors.install(runner, handler):
-        return True
-    log.warning("JSON errors for unparseable HTTP are unavailable with this aiohttp")
-    return False
+    if not json_errors.install(runner, handler):
+        log.warning("JSON errors for unparseable HTTP are unavailable with this aiohttp")

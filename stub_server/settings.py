@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import timedelta, timezone
+from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -126,9 +126,9 @@ class StubSettings:
 
     @property
     def tz(self) -> timezone:
-        sign = -1 if self.utc_offset.startswith("-") else 1
-        hours, minutes = int(self.utc_offset[1:3]), int(self.utc_offset[4:6])
-        return timezone(sign * timedelta(hours=hours, minutes=minutes))
+        zone = datetime.strptime(self.utc_offset, "%z").tzinfo
+        assert isinstance(zone, timezone)  # %z always gives a fixed offset
+        return zone
 
     @cached_property
     def switches(self) -> frozenset[str]:

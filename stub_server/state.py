@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from stub_server import signing_key, timefmt
 from stub_server.errors import InFlight
@@ -24,10 +25,6 @@ from stub_server.webhook_delivery.endpoints import sync_configured
 
 #: The ``page-size-10`` behaviour's default page size (variant ``lenient``).
 LENIENT_DEFAULT_LIMIT = 10
-
-
-def _own_merchant(record: AppRecord) -> str | None:
-    return record.merchant
 
 
 def _as_given(status: str | None) -> str | None:
@@ -50,7 +47,7 @@ class RuleHooks:
     #: A new transaction's ref (Resources and their fields: unique).
     new_ref: Callable[[], str] = uuid4_text
     #: The merchant whose data a read may see (RC-6, ISO-*); None sees every merchant.
-    visible_merchant: Callable[[AppRecord], str | None] = _own_merchant
+    visible_merchant: Callable[[AppRecord], str | None] = attrgetter("merchant")
     #: The events list's status filter as applied.
     status_filter: Callable[[str | None], str | None] = _as_given
     #: How a sandbox action settles a pending transaction, and the status of each action.
