@@ -69,22 +69,18 @@ class KeyRule:
 
     def _check(self, key: str) -> None:
         if key == "":
-            raise ApiError(400, "invalid_idempotency_key", "Idempotency-Key: must not be empty")
+            raise invalid_key("must not be empty")
         if not is_text(key):
-            raise ApiError(400, "invalid_idempotency_key", "Idempotency-Key: must be UTF-8 text")
+            raise invalid_key("must be UTF-8 text")
         control = first_control(key)
         if control is not None:
-            raise ApiError(
-                400,
-                "invalid_idempotency_key",
-                f"Idempotency-Key: must not contain control characters (U+{control:04X})",
-            )
+            raise invalid_key(f"must not contain control characters (U+{control:04X})")
         if self.max_length is not None and len(key) > self.max_length:
-            raise ApiError(
-                400,
-                "invalid_idempotency_key",
-                f"Idempotency-Key: must be at most {self.max_length} characters, got {len(key)}",
-            )
+            raise invalid_key(f"must be at most {self.max_length} characters, got {len(key)}")
+
+
+def invalid_key(problem: str) -> ApiError:
+    return ApiError(400, "invalid_idempotency_key", f"Idempotency-Key: {problem}")
 
 
 def _refuse_undecodable_query_key(raw_query: str) -> None:
@@ -98,9 +94,7 @@ def _refuse_undecodable_query_key(raw_query: str) -> None:
         try:
             unquote_to_bytes(value.replace("+", " ")).decode("utf-8")
         except UnicodeDecodeError:
-            raise ApiError(
-                400, "invalid_idempotency_key", "Idempotency-Key: must be UTF-8 text"
-            ) from None
+            raise invalid_key("must be UTF-8 text") from None
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")

@@ -63,16 +63,10 @@ def is_pending(status: str) -> bool:
 def settle(stub: Settling, tx: TxRecord, action: str) -> TxRecord:
     """Process ``tx`` as the sandbox ``action`` says, and read it back."""
     status = stub.hooks.sandbox_outcomes[action]
-    if not process(stub, tx.id, status):
+    record_event = stub.hooks.record_processed_event
+    if not stub.store.process(tx.id, status, timefmt.now_us(), record_event=record_event):
         raise ApiError(409, "transaction_not_pending", f"transaction {tx.ref} is not pending")
     return stub.store.find(tx.ref, None) or tx
-
-
-def process(stub: Settling, tx_id: int, status: str) -> bool:
-    """Move one pending transaction to ``status``; False when it was no longer pending."""
-    return stub.store.process(
-        tx_id, status, timefmt.now_us(), record_event=stub.hooks.record_processed_event
-    )
 
 
 def resolve_due(stub: Settling) -> int:

@@ -33,11 +33,7 @@ def _parse_int(text: str) -> int:
 
 
 class DuplicateKey(ValueError):
-    """A JSON object names one key twice (RC-42)."""
-
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
+    """A JSON object names one key twice (RC-42); ``args[0]`` is the key."""
 
 
 def _unique_keys(pairs: list[tuple[str, object]]) -> JsonObject:
@@ -111,7 +107,7 @@ async def read_json(
         raise ApiError(
             400,
             "duplicate_key",
-            f"the request body names the key {exc.key!r} more than once; send it once",
+            f"the request body names the key {exc.args[0]!r} more than once; send it once",
         ) from None
     except (ValueError, RecursionError):
         raise on_malformed() from None

@@ -60,19 +60,13 @@ class Events(GroupCommitDatabase):
                 source = "events INDEXED BY ev_ref"
             elif q.merchant is not None and q.client is not None:
                 source = "events INDEXED BY ev_client_time"
+            ordered = f" ORDER BY created_us {order}, seq {order}"
+            page = f"{source}{clause}{ordered} LIMIT ? OFFSET ?"
             if q.offset >= DEFERRED_OFFSET and source == "events":
-                rows = self.conn.execute(
-                    f"SELECT {EVENT_COLUMNS} FROM events WHERE seq IN (SELECT seq FROM"
-                    f" events{clause} ORDER BY created_us {order}, seq {order} LIMIT ? OFFSET ?)"
-                    f" ORDER BY created_us {order}, seq {order}",
-                    [*params, q.limit, q.offset],
-                ).fetchall()
-            else:
-                rows = self.conn.execute(
-                    f"SELECT {EVENT_COLUMNS} FROM {source}{clause}"
-                    f" ORDER BY created_us {order}, seq {order} LIMIT ? OFFSET ?",
-                    [*params, q.limit, q.offset],
-                ).fetchall()
+                page = f"events WHERE seq IN (SELECT seq FROM {page}){ordered}"
+            rows = self.conn.execute(
+                f"SELECT {EVENT_COLUMNS} FROM {page}", [*params, q.limit, q.offset]
+            ).fetchall()
         return int(total), amount, [EventRecord(*row) for row in rows]
 
     def _totals_from_cells(
