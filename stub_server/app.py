@@ -60,13 +60,13 @@ def routes(stub: StubApp) -> list[Route]:
     if not settings.variant("short-refresh-only"):
         table.append(("GET", "/api/auth/agents/refresh/{token}", auth.refresh))
     if settings.sandbox:
-        sandbox_path = "/_sandbox/transactions/{ref}/{action:confirm|cancel}"
-        table.append(("POST", sandbox_path, sandbox.settle))
-        table.append(("POST", SHORT_LIVED_PATH, auth.authorize_short_lived))
         deliveries = WebhookDeliveryHandlers(stub)
-        table.append(("GET", "/_sandbox/webhooks/deliveries", deliveries.list_deliveries))
-        resend_path = "/_sandbox/webhooks/deliveries/{event_id}/resend"
-        table.append(("POST", resend_path, deliveries.resend))
+        table += [
+            ("POST", "/_sandbox/transactions/{ref}/{action:confirm|cancel}", sandbox.settle),
+            ("POST", SHORT_LIVED_PATH, auth.authorize_short_lived),
+            ("GET", "/_sandbox/webhooks/deliveries", deliveries.list_deliveries),
+            ("POST", "/_sandbox/webhooks/deliveries/{event_id}/resend", deliveries.resend),
+        ]
     return table
 
 

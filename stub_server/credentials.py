@@ -9,6 +9,7 @@ section (RC-40): the stub signs with the secret, so it can always write it.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -65,14 +66,9 @@ def write_credentials(store: Store, settings: StubSettings, root_url: str, path:
     """Create or update the credentials file for a stub serving at ``root_url``."""
     applications: tuple[Application, ...] = ()
     if path.exists():
-        try:
-            existing = load_target_config(path, env={})
-        except TargetConfigError:
-            existing = None
-        if existing is not None:
-            applications = tuple(
-                app for app in existing.applications if store.app(app.client_id) is not None
-            )
+        with contextlib.suppress(TargetConfigError):  # an unreadable file is written afresh
+            existing = load_target_config(path, env={}).applications
+            applications = tuple(app for app in existing if store.app(app.client_id) is not None)
     if not applications:
         created = []
         for merchant, privilege in BOOTSTRAP_APPS:

@@ -24,8 +24,8 @@ import time
 from aiohttp import web
 
 from stub_server import timefmt
-from stub_server.errors import ApiError, json_response, validation_error
-from stub_server.rules.fields import is_text
+from stub_server.errors import ApiError, json_response
+from stub_server.rules.fields import is_text, required_string
 from stub_server.rules.request_body import read_json
 from stub_server.rules.single_values import single
 from stub_server.state import Handlers, StubApp
@@ -119,15 +119,8 @@ class AuthHandlers(Handlers):
             any_media_type=stub.any_media_type,
             on_malformed=stub.hooks.malformed_json,
         )
-        values = {}
-        for name in ("client_id", "client_secret"):
-            value = body.get(name)
-            if value is None:
-                raise validation_error(name, "is required")
-            if not isinstance(value, str):
-                raise validation_error(name, "must be a string")
-            values[name] = value
-        client_id, secret = values["client_id"], values["client_secret"]
+        client_id = required_string(body, "client_id")
+        secret = required_string(body, "client_secret")
         refused = ApiError(401, "invalid_credentials", "unknown client_id or wrong client_secret")
         if len(secret) > MAX_SECRET_LENGTH:  # refused unhashed, whoever the client_id names
             raise refused

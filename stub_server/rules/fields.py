@@ -36,6 +36,16 @@ def is_text(value: str) -> bool:
     return True
 
 
+def required_string(body: JsonObject, name: str) -> str:
+    """The body's ``name``: present, not null, and a string."""
+    value = body.get(name)
+    if value is None:
+        raise validation_error(name, "is required")
+    if not isinstance(value, str):
+        raise validation_error(name, "must be a string")
+    return value
+
+
 def validate_amount(body: JsonObject, settings: StubSettings) -> Amount:
     """The ``amount``: a finite JSON number within the configured bounds."""
     if "amount" not in body or body["amount"] is None:
@@ -54,11 +64,7 @@ def validate_amount(body: JsonObject, settings: StubSettings) -> Amount:
 
 def validate_number(body: JsonObject, number_regex: re.Pattern[str], pattern: str) -> str:
     """The customer ``number``: a string matching the configured phone number pattern."""
-    if "number" not in body or body["number"] is None:
-        raise validation_error("number", "is required")
-    number = body["number"]
-    if not isinstance(number, str):
-        raise validation_error("number", "must be a string")
+    number = required_string(body, "number")
     if len(number) > MAX_NUMBER_LENGTH or not is_text(number) or not number_regex.fullmatch(number):
         raise validation_error("number", f"must be a phone number matching {pattern}")
     return number

@@ -38,9 +38,6 @@ class WebhookEndpoint:
     def secrets(self) -> EndpointSecrets:
         return EndpointSecrets(self.secret, self.previous, self.previous_until_us)
 
-    def signing_secrets(self, now_us: int) -> tuple[str, ...]:
-        return self.secrets.signing(now_us)
-
 
 @dataclass(frozen=True, slots=True)
 class Delivery:

@@ -316,7 +316,7 @@ class Dispatcher:
         one first); ``X-Paypack-Signature`` has room for one value, so it is made with the
         previous secret until the overlap ends: the receivers written for the live service
         keep verifying with the secret they were given until they switch."""
-        secrets = [self.hooks.signing_secret(one) for one in endpoint.signing_secrets(
+        secrets = [self.hooks.signing_secret(one) for one in endpoint.secrets.signing(
             timefmt.now_us())]  # fmt: skip
         headers = {}
         if "paysuite" in self.hooks.signature_formats:
