@@ -111,19 +111,9 @@ def _persist(stub: StubApp, faults: Collection[str], rng: random.Random) -> Pers
 
 
 def _every_second_ref_reused(new_ref: Callable[[], str]) -> Callable[[], str]:
-    creations = 0
-    last: str | None = None
-
-    def reused() -> str:
-        nonlocal creations, last
-        ref = new_ref()
-        creations += 1
-        if creations % 2 == 0 and last is not None:
-            ref = last
-        last = ref
-        return ref
-
-    return reused
+    """Refs a, a, b, b, ...: every second creation gets the previous creation's ref."""
+    refs = (ref for fresh in iter(new_ref, None) for ref in (fresh, fresh))
+    return refs.__next__
 
 
 def _overwrite_insert(store: Store, *, refuse_reuse: bool = False) -> Persist:
