@@ -32,10 +32,7 @@ class SdkHandlers(Handlers):
             {
                 "id": record.merchant,
                 "name": record.merchant,
-                "in_rate": rate,
-                "out_rate": rate,
-                "airtel_in_rate": rate,
-                "airtel_out_rate": rate,
+                **dict.fromkeys(("in_rate", "out_rate", "airtel_in_rate", "airtel_out_rate"), rate),
                 "balance": money.total,
                 "mtn_balance": money.mtn,
                 "airtel_balance": money.airtel,

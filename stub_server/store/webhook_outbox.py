@@ -13,7 +13,7 @@ another's due deliveries.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 from stub_server.store.group_commit import GroupCommitDatabase
 from stub_server.store.records import EVENT_COLUMNS, EventRecord, columns
@@ -87,9 +87,7 @@ class WebhookOutbox(GroupCommitDatabase):
         secrets = self.webhook_secrets.get(mode)
         if secrets is None:  # an endpoint whose secret file was lost: it cannot sign
             return None
-        return WebhookEndpoint(
-            mode, url, secrets.secret, secrets.previous, secrets.previous_until_us
-        )
+        return WebhookEndpoint(mode, url, *astuple(secrets))
 
     def webhook_endpoints(self) -> list[WebhookEndpoint]:
         rows = self.conn.execute("SELECT mode, url FROM webhook_endpoints ORDER BY mode").fetchall()
