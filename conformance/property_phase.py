@@ -179,13 +179,7 @@ def chain_step(created: dict[str, dict[str, Any]], case: Any, status: int, body:
             raise AssertionError(f"find of the ref {ref} that creation returned answered 404")
         if not (200 <= status < 300) or not isinstance(body, dict):
             return
-        wrong = [
-            f"{name} {body.get(name)!r}, sent {value!r}"
-            for name, value in (("ref", ref), *expected.items())
-            if not _same(name, body.get(name), value)
-        ]
-        if wrong:
-            raise AssertionError(f"find of the created {ref} answered " + "; ".join(wrong))
+        _expect(f"find of the created {ref} answered ", "", body, {"ref": ref, **expected})
         return
     if path == "/events/transactions":
         # A generated query may repeat ``ref`` (a list): not a ref a creation returned.
@@ -209,14 +203,18 @@ def chain_step(created: dict[str, dict[str, Any]], case: Any, status: int, body:
             # Not yet listed is no verdict: an implementation may record its events a moment
             # after it answers (EVT-003 and LIFE-001 wait for them); a listed one must match.
             return
-        data = mine[0]["data"]
-        wrong = [
-            f"data.{name} {data.get(name)!r}, sent {value!r}"
-            for name, value in expected.items()
-            if not _same(name, data.get(name), value)
-        ]
-        if wrong:
-            raise AssertionError(f"the created event of {ref} records " + "; ".join(wrong))
+        _expect(f"the created event of {ref} records ", "data.", mine[0]["data"], expected)
+
+
+def _expect(what: str, prefix: str, got: dict[str, Any], sent: dict[str, Any]) -> None:
+    """Raise (the chain check's failure) naming each of ``sent``'s values ``got`` differs in."""
+    wrong = [
+        f"{prefix}{name} {got.get(name)!r}, sent {value!r}"
+        for name, value in sent.items()
+        if not _same(name, got.get(name), value)
+    ]
+    if wrong:
+        raise AssertionError(what + "; ".join(wrong))
 
 
 # --- auth ------------------------------------------------------------------------------------
