@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
@@ -32,8 +32,6 @@ BACKOFF_CAP_S = 8.0
 #: The least wait before a retry, whatever ``Retry-After`` says (``0``, a date in the past): a
 #: target that always answers 429 spends the budget instead of spinning the caller.
 MIN_WAIT_S = 0.1
-#: The obsolete RFC 850 form of an HTTP-date (RFC 9110 §5.6.7), which ``email.utils`` does not read.
-RFC850_FORMAT = "%A, %d-%b-%y %H:%M:%S GMT"
 
 
 class ThrottleExhausted(RuntimeError):
@@ -110,16 +108,12 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
 
 
 def _http_date(text: str) -> float | None:
-    """Unix time of an HTTP-date in any of its three forms, or ``None``."""
+    """Unix time of an HTTP-date in any of its three forms (``email.utils`` reads IMF-fixdate,
+    RFC 850 and asctime alike), or ``None``."""
     try:
-        parsed: datetime | None = parsedate_to_datetime(text)  # IMF-fixdate and asctime
+        parsed = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):
-        parsed = None
-    if parsed is None:
-        try:
-            parsed = datetime.strptime(text, RFC850_FORMAT)
-        except ValueError:
-            return None
+        return None
     if parsed.tzinfo is None:  # HTTP-dates are GMT whatever their form
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.timestamp()
@@ -133,14 +127,13 @@ def retry_after_of(headers: Mapping[str, str] | None) -> str | None:
     return None
 
 
-def backoff_s(attempt: int, rng: random.Random, base_s: float = BACKOFF_BASE_S,
-              cap_s: float = BACKOFF_CAP_S) -> float:  # fmt: skip
+def backoff_s(attempt: int, rng: random.Random) -> float:
     """The wait after the ``attempt``-th (0-based) consecutive 429 without ``Retry-After``.
 
     Exponential with "equal jitter": half the step fixed, half random, so callers that were
     throttled together do not come back together, and none comes back at once.
     """
-    step = min(cap_s, base_s * 2.0 ** max(attempt, 0))
+    step = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2.0 ** max(attempt, 0))
     return step / 2 + rng.uniform(0, step / 2)
 
 
