@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from paysuite_core.tls import TLSSettings
+from paysuite_core.tls import TLSSettings, client_context
 
 if TYPE_CHECKING:
     import aiohttp
@@ -131,11 +131,4 @@ def gevent_client(origin: str, tls: TLSSettings | None = None, **kwargs: object)
 def _gevent_context(settings: TLSSettings) -> Any:
     import gevent.ssl
 
-    trusted = settings.requests_verify()  # the bundle's path, or False when --insecure
-    context = gevent.ssl.create_default_context(cafile=trusted or None)
-    if settings.client_cert:
-        context.load_cert_chain(settings.client_cert, settings.client_key)
-    if settings.insecure:
-        context.check_hostname = False
-        context.verify_mode = gevent.ssl.CERT_NONE
-    return context
+    return client_context(settings, gevent.ssl.create_default_context)

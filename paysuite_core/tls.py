@@ -24,7 +24,7 @@ import argparse
 import functools
 import os
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,13 @@ from paysuite_core.usage import UsageError
 
 #: The environment variables read for a CA bundle when none is given, in this order.
 CA_BUNDLE_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
+#: What a node process (paypack-js's driver) reads for each setting.
+_NODE_VARIABLES = {
+    "ca_bundle": "PAYSUITE_CA_BUNDLE",
+    "client_cert": "PAYSUITE_CLIENT_CERT",
+    "client_key": "PAYSUITE_CLIENT_KEY",
+    "insecure": "PAYSUITE_INSECURE",
+}
 
 
 class TLSSettingsError(UsageError, ValueError):
@@ -118,11 +125,6 @@ class TLSSettings:
         """The client context every asyncio, httpx and aiohttp client uses (built once)."""
         return _context(self)
 
-    @property
-    def verify(self) -> ssl.SSLContext:
-        """httpx's ``verify`` and aiohttp's ``ssl``: the one context."""
-        return self.ssl_context()
-
     def requests_verify(self) -> bool | str:
         """requests' ``verify`` (schemathesis, paypack-py): False, or the bundle's path."""
         if self.insecure:
@@ -137,16 +139,8 @@ class TLSSettings:
 
     def node_environment(self) -> dict[str, str]:
         """The variables a node process (paypack-js's driver) reads for the same settings."""
-        env = {}
-        if self.ca_bundle:
-            env["PAYSUITE_CA_BUNDLE"] = self.ca_bundle
-        if self.client_cert:
-            env["PAYSUITE_CLIENT_CERT"] = self.client_cert
-        if self.client_key:
-            env["PAYSUITE_CLIENT_KEY"] = self.client_key
-        if self.insecure:
-            env["PAYSUITE_INSECURE"] = "1"
-        return env
+        given = ((name, getattr(self, key)) for key, name in _NODE_VARIABLES.items())
+        return {name: "1" if value is True else value for name, value in given if value}
 
     def describe(self) -> str:
         """How certificates are judged, for a report's header and an insecure verdict line."""
@@ -158,10 +152,7 @@ class TLSSettings:
 
 
 def _from_environment(env: Mapping[str, str]) -> str | None:
-    for name in CA_BUNDLE_VARIABLES:
-        if env.get(name):
-            return env[name]
-    return None
+    return next((env[name] for name in CA_BUNDLE_VARIABLES if env.get(name)), None)
 
 
 def _certifi_bundle() -> str:
@@ -170,15 +161,20 @@ def _certifi_bundle() -> str:
     return str(certifi.where())
 
 
-@functools.cache
-def _context(settings: TLSSettings) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=settings.ca_bundle or _certifi_bundle())
+def client_context(
+    settings: TLSSettings, create: Callable[..., ssl.SSLContext] = ssl.create_default_context
+) -> ssl.SSLContext:
+    """The context the settings describe, made by ``create`` (gevent's for its own sockets)."""
+    context = create(cafile=settings.ca_bundle or _certifi_bundle())
     if settings.client_cert:
         context.load_cert_chain(settings.client_cert, settings.client_key)
     if settings.insecure:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     return context
+
+
+_context = functools.cache(client_context)
 
 
 # --- what went wrong, in one line ----------------------------------------------------------
