@@ -19,7 +19,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal, NotRequired, TypedDict, Unpack
 
@@ -77,9 +77,7 @@ class Arrival:
 
     @property
     def ref(self) -> str | None:
-        data = (self.event or {}).get("data")
-        ref = data.get("ref") if isinstance(data, dict) else None
-        return ref if isinstance(ref, str) else None
+        return _ref_of(self.event or {})
 
     @property
     def kind(self) -> str | None:
@@ -119,33 +117,14 @@ class Delivery(TypedDict):
 
 def journal_line(arrival: Arrival) -> str:
     """One arrival as a JSON line, its body reduced to what the questions read (id, kind, ref)."""
-    return json.dumps(
-        {
-            "status": arrival.status,
-            "verdict": arrival.verdict,
-            "reason": arrival.reason,
-            "code": arrival.code,
-            "event_id": arrival.event_id,
-            "attempt": arrival.attempt,
-            "mode": arrival.mode,
-            "signature": arrival.signature,
-            "handler": None
-            if arrival.handler is None
-            else {
-                "status": arrival.handler.status,
-                "elapsed_ms": arrival.handler.elapsed_ms,
-                "error": arrival.handler.error,
-            },
-            "event": {
-                "event_id": arrival.body_event_id,
-                "event_kind": arrival.kind,
-                "data": {"ref": arrival.ref},
-            }
-            if arrival.event is not None
-            else None,
-            "received_at": arrival.received_at,
+    record = {key: value for key, value in asdict(arrival).items() if key not in ("seq", "body")}
+    if arrival.event is not None:
+        record["event"] = {
+            "event_id": arrival.body_event_id,
+            "event_kind": arrival.kind,
+            "data": {"ref": arrival.ref},
         }
-    )
+    return json.dumps(record)
 
 
 def parse_event(body: bytes) -> Event | None:
@@ -271,10 +250,7 @@ class Ledger:
         return found
 
     def first_arrival(self, ref: str, kind: str) -> Arrival | None:
-        for arrival in self.arrivals(ref):
-            if arrival.kind == kind:
-                return arrival
-        return None
+        return next((arrival for arrival in self.arrivals(ref) if arrival.kind == kind), None)
 
     def out_of_order(self, ref: str) -> bool:
         """Whether ``ref``'s processed event was first attempted before its created event.
@@ -289,10 +265,8 @@ class Ledger:
         numbered = any(a.attempt is not None for a in arrivals)
 
         def first(kind: str) -> Arrival | None:
-            for arrival in arrivals:
-                if arrival.kind == kind and (not numbered or arrival.attempt == "1"):
-                    return arrival
-            return None
+            firsts = (a for a in arrivals if not numbered or a.attempt == "1")
+            return next((arrival for arrival in firsts if arrival.kind == kind), None)
 
         created, processed = first(CREATED), first(PROCESSED)
         return processed is not None and created is not None and processed.seq < created.seq
