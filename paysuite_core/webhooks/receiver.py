@@ -15,10 +15,10 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypedDict
 
 import aiohttp
 from aiohttp import web
@@ -401,12 +401,6 @@ def _error(status: int, code: str, message: str) -> web.Response:
     return web.json_response({"code": code, "message": message}, status=status)
 
 
-class _Started(TypedDict, total=False):
-    port: int
-    runner: web.AppRunner
-    error: OSError
-
-
 @dataclass
 class RunningReceiver:
     """A receiver being served: where it listens and what it has seen."""
@@ -437,8 +431,7 @@ def running(
             f"{host} is not a loopback address: the receiver binds loopback only"
         )
     loop = asyncio.new_event_loop()
-    started = threading.Event()
-    state: _Started = {}
+    bound: Future[int] = Future()  # the port, or why the receiver could not listen
 
     async def start() -> web.AppRunner:
         runner = web.AppRunner(
@@ -453,32 +446,33 @@ def running(
         json_errors.install(runner)  # else aiohttp's plain-text 400s, nothing else lost
         site = web.TCPSite(runner, host, port)
         await site.start()
-        state["port"] = runner.addresses[0][1]  # the bound port, also when asked for 0
         return runner
 
     def serve() -> None:
         asyncio.set_event_loop(loop)
         try:
-            state["runner"] = loop.run_until_complete(start())
+            runner = loop.run_until_complete(start())
         except OSError as exc:
-            state["error"] = exc
-            started.set()
+            bound.set_exception(exc)
             return
-        started.set()
+        bound.set_result(runner.addresses[0][1])  # the bound port, also when asked for 0
         loop.run_forever()
-        loop.run_until_complete(state["runner"].cleanup())
+        loop.run_until_complete(runner.cleanup())
         loop.close()  # here, in the loop's own thread, once it has stopped
 
     thread = threading.Thread(target=serve, name="paysuite-webhook-receiver", daemon=True)
     thread.start()
-    started.wait(30)
-    if "error" in state or "port" not in state:
+    try:
+        bound_port = bound.result(30)
+    except (OSError, TimeoutError) as exc:
         thread.join(5)
         if not loop.is_running():
             loop.close()
-        raise ReceiverStartError(f"cannot listen on {host}:{port}: {state.get('error', 'timeout')}")
+        raise ReceiverStartError(
+            f"cannot listen on {host}:{port}: {str(exc) or 'timeout'}"
+        ) from None
     try:
-        yield RunningReceiver(receiver, host, int(state["port"]))
+        yield RunningReceiver(receiver, host, bound_port)
     finally:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(SHUTDOWN_S + 5)
