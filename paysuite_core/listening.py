@@ -131,15 +131,6 @@ class Listening:
         """What the ``web.AppRunner`` takes: the idle and slow-head time-out, the linger."""
         return {"keepalive_timeout": self.idle_timeout_s, "lingering_time": self.linger_s}
 
-    def declared_too_large(self, request: web.BaseRequest) -> Refused | None:
-        """The 413 a request's ``Content-Length`` earns before a byte of its body is read."""
-        declared = request.content_length
-        if declared is None or declared <= self.max_body_bytes:
-            return None
-        limit = self.max_body_bytes
-        why = f"the request body ({declared} bytes) is larger than the {limit}-byte limit"
-        return Refused(413, self.too_large_code, why, close=True)
-
     async def expect_continue(self, request: web.Request) -> None:
         """The routes' ``expect_handler`` (``expect_continue`` with this server's limit)."""
         await expect_continue(request, self.max_body_bytes)
@@ -147,9 +138,10 @@ class Listening:
     async def read_body(self, request: web.BaseRequest) -> bytes:
         """The whole body, or ``Refused``: 413 from the head or past the limit, 408 when it is not
         whole in time, 400 when it cannot be decoded or ends early."""
-        refused = self.declared_too_large(request)
-        if refused is not None:
-            raise refused
+        declared, limit = request.content_length, self.max_body_bytes
+        if declared is not None and declared > limit:
+            why = f"the request body ({declared} bytes) is larger than the {limit}-byte limit"
+            raise Refused(413, self.too_large_code, why, close=True)
         try:
             async with asyncio.timeout(self.body_timeout_s):
                 return await read_whole(request.content, self.max_body_bytes)
