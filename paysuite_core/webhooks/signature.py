@@ -53,6 +53,15 @@ class SignatureError(ValueError):
     """A delivery whose signature does not hold; the message says which part failed."""
 
 
+def _present(name: str, header: str | None) -> str:
+    """The header's value, refused when absent or too long to be read."""
+    if not header:
+        raise SignatureError(f"no {name} header")
+    if len(header) > MAX_SIGNATURE_CHARS:
+        raise SignatureError(f"{name} is {len(header)} characters long")
+    return header
+
+
 @dataclass(frozen=True)
 class SignedDelivery:
     """What a valid signature vouches for: the time it was made."""
@@ -86,11 +95,7 @@ def sign_live(secret: str, body: bytes) -> str:
 
 def verify_live(secret: Secrets, header: str | None, body: bytes) -> None:
     """Check an ``X-Paypack-Signature``; raise :class:`SignatureError` saying what is wrong."""
-    if not header:
-        raise SignatureError(f"no {LIVE_SIGNATURE_HEADER} header")
-    if len(header) > MAX_SIGNATURE_CHARS:
-        raise SignatureError(f"{LIVE_SIGNATURE_HEADER} is {len(header)} characters long")
-    given = header.strip()
+    given = _present(LIVE_SIGNATURE_HEADER, header).strip()
     if not any(hmac.compare_digest(sign_live(one, body), given) for one in _secrets(secret)):
         raise SignatureError(
             f"signature mismatch: {LIVE_SIGNATURE_HEADER} is not the base64 HMAC-SHA256 of the "
@@ -132,10 +137,7 @@ def verify(
     now: float | None = None,
 ) -> SignedDelivery:
     """Check a delivery's signature; raise :class:`SignatureError` saying what is wrong."""
-    if not header:
-        raise SignatureError(f"no {SIGNATURE_HEADER} header")
-    if len(header) > MAX_SIGNATURE_CHARS:
-        raise SignatureError(f"{SIGNATURE_HEADER} is {len(header)} characters long")
+    header = _present(SIGNATURE_HEADER, header)
     timestamp: int | None = None
     candidates: list[str] = []
     for part in header.split(","):
