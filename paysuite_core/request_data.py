@@ -2,7 +2,7 @@
 
 Creates must be valid for the target, or a check or a load test measures 400s instead of the
 service. The target configuration gives either an explicit list of numbers or a regex (default:
-the Rwandan mobile pattern of the live service). For the default pattern, random digits fill
+the Rwandan mobile pattern of the live service). For the default pattern, faker fills digit
 templates derived from it (``078#######`` ...), which is fast and uniform. For any other pattern,
 hypothesis's ``from_regex`` (already a dependency) draws pools of distinct matching strings:
 regex-driven generation is a solved problem, not one to hand-write. Hypothesis favours the
@@ -20,8 +20,12 @@ import math
 import random
 import re
 import warnings
+from typing import TYPE_CHECKING
 
 from paysuite_core.target_config import RWANDA_MOBILE_PATTERN, TargetConfig
+
+if TYPE_CHECKING:
+    from faker import Faker
 
 #: Digit templates that match RWANDA_MOBILE_PATTERN without its optional country prefix.
 RWANDA_TEMPLATES = tuple(f"{prefix}#######" for prefix in ("078", "079", "075", "073", "072"))
@@ -99,10 +103,21 @@ class NumberSource:
         self.numbers = tuple(numbers)
         self._seed = seed
         self._rng = random.Random(seed)
+        self._faker_instance: Faker | None = None
         self._pool: list[str] = []
         self._pools_drawn = 0
         self._used: set[str] = set()
         self._cursor = 0
+
+    @property
+    def _faker(self) -> Faker:
+        """Faker, made on first use: importing it costs more than a light import should."""
+        if self._faker_instance is None:
+            from faker import Faker
+
+            self._faker_instance = Faker()
+            self._faker_instance.seed_instance(self._seed)
+        return self._faker_instance
 
     @classmethod
     def for_target(cls, config: TargetConfig, seed: int = 0) -> NumberSource:
@@ -121,6 +136,8 @@ class NumberSource:
         if self.pattern != RWANDA_MOBILE_PATTERN:
             return rng.choice(self._pool or self._draw_pool())
         template = rng.choice(RWANDA_TEMPLATES)
+        if rng is self._rng:
+            return self._faker.numerify(template)
         return "".join(str(rng.randrange(10)) if ch == "#" else ch for ch in template)
 
     def fresh(self) -> str:
