@@ -80,7 +80,7 @@ def cashout_answers_the_creation_response(target: Target) -> None:
     "Body: amount (number, required), number (string, required). [Cashout: the same body.]",
 )
 def a_creation_missing_amount_or_number_is_rejected(target: Target) -> None:
-    problems, proof = [], []
+    found = Findings()
     judged = 0
     # Both kinds state the required body: each is checked with an application that may create
     # it (a cashin application's cashout would be refused for its privilege, not its body).
@@ -100,18 +100,15 @@ def a_creation_missing_amount_or_number_is_rejected(target: Target) -> None:
         for label, body in bodies.items():
             reply = target.create(kind, app, body=body, key=target.fresh_key())
             if not reply.rejected:
-                problems.append(
-                    f"{kind.lower()} with {label}: answered {reply.status}, expected a 4xx"
+                found.add(
+                    f"{kind.lower()} with {label}: answered {reply.status}, expected a 4xx", reply
                 )
-                proof.append(reply)
         created = target.created_events_for_number(app, number, seen)
         if created:
-            problems.append(
-                f"{len(created)} {kind.lower()} transaction(s) were created for {number}"
-            )
+            found.add(f"{len(created)} {kind.lower()} transaction(s) were created for {number}")
     if not judged:
         not_applicable("no application may cashin or cashout")
-    expect(not problems, "; ".join(problems), *proof)
+    expect(not found.problems, "; ".join(found.problems), *found.proof)
 
 
 @check(

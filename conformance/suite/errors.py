@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from conformance.checks import check, set_up_early
+from conformance.checks import Findings, check, set_up_early
 from conformance.stalled_body import Stall, judge, start_stall
 from paysuite_core.driver.api import AUTHORIZE, CASHIN, CASHOUT, EVENTS, find_path
 from paysuite_core.results.outcome import CouldNotCheck, expect, not_applicable, precondition
@@ -49,7 +49,7 @@ def malformed_input_is_a_4xx_never_a_5xx(target: Target) -> None:
     ]
     if not paths:
         not_applicable("no application may cashin or cashout")
-    problems, proof = [], []
+    found = Findings()
     number = json.dumps(target.number())
     for path, app in (*paths, (AUTHORIZE, None)):
         cases = dict(MALFORMED)
@@ -67,12 +67,11 @@ def malformed_input_is_a_4xx_never_a_5xx(target: Target) -> None:
                 headers={"Idempotency-Key": target.fresh_key()},
             )
             if not reply.rejected:
-                problems.append(f"POST {path} with {label} answered {reply.status}")
-                proof.append(reply)
+                found.add(f"POST {path} with {label} answered {reply.status}", reply)
     expect(
-        not problems,
-        "malformed input not rejected with a 4xx: " + "; ".join(problems[:6]),
-        *proof[:4],
+        not found.problems,
+        "malformed input not rejected with a 4xx: " + "; ".join(found.problems[:6]),
+        *found.proof[:4],
     )
 
 
@@ -222,7 +221,7 @@ def _provoke(target: Target) -> list[tuple[str, int, str, Reply]]:
     "reference",
 )
 def error_bodies_are_status_code_message(target: Target) -> None:
-    problems, proof = [], []
+    found = Findings()
     for what, _, _, reply in _provoke(target):
         body = reply.body
         if not (
@@ -232,12 +231,11 @@ def error_bodies_are_status_code_message(target: Target) -> None:
             and isinstance(body.get("message"), str)
             and body.get("message")
         ):
-            problems.append(f"{what}: {reply.status} {reply.text[:120]!r}")
-            proof.append(reply)
+            found.add(f"{what}: {reply.status} {reply.text[:120]!r}", reply)
     expect(
-        not problems,
-        'error bodies not {"status", "code", "message"} (RC-3): ' + "; ".join(problems[:5]),
-        *proof[:3],
+        not found.problems,
+        'error bodies not {"status", "code", "message"} (RC-3): ' + "; ".join(found.problems[:5]),
+        *found.proof[:3],
     )
 
 
@@ -255,7 +253,7 @@ def error_statuses_and_codes_follow_the_catalogue(target: Target) -> None:
     """The status and code of each provocation, and for an unknown route and a wrong method the
     ``Allow`` header too: a 405 must name the route's methods (RFC 9110, 15.5.6), a 404 names
     none. The document shows no error status, so this is the reference profile's alone."""
-    problems, proof = [], []
+    found = Findings()
     for what, status, code, reply in _provoke(target):
         problem = None
         if reply.status != status or reply.get("code") != code:
@@ -264,9 +262,8 @@ def error_statuses_and_codes_follow_the_catalogue(target: Target) -> None:
             problem = _allow_problem(reply, ALLOW[what])
             problem = problem and f"{what}: {reply.status} {problem}"
         if problem:
-            problems.append(problem)
-            proof.append(reply)
-    expect(not problems, "RC-4 catalogue: " + "; ".join(problems[:6]), *proof[:4])
+            found.add(problem, reply)
+    expect(not found.problems, "RC-4 catalogue: " + "; ".join(found.problems[:6]), *found.proof[:4])
 
 
 #: RC-32: the methods a provocation's ``Allow`` header names (``wrong method`` is a GET of
