@@ -320,3 +320,28 @@ def test_a_fractional_amount_is_a_valid_request_by_the_document() -> None:
     odd = exchange("POST", "/transactions/cashin", 400, {"message": "no"},
                    body={"amount": 100.5, "number": "+1 555"}, headers=bearer(token()))  # fmt: skip
     assert judge.observe(odd) == []
+
+
+def test_a_token_issued_through_the_proxy_is_named_by_its_application_in_a_curl() -> None:
+    """The proxy's curls name a token the target issued in the session by the application's
+    variable; before the judge learned the tokens it saw issued, every curl called one a
+    forgery of the suite's and told the reader to export a made-up token."""
+    from paysuite_core.results.evidence import evidence_of
+    from paysuite_core.target_config import Application, TargetConfig
+
+    app = Application("app-1", "s3cret", "read-write", "M1")
+    judge = Judge(TargetConfig(BASE, (app,)), confirm=False)
+    issued = token()
+    authorize = exchange(
+        "POST", AUTHORIZE_PATH, 200, {"access": issued, "refresh": token(sub="refresh"),
+                                      "expires": int(NOW + 900)},
+        body={"client_id": "app-1", "client_secret": "s3cret"},
+    )  # fmt: skip
+    find = exchange("GET", "/transactions/find/abc", 404, {"status": 404, "message": "no"},
+                    headers=bearer(issued))  # fmt: skip
+    for one in (authorize, find):
+        judge.observe(one)
+    item = evidence_of(find, judge.masker)
+    assert "$PAYSUITE_TOKEN_M1_READ_WRITE" in item["curl"], item["curl"]
+    assert issued not in item["curl"]
+    assert "not one the target issued" not in (item.get("note") or ""), item.get("note")
