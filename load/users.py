@@ -132,13 +132,8 @@ class PaysuiteUser(User):
         return {}
 
     def _allowed_mix(self, mix: dict[str, float]) -> dict[str, float]:
-        allowed = {
-            op: weight
-            for op, weight in mix.items()
-            if weight > 0
-            and not (op == "cashin" and not self.app.can_cashin())
-            and not (op == "cashout" and not self.app.can_cashout())
-        }
+        may = {"cashin": self.app.can_cashin(), "cashout": self.app.can_cashout()}
+        allowed = {op: weight for op, weight in mix.items() if weight > 0 and may.get(op, True)}
         # a read-only application with a create-only mix: it can still read
         return allowed or {"find": 1.0, "events": 1.0}
 
@@ -327,14 +322,10 @@ class MerchantUser(PaysuiteUser):
         self.attempt("events?filter", lambda: self.list_events(filtered=True))
 
     def task_weights(self, mix: dict[str, float]) -> dict[Task, float]:
-        tasks: dict[str, Task] = {
-            "cashin": MerchantUser.cashin,
-            "cashout": MerchantUser.cashout,
-            "find": MerchantUser.find,
-            "events": MerchantUser.events,
-            "events?filter": MerchantUser.events_filtered,
+        # each operation's task is the method of its name (``events?filter``: events_filtered)
+        return {
+            getattr(MerchantUser, op.replace("?filter", "_filtered")): w for op, w in mix.items()
         }
-        return {tasks[op]: weight for op, weight in mix.items()}
 
 
 class StormUser(PaysuiteUser):
@@ -377,13 +368,9 @@ class LifecycleUser(PaysuiteUser):
 
     def task_weights(self, mix: dict[str, float]) -> dict[Task, float]:
         # a non-create weight in the mix goes to the create this application may send
-        rounds: dict[str, Task] = {
-            "cashin": LifecycleUser.cashin_round,
-            "cashout": LifecycleUser.cashout_round,
-        }
         weights: dict[Task, float] = {}
         for op, weight in mix.items():
-            chosen = rounds[op if op in KINDS else self._creating_op()]
+            chosen = getattr(LifecycleUser, f"{op if op in KINDS else self._creating_op()}_round")
             weights[chosen] = weights.get(chosen, 0.0) + weight
         return weights
 
