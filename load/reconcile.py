@@ -348,13 +348,10 @@ class _Checks:
     #: the run's TLS settings (``LoadPlan.tls``), as the users had them
     tls: TLSSettings | None = None
 
-    def session(self) -> _Session:
-        return _Session(self)
-
     def worker(self) -> None:
         import gevent.queue
 
-        session = self.session()
+        session = _Session(self)
         try:
             while time.monotonic() < self.deadline and self.unreachable < self.gone_after:
                 try:
@@ -368,7 +365,7 @@ class _Checks:
                     # a failed connection is not reused (its pool slot would wait for the
                     # total timeout): a fresh one for the next check
                     session.close()
-                    session = self.session()
+                    session = _Session(self)
                     if no_answer(exc) and not self.outcomes.get("ok"):
                         self.unreachable += 1
                 self.count(record, outcome)
@@ -434,7 +431,7 @@ class _Checks:
         if remaining <= 0:
             return uncounted("the --reconcile-timeout budget ran out")
         progress(f"paysuite: counting the target's transactions for {len(storm)} storm keys")
-        session = self.session()
+        session = _Session(self)
         budget = gevent.Timeout(remaining)
         budget.start()
         try:

@@ -42,12 +42,8 @@ class CatalogShape(LoadTestShape):
         assert self.runner is not None
         return of(self.runner.environment).current_plan().with_shape(self.shape_name)
 
-    def _shape(self) -> Shape:
-        self.shape = self._plan().shape
-        return self.shape
-
     def tick(self) -> Tick | None:
-        shape = self._shape()
+        shape = self.shape = self._plan().shape
         elapsed: float = self.get_run_time()  # type: ignore[no-untyped-call]
         assert self.runner is not None
         if TIMELINE.abort_reason:
