@@ -19,7 +19,7 @@ from typing import Any, TypeVar, cast
 import yaml
 
 from load.records import Knee, RampStep, ShapeSummary, VerdictRecord
-from load.shape_catalog import AUTH_OPERATIONS, DERIVED_MEASURES, Shape, Thresholds, default_slo
+from load.shape_catalog import AUTH_OPERATIONS, BASE_SLO, DERIVED_MEASURES, Shape, Thresholds
 
 _Value = TypeVar("_Value", int, float)
 METRICS = ("p50_ms", "p95_ms", "p99_ms", "error_ratio", "min_rps")
@@ -140,13 +140,14 @@ def load_slo_file(path: str | Path) -> SLORules:
     return SLORules.from_dict(data, str(path))
 
 
-def resolve_slo(shape: Shape, rules: SLORules | None) -> Thresholds:
-    """Built-in thresholds of ``shape``, overlaid by the file's defaults, then its own block."""
-    merged = default_slo(shape)
-    if rules is not None:
-        for block in (rules.defaults, rules.by_shape.get(shape.name) or {}):
-            for op, metrics in block.items():
-                merged.setdefault(op, {}).update(metrics)
+def resolve_slo(shape: Shape, rules: SLORules | None = None) -> Thresholds:
+    """The thresholds of ``shape``: the base set, overlaid by the shape's own (its built-in
+    thresholds, without ``rules``), then by the file's defaults, then by its block."""
+    rules = rules or SLORules()
+    merged: Thresholds = {}
+    for block in (BASE_SLO, shape.slo, rules.defaults, rules.by_shape.get(shape.name) or {}):
+        for op, metrics in block.items():
+            merged.setdefault(op, {}).update(metrics)
     return merged
 
 
