@@ -88,15 +88,8 @@ def timeline_rows(summary: LoadSummary, report_dir: Path) -> list[HistoryRow]:
     if samples:
         rows: list[HistoryRow] = [{"t": 0.0, "users": 0.0, "req/s": None, "fail/s": None}]
         for s in samples:
-            row: dict[str, Any] = {
-                "t": s["t"],
-                "users": s["users"],
-                "req/s": s["rps"],
-                "fail/s": s["fail_s"],
-                "p50": s["p50"],
-                "p95": s["p95"],
-                "p99": s["p99"],
-            }
+            row: dict[str, Any] = {"req/s": s["rps"], "fail/s": s["fail_s"]}
+            row.update((key, s[key]) for key in ("t", "users", "p50", "p95", "p99"))
             for op, point in (s.get("ops") or {}).items():
                 for key in ("p50", "p95", "p99", "rps"):
                     row[f"{op}:{key}"] = point.get(key)
