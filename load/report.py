@@ -131,25 +131,20 @@ def _nice_max(value: float) -> float:
     if value <= 0:
         return 1.0
     magnitude = 10.0 ** math.floor(math.log10(value))
-    for step in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
-        if value <= step * magnitude:
-            return step * magnitude
-    return value
+    steps = (step * magnitude for step in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10))
+    return next((top for top in steps if value <= top), value)
 
 
 def _count_max(value: float) -> float:
     """The top of an axis of counts (users): four whole-numbered intervals above ``value``."""
-    for step in (1, 2, 3, 4, 5, 10, 15, 20, 25, 50, 75, 100, 150, 200, 250, 500, 1000):
-        if value * 1.05 <= step * 4:
-            return float(step * 4)
-    return _nice_max(value * 1.05)
+    steps = (1, 2, 3, 4, 5, 10, 15, 20, 25, 50, 75, 100, 150, 200, 250, 500, 1000)
+    tops = (4.0 * step for step in steps)
+    return next((top for top in tops if value * 1.05 <= top), None) or _nice_max(value * 1.05)
 
 
 def _time_step(span: float) -> float:
-    for step in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600):
-        if span / step <= 10:
-            return step
-    return 7200
+    steps = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)
+    return next((step for step in steps if span / step <= 10), 7200)
 
 
 def _clock(t: float, span: float) -> str:
