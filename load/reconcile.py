@@ -225,15 +225,13 @@ def check_one(
     if not 200 <= found.status < 300:
         return f"error:find status {found.status}"
     data = found.json()
-    wrong = []
-    if data.get("ref") not in (None, ref):
-        wrong.append("ref")
-    if data.get("kind") != record["kind"]:
-        wrong.append("kind")
-    if not _same_amount(data.get("amount"), record["amount"]):
-        wrong.append("amount")
-    if "client" in data and data.get("client") != record["number"]:
-        wrong.append("client")
+    differs = {
+        "ref": data.get("ref") not in (None, ref),
+        "kind": data.get("kind") != record["kind"],
+        "amount": not _same_amount(data.get("amount"), record["amount"]),
+        "client": "client" in data and data.get("client") != record["number"],
+    }
+    wrong = [name for name, differ in differs.items() if differ]
     if wrong:
         return "mismatch:" + ",".join(wrong)
     events = session.get("/events/transactions", headers, ref=ref, limit=100)

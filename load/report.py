@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from load.records import LoadSummary, ShapeSummary
+from load.shape_catalog import AUTH_OPERATIONS
 from load.slo import FLOORS, ramp_finding
 from paysuite_core.report_engine import render
 
@@ -257,13 +258,11 @@ def _line(out: Plot, rows: Sequence[dict[str, Any]], s: Series, top_value: float
 
 def _limit_for(thresholds: dict[str, Any], op: str) -> list[tuple[float, str]]:
     """The p95 ceiling that applies to ``op`` (its own, else ``*``), as a chart reference line."""
-    own = thresholds.get(op) or {}
-    star = thresholds.get("*") or {}
-    if "p95_ms" in own:
-        return [(float(own["p95_ms"]), f"p95 limit {own['p95_ms']:g} ms")]
-    if "p95_ms" in star and op not in ("authorize", "refresh"):
-        return [(float(star["p95_ms"]), f"p95 limit {star['p95_ms']:g} ms")]
-    return []
+    metrics = thresholds.get(op) or {}
+    if "p95_ms" not in metrics and op not in AUTH_OPERATIONS:
+        metrics = thresholds.get("*") or {}
+    limit = metrics.get("p95_ms")
+    return [] if limit is None else [(float(limit), f"p95 limit {limit:g} ms")]
 
 
 RECON_COUNTS = (

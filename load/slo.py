@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -234,13 +235,10 @@ def percentile_of(times: Mapping[_Value, int], fraction: float) -> float | None:
     total = sum(times.values())
     if total <= 0:
         return None
+    values = sorted(times)
     wanted = total * fraction
-    seen = 0
-    for ms in sorted(times):
-        seen += times[ms]
-        if seen >= wanted:
-            return float(ms)
-    return float(max(times))
+    seen = accumulate(times[ms] for ms in values)
+    return float(next((ms for ms, n in zip(values, seen, strict=True) if n >= wanted), values[-1]))
 
 
 def ramp_knee(steps: list[RampStep], gain: float = 0.05, rise: float = 0.2) -> Knee | None:
