@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from fractions import Fraction
 from typing import Any, TypeVar
 
-from locust import User, between, constant, constant_throughput, task
+from locust import User, between, constant_throughput, task
 from locust.env import Environment
 from locust.exception import LocustError
 from locust.user.task import TaskSet
@@ -51,11 +51,10 @@ _STARTED = {op: f"started:{op}" for op in (*KINDS, "find", "events", "events?fil
 
 
 def wait_function(pacing: Pacing, users: int) -> Callable[[User], float]:
-    """Locust's own wait function for a pacing; a throughput is shared by the shape's users."""
+    """Locust's own wait function for a pacing; a throughput is shared by the shape's users
+    (a constant pacing's ``low`` and ``high`` are equal: ``between`` waits exactly that)."""
     if pacing.kind == "throughput":
         return constant_throughput(pacing.rps / max(users, 1))
-    if pacing.kind == "constant":
-        return constant(pacing.low)
     return between(pacing.low, pacing.high)
 
 
