@@ -58,30 +58,25 @@ class Ledger:
     time_to_processed: list[TimeToProcessed] = field(default_factory=list)
     batches_received: int = 0
     sources: set[str] = field(default_factory=set)
-    _out_creates: list[CreateRecord] = field(default_factory=list)
-    _out_counters: Counter[str] = field(default_factory=Counter)
-    _out_ttp: list[TimeToProcessed] = field(default_factory=list)
+    #: the outbox: what the next ``flush`` sends
+    _out: Batch = field(default_factory=lambda: Batch(creates=[], counters={}, ttp=[]))
 
     # -- user side -----------------------------------------------------------------------------
     def record_create(self, record: CreateRecord) -> None:
-        self._out_creates.append(record)
+        self._out["creates"].append(record)
 
     def count(self, name: str, amount: int = 1) -> None:
-        self._out_counters[name] += amount
+        counters = self._out["counters"]
+        counters[name] = counters.get(name, 0) + amount
 
     def record_time_to_processed(self, seconds: float, status: str) -> None:
-        self._out_ttp.append({"seconds": round(seconds, 4), "status": status})
+        self._out["ttp"].append({"seconds": round(seconds, 4), "status": status})
 
     def flush(self, environment: Environment) -> None:
         """Send the outbox to the master (or to ourselves when running locally)."""
-        if not (self._out_creates or self._out_counters or self._out_ttp):
+        if not any(self._out.values()):
             return
-        batch: Batch = {
-            "creates": self._out_creates,
-            "counters": dict(self._out_counters),
-            "ttp": self._out_ttp,
-        }
-        self._out_creates, self._out_counters, self._out_ttp = [], Counter(), []
+        batch, self._out = self._out, Batch(creates=[], counters={}, ttp=[])
         runner = environment.runner
         if runner is None:
             self.merge(batch, "local")

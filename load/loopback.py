@@ -31,11 +31,8 @@ def is_loopback(url: str) -> bool:
 
 def check_loopback(config: TargetConfig, warn: Callable[[str], None] = print) -> None:
     """Refuse non-loopback targets (and customer-driver URLs) unless explicitly allowed."""
-    urls = [config.base_url]
-    for action in (config.customer.confirm, config.customer.cancel):
-        if action is not None:
-            urls.append(action.url_template)
-    for url in urls:
+    actions = (config.customer.confirm, config.customer.cancel)
+    for url in [config.base_url, *(a.url_template for a in actions if a is not None)]:
         if is_loopback(url):
             continue
         if os.environ.get(ALLOW_REMOTE_ENV) == "1":

@@ -136,11 +136,6 @@ class LoadPlan:
         )
 
 
-def _positive(name: str, value: float | None) -> None:
-    if value is not None and value <= 0:
-        raise UsageError(f"--{name.replace('_', '-')} must be greater than 0")
-
-
 def _duration(name: str, value: str | float | None) -> float | None:
     """A duration option in Locust's format (``20``, ``20s``, ``1m30s``), in seconds."""
     if value is None or value == "":
@@ -258,7 +253,8 @@ def build_plan(
         ("reconcile_timeout", reconcile_s),
         ("max_requests", max_requests),
     ):
-        _positive(name, value)
+        if value is not None and value <= 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be greater than 0")
     if workers < 0:
         raise UsageError("--workers must be 0 or more")
     if lifecycle_resolve not in ("", "auto", "driver"):

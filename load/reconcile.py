@@ -225,15 +225,13 @@ def check_one(
     if not 200 <= found.status < 300:
         return f"error:find status {found.status}"
     data = found.json()
-    wrong = []
-    if data.get("ref") not in (None, ref):
-        wrong.append("ref")
-    if data.get("kind") != record["kind"]:
-        wrong.append("kind")
-    if not _same_amount(data.get("amount"), record["amount"]):
-        wrong.append("amount")
-    if "client" in data and data.get("client") != record["number"]:
-        wrong.append("client")
+    differs = {
+        "ref": data.get("ref") not in (None, ref),
+        "kind": data.get("kind") != record["kind"],
+        "amount": not _same_amount(data.get("amount"), record["amount"]),
+        "client": "client" in data and data.get("client") != record["number"],
+    }
+    wrong = [name for name, differ in differs.items() if differ]
     if wrong:
         return "mismatch:" + ",".join(wrong)
     events = session.get("/events/transactions", headers, ref=ref, limit=100)
@@ -348,13 +346,10 @@ class _Checks:
     #: the run's TLS settings (``LoadPlan.tls``), as the users had them
     tls: TLSSettings | None = None
 
-    def session(self) -> _Session:
-        return _Session(self)
-
     def worker(self) -> None:
         import gevent.queue
 
-        session = self.session()
+        session = _Session(self)
         try:
             while time.monotonic() < self.deadline and self.unreachable < self.gone_after:
                 try:
@@ -368,7 +363,7 @@ class _Checks:
                     # a failed connection is not reused (its pool slot would wait for the
                     # total timeout): a fresh one for the next check
                     session.close()
-                    session = self.session()
+                    session = _Session(self)
                     if no_answer(exc) and not self.outcomes.get("ok"):
                         self.unreachable += 1
                 self.count(record, outcome)
@@ -434,7 +429,7 @@ class _Checks:
         if remaining <= 0:
             return uncounted("the --reconcile-timeout budget ran out")
         progress(f"paysuite: counting the target's transactions for {len(storm)} storm keys")
-        session = self.session()
+        session = _Session(self)
         budget = gevent.Timeout(remaining)
         budget.start()
         try:

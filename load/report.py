@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from load.records import LoadSummary, ShapeSummary
+from load.shape_catalog import AUTH_OPERATIONS
 from load.slo import FLOORS, ramp_finding
 from paysuite_core.report_engine import render
 
@@ -88,15 +89,8 @@ def timeline_rows(summary: LoadSummary, report_dir: Path) -> list[HistoryRow]:
     if samples:
         rows: list[HistoryRow] = [{"t": 0.0, "users": 0.0, "req/s": None, "fail/s": None}]
         for s in samples:
-            row: dict[str, Any] = {
-                "t": s["t"],
-                "users": s["users"],
-                "req/s": s["rps"],
-                "fail/s": s["fail_s"],
-                "p50": s["p50"],
-                "p95": s["p95"],
-                "p99": s["p99"],
-            }
+            row: dict[str, Any] = {"req/s": s["rps"], "fail/s": s["fail_s"]}
+            row.update((key, s[key]) for key in ("t", "users", "p50", "p95", "p99"))
             for op, point in (s.get("ops") or {}).items():
                 for key in ("p50", "p95", "p99", "rps"):
                     row[f"{op}:{key}"] = point.get(key)
@@ -138,25 +132,20 @@ def _nice_max(value: float) -> float:
     if value <= 0:
         return 1.0
     magnitude = 10.0 ** math.floor(math.log10(value))
-    for step in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
-        if value <= step * magnitude:
-            return step * magnitude
-    return value
+    steps = (step * magnitude for step in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10))
+    return next((top for top in steps if value <= top), value)
 
 
 def _count_max(value: float) -> float:
     """The top of an axis of counts (users): four whole-numbered intervals above ``value``."""
-    for step in (1, 2, 3, 4, 5, 10, 15, 20, 25, 50, 75, 100, 150, 200, 250, 500, 1000):
-        if value * 1.05 <= step * 4:
-            return float(step * 4)
-    return _nice_max(value * 1.05)
+    steps = (1, 2, 3, 4, 5, 10, 15, 20, 25, 50, 75, 100, 150, 200, 250, 500, 1000)
+    tops = (4.0 * step for step in steps)
+    return next((top for top in tops if value * 1.05 <= top), None) or _nice_max(value * 1.05)
 
 
 def _time_step(span: float) -> float:
-    for step in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600):
-        if span / step <= 10:
-            return step
-    return 7200
+    steps = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)
+    return next((step for step in steps if span / step <= 10), 7200)
 
 
 def _clock(t: float, span: float) -> str:
@@ -269,13 +258,11 @@ def _line(out: Plot, rows: Sequence[dict[str, Any]], s: Series, top_value: float
 
 def _limit_for(thresholds: dict[str, Any], op: str) -> list[tuple[float, str]]:
     """The p95 ceiling that applies to ``op`` (its own, else ``*``), as a chart reference line."""
-    own = thresholds.get(op) or {}
-    star = thresholds.get("*") or {}
-    if "p95_ms" in own:
-        return [(float(own["p95_ms"]), f"p95 limit {own['p95_ms']:g} ms")]
-    if "p95_ms" in star and op not in ("authorize", "refresh"):
-        return [(float(star["p95_ms"]), f"p95 limit {star['p95_ms']:g} ms")]
-    return []
+    metrics = thresholds.get(op) or {}
+    if "p95_ms" not in metrics and op not in AUTH_OPERATIONS:
+        metrics = thresholds.get("*") or {}
+    limit = metrics.get("p95_ms")
+    return [] if limit is None else [(float(limit), f"p95 limit {limit:g} ms")]
 
 
 RECON_COUNTS = (

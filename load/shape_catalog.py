@@ -47,7 +47,8 @@ DERIVED_MEASURES = ("time-to-processed",)
 MIN_RAMP_STEP_S = 5.0
 MIN_RAMP_STEPS = 3
 
-_BASE_SLO: Thresholds = {
+#: every shape's thresholds, under the shape's own (``load.slo.resolve_slo``)
+BASE_SLO: Thresholds = {
     "*": {"p95_ms": 500, "p99_ms": 1000, "error_ratio": 0.01},
     #: every request of the run, authorize and refresh included: a run where more than this
     #: share failed never passes, whatever its per-operation thresholds say
@@ -262,14 +263,6 @@ def get_shape(name: str) -> Shape:
         return SHAPES[name]
     except KeyError:
         raise KeyError(f"unknown shape {name!r}; known: {', '.join(SHAPES)}") from None
-
-
-def default_slo(shape: Shape) -> Thresholds:
-    """The built-in thresholds of ``shape``: the base set overlaid with the shape's own."""
-    merged = {op: dict(values) for op, values in _BASE_SLO.items()}
-    for op, values in shape.slo.items():
-        merged.setdefault(op, {}).update(values)
-    return merged
 
 
 def parse_mix(text: str) -> dict[str, float]:

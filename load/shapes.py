@@ -42,12 +42,8 @@ class CatalogShape(LoadTestShape):
         assert self.runner is not None
         return of(self.runner.environment).current_plan().with_shape(self.shape_name)
 
-    def _shape(self) -> Shape:
-        self.shape = self._plan().shape
-        return self.shape
-
     def tick(self) -> Tick | None:
-        shape = self._shape()
+        shape = self.shape = self._plan().shape
         elapsed: float = self.get_run_time()  # type: ignore[no-untyped-call]
         assert self.runner is not None
         if TIMELINE.abort_reason:
@@ -123,11 +119,8 @@ class RampShape(CatalogShape):
         p95 = percentile_of(times, 0.95)
         ratio = failures / requests if requests else 0.0
         duration = max(elapsed - self._step_started, 1e-6)
-        breached = []
-        if "p95_ms" in slo and p95 is not None and p95 > slo["p95_ms"]:
-            breached.append("p95_ms")
-        if "error_ratio" in slo and ratio > slo["error_ratio"]:
-            breached.append("error_ratio")
+        judged = {"p95_ms": p95, "error_ratio": ratio}
+        breached = [m for m, v in judged.items() if m in slo and v is not None and v > slo[m]]
         step: RampStep = {
             "step": self._step_index,
             "users": shape.users + shape.step_users * self._step_index,

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import yaml
 
 from load.records import Knee, RampStep, ShapeSummary, VerdictRecord
-from load.shape_catalog import AUTH_OPERATIONS, DERIVED_MEASURES, Shape, Thresholds, default_slo
+from load.shape_catalog import AUTH_OPERATIONS, BASE_SLO, DERIVED_MEASURES, Shape, Thresholds
 
 _Value = TypeVar("_Value", int, float)
 METRICS = ("p50_ms", "p95_ms", "p99_ms", "error_ratio", "min_rps")
@@ -140,13 +141,14 @@ def load_slo_file(path: str | Path) -> SLORules:
     return SLORules.from_dict(data, str(path))
 
 
-def resolve_slo(shape: Shape, rules: SLORules | None) -> Thresholds:
-    """Built-in thresholds of ``shape``, overlaid by the file's defaults, then its own block."""
-    merged = default_slo(shape)
-    if rules is not None:
-        for block in (rules.defaults, rules.by_shape.get(shape.name) or {}):
-            for op, metrics in block.items():
-                merged.setdefault(op, {}).update(metrics)
+def resolve_slo(shape: Shape, rules: SLORules | None = None) -> Thresholds:
+    """The thresholds of ``shape``: the base set, overlaid by the shape's own (its built-in
+    thresholds, without ``rules``), then by the file's defaults, then by its block."""
+    rules = rules or SLORules()
+    merged: Thresholds = {}
+    for block in (BASE_SLO, shape.slo, rules.defaults, rules.by_shape.get(shape.name) or {}):
+        for op, metrics in block.items():
+            merged.setdefault(op, {}).update(metrics)
     return merged
 
 
@@ -233,13 +235,10 @@ def percentile_of(times: Mapping[_Value, int], fraction: float) -> float | None:
     total = sum(times.values())
     if total <= 0:
         return None
+    values = sorted(times)
     wanted = total * fraction
-    seen = 0
-    for ms in sorted(times):
-        seen += times[ms]
-        if seen >= wanted:
-            return float(ms)
-    return float(max(times))
+    seen = accumulate(times[ms] for ms in values)
+    return float(next((ms for ms, n in zip(values, seen, strict=True) if n >= wanted), values[-1]))
 
 
 def ramp_knee(steps: list[RampStep], gain: float = 0.05, rise: float = 0.2) -> Knee | None:

@@ -97,14 +97,11 @@ def collect_operations(
     duration = max(end - start, 1e-6)
     by_name: dict[str, StatsEntry] = {}
     for (name, _method), entry in stats.entries.items():
-        if name in by_name:
-            by_name[name].extend(entry)
-        else:
+        if name not in by_name:
             from locust.stats import StatsEntry  # the run-time import
 
-            merged = StatsEntry(stats, name, "", use_response_times_cache=False)
-            merged.extend(entry)
-            by_name[name] = merged
+            by_name[name] = StatsEntry(stats, name, "", use_response_times_cache=False)
+        by_name[name].extend(entry)
     ops = {name: _entry_stats(entry, duration) for name, entry in by_name.items()}
     return ops, _entry_stats(total, duration), duration
 

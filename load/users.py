@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from fractions import Fraction
 from typing import Any, TypeVar
 
-from locust import User, between, constant, constant_throughput, task
+from locust import User, between, constant_throughput, task
 from locust.env import Environment
 from locust.exception import LocustError
 from locust.user.task import TaskSet
@@ -51,11 +51,10 @@ _STARTED = {op: f"started:{op}" for op in (*KINDS, "find", "events", "events?fil
 
 
 def wait_function(pacing: Pacing, users: int) -> Callable[[User], float]:
-    """Locust's own wait function for a pacing; a throughput is shared by the shape's users."""
+    """Locust's own wait function for a pacing; a throughput is shared by the shape's users
+    (a constant pacing's ``low`` and ``high`` are equal: ``between`` waits exactly that)."""
     if pacing.kind == "throughput":
         return constant_throughput(pacing.rps / max(users, 1))
-    if pacing.kind == "constant":
-        return constant(pacing.low)
     return between(pacing.low, pacing.high)
 
 
@@ -132,13 +131,8 @@ class PaysuiteUser(User):
         return {}
 
     def _allowed_mix(self, mix: dict[str, float]) -> dict[str, float]:
-        allowed = {
-            op: weight
-            for op, weight in mix.items()
-            if weight > 0
-            and not (op == "cashin" and not self.app.can_cashin())
-            and not (op == "cashout" and not self.app.can_cashout())
-        }
+        may = {"cashin": self.app.can_cashin(), "cashout": self.app.can_cashout()}
+        allowed = {op: weight for op, weight in mix.items() if weight > 0 and may.get(op, True)}
         # a read-only application with a create-only mix: it can still read
         return allowed or {"find": 1.0, "events": 1.0}
 
@@ -327,14 +321,10 @@ class MerchantUser(PaysuiteUser):
         self.attempt("events?filter", lambda: self.list_events(filtered=True))
 
     def task_weights(self, mix: dict[str, float]) -> dict[Task, float]:
-        tasks: dict[str, Task] = {
-            "cashin": MerchantUser.cashin,
-            "cashout": MerchantUser.cashout,
-            "find": MerchantUser.find,
-            "events": MerchantUser.events,
-            "events?filter": MerchantUser.events_filtered,
+        # each operation's task is the method of its name (``events?filter``: events_filtered)
+        return {
+            getattr(MerchantUser, op.replace("?filter", "_filtered")): w for op, w in mix.items()
         }
-        return {tasks[op]: weight for op, weight in mix.items()}
 
 
 class StormUser(PaysuiteUser):
@@ -377,13 +367,9 @@ class LifecycleUser(PaysuiteUser):
 
     def task_weights(self, mix: dict[str, float]) -> dict[Task, float]:
         # a non-create weight in the mix goes to the create this application may send
-        rounds: dict[str, Task] = {
-            "cashin": LifecycleUser.cashin_round,
-            "cashout": LifecycleUser.cashout_round,
-        }
         weights: dict[Task, float] = {}
         for op, weight in mix.items():
-            chosen = rounds[op if op in KINDS else self._creating_op()]
+            chosen = getattr(LifecycleUser, f"{op if op in KINDS else self._creating_op()}_round")
             weights[chosen] = weights.get(chosen, 0.0) + weight
         return weights
 

@@ -101,12 +101,11 @@ def test_auth_failures_count_and_an_all_failed_operation_is_a_failed_row() -> No
 
 def test_operations_started_but_never_completed_fail_the_run() -> None:
     from load.finalize import judge
-    from load.shape_catalog import default_slo
 
     shape = get_shape("smoke")
     ops = {"authorize": stats(4)}
     counters = {"started:cashin": 3, "started:find": 0, "auth_errors": 1}
-    verdicts = judge(shape, default_slo(shape), ops, stats(4), {"count": 0}, {}, counters)
+    verdicts = judge(shape, resolve_slo(shape), ops, stats(4), {"count": 0}, {}, counters)
     failed = [(v.operation, v.metric, v.note) for v in verdicts if not v.passed]
     assert ("cashin", "successes", "no request completed (3 started)") in failed
     assert not any(op == "find" for op, _, _ in failed)
