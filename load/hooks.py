@@ -74,10 +74,6 @@ def _options() -> dict[str, tuple[str, dict[str, Any]]]:
     return {
         "config": ("target configuration YAML (the stub writes one as its credentials file)", {}),
         "shape": ("named load shape (default smoke)", {"choices": shapes}),
-        "profile": (
-            "removed: use --paysuite-shape (kept only to say so)",
-            {"choices": shapes, **hidden},
-        ),
         # the web UI's own users, spawn rate and run time fields do what these three do
         "users": ("override the shape's user count (same as -u)", {**limit, "type": int}),
         "spawn-rate": ("override the shape's spawn rate (same as -r)", {**limit, "type": float}),

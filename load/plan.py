@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from load.shape_catalog import (
-    SHAPE_NAMES,
     Pacing,
     Shape,
     ShapeOverrides,
@@ -364,12 +363,6 @@ def plan_from_locust_options(
     if not path:
         raise UsageError(
             "no target configuration: pass --paysuite-config FILE (or PAYSUITE_CONFIG)"
-        )
-    if option(options, "paysuite_profile"):
-        # One word for the load shape everywhere: a profile is conformance's seed/reference.
-        raise UsageError(
-            "--paysuite-profile (PAYSUITE_PROFILE) was removed; use --paysuite-shape NAME "
-            f"({', '.join(SHAPE_NAMES)})"
         )
     given = {name: option(options, f"paysuite_{name}") for name in (*_LOCUST_ARGS, *_NUMBERS)}
     for name, common_name in zip(("users", "spawn_rate", "duration"), COMMON_OPTIONS, strict=True):

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from load.records import LoadSummary
+from paysuite_core.cli_flags import Flag, UsageError, add_command
 from paysuite_core.durations import duration_argument
 from paysuite_core.report_engine import render
 
@@ -162,8 +163,7 @@ def run_demo(
                     quiet=bool(getattr(args, "quiet", False)),
                 )
     except StubStartError as exc:
-        print(f"paysuite demo: the stub did not start: {str(exc).splitlines()[0]}", file=sys.stderr)
-        return 2
+        raise UsageError(f"the stub did not start: {str(exc).splitlines()[0]}") from None
     exit_code = 0 if conformance.status == "passed" and load_code == 0 else 1
     index = write_index(report_dir, conformance, load_code, load_summary, exit_code)
     say(f"conformance {conformance.status}; load {'passed' if load_code == 0 else 'failed'}")
@@ -174,31 +174,31 @@ def run_demo(
 
 def _run(args: argparse.Namespace) -> int:
     if args.load_duration is not None and args.load_duration <= 0:
-        print("paysuite demo: --load-duration must be greater than 0", file=sys.stderr)
-        return 2
+        raise UsageError("--load-duration must be greater than 0")
     return run_demo(args)
 
 
+FLAGS = (
+    Flag("--report-dir", "where reports go (default reports/)", default="reports"),
+    Flag("--load-duration", "smoke run length (30, 30s, 1m; default 30 s)", type=duration_argument),
+    Flag("--users", "smoke run users (default 5)", type=int),
+    Flag(
+        "--quiet",
+        "no Locust statistics table (by default it is printed once, at the end)",
+        switch=True,
+    ),
+)
+
+
 def register(subparsers: Any) -> None:
-    demo = subparsers.add_parser(
+    add_command(
+        subparsers,
         "demo",
+        _run,
+        FLAGS,
         help="stub + conformance suite + smoke load run, summarized in reports/index.html",
         description=(
             "Start the bundled stub, run the conformance suite and a smoke load run against it, "
             "and write reports/index.html. Exit 0 only if both passed."
         ),
     )
-    demo.add_argument("--report-dir", default="reports", help="where reports go (default reports/)")
-    demo.add_argument(
-        "--load-duration",
-        type=duration_argument,
-        default=None,
-        help="smoke run length (30, 30s, 1m; default 30 s)",
-    )
-    demo.add_argument("--users", type=int, default=None, help="smoke run users (default 5)")
-    demo.add_argument(
-        "--quiet",
-        action="store_true",
-        help="no Locust statistics table (by default it is printed once, at the end)",
-    )
-    demo.set_defaults(func=_run)

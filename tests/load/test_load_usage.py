@@ -132,9 +132,9 @@ def test_plain_locust_refuses_a_non_loopback_target(
     assert "refusing to send load to payments.invalid" in run.stderr + run.stdout
 
 
-def test_plain_locust_refuses_the_old_profile_option_naming_the_shape(tmp_path: Path) -> None:
-    """``--paysuite-profile`` was the old name of ``--paysuite-shape``: one line names the new
-    one, before any load (one word for the load shape everywhere)."""
+def test_plain_locust_refuses_the_old_profile_option(tmp_path: Path) -> None:
+    """``--paysuite-profile``, the 0.1.0 name of ``--paysuite-shape``, is gone: Locust's parser
+    refuses it in one line, before any load (a profile is only conformance's word)."""
     config = _write_config(tmp_path / "c.yaml", "http://payments.invalid/api")
     locustfile = Path(__file__).resolve().parents[2] / "load" / "locustfile.py"
     run = subprocess.run(
@@ -144,5 +144,5 @@ def test_plain_locust_refuses_the_old_profile_option_naming_the_shape(tmp_path: 
         env={k: v for k, v in os.environ.items() if k != "PAYSUITE_ALLOW_REMOTE_TARGET"},
     )  # fmt: skip
     assert run.returncode == 2, run.stderr[-2000:]
-    assert "--paysuite-profile (PAYSUITE_PROFILE) was removed; use --paysuite-shape" in run.stderr
+    assert "unrecognized arguments: --paysuite-profile" in run.stderr, run.stderr[-2000:]
     assert "refusing to send load" not in run.stderr + run.stdout
