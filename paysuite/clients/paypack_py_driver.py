@@ -84,7 +84,6 @@ class Driver:
         paypack.client.base_url = job["base_url"]  # copied at import by ``from ... import``
         self.job = job
         self.emit = emit
-        self.cells: list[JsonObject] = []
         self.adapter = BoundedAdapter(limits_of(job), tls_of(job))
         for prefix in ("http://", "https://"):
             paypack.http_client.client.mount(prefix, self.adapter)
@@ -92,16 +91,12 @@ class Driver:
         self.stopped: str | None = None  # why the rest of the walk is not run
         paypack.client.HttpClient(client_id=job["client_id"], client_secret=job["client_secret"])
 
-    def _cell(self, cell: JsonObject) -> None:
-        self.cells.append(cell)
-        self.emit(cell)
-
     def op(self, name: str, call: Callable[[], Any], check: Check) -> Any:
         """Run one SDK call; an error body the SDK returns as data is a failure too."""
         if self.stopped is None and time.monotonic() > self.walk_deadline:
             self.stopped = f"the walk used its {self.job.get('walk_s', DEFAULT_WALK_S):g} s budget"
         if self.stopped:
-            self._cell({"op": name, "ok": None, "outcome": "not run", "detail": self.stopped})
+            self.emit({"op": name, "ok": None, "outcome": "not run", "detail": self.stopped})
             return None
         first = len(self.adapter.exchanges)
         cell: JsonObject = {"op": name}
@@ -131,7 +126,7 @@ class Driver:
                 )
             cell["data"] = data
         cell["exchanges"] = self.adapter.exchanges[first:]
-        self._cell(cell)
+        self.emit(cell)
         return data if cell["ok"] else None
 
     def _failure(self, first: int) -> str | None:
