@@ -63,11 +63,10 @@ def live_line(out: TextIO) -> Callable[[Violation], None]:
     return show
 
 
-def _stop(stop: asyncio.Event, signum: int, seen: list[int] | None) -> None:
+def _stop(stop: asyncio.Event, signum: int, seen: list[int]) -> None:
     """Stop the session on a signal, counting them: a second one while the listener closes
     means the user does not want the settling either."""
-    if seen is not None:
-        seen.append(signum)
+    seen.append(signum)
     stop.set()
 
 
@@ -79,15 +78,15 @@ async def serve(
     port: int,
     limits: SessionLimits,
     out: TextIO,
-    on_exchange: Callable[[Exchange], None] | None = None,
-    sink: list[Exchange] | None = None,
-    signals_seen: list[int] | None = None,
-) -> list[Exchange]:
+    on_exchange: Callable[[Exchange], None] | None,
+    exchanges: list[Exchange],
+    signals_seen: list[int],
+) -> None:
     """Serve until a limit or a signal; every exchange judged by ``judge``, in order (and kept
-    in ``sink`` as it is judged, so an interruption while the listener closes loses none)."""
+    in ``exchanges`` as it is judged, so an interruption while the listener closes loses none;
+    each stop signal is counted in ``signals_seen``)."""
     queue: asyncio.Queue[Exchange | None] = asyncio.Queue()
     stop = asyncio.Event()
-    exchanges: list[Exchange] = sink if sink is not None else []
     show = live_line(out)
 
     async def judge_forever() -> None:
@@ -136,7 +135,6 @@ async def serve(
         await runner.cleanup()  # in-flight exchanges finish (and are queued) first
         queue.put_nowait(None)
         await worker
-    return exchanges
 
 
 class Interrupted(KeyboardInterrupt):
@@ -189,7 +187,7 @@ def run_session(
         try:
             asyncio.run(
                 serve(judge, settings, host=host, port=port, limits=limits, out=out,
-                      on_exchange=on_exchange, sink=exchanges, signals_seen=seen)
+                      on_exchange=on_exchange, exchanges=exchanges, signals_seen=seen)
             )  # fmt: skip
         except KeyboardInterrupt:  # a second signal while the listener closed: report what was seen
             judge.run_errors.append(
