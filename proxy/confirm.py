@@ -28,7 +28,7 @@ from paysuite_core.results.rule import Check
 from paysuite_core.target_config import Application, TargetConfig
 from paysuite_core.tls import TLSSettings
 from paysuite_core.tokens import token_claims
-from proxy.routes import PROCESSED, answered_at, route_of
+from proxy.routes import answered_at, route_of
 from proxy.rules import CANCELLED, CONFIRMED, Violation
 from proxy.stateful import (
     KeyUse,
@@ -38,7 +38,7 @@ from proxy.stateful import (
     key_location,
     reuse_check,
 )
-from proxy.traffic import Processed, Resolved, TrafficRules
+from proxy.traffic import Processed, Resolved, TrafficRules, lists_processed
 
 #: The reuses of one key the reproduction sends at most (a client that retried a key a hundred
 #: times shows the same pattern after the first few).
@@ -355,12 +355,7 @@ class Confirmer:
             self._note(LIFE, f"{ref}: no application of its merchant to list its events")
             return []
         evidence = self._record()
-
-        def listed(events: list[JsonObject]) -> bool:
-            return any(
-                data_of(e).get("ref") == ref and e.get("event_kind") == PROCESSED for e in events
-            )
-
+        listed = partial(lists_processed, ref)
         try:
             events = self._poll(
                 answered_at(seen.exchange) + rules.eventual_s,

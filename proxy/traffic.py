@@ -455,9 +455,7 @@ class TrafficRules:
                 continue
             if seen.merchant != merchant_of(exchange):
                 continue  # another merchant's listing need not show it
-            if any(
-                data_of(e).get("ref") == ref and e.get("event_kind") == PROCESSED for e in events
-            ):
+            if lists_processed(ref, events):
                 seen.listed = True
                 self.listed_exercised += 1
                 continue
@@ -525,6 +523,11 @@ class TrafficRules:
             for ref, seen in self.processed.items()
             if seen.soon and not seen.listed and not seen.reported
         ]
+
+
+def lists_processed(ref: str, events: list[JsonObject]) -> bool:
+    """Whether ``events`` hold the transaction:processed event of ``ref``."""
+    return any(data_of(e).get("ref") == ref and e.get("event_kind") == PROCESSED for e in events)
 
 
 def _integer(value: object) -> TypeGuard[int]:
