@@ -120,7 +120,7 @@ def _proxy(args: argparse.Namespace) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_IGN)
     try:
-        outcome = run_session(
+        return run_session(
             judge,
             settings,
             host=host,
@@ -131,7 +131,6 @@ def _proxy(args: argparse.Namespace) -> int:
         )
     except ListenError as exc:
         raise UsageError(str(exc)) from None
-    return outcome.exit_code
 
 
 def _replay(args: argparse.Namespace) -> int:

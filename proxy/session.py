@@ -47,14 +47,6 @@ class SessionLimits:
     duration_s: float | None = None
 
 
-@dataclass
-class SessionOutcome:
-    exit_code: int
-    exchanges: list[Exchange]
-    violations: list[Violation]
-    reports: list[Path]
-
-
 def live_line(out: TextIO) -> Callable[[Violation], None]:
     def show(violation: Violation) -> None:
         out.write(violation.line() + "\n")
@@ -78,7 +70,6 @@ async def serve(
     port: int,
     limits: SessionLimits,
     out: TextIO,
-    on_exchange: Callable[[Exchange], None] | None,
     exchanges: list[Exchange],
     signals_seen: list[int],
 ) -> None:
@@ -92,8 +83,6 @@ async def serve(
     async def judge_forever() -> None:
         while (exchange := await queue.get()) is not None:
             exchanges.append(exchange)
-            if on_exchange is not None:
-                on_exchange(exchange)
             try:
                 found = judge.observe(exchange)
             except Exception as exc:  # a judge's bug must not stop the forwarding
@@ -171,9 +160,8 @@ def run_session(
     report_dir: str | Path,
     har_path: str | Path | None = None,
     out: TextIO = sys.stdout,
-    on_exchange: Callable[[Exchange], None] | None = None,
-) -> SessionOutcome:
-    """The whole session; the exit status is the report's (0 clean, 1 violation, 2 no answer,
+) -> int:
+    """The whole session; its exit status is the report's (0 clean, 1 violation, 2 no answer,
     3 the client's violation when gated, 130 settling interrupted).
 
     The reports and the HAR are written as soon as the session stops, before the settling (which
@@ -187,7 +175,7 @@ def run_session(
         try:
             asyncio.run(
                 serve(judge, settings, host=host, port=port, limits=limits, out=out,
-                      on_exchange=on_exchange, exchanges=exchanges, signals_seen=seen)
+                      exchanges=exchanges, signals_seen=seen)
             )  # fmt: skip
         except KeyboardInterrupt:  # a second signal while the listener closed: report what was seen
             judge.run_errors.append(
@@ -246,7 +234,7 @@ def run_session(
         out.write(f"reports: {', '.join(str(p) for p in paths)}\n")
         out.write(scorecard(judge) + "\n")
         out.flush()
-        return SessionOutcome(verdict.exit_code, exchanges, judge.violations, paths)
+        return verdict.exit_code
 
 
 def write_session_har(
