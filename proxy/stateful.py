@@ -182,12 +182,6 @@ class ExpiryRule:
         if isinstance(refresh, str) and refresh and (exp := token_exp(refresh)) is not None:
             self.expiry[refresh] = (exp, exchange)
 
-    def _expires_at(self, token: str) -> tuple[float, Exchange | None] | None:
-        known = self.expiry.get(token)
-        if known is None and (exp := token_exp(token)) is not None:
-            return exp, None
-        return known
-
     def observe(self, exchange: Exchange, route: Route) -> list[Violation]:
         if route.operation in ("authorize", "refresh"):
             violations = self._judge(exchange, route.path_params.get("refresh_token"), "refresh")
@@ -200,10 +194,10 @@ class ExpiryRule:
     def _judge(self, exchange: Exchange, token: str | None, what: str) -> list[Violation]:
         if not token or not ok(exchange) or token in self.reported:
             return []
-        known = self._expires_at(token)
-        if known is None:
+        # a token the session did not see issued is judged by its own exp, if it has one
+        expires_at, issued_by = self.expiry.get(token) or (token_exp(token), None)
+        if expires_at is None:
             return []
-        expires_at, issued_by = known
         self.exercised += 1
         late = exchange.started - expires_at
         if late <= self.grace_s:
