@@ -46,6 +46,13 @@ KIND_FILTER = catalog.get("EVT-005")
 STATUS_FILTER = catalog.get("EVT-006")
 TOTAL = catalog.get("EVT-007")
 
+#: The events list's filters (EVT-003..006), by query name.
+FILTERS: dict[str, Check] = {
+    "ref": REF_FILTER,
+    "client": CLIENT_FILTER,
+    "kind": KIND_FILTER,
+    "status": STATUS_FILTER,
+}
 #: The rules of this module, in the report's order.
 TRAFFIC_RULES: tuple[Check, ...] = (
     CASHIN_ANSWER,
@@ -53,18 +60,9 @@ TRAFFIC_RULES: tuple[Check, ...] = (
     UNIQUE_REFS,
     FIND_VALUES,
     CREATED_EVENT,
-    REF_FILTER,
-    CLIENT_FILTER,
-    KIND_FILTER,
-    STATUS_FILTER,
+    *FILTERS.values(),
     TOTAL,
 )
-FILTERS: dict[str, Check] = {
-    "ref": REF_FILTER,
-    "client": CLIENT_FILTER,
-    "kind": KIND_FILTER,
-    "status": STATUS_FILTER,
-}
 #: Query names a listing may carry and still show every event of a ref that matches its filters.
 _PAGING = frozenset({"limit", "offset"})
 
