@@ -115,12 +115,24 @@ def run_defect(defect: str, work: Path, capsys: pytest.CaptureFixture[str]) -> t
     return outcome.status, outcome.report
 
 
+#: Runs a race defect gets (``test_each_defect_fails_the_check_that_names_it``).
+RACE_RUNS = 3
+
+
 @pytest.mark.parametrize("defect", sorted(DEFECT_CHECKS))
 def test_each_defect_fails_the_check_that_names_it(
     defect: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status, report = run_defect(defect, tmp_path, capsys)
-    failed = {c["id"] for c in report["checks"] if c["outcome"] == "failed"}
+    """A race defect shows only when the racers overlap within its gap, which a busy runner may
+    miss in one run: it gets up to ``RACE_RUNS`` runs, and one that fails its checks is enough
+    (a run that misses it is no false alarm, and the conformant server is judged elsewhere)."""
+    for run in range(RACE_RUNS if defect.endswith("-race") else 1):
+        work = tmp_path / f"run{run}"
+        work.mkdir()
+        status, report = run_defect(defect, work, capsys)
+        failed = {c["id"] for c in report["checks"] if c["outcome"] == "failed"}
+        if DEFECT_CHECKS[defect] <= failed:
+            break
     assert DEFECT_CHECKS[defect] <= failed, report["checks"]
     assert status == 1 and report["verdict"] == "fail"
 

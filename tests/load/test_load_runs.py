@@ -310,8 +310,14 @@ def test_plain_locust_command_line_gives_the_same_verdict(
         text=True,
         timeout=90,
     )
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert result.returncode in (0, 1), result.stdout[-2000:] + result.stderr[-2000:]
     summary = json.loads((tmp_path / "load.json").read_text())
+    assert summary["exit_code"] == result.returncode  # the verdict load.json gives is the exit's
+    if result.returncode == 1:
+        # a busy runner (four test workers on two cores) may push a latency percentile past its
+        # SLO; any other breach, a failed request or a lost creation still fails the test
+        breached = [v for v in summary["slo"]["verdicts"] if not v["passed"]]
+        assert breached and all(v["metric"].startswith("p") for v in breached), breached
     assert summary["shape"] == summary["profile"] == "steady"  # profile: the old key
     assert summary["reconciliation"]["passed"] is True
     # steady: a constant arrival rate of 20 requests/s (10 users at 2/s each)
