@@ -11,9 +11,9 @@ runs only in the reference profile.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from paysuite_core.results.rule import Check, Level, Profile
 
@@ -44,21 +44,34 @@ def check(
 
 class Findings:
     """What a check found wrong, and the replies that show it: a check reports every problem at
-    once (``expect_none``), so that fixing the first finding does not merely reveal the next."""
+    once, so that fixing the first finding does not merely reveal the next."""
 
-    def __init__(self) -> None:
-        self.problems: list[str] = []
-        self.proof: list[Reply] = []
+    def __init__(self, problems: Iterable[str] = (), *proof: Reply) -> None:
+        self.problems: list[str] = list(problems)
+        self.proof: list[Reply] = list(proof)
 
     def add(self, problem: str, *proof: Reply) -> None:
         self.problems.append(problem)
         self.proof.extend(proof)
 
-    def verdict(self, expected: str, *, shown: int | None = None, prefix: str = "") -> None:
-        """Fail with every problem unless there is none; ``shown``: the first replies only."""
-        from paysuite_core.results.outcome import expect_none
+    def verdict(
+        self,
+        expected: str = "",
+        *,
+        shown: int | None = None,
+        prefix: str = "",
+        limit: int | None = None,
+        actual: Literal["all", "first", "none"] = "all",
+    ) -> None:
+        """Fail unless nothing was found: the message is ``prefix`` and the first ``limit``
+        problems (a long list stays readable), its Actual every problem, the first or none;
+        ``shown``: the first replies only."""
+        from paysuite_core.results.outcome import fail
 
-        expect_none(self.problems, *self.proof[:shown], expected=expected, prefix=prefix)
+        if self.problems:
+            found = {"all": "; ".join(self.problems), "first": self.problems[0], "none": ""}
+            message = prefix + "; ".join(self.problems[:limit])
+            fail(message, *self.proof[:shown], expected=expected, actual=found[actual])
 
 
 #: A verdict read from one run-wide result: (target, run_cache, check ID, what it demands).

@@ -8,11 +8,11 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from conformance.checks import check
+from conformance.checks import Findings, check
 from conformance.suite.states_and_transitions import creatable_kinds
 from paysuite_core.api_types import Lookup, field_types
 from paysuite_core.driver.api import created_values_differ
-from paysuite_core.results.outcome import expect, expect_none
+from paysuite_core.results.outcome import expect
 from paysuite_core.results.rule import Section
 
 if TYPE_CHECKING:
@@ -60,12 +60,8 @@ def find_answers_the_lookup_fields(target: Target) -> None:
             expected="a 2xx with the lookup response",
             actual=str(reply.status),
         )
-        problems = lookup_problems(reply.body)
-        expect_none(
-            problems,
-            reply,
-            expected=", ".join(LOOKUP_TYPES),
-            prefix=f"lookup response of a {kind.lower()}: ",
+        Findings(lookup_problems(reply.body), reply).verdict(
+            ", ".join(LOOKUP_TYPES), prefix=f"lookup response of a {kind.lower()}: "
         )
         body = reply.body
         wrong = created_values_differ(body, created["ref"], kind, amount, number)
@@ -73,12 +69,8 @@ def find_answers_the_lookup_fields(target: Target) -> None:
             wrong.append(f"fee {body.get('fee')} is negative")
         if not body.get("merchant"):
             wrong.append("merchant is empty")
-        expect_none(
-            wrong,
-            created_reply,
-            reply,
-            expected=f"ref {created['ref']}, kind {kind}, amount {amount}, client {number}, "
-            "status pending",
+        Findings(wrong, created_reply, reply).verdict(
+            f"ref {created['ref']}, kind {kind}, amount {amount}, client {number}, status pending",
             prefix=f"lookup values of a {kind.lower()}: ",
         )
 

@@ -14,14 +14,14 @@ from decimal import Context, Decimal
 from functools import partial
 from typing import TYPE_CHECKING, NamedTuple, get_args
 
-from conformance.checks import check
+from conformance.checks import Findings, check
 from conformance.event_window import bound_text, event_ids, inside, js_date_text, outside, stamp_of
 from conformance.suite.states_and_transitions import usable_customer
 from paysuite_core.api_types import EventData, EventKind, EventsPage, JsonObject, field_types
 from paysuite_core.driver import timestamps
 from paysuite_core.driver.api import SUCCESS_STATUSES, data_of
 from paysuite_core.request_data import same_number
-from paysuite_core.results.outcome import expect, expect_none, fail, not_applicable, precondition
+from paysuite_core.results.outcome import expect, fail, not_applicable, precondition
 from paysuite_core.results.rule import Section
 
 if TYPE_CHECKING:
@@ -93,12 +93,8 @@ def the_list_answers_the_envelope(target: Target) -> None:
     for name, types in ENVELOPE_OPTIONAL.items():
         if name in body and body[name] is not None and not _typed(body[name], types):
             problems.append(f"{name} is {body[name]!r}, expected {types[0].__name__}")
-    expect_none(
-        problems,
-        reply,
-        expected="limit, offset, total integers and a transactions array",
-        prefix="envelope: ",
-    )
+    found = Findings(problems, reply)
+    found.verdict("limit, offset, total integers and a transactions array", prefix="envelope: ")
 
 
 @check(
@@ -128,12 +124,9 @@ def event_records_carry_the_documented_fields(target: Target) -> None:
         f"no event of the new transaction {created['ref']} is listed (LIFE-001)",
         reply,
     )
-    problems = []
-    for event in records:
-        problems += record_problems(event)
-    expect(
-        not problems, "event records: " + "; ".join(sorted(set(problems))[:10]), reply, reply_all
-    )
+    problems = {problem for event in records for problem in record_problems(event)}
+    found = Findings(sorted(problems), reply, reply_all)
+    found.verdict(prefix="event records: ", limit=10, actual="none")
 
 
 def _lists(reply: Reply, ref: str | None, kind: str | None = CREATED) -> bool:
@@ -929,10 +922,8 @@ def _judge_window(
     seen = target.eventually(read, lambda seen: not _window_problems(seen, lo, hi))
     if not seen.complete:
         target.note(f"EVT-013: {shown} holds more than {WINDOW_PAGES} pages: not counted")
-    expect_none(
-        _window_problems(seen, lo, hi),
-        *seen.replies[:3],
-        expected=(
+    Findings(_window_problems(seen, lo, hi), *seen.replies[:3]).verdict(
+        (
             f"every event of {day} (UTC): a bare date covers the whole day"
             if day
             else f"the events created within [{params['from']}, {params['to']}]"

@@ -68,10 +68,8 @@ def malformed_input_is_a_4xx_never_a_5xx(target: Target) -> None:
             )
             if not reply.rejected:
                 found.add(f"POST {path} with {label} answered {reply.status}", reply)
-    expect(
-        not found.problems,
-        "malformed input not rejected with a 4xx: " + "; ".join(found.problems[:6]),
-        *found.proof[:4],
+    found.verdict(
+        prefix="malformed input not rejected with a 4xx: ", limit=6, shown=4, actual="none"
     )
 
 
@@ -232,11 +230,8 @@ def error_bodies_are_status_code_message(target: Target) -> None:
             and body.get("message")
         ):
             found.add(f"{what}: {reply.status} {reply.text[:120]!r}", reply)
-    expect(
-        not found.problems,
-        'error bodies not {"status", "code", "message"} (RC-3): ' + "; ".join(found.problems[:5]),
-        *found.proof[:3],
-    )
+    prefix = 'error bodies not {"status", "code", "message"} (RC-3): '
+    found.verdict(prefix=prefix, limit=5, shown=3, actual="none")
 
 
 @check(
@@ -263,7 +258,7 @@ def error_statuses_and_codes_follow_the_catalogue(target: Target) -> None:
             problem = problem and f"{what}: {reply.status} {problem}"
         if problem:
             found.add(problem, reply)
-    expect(not found.problems, "RC-4 catalogue: " + "; ".join(found.problems[:6]), *found.proof[:4])
+    found.verdict(prefix="RC-4 catalogue: ", limit=6, shown=4, actual="none")
 
 
 #: RC-32: the methods a provocation's ``Allow`` header names (``wrong method`` is a GET of

@@ -11,7 +11,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from conformance.checks import check
+from conformance.checks import Findings, check
 from conformance.suite.authentication import fresh_refresh_token
 from conformance.suite.states_and_transitions import OUTCOMES, creatable_kinds, usable_customer
 from paysuite_core.api_types import JsonObject
@@ -265,13 +265,8 @@ def event_timestamps_are_iso_8601_instants(target: Target) -> None:
         for label, value in stamps
         if (problem := timestamps.instant(value) or timestamps.not_recent(value, now)) is not None
     ]
-    expect(
-        not problems,
-        "; ".join(problems),
-        listing,
-        expected="ISO 8601 date-times with a zone, naming the moments just passed",
-        actual=problems[0] if problems else "",
-    )
+    expected = "ISO 8601 date-times with a zone, naming the moments just passed"
+    Findings(problems, listing).verdict(expected, actual="first")
 
 
 @check(
@@ -286,18 +281,13 @@ def event_timestamps_are_iso_8601_instants(target: Target) -> None:
 def utc_timestamps_are_written_in_utc(target: Target) -> None:
     events, creations, created_reply, listing = _event_stamps(target)
     stamps = [*creations, *events]
-    problems = []
+    found = Findings((), created_reply, listing)
     for label, value in stamps:
         stamp = timestamps.parse(value)
         if stamp is not None and stamp.zone is not None and not stamp.is_utc:
-            problems.append(f"{label} {value!r} has offset {stamp.zone}")
-    expect(
-        not problems,
-        "not in UTC: " + "; ".join(problems[:4]),
-        created_reply,
-        listing,
-        expected="Z or +00:00 where the document says UTC",
-        actual=problems[0] if problems else "",
+            found.add(f"{label} {value!r} has offset {stamp.zone}")
+    found.verdict(
+        "Z or +00:00 where the document says UTC", prefix="not in UTC: ", limit=4, actual="first"
     )
 
 

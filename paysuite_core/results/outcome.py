@@ -17,7 +17,7 @@ need pytest; the plugin turns it into a pytest skip.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
@@ -156,16 +156,3 @@ def expect(
 
 def fail(message: str, *proof: Proof, expected: str = "", actual: str = "") -> NoReturn:
     raise CheckFailed(message, exchanges_of(proof), expected=expected, actual=actual)
-
-
-def expect_none(
-    problems: Sequence[str],
-    *proof: Proof,
-    expected: str,
-    prefix: str = "",
-) -> None:
-    """Fail with every problem found unless there is none: a check reports all that is wrong
-    at once, so that fixing the first finding does not merely reveal the next."""
-    if problems:
-        actual = "; ".join(problems)
-        raise CheckFailed(prefix + actual, exchanges_of(proof), expected=expected, actual=actual)
