@@ -11,6 +11,7 @@ from importlib import import_module
 
 from conformance.checks import entry_of
 from paysuite_core.results.rule import SECTIONS, Check
+from paysuite_core.usage import UsageError
 
 #: The modules of ``conformance.suite``, one per section of the document, in the run's order.
 SECTION_MODULES: tuple[str, ...] = (
@@ -72,8 +73,8 @@ CATALOG: tuple[Check, ...] = tuple(
 _BY_ID = {check.id: check for check in CATALOG}
 
 
-class UnknownCheckError(ValueError):
-    """An --only entry that names no check and no group."""
+class UnknownCheckError(UsageError, ValueError):
+    """An --only entry that names no check and no group: the run cannot start (exit status 2)."""
 
 
 def get(check_id: str) -> Check:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from conformance.catalog import UnknownCheckError, parse_only
+from conformance.catalog import parse_only
 from conformance.suite.history import DEFAULT_HISTORY_BUDGET_S
 from paysuite_core.cli_flags import (
     LIMIT_OPTIONS,
@@ -231,13 +231,6 @@ def parse_concurrency(text: str | int | None) -> int:
     return int(raw)
 
 
-def _only(text: str | None) -> frozenset[str] | None:
-    try:
-        return parse_only(text)
-    except UnknownCheckError as exc:
-        raise SetupError(str(exc)) from None
-
-
 def _seed(text: str | int | None) -> int:
     try:
         return DEFAULT_SEED if text is None else int(text)
@@ -248,7 +241,7 @@ def _seed(text: str | int | None) -> int:
 #: The values parsed on their way in: the field of ``Options`` each sets, and its parser
 #: (``None``: the default; a bad value: ``SetupError``).
 _PARSERS: dict[str, tuple[str, Callable[[Any], Any]]] = {
-    "only": ("only", _only),
+    "only": ("only", parse_only),  # an unknown ID: UnknownCheckError, a SetupError
     "seed": ("seed", _seed),
     "min_coverage": ("min_coverage", parse_share),
     "concurrency": ("concurrency", parse_concurrency),

@@ -89,7 +89,7 @@ def _check_target(url: str, tls: TLSSettings, timeout_s: float = 5.0) -> None:
 def _proxy(args: argparse.Namespace) -> int:
     from proxy.judge import Judge
     from proxy.server import ProxySettings
-    from proxy.session import ListenError, SessionLimits, run_session
+    from proxy.session import SessionLimits, run_session
 
     host, port = _listen(args.listen)
     if args.max_exchanges is not None and args.max_exchanges < 1:
@@ -119,18 +119,15 @@ def _proxy(args: argparse.Namespace) -> int:
     # reset, as the launcher's ``end_with_parent`` does for the signal that stops a child.)
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_IGN)
-    try:
-        return run_session(
-            judge,
-            settings,
-            host=host,
-            port=port,
-            limits=SessionLimits(args.max_exchanges, args.duration),
-            report_dir=args.report_dir,
-            har_path=args.har,
-        )
-    except ListenError as exc:
-        raise UsageError(str(exc)) from None
+    return run_session(  # an address it cannot bind: ListenError, a UsageError
+        judge,
+        settings,
+        host=host,
+        port=port,
+        limits=SessionLimits(args.max_exchanges, args.duration),
+        report_dir=args.report_dir,
+        har_path=args.har,
+    )
 
 
 def _replay(args: argparse.Namespace) -> int:

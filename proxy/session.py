@@ -25,6 +25,7 @@ from aiohttp import web
 from paysuite_core.exchange import Exchange
 from paysuite_core.results.masking import mask_exchange
 from paysuite_core.results.verdict import Verdict
+from paysuite_core.usage import UsageError
 from proxy.appmap import recorded_applications
 from proxy.har import write_har
 from proxy.judge import Judge
@@ -37,8 +38,9 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 SignalHandler = Callable[[int, FrameType | None], object] | int | None
 
 
-class ListenError(OSError):
-    """The proxy's address cannot be bound (taken, or not an address of this machine)."""
+class ListenError(UsageError, OSError):
+    """The proxy's address cannot be bound (taken, or not an address of this machine): the
+    command stops there (exit status 2)."""
 
 
 @dataclass(frozen=True)

@@ -308,7 +308,6 @@ def _open_store(args: argparse.Namespace, create: bool | None = None) -> Iterato
     endpoint the command names wrongly (``EndpointUrlError``) is a usage error."""
     from stub_server.store import Store
     from stub_server.store.group_commit import missing_folder
-    from stub_server.webhook_delivery.endpoint_url import EndpointUrlError
 
     db = args.command_db or settings_from_args(args).db
     if create is not None and db == ":memory:":
@@ -329,8 +328,6 @@ def _open_store(args: argparse.Namespace, create: bool | None = None) -> Iterato
             store.close()
     except sqlite3.Error as exc:
         raise _cannot_open(db, exc) from None
-    except EndpointUrlError as exc:  # a webhook endpoint the command was given
-        raise UsageError(str(exc)) from None
 
 
 def run_apps_create(args: argparse.Namespace) -> int:

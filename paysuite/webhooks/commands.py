@@ -255,7 +255,7 @@ def _settings(args: argparse.Namespace) -> ListenSettings:
 
 
 def run_listen(args: argparse.Namespace) -> int:
-    from paysuite_core.webhooks.receiver import ReceiverStartError, WebhookReceiver, running
+    from paysuite_core.webhooks.receiver import WebhookReceiver, running
 
     settings = _settings(args)
 
@@ -295,8 +295,6 @@ def run_listen(args: argparse.Namespace) -> int:
             _wait(served.ledger, args, stop, lambda: settings.poll(receiver))
             settings.poll(receiver)
             return _finish(served.ledger, settings, args, started, t0)
-    except ReceiverStartError as exc:
-        raise UsageError(str(exc)) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
 

@@ -27,6 +27,7 @@ from paysuite_core import json_errors
 from paysuite_core.http_clients import aiohttp_session
 from paysuite_core.listening import BodyTooLarge, Listening, read_whole
 from paysuite_core.tls import TLSSettings, explain
+from paysuite_core.usage import UsageError
 from paysuite_core.webhooks.ledger import (
     Arrival,
     Delivery,
@@ -80,8 +81,8 @@ HOP_HEADERS = frozenset(
 RELAYED_HEADERS = ("Content-Type", "Content-Encoding")
 
 
-class ReceiverStartError(RuntimeError):
-    pass
+class ReceiverStartError(UsageError, RuntimeError):
+    """The receiver cannot listen where it was asked: a command stops there (exit status 2)."""
 
 
 @dataclass

@@ -13,13 +13,15 @@ import os
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+from paysuite_core.usage import UsageError
+
 ALLOW_REMOTE_ENV = "PAYSUITE_ALLOW_REMOTE_WEBHOOKS"
 #: ``X-Webhook-Mode`` is at most this long (``rules.fields``); so is an endpoint's mode.
 MAX_MODE_LENGTH = 64
 
 
-class EndpointUrlError(ValueError):
-    """A webhook URL the stub will not call; the message says why."""
+class EndpointUrlError(UsageError, ValueError):
+    """A webhook URL the stub will not call; the message says why (a command: exit status 2)."""
 
 
 def remote_allowed(env: Mapping[str, str] | None = None) -> bool:
