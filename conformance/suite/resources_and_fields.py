@@ -156,12 +156,8 @@ def event_ids_are_uuid_shaped_and_unique(target: Target) -> None:
             clashes.append(
                 f"pages offset=0 and offset=2 (limit=2) share ids {sorted(map(str, shared))}"
             )
-    expect(
-        not clashes,
-        "event ids are not unique: " + "; ".join(clashes[:3]),
-        *proof,
-        expected="one event_id per event",
-        actual=clashes[0] if clashes else "",
+    Findings(clashes, *proof).verdict(
+        "one event_id per event", prefix="event ids are not unique: ", limit=3, actual="first"
     )
 
 
