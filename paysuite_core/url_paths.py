@@ -13,13 +13,15 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
+from paysuite_core.usage import UsageError
+
 #: What an id looks like: letters, digits, ``-`` and ``_`` (a UUID, a ULID, ``evt_123``), at
 #: most 128 characters; no separator, no dot, no space.
 ID_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 
 
-class NotAnId(ValueError):
-    """A value given as an id that has not its shape; the message is one line."""
+class NotAnId(UsageError, ValueError):
+    """A value given as an id that has not its shape; the message is one line (exit status 2)."""
 
 
 def segment(value: str) -> str:

@@ -497,7 +497,7 @@ def run_resend(args: argparse.Namespace) -> int:
 
     from paysuite_core import guarded_json
     from paysuite_core.bounded_http import CONFORM_LIMITS, BoundedClient, no_answer
-    from paysuite_core.url_paths import NotAnId, id_segment
+    from paysuite_core.url_paths import id_segment
 
     root = args.stub
     config = target_config(args.config)
@@ -505,10 +505,7 @@ def run_resend(args: argparse.Namespace) -> int:
         root = config.base_url.removesuffix("/").removesuffix("/api")
     if root is None:
         raise UsageError("give --config (the stub's credentials file) or --stub URL")
-    try:
-        event = id_segment(args.event_id, "EVENT_ID")
-    except NotAnId as exc:
-        raise UsageError(str(exc)) from None
+    event = id_segment(args.event_id, "EVENT_ID")  # not an id: NotAnId, a UsageError
     url = f"{root.rstrip('/')}/_sandbox/webhooks/deliveries/{event}/resend"
     try:
         with BoundedClient(
