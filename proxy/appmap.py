@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from paysuite_core.exchange import Exchange
 from paysuite_core.target_config import PRIVILEGES, Application, TargetConfig
 from paysuite_core.tokens import token_claims
+from paysuite_core.usage import UsageError
 from proxy.routes import route_of
 
 
-class MappingError(ValueError):
-    """A ``--map`` argument that cannot be used."""
+class MappingError(UsageError, ValueError):
+    """A ``--map`` argument that cannot be used (exit status 2)."""
 
 
 def authorized(exchanges: Iterable[Exchange]) -> Iterator[tuple[str, Exchange]]:

@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from paysuite_core import guarded_json
 from paysuite_core.api_types import JsonObject
 from paysuite_core.exchange import Exchange, Headers
+from paysuite_core.usage import UsageError
 
 HAR_VERSION = "1.2"
 #: The largest HAR file read, and the most entries: parsed JSON takes several times its size in
@@ -35,7 +36,7 @@ CREATOR = "paysuite proxy"
 T = TypeVar("T")
 
 
-class HarError(ValueError):
+class HarError(UsageError, ValueError):
     """The file is not a HAR session paysuite can read; the message says where and why."""
 
 

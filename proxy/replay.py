@@ -405,26 +405,24 @@ def run_replay(
     that could be replayed."""
     from paysuite_core.cli_flags import UsageError
     from paysuite_core.target_config import load_target_config
-    from proxy.appmap import MappingError, authorized, map_applications, parse_maps
-    from proxy.har import HarError, read_session
+    from proxy.appmap import authorized, map_applications, parse_maps
+    from proxy.har import read_session
     from proxy.judge import Judge
     from proxy.report import scorecard, write_reports
     from proxy.session import live_line, write_session_har
 
     out = out or sys.stdout
     err = err or sys.stderr
-    try:  # a file or a value that cannot be used: one line, exit status 2 (cli_flags)
-        recorded = read_session(args.har_file)
-        config = load_target_config(args.config) if args.config else None
-        tls = TLSSettings.from_args(args, config)
-        if not recorded.exchanges:
-            raise UsageError(f"{args.har_file} holds no exchange")
-        target = urlsplit(args.target)
-        if target.scheme not in ("http", "https") or not target.hostname:
-            raise UsageError(f"--target {args.target!r}: expected an http(s) URL")
-        explicit = parse_maps(getattr(args, "map", None) or [])
-    except (HarError, MappingError) as exc:
-        raise UsageError(str(exc)) from None
+    # A file or a value that cannot be used (HarError, MappingError): one line, exit status 2.
+    recorded = read_session(args.har_file)
+    config = load_target_config(args.config) if args.config else None
+    tls = TLSSettings.from_args(args, config)
+    if not recorded.exchanges:
+        raise UsageError(f"{args.har_file} holds no exchange")
+    target = urlsplit(args.target)
+    if target.scheme not in ("http", "https") or not target.hostname:
+        raise UsageError(f"--target {args.target!r}: expected an http(s) URL")
+    explicit = parse_maps(getattr(args, "map", None) or [])
     known: dict[str, dict[str, str]] = {cid: {} for cid, _ in authorized(recorded.exchanges)}
     mapping = map_applications({**known, **recorded.applications}, config, explicit)
     if mapping.problems:
