@@ -737,8 +737,18 @@ def reproduction(shown: Sequence[Recorded], sent: Sequence[Recorded]) -> Reprodu
     steps = [last]
     if not race:
         first = _first_use(last, sent)
-        steps = [first, last] if first is not None else [last]
+        steps = [first, last] if first is not None else [*_repeats(last, shown), last]
     return Reproduction(steps + _read_back(steps, sent), race)
+
+
+def _repeats(last: Recorded, shown: Sequence[Recorded]) -> list[Recorded]:
+    """The proof's earlier requests identical to a keyless ``last`` (method, URL, body): a
+    defect that shows only when the same request is sent again (one ref answered to two keyless
+    creations, IDEM-006) is reproduced by sending it as often."""
+    if key_runs(last.wire):
+        return []
+    same = (last.wire.method, last.wire.url, last.wire.request_body)
+    return [e for e in shown[:-1] if (e.wire.method, e.wire.url, e.wire.request_body) == same]
 
 
 _EVENTS_PATH = "/events/transactions"

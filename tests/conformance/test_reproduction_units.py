@@ -155,6 +155,21 @@ def test_keys_keep_their_relations_upper_case_and_length() -> None:
     assert longer is not None and "(uuid.uuid4().hex*2)[:40]" in longer.render()[0]
 
 
+def test_identical_keyless_requests_of_the_proof_are_all_sent_again() -> None:
+    """IDEM-006's defect (one ref for two keyless creations) shows only when the same request is
+    sent again: the script sends every identical request of the proof, not the last one alone;
+    a different request of the proof is not repeated."""
+    token = _issue("app-w")
+    same = [_create(token, None) for _ in range(3)]
+    other = _create(token, None, number="0780000002")
+    script, _ = reproduction([other, *same], [other, *same]).render()  # type: ignore[union-attr]
+    posts = [line for line in script.splitlines() if "/transactions/cashin" in line]
+    assert len(posts) == 3, script
+    assert len(set(posts)) == 1, script  # the same request, the same number
+    keyed = reproduction([_create(token, KEY), _create(token, KEY)], [])
+    assert keyed is not None and len(keyed.steps) == 1  # a reused key: its own rule (first use)
+
+
 def test_a_race_is_sent_at_once_again() -> None:
     token = _issue("app-w")
     racers = [_create(token, KEY) for _ in range(5)]
