@@ -120,11 +120,12 @@ class Judge:
 
     def observe(self, exchange: Exchange) -> list[Violation]:
         """Judge one exchange; the violations it revealed (also kept in ``violations``)."""
-        if exchange.status:
-            # the session's tokens: a curl then names one the target issued by its
-            # application's variable, never as a forgery of the suite's
-            self.masker.learn_issued(exchange, exchange.request_body.decode("utf-8", "replace"))
         route = route_of(exchange)
+        if exchange.status and (route is None or route.operation in ("authorize", "refresh")):
+            # the session's tokens (a sandbox's short-lived authorize is no route of the
+            # document): a curl then names one the target issued by its application's
+            # variable, never as a forgery of the suite's; other answers issue none
+            self.masker.learn_issued(exchange, exchange.request_body.decode("utf-8", "replace"))
         record = Observed(exchange, route.operation if route else None)
         self.observed.append(record)
         if exchange.status == 0:
